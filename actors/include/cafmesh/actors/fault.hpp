@@ -1,0 +1,118 @@
+#pragma once
+
+/// @file
+/// The fault tree and its codes (SPEC §2.10, §7.2): cafmesh's value-typed replacement for
+/// inner and aggregate exceptions. Classification (routing/classify.hpp) walks the whole tree.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/error.hpp>
+#include <caf/fwd.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/optional.hpp>
+
+#include "cafmesh/actors/ids.hpp"
+
+namespace cafmesh {
+
+/// Every fault code of SPEC §7.2 plus the two terminal codes classification never sees.
+/// Value 0 is reserved: `caf::error` treats code 0 as "no error".
+enum class mesh_errc : uint8_t {
+  rejected = 1,            ///< runtime refused the message (queue limit, forward count, turned away)
+  overloaded,              ///< the target silo shed load
+  response_timeout,        ///< no answer within the response timeout after leaving placement
+  stream_post_timeout,     ///< the 60 s stream-post guard fired
+  placement_timeout,       ///< the placement work item used up its 30 s (resendable)
+  no_compatible_silo,      ///< no Active compatible silo (resendable)
+  directory_unstable,      ///< the directory is re-partitioning; retry later
+  silo_unavailable,        ///< the target silo is stopping or blocks application messages
+  lifecycle_cancelled,     ///< the target silo's lifecycle was cancelled
+  departed_silo,           ///< connecting failed, or the named generation is no longer Active
+  activation_deactivated,  ///< the activation is gone; see `fault::activation_error_recorded`
+  runtime_gone,            ///< a torn-down service was used; see `fault::probe`
+  pod_hub_not_here,        ///< the pod hub's activation is not in the owner's process
+  oversized,               ///< payload at or above a size limit (SPEC §9)
+  not_found,               ///< the address names nothing
+  resolve_failed,          ///< path resolution faulted or timed out
+  pool_refused,            ///< the routing I/O pool is draining or drained (SPEC §6.7)
+  leg_crashed,             ///< a leg exited abnormally (SPEC §6.5)
+  extension_missing,       ///< application or programming fault
+  invalid_operation,       ///< application or programming fault
+  application,             ///< any other application fault (text carries the detail)
+  lifecycle_misuse,        ///< subscribe after start, second start (SPEC §3.2); terminal
+  config_invalid,          ///< configuration refused (SPEC §1.3, §11); terminal
+};
+
+/// Renders the code's name, e.g. `placement_timeout`.
+std::string to_string(mesh_errc x);
+
+/// Yes / no / cannot tell: the `activation_error_recorded` qualifier (SPEC §2.10, §7.2).
+enum class tri_bool : uint8_t { unknown = 0, no = 1, yes = 2 };
+
+/// Renders `unknown`, `no` or `yes`.
+std::string to_string(tri_bool x);
+
+/// The runtime probe's answer attached to a `runtime_gone` fault (SPEC §3.7, §7.2):
+/// `no_answer` when the probe did not answer (or was not asked).
+enum class probe_answer : uint8_t { no_answer = 0, alive = 1, torn_down = 2 };
+
+/// Renders `no_answer`, `alive` or `torn_down`.
+std::string to_string(probe_answer x);
+
+/// A node of a fault tree (SPEC §2.10). One cause plays "inner", several "aggregate".
+struct fault {
+  mesh_errc code = mesh_errc::application;
+  std::string text;
+  std::vector<fault> causes;
+  /// The runtime's "will retry after n ms" hint (SPEC §6.6).
+  caf::optional<uint32_t> retry_after_ms;
+  /// Only meaningful for `activation_deactivated`.
+  tri_bool activation_error_recorded = tri_bool::unknown;
+  /// Only meaningful for `runtime_gone`.
+  probe_answer probe = probe_answer::no_answer;
+  /// The silo the fault is about, when known.
+  caf::optional<silo_address> silo;
+
+  fault() = default;
+  fault(mesh_errc c, std::string t, std::vector<fault> cs = {})
+    : code(c), text(std::move(t)), causes(std::move(cs)) {}
+
+  /// Renders `text`, then ` <- ` and each cause's rendering, depth first (SPEC §2.10).
+  std::string render() const;
+
+  friend bool operator==(const fault& x, const fault& y);
+  friend bool operator!=(const fault& x, const fault& y) { return !(x == y); }
+};
+
+/// Renders like `fault::render`.
+std::string to_string(const fault& x);
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, fault& x) {
+  return f(caf::meta::type_name("cafmesh.fault"), x.code, x.text, x.causes, x.retry_after_ms,
+           x.activation_error_recorded, x.probe, x.silo);
+}
+
+/// Wraps a fault into a CAF error: code = `fault.code`, category atom `mesh`, context = a
+/// message holding the whole fault (SPEC §2.10).
+caf::error to_error(const fault& x);
+
+/// Recovers a fault from a CAF error (SPEC §2.10 translation table). A `mesh` error yields
+/// its carried fault; CAF's own codes are translated: `sec::request_timeout` ->
+/// `response_timeout`; `sec::request_receiver_down` -> `departed_silo` if
+/// `receiver_departed` (the receiver's silo is missing from the latest snapshot or
+/// superseded), else `activation_deactivated` with recorded = unknown; connection-level
+/// codes and the exit reasons `remote_link_unreachable` / `unreachable` -> `departed_silo`;
+/// anything else -> `application` with the rendered CAF error as text.
+fault to_fault(const caf::error& e, bool receiver_departed = false);
+
+/// Makes `caf::error e = mesh_errc::x;` work: an error with the code and an empty fault
+/// whose text is the code's name.
+caf::error make_error(mesh_errc x);
+
+/// The category atom of cafmesh errors: `mesh`.
+caf::atom_value mesh_error_category();
+
+} // namespace cafmesh

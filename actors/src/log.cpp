@@ -1,0 +1,235 @@
+#include "cafmesh/actors/log.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include <spdlog/logger.h>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/sinks/dist_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+namespace cafmesh::log {
+
+namespace {
+
+spdlog::level::level_enum to_spd(level x) {
+  switch (x) {
+    case level::trace: return spdlog::level::trace;
+    case level::debug: return spdlog::level::debug;
+    case level::info: return spdlog::level::info;
+    case level::warning: return spdlog::level::warn;
+    case level::error: return spdlog::level::err;
+    case level::critical: return spdlog::level::critical;
+    default: return spdlog::level::off;
+  }
+}
+
+level from_spd(spdlog::level::level_enum x) {
+  switch (x) {
+    case spdlog::level::trace: return level::trace;
+    case spdlog::level::debug: return level::debug;
+    case spdlog::level::info: return level::info;
+    case spdlog::level::warn: return level::warning;
+    case spdlog::level::err: return level::error;
+    case spdlog::level::critical: return level::critical;
+    default: return level::off;
+  }
+}
+
+/// Process-wide state: the distribution sink every logger writes to, the stderr sink and
+/// the logger table. Loggers are not put into spdlog's global registry, so user code that
+/// uses spdlog itself is not affected.
+struct state {
+  std::mutex mtx;
+  std::shared_ptr<spdlog::sinks::dist_sink_mt> dist =
+    std::make_shared<spdlog::sinks::dist_sink_mt>();
+  std::shared_ptr<spdlog::sinks::stderr_color_sink_mt> err =
+    std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  std::vector<std::shared_ptr<spdlog::logger>> loggers;
+  bool stderr_enabled = true;
+
+  state() {
+    err->set_level(spdlog::level::info);
+    err->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%-8l%$ %n: %v");
+    dist->add_sink(err);
+    dist->set_level(spdlog::level::trace);
+  }
+};
+
+state& global() {
+  static state s;
+  return s;
+}
+
+} // namespace
+
+std::string to_string(level x) {
+  switch (x) {
+    case level::trace: return "trace";
+    case level::debug: return "debug";
+    case level::info: return "info";
+    case level::warning: return "warning";
+    case level::error: return "error";
+    case level::critical: return "critical";
+    default: return "off";
+  }
+}
+
+bool parse_level(std::string_view text, level& out) {
+  struct entry {
+    std::string_view name;
+    level lvl;
+  };
+  static constexpr entry table[] = {
+    {"trace", level::trace},     {"debug", level::debug}, {"info", level::info},
+    {"warning", level::warning}, {"warn", level::warning}, {"error", level::error},
+    {"err", level::error},       {"critical", level::critical}, {"off", level::off},
+  };
+  for (const auto& e : table)
+    if (e.name == text) {
+      out = e.lvl;
+      return true;
+    }
+  return false;
+}
+
+logger::logger(std::shared_ptr<spdlog::logger> impl, std::string context)
+  : impl_(std::move(impl)), context_(std::move(context)) {
+  // nop
+}
+
+logger logger::with_context(std::string context) const {
+  return logger{impl_, std::move(context)};
+}
+
+void logger::log(level lvl, const std::string& text) const {
+  if (!impl_ || lvl == level::off)
+    return;
+  if (context_.empty())
+    impl_->log(to_spd(lvl), "{}", text);
+  else
+    impl_->log(to_spd(lvl), "[{}] {}", context_, text);
+}
+
+std::string logger::component() const {
+  return impl_ ? impl_->name() : std::string{};
+}
+
+logger get(const std::string& component) {
+  auto& g = global();
+  std::lock_guard<std::mutex> guard{g.mtx};
+  for (auto& l : g.loggers)
+    if (l->name() == component)
+      return logger{l, {}};
+  auto l = std::make_shared<spdlog::logger>(component, g.dist);
+  l->set_level(spdlog::level::trace);
+  l->flush_on(spdlog::level::err);
+  g.loggers.push_back(l);
+  return logger{l, {}};
+}
+
+void set_stderr_level(level lvl) {
+  global().err->set_level(to_spd(lvl));
+}
+
+void set_stderr_enabled(bool enabled) {
+  auto& g = global();
+  std::lock_guard<std::mutex> guard{g.mtx};
+  if (enabled == g.stderr_enabled)
+    return;
+  g.stderr_enabled = enabled;
+  if (enabled)
+    g.dist->add_sink(g.err);
+  else
+    g.dist->remove_sink(g.err);
+}
+
+// -- capture ------------------------------------------------------------------
+
+namespace {
+
+class capture_sink : public spdlog::sinks::base_sink<std::mutex> {
+public:
+  explicit capture_sink(capture* owner) : owner_(owner) {}
+
+  void detach() {
+    std::lock_guard<std::mutex> guard{this->mutex_};
+    owner_ = nullptr;
+  }
+
+protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    if (owner_ == nullptr)
+      return;
+    line l;
+    l.component.assign(msg.logger_name.data(), msg.logger_name.size());
+    l.lvl = from_spd(msg.level);
+    l.text.assign(msg.payload.data(), msg.payload.size());
+    owner_->record(std::move(l));
+  }
+
+  void flush_() override {}
+
+private:
+  capture* owner_;
+};
+
+} // namespace
+
+struct capture::sink_handle {
+  std::shared_ptr<capture_sink> sink;
+};
+
+capture::capture(std::function<int64_t()> now_ms) : now_ms_(std::move(now_ms)) {
+  sink_ = std::make_shared<sink_handle>();
+  sink_->sink = std::make_shared<capture_sink>(this);
+  sink_->sink->set_level(spdlog::level::trace);
+  global().dist->add_sink(sink_->sink);
+}
+
+capture::~capture() {
+  global().dist->remove_sink(sink_->sink);
+  sink_->sink->detach();
+}
+
+std::vector<line> capture::lines() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return lines_;
+}
+
+std::vector<line> capture::find(std::string_view needle) const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  std::vector<line> out;
+  for (const auto& l : lines_)
+    if (l.text.find(needle) != std::string::npos)
+      out.push_back(l);
+  return out;
+}
+
+std::vector<line> capture::find(std::string_view needle, level lvl) const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  std::vector<line> out;
+  for (const auto& l : lines_)
+    if (l.lvl == lvl && l.text.find(needle) != std::string::npos)
+      out.push_back(l);
+  return out;
+}
+
+size_t capture::count_level(level lvl) const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return static_cast<size_t>(
+    std::count_if(lines_.begin(), lines_.end(), [&](const line& l) { return l.lvl == lvl; }));
+}
+
+void capture::clear() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  lines_.clear();
+}
+
+void capture::record(line l) {
+  l.t_ms = now_ms_ ? now_ms_() : 0;
+  std::lock_guard<std::mutex> guard{mtx_};
+  lines_.push_back(std::move(l));
+}
+
+} // namespace cafmesh::log

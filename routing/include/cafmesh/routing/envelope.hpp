@@ -1,0 +1,79 @@
+#pragma once
+
+/// @file
+/// The delivery envelope (SPEC §2.4) and the NACK payload `delivery_failure` (SPEC §2.8).
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <caf/meta/type_name.hpp>
+#include <caf/optional.hpp>
+
+#include "cafmesh/actors/ids.hpp"
+#include "cafmesh/routing/address.hpp"
+#include "cafmesh/routing/verdict.hpp"
+
+namespace cafmesh::routing {
+
+/// One delivery's record (SPEC §2.4). `payload_json` is opaque UTF-8 JSON text: the router
+/// never parses it; only the packaging stamps (`ordering_key`, `answer_suppressed`) steer it.
+struct envelope {
+  std::string id;                                ///< unique per delivery, `{process}-{n}`
+  address sender;                                ///< receives the response or NACK
+  address target;                                ///< where the delivery goes
+  delivery_state state = delivery_state::submitted;
+  std::map<std::string, std::string> properties; ///< string -> JSON text; survives every hop
+  caf::optional<std::string> access_context;     ///< caller identity, passed through
+  std::vector<address> routing_path;             ///< every forwarder appends itself
+  std::string payload_type;                      ///< the payload's `$type`, for logs
+  std::string payload_json;                      ///< UTF-8 JSON text, measured by §9
+  caf::optional<std::string> ordering_key;       ///< stream id; empty id counts as none
+  bool answer_suppressed = false;                ///< if true no NACK ever answers it
+  caf::optional<std::string> request_id;         ///< on responses and NACKs: answered id
+
+  friend bool operator==(const envelope& x, const envelope& y);
+  friend bool operator!=(const envelope& x, const envelope& y) { return !(x == y); }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, envelope& x) {
+  return f(caf::meta::type_name("cafmesh.envelope"), x.id, x.sender, x.target, x.state,
+           x.properties, x.access_context, x.routing_path, x.payload_type, x.payload_json,
+           x.ordering_key, x.answer_suppressed, x.request_id);
+}
+
+/// `may_answer(d)`: true iff `d.answer_suppressed` is false (SPEC §2.4).
+inline bool may_answer(const envelope& d) { return !d.answer_suppressed; }
+
+/// The property marking a failed envelope whose failing site already NACKed (SPEC §2.6).
+constexpr const char* sender_was_nacked_property = "sender_was_nacked";
+
+/// True for state `failed` with property `sender_was_nacked` = `true` (SPEC §2.6).
+bool is_failed_and_nacked(const envelope& d);
+
+/// Marks `d` failed-and-NACKed: state `failed`, property `sender_was_nacked` = `true`.
+void mark_failed_and_nacked(envelope& d);
+
+/// The NACK payload (SPEC §2.8).
+struct delivery_failure {
+  std::string request_id;             ///< the failed delivery's id; the sender matches on it
+  envelope original;                  ///< echo; payload >= 1,048,576 bytes stripped (§9.4)
+  std::string message;                ///< e.g. `Delivery to 'node/Org/Acme' failed: ...`
+  routing::verdict verdict = verdict::failed;
+  bool target_unserved = false;       ///< §2.9
+  caf::optional<silo_address> responding_silo;
+
+  friend bool operator==(const delivery_failure& x, const delivery_failure& y);
+  friend bool operator!=(const delivery_failure& x, const delivery_failure& y) {
+    return !(x == y);
+  }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, delivery_failure& x) {
+  return f(caf::meta::type_name("cafmesh.delivery_failure"), x.request_id, x.original,
+           x.message, x.verdict, x.target_unserved, x.responding_silo);
+}
+
+} // namespace cafmesh::routing
