@@ -1,0 +1,31 @@
+#pragma once
+
+/// @file
+/// The lifecycle subject of one silo as a CAF supervisor actor (SPEC §3.2–§3.4).
+
+#include <cstdint>
+#include <string>
+
+#include "cafmesh/lifecycle/observer.hpp"
+
+namespace caf {
+class actor_system;
+} // namespace caf
+
+namespace cafmesh::lifecycle {
+
+/// Options of one lifecycle subject.
+struct silo_lifecycle_options {
+  /// Rendered silo address (or any name) used as log context.
+  std::string silo_name;
+  /// An observer whose stop takes longer is logged at info (SPEC §3.3 rule 8, §11
+  /// `lifecycle.slow_observer_log_ms`).
+  int64_t slow_observer_log_ms = 1000;
+};
+
+/// Spawns a lifecycle subject (SPEC §3.2, §3.3): observers subscribe with (stage, name);
+/// `run_start` starts stages ascending, same stage together, fail fast; `run_stop(graceful)`
+/// stops every started stage descending, same stage in parallel, with no subject deadline.
+silo_lifecycle_actor spawn_silo_lifecycle(caf::actor_system& sys, silo_lifecycle_options opts);
+
+} // namespace cafmesh::lifecycle
