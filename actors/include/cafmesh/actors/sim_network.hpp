@@ -26,7 +26,9 @@
 ///   other attached centre receives `(mc_gone_atom, silo)`, as a real peer sees its
 ///   connection drop; a request frame for a silo that is not attached (or dead) is
 ///   bounced to its source centre (`mc_bounce_atom`), which fails it `departed_silo`.
-/// - **Trace**: every event is one line `"{t_ms} {event} {frame or subject}"`, with t_ms the
+/// - **Trace**: every event is one line `"{t_ms} {event} {frame or subject}"`, a frame
+///   written `n{seq} {src} -> {dst} #{correlation id} {component} {req|resp|send}` (seq numbers
+///   frames in order of arrival at the network; a `send` line ends ` +{latency}ms`), with t_ms the
 ///   virtual ms since the network was spawned; events: `send` (accepted, with latency),
 ///   `deliver`, `hold` (first time a frame waits on a stall or partition), `drop`, `bounce`,
 ///   `lost`, `stall`, `unstall`, `partition`, `heal`, `kill`, `delay`, `gone`, and `note`
@@ -96,6 +98,7 @@ bool matches(const drop_rule& r, const wire_frame& f);
 /// A frame inside the network: its header (for the trace and the rules) and its bytes.
 struct sim_frame {
   wire_frame header;        ///< src, dst, id, component, is_response (payload cleared)
+  std::string text;         ///< `n{seq} {header.describe()}`, as in the trace
   std::vector<char> bytes;  ///< the serialised frame
   int64_t due_ms = 0;       ///< virtual ms at which it may be delivered
   bool held = false;        ///< a `hold` line was written for it
@@ -124,6 +127,7 @@ struct sim_network_state {
   std::vector<std::string> trace;
   /// Request frames accepted per component (one-way frames count too; responses do not).
   std::map<component, uint64_t> requests_by_component;
+  uint64_t next_seq = 0;    ///< frames numbered from 1 in order of arrival
   uint64_t frames_sent = 0;
   uint64_t frames_delivered = 0;
 
