@@ -174,6 +174,19 @@ void pump_all(net_actor* self) {
     pump(self, k);
 }
 
+void tell_watchers(net_actor* self, const silo_address& s, bool alive) {
+  for (auto& w : self->state.watchers)
+    self->send(w, sim_watch_atom::value, s, alive);
+}
+
+void stall(net_actor* self, const silo_address& s, bool detectable) {
+  auto& st = self->state;
+  st.stalled.insert(s);
+  note(self, "stall", s.to_string() + (detectable ? "" : " (undetected)"));
+  if (detectable && st.detectable_stalls.insert(s).second && st.dead.count(s) == 0)
+    tell_watchers(self, s, false);
+}
+
 void accept(net_actor* self, wire_frame& f) {
   auto& st = self->state;
   wire_frame header = f;
@@ -252,13 +265,13 @@ caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
       if (kv.second.address() != dm.source)
         continue;
       auto gone = kv.first;
-      st.dead.insert(gone);
+      bool was_dead = !st.dead.insert(gone).second;
       note(self, "gone", gone.to_string());
       for (auto& other : st.centres)
         if (other.first != gone && st.dead.count(other.first) == 0)
           self->send(other.second, mc_gone_atom::value, gone);
-      for (auto& w : st.watchers)
-        self->send(w, sim_watch_atom::value, gone, false);
+      if (!was_dead)
+        tell_watchers(self, gone, false);
       break;
     }
     pump_all(self);
@@ -274,13 +287,19 @@ caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
       pump(self, link_key{src, dst});
     },
     [=](sim_stall_atom, const silo_address& s) {
-      self->state.stalled.insert(s);
-      note(self, "stall", s.to_string());
+      stall(self, s, true);
+      return caf::ok_atom::value;
+    },
+    [=](sim_stall_atom, const silo_address& s, bool detectable) {
+      stall(self, s, detectable);
       return caf::ok_atom::value;
     },
     [=](sim_unstall_atom, const silo_address& s) {
-      self->state.stalled.erase(s);
+      auto& st = self->state;
+      st.stalled.erase(s);
       note(self, "unstall", s.to_string());
+      if (st.detectable_stalls.erase(s) > 0 && st.dead.count(s) == 0)
+        tell_watchers(self, s, true);
       pump_all(self);
       return caf::ok_atom::value;
     },
@@ -307,7 +326,8 @@ caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
       return caf::ok_atom::value;
     },
     [=](sim_kill_atom, const silo_address& s) {
-      self->state.dead.insert(s);
+      if (self->state.dead.insert(s).second)
+        tell_watchers(self, s, false);
       note(self, "kill", s.to_string());
       pump_all(self);
       return caf::ok_atom::value;

@@ -15,7 +15,8 @@
 ///   type that is not announced fails here as it would on a real wire. A request whose
 ///   frame cannot be written is answered with the serialiser's error (response frame to
 ///   its source); any other frame that cannot cross is recorded `lost`.
-/// - **Faults**: `stall(s)` holds every frame to and from `s` until `unstall(s)`;
+/// - **Faults**: `stall(s)` holds every frame to and from `s` until `unstall(s)` (a stall is
+///   detectable by membership's failure detector unless made with `detectable = false`);
 ///   `partition(a, b)` holds every frame between a and b (both directions) until
 ///   `heal(a, b)`; held frames keep their link order and are delivered at the release
 ///   instant. `drop(rule)` discards the next `count` frames matching the rule (the caller of
@@ -38,15 +39,17 @@
 /// ## Protocol (untyped `caf::actor`)
 /// - `(sim_attach_atom, silo_address, caf::actor centre)`: done by `spawn_message_center`;
 /// - `(sim_frame_atom, wire_frame)`: from a centre;
-/// - `(sim_stall_atom, silo_address)`, `(sim_unstall_atom, silo_address)`,
+/// - `(sim_stall_atom, silo_address)` (detectable), `(sim_stall_atom, silo_address, bool
+///   detectable)`, `(sim_unstall_atom, silo_address)`,
 ///   `(sim_partition_atom, silo_address a, silo_address b)`,
 ///   `(sim_heal_atom, silo_address a, silo_address b)`, `(sim_drop_atom, drop_rule)`,
 ///   `(sim_delay_atom, silo_address src, silo_address dst, int64_t min_ms, int64_t max_ms)`,
 ///   `(sim_kill_atom, silo_address)`: each answers `ok_atom` once applied;
 /// - `(sim_note_atom, std::string)`: appends a `note` line to the trace;
-/// - `(sim_watch_atom, caf::actor w)`: `w` receives `(sim_watch_atom, silo_address, bool
-///   alive)` when an attached centre exits (alive = false) — for membership's failure
-///   detector; `(sim_watch_atom, silo_address, true)` is never sent, attach is silent;
+/// - `(sim_watch_atom, caf::actor w)`: `w` receives `(sim_watch_atom, silo_address, false)`
+///   when a silo falls silent (killed, its centre exited, or a detectable stall began) and
+///   `(sim_watch_atom, silo_address, true)` when a detectable stall ends on a live silo —
+///   membership's failure detector (membership.hpp) watches these;
 /// - `(sim_trace_atom) -> std::vector<std::string>`; `(sim_digest_atom) -> uint64_t`.
 
 #include <cstdint>
@@ -119,6 +122,7 @@ struct sim_network_state {
   std::map<silo_address, caf::actor> centres;
   std::set<silo_address> dead;
   std::set<silo_address> stalled;
+  std::set<silo_address> detectable_stalls; ///< stalls the failure detector may notice
   std::set<std::pair<silo_address, silo_address>> partitions; ///< (lesser, greater)
   std::map<std::pair<silo_address, silo_address>, std::pair<int64_t, int64_t>> delays;
   std::map<std::pair<silo_address, silo_address>, sim_link> links;
