@@ -263,10 +263,10 @@ private:
   Section mesh_config::*section_;
 };
 
-// Ranges: a timeout, budget, bound or interval must be >= 1 ms (0 would fail or spin at
-// once); a log threshold, grace window or latency may be 0; counts of things that must
-// exist (workers, ring points, pool slots, samples, ids) are >= 1; retry and forward
-// counts are >= 0. examples/config/README.md lists every key with its range.
+// Ranges: a timeout, budget, race window or timer interval must be >= 1 ms (0 would expire
+// or spin at once); log thresholds, the pool's drain grace and latencies may be 0; counts of
+// things that must exist (workers, ring points, pool slots, samples, ids) are >= 1; retry and
+// forward counts may be 0. examples/config/README.md lists every key with its range.
 schema make_schema() {
   schema s;
   using S = mesh_config;

@@ -2,10 +2,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include "cafmesh/config/load.hpp"
 
@@ -13,72 +16,107 @@ using namespace cafmesh::config;
 
 namespace {
 
-/// Checks every key of `c` against the default SPEC §11 (and the cafmesh extensions) gives it.
+using json = nlohmann::json;
+
+/// One key, read through its member (independently of the loader's schema), with the
+/// default SPEC §11 (or the cafmesh extension) gives it.
+struct field {
+  std::string pointer;
+  json spec_default;
+  std::function<json(const mesh_config&)> get;
+};
+
+#define CAFMESH_FIELD(section, key, value)                                                  \
+  field {                                                                                   \
+    "/" #section "/" #key, json(value),                                                     \
+      [](const mesh_config& c) { return json(c.section.key); }                              \
+  }
+
+/// Every key of the document.
+const std::vector<field> fields{
+  {"/mesh/process_role", "silo_host",
+   [](const mesh_config& c) { return json(to_string(c.mesh.role)); }},
+  CAFMESH_FIELD(mesh, name, ""),
+  CAFMESH_FIELD(lifecycle, quiescence_hold_ms, 30000),
+  CAFMESH_FIELD(lifecycle, quiescence_residual_sample, 10),
+  CAFMESH_FIELD(lifecycle, slow_observer_log_ms, 1000),
+  CAFMESH_FIELD(host, shutdown_budget_ms, 30000),
+  CAFMESH_FIELD(host, teardown_budget_ms, 30000),
+  CAFMESH_FIELD(catalog, deactivation_timeout_ms, 30000),
+  CAFMESH_FIELD(catalog, activation_timeout_ms, 30000),
+  CAFMESH_FIELD(membership, shutdown_grace_ms, 5000),
+  CAFMESH_FIELD(membership, dead_publish_ms, 60000),
+  CAFMESH_FIELD(directory, ring_points_per_silo, 16),
+  CAFMESH_FIELD(directory, lookup_attempt_timeout_ms, 5000),
+  CAFMESH_FIELD(directory, stateless_worker_bypass, true),
+  CAFMESH_FIELD(placement, timeout_ms, 30000),
+  CAFMESH_FIELD(placement, worker_count, 16),
+  CAFMESH_FIELD(placement, max_forward_count, 2),
+  CAFMESH_FIELD(placement, stateless_worker_max_local, 1),
+  CAFMESH_FIELD(grain_call, response_timeout_ms, 30000),
+  CAFMESH_FIELD(routing, stream_routed_address_types,
+                json::array({"portal", "client", "cache", "mesh"})),
+  CAFMESH_FIELD(routing, client_hosted_address_types, json::array()),
+  CAFMESH_FIELD(routing, resolve_timeout_ms, 30000),
+  CAFMESH_FIELD(routing, subscriber_probe_timeout_ms, 10000),
+  CAFMESH_FIELD(routing, stream_post_timeout_ms, 60000),
+  CAFMESH_FIELD(routing, stream_transport_timeout_ms, 30000),
+  CAFMESH_FIELD(routing, retry_max, 6),
+  CAFMESH_FIELD(routing, retry_base_ms, 250),
+  CAFMESH_FIELD(routing, retry_cap_ms, 3000),
+  CAFMESH_FIELD(routing, placement_timeout_attempts, 2),
+  CAFMESH_FIELD(routing, saturation_report_count, 64),
+  CAFMESH_FIELD(routing, saturation_clear_count, 32),
+  CAFMESH_FIELD(routing, leg_self_bound_ms, 100000),
+  CAFMESH_FIELD(routing, saturation_review_ms, 10000),
+  CAFMESH_FIELD(routing, refusal_log_window_ms, 60000),
+  CAFMESH_FIELD(routing, refusal_log_sweep_entries, 512),
+  CAFMESH_FIELD(routing, refusal_log_idle_windows, 10),
+  CAFMESH_FIELD(routing, outcome_dedup_window_ms, 120000),
+  CAFMESH_FIELD(routing, outcome_dedup_max_ids, 65536),
+  CAFMESH_FIELD(client, retry_max, 5),
+  CAFMESH_FIELD(client, retry_base_ms, 200),
+  CAFMESH_FIELD(client, retry_cap_ms, 30000),
+  CAFMESH_FIELD(client, slow_dispatch_log_ms, 500),
+  CAFMESH_FIELD(attach, retry_max, 5),
+  CAFMESH_FIELD(attach, retry_base_ms, 250),
+  CAFMESH_FIELD(attach, retry_cap_ms, 4000),
+  CAFMESH_FIELD(pool, cap, 256),
+  CAFMESH_FIELD(pool, drain_grace_ms, 8000),
+  CAFMESH_FIELD(pool, cancel_wait_ms, 30000),
+  CAFMESH_FIELD(pool, join_ms, 30000),
+  CAFMESH_FIELD(pool, teardown_join_ms, 30000),
+  CAFMESH_FIELD(size, grain_call_body_limit_bytes, 104857600),
+  CAFMESH_FIELD(simulation, seed, 1),
+  CAFMESH_FIELD(simulation, link_latency_min_ms, 1),
+  CAFMESH_FIELD(simulation, link_latency_max_ms, 5),
+  CAFMESH_FIELD(simulation, failure_detection_ms, 10000),
+  CAFMESH_FIELD(simulation, virtual_time_cap_ms, 3600000),
+  CAFMESH_FIELD(network, host, "127.0.0.1"),
+  CAFMESH_FIELD(network, port, 0),
+  CAFMESH_FIELD(network, primary_host, "127.0.0.1"),
+  CAFMESH_FIELD(network, primary_port, 0),
+  CAFMESH_FIELD(network, heartbeat_interval_ms, 1000),
+  CAFMESH_FIELD(network, failure_detection_ms, 10000),
+  CAFMESH_FIELD(log, level, "info"),
+};
+
+#undef CAFMESH_FIELD
+
+/// Checks every key of `c` against its SPEC default.
 void check_spec_defaults(const mesh_config& c) {
-  CHECK(c.mesh.role == process_role::silo_host);
-  CHECK(c.mesh.name == "");
-  CHECK(c.lifecycle.quiescence_hold_ms == 30000);
-  CHECK(c.lifecycle.quiescence_residual_sample == 10);
-  CHECK(c.lifecycle.slow_observer_log_ms == 1000);
-  CHECK(c.host.shutdown_budget_ms == 30000);
-  CHECK(c.host.teardown_budget_ms == 30000);
-  CHECK(c.catalog.deactivation_timeout_ms == 30000);
-  CHECK(c.catalog.activation_timeout_ms == 30000);
-  CHECK(c.membership.shutdown_grace_ms == 5000);
-  CHECK(c.membership.dead_publish_ms == 60000);
-  CHECK(c.directory.ring_points_per_silo == 16);
-  CHECK(c.directory.lookup_attempt_timeout_ms == 5000);
-  CHECK(c.directory.stateless_worker_bypass == true);
-  CHECK(c.placement.timeout_ms == 30000);
-  CHECK(c.placement.worker_count == 16);
-  CHECK(c.placement.max_forward_count == 2);
-  CHECK(c.placement.stateless_worker_max_local == 1);
-  CHECK(c.grain_call.response_timeout_ms == 30000);
-  CHECK(c.routing.stream_routed_address_types
-        == std::vector<std::string>{"portal", "client", "cache", "mesh"});
-  CHECK(c.routing.client_hosted_address_types.empty());
-  CHECK(c.routing.resolve_timeout_ms == 30000);
-  CHECK(c.routing.subscriber_probe_timeout_ms == 10000);
-  CHECK(c.routing.stream_post_timeout_ms == 60000);
-  CHECK(c.routing.stream_transport_timeout_ms == 30000);
-  CHECK(c.routing.retry_max == 6);
-  CHECK(c.routing.retry_base_ms == 250);
-  CHECK(c.routing.retry_cap_ms == 3000);
-  CHECK(c.routing.placement_timeout_attempts == 2);
-  CHECK(c.routing.saturation_report_count == 64);
-  CHECK(c.routing.saturation_clear_count == 32);
-  CHECK(c.routing.leg_self_bound_ms == 100000);
-  CHECK(c.routing.saturation_review_ms == 10000);
-  CHECK(c.routing.refusal_log_window_ms == 60000);
-  CHECK(c.routing.refusal_log_sweep_entries == 512);
-  CHECK(c.routing.refusal_log_idle_windows == 10);
-  CHECK(c.routing.outcome_dedup_window_ms == 120000);
-  CHECK(c.routing.outcome_dedup_max_ids == 65536);
-  CHECK(c.client.retry_max == 5);
-  CHECK(c.client.retry_base_ms == 200);
-  CHECK(c.client.retry_cap_ms == 30000);
-  CHECK(c.client.slow_dispatch_log_ms == 500);
-  CHECK(c.attach.retry_max == 5);
-  CHECK(c.attach.retry_base_ms == 250);
-  CHECK(c.attach.retry_cap_ms == 4000);
-  CHECK(c.pool.cap == 256);
-  CHECK(c.pool.drain_grace_ms == 8000);
-  CHECK(c.pool.cancel_wait_ms == 30000);
-  CHECK(c.pool.join_ms == 30000);
-  CHECK(c.pool.teardown_join_ms == 30000);
-  CHECK(c.size.grain_call_body_limit_bytes == 104857600);
-  CHECK(c.simulation.seed == 1u);
-  CHECK(c.simulation.link_latency_min_ms == 1);
-  CHECK(c.simulation.link_latency_max_ms == 5);
-  CHECK(c.simulation.failure_detection_ms == 10000);
-  CHECK(c.simulation.virtual_time_cap_ms == 3600000);
-  CHECK(c.network.host == "127.0.0.1");
-  CHECK(c.network.port == 0);
-  CHECK(c.network.primary_host == "127.0.0.1");
-  CHECK(c.network.primary_port == 0);
-  CHECK(c.network.heartbeat_interval_ms == 1000);
-  CHECK(c.network.failure_detection_ms == 10000);
-  CHECK(c.log.level == "info");
+  for (auto& f : fields) {
+    CAPTURE(f.pointer);
+    CHECK(f.get(c) == f.spec_default);
+  }
+}
+
+/// Checks every key of `c` against the value `doc` gives it.
+void check_matches(const mesh_config& c, const json& doc) {
+  for (auto& f : fields) {
+    CAPTURE(f.pointer);
+    CHECK(f.get(c) == doc.at(json::json_pointer(f.pointer)));
+  }
 }
 
 /// The rendering of `mesh_config{}`: every key, in declaration order.
@@ -292,72 +330,6 @@ const char* distinct_text = R"({
 }
 )";
 
-/// Checks every key of `c` against `distinct_text`.
-void check_distinct(const mesh_config& c) {
-  CHECK(c.mesh.role == process_role::pure_client);
-  CHECK(c.mesh.name == "front-7");
-  CHECK(c.lifecycle.quiescence_hold_ms == 30001);
-  CHECK(c.lifecycle.quiescence_residual_sample == 11);
-  CHECK(c.lifecycle.slow_observer_log_ms == 1001);
-  CHECK(c.host.shutdown_budget_ms == 30002);
-  CHECK(c.host.teardown_budget_ms == 30003);
-  CHECK(c.catalog.deactivation_timeout_ms == 30004);
-  CHECK(c.catalog.activation_timeout_ms == 30005);
-  CHECK(c.membership.shutdown_grace_ms == 5001);
-  CHECK(c.membership.dead_publish_ms == 60001);
-  CHECK(c.directory.ring_points_per_silo == 17);
-  CHECK(c.directory.lookup_attempt_timeout_ms == 5002);
-  CHECK(c.directory.stateless_worker_bypass == false);
-  CHECK(c.placement.timeout_ms == 30006);
-  CHECK(c.placement.worker_count == 18);
-  CHECK(c.placement.max_forward_count == 0);
-  CHECK(c.placement.stateless_worker_max_local == 3);
-  CHECK(c.grain_call.response_timeout_ms == 30007);
-  CHECK(c.routing.stream_routed_address_types == std::vector<std::string>{"portal", "edge"});
-  CHECK(c.routing.client_hosted_address_types == std::vector<std::string>{"kiosk"});
-  CHECK(c.routing.resolve_timeout_ms == 30008);
-  CHECK(c.routing.subscriber_probe_timeout_ms == 10001);
-  CHECK(c.routing.stream_post_timeout_ms == 60002);
-  CHECK(c.routing.stream_transport_timeout_ms == 30009);
-  CHECK(c.routing.retry_max == 0);
-  CHECK(c.routing.retry_base_ms == 251);
-  CHECK(c.routing.retry_cap_ms == 3001);
-  CHECK(c.routing.placement_timeout_attempts == 4);
-  CHECK(c.routing.saturation_report_count == 65);
-  CHECK(c.routing.saturation_clear_count == 0);
-  CHECK(c.routing.leg_self_bound_ms == 100001);
-  CHECK(c.routing.saturation_review_ms == 10002);
-  CHECK(c.routing.refusal_log_window_ms == 60003);
-  CHECK(c.routing.refusal_log_sweep_entries == 513);
-  CHECK(c.routing.refusal_log_idle_windows == 12);
-  CHECK(c.routing.outcome_dedup_window_ms == 120001);
-  CHECK(c.routing.outcome_dedup_max_ids == 65537);
-  CHECK(c.client.retry_max == 7);
-  CHECK(c.client.retry_base_ms == 201);
-  CHECK(c.client.retry_cap_ms == 30010);
-  CHECK(c.client.slow_dispatch_log_ms == 0);
-  CHECK(c.attach.retry_max == 8);
-  CHECK(c.attach.retry_base_ms == 252);
-  CHECK(c.attach.retry_cap_ms == 252);
-  CHECK(c.pool.cap == 257);
-  CHECK(c.pool.drain_grace_ms == 0);
-  CHECK(c.pool.cancel_wait_ms == 30011);
-  CHECK(c.pool.join_ms == 30012);
-  CHECK(c.pool.teardown_join_ms == 30013);
-  CHECK(c.size.grain_call_body_limit_bytes == 104857601);
-  CHECK(c.simulation.seed == 18446744073709551615u);
-  CHECK(c.simulation.link_latency_min_ms == 0);
-  CHECK(c.simulation.link_latency_max_ms == 0);
-  CHECK(c.simulation.failure_detection_ms == 10003);
-  CHECK(c.simulation.virtual_time_cap_ms == 3600001);
-  CHECK(c.network.host == "10.0.0.7");
-  CHECK(c.network.port == 65535);
-  CHECK(c.network.primary_host == "10.0.0.1");
-  CHECK(c.network.primary_port == 4242);
-  CHECK(c.network.heartbeat_interval_ms == 999);
-  CHECK(c.network.failure_detection_ms == 10004);
-  CHECK(c.log.level == "off");
-}
 
 /// examples/config/, found from this file's place in the source tree.
 std::filesystem::path examples_dir() {
@@ -375,6 +347,10 @@ std::string read_text(const std::filesystem::path& p) {
 } // namespace
 
 TEST_CASE("config: mesh_config{} holds every SPEC 11 default") {
+  REQUIRE(fields.size() == 63);
+  std::set<std::string> pointers;
+  for (auto& f : fields)
+    CHECK(pointers.insert(f.pointer).second);
   check_spec_defaults(mesh_config{});
   CHECK(to_string(process_role::silo_host) == "silo_host");
   CHECK(to_string(process_role::pure_client) == "pure_client");
@@ -420,7 +396,7 @@ TEST_CASE("config: a document setting every key is read key by key") {
   auto r = parse(distinct_text);
   REQUIRE(r.errors == std::vector<std::string>{});
   REQUIRE(r.ok);
-  check_distinct(r.value);
+  check_matches(r.value, json::parse(distinct_text));
   CHECK(to_json_text(r.value) == distinct_text);
 }
 
@@ -435,7 +411,7 @@ TEST_CASE("config: parse of to_json_text gives back a non-default config") {
   REQUIRE(first.ok);
   auto again = parse(to_json_text(first.value));
   REQUIRE(again.ok);
-  check_distinct(again.value);
+  check_matches(again.value, json::parse(distinct_text));
 }
 
 TEST_CASE("config: every example in examples/config loads and is in canonical form") {
@@ -465,4 +441,35 @@ TEST_CASE("config: every example in examples/config loads and is in canonical fo
     CHECK(to_json_text(r.value) == to_json_text(expected.at(name)));
   }
   CHECK(json_files == 3);
+}
+
+TEST_CASE("config: examples/config/README.md documents every key with its default") {
+  // Rows look like: | `routing.retry_max` | 6 | retries | >= 0 | meaning | §7.5 |
+  auto defaults = json::parse(to_json_text(mesh_config{}));
+  std::istringstream readme(read_text(examples_dir() / "README.md"));
+  std::set<std::string> documented;
+  bool in_keys = false;
+  for (std::string line; std::getline(readme, line);) {
+    in_keys = in_keys || line == "## Keys";
+    if (!in_keys || line.rfind("| `", 0) != 0)
+      continue;
+    auto key = line.substr(3, line.find('`', 3) - 3);
+    auto rest = line.substr(line.find("` | ") + 4);
+    auto shown = rest.substr(0, rest.find(" | "));
+    if (shown.size() >= 2 && shown.front() == '`')
+      shown = shown.substr(1, shown.size() - 2);
+    CAPTURE(key);
+    CHECK(documented.insert(key).second);
+    auto ptr = json::json_pointer("/" + key.replace(key.find('.'), 1, "/"));
+    REQUIRE(defaults.contains(ptr));
+    if (ptr.to_string() == "/mesh/process_role")
+      CHECK(shown == "(required)");
+    else
+      CHECK(shown == defaults.at(ptr).dump());
+  }
+  size_t keys = 0;
+  for (auto& section : defaults)
+    keys += section.size();
+  CHECK(keys == 63);
+  CHECK(documented.size() == keys);
 }
