@@ -46,8 +46,9 @@ TEST_CASE("dispatcher: a channel is a pair, never a concatenated string") {
   CHECK(make_channel("cache/a", "s1") == keyed("cache/a", "s1"));
 }
 
+// Dispatcher part of S12.38.
 TEST_CASE("dispatcher: 3 legs on one destination-wide channel start one at a time in order "
-          "and leave no channel (S12.38 at dispatcher level)") {
+          "and leave no channel") {
   ordered_route_dispatcher d;
   std::vector<leg_id> admitted;
   auto ch = wide("portal/alice");
@@ -85,8 +86,9 @@ TEST_CASE("dispatcher: negative control, 3 legs on 3 channels are all admitted a
   CHECK(d.channel_count() == 3);
 }
 
+// Dispatcher part of S12.39.
 TEST_CASE("dispatcher: two destinations with the first blocked both start, keys A and B on "
-          "one destination both start (S12.39 at dispatcher level)") {
+          "one destination both start") {
   SUBCASE("two destinations") {
     ordered_route_dispatcher d;
     CHECK(d.enqueue(wide("portal/one"), 1));
@@ -123,9 +125,9 @@ TEST_CASE("dispatcher: keyed and destination-wide traffic of one destination are
   CHECK(d.on_terminal(1) == leg_id{3});
 }
 
+// Dispatcher part of S12.40.
 TEST_CASE("dispatcher: 3 legs with one destination and key run strictly in order with "
-          "deepest 2, and (cache/a, b/c) and (cache/a/b, c) are independent (S12.40 at "
-          "dispatcher level)") {
+          "deepest 2, and (cache/a, b/c) and (cache/a/b, c) are independent") {
   SUBCASE("one key") {
     ordered_route_dispatcher d;
     auto ch = keyed("cache/mesh1", "stream-7");
@@ -285,6 +287,7 @@ caf::behavior dt_owner(caf::stateful_actor<dt_owner_state>* self, caf::actor poo
 
 } // namespace
 
+// Dispatcher part of S12.41.
 TEST_CASE_FIXTURE(cafmesh::testing::fixture,
                   "dispatcher: a running head with 32 legs queued, pool drained, gives 33 "
                   "terminal events one per turn with depth never above 1") {

@@ -91,9 +91,9 @@ TEST_CASE("saturation: a report is critical when the oldest dispatched leg is 10
   }
 }
 
+// Monitor part of S12.43.
 TEST_CASE("saturation: a head that never lands escalates to critical exactly once, at the "
-          "first review after its age reached 100 s, and the count falling to 32 clears "
-          "(S12.43 at monitor level)") {
+          "first review after its age reached 100 s, and the count falling to 32 clears") {
   saturation_monitor m;
   // The head is dispatched at t = 0 and never lands; 63 more legs queue behind heads.
   CHECK_FALSE(m.accept(0, leg_phase::dispatched, 0));
@@ -231,9 +231,10 @@ TEST_CASE("saturation: a second episode reports again after clearing, not before
   CHECK(m.in_flight() == 64);
 }
 
+// Monitor part of S12.42.
 TEST_CASE("saturation: with a head running 200 ms while 2 legs of its stream wait, after the "
           "landing the oldest dispatched age is within the time since landing and the "
-          "queued leg is at least 200 ms old, labelled (S12.42 at monitor level)") {
+          "queued leg is at least 200 ms old, labelled") {
   ordered_route_dispatcher d;
   saturation_monitor m;
   auto ch = ordering_channel{"cache/mesh1", std::string{"stream-1"}};
