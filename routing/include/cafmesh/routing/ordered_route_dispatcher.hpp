@@ -72,6 +72,22 @@ std::string to_string(const queue_snapshot& x);
 /// messages, so the owner never calls `on_terminal` from inside another dispatcher call.
 /// `max_depth()` records the deepest nesting of dispatcher calls seen, for tests
 /// (SPEC §12 S12.41: never above 1).
+///
+/// Typical use in the router core (with `saturation_monitor` for the in-flight count):
+/// ```
+/// // stream-routed branch, on route(envelope):
+/// auto leg = next_leg_id++;
+/// maybe_log(sat.accept(leg, leg_phase::queued, now));
+/// auto key = env.ordering_key ? *env.ordering_key : std::string{};
+/// if (disp.enqueue(make_channel(host_path, key), leg))
+///   admit(leg);                        // send to the pool; refusals come back as messages
+/// // the leg reported started:
+/// maybe_log(sat.dispatched(leg, now));
+/// // the leg's one terminal event (leg_done, crash, abandoned, pool_refused):
+/// maybe_log(sat.terminated(leg, now));
+/// if (auto next = disp.on_terminal(leg))
+///   admit(*next);
+/// ```
 class ordered_route_dispatcher {
 public:
   /// Appends `leg` to `ch`. Answers true when `leg` is now the channel's head (the owner
