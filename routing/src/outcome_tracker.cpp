@@ -55,6 +55,10 @@ outcome_action outcome_tracker::on_response(const std::string& id, int64_t now_m
   return outcome_action::unmatched;
 }
 
+outcome_action outcome_tracker::on_deadline(const std::string& id, int64_t now_ms) {
+  return on_response(id, now_ms);
+}
+
 outcome_action outcome_tracker::on_nack(const std::string& id, int64_t now_ms) {
   forget_expired(now_ms);
   auto i = pending_.find(id);

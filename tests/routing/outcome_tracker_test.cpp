@@ -168,3 +168,17 @@ TEST_CASE("tracker: window and bound come from the routing configuration") {
   CHECK(t.expire(5000).size() == 5);
   CHECK(t.remembered_count() == 3);
 }
+
+TEST_CASE("tracker: a per-request timeout is the outcome only while the request is pending") {
+  outcome_tracker t;
+  REQUIRE(t.track_request("q1", 30000, 0));
+  REQUIRE(t.track_request("q2", 30000, 0));
+  CHECK(t.on_response("q2", 20000) == outcome_action::deliver);
+  CHECK(t.on_deadline("q1", 30000) == outcome_action::deliver);
+  CHECK(t.on_deadline("q2", 30000) == outcome_action::duplicate);
+  CHECK(t.on_response("q1", 30001) == outcome_action::duplicate);
+  CHECK(t.on_deadline("q3", 30000) == outcome_action::unmatched);
+  CHECK(t.duplicates_dropped() == 2);
+  CHECK(t.unmatched_dropped() == 1);
+  CHECK(t.expire(30000).empty());
+}

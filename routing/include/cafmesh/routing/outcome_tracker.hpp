@@ -70,6 +70,12 @@ public:
   /// A NACK for `id` arrived at `now_ms` (any transport).
   outcome_action on_nack(const std::string& id, int64_t now_ms);
 
+  /// The request timeout of `id` fired at `now_ms` (for an owner that uses one CAF request
+  /// timeout per request instead of `expire`): `deliver` if `id` was pending (the deadline
+  /// is its terminal outcome), else `duplicate` if remembered, else `unmatched`; dropped
+  /// outcomes are logged and counted as for `on_response`.
+  outcome_action on_deadline(const std::string& id, int64_t now_ms);
+
   /// Terminates every pending request whose deadline is at or before `now_ms` and answers
   /// their ids, earliest deadline first (ties in tracking order): each is that request's
   /// terminal outcome (deadline), to pass to the application.
