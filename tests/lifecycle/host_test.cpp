@@ -100,10 +100,13 @@ caf::behavior fake_teardown(caf::stateful_actor<teardown_state>* self, teardown_
   };
 }
 
-/// A runtime service that records `service_exit` when it exits.
+/// A runtime service that records `service_exit` when it exits; the event's `graceful` field
+/// says whether the registry had already logged the torn_down marking at that moment.
 caf::behavior fake_service(caf::event_based_actor* self, event_log log, testing::fixture* fx) {
-  self->attach_functor(
-    [=](const caf::error&) { log->push_back(event{"service_exit", 0, "svc", false, fx->now_ms()}); });
+  self->attach_functor([=](const caf::error&) {
+    bool marked = fx->logs.count("runtime probe now answers torn_down") > 0;
+    log->push_back(event{"service_exit", 0, "svc", marked, fx->now_ms()});
+  });
   return {[](fake_done_atom) {}};
 }
 
@@ -442,6 +445,7 @@ TEST_CASE_FIXTURE(host_fixture,
   CHECK(halted->ok());
   CHECK(events(log, "stop").empty());
   CHECK(find_event(log, "service_exit", "svc").t_ms == 300);
+  CHECK_FALSE(find_event(log, "service_exit", "svc").graceful); // not yet marked torn_down
   CHECK(index_of("teardown_done") < index_of("service_exit"));
   CHECK(probe_now() == probe_answer::torn_down);
 }
