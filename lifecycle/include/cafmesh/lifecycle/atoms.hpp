@@ -21,5 +21,19 @@ using run_stop_atom = caf::atom_constant<caf::atom("lchalt")>;
 // -- host (SPEC §3.7) -----------------------------------------------------------
 using host_stopping_atom = caf::atom_constant<caf::atom("hoststop")>;
 using probe_runtime_atom = caf::atom_constant<caf::atom("hostprobe")>;
+/// Host: start the silo (`run_start` on its lifecycle subject).
+using host_start_atom = caf::atom_constant<caf::atom("hoststart")>;
+/// Host: run the stop sequence, with a `graceful` flag.
+using host_halt_atom = caf::atom_constant<caf::atom("hosthalt")>;
+/// Host: query where the stop sequence stands.
+using host_state_atom = caf::atom_constant<caf::atom("hoststate")>;
+/// Host -> mesh teardown: dispose every hub of this process and drain their queues.
+using host_teardown_atom = caf::atom_constant<caf::atom("hosttear")>;
+/// Host -> itself: the shutdown budget ran out (internal).
+using host_budget_atom = caf::atom_constant<caf::atom("hostbudget")>;
+/// Host -> runtime registry: this silo's runtime is up (alive).
+using host_register_atom = caf::atom_constant<caf::atom("hostreg")>;
+/// Host -> runtime registry: this silo's runtime services are torn down.
+using host_torn_down_atom = caf::atom_constant<caf::atom("hosttorn")>;
 
 } // namespace cafmesh::lifecycle

@@ -26,12 +26,19 @@ using lifecycle_observer_actor = caf::typed_actor<
   caf::reacts_to<budget_expired_atom>>;
 
 /// The lifecycle subject of one silo (SPEC §3.2, §3.3):
-/// - `(subscribe_atom, stage, name, observer) -> ok_atom`; after start began: error
+/// - `(subscribe_atom, stage, name, observer) -> ok_atom`; after start began (or after a
+///   stop): error `lifecycle_misuse`. The subject monitors the observer: one that dies with a
+///   request open counts as that observer's error;
+/// - `(run_start_atom) -> ok_atom` or the first failing observer's error (after the rest of
+///   that stage answered), or `lifecycle_cancelled` if a stop arrived first (checked before
+///   each stage; also for a start after a stop without start); a second start:
 ///   `lifecycle_misuse`;
-/// - `(run_start_atom) -> ok_atom` or the first failing observer's error, or
-///   `lifecycle_cancelled` if a stop arrived first; a second start: `lifecycle_misuse`;
-/// - `(run_stop_atom, bool graceful) -> ok_atom`; a second stop joins the first;
-/// - `(budget_expired_atom)` one-way, from the host when its shutdown budget runs out.
+/// - `(run_stop_atom, bool graceful) -> ok_atom`, answered when every started stage stopped
+///   (at once if start never began); a stop arriving during start begins once the running
+///   stage finished; a second stop joins the first (its flag is ignored);
+/// - `(budget_expired_atom)` one-way, from the host when its shutdown budget runs out: it is
+///   forwarded to every observer whose stop is open, and later stages stop non-gracefully.
+/// No request of the subject carries a deadline (SPEC §3.3 rule 6).
 using silo_lifecycle_actor = caf::typed_actor<
   caf::replies_to<subscribe_atom, stage, std::string, lifecycle_observer_actor>::with<
     caf::ok_atom>,
