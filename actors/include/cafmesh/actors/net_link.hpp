@@ -1,0 +1,107 @@
+#pragma once
+
+/// @file
+/// Network mode of the message centre's seam (DESIGN.md "Network link"; SPEC §4.3, §4.4):
+/// each process is its own CAF actor system, and the frames between message centres travel
+/// over CAF's io middleman on real sockets.
+///
+/// ## The link
+/// One `net_link` actor per process stands where the `sim_network` stands in simulation:
+/// it is the `net` handed to `spawn_message_center`, and it speaks the same link protocol
+/// (`sim_attach_atom`, `sim_frame_atom` from the centre; `mc_frame_atom`, `mc_bounce_atom`,
+/// `mc_gone_atom` to it), so the centre cannot tell the two modes apart.
+///
+/// - **Listening.** At spawn the link asks the middleman actor (`caf::io::middleman_actor`)
+///   to publish it on `network.host`:`network.port` (0 = a port chosen by the OS).
+///   `(nl_port_atom) -> uint16_t` answers the bound port once the publish succeeded, or the
+///   middleman's error (`cannot_open_port`, ...). The process's silo address is
+///   (`network.host`, that port, generation).
+/// - **Peers.** A frame for a silo on an endpoint (host, port) the link has no connection
+///   to makes the link connect asynchronously (`connect_atom` request to the middleman
+///   actor; the link itself never blocks) and queue the frame. Once connected it introduces
+///   itself with `(nl_hello_atom, silo_address self, caf::actor link) -> (silo_address peer,
+///   caf::actor oracle)` and then sends the queued frames in order. A peer that connected
+///   to us introduces itself the same way, so frames back to it use its connection. Frames
+///   travel as `(nl_frame_atom, wire_frame)` link to link and are handed to the centre as
+///   `(mc_frame_atom, wire_frame)`; per peer they keep their order (one CAF connection).
+/// - **Generations.** A frame for generation g of an endpoint whose connected peer has a
+///   newer generation is bounced to the centre (`mc_bounce_atom`: g has departed). A peer
+///   with an older generation than the frame's is stale: the link reports it gone and
+///   reconnects. A connect that fails (nothing listens, or no answer within
+///   `network.failure_detection_ms`) bounces every frame queued for that endpoint.
+/// - **Departure.** Each peer's link is monitored. Its `down_msg` (`remote_link_unreachable`
+///   when the process died or the connection broke, `user_shutdown` or any other reason when
+///   the peer's link exited) makes the link tell the centre `(mc_gone_atom, peer)`: pending
+///   calls to that generation fail `departed_silo` at once, later ones too. The link also
+///   monitors its own centre and exits with the centre's reason, so peers see it go.
+/// - **Heartbeats.** Every `network.heartbeat_interval_ms` the link sends `(nl_beat_atom,
+///   silo_address self)` to every connected peer. Any frame or beat from a peer counts as
+///   a sign of life. A peer silent for `suspect_ms(network)` (see below) is **suspected**;
+///   a suspected peer that speaks again is cleared.
+/// - **Failure detection.** The link of the primary process (the one hosting the oracle)
+///   reports every suspicion to the oracle's failure-detector hook as `(sim_watch_atom,
+///   silo, false)`, every clearing as `(sim_watch_atom, silo, true)`, and a dropped
+///   connection as `(sim_watch_atom, silo, false)` at once. The oracle is spawned with
+///   `oracle_detection_ms(network)` = `failure_detection_ms - suspect_ms`, so a silo that
+///   falls silent is declared Dead between `failure_detection_ms` and
+///   `failure_detection_ms + heartbeat_interval_ms` after its last sign of life (the tick
+///   granularity), and a silo whose connection drops `oracle_detection_ms` after the drop.
+/// - **The oracle over the network** (SPEC §4, like Orleans' development clustering): the
+///   primary process (`network.primary_port == 0`) passes its oracle to `spawn_net_link`;
+///   every hello answer carries that handle (a remote proxy on the receiving side). Any
+///   other process connects to `network.primary_host`:`network.primary_port` as soon as its
+///   centre is attached (retrying every heartbeat interval until it succeeds) and learns
+///   the oracle from the hello answer: `(nl_oracle_atom) -> caf::actor` answers it once
+///   known. `spawn_oracle_relay` gives membership agents an actor to talk to from the start.
+/// - `(nl_peers_atom) -> std::vector<silo_address>`: the connected peers, ordered.
+///
+/// Every type crossing the wire must be announced on both sides before the actor systems
+/// are built: `cafmesh::register_types` (routing) announces `wire_frame` and
+/// `silo_address`; the io middleman must be loaded (`cfg.load<caf::io::middleman>()`).
+/// Shutdown: send the centre (or the link) an exit; the link exits with it, and with it its
+/// published port closes (caf017.md §6.4: a published actor left alive hangs the system).
+
+#include <cstdint>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/atom.hpp>
+#include <caf/fwd.hpp>
+
+#include "cafmesh/actors/ids.hpp"
+#include "cafmesh/config/mesh_config.hpp"
+
+namespace cafmesh {
+
+// -- network link atoms (prefix `nl`) ----------------------------------------------
+using nl_port_atom = caf::atom_constant<caf::atom("nlport")>;
+using nl_hello_atom = caf::atom_constant<caf::atom("nlhello")>;
+using nl_frame_atom = caf::atom_constant<caf::atom("nlframe")>;
+using nl_beat_atom = caf::atom_constant<caf::atom("nlbeat")>;
+using nl_tick_atom = caf::atom_constant<caf::atom("nltick")>;
+using nl_oracle_atom = caf::atom_constant<caf::atom("nloracle")>;
+using nl_peers_atom = caf::atom_constant<caf::atom("nlpeers")>;
+
+/// Silence (ms) after which a peer is suspected: `min(2 * heartbeat_interval_ms,
+/// failure_detection_ms / 2)`, at least 1.
+int64_t suspect_ms(const config::network_section& net);
+
+/// The failure-detection delay (ms) the primary's oracle must be configured with
+/// (`membership_oracle_config::failure_detection_ms`): `failure_detection_ms - suspect_ms`.
+int64_t oracle_detection_ms(const config::network_section& net);
+
+/// Spawns the network link of this process and starts publishing it (see the file
+/// comment). `oracle` is the membership oracle when this process is the primary
+/// (`net.primary_port == 0`), else an invalid handle. Requires the io middleman.
+caf::actor spawn_net_link(caf::actor_system& sys, const config::network_section& net,
+                          const caf::actor& oracle = caf::actor{});
+
+/// Spawns a relay that stands for the cluster's oracle in this process: every message it
+/// receives (requests keep their response path) is delegated to the oracle the link learns
+/// (`nl_oracle_atom`); messages arriving earlier wait, in order, until it is known. Exits
+/// when `link` exits (waiting requests then fail with the link's exit reason). Its own
+/// `(nl_oracle_atom) -> caf::actor` answers the oracle, or `runtime_error` while unknown.
+/// Pass it to `spawn_membership_agent` as the oracle.
+caf::actor spawn_oracle_relay(caf::actor_system& sys, const caf::actor& link);
+
+} // namespace cafmesh

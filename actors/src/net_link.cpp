@@ -1,0 +1,462 @@
+#include "cafmesh/actors/net_link.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include "cafmesh/actors/atoms.hpp"
+#include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/message_center.hpp"
+
+namespace cafmesh {
+
+int64_t suspect_ms(const config::network_section& net) {
+  auto x = std::min(2 * net.heartbeat_interval_ms, net.failure_detection_ms / 2);
+  return std::max<int64_t>(x, 1);
+}
+
+int64_t oracle_detection_ms(const config::network_section& net) {
+  return std::max<int64_t>(net.failure_detection_ms - suspect_ms(net), 1);
+}
+
+namespace {
+
+using endpoint = std::pair<std::string, uint16_t>;
+
+std::string render(const endpoint& ep) {
+  return ep.first + ":" + std::to_string(ep.second);
+}
+
+endpoint endpoint_of(const silo_address& s) {
+  return {s.host, s.port};
+}
+
+enum class peer_phase { connecting, hello, up };
+
+struct peer {
+  peer_phase phase = peer_phase::connecting;
+  uint64_t attempt = 0;          ///< tells answers of an earlier attempt apart
+  silo_address addr;             ///< known once up
+  caf::actor link;               ///< the peer's link (a remote proxy), once known
+  std::deque<wire_frame> queue;  ///< frames waiting for the connection
+  caf::actor_clock::time_point last_heard;
+  bool suspected = false;
+};
+
+struct net_link_state {
+  config::network_section cfg;
+  caf::io::middleman_actor mm;
+  uint16_t port = 0;
+  bool published = false;
+  caf::error publish_error;
+  std::vector<caf::response_promise> port_waiters;
+  silo_address self_addr;
+  caf::actor centre;
+  caf::actor oracle;           ///< local (primary) or a remote proxy (learnt by hello)
+  bool oracle_is_local = false;
+  std::vector<caf::response_promise> oracle_waiters;
+  std::map<endpoint, peer> peers;
+  std::set<silo_address> reported_silent; ///< primary only: told the oracle "silent"
+  uint64_t next_attempt = 1;
+  bool ticking = false;
+  log::logger log;
+  static const char* name;
+};
+
+const char* net_link_state::name = "cafmesh.net_link";
+
+using link_actor = caf::stateful_actor<net_link_state>;
+
+bool is_primary(const net_link_state& st) {
+  return st.cfg.primary_port == 0;
+}
+
+endpoint primary_endpoint(const net_link_state& st) {
+  return {st.cfg.primary_host, st.cfg.primary_port};
+}
+
+void report_watch(link_actor* self, const silo_address& s, bool alive) {
+  auto& st = self->state;
+  if (!st.oracle_is_local || !st.oracle)
+    return;
+  if (alive) {
+    if (st.reported_silent.erase(s) > 0)
+      self->send(st.oracle, sim_watch_atom::value, s, true);
+  } else if (st.reported_silent.insert(s).second) {
+    self->send(st.oracle, sim_watch_atom::value, s, false);
+  }
+}
+
+void bounce(link_actor* self, wire_frame f) {
+  if (self->state.centre)
+    self->send(self->state.centre, mc_bounce_atom::value, std::move(f));
+}
+
+void heard(link_actor* self, const silo_address& s) {
+  auto& st = self->state;
+  auto i = st.peers.find(endpoint_of(s));
+  if (i == st.peers.end() || i->second.phase != peer_phase::up || i->second.addr != s)
+    return;
+  auto& p = i->second;
+  p.last_heard = self->clock().now();
+  if (p.suspected) {
+    p.suspected = false;
+    st.log.info("peer " + s.to_string() + " speaks again");
+  }
+  report_watch(self, s, true);
+}
+
+/// Forgets the peer at `ep` (if it is still the one named `addr`) and tells the centre.
+void drop_peer(link_actor* self, const endpoint& ep, const std::string& why) {
+  auto& st = self->state;
+  auto i = st.peers.find(ep);
+  if (i == st.peers.end())
+    return;
+  auto p = std::move(i->second);
+  st.peers.erase(i);
+  for (auto& f : p.queue)
+    bounce(self, std::move(f));
+  if (p.phase != peer_phase::up)
+    return;
+  st.log.info("peer " + p.addr.to_string() + " gone: " + why);
+  if (st.centre)
+    self->send(st.centre, mc_gone_atom::value, p.addr);
+  report_watch(self, p.addr, false);
+  if (!is_primary(st) && ep == primary_endpoint(st))
+    st.log.warning("lost the connection to the primary " + p.addr.to_string());
+}
+
+void connect(link_actor* self, const endpoint& ep);
+
+/// Sends `f` to the connected peer `p` at `ep`, or bounces it if its generation is gone.
+void deliver_to(link_actor* self, const endpoint& ep, peer& p, wire_frame f, bool fresh) {
+  if (f.dst.generation == p.addr.generation) {
+    self->send(p.link, nl_frame_atom::value, std::move(f));
+    return;
+  }
+  if (f.dst.generation < p.addr.generation || fresh) {
+    bounce(self, std::move(f));
+    return;
+  }
+  // Our peer is an older incarnation than the frame's: it is stale, reconnect.
+  drop_peer(self, ep, "superseded by generation " + std::to_string(f.dst.generation));
+  auto& np = self->state.peers[ep];
+  np.queue.push_back(std::move(f));
+  connect(self, ep);
+}
+
+/// The peer at `ep` introduced itself as `addr` with link `link`: mark it up and flush.
+void peer_up(link_actor* self, const endpoint& ep, const silo_address& addr,
+             const caf::actor& link) {
+  auto& st = self->state;
+  auto& p = st.peers[ep];
+  p.phase = peer_phase::up;
+  p.addr = addr;
+  p.link = link;
+  p.last_heard = self->clock().now();
+  p.suspected = false;
+  ++p.attempt; // answers of a connect still in flight are stale now
+  self->monitor(link);
+  st.log.info("peer " + addr.to_string() + " up");
+  report_watch(self, addr, true);
+  auto queue = std::move(p.queue);
+  p.queue.clear();
+  for (auto& f : queue) {
+    auto i = st.peers.find(ep);
+    if (i == st.peers.end())
+      bounce(self, std::move(f));
+    else
+      deliver_to(self, ep, i->second, std::move(f), true);
+  }
+}
+
+void fail_connect(link_actor* self, const endpoint& ep, uint64_t attempt,
+                  const std::string& why) {
+  auto& st = self->state;
+  auto i = st.peers.find(ep);
+  if (i == st.peers.end() || i->second.attempt != attempt || i->second.phase == peer_phase::up)
+    return;
+  st.log.warning("cannot reach " + render(ep) + ": " + why);
+  drop_peer(self, ep, why);
+}
+
+void got_oracle(link_actor* self, const caf::actor& o) {
+  auto& st = self->state;
+  if (!o || st.oracle)
+    return;
+  st.oracle = o;
+  st.log.info("membership oracle reachable through " + render(primary_endpoint(st)));
+  for (auto& rp : st.oracle_waiters)
+    rp.deliver(o);
+  st.oracle_waiters.clear();
+}
+
+/// Starts an asynchronous connection to `ep` (the entry must exist or is created).
+void connect(link_actor* self, const endpoint& ep) {
+  auto& st = self->state;
+  auto& p = st.peers[ep];
+  p.phase = peer_phase::connecting;
+  p.attempt = st.next_attempt++;
+  auto attempt = p.attempt;
+  auto timeout = std::chrono::milliseconds(st.cfg.failure_detection_ms);
+  self->request(st.mm, timeout, caf::connect_atom::value, ep.first, ep.second)
+    .then(
+      [=](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
+        auto& st = self->state;
+        auto i = st.peers.find(ep);
+        if (i == st.peers.end() || i->second.attempt != attempt
+            || i->second.phase == peer_phase::up)
+          return;
+        auto remote = caf::actor_cast<caf::actor>(ptr);
+        if (!remote) {
+          fail_connect(self, ep, attempt, "no actor published there");
+          return;
+        }
+        i->second.phase = peer_phase::hello;
+        i->second.link = remote;
+        self
+          ->request(remote, std::chrono::milliseconds(st.cfg.failure_detection_ms),
+                    nl_hello_atom::value, st.self_addr, caf::actor_cast<caf::actor>(self))
+          .then(
+            [=](const silo_address& addr, const caf::actor& oracle) {
+              auto& st = self->state;
+              if (!is_primary(st) && ep == primary_endpoint(st))
+                got_oracle(self, oracle);
+              auto i = st.peers.find(ep);
+              if (i == st.peers.end() || i->second.attempt != attempt
+                  || i->second.phase == peer_phase::up)
+                return;
+              peer_up(self, ep, addr, remote);
+            },
+            [=](caf::error& e) {
+              fail_connect(self, ep, attempt, "hello failed: " + self->system().render(e));
+            });
+      },
+      [=](caf::error& e) { fail_connect(self, ep, attempt, self->system().render(e)); });
+}
+
+void route(link_actor* self, wire_frame f) {
+  auto& st = self->state;
+  auto ep = endpoint_of(f.dst);
+  auto i = st.peers.find(ep);
+  if (i == st.peers.end()) {
+    st.peers[ep].queue.push_back(std::move(f));
+    connect(self, ep);
+    return;
+  }
+  if (i->second.phase != peer_phase::up) {
+    i->second.queue.push_back(std::move(f));
+    return;
+  }
+  deliver_to(self, ep, i->second, std::move(f), false);
+}
+
+void tick(link_actor* self) {
+  auto& st = self->state;
+  auto now = self->clock().now();
+  auto limit = std::chrono::milliseconds(suspect_ms(st.cfg));
+  for (auto& kv : st.peers) {
+    auto& p = kv.second;
+    if (p.phase != peer_phase::up)
+      continue;
+    self->send(p.link, nl_beat_atom::value, st.self_addr);
+    if (!p.suspected && now - p.last_heard > limit) {
+      p.suspected = true;
+      st.log.warning("peer " + p.addr.to_string() + " silent for more than "
+                     + std::to_string(suspect_ms(st.cfg)) + " ms: suspected");
+      report_watch(self, p.addr, false);
+    }
+  }
+  if (!is_primary(st) && st.peers.count(primary_endpoint(st)) == 0)
+    connect(self, primary_endpoint(st));
+  self->delayed_send(self, std::chrono::milliseconds(st.cfg.heartbeat_interval_ms),
+                     nl_tick_atom::value);
+}
+
+caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor oracle) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  st.mm = self->system().middleman().actor_handle();
+  st.log = log::get("net_link");
+  if (oracle) {
+    st.oracle = std::move(oracle);
+    st.oracle_is_local = true;
+  }
+  std::set<std::string> no_ifs;
+  self
+    ->request(st.mm, std::chrono::milliseconds(st.cfg.failure_detection_ms),
+              caf::publish_atom::value, st.cfg.port,
+              caf::actor_cast<caf::strong_actor_ptr>(self), no_ifs, st.cfg.host, false)
+    .then(
+      [=](uint16_t port) {
+        auto& st = self->state;
+        st.port = port;
+        st.published = true;
+        st.log.info("listening on " + st.cfg.host + ":" + std::to_string(port));
+        for (auto& rp : st.port_waiters)
+          rp.deliver(port);
+        st.port_waiters.clear();
+      },
+      [=](caf::error& e) {
+        auto& st = self->state;
+        st.publish_error = e;
+        st.log.error("cannot listen on " + st.cfg.host + ":" + std::to_string(st.cfg.port)
+                     + ": " + self->system().render(e));
+        for (auto& rp : st.port_waiters)
+          rp.deliver(e);
+        st.port_waiters.clear();
+      });
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (st.centre && dm.source == st.centre.address()) {
+      st.log.info("centre exited: the link closes");
+      self->quit(dm.reason);
+      return;
+    }
+    for (auto& kv : st.peers) {
+      if (kv.second.link && kv.second.link.address() == dm.source) {
+        auto ep = kv.first;
+        drop_peer(self, ep, "link down: " + self->system().render(dm.reason));
+        return;
+      }
+    }
+  });
+  return {
+    [=](nl_port_atom) -> caf::result<uint16_t> {
+      auto& st = self->state;
+      if (st.published)
+        return st.port;
+      if (st.publish_error)
+        return st.publish_error;
+      auto rp = self->make_response_promise();
+      st.port_waiters.push_back(rp);
+      return rp;
+    },
+    [=](sim_attach_atom, const silo_address& addr, const caf::actor& centre) {
+      auto& st = self->state;
+      st.self_addr = addr;
+      st.centre = centre;
+      st.log = log::get("net_link").with_context(addr.to_string());
+      self->monitor(centre);
+      if (!st.ticking) {
+        st.ticking = true;
+        tick(self);
+      }
+    },
+    [=](sim_frame_atom, wire_frame& f) { route(self, std::move(f)); },
+    [=](nl_hello_atom, const silo_address& addr,
+        const caf::actor& link) -> caf::result<silo_address, caf::actor> {
+      auto& st = self->state;
+      auto ep = endpoint_of(addr);
+      auto i = st.peers.find(ep);
+      if (i == st.peers.end() || i->second.phase != peer_phase::up) {
+        peer_up(self, ep, addr, link);
+      } else if (i->second.addr.generation < addr.generation) {
+        drop_peer(self, ep, "superseded by " + addr.to_string());
+        peer_up(self, ep, addr, link);
+      } else if (i->second.addr == addr) {
+        heard(self, addr);
+      }
+      return {st.self_addr, st.oracle_is_local ? st.oracle : caf::actor{}};
+    },
+    [=](nl_frame_atom, wire_frame& f) {
+      auto& st = self->state;
+      heard(self, f.src);
+      if (st.centre)
+        self->send(st.centre, mc_frame_atom::value, std::move(f));
+    },
+    [=](nl_beat_atom, const silo_address& s) { heard(self, s); },
+    [=](nl_tick_atom) { tick(self); },
+    [=](nl_oracle_atom) -> caf::result<caf::actor> {
+      auto& st = self->state;
+      if (st.oracle)
+        return st.oracle;
+      auto rp = self->make_response_promise();
+      st.oracle_waiters.push_back(rp);
+      return rp;
+    },
+    [=](nl_peers_atom) {
+      std::vector<silo_address> out;
+      for (auto& kv : self->state.peers)
+        if (kv.second.phase == peer_phase::up)
+          out.push_back(kv.second.addr);
+      std::sort(out.begin(), out.end());
+      return out;
+    },
+  };
+}
+
+// -- oracle relay ---------------------------------------------------------------------
+
+struct relay_state {
+  caf::actor oracle;
+  std::vector<std::pair<caf::message, caf::response_promise>> waiting;
+  static const char* name;
+};
+
+const char* relay_state::name = "cafmesh.oracle_relay";
+
+using relay_actor = caf::stateful_actor<relay_state>;
+
+caf::behavior oracle_relay(relay_actor* self, caf::actor link) {
+  self->monitor(link);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    for (auto& w : self->state.waiting)
+      w.second.deliver(dm.reason);
+    self->state.waiting.clear();
+    self->quit(dm.reason);
+  });
+  self->set_default_handler(
+    [=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
+      auto msg = x.move_content_to_message();
+      auto rp = self->make_response_promise();
+      if (self->state.oracle)
+        rp.delegate(self->state.oracle, std::move(msg));
+      else
+        self->state.waiting.emplace_back(std::move(msg), rp);
+      return rp;
+    });
+  self->request(link, caf::infinite, nl_oracle_atom::value)
+    .then(
+      [=](const caf::actor& o) {
+        auto& st = self->state;
+        st.oracle = o;
+        for (auto& w : st.waiting)
+          w.second.delegate(o, std::move(w.first));
+        st.waiting.clear();
+      },
+      [=](caf::error& e) {
+        for (auto& w : self->state.waiting)
+          w.second.deliver(e);
+        self->state.waiting.clear();
+        self->quit(e);
+      });
+  // Every other message goes through the default handler above.
+  return {
+    [=](nl_oracle_atom) -> caf::result<caf::actor> {
+      if (self->state.oracle)
+        return self->state.oracle;
+      return caf::make_error(caf::sec::runtime_error, "oracle not known yet");
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_net_link(caf::actor_system& sys, const config::network_section& net,
+                          const caf::actor& oracle) {
+  return sys.spawn(net_link, net, oracle);
+}
+
+caf::actor spawn_oracle_relay(caf::actor_system& sys, const caf::actor& link) {
+  return sys.spawn(oracle_relay, link);
+}
+
+} // namespace cafmesh

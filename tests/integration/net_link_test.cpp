@@ -1,0 +1,318 @@
+// Network mode of the message centre's seam (net_link.hpp): two actor systems in one
+// process, each with its own message centre and network link, connected by CAF's io
+// middleman over 127.0.0.1 on ports chosen by the OS. Every wait is bounded (10 s), and
+// every published or long-lived actor is sent an exit before its system is destroyed
+// (caf017.md §6.4), so a failure cannot hang CI.
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/actors/net_link.hpp"
+#include "cafmesh/routing/envelope.hpp"
+#include "cafmesh/routing/register_types.hpp"
+
+using namespace std::chrono_literals;
+using cafmesh::component;
+using cafmesh::fault;
+using cafmesh::mesh_errc;
+using cafmesh::silo_address;
+using cafmesh::routing::address;
+using cafmesh::routing::delivery_state;
+using cafmesh::routing::envelope;
+
+namespace {
+
+using nt_echo_atom = caf::atom_constant<caf::atom("ntecho")>;
+using nt_fail_atom = caf::atom_constant<caf::atom("ntfail")>;
+using nt_hold_atom = caf::atom_constant<caf::atom("nthold")>;
+using nt_note_atom = caf::atom_constant<caf::atom("ntnote")>;
+
+constexpr auto wait_bound = 10s;
+
+struct echo_state {
+  std::vector<caf::response_promise> held;
+  static const char* name;
+};
+const char* echo_state::name = "net_test.echo";
+
+/// The test component on silo B: echoes an envelope and a fault, answers a fault as an
+/// error, holds a call forever (telling `probe`), and passes one-way notes to `probe`.
+caf::behavior echo(caf::stateful_actor<echo_state>* self, caf::actor probe) {
+  return {
+    [=](nt_echo_atom, const envelope& e, const fault& f) -> caf::result<envelope, fault> {
+      return {e, f};
+    },
+    [=](nt_fail_atom, const fault& f) -> caf::error { return cafmesh::to_error(f); },
+    [=](nt_hold_atom) -> caf::response_promise {
+      auto rp = self->make_response_promise();
+      self->state.held.push_back(rp);
+      self->send(probe, nt_hold_atom::value);
+      return rp;
+    },
+    [=](nt_note_atom, const std::string& text) { self->send(probe, nt_note_atom::value, text); },
+  };
+}
+
+/// One silo process: its own actor system with the io middleman, a network link listening
+/// on 127.0.0.1 (port chosen by the OS) and a message centre using the link.
+struct net_silo {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  caf::actor link;
+  caf::actor centre;
+  silo_address addr;
+  std::vector<caf::actor> extra; ///< other actors to exit at shutdown
+
+  explicit net_silo(uint64_t generation) {
+    cafmesh::register_types(cfg);
+    cfg.load<caf::io::middleman>();
+    cfg.set("scheduler.max-threads", size_t{2});
+    sys = std::make_unique<caf::actor_system>(cfg);
+    cafmesh::config::network_section net;
+    net.heartbeat_interval_ms = 200;
+    net.failure_detection_ms = 2000;
+    link = cafmesh::spawn_net_link(*sys, net);
+    uint16_t port = 0;
+    {
+      caf::scoped_actor self{*sys};
+      self->request(link, wait_bound, cafmesh::nl_port_atom::value)
+        .receive([&](uint16_t p) { port = p; },
+                 [&](caf::error& e) { FAIL("no port: " << sys->render(e)); });
+    }
+    addr = silo_address{"127.0.0.1", port, generation};
+    centre = cafmesh::spawn_message_center(*sys, addr, link);
+  }
+
+  /// Registers `h` as component `c` with this silo's centre.
+  void add_component(component c, caf::actor h) {
+    extra.push_back(h);
+    caf::scoped_actor self{*sys};
+    bool ok = false;
+    self->request(centre, wait_bound, cafmesh::mc_register_atom::value, c, h)
+      .receive([&](caf::ok_atom) { ok = true; },
+               [&](caf::error& e) { FAIL("register failed: " << sys->render(e)); });
+    REQUIRE(ok);
+  }
+
+  /// Exits every actor of this silo and destroys its actor system.
+  void shutdown() {
+    if (!sys)
+      return;
+    // The centre and the link first: nothing a component does while exiting may reach
+    // a peer any more.
+    caf::anon_send_exit(centre, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(link, caf::exit_reason::user_shutdown);
+    for (auto& a : extra)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    extra.clear();
+    centre = nullptr;
+    link = nullptr;
+    sys.reset();
+  }
+
+  ~net_silo() { shutdown(); }
+};
+
+envelope sample_envelope() {
+  envelope e;
+  e.id = "na-1";
+  e.sender = address::from("portal/alice/tab1~mesh/m1");
+  e.target = address::from("node/Org/Acme");
+  e.state = delivery_state::forwarded;
+  e.properties = {{"verdict", "\"shutting_down\""}, {"count", "3"}};
+  e.access_context = std::string{"user:alice"};
+  e.routing_path = {address::from("mesh/m1")};
+  e.payload_type = "DataChangedEvent";
+  e.payload_json = R"({"$type":"DataChangedEvent","changes":[1,2,3]})";
+  e.ordering_key = std::string{"stream-9"};
+  e.request_id = std::string{"p3-17"};
+  return e;
+}
+
+fault sample_fault() {
+  fault leaf{mesh_errc::activation_deactivated, "activation #1a2b3c4d is gone"};
+  leaf.activation_error_recorded = cafmesh::tri_bool::yes;
+  fault root{mesh_errc::runtime_gone, "catalog torn down", {leaf}};
+  root.probe = cafmesh::probe_answer::torn_down;
+  root.retry_after_ms = 1500u;
+  root.silo = silo_address{"127.0.0.1", 11111, 7};
+  return root;
+}
+
+} // namespace
+
+TEST_CASE("net link: a call through centre A reaches an echo component on B over a real socket") {
+  net_silo a{1};
+  net_silo b{1};
+  REQUIRE(a.addr.port != 0);
+  REQUIRE(b.addr.port != 0);
+  REQUIRE(a.addr.port != b.addr.port);
+  caf::scoped_actor probe{*b.sys};
+  b.add_component(component::test, b.sys->spawn(echo, caf::actor{probe}));
+  caf::scoped_actor self{*a.sys};
+
+  // Request with an envelope and a fault: the reply comes back equal.
+  bool replied = false;
+  self->request(a.centre, wait_bound,
+                cafmesh::make_call(b.addr, component::test, nt_echo_atom::value,
+                                   sample_envelope(), sample_fault()))
+    .receive(
+      [&](const envelope& e, const fault& f) {
+        replied = true;
+        CHECK(e == sample_envelope());
+        CHECK(f == sample_fault());
+      },
+      [&](caf::error& e) { FAIL("call failed: " << a.sys->render(e)); });
+  CHECK(replied);
+
+  // An error answer crosses intact.
+  bool failed = false;
+  self->request(a.centre, wait_bound,
+                cafmesh::make_call(b.addr, component::test, nt_fail_atom::value,
+                                   sample_fault()))
+    .receive([&](const envelope&, const fault&) { FAIL("expected an error"); },
+             [&](caf::error& e) {
+               failed = true;
+               CHECK(cafmesh::to_fault(e) == sample_fault());
+             });
+  CHECK(failed);
+
+  // A one-way send arrives at the component.
+  self->send(a.centre, cafmesh::mc_send_atom::value, b.addr, component::test,
+             caf::make_message(nt_note_atom::value, std::string{"hello over tcp"}));
+  std::string note;
+  probe->receive([&](nt_note_atom, const std::string& text) { note = text; },
+                 caf::after(wait_bound) >> [&] { FAIL("one-way message did not arrive"); });
+  CHECK(note == "hello over tcp");
+
+  // An unregistered component on B answers silo_unavailable from B.
+  self->request(a.centre, wait_bound,
+                cafmesh::make_call(b.addr, component::catalog, nt_echo_atom::value))
+    .receive([&](const envelope&, const fault&) { FAIL("expected an error"); },
+             [&](caf::error& e) {
+               auto f = cafmesh::to_fault(e);
+               CHECK(f.code == mesh_errc::silo_unavailable);
+               CHECK(f.text == "component catalog is not registered on silo " + b.addr.to_string());
+             });
+
+  // Both links see each other as connected peers.
+  self->request(a.link, wait_bound, cafmesh::nl_peers_atom::value)
+    .receive([&](const std::vector<silo_address>& ps) {
+               CHECK(ps == std::vector<silo_address>{b.addr});
+             },
+             [&](caf::error& e) { FAIL(a.sys->render(e)); });
+  {
+    caf::scoped_actor sb{*b.sys};
+    sb->request(b.link, wait_bound, cafmesh::nl_peers_atom::value)
+      .receive([&](const std::vector<silo_address>& ps) {
+                 CHECK(ps == std::vector<silo_address>{a.addr});
+               },
+               [&](caf::error& e) { FAIL(b.sys->render(e)); });
+  }
+}
+
+TEST_CASE("net link: a call to a wrong generation of a live endpoint fails departed_silo") {
+  net_silo a{1};
+  net_silo b{5};
+  caf::scoped_actor probe{*b.sys};
+  b.add_component(component::test, b.sys->spawn(echo, caf::actor{probe}));
+  caf::scoped_actor self{*a.sys};
+  auto old_b = b.addr;
+  old_b.generation = 4;
+  self->request(a.centre, wait_bound,
+                cafmesh::make_call(old_b, component::test, nt_echo_atom::value,
+                                   sample_envelope(), sample_fault()))
+    .receive([&](const envelope&, const fault&) { FAIL("expected departed_silo"); },
+             [&](caf::error& e) {
+               auto f = cafmesh::to_fault(e);
+               CHECK(f.code == mesh_errc::departed_silo);
+               CHECK(f.silo == caf::optional<silo_address>{old_b});
+             });
+  // The live generation still answers.
+  bool replied = false;
+  self->request(a.centre, wait_bound,
+                cafmesh::make_call(b.addr, component::test, nt_echo_atom::value,
+                                   sample_envelope(), sample_fault()))
+    .receive([&](const envelope& e, const fault&) { replied = e == sample_envelope(); },
+             [&](caf::error& e) { FAIL(a.sys->render(e)); });
+  CHECK(replied);
+}
+
+TEST_CASE("net link: a call to an endpoint where nothing listens fails departed_silo") {
+  net_silo a{1};
+  uint16_t closed_port = 0;
+  {
+    // Find a port that is surely closed: the one a just-shut-down silo listened on.
+    net_silo gone{1};
+    closed_port = gone.addr.port;
+  }
+  caf::scoped_actor self{*a.sys};
+  silo_address nobody{"127.0.0.1", closed_port, 1};
+  self->request(a.centre, wait_bound,
+                cafmesh::make_call(nobody, component::test, nt_echo_atom::value))
+    .receive([&](const envelope&, const fault&) { FAIL("expected departed_silo"); },
+             [&](caf::error& e) {
+               auto f = cafmesh::to_fault(e);
+               CHECK(f.code == mesh_errc::departed_silo);
+               CHECK(f.text == "silo " + nobody.to_string() + " has departed");
+             });
+}
+
+TEST_CASE("net link: when B's actor system shuts down, A's pending and later calls fail departed_silo") {
+  net_silo a{1};
+  net_silo b{1};
+  auto b_addr = b.addr;
+  caf::scoped_actor self{*a.sys};
+  auto probe = std::make_unique<caf::scoped_actor>(*b.sys);
+  b.add_component(component::test, b.sys->spawn(echo, caf::actor{*probe}));
+  // A call B's component holds forever.
+  auto pending = self->request(a.centre, wait_bound,
+                               cafmesh::make_call(b_addr, component::test, nt_hold_atom::value));
+  bool held = false;
+  (*probe)->receive([&](nt_hold_atom) { held = true; },
+                    caf::after(wait_bound) >> [&] { FAIL("the call never reached B"); });
+  REQUIRE(held);
+  probe.reset();
+  auto t0 = std::chrono::steady_clock::now();
+  b.shutdown();
+  bool departed = false;
+  pending.receive([&](caf::message&) { FAIL("the held call cannot be answered"); },
+                  [&](caf::error& e) {
+                    auto f = cafmesh::to_fault(e);
+                    departed = f.code == mesh_errc::departed_silo;
+                    CHECK(f.text == "silo " + b_addr.to_string() + " has departed");
+                    CHECK(f.silo == caf::optional<silo_address>{b_addr});
+                  });
+  CHECK(departed);
+  auto elapsed = std::chrono::steady_clock::now() - t0;
+  MESSAGE("pending call failed departed_silo "
+          << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
+          << " ms after B's shutdown began");
+  // Later calls fail the same way, at once.
+  self->request(a.centre, wait_bound,
+                cafmesh::make_call(b_addr, component::test, nt_echo_atom::value,
+                                   sample_envelope(), sample_fault()))
+    .receive([&](const envelope&, const fault&) { FAIL("B is gone"); },
+             [&](caf::error& e) {
+               CHECK(cafmesh::to_fault(e).code == mesh_errc::departed_silo);
+             });
+  self->request(a.centre, wait_bound, cafmesh::mc_stats_atom::value)
+    .receive([&](const cafmesh::message_center_stats& st) {
+               CHECK(st.departed_fails == 2);
+               CHECK(st.pending_calls == 0);
+             },
+             [&](caf::error& e) { FAIL(a.sys->render(e)); });
+  // A's link forgot B.
+  self->request(a.link, wait_bound, cafmesh::nl_peers_atom::value)
+    .receive([&](const std::vector<silo_address>& ps) { CHECK(ps.empty()); },
+             [&](caf::error& e) { FAIL(a.sys->render(e)); });
+}
