@@ -1,0 +1,56 @@
+#pragma once
+
+/// @file
+/// Wiring of one process in network mode (SPEC §4.2–§4.4 over CAF io): network link,
+/// message centre, membership agent, and — on the primary — the membership oracle.
+///
+/// Setup code only: `start_net_process` waits (bounded by `timeout_ms`) for the link's
+/// listening port with a `scoped_actor`, so call it from `main` or a test, never from an
+/// actor handler.
+///
+/// What it builds, for `net` = the `network` section and `generation` (SPEC §2.3:
+/// production uses the start time in ms since the epoch):
+/// - on the primary (`net.primary_port == 0`) the oracle, with failure detection after
+///   `oracle_detection_ms(net)` of reported silence (net_link.hpp), registered with the
+///   centre as `component::oracle`;
+/// - the link (`spawn_net_link`), listening on `net.host`:`net.port`;
+/// - the centre for silo (`net.host`, bound port, `generation`);
+/// - elsewhere an oracle relay (`spawn_oracle_relay`) standing for the remote oracle;
+/// - the membership agent talking to the oracle (or the relay), registered with the centre
+///   as `component::membership`, with the centre subscribed to it (departures in a
+///   snapshot fail calls to the departed silo, message_center.hpp).
+/// Joining (`mb_join_atom`) and status changes stay with the caller, through `agent`.
+
+#include <cstdint>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/expected.hpp>
+#include <caf/fwd.hpp>
+
+#include "cafmesh/actors/ids.hpp"
+#include "cafmesh/config/mesh_config.hpp"
+
+namespace cafmesh {
+
+/// The actors of one network-mode process.
+struct net_process {
+  silo_address addr;  ///< (net.host, bound port, generation)
+  caf::actor link;
+  caf::actor centre;
+  caf::actor oracle;  ///< the oracle (primary) or the relay standing for it
+  caf::actor agent;
+
+  /// Sends every actor above an exit (`user_shutdown`): centre and link first, so peers
+  /// see the link go; then agent and oracle. The actor system can then be destroyed.
+  void stop() const;
+};
+
+/// Builds the process as described in the file comment. Fails with the link's publish
+/// error (e.g. `cannot_open_port`) or `request_timeout` when the port is not bound within
+/// `timeout_ms`; every actor spawned so far has then been sent an exit.
+caf::expected<net_process> start_net_process(caf::actor_system& sys,
+                                             const config::network_section& net,
+                                             uint64_t generation, int64_t timeout_ms = 10000);
+
+} // namespace cafmesh
