@@ -2,7 +2,8 @@
 // `cafmesh_net_node` started with posix_spawn, talking over CAF io on 127.0.0.1 with ports
 // chosen by the OS. They form a cluster through the primary's membership oracle; one
 // leaves gracefully, one is killed with SIGKILL and restarted on its old port with a higher
-// generation, and a stopped (SIGSTOP) one is detected by heartbeat silence.
+// generation, and a stopped (SIGSTOP) one is detected by heartbeat silence. A pure client
+// process receives the snapshots without joining and calls a silo.
 // Every wait is bounded, and every child is killed (SIGKILL) and reaped when the test ends
 // for any reason, so nothing can hang CI or leak processes.
 
@@ -177,11 +178,11 @@ struct child {
 };
 
 std::string write_config(const std::string& dir, const std::string& name, uint16_t port,
-                         uint16_t primary_port) {
+                         uint16_t primary_port, const std::string& role = "silo_host") {
   auto path = dir + "/" + name + ".json";
   std::ofstream out{path};
   out << "{\n"
-      << R"(  "mesh": {"process_role": "silo_host", "name": ")" << name << "\"},\n"
+      << R"(  "mesh": {"process_role": ")" << role << R"(", "name": ")" << name << "\"},\n"
       << R"(  "network": {"host": "127.0.0.1", "port": )" << port
       << R"(, "primary_host": "127.0.0.1", "primary_port": )" << primary_port
       << R"(, "heartbeat_interval_ms": )" << heartbeat_interval_ms
@@ -286,6 +287,29 @@ TEST_CASE("net cluster: 3 silo processes join through the primary, leave, crash 
                   step_bound_ms);
   REQUIRE(r.has_value());
   CHECK(b->lines[*r] == "REPLY pong from " + c_addr);
+
+  // -- a pure client: receives snapshots without a row, calls a silo -----------------
+  {
+    child q{"Q", write_config(dir, "Q", 0, p_port, "pure_client"), dir + "/Q.log"};
+    auto q_addr = node_addr(q);
+    CHECK(q.wait_for([](const std::string& l) { return l == "CLIENT"; }, step_bound_ms)
+            .has_value());
+    auto i = q.wait_for(active_exactly({p_addr, b_addr, c_addr}), step_bound_ms);
+    REQUIRE_MESSAGE(i.has_value(), "the client never saw 3 Active; stderr:\n" << q.log_tail());
+    CHECK(q.lines[*i].find(q_addr) == std::string::npos);
+    q.send("call " + call_args(c_addr) + " from-client");
+    r = q.wait_for([](const std::string& l) { return l.rfind("REPLY ", 0) == 0
+                                                     || l.rfind("CALLERR ", 0) == 0; },
+                   step_bound_ms);
+    REQUIRE(r.has_value());
+    CHECK(q.lines[*r] == "REPLY from-client from " + c_addr);
+    q.send("stop");
+    CHECK(q.wait_exit(step_bound_ms));
+    CHECK(WEXITSTATUS(q.status) == 0);
+    for (auto* n : {p.get(), b.get(), c.get()})
+      for (auto& l : n->lines)
+        CHECK(l.find(q_addr) == std::string::npos);
+  }
 
   // -- C leaves gracefully: ShuttingDown, then Dead, seen by P and B ---------------
   auto p_mark = p->lines.size();

@@ -7,7 +7,8 @@
 // since the epoch at start (SPEC §2.3, production rule).
 //
 // stdout, one line each, flushed:
-//   `ADDR {silo address}` once listening;  `ACTIVE` after the join;
+//   `ADDR {silo address}` once listening;  `ACTIVE` after the join (a `silo_host`) or
+//   `CLIENT` (a `pure_client`: it never joins, but its agent receives every snapshot);
 //   `SNAP v{n} | {silo} {status}[ gateway] | ...` for every snapshot the agent applies;
 //   `REPLY {text}` / `CALLERR {rendered error}` for `call` commands;  `STOPPED` at the end.
 // stdin commands: `call {host} {port} {generation} {text}` (a call to that silo's echo);
@@ -101,18 +102,22 @@ int main(int argc, char** argv) {
     say("ADDR " + p.addr.to_string());
     caf::scoped_actor self{sys};
     caf::error err;
-    bool gateway = mc.mesh.role == cafmesh::config::process_role::silo_host;
-    self->request(p.agent, bound, cafmesh::mb_join_atom::value,
-                  std::vector<cafmesh::grain_type_info>{}, gateway)
-      .receive([](uint64_t) {}, [&](caf::error& e) { err = e; });
-    if (!err)
-      self->request(p.agent, bound, cafmesh::mb_status_atom::value, cafmesh::silo_status::active)
+    bool silo = mc.mesh.role == cafmesh::config::process_role::silo_host;
+    if (silo) {
+      self->request(p.agent, bound, cafmesh::mb_join_atom::value,
+                    std::vector<cafmesh::grain_type_info>{}, true)
         .receive([](uint64_t) {}, [&](caf::error& e) { err = e; });
+      if (!err)
+        self
+          ->request(p.agent, bound, cafmesh::mb_status_atom::value,
+                    cafmesh::silo_status::active)
+          .receive([](uint64_t) {}, [&](caf::error& e) { err = e; });
+    }
     if (err) {
       std::cerr << "join failed: " << sys.render(err) << "\n";
       rc = 3;
     } else {
-      say("ACTIVE");
+      say(silo ? "ACTIVE" : "CLIENT");
       std::string line;
       while (std::getline(std::cin, line)) {
         std::istringstream in{line};
@@ -131,11 +136,12 @@ int main(int argc, char** argv) {
                      [&](caf::error& e) { say("CALLERR " + sys.render(e)); });
         }
       }
-      // Graceful leave (SPEC §4.3): ShuttingDown, then Dead.
+      // Graceful leave (SPEC §4.3): ShuttingDown, then Dead. A pure client has no row.
       for (auto to : {cafmesh::silo_status::shutting_down, cafmesh::silo_status::dead})
-        self->request(p.agent, bound, cafmesh::mb_status_atom::value, to)
-          .receive([](uint64_t) {},
-                   [&](caf::error& e) { std::cerr << "leave: " << sys.render(e) << "\n"; });
+        if (silo)
+          self->request(p.agent, bound, cafmesh::mb_status_atom::value, to)
+            .receive([](uint64_t) {},
+                     [&](caf::error& e) { std::cerr << "leave: " << sys.render(e) << "\n"; });
     }
     p.stop();
     caf::anon_send_exit(print, caf::exit_reason::user_shutdown);
