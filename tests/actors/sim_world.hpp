@@ -17,6 +17,7 @@
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/actors/request_any.hpp"
 #include "cafmesh/actors/sim_network.hpp"
 #include "cafmesh/testing/fixture.hpp"
 
@@ -57,14 +58,10 @@ inline caf::behavior probe(caf::stateful_actor<probe_state>* self, testing::fixt
       auto rec = [=](caf::message m, caf::error e) {
         self->state.answers.push_back({self->state.fx->now_ms(), tag, std::move(m), std::move(e)});
       };
-      self->request(to, std::chrono::milliseconds(timeout_ms), std::move(req))
-        .then([=](mc_never_atom) {},
-              [=](caf::error& e) {
-                if (e == caf::sec::unexpected_response)
-                  rec(e.context(), caf::error{});
-                else
-                  rec(caf::message{}, std::move(e));
-              });
+      request_any(
+        self, to, timeout_ms, std::move(req),
+        [=](caf::message m) { rec(std::move(m), caf::error{}); },
+        [=](caf::error e) { rec(caf::message{}, std::move(e)); });
     },
   };
 }
