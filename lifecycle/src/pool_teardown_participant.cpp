@@ -11,9 +11,18 @@
 
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
+#include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/lifecycle/routing_quiescence.hpp"
 
 namespace cafmesh::lifecycle {
+
+pool_teardown_options pool_teardown_options::from(const config::pool_section& cfg,
+                                                  std::string silo_name) {
+  pool_teardown_options out;
+  out.silo_name = std::move(silo_name);
+  out.teardown_join_ms = cfg.teardown_join_ms;
+  return out;
+}
 
 namespace {
 

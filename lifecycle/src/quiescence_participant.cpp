@@ -154,6 +154,7 @@ void begin_hold(participant_pointer self, const quiescence_sample& x) {
                      q_hold_expired_atom::value, id);
 }
 
+[[maybe_unused]] // unused in the S12.20 mutation build
 void on_sample(participant_pointer self, bool graceful, const quiescence_sample& x) {
   auto& s = self->state;
   if (!graceful) {

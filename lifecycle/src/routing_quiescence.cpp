@@ -17,6 +17,18 @@ std::string to_string(slot_state x) {
   return x == slot_state::dispatched ? "dispatched" : "queued";
 }
 
+std::string dispatch_label(const std::string& addr, const std::string& delivery_id) {
+  return "dispatch -> " + addr + " (delivery " + delivery_id + ")";
+}
+
+std::string stream_routed_label(const std::string& addr, const std::string& delivery_id) {
+  return "stream-routed -> " + addr + " (delivery " + delivery_id + ")";
+}
+
+std::string nack_label(const std::string& sender, const std::string& delivery_id) {
+  return "NACK -> " + sender + " (delivery " + delivery_id + ")";
+}
+
 std::string render_seconds_1(int64_t ms) {
   if (ms < 0)
     ms = 0;

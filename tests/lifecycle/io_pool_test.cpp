@@ -14,6 +14,7 @@
 
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
+#include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/lifecycle/io_pool.hpp"
 #include "cafmesh/lifecycle/leg_latch.hpp"
 #include "cafmesh/lifecycle/observer.hpp"
@@ -193,6 +194,22 @@ TEST_CASE("latch: the first terminal event of a leg wins and every later one is 
   CHECK(t.open_count() == 0);
   CHECK_FALSE(t.is_open(1));
   CHECK(to_string(leg_terminal::cancelled) == "cancelled");
+}
+
+TEST_CASE("pool: options follow the pool section of the configuration") {
+  cafmesh::config::pool_section defaults;
+  auto p = io_pool_options::from(defaults, "S1:1@1");
+  CHECK(p.cap == 256);
+  CHECK(p.drain_grace_ms == 8000);
+  CHECK(p.cancel_wait_ms == 30000);
+  CHECK(p.join_ms == 30000);
+  CHECK(p.silo_name == "S1:1@1");
+  CHECK(pool_teardown_options::from(defaults).teardown_join_ms == 30000);
+  cafmesh::config::pool_section custom;
+  custom.cap = 4;
+  custom.teardown_join_ms = 500;
+  CHECK(io_pool_options::from(custom).cap == 4);
+  CHECK(pool_teardown_options::from(custom).teardown_join_ms == 500);
 }
 
 // -- admission -------------------------------------------------------------------------------

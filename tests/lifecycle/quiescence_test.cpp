@@ -9,6 +9,7 @@
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/log.hpp"
+#include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/lifecycle/observer.hpp"
 #include "cafmesh/lifecycle/quiescence_participant.hpp"
 #include "cafmesh/lifecycle/routing_quiescence.hpp"
@@ -24,7 +25,7 @@ using cafmesh::log::level;
 
 namespace {
 
-const std::string stuck_label = "dispatch -> acme/Stuck (delivery abc123)";
+const std::string stuck_label = dispatch_label("acme/Stuck", "abc123");
 
 void track_slot(const routing_quiescence_actor& g, uint64_t slot, const std::string& label,
                 slot_state st = slot_state::dispatched) {
@@ -62,6 +63,23 @@ TEST_CASE("gauge: seconds render with one decimal and budgets in s or ms") {
         == "stream-routed -> cache/a (delivery d1) (queued, not dispatched), queued 2.0s");
   quiescence_entry d{8, "dispatch -> acme/X (delivery d2)", slot_state::dispatched, 1000, 2500};
   CHECK(render_entry(d, 3000) == "dispatch -> acme/X (delivery d2), in flight 0.5s");
+}
+
+TEST_CASE("gauge: labels follow SPEC 8.1 and participant options follow the lifecycle section") {
+  CHECK(dispatch_label("acme/Stuck", "abc123") == "dispatch -> acme/Stuck (delivery abc123)");
+  CHECK(stream_routed_label("cache/m1", "d7") == "stream-routed -> cache/m1 (delivery d7)");
+  CHECK(nack_label("portal/alice", "d7") == "NACK -> portal/alice (delivery d7)");
+  cafmesh::config::lifecycle_section defaults;
+  auto o = quiescence_participant_options::from(defaults, "S1:1@1");
+  CHECK(o.quiescence_hold_ms == 30000);
+  CHECK(o.quiescence_residual_sample == 10);
+  CHECK(o.silo_name == "S1:1@1");
+  cafmesh::config::lifecycle_section custom;
+  custom.quiescence_hold_ms = 200;
+  custom.quiescence_residual_sample = 3;
+  auto c = quiescence_participant_options::from(custom);
+  CHECK(c.quiescence_hold_ms == 200);
+  CHECK(c.quiescence_residual_sample == 3);
 }
 
 TEST_CASE_FIXTURE(cafmesh::testing::fixture,

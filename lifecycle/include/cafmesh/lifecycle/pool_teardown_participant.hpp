@@ -15,6 +15,10 @@ namespace caf {
 class actor_system;
 } // namespace caf
 
+namespace cafmesh::config {
+struct pool_section;
+} // namespace cafmesh::config
+
 namespace cafmesh::lifecycle {
 
 /// Options of the participant (SPEC §11 `pool.teardown_join_ms`).
@@ -24,6 +28,9 @@ struct pool_teardown_options {
   /// `pool.teardown_join_ms`: the participant's own budget for the drain; its rendering
   /// ("30 s") appears in the timeout line.
   int64_t teardown_join_ms = 30000;
+
+  /// The options from a configuration's `pool` section.
+  static pool_teardown_options from(const config::pool_section& cfg, std::string silo_name = {});
 };
 
 /// Looks the silo's pool up among its runtime services; called exactly once, at

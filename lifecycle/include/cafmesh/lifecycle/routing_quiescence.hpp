@@ -25,6 +25,15 @@ struct routing_quiescence_options {
 routing_quiescence_actor spawn_routing_quiescence(caf::actor_system& sys,
                                                   routing_quiescence_options opts = {});
 
+/// The gauge label of a node leg (SPEC §8.1): `dispatch -> {addr} (delivery {id})`.
+std::string dispatch_label(const std::string& addr, const std::string& delivery_id);
+
+/// The gauge label of a stream-routed leg: `stream-routed -> {addr} (delivery {id})`.
+std::string stream_routed_label(const std::string& addr, const std::string& delivery_id);
+
+/// The gauge label of a NACK: `NACK -> {sender} (delivery {id})`.
+std::string nack_label(const std::string& sender, const std::string& delivery_id);
+
 /// Renders a slot for a log line (SPEC §8.2): `"{label}, in flight {S.S}s"` for a
 /// dispatched slot (age since dispatch), `"{label} (queued, not dispatched), queued
 /// {S.S}s"` for a queued one (age since the slot was taken); `now_ms` on the same clock.
