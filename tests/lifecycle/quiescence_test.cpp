@@ -16,7 +16,7 @@
 #include "cafmesh/lifecycle/stage.hpp"
 #include "cafmesh/testing/fixture.hpp"
 
-#include "quiescence_test_util.hpp"
+#include "cafmesh/testing/ask.hpp"
 
 using namespace std::chrono_literals;
 using namespace cafmesh::lifecycle;
@@ -122,7 +122,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   auto a0 = ask<caf::ok_atom>(*this, g, q_await_atom::value);
   run();
   CHECK(a0->done);
-  CHECK(a0->at_ms == 0);
+  CHECK(a0->t_ms == 0);
   track_slot(g, 1, "dispatch -> a (delivery 1)");
   track_slot(g, 2, "dispatch -> b (delivery 2)");
   run();
@@ -135,9 +135,9 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   caf::anon_send(g, q_release_atom::value, uint64_t{2});
   run();
   CHECK(a1->done);
-  CHECK(a1->at_ms == 500);
+  CHECK(a1->t_ms == 500);
   CHECK(a2->done);
-  CHECK(a2->at_ms == 500);
+  CHECK(a2->t_ms == 500);
   CHECK_FALSE(a1->err);
 }
 
@@ -253,7 +253,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   auto r = ask<caf::ok_atom>(*this, b.participant, start_stage_atom::value, stages::active);
   run();
   CHECK(r->done);
-  CHECK(r->at_ms == 0);
+  CHECK(r->t_ms == 0);
   CHECK_FALSE(r->err);
   CHECK(next_timeout_ms() == -1);
   CHECK(logs.lines().empty());
@@ -265,7 +265,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   auto r = stop(*this, b, true);
   run();
   CHECK(r->done);
-  CHECK(r->at_ms == 0);
+  CHECK(r->t_ms == 0);
   CHECK(r->from == b.participant.address());
   CHECK(logs.count("routing quiescence: no routing work in flight", level::info) == 1);
   CHECK(logs.count("holding") == 0);
@@ -287,7 +287,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK_FALSE(r->done);
   run_to(200);
   REQUIRE(r->done);
-  CHECK(r->at_ms == 200);
+  CHECK(r->t_ms == 200);
   CHECK_FALSE(r->err);
   auto errs = logs.find("did not land", level::error);
   REQUIRE(errs.size() == 1);
@@ -315,7 +315,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK_FALSE(r->done);
   run_to(31000);
   REQUIRE(r->done);
-  CHECK(r->at_ms == 31000);
+  CHECK(r->t_ms == 31000);
   auto errs = logs.find("did not land", level::error);
   REQUIRE(errs.size() == 1);
   auto& text = errs[0].text;
@@ -359,7 +359,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   auto r = stop(*this, b, false);
   run();
   REQUIRE(r->done);
-  CHECK(r->at_ms == 500);
+  CHECK(r->t_ms == 500);
   auto w = logs.find("NON-gracefully", level::warning);
   REQUIRE(w.size() == 1);
   CHECK(w[0].text.find(stuck_label) != std::string::npos);
@@ -375,7 +375,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   auto r = stop(*this, b, false);
   run();
   REQUIRE(r->done);
-  CHECK(r->at_ms == 0);
+  CHECK(r->t_ms == 0);
   CHECK(logs.lines().empty());
 }
 
@@ -395,7 +395,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   caf::anon_send(b.gauge, q_release_atom::value, uint64_t{1});
   run();
   REQUIRE(r->done);
-  CHECK(r->at_ms == 1234);
+  CHECK(r->t_ms == 1234);
   CHECK(r->from == b.participant.address()); // answered from the participant's own turn
   CHECK(logs.count("routing quiescence: work landed after 1234 ms", level::info) == 1);
   run_to(40000); // the stale hold timer fires and is ignored
@@ -415,7 +415,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   caf::anon_send(b.participant, budget_expired_atom::value);
   run();
   REQUIRE(r->done);
-  CHECK(r->at_ms == 5000);
+  CHECK(r->t_ms == 5000);
   CHECK(logs.count("routing quiescence: shutdown budget expired while holding; releasing with "
                    "2 route leg(s) in flight",
                    level::warning)
@@ -449,8 +449,8 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   run_to(2000);
   REQUIRE(r1->done);
   REQUIRE(r2->done);
-  CHECK(r1->at_ms == 2000);
-  CHECK(r2->at_ms == 2000);
+  CHECK(r1->t_ms == 2000);
+  CHECK(r2->t_ms == 2000);
   auto errs = logs.find("did not land", level::error);
   REQUIRE(errs.size() == 1);
   CHECK(errs[0].text
