@@ -293,8 +293,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK(next_timeout_ms() == -1);
 }
 
-TEST_CASE_FIXTURE(cafmesh::testing::fixture,
-                  "S12.55 drain: grace until 23 s, 2 legs abandoned once each, residual 0, late admissions refused, gauge inert after teardown") {
+TEST_CASE_FIXTURE(cafmesh::testing::fixture, "S12.55 drain: grace until 23 s, 2 legs abandoned once each, residual 0, late admissions refused, gauge inert after teardown") {
   auto b = make_pool_bed(*this);
   go(b, 1, 5000);
   go(b, 2, 10000);
@@ -507,8 +506,7 @@ struct services {
 
 } // namespace
 
-TEST_CASE_FIXTURE(cafmesh::testing::fixture,
-                  "S12.54 pool teardown drains through its captured handle, and a stop without start never claims joined") {
+TEST_CASE_FIXTURE(cafmesh::testing::fixture, "S12.54 pool teardown drains through its captured handle, and a stop without start never claims joined") {
   auto svc = std::make_shared<services>();
   svc->pool = track(spawn_io_pool(sys));
   auto pool = svc->pool;

@@ -259,8 +259,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK(logs.lines().empty());
 }
 
-TEST_CASE_FIXTURE(cafmesh::testing::fixture,
-                  "S12.11 nothing in flight: no hold, info no routing work in flight, no error") {
+TEST_CASE_FIXTURE(cafmesh::testing::fixture, "S12.11 nothing in flight: no hold, info no routing work in flight, no error") {
   auto b = make_bed(*this);
   auto r = stop(*this, b, true);
   run();
@@ -273,8 +272,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK(next_timeout_ms() == -1); // no hold timer armed
 }
 
-TEST_CASE_FIXTURE(cafmesh::testing::fixture,
-                  "S12.12 a stuck leg with a 200 ms hold: the stop proceeds at 200 ms with the error line") {
+TEST_CASE_FIXTURE(cafmesh::testing::fixture, "S12.12 a stuck leg with a 200 ms hold: the stop proceeds at 200 ms with the error line") {
   auto b = make_bed(*this, 200);
   track_slot(b.gauge, 1, stuck_label);
   run();
@@ -301,8 +299,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK(logs.count("work landed") == 0);
 }
 
-TEST_CASE_FIXTURE(cafmesh::testing::fixture,
-                  "S12.13 stuck legs from 0 s and 1 s: at 31 s the older one is listed first") {
+TEST_CASE_FIXTURE(cafmesh::testing::fixture, "S12.13 stuck legs from 0 s and 1 s: at 31 s the older one is listed first") {
   auto b = make_bed(*this);
   const std::string l0 = "dispatch -> acme/Stuck (delivery abc123)";
   const std::string l1 = "dispatch -> acme/Stuck2 (delivery def456)";
@@ -328,8 +325,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
                   + ", in flight 30.0s");
 }
 
-TEST_CASE_FIXTURE(cafmesh::testing::fixture,
-                  "S12.14 25 stuck legs: the error names 10 and ends with (+15 more)") {
+TEST_CASE_FIXTURE(cafmesh::testing::fixture, "S12.14 25 stuck legs: the error names 10 and ends with (+15 more)") {
   auto b = make_bed(*this);
   for (int i = 0; i < 25; ++i) {
     auto id = std::string(i < 10 ? "0" : "") + std::to_string(i);
@@ -351,8 +347,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK(text.find("acme/L00") < text.find("acme/L09"));
 }
 
-TEST_CASE_FIXTURE(cafmesh::testing::fixture,
-                  "S12.15 a non-graceful stop with one leg in flight answers at once with a warning") {
+TEST_CASE_FIXTURE(cafmesh::testing::fixture, "S12.15 a non-graceful stop with one leg in flight answers at once with a warning") {
   auto b = make_bed(*this);
   track_slot(b.gauge, 1, stuck_label);
   run_to(500);
