@@ -18,6 +18,7 @@
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/actors/net_link.hpp"
+#include "cafmesh/actors/net_process.hpp"
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/register_types.hpp"
 
@@ -360,4 +361,18 @@ TEST_CASE("net link: 2000 one-way frames arrive in order and calls round-trip (m
           << " calls): median " << rtt_us[n / 2] << " us, p99 " << rtt_us[n * 99 / 100]
           << " us, max " << rtt_us.back() << " us");
   CHECK(rtt_us.size() == static_cast<size_t>(n));
+}
+
+TEST_CASE("net link: a port already in use fails the link's port request and start_net_process") {
+  net_silo a{1};
+  caf::actor_system_config cfg;
+  cafmesh::register_types(cfg);
+  cfg.load<caf::io::middleman>();
+  caf::actor_system sys{cfg};
+  cafmesh::config::network_section net;
+  net.port = a.addr.port;
+  net.primary_port = 1; // not the primary: no oracle
+  auto started = cafmesh::start_net_process(sys, net, 1);
+  REQUIRE_FALSE(started);
+  CHECK(started.error() == caf::sec::cannot_open_port);
 }
