@@ -282,6 +282,9 @@ TEST_CASE_FIXTURE(mb_fixture, "membership: a killed silo is declared Dead after 
   CHECK(snaps[5].second.find(b)->status == silo_status::dead);
   CHECK(snaps[5].second.active_set() == std::vector<silo_address>{a});
   CHECK(logs.count("Sb:11111@2 silent for 10000 ms: declared Dead", log::level::warning) == 1);
+  auto& trace = w.net_state().trace;
+  CHECK(std::count(trace.begin(), trace.end(),
+                   "11000 note membership v6: Sa:11111@1=Active Sb:11111@2=Dead") == 1);
 }
 
 TEST_CASE_FIXTURE(mb_fixture, "membership: a detectable stall is declared Dead unless unstalled in time, an undetected stall never") {
