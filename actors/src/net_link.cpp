@@ -65,6 +65,7 @@ struct net_link_state {
   std::map<endpoint, peer> peers;
   std::set<silo_address> reported_silent; ///< primary only: told the oracle "silent"
   uint64_t next_attempt = 1;
+  uint64_t primary_failures = 0; ///< failed connects to the primary since the last success
   bool ticking = false;
   log::logger log;
   static const char* name;
@@ -183,7 +184,16 @@ void fail_connect(link_actor* self, const endpoint& ep, uint64_t attempt,
   auto i = st.peers.find(ep);
   if (i == st.peers.end() || i->second.attempt != attempt || i->second.phase == peer_phase::up)
     return;
-  st.log.warning("cannot reach " + render(ep) + ": " + why);
+  if (!is_primary(st) && ep == primary_endpoint(st)) {
+    // Retried every tick until it works: log the first failure of a streak, then every
+    // 100th.
+    if (st.primary_failures++ % 100 == 0)
+      st.log.warning("cannot reach the primary " + render(ep) + " (attempt "
+                     + std::to_string(st.primary_failures) + ", retrying every "
+                     + std::to_string(st.cfg.heartbeat_interval_ms) + " ms): " + why);
+  } else {
+    st.log.warning("cannot reach " + render(ep) + ": " + why);
+  }
   drop_peer(self, ep, why);
 }
 
@@ -227,8 +237,10 @@ void connect(link_actor* self, const endpoint& ep) {
           .then(
             [=](const silo_address& addr, const caf::actor& oracle) {
               auto& st = self->state;
-              if (!is_primary(st) && ep == primary_endpoint(st))
+              if (!is_primary(st) && ep == primary_endpoint(st)) {
+                st.primary_failures = 0;
                 got_oracle(self, oracle);
+              }
               auto i = st.peers.find(ep);
               if (i == st.peers.end() || i->second.attempt != attempt
                   || i->second.phase == peer_phase::up)

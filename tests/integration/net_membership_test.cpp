@@ -213,3 +213,32 @@ TEST_CASE("net membership: a restarted silo with a higher generation supersedes 
                CHECK(cafmesh::to_fault(e).code == cafmesh::mesh_errc::departed_silo);
              });
 }
+
+TEST_CASE("net membership: a silo started before its primary joins once the primary listens") {
+  uint16_t port = 0;
+  {
+    // A port that was just free: the one a short-lived primary bound.
+    node tmp{fast_network(0), 1};
+    port = tmp.p.addr.port;
+  }
+  node b{fast_network(port), 1};
+  caf::scoped_actor self{*b.sys};
+  // The join waits in the relay until the link reaches the primary.
+  auto join = self->request(b.p.agent, wait_bound, cafmesh::mb_join_atom::value,
+                            std::vector<cafmesh::grain_type_info>{}, true);
+  self->receive(caf::after(300ms) >> [] {}); // b's link fails to connect a few times
+  auto net = fast_network(0);
+  net.port = port;
+  node primary{net, 1};
+  REQUIRE(primary.p.addr.port == port);
+  bool joined = false;
+  join.receive([&](uint64_t v) { joined = v >= 1; },
+               [&](caf::error& e) { FAIL("join failed: " << b.sys->render(e)); });
+  CHECK(joined);
+  primary.join();
+  self->request(b.p.agent, wait_bound, cafmesh::mb_status_atom::value, silo_status::active)
+    .receive([](uint64_t) {}, [&](caf::error& e) { FAIL(b.sys->render(e)); });
+  auto both = active_set_is({primary.p.addr, b.p.addr});
+  CHECK(primary.await(both));
+  CHECK(b.await(both));
+}

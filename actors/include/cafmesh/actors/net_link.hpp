@@ -5,6 +5,11 @@
 /// each process is its own CAF actor system, and the frames between message centres travel
 /// over CAF's io middleman on real sockets.
 ///
+/// Two network modes coexist in the substrate: `start_network_message_center`
+/// (message_center.hpp) publishes the centre itself and connects centre to centre, without
+/// heartbeats or a remote oracle; the link below keeps the centre in simulation shape and
+/// adds heartbeats, failure detection and the oracle over the network (net_process.hpp).
+///
 /// ## The link
 /// One `net_link` actor per process stands where the `sim_network` stands in simulation:
 /// it is the `net` handed to `spawn_message_center`, and it speaks the same link protocol
