@@ -27,6 +27,7 @@ TEST_CASE("net cluster: the node executable is built (include net_tests.cmake)")
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -402,6 +403,9 @@ TEST_CASE("net cluster: 3 silo processes join through the primary, leave, crash 
   CHECK(WEXITSTATUS(p->status) == 0);
   CHECK(p->wait_for([](const std::string& l) { return l == "STOPPED"; }, step_bound_ms)
           .has_value());
+  // Reached only when no REQUIRE failed; CHECK failures above print the logs they need.
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 #endif

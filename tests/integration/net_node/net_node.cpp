@@ -13,9 +13,13 @@
 //   `REPLY {text}` / `CALLERR {rendered error}` for `call` commands;  `STOPPED` at the end.
 // stdin commands: `call {host} {port} {generation} {text}` (a call to that silo's echo);
 // `stop` or end of input: graceful leave (ShuttingDown, then Dead), exit code 0.
-// Exit code 2: bad usage or config; 3: start-up failed.
+// Exit code 2: bad usage or config; 3: start-up failed. The node dies with its parent
+// (PR_SET_PDEATHSIG), so a crashed driver leaves no process behind.
+
+#include <sys/prctl.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
@@ -67,6 +71,8 @@ constexpr auto bound = std::chrono::seconds(10);
 } // namespace
 
 int main(int argc, char** argv) {
+  // A test driver that dies (even by SIGKILL) takes its nodes with it.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (argc != 2) {
     std::cerr << "usage: cafmesh_net_node <config.json>\n";
     return 2;
