@@ -19,8 +19,33 @@ using cafmesh::mesh_errc;
 using cafmesh::probe_answer;
 using cafmesh::silo_address;
 using cafmesh::tri_bool;
+using namespace std::chrono_literals;
 
 namespace {
+
+using vq_ask_atom = caf::atom_constant<caf::atom("vqask")>;
+
+/// Holds every request open forever.
+caf::behavior vq_silent(caf::event_based_actor* self) {
+  return {[=](vq_ask_atom) -> caf::response_promise { return self->make_response_promise(); }};
+}
+
+struct vq_asker_state {
+  caf::optional<fault> result;
+  int64_t at_ms = -1;
+};
+
+/// Asks `target` once with a 30 s timeout and keeps the translated error.
+caf::behavior vq_asker(caf::stateful_actor<vq_asker_state>* self, caf::actor target,
+                       cafmesh::testing::fixture* fx) {
+  self->request(target, 30s, vq_ask_atom::value)
+    .then([](caf::ok_atom) {},
+          [=](caf::error& e) {
+            self->state.result = cafmesh::to_fault(e);
+            self->state.at_ms = fx->now_ms();
+          });
+  return {[](caf::ok_atom) {}};
+}
 
 /// Serializes `x` with CAF's binary serializer and reads it back into a fresh value.
 template <class T>
@@ -321,4 +346,31 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK(cafmesh::to_fault(e) == f);
   auto e2 = message_roundtrip(sys, cafmesh::to_error(f));
   CHECK(cafmesh::to_fault(e2) == f);
+}
+
+TEST_CASE_FIXTURE(cafmesh::testing::fixture,
+                  "vocabulary: errors CAF really raises translate - a dead receiver and a 30 s request timeout") {
+  // A request to an actor that has exited: sec::request_receiver_down -> activation_deactivated.
+  auto dead = sys.spawn(vq_silent);
+  caf::anon_send_exit(dead, caf::exit_reason::kill);
+  run();
+  auto a = track(sys.spawn(vq_asker, dead, this));
+  auto& sa = state_of<vq_asker_state>(a);
+  run();
+  REQUIRE(sa.result);
+  CHECK(sa.result->code == mesh_errc::activation_deactivated);
+  CHECK(sa.result->activation_error_recorded == tri_bool::unknown);
+  CHECK(sa.result->text == "system_error(request_receiver_down)");
+  CHECK(sa.at_ms == 0);
+  // A request nobody answers: sec::request_timeout at 30,000 virtual ms -> response_timeout.
+  auto silent = track(sys.spawn(vq_silent));
+  auto b = track(sys.spawn(vq_asker, silent, this));
+  auto& sb = state_of<vq_asker_state>(b);
+  run_for(29999ms);
+  CHECK_FALSE(sb.result);
+  run_for(1ms);
+  REQUIRE(sb.result);
+  CHECK(sb.result->code == mesh_errc::response_timeout);
+  CHECK(sb.result->text == "system_error(request_timeout)");
+  CHECK(sb.at_ms == 30000);
 }
