@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <caf/all.hpp>
 
@@ -356,4 +357,125 @@ TEST_CASE("vocabulary: register_types announces every wire type under its cafmes
   caf::actor_system sys{cfg};
   CHECK(sys.render(cafmesh::to_error(cafmesh::fault{cafmesh::mesh_errc::not_found, "gone"}))
         == "mesh_error(not_found, gone)");
+}
+
+TEST_CASE("vocabulary: delivery state names parse back") {
+  for (auto s : {delivery_state::submitted, delivery_state::forwarded, delivery_state::processed,
+                 delivery_state::not_found, delivery_state::rejected, delivery_state::failed,
+                 delivery_state::ignored}) {
+    delivery_state parsed = delivery_state::ignored;
+    REQUIRE(from_string(to_string(s), parsed));
+    CHECK(parsed == s);
+  }
+  delivery_state untouched = delivery_state::processed;
+  CHECK_FALSE(from_string("Forwarded", untouched));
+  CHECK(untouched == delivery_state::processed);
+}
+
+TEST_CASE("vocabulary: an envelope encodes to JSON text with sorted keys and decodes equal") {
+  envelope small;
+  small.id = "p1-1";
+  small.sender = addr("client/7f3a~portal/alice");
+  small.target = addr("node/Org/Acme");
+  small.properties["n"] = "1";
+  small.payload_type = "ping";
+  small.payload_json = R"({"a":"b"})";
+  CHECK(cafmesh::routing::to_json_text(small)
+        == R"({"access_context":null,"answer_suppressed":false,"id":"p1-1","ordering_key":null,)"
+           R"("payload_json":"{\"a\":\"b\"}","payload_type":"ping","properties":{"n":"1"},)"
+           R"("request_id":null,"routing_path":[],"sender":"client/7f3a~portal/alice",)"
+           R"("state":"submitted","target":"node/Org/Acme"})");
+  for (const auto& e : {small, full_envelope(), envelope{}}) {
+    envelope back;
+    REQUIRE(from_json_text(cafmesh::routing::to_json_text(e), back));
+    CHECK(back == e);
+  }
+  // Absent optional keys count as unset.
+  envelope back;
+  REQUIRE(from_json_text(R"({"id":"x","sender":"","target":"a/b","state":"failed",)"
+                         R"("properties":{},"routing_path":["mesh/m1"],"payload_type":"",)"
+                         R"("payload_json":"","answer_suppressed":true})",
+                         back));
+  CHECK(back.state == delivery_state::failed);
+  CHECK(back.sender.empty());
+  CHECK_FALSE(back.request_id);
+  CHECK(back.routing_path == std::vector<address>{addr("mesh/m1")});
+}
+
+TEST_CASE("vocabulary: malformed envelope JSON is refused and leaves the output untouched") {
+  auto good = cafmesh::routing::to_json_text(full_envelope());
+  auto with = [&](const std::string& key, const std::string& value_json) {
+    auto j = nlohmann::json::parse(good);
+    j[key] = nlohmann::json::parse(value_json);
+    return j.dump();
+  };
+  auto without = [&](const std::string& key) {
+    auto j = nlohmann::json::parse(good);
+    j.erase(key);
+    return j.dump();
+  };
+  std::vector<std::string> bad{
+    "",
+    "[]",
+    "{not json",
+    without("id"),
+    without("state"),
+    without("properties"),
+    without("routing_path"),
+    without("answer_suppressed"),
+    with("state", R"("Forwarded")"),
+    with("sender", R"("no-slash")"),
+    with("routing_path", R"(["mesh/m1", 3])"),
+    with("routing_path", R"(["mesh"])"),
+    with("properties", R"({"n": 1})"),
+    with("ordering_key", "7"),
+    with("answer_suppressed", R"("true")"),
+  };
+  for (const auto& text : bad) {
+    CAPTURE(text);
+    envelope out;
+    out.id = "keep";
+    CHECK_FALSE(from_json_text(text, out));
+    CHECK(out.id == "keep");
+  }
+}
+
+TEST_CASE("vocabulary: a delivery_failure NACK payload encodes to JSON text and decodes equal") {
+  delivery_failure nack;
+  nack.request_id = "p7-42";
+  nack.original = full_envelope();
+  nack.message = "Delivery to 'node/Org/Acme' failed: Hub node/Org/Acme is shutting down";
+  nack.verdict = verdict::shutting_down;
+  nack.target_unserved = true;
+  nack.responding_silo = silo_address{"::1", 11111, 1700000000123ull};
+  auto text = cafmesh::routing::to_json_text(nack);
+  auto j = nlohmann::json::parse(text);
+  CHECK(j["verdict"] == "shutting_down");
+  CHECK(j["responding_silo"]["generation"].get<uint64_t>() == 1700000000123ull);
+  CHECK(j["original"]["id"] == "p7-42");
+  delivery_failure back;
+  REQUIRE(from_json_text(text, back));
+  CHECK(back == nack);
+  nack.responding_silo = caf::none;
+  nack.verdict = verdict::compilation_in_progress;
+  REQUIRE(from_json_text(cafmesh::routing::to_json_text(nack), back));
+  CHECK(back == nack);
+  CHECK_FALSE(back.responding_silo);
+  // Refusals leave the output untouched.
+  auto mutate = [&](const char* key, const std::string& value_json) {
+    auto m = nlohmann::json::parse(cafmesh::routing::to_json_text(nack));
+    m[key] = nlohmann::json::parse(value_json);
+    return m.dump();
+  };
+  for (const auto& bad : {mutate("verdict", R"("maybe")"), mutate("original", "{}"),
+                          mutate("responding_silo", R"({"host":"h","port":70000,"generation":1})"),
+                          mutate("responding_silo", R"({"host":"h","port":1})"),
+                          mutate("target_unserved", "1"), std::string{"null"}}) {
+    CAPTURE(bad);
+    delivery_failure out;
+    out.request_id = "keep";
+    CHECK_FALSE(from_json_text(bad, out));
+    CHECK(out.request_id == "keep");
+  }
+  CHECK(std::string{cafmesh::routing::delivery_failure_payload_type} == "delivery_failure");
 }
