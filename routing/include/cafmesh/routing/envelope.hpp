@@ -76,30 +76,4 @@ typename Inspector::result_type inspect(Inspector& f, delivery_failure& x) {
            x.message, x.verdict, x.target_unserved, x.responding_silo);
 }
 
-/// `payload_type` of a NACK envelope, whose `payload_json` is `to_json_text` of a
-/// `delivery_failure` (SPEC §2.8).
-constexpr const char* delivery_failure_payload_type = "delivery_failure";
-
-/// Encodes `x` as one JSON object, UTF-8 text with sorted keys: `id`, `sender` and `target`
-/// (rendered addresses, `""` for none), `state` (its name), `properties` (object of strings:
-/// each value is the property's JSON text as a string), `access_context`, `ordering_key`,
-/// `request_id` (string or `null` when unset), `routing_path` (array of rendered addresses),
-/// `payload_type`, `payload_json` (the payload text as a string, byte for byte),
-/// `answer_suppressed` (bool). Bytes that are not valid UTF-8 are replaced by U+FFFD.
-std::string to_json_text(const envelope& x);
-
-/// Decodes `to_json_text(envelope)`. Answers false (leaving `out` untouched) for text that is
-/// not a JSON object of that shape: a missing or mistyped key, an unknown state, an address
-/// that does not parse. A missing optional key counts as unset.
-bool from_json_text(const std::string& text, envelope& out);
-
-/// Encodes the NACK payload as one JSON object: `request_id`, `original` (the envelope's
-/// object as above), `message`, `verdict` (its wire name), `target_unserved` (bool),
-/// `responding_silo` (`{"host": s, "port": n, "generation": n}` or `null`).
-std::string to_json_text(const delivery_failure& x);
-
-/// Decodes `to_json_text(delivery_failure)`; answers false (leaving `out` untouched) on any
-/// shape error or an unknown verdict name.
-bool from_json_text(const std::string& text, delivery_failure& out);
-
 } // namespace cafmesh::routing
