@@ -320,6 +320,10 @@ TEST_CASE("vocabulary: CAF codes translate to faults as the SPEC §2.10 table sa
   CHECK(shutdown.text == "exit_reason(user_shutdown)");
   CHECK(code_of(caf::make_error(exit_reason::kill)) == mesh_errc::application);
   CHECK(code_of(caf::make_error(sec::request_timeout), true) == mesh_errc::response_timeout);
+  // No error at all is not a mesh fault either.
+  auto none = cafmesh::to_fault(caf::error{});
+  CHECK(none.code == mesh_errc::application);
+  CHECK(none.text == "none");
   // A foreign category whose code number collides with a translated sec stays application.
   caf::error foreign{static_cast<uint8_t>(sec::request_timeout), caf::atom("other")};
   CHECK(code_of(foreign) == mesh_errc::application);
