@@ -1,4 +1,5 @@
-# install_and_consume (included by tests.cmake): the install rules and the package config,
+# The install rules and the package config, proven end to end (included by tests.cmake).
+#
 # install_and_consume: `cmake --install` this build into a prefix inside the build tree, then
 # configure, build and run tests/consumer against it with find_package(cafmesh 0.1 REQUIRED).
 add_test(NAME install_and_consume
