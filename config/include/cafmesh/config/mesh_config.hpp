@@ -2,8 +2,9 @@
 
 /// @file
 /// The cafmesh configuration (SPEC §11): one struct per JSON section, every key with its
-/// SPEC default. Loading and validation live in `cafmesh/config/load.hpp`. This header has
-/// no CAF or JSON dependency.
+/// SPEC default and the range the loader accepts (durations in ms on the actor clock).
+/// Loading and validation live in `cafmesh/config/load.hpp`; examples/config/README.md
+/// documents every key. This header has no CAF or JSON dependency.
 
 #include <cstdint>
 #include <string>
@@ -25,70 +26,73 @@ struct mesh_section {
 
 /// Section `lifecycle` (SPEC §8.2, §3.3).
 struct lifecycle_section {
-  int64_t quiescence_hold_ms = 30000;
-  int64_t quiescence_residual_sample = 10;
-  int64_t slow_observer_log_ms = 1000;
+  int64_t quiescence_hold_ms = 30000; ///< hold budget at stage Active (§8.2); >= 1
+  int64_t quiescence_residual_sample = 10; ///< legs named on hold expiry (§8.2); >= 1
+  int64_t slow_observer_log_ms = 1000; ///< log an observer whose stop takes longer (§3.3); >= 0
 };
 
 /// Section `host` (SPEC §3.7).
 struct host_section {
-  int64_t shutdown_budget_ms = 30000;
-  int64_t teardown_budget_ms = 30000;
+  int64_t shutdown_budget_ms = 30000; ///< expiry sends `shutdown_budget_expired` (§3.7); >= 1
+  int64_t teardown_budget_ms = 30000; ///< mesh teardown after the silo stopped (§3.7); >= 1
 };
 
 /// Section `catalog` (SPEC §3.6).
 struct catalog_section {
-  int64_t deactivation_timeout_ms = 30000;
-  int64_t activation_timeout_ms = 30000;
+  int64_t deactivation_timeout_ms = 30000; ///< per activation at GrainDeactivation (§3.6); >= 1
+  int64_t activation_timeout_ms = 30000; ///< bound on activating a grain; >= 1
 };
 
 /// Section `membership` (SPEC §3.5, §4).
 struct membership_section {
-  int64_t shutdown_grace_ms = 5000;
-  int64_t dead_publish_ms = 60000;
+  int64_t shutdown_grace_ms = 5000; ///< ShuttingDown publish race before Stopping (§3.5); >= 1
+  int64_t dead_publish_ms = 60000; ///< bound on publishing Dead at stage 2001 (§3.5); >= 1
 };
 
 /// Section `directory` (SPEC §5.1–§5.3).
 struct directory_section {
-  int64_t ring_points_per_silo = 16;
-  int64_t lookup_attempt_timeout_ms = 5000;
-  bool stateless_worker_bypass = true;
+  int64_t ring_points_per_silo = 16; ///< ring points per Active silo (§5.1); >= 1
+  int64_t lookup_attempt_timeout_ms = 5000; ///< one lookup request (§5.2); >= 1
+  bool stateless_worker_bypass = true; ///< null directory for stateless workers (§5.3)
 };
 
 /// Section `placement` (SPEC §5.4, §3.6).
 struct placement_section {
-  int64_t timeout_ms = 30000;
-  int64_t worker_count = 16;
-  int64_t max_forward_count = 2;
-  int64_t stateless_worker_max_local = 1;
+  int64_t timeout_ms = 30000; ///< per placement work item (§5.4); >= 1
+  int64_t worker_count = 16; ///< placement workers per silo (§5.4); >= 1
+  int64_t max_forward_count = 2; ///< reroutes of one message (§3.6); >= 0
+  int64_t stateless_worker_max_local = 1; ///< default local activations of a stateless worker; >= 1
 };
 
 /// Section `grain_call` (SPEC §5.4).
 struct grain_call_section {
-  int64_t response_timeout_ms = 30000;
+  int64_t response_timeout_ms = 30000; ///< per attempt, from leaving placement (§5.4); >= 1
 };
 
-/// Section `routing` (SPEC §6, §7.5).
+/// Section `routing` (SPEC §6, §7.5). Address types: distinct non-empty strings without `/`
+/// or `~` (§2.1). The router retry policy waits min(retry_base_ms·2ⁿ, retry_cap_ms) before
+/// retry n; retry_max >= 0, retry_base_ms >= 1, retry_cap_ms >= retry_base_ms (also in
+/// `client` and `attach`).
 struct routing_section {
   std::vector<std::string> stream_routed_address_types{"portal", "client", "cache", "mesh"};
   std::vector<std::string> client_hosted_address_types{};
-  int64_t resolve_timeout_ms = 30000;
-  int64_t subscriber_probe_timeout_ms = 10000;
-  int64_t stream_post_timeout_ms = 60000;
-  int64_t stream_transport_timeout_ms = 30000;
+  int64_t resolve_timeout_ms = 30000; ///< path resolution (§6.5, §6.11); >= 1
+  int64_t subscriber_probe_timeout_ms = 10000; ///< no answer counts as "yes" (§6.5); >= 1
+  int64_t stream_post_timeout_ms = 60000; ///< router guard on one stream post (§6.5); >= 1
+  int64_t stream_transport_timeout_ms = 30000; ///< the stream transport's own bound (§6.5); >= 1
   int64_t retry_max = 6;
   int64_t retry_base_ms = 250;
   int64_t retry_cap_ms = 3000;
-  int64_t placement_timeout_attempts = 2;
-  int64_t saturation_report_count = 64;
-  int64_t saturation_clear_count = 32;
-  int64_t leg_self_bound_ms = 100000;
-  int64_t saturation_review_ms = 10000;
-  int64_t refusal_log_window_ms = 60000;
-  int64_t refusal_log_sweep_entries = 512;
-  int64_t refusal_log_idle_windows = 10;
-  int64_t outcome_dedup_window_ms = 120000;
-  int64_t outcome_dedup_max_ids = 65536;
+  int64_t placement_timeout_attempts = 2; ///< may end in placement_timeout (§6.6); >= 1
+  int64_t saturation_report_count = 64; ///< report threshold (§6.13); >= 1
+  int64_t saturation_clear_count = 32; ///< clear threshold (§6.13); 0 .. report count - 1
+  int64_t leg_self_bound_ms = 100000; ///< critical leg age (§6.13); >= 1
+  int64_t saturation_review_ms = 10000; ///< latched re-check interval (§6.13); >= 1
+  int64_t refusal_log_window_ms = 60000; ///< refusal log window (§6.15); >= 1
+  int64_t refusal_log_sweep_entries = 512; ///< sweep threshold (§6.15); >= 1
+  int64_t refusal_log_idle_windows = 10; ///< idle windows before eviction (§6.15); >= 1
+  int64_t outcome_dedup_window_ms = 120000; ///< sender remembers terminated ids (§6.12); >= 1
+  int64_t outcome_dedup_max_ids = 65536; ///< most ids remembered (§6.12); >= 1
 };
 
 /// Section `client` (SPEC §7.5).
@@ -96,7 +100,7 @@ struct client_section {
   int64_t retry_max = 5;
   int64_t retry_base_ms = 200;
   int64_t retry_cap_ms = 30000;
-  int64_t slow_dispatch_log_ms = 500;
+  int64_t slow_dispatch_log_ms = 500; ///< info log for a slower dispatch (§6.2); >= 0
 };
 
 /// Section `attach` (SPEC §7.5).
@@ -108,36 +112,37 @@ struct attach_section {
 
 /// Section `pool` (SPEC §6.7).
 struct pool_section {
-  int64_t cap = 256;
-  int64_t drain_grace_ms = 8000;
-  int64_t cancel_wait_ms = 30000;
-  int64_t join_ms = 30000;
-  int64_t teardown_join_ms = 30000;
+  int64_t cap = 256; ///< concurrent leg starts; >= 1
+  int64_t drain_grace_ms = 8000; ///< restarted on every termination; >= 0
+  int64_t cancel_wait_ms = 30000; ///< wait for cancelled legs to exit; >= 1
+  int64_t join_ms = 30000; ///< >= 1
+  int64_t teardown_join_ms = 30000; ///< pool teardown participant at First; >= 1
 };
 
 /// Section `size` (SPEC §9.2).
 struct size_section {
-  int64_t grain_call_body_limit_bytes = 104857600;
+  int64_t grain_call_body_limit_bytes = 104857600; ///< >= 1
 };
 
 /// Section `simulation` (SPEC §12.1).
 struct simulation_section {
-  uint64_t seed = 1;
-  int64_t link_latency_min_ms = 1;
-  int64_t link_latency_max_ms = 5;
-  int64_t failure_detection_ms = 10000;
-  int64_t virtual_time_cap_ms = 3600000;
+  uint64_t seed = 1; ///< PRNG seed; any value
+  int64_t link_latency_min_ms = 1; ///< >= 0
+  int64_t link_latency_max_ms = 5; ///< >= link_latency_min_ms
+  int64_t failure_detection_ms = 10000; ///< silence before a killed silo is Dead (§4.3); >= 1
+  int64_t virtual_time_cap_ms = 3600000; ///< a scenario not finished by then fails; >= 1
 };
 
 /// Section `network` (cafmesh extension, not in SPEC §11): where this process listens and
 /// how it finds the membership oracle's primary silo over CAF io. Port 0 = chosen by the OS.
 struct network_section {
-  std::string host = "127.0.0.1";
-  uint16_t port = 0;
-  std::string primary_host = "127.0.0.1";
-  uint16_t primary_port = 0; ///< 0: this process is the primary (hosts the oracle)
-  int64_t heartbeat_interval_ms = 1000;
-  int64_t failure_detection_ms = 10000;
+  std::string host = "127.0.0.1"; ///< listening host; non-empty
+  uint16_t port = 0; ///< 0 = chosen by the OS
+  std::string primary_host = "127.0.0.1"; ///< non-empty
+  /// 0: this process is the primary (hosts the oracle); a pure_client needs 1..65535.
+  uint16_t primary_port = 0;
+  int64_t heartbeat_interval_ms = 1000; ///< >= 1
+  int64_t failure_detection_ms = 10000; ///< > heartbeat_interval_ms
 };
 
 /// Section `log` (cafmesh extension): level of the process's stderr sink.

@@ -1,0 +1,544 @@
+#include "cafmesh/config/load.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace cafmesh::config {
+
+namespace {
+
+// ordered_json keeps the document's member order, so errors come in order of appearance.
+using json = nlohmann::ordered_json;
+using error_list = std::vector<std::string>;
+
+constexpr int64_t int64_max = std::numeric_limits<int64_t>::max();
+constexpr size_t shown_max_chars = 60;
+
+const std::vector<std::string> role_names{"silo_host", "pure_client", "monolith"};
+const std::vector<std::string> level_names{"trace",   "debug",    "info", "warning",
+                                           "error",   "critical", "off"};
+
+// -- error texts --------------------------------------------------------------
+
+/// One RFC 6901 reference token: `~` -> `~0`, `/` -> `~1`.
+std::string escape(const std::string& token) {
+  std::string out;
+  for (char c : token)
+    out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+  return out;
+}
+
+/// The compact JSON of a found value, cut to `shown_max_chars` characters.
+std::string shown(const json& v) {
+  auto text = v.dump();
+  if (text.size() > shown_max_chars)
+    text = text.substr(0, shown_max_chars - 3) + "...";
+  return text;
+}
+
+void refuse(error_list& errs, const std::string& ptr, const std::string& what,
+            const std::string& got) {
+  errs.push_back(ptr + ": expected " + what + ", got " + got);
+}
+
+std::string joined(const std::vector<std::string>& names, const std::string& quote) {
+  std::string out;
+  for (auto& name : names)
+    out += (out.empty() ? "" : ", ") + quote + name + quote;
+  return out;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+/// `{ptr}: unknown key, did you mean "x"?` when a known key is at most 2 edits away, else
+/// `{ptr}: unknown key, known keys: a, b, ...`.
+void refuse_unknown(error_list& errs, const std::string& ptr, const std::string& name,
+                    const std::vector<std::string>& known) {
+  const std::string* best = nullptr;
+  size_t best_distance = 3;
+  for (auto& candidate : known) {
+    auto d = edit_distance(name, candidate);
+    if (d < best_distance) {
+      best = &candidate;
+      best_distance = d;
+    }
+  }
+  if (best != nullptr)
+    errs.push_back(ptr + ": unknown key, did you mean \"" + *best + "\"?");
+  else
+    errs.push_back(ptr + ": unknown key, known keys: " + joined(known, ""));
+}
+
+// -- value rules --------------------------------------------------------------
+
+/// What one key accepts: `what` describes a valid value (also used for a missing required
+/// key); `check` appends the refusals of one value found at a pointer.
+struct rule {
+  std::string what;
+  std::function<void(const json&, const std::string&, error_list&)> check;
+};
+
+/// A rule refusing, as `expected {what}`, every value `fits` rejects.
+rule plain(std::string what, std::function<bool(const json&)> fits) {
+  return {what, [=](const json& v, const std::string& ptr, error_list& errs) {
+            if (!fits(v))
+              refuse(errs, ptr, what, shown(v));
+          }};
+}
+
+bool in_range(const json& v, int64_t min, int64_t max) {
+  if (v.is_number_unsigned())
+    return v.get<uint64_t>() <= static_cast<uint64_t>(max)
+           && v.get<uint64_t>() >= static_cast<uint64_t>(std::max<int64_t>(min, 0));
+  return v.is_number_integer() && v.get<int64_t>() >= min && v.get<int64_t>() <= max;
+}
+
+/// An integer in [min, max], described as `>= min` while max is the int64 limit, except
+/// for a value beyond that limit.
+rule integer(int64_t min, int64_t max = int64_max) {
+  auto range = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+  auto what = max == int64_max ? "an integer >= " + std::to_string(min) : range;
+  return {what, [=](const json& v, const std::string& ptr, error_list& errs) {
+            if (in_range(v, min, max))
+              return;
+            auto beyond = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{int64_max};
+            refuse(errs, ptr, beyond ? range : what, shown(v));
+          }};
+}
+
+/// Any integer the unsigned 64-bit type holds.
+rule unsigned_integer() {
+  return plain("an integer from 0 to " + std::to_string(std::numeric_limits<uint64_t>::max()),
+               [](const json& v) { return v.is_number_unsigned() || in_range(v, 0, int64_max); });
+}
+
+rule boolean() {
+  return plain("true or false", [](const json& v) { return v.is_boolean(); });
+}
+
+rule text(bool non_empty) {
+  return plain(non_empty ? "a non-empty string" : "a string", [=](const json& v) {
+    return v.is_string() && !(non_empty && v.get_ref<const std::string&>().empty());
+  });
+}
+
+rule one_of(const std::vector<std::string>& names) {
+  return plain("one of " + joined(names, "\""), [=](const json& v) {
+    return v.is_string() && std::count(names.begin(), names.end(), v.get<std::string>()) > 0;
+  });
+}
+
+/// An array of distinct address types: non-empty strings without `/` or `~` (SPEC §2.1).
+rule address_types() {
+  return {"an array of address types",
+          [](const json& v, const std::string& ptr, error_list& errs) {
+            if (!v.is_array()) {
+              refuse(errs, ptr, "an array of address types", shown(v));
+              return;
+            }
+            std::set<std::string> listed;
+            for (size_t i = 0; i < v.size(); ++i) {
+              auto& e = v[i];
+              auto at = ptr + "/" + std::to_string(i);
+              if (!e.is_string() || e.get<std::string>().empty()
+                  || e.get<std::string>().find_first_of("/~") != std::string::npos)
+                refuse(errs, at, "a non-empty string without '/' or '~'", shown(e));
+              else if (!listed.insert(e.get<std::string>()).second)
+                refuse(errs, at, "an address type not listed before", shown(e));
+            }
+          }};
+}
+
+// -- the schema ---------------------------------------------------------------
+
+/// One key: its rule, and how its value moves between the JSON and `mesh_config`.
+struct key_spec {
+  std::string name;
+  rule accepts;
+  bool required;
+  std::function<void(mesh_config&, const json&)> store;
+  std::function<json(const mesh_config&)> render;
+};
+
+struct section_spec {
+  std::string name;
+  std::vector<key_spec> keys;
+};
+
+/// A relation between keys, checked on a config whose keys are each valid.
+using cross_rule = std::function<void(const mesh_config&, error_list&)>;
+
+struct schema {
+  std::vector<section_spec> sections;
+  std::vector<cross_rule> relations;
+  std::vector<std::string> section_names;
+};
+
+template <class T>
+json to_json_value(const T& x) {
+  return json(x);
+}
+
+json to_json_value(process_role x) {
+  return to_string(x);
+}
+
+template <class T>
+void from_json_value(const json& v, T& x) {
+  x = v.get<T>();
+}
+
+void from_json_value(const json& v, process_role& x) {
+  auto i = std::find(role_names.begin(), role_names.end(), v.get<std::string>());
+  x = static_cast<process_role>(i - role_names.begin());
+}
+
+/// Adds the keys of one section, naming each by its member pointer.
+template <class Section>
+class section_builder {
+public:
+  section_builder(schema& s, const char* name, Section mesh_config::*section)
+    : schema_(s), section_(section) {
+    schema_.sections.push_back({name, {}});
+    schema_.section_names.push_back(name);
+  }
+
+  template <class T>
+  section_builder& key(const char* name, T Section::*member, rule accepts,
+                       bool required = false) {
+    auto sec = section_;
+    schema_.sections.back().keys.push_back(
+      {name, std::move(accepts), required,
+       [=](mesh_config& c, const json& v) { from_json_value(v, (c.*sec).*member); },
+       [=](const mesh_config& c) { return to_json_value((c.*sec).*member); }});
+    return *this;
+  }
+
+  /// Refuses `key` unless `key op other` holds; `op` is `>=`, `>` or `<`.
+  section_builder& relation(const char* key, int64_t Section::*member, const std::string& op,
+                            const char* other, int64_t Section::*other_member) {
+    auto sec = section_;
+    auto ptr = "/" + schema_.sections.back().name + "/" + key;
+    auto what = "an integer " + op + " " + other + " (";
+    schema_.relations.push_back([=](const mesh_config& c, error_list& errs) {
+      auto x = (c.*sec).*member;
+      auto y = (c.*sec).*other_member;
+      if (!(op == ">=" ? x >= y : op == ">" ? x > y : x < y))
+        refuse(errs, ptr, what + std::to_string(y) + ")", std::to_string(x));
+    });
+    return *this;
+  }
+
+  section_builder& retry_policy() {
+    return key("retry_max", &Section::retry_max, integer(0))
+      .key("retry_base_ms", &Section::retry_base_ms, integer(1))
+      .key("retry_cap_ms", &Section::retry_cap_ms, integer(1))
+      .relation("retry_cap_ms", &Section::retry_cap_ms, ">=", "retry_base_ms",
+                &Section::retry_base_ms);
+  }
+
+private:
+  schema& schema_;
+  Section mesh_config::*section_;
+};
+
+// Ranges: a timeout, budget, race window or timer interval must be >= 1 ms (0 would expire
+// or spin at once); log thresholds, the pool's drain grace and latencies may be 0; counts of
+// things that must exist (workers, ring points, pool slots, samples, ids) are >= 1; retry and
+// forward counts may be 0. examples/config/README.md lists every key with its range.
+schema make_schema() {
+  schema s;
+  using S = mesh_config;
+  section_builder<mesh_section>(s, "mesh", &S::mesh)
+    .key("process_role", &mesh_section::role, one_of(role_names), true)
+    .key("name", &mesh_section::name, text(false));
+  section_builder<lifecycle_section>(s, "lifecycle", &S::lifecycle)
+    .key("quiescence_hold_ms", &lifecycle_section::quiescence_hold_ms, integer(1))
+    .key("quiescence_residual_sample", &lifecycle_section::quiescence_residual_sample,
+         integer(1))
+    .key("slow_observer_log_ms", &lifecycle_section::slow_observer_log_ms, integer(0));
+  section_builder<host_section>(s, "host", &S::host)
+    .key("shutdown_budget_ms", &host_section::shutdown_budget_ms, integer(1))
+    .key("teardown_budget_ms", &host_section::teardown_budget_ms, integer(1));
+  section_builder<catalog_section>(s, "catalog", &S::catalog)
+    .key("deactivation_timeout_ms", &catalog_section::deactivation_timeout_ms, integer(1))
+    .key("activation_timeout_ms", &catalog_section::activation_timeout_ms, integer(1));
+  section_builder<membership_section>(s, "membership", &S::membership)
+    .key("shutdown_grace_ms", &membership_section::shutdown_grace_ms, integer(1))
+    .key("dead_publish_ms", &membership_section::dead_publish_ms, integer(1));
+  section_builder<directory_section>(s, "directory", &S::directory)
+    .key("ring_points_per_silo", &directory_section::ring_points_per_silo, integer(1))
+    .key("lookup_attempt_timeout_ms", &directory_section::lookup_attempt_timeout_ms,
+         integer(1))
+    .key("stateless_worker_bypass", &directory_section::stateless_worker_bypass, boolean());
+  section_builder<placement_section>(s, "placement", &S::placement)
+    .key("timeout_ms", &placement_section::timeout_ms, integer(1))
+    .key("worker_count", &placement_section::worker_count, integer(1))
+    .key("max_forward_count", &placement_section::max_forward_count, integer(0))
+    .key("stateless_worker_max_local", &placement_section::stateless_worker_max_local,
+         integer(1));
+  section_builder<grain_call_section>(s, "grain_call", &S::grain_call)
+    .key("response_timeout_ms", &grain_call_section::response_timeout_ms, integer(1));
+  using R = routing_section;
+  section_builder<R>(s, "routing", &S::routing)
+    .key("stream_routed_address_types", &R::stream_routed_address_types, address_types())
+    .key("client_hosted_address_types", &R::client_hosted_address_types, address_types())
+    .key("resolve_timeout_ms", &R::resolve_timeout_ms, integer(1))
+    .key("subscriber_probe_timeout_ms", &R::subscriber_probe_timeout_ms, integer(1))
+    .key("stream_post_timeout_ms", &R::stream_post_timeout_ms, integer(1))
+    .key("stream_transport_timeout_ms", &R::stream_transport_timeout_ms, integer(1))
+    .retry_policy()
+    .key("placement_timeout_attempts", &R::placement_timeout_attempts, integer(1))
+    .key("saturation_report_count", &R::saturation_report_count, integer(1))
+    .key("saturation_clear_count", &R::saturation_clear_count, integer(0))
+    .relation("saturation_clear_count", &R::saturation_clear_count, "<",
+              "saturation_report_count", &R::saturation_report_count)
+    .key("leg_self_bound_ms", &R::leg_self_bound_ms, integer(1))
+    .key("saturation_review_ms", &R::saturation_review_ms, integer(1))
+    .key("refusal_log_window_ms", &R::refusal_log_window_ms, integer(1))
+    .key("refusal_log_sweep_entries", &R::refusal_log_sweep_entries, integer(1))
+    .key("refusal_log_idle_windows", &R::refusal_log_idle_windows, integer(1))
+    .key("outcome_dedup_window_ms", &R::outcome_dedup_window_ms, integer(1))
+    .key("outcome_dedup_max_ids", &R::outcome_dedup_max_ids, integer(1));
+  section_builder<client_section>(s, "client", &S::client)
+    .retry_policy()
+    .key("slow_dispatch_log_ms", &client_section::slow_dispatch_log_ms, integer(0));
+  section_builder<attach_section>(s, "attach", &S::attach).retry_policy();
+  section_builder<pool_section>(s, "pool", &S::pool)
+    .key("cap", &pool_section::cap, integer(1))
+    .key("drain_grace_ms", &pool_section::drain_grace_ms, integer(0))
+    .key("cancel_wait_ms", &pool_section::cancel_wait_ms, integer(1))
+    .key("join_ms", &pool_section::join_ms, integer(1))
+    .key("teardown_join_ms", &pool_section::teardown_join_ms, integer(1));
+  section_builder<size_section>(s, "size", &S::size)
+    .key("grain_call_body_limit_bytes", &size_section::grain_call_body_limit_bytes,
+         integer(1));
+  using M = simulation_section;
+  section_builder<M>(s, "simulation", &S::simulation)
+    .key("seed", &M::seed, unsigned_integer())
+    .key("link_latency_min_ms", &M::link_latency_min_ms, integer(0))
+    .key("link_latency_max_ms", &M::link_latency_max_ms, integer(0))
+    .relation("link_latency_max_ms", &M::link_latency_max_ms, ">=", "link_latency_min_ms",
+              &M::link_latency_min_ms)
+    .key("failure_detection_ms", &M::failure_detection_ms, integer(1))
+    .key("virtual_time_cap_ms", &M::virtual_time_cap_ms, integer(1));
+  using N = network_section;
+  section_builder<N>(s, "network", &S::network)
+    .key("host", &N::host, text(true))
+    .key("port", &N::port, integer(0, 65535))
+    .key("primary_host", &N::primary_host, text(true))
+    .key("primary_port", &N::primary_port, integer(0, 65535))
+    .key("heartbeat_interval_ms", &N::heartbeat_interval_ms, integer(1))
+    .key("failure_detection_ms", &N::failure_detection_ms, integer(1))
+    .relation("failure_detection_ms", &N::failure_detection_ms, ">",
+              "heartbeat_interval_ms", &N::heartbeat_interval_ms);
+  s.relations.push_back([](const mesh_config& c, error_list& errs) {
+    if (c.mesh.role == process_role::pure_client && c.network.primary_port == 0)
+      refuse(errs, "/network/primary_port",
+             "an integer from 1 to 65535 (a pure_client needs a primary to connect to)", "0");
+  });
+  section_builder<log_section>(s, "log", &S::log).key("level", &log_section::level,
+                                                       one_of(level_names));
+  return s;
+}
+
+const schema& the_schema() {
+  static const schema s = make_schema();
+  return s;
+}
+
+// -- parsing ------------------------------------------------------------------
+
+/// Records the pointers of object keys given twice (nlohmann keeps the last one silently).
+/// Only paths made of object keys are tracked: the schema has no objects inside arrays.
+class duplicate_finder {
+public:
+  explicit duplicate_finder(std::set<std::string>& found) : found_(&found) {}
+
+  bool operator()(int depth, json::parse_event_t event, json& parsed) {
+    using ev = json::parse_event_t;
+    auto d = static_cast<size_t>(depth);
+    if (event == ev::object_start || event == ev::array_start) {
+      frames_.resize(d);
+      frames_.push_back({event == ev::object_start, {}, {}});
+    } else if (event == ev::object_end || event == ev::array_end) {
+      frames_.resize(d);
+    } else if (event == ev::key && !frames_.empty()) {
+      auto& top = frames_.back();
+      top.key = parsed.get<std::string>();
+      if (!top.keys.insert(top.key).second && all_objects())
+        found_->insert(pointer());
+    }
+    return true;
+  }
+
+private:
+  struct frame {
+    bool object;
+    std::string key;
+    std::set<std::string> keys;
+  };
+
+  bool all_objects() const {
+    return std::all_of(frames_.begin(), frames_.end(), [](auto& f) { return f.object; });
+  }
+
+  std::string pointer() const {
+    std::string out;
+    for (auto& f : frames_)
+      out += "/" + escape(f.key);
+    return out;
+  }
+
+  std::set<std::string>* found_;
+  std::vector<frame> frames_;
+};
+
+template <class Named>
+const Named* find_named(const std::vector<Named>& xs, const std::string& name) {
+  auto i = std::find_if(xs.begin(), xs.end(), [&](auto& x) { return x.name == name; });
+  return i == xs.end() ? nullptr : &*i;
+}
+
+std::vector<std::string> key_names(const section_spec& sec) {
+  std::vector<std::string> out;
+  for (auto& k : sec.keys)
+    out.push_back(k.name);
+  return out;
+}
+
+/// Validates `doc` against the schema, storing each valid value into `cfg`.
+void apply(const json& doc, const std::set<std::string>& duplicates, mesh_config& cfg,
+           error_list& errs) {
+  auto& s = the_schema();
+  if (!doc.is_object()) {
+    refuse(errs, "", "an object", shown(doc));
+    return;
+  }
+  auto check_duplicate = [&](const std::string& ptr) {
+    if (duplicates.count(ptr) > 0)
+      errs.push_back(ptr + ": duplicate key");
+  };
+  auto check_required = [&](const section_spec& sec, const json* body) {
+    for (auto& k : sec.keys)
+      if (k.required && (body == nullptr || !body->contains(k.name)))
+        refuse(errs, "/" + sec.name + "/" + k.name, k.accepts.what, "nothing");
+  };
+  for (auto& [name, body] : doc.items()) {
+    auto ptr = "/" + escape(name);
+    check_duplicate(ptr);
+    auto* sec = find_named(s.sections, name);
+    if (sec == nullptr) {
+      refuse_unknown(errs, ptr, name, s.section_names);
+      continue;
+    }
+    if (!body.is_object()) {
+      refuse(errs, ptr, "an object", shown(body));
+      continue;
+    }
+    for (auto& [key, value] : body.items()) {
+      auto key_ptr = ptr + "/" + escape(key);
+      check_duplicate(key_ptr);
+      auto* k = find_named(sec->keys, key);
+      if (k == nullptr) {
+        refuse_unknown(errs, key_ptr, key, key_names(*sec));
+        continue;
+      }
+      auto before = errs.size();
+      k->accepts.check(value, key_ptr, errs);
+      if (errs.size() == before)
+        k->store(cfg, value);
+    }
+    check_required(*sec, &body);
+  }
+  for (auto& sec : s.sections)
+    if (!doc.contains(sec.name))
+      check_required(sec, nullptr);
+  if (errs.empty())
+    for (auto& relation : s.relations)
+      relation(cfg, errs);
+}
+
+} // namespace
+
+std::string load_result::message() const {
+  std::string out;
+  for (auto& e : errors)
+    out += (out.empty() ? "" : "\n") + e;
+  return out;
+}
+
+load_result parse(const std::string& json_text) {
+  load_result result;
+  std::set<std::string> duplicates;
+  json doc;
+  try {
+    doc = json::parse(json_text, duplicate_finder{duplicates});
+  } catch (const json::parse_error& e) {
+    // e.what(): "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
+    std::string what = e.what();
+    refuse(result.errors, "", "valid JSON", "a " + what.substr(what.find("parse error")));
+    return result;
+  }
+  mesh_config candidate;
+  apply(doc, duplicates, candidate, result.errors);
+  if (result.errors.empty()) {
+    result.ok = true;
+    result.value = std::move(candidate);
+  }
+  return result;
+}
+
+load_result load_file(const std::string& path) {
+  std::string text;
+  int read_errno = 0;
+  if (auto* file = std::fopen(path.c_str(), "rb"); file != nullptr) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), file)) > 0)
+      text.append(buf, n);
+    read_errno = std::ferror(file) != 0 ? errno : 0;
+    std::fclose(file);
+    if (read_errno == 0)
+      return parse(text);
+  } else {
+    read_errno = errno;
+  }
+  load_result result;
+  result.errors.push_back("cannot read config file \"" + path + "\": "
+                          + std::strerror(read_errno));
+  return result;
+}
+
+std::string to_json_text(const mesh_config& cfg) {
+  json doc = json::object();
+  for (auto& sec : the_schema().sections) {
+    auto& body = doc[sec.name] = json::object();
+    for (auto& k : sec.keys)
+      body[k.name] = k.render(cfg);
+  }
+  return doc.dump(2) + "\n";
+}
+
+} // namespace cafmesh::config

@@ -1,0 +1,155 @@
+#pragma once
+
+/// @file
+/// The ordered route dispatcher (SPEC §6.8): per-channel FIFO with one leg in flight per
+/// channel. A plain single-threaded class owned by the router core actor, whose turns never
+/// overlap; it never calls out, it answers what the owner must do next.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+namespace cafmesh::routing {
+
+/// A leg's id inside one router core (unique per router core, e.g. from a counter).
+using leg_id = uint64_t;
+
+/// An ordering channel (SPEC §6.8): the pair (destination host path, ordering key). No key
+/// is the destination-wide channel (path, none). Compared as a pair, never as one
+/// concatenated string: (`cache/a`, `b/c`) and (`cache/a/b`, `c`) are different channels.
+struct ordering_channel {
+  std::string destination;        ///< the rendered host path, e.g. `cache/mesh1`
+  std::optional<std::string> key; ///< the ordering key; none = destination-wide
+
+  /// Renders `{destination} [{key}]`, and `{destination} []` for the destination-wide
+  /// channel (SPEC §6.8 "Diagnostics").
+  std::string name() const;
+
+  friend bool operator<(const ordering_channel& x, const ordering_channel& y) {
+    return std::tie(x.destination, x.key) < std::tie(y.destination, y.key);
+  }
+  friend bool operator==(const ordering_channel& x, const ordering_channel& y) {
+    return x.destination == y.destination && x.key == y.key;
+  }
+  friend bool operator!=(const ordering_channel& x, const ordering_channel& y) {
+    return !(x == y);
+  }
+};
+
+/// The channel for a delivery to `destination` with the packaging stamp `key` (SPEC §2.4:
+/// an empty ordering key counts as none).
+ordering_channel make_channel(std::string destination, const std::string& key);
+
+/// The dispatcher's diagnostics (SPEC §6.8 `queue_snapshot()`).
+struct queue_snapshot {
+  size_t channels = 0;          ///< channels that exist (each holds at least its head)
+  size_t destinations = 0;      ///< distinct destination host paths among them
+  size_t deepest = 0;           ///< most legs queued behind one running head
+  std::string deepest_channel;  ///< that channel's `name()`; empty when `deepest` is 0
+};
+
+/// Renders `channels {c}, destinations {d}, deepest {n}`, followed by ` ({name})` when
+/// `deepest` > 0. Used in the saturation report (SPEC §6.13).
+std::string to_string(const queue_snapshot& x);
+
+/// The ordered route dispatcher (SPEC §6.8).
+///
+/// - `enqueue` appends a leg to its channel and answers true when the leg became the
+///   channel's head: the owner must admit it through the pool now.
+/// - `on_terminal` takes the terminal event of a leg (landed, NACKed, crashed, abandoned or
+///   refused by the pool). For a head it pops the leg, removes the channel if it is empty
+///   (no idle state) and answers the new head, which the owner must admit now.
+/// - Different channels never wait for each other.
+///
+/// Costs: `enqueue` and `on_terminal` are O(log n) in the number of channels plus the legs
+/// of that channel; `snapshot` is O(channels) (diagnostics only).
+///
+/// Re-entrancy: the class never calls back into its owner; admission results arrive as
+/// messages, so the owner never calls `on_terminal` from inside another dispatcher call.
+/// `max_depth()` records the deepest nesting of dispatcher calls seen, for tests
+/// (SPEC §12 S12.41: never above 1).
+///
+/// Typical use in the router core (with `saturation_monitor` for the in-flight count):
+/// ```
+/// // stream-routed branch, on route(envelope):
+/// auto leg = next_leg_id++;
+/// maybe_log(sat.accept(leg, leg_phase::queued, now));
+/// auto key = env.ordering_key ? *env.ordering_key : std::string{};
+/// if (disp.enqueue(make_channel(host_path, key), leg))
+///   admit(leg);                        // send to the pool; refusals come back as messages
+/// // the leg reported started:
+/// maybe_log(sat.dispatched(leg, now));
+/// // the leg's one terminal event (leg_done, crash, abandoned, pool_refused):
+/// maybe_log(sat.terminated(leg, now));
+/// if (auto next = disp.on_terminal(leg))
+///   admit(*next);
+/// ```
+class ordered_route_dispatcher {
+public:
+  /// Appends `leg` to `ch`. Answers true when `leg` is now the channel's head (the owner
+  /// admits it at once), false when it waits behind a running head. A `leg` id the
+  /// dispatcher already holds is refused: nothing changes and the answer is false (ids must
+  /// be unique; `contains` tells whether an id is held).
+  bool enqueue(const ordering_channel& ch, leg_id leg);
+
+  /// The one terminal event of `leg`. If `leg` is a head: pops it, drops its channel if
+  /// empty, and answers the channel's new head (to admit now). If `leg` is queued behind a
+  /// head (it never started): removes it and answers none. An unknown id answers none and
+  /// changes nothing.
+  std::optional<leg_id> on_terminal(leg_id leg);
+
+  /// SPEC §6.8 diagnostics.
+  queue_snapshot snapshot() const;
+
+  /// Number of channels (SPEC §12 S12.38 "the channel count is 0").
+  size_t channel_count() const { return channels_.size(); }
+
+  /// Number of legs held (heads and queued).
+  size_t leg_count() const { return legs_.size(); }
+
+  /// True if `leg` is held (as head or queued).
+  bool contains(leg_id leg) const { return legs_.count(leg) > 0; }
+
+  /// True if `leg` is its channel's head.
+  bool is_head(leg_id leg) const;
+
+  /// The channel holding `leg`, if any.
+  std::optional<ordering_channel> channel_of(leg_id leg) const;
+
+  /// The head of `ch`, if the channel exists.
+  std::optional<leg_id> head_of(const ordering_channel& ch) const;
+
+  /// Legs waiting behind the head of `ch` (0 if the channel does not exist).
+  size_t queued_behind(const ordering_channel& ch) const;
+
+  /// Current nesting of dispatcher calls (0 outside any call).
+  int depth() const { return depth_; }
+
+  /// Deepest nesting of dispatcher calls ever seen (SPEC §12 S12.41: must stay <= 1).
+  int max_depth() const { return max_depth_; }
+
+private:
+  struct channel_state {
+    uint64_t next_seq = 0;
+    std::map<uint64_t, leg_id> queue; ///< arrival sequence -> leg; begin() is the head
+  };
+  using channel_map = std::map<ordering_channel, channel_state>;
+  struct leg_entry {
+    channel_map::iterator channel;
+    uint64_t seq;
+  };
+
+  class depth_guard;
+
+  channel_map channels_;
+  std::unordered_map<leg_id, leg_entry> legs_;
+  std::map<std::string, size_t> destinations_; ///< destination -> number of its channels
+  int depth_ = 0;
+  int max_depth_ = 0;
+};
+
+} // namespace cafmesh::routing

@@ -1,0 +1,145 @@
+#pragma once
+
+/// @file
+/// The router core's in-flight count and saturation report (SPEC §6.13). A plain
+/// single-threaded class driven by the router core: the owner passes the virtual time in
+/// and logs the events it hands back (`render`, `log_saturation_event`). It measures and
+/// never limits: no call refuses or delays anything.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "cafmesh/actors/log.hpp"
+#include "cafmesh/config/mesh_config.hpp"
+#include "cafmesh/routing/ordered_route_dispatcher.hpp"
+
+namespace cafmesh::routing {
+
+/// Where an accepted leg stands (SPEC §6.4 step 5, §8.1).
+enum class leg_phase : uint8_t {
+  queued,     ///< accepted, not started: behind a channel head or waiting for a permit
+  dispatched, ///< started (its first asynchronous step was issued)
+};
+
+/// The ages the report is about, at one instant (SPEC §6.13 last bullet).
+struct in_flight_ages {
+  size_t in_flight = 0;                            ///< accepted legs not yet terminated
+  std::optional<int64_t> oldest_dispatched_age_ms; ///< since dispatch; none if none dispatched
+  std::optional<int64_t> oldest_queued_age_ms;     ///< since acceptance; none if none queued
+};
+
+/// Renders `oldest dispatched leg {A} ms since dispatch; oldest queued leg {Q} ms (queued,
+/// not dispatched)`; a missing age renders as `none dispatched` / `none queued`.
+std::string render_ages(const in_flight_ages& x);
+
+/// What the monitor asks its owner to log (SPEC §6.13).
+enum class saturation_event_kind : uint8_t {
+  report,     ///< the in-flight count reached `saturation_report_count`: one report
+  escalation, ///< a review found the oldest dispatched leg at or past `leg_self_bound_ms`
+  cleared,    ///< the count fell to `saturation_clear_count` or below
+};
+
+/// One event for the owner to log.
+struct saturation_event {
+  saturation_event_kind kind = saturation_event_kind::report;
+  log::level lvl = log::level::warning; ///< warning, or critical (SPEC §6.13)
+  int64_t at_ms = 0;                    ///< virtual time of the event
+  in_flight_ages ages;                  ///< at `at_ms`
+  int64_t latched_ms = 0;               ///< for `cleared`: how long the episode lasted
+  int64_t leg_self_bound_ms = 0;        ///< the critical age in force
+};
+
+/// The log line for `ev`, with the dispatcher's `queues` (SPEC §6.13):
+/// - report: `routing saturation: {n} leg(s) in flight; {ages}; queues: {snapshot}`
+/// - escalation: `routing saturation critical: oldest dispatched leg in flight {A} ms
+///   (self bound {B} ms); {n} leg(s) in flight; {ages}; queues: {snapshot}`
+/// - cleared: `routing saturation cleared after {X} ms; {n} leg(s) in flight`
+std::string render(const saturation_event& ev, const queue_snapshot& queues);
+
+/// Logs `render(ev, queues)` at `ev.lvl` on `out` (by default component `router_core`).
+void log_saturation_event(const saturation_event& ev, const queue_snapshot& queues,
+                          const log::logger& out);
+void log_saturation_event(const saturation_event& ev, const queue_snapshot& queues);
+
+/// In-flight accounting and the saturation latch (SPEC §6.13).
+///
+/// Usage by the router core: `accept` every leg when it is enqueued (stream-routed branch,
+/// `queued`) or admitted (node branch); `dispatched` when the leg reports started;
+/// `terminated` on its one terminal event. Each call may answer an event to log. While
+/// latched, the oldest dispatched leg is re-checked on dispatches at most every
+/// `saturation_review_ms`; escalation to critical happens at most once per episode (a
+/// report already at critical counts as the escalation).
+///
+/// Costs: O(log n) per call. Time must not run backwards between calls.
+class saturation_monitor {
+public:
+  /// Thresholds from `cfg`: `saturation_report_count`, `saturation_clear_count`,
+  /// `leg_self_bound_ms`, `saturation_review_ms`.
+  explicit saturation_monitor(const config::routing_section& cfg = {});
+
+  /// Counts `leg` in flight from `now_ms` in `phase`. Answers the report when this makes
+  /// the count reach `saturation_report_count` while not latched; for a `dispatched` leg
+  /// otherwise runs the review (`on_dispatch`). A leg already counted changes nothing.
+  std::optional<saturation_event> accept(leg_id leg, leg_phase phase, int64_t now_ms);
+
+  /// `leg` started at `now_ms`; its age now counts from here. Then runs the review.
+  std::optional<saturation_event> dispatched(leg_id leg, int64_t now_ms);
+
+  /// `leg`'s terminal event at `now_ms`: no longer in flight. Answers `cleared` when the
+  /// count falls to `saturation_clear_count` or below while latched. Unknown ids are ignored.
+  std::optional<saturation_event> terminated(leg_id leg, int64_t now_ms);
+
+  /// The review piggy-backed on a dispatch: while latched and not yet escalated, at most
+  /// every `saturation_review_ms` since the report or the previous review, escalate to
+  /// critical if the oldest dispatched leg is at least `leg_self_bound_ms` old.
+  std::optional<saturation_event> on_dispatch(int64_t now_ms);
+
+  /// The ages at `now_ms`.
+  in_flight_ages ages(int64_t now_ms) const;
+
+  /// Accepted legs not yet terminated.
+  size_t in_flight() const { return legs_.size(); }
+
+  /// True between a report and its clearing.
+  bool latched() const { return latched_; }
+
+  /// True once the current episode escalated to critical.
+  bool escalated() const { return escalated_; }
+
+  /// Reports produced so far (all episodes).
+  uint64_t reports() const { return reports_; }
+
+  /// Reviews run so far (all episodes); a review is one age check while latched.
+  uint64_t reviews() const { return reviews_; }
+
+private:
+  struct entry {
+    leg_phase phase;
+    int64_t accepted_ms;
+    int64_t dispatched_ms;
+  };
+
+  saturation_event make_event(saturation_event_kind kind, log::level lvl,
+                              int64_t now_ms) const;
+
+  size_t report_count_;
+  size_t clear_count_;
+  int64_t leg_self_bound_ms_;
+  int64_t review_ms_;
+  std::unordered_map<leg_id, entry> legs_;
+  std::set<std::pair<int64_t, leg_id>> queued_;     ///< (accepted_ms, leg)
+  std::set<std::pair<int64_t, leg_id>> dispatched_; ///< (dispatched_ms, leg)
+  bool latched_ = false;
+  bool escalated_ = false;
+  int64_t latched_at_ms_ = 0;
+  int64_t last_review_ms_ = 0;
+  uint64_t reports_ = 0;
+  uint64_t reviews_ = 0;
+};
+
+} // namespace cafmesh::routing

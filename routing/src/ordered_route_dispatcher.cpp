@@ -1,0 +1,132 @@
+#include "cafmesh/routing/ordered_route_dispatcher.hpp"
+
+#include <utility>
+
+namespace cafmesh::routing {
+
+std::string ordering_channel::name() const {
+  std::string out = destination;
+  out += " [";
+  if (key)
+    out += *key;
+  out += ']';
+  return out;
+}
+
+ordering_channel make_channel(std::string destination, const std::string& key) {
+  ordering_channel out;
+  out.destination = std::move(destination);
+  if (!key.empty())
+    out.key = key;
+  return out;
+}
+
+std::string to_string(const queue_snapshot& x) {
+  std::string out = "channels " + std::to_string(x.channels) + ", destinations "
+                    + std::to_string(x.destinations) + ", deepest "
+                    + std::to_string(x.deepest);
+  if (x.deepest > 0) {
+    out += " (";
+    out += x.deepest_channel;
+    out += ')';
+  }
+  return out;
+}
+
+/// Tracks the nesting of dispatcher calls for `max_depth()`.
+class ordered_route_dispatcher::depth_guard {
+public:
+  explicit depth_guard(ordered_route_dispatcher& d) : d_(d) {
+    if (++d_.depth_ > d_.max_depth_)
+      d_.max_depth_ = d_.depth_;
+  }
+  ~depth_guard() { --d_.depth_; }
+  depth_guard(const depth_guard&) = delete;
+  depth_guard& operator=(const depth_guard&) = delete;
+
+private:
+  ordered_route_dispatcher& d_;
+};
+
+bool ordered_route_dispatcher::enqueue(const ordering_channel& ch, leg_id leg) {
+  depth_guard guard{*this};
+  if (legs_.count(leg) > 0)
+    return false;
+  auto i = channels_.find(ch);
+  bool is_new = i == channels_.end();
+  if (is_new) {
+    i = channels_.emplace(ch, channel_state{}).first;
+    ++destinations_[ch.destination];
+  }
+  auto seq = i->second.next_seq++;
+  i->second.queue.emplace_hint(i->second.queue.end(), seq, leg);
+  legs_.emplace(leg, leg_entry{i, seq});
+  return is_new;
+}
+
+std::optional<leg_id> ordered_route_dispatcher::on_terminal(leg_id leg) {
+  depth_guard guard{*this};
+  auto li = legs_.find(leg);
+  if (li == legs_.end())
+    return std::nullopt;
+  auto ci = li->second.channel;
+  auto& queue = ci->second.queue;
+  auto qi = queue.find(li->second.seq);
+  bool was_head = qi == queue.begin();
+  queue.erase(qi);
+  legs_.erase(li);
+  if (queue.empty()) {
+    auto di = destinations_.find(ci->first.destination);
+    if (--di->second == 0)
+      destinations_.erase(di);
+    channels_.erase(ci);
+    return std::nullopt;
+  }
+  if (!was_head)
+    return std::nullopt;
+  return queue.begin()->second;
+}
+
+queue_snapshot ordered_route_dispatcher::snapshot() const {
+  queue_snapshot out;
+  out.channels = channels_.size();
+  out.destinations = destinations_.size();
+  for (const auto& kvp : channels_) {
+    auto behind = kvp.second.queue.size() - 1;
+    if (behind > out.deepest) {
+      out.deepest = behind;
+      out.deepest_channel = kvp.first.name();
+    }
+  }
+  return out;
+}
+
+bool ordered_route_dispatcher::is_head(leg_id leg) const {
+  auto li = legs_.find(leg);
+  if (li == legs_.end())
+    return false;
+  return li->second.channel->second.queue.begin()->first == li->second.seq;
+}
+
+std::optional<ordering_channel> ordered_route_dispatcher::channel_of(leg_id leg) const {
+  auto li = legs_.find(leg);
+  if (li == legs_.end())
+    return std::nullopt;
+  return li->second.channel->first;
+}
+
+std::optional<leg_id> ordered_route_dispatcher::head_of(const ordering_channel& ch) const {
+  auto i = channels_.find(ch);
+  if (i == channels_.end())
+    return std::nullopt;
+  return i->second.queue.begin()->second;
+}
+
+size_t ordered_route_dispatcher::queued_behind(const ordering_channel& ch) const {
+  auto i = channels_.find(ch);
+  if (i == channels_.end())
+    return 0;
+  return i->second.queue.size() - 1;
+}
+
+} // namespace cafmesh::routing

@@ -1,0 +1,156 @@
+#include "cafmesh/routing/saturation_report.hpp"
+
+#include <algorithm>
+
+namespace cafmesh::routing {
+
+namespace {
+
+size_t to_count(int64_t x) {
+  return x < 0 ? size_t{0} : static_cast<size_t>(x);
+}
+
+} // namespace
+
+std::string render_ages(const in_flight_ages& x) {
+  std::string out;
+  if (x.oldest_dispatched_age_ms)
+    out = "oldest dispatched leg " + std::to_string(*x.oldest_dispatched_age_ms)
+          + " ms since dispatch";
+  else
+    out = "no leg dispatched";
+  out += "; ";
+  if (x.oldest_queued_age_ms)
+    out += "oldest queued leg " + std::to_string(*x.oldest_queued_age_ms)
+           + " ms (queued, not dispatched)";
+  else
+    out += "no leg queued";
+  return out;
+}
+
+std::string render(const saturation_event& ev, const queue_snapshot& queues) {
+  auto count = std::to_string(ev.ages.in_flight) + " leg(s) in flight";
+  switch (ev.kind) {
+    case saturation_event_kind::report:
+      return "routing saturation: " + count + "; " + render_ages(ev.ages)
+             + "; queues: " + to_string(queues);
+    case saturation_event_kind::escalation:
+      return "routing saturation critical: oldest dispatched leg in flight "
+             + std::to_string(ev.ages.oldest_dispatched_age_ms.value_or(0)) + " ms (self bound "
+             + std::to_string(ev.leg_self_bound_ms) + " ms); " + count + "; "
+             + render_ages(ev.ages) + "; queues: " + to_string(queues);
+    case saturation_event_kind::cleared:
+      return "routing saturation cleared after " + std::to_string(ev.latched_ms) + " ms; "
+             + count;
+  }
+  return {};
+}
+
+void log_saturation_event(const saturation_event& ev, const queue_snapshot& queues,
+                          const log::logger& out) {
+  out.log(ev.lvl, render(ev, queues));
+}
+
+void log_saturation_event(const saturation_event& ev, const queue_snapshot& queues) {
+  log_saturation_event(ev, queues, log::get("router_core"));
+}
+
+saturation_monitor::saturation_monitor(const config::routing_section& cfg)
+  : report_count_(to_count(cfg.saturation_report_count)),
+    clear_count_(to_count(cfg.saturation_clear_count)),
+    leg_self_bound_ms_(cfg.leg_self_bound_ms),
+    review_ms_(cfg.saturation_review_ms) {
+  // A report threshold of 0 would latch an empty router: count from 1.
+  report_count_ = std::max(report_count_, size_t{1});
+}
+
+std::optional<saturation_event> saturation_monitor::accept(leg_id leg, leg_phase phase,
+                                                           int64_t now_ms) {
+  if (legs_.count(leg) > 0)
+    return std::nullopt;
+  legs_.emplace(leg, entry{phase, now_ms, now_ms});
+  if (phase == leg_phase::queued)
+    queued_.emplace(now_ms, leg);
+  else
+    dispatched_.emplace(now_ms, leg);
+  if (!latched_ && legs_.size() >= report_count_) {
+    latched_ = true;
+    latched_at_ms_ = now_ms;
+    last_review_ms_ = now_ms;
+    ++reports_;
+    auto ev = make_event(saturation_event_kind::report, log::level::warning, now_ms);
+    if (ev.ages.oldest_dispatched_age_ms
+        && *ev.ages.oldest_dispatched_age_ms >= leg_self_bound_ms_) {
+      ev.lvl = log::level::critical;
+      escalated_ = true;
+    }
+    return ev;
+  }
+  if (phase == leg_phase::dispatched)
+    return on_dispatch(now_ms);
+  return std::nullopt;
+}
+
+std::optional<saturation_event> saturation_monitor::dispatched(leg_id leg, int64_t now_ms) {
+  auto i = legs_.find(leg);
+  if (i != legs_.end() && i->second.phase == leg_phase::queued) {
+    queued_.erase({i->second.accepted_ms, leg});
+    i->second.phase = leg_phase::dispatched;
+    i->second.dispatched_ms = now_ms;
+    dispatched_.emplace(now_ms, leg);
+  }
+  return on_dispatch(now_ms);
+}
+
+std::optional<saturation_event> saturation_monitor::terminated(leg_id leg, int64_t now_ms) {
+  auto i = legs_.find(leg);
+  if (i == legs_.end())
+    return std::nullopt;
+  if (i->second.phase == leg_phase::queued)
+    queued_.erase({i->second.accepted_ms, leg});
+  else
+    dispatched_.erase({i->second.dispatched_ms, leg});
+  legs_.erase(i);
+  if (latched_ && legs_.size() <= clear_count_) {
+    auto ev = make_event(saturation_event_kind::cleared, log::level::warning, now_ms);
+    ev.latched_ms = now_ms - latched_at_ms_;
+    latched_ = false;
+    escalated_ = false;
+    return ev;
+  }
+  return std::nullopt;
+}
+
+std::optional<saturation_event> saturation_monitor::on_dispatch(int64_t now_ms) {
+  if (!latched_ || escalated_ || now_ms - last_review_ms_ < review_ms_)
+    return std::nullopt;
+  last_review_ms_ = now_ms;
+  ++reviews_;
+  if (dispatched_.empty() || now_ms - dispatched_.begin()->first < leg_self_bound_ms_)
+    return std::nullopt;
+  escalated_ = true;
+  return make_event(saturation_event_kind::escalation, log::level::critical, now_ms);
+}
+
+in_flight_ages saturation_monitor::ages(int64_t now_ms) const {
+  in_flight_ages out;
+  out.in_flight = legs_.size();
+  if (!dispatched_.empty())
+    out.oldest_dispatched_age_ms = now_ms - dispatched_.begin()->first;
+  if (!queued_.empty())
+    out.oldest_queued_age_ms = now_ms - queued_.begin()->first;
+  return out;
+}
+
+saturation_event saturation_monitor::make_event(saturation_event_kind kind, log::level lvl,
+                                                int64_t now_ms) const {
+  saturation_event ev;
+  ev.kind = kind;
+  ev.lvl = lvl;
+  ev.at_ms = now_ms;
+  ev.ages = ages(now_ms);
+  ev.leg_self_bound_ms = leg_self_bound_ms_;
+  return ev;
+}
+
+} // namespace cafmesh::routing
