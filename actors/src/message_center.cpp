@@ -7,6 +7,7 @@
 
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/membership.hpp"
 
 namespace cafmesh {
 
@@ -277,6 +278,17 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, caf::actor 
         self->state.departed.insert(f.dst);
     },
     [=](mc_gone_atom, const silo_address& s) { mark_departed(self, s); },
+    [=](mb_snapshot_atom, const membership_snapshot& snap) {
+      std::set<silo_address> gone;
+      for (const auto& r : snap.rows)
+        if (snap.departed(r.silo))
+          gone.insert(r.silo);
+      for (const auto& kv : self->state.pending)
+        if (snap.departed(kv.second.dst))
+          gone.insert(kv.second.dst);
+      for (const auto& s : gone)
+        mark_departed(self, s);
+    },
     [=](mc_block_atom, bool on) {
       self->state.block_application = on;
       return caf::ok_atom::value;

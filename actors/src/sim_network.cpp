@@ -66,6 +66,35 @@ bool link_open(const sim_network_state& st, const link_key& k) {
          && st.partitions.count(unordered(k.first, k.second)) == 0;
 }
 
+/// The type name of the first element of `m` (recursively, through nested messages) that
+/// is not announced to the actor system, or an empty string. Without this check CAF 0.17
+/// only prints an error and writes a broken message (caf017.md §3).
+std::string first_unannounced(caf::actor_system& sys, const caf::message& m) {
+  const auto& types = sys.types();
+  for (size_t i = 0; i < m.size(); ++i) {
+    auto rtti = m.type(i);
+    if (rtti.first == caf::type_nr<caf::message>::value) {
+      auto nested = first_unannounced(sys, m.get_as<caf::message>(i));
+      if (!nested.empty())
+        return nested;
+      continue;
+    }
+    if (rtti.first != 0)
+      continue; // a builtin type
+    if (&types.portable_name(rtti) == &types.default_type_name()
+        || types.portable_name(rtti) == types.default_type_name())
+      return rtti.second != nullptr ? rtti.second->name() : "?";
+  }
+  return {};
+}
+
+std::string first_unannounced(caf::actor_system& sys, const wire_frame& f) {
+  auto bad = first_unannounced(sys, f.payload);
+  if (bad.empty() && f.error)
+    bad = first_unannounced(sys, f.error.context());
+  return bad;
+}
+
 void bounce(net_actor* self, const wire_frame& header, caf::error err) {
   // The frame could not reach its destination: tell its source (requests only wait).
   auto& st = self->state;
@@ -92,12 +121,12 @@ void deliver(net_actor* self, sim_frame& sf) {
   const auto& h = sf.header;
   bool is_request = !h.is_response && h.correlation_id != 0;
   if (st.dead.count(h.src) > 0 || st.dead.count(h.dst) > 0) {
-    note(self, "lost", h.describe());
+    note(self, "lost", sf.text);
     return;
   }
   auto dst = st.centres.find(h.dst);
   if (dst == st.centres.end()) {
-    note(self, is_request ? "bounce" : "lost", h.describe());
+    note(self, is_request ? "bounce" : "lost", sf.text);
     if (is_request)
       bounce(self, h, caf::error{});
     return;
@@ -105,14 +134,13 @@ void deliver(net_actor* self, sim_frame& sf) {
   wire_frame f;
   caf::binary_deserializer source{self->system(), sf.bytes};
   if (auto err = source(f)) {
-    note(self, "lost", h.describe() + " (cannot deserialize: " + self->system().render(err)
-                         + ")");
+    note(self, "lost", sf.text + " (cannot deserialize: " + self->system().render(err) + ")");
     if (is_request)
       bounce(self, h, err);
     return;
   }
   ++st.frames_delivered;
-  note(self, "deliver", h.describe());
+  note(self, "deliver", sf.text);
   self->send(dst->second, mc_frame_atom::value, std::move(f));
 }
 
@@ -128,7 +156,7 @@ void pump(net_actor* self, const link_key& k) {
     if (!link_open(st, k) && st.dead.count(k.first) == 0 && st.dead.count(k.second) == 0) {
       if (!q.front().held) {
         q.front().held = true;
-        note(self, "hold", q.front().header.describe());
+        note(self, "hold", q.front().text);
       }
       return;
     }
@@ -146,29 +174,57 @@ void pump_all(net_actor* self) {
     pump(self, k);
 }
 
+void tell_watchers(net_actor* self, const silo_address& s, bool alive) {
+  for (auto& w : self->state.watchers)
+    self->send(w, sim_watch_atom::value, s, alive);
+}
+
+void stall(net_actor* self, const silo_address& s, bool detectable) {
+  auto& st = self->state;
+  st.stalled.insert(s);
+  note(self, "stall", s.to_string() + (detectable ? "" : " (undetected)"));
+  if (detectable && st.detectable_stalls.insert(s).second && st.dead.count(s) == 0)
+    tell_watchers(self, s, false);
+}
+
 void accept(net_actor* self, wire_frame& f) {
   auto& st = self->state;
   wire_frame header = f;
   header.payload = caf::message{};
   header.error = caf::error{};
   bool is_request = !f.is_response && f.correlation_id != 0;
+  auto seq = ++st.next_seq;
+  auto text = "n" + std::to_string(seq) + " " + header.describe();
   if (st.dead.count(f.src) > 0) {
-    note(self, "lost", header.describe());
+    note(self, "lost", text);
     return;
   }
   for (auto& r : st.drops) {
     if (r.count > 0 && matches(r, header)) {
       --r.count;
-      note(self, "drop", header.describe());
+      note(self, "drop", text);
       return;
     }
   }
+  if (auto bad = first_unannounced(self->system(), f); !bad.empty()) {
+    auto err = caf::make_error(caf::sec::unknown_type, "type not announced: " + bad);
+    note(self, "lost", text + " (cannot serialize: type not announced: " + bad + ")");
+    if (is_request) {
+      bounce(self, header, err);
+      return;
+    }
+    if (!f.is_response)
+      return;
+    // A reply that cannot cross: the caller receives the error instead.
+    f.payload = caf::message{};
+    f.error = err;
+  }
   sim_frame sf;
+  sf.text = text;
   sf.header = header;
   caf::binary_serializer sink{self->system(), sf.bytes};
   if (auto err = sink(f)) {
-    note(self, "lost", header.describe() + " (cannot serialize: " + self->system().render(err)
-                         + ")");
+    note(self, "lost", text + " (cannot serialize: " + self->system().render(err) + ")");
     if (is_request)
       bounce(self, header, err);
     return;
@@ -187,7 +243,7 @@ void accept(net_actor* self, wire_frame& f) {
   auto due = std::max(now + latency, link.last_due_ms);
   link.last_due_ms = due;
   sf.due_ms = due;
-  note(self, "send", header.describe() + " +" + std::to_string(latency) + "ms");
+  note(self, "send", text + " +" + std::to_string(latency) + "ms");
   link.queue.push_back(std::move(sf));
   if (due <= now)
     self->send(self, sim_pump_atom::value, k.first, k.second);
@@ -209,13 +265,13 @@ caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
       if (kv.second.address() != dm.source)
         continue;
       auto gone = kv.first;
-      st.dead.insert(gone);
+      bool was_dead = !st.dead.insert(gone).second;
       note(self, "gone", gone.to_string());
       for (auto& other : st.centres)
         if (other.first != gone && st.dead.count(other.first) == 0)
           self->send(other.second, mc_gone_atom::value, gone);
-      for (auto& w : st.watchers)
-        self->send(w, sim_watch_atom::value, gone, false);
+      if (!was_dead)
+        tell_watchers(self, gone, false);
       break;
     }
     pump_all(self);
@@ -231,13 +287,19 @@ caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
       pump(self, link_key{src, dst});
     },
     [=](sim_stall_atom, const silo_address& s) {
-      self->state.stalled.insert(s);
-      note(self, "stall", s.to_string());
+      stall(self, s, true);
+      return caf::ok_atom::value;
+    },
+    [=](sim_stall_atom, const silo_address& s, bool detectable) {
+      stall(self, s, detectable);
       return caf::ok_atom::value;
     },
     [=](sim_unstall_atom, const silo_address& s) {
-      self->state.stalled.erase(s);
+      auto& st = self->state;
+      st.stalled.erase(s);
       note(self, "unstall", s.to_string());
+      if (st.detectable_stalls.erase(s) > 0 && st.dead.count(s) == 0)
+        tell_watchers(self, s, true);
       pump_all(self);
       return caf::ok_atom::value;
     },
@@ -264,7 +326,8 @@ caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
       return caf::ok_atom::value;
     },
     [=](sim_kill_atom, const silo_address& s) {
-      self->state.dead.insert(s);
+      if (self->state.dead.insert(s).second)
+        tell_watchers(self, s, false);
       note(self, "kill", s.to_string());
       pump_all(self);
       return caf::ok_atom::value;

@@ -177,7 +177,7 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: a call to a silo the network neve
   REQUIRE(ans.size() == 1);
   CHECK(ans[0].t_ms == 2);
   CHECK(fault_of(ans[0].error).code == mesh_errc::departed_silo);
-  CHECK(w.net_state().count("bounce Sa:11111@1 -> Sghost:1@99") == 1);
+  CHECK(w.net_state().count("bounce n1 Sa:11111@1 -> Sghost:1@99") == 1);
 }
 
 TEST_CASE_FIXTURE(mc_fixture, "message_center: a frame for an earlier generation on the same endpoint answers departed_silo") {

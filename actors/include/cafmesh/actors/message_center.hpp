@@ -47,6 +47,9 @@
 /// - `(mc_gone_atom, silo_address s)`: `s` has departed (Dead in membership, superseded by
 ///   a newer generation, or its link went down). Every pending call to `s` fails
 ///   `departed_silo` at once, and every later call to `s` fails the same way.
+/// - `(mb_snapshot_atom, membership_snapshot)`: the centre subscribes to its membership
+///   agent; every silo the snapshot shows departed (Dead, or superseded by a newer
+///   generation of its endpoint) is handled as by `mc_gone_atom`.
 /// - `(mc_block_atom, bool on) -> ok_atom`: block application messages (SPEC §3.5 stage
 ///   4000): an inbound request for an application component (`is_application`) is answered
 ///   `silo_unavailable` ("silo {S} is not accepting application messages"); an inbound

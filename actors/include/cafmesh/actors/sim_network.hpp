@@ -15,7 +15,8 @@
 ///   type that is not announced fails here as it would on a real wire. A request whose
 ///   frame cannot be written is answered with the serialiser's error (response frame to
 ///   its source); any other frame that cannot cross is recorded `lost`.
-/// - **Faults**: `stall(s)` holds every frame to and from `s` until `unstall(s)`;
+/// - **Faults**: `stall(s)` holds every frame to and from `s` until `unstall(s)` (a stall is
+///   detectable by membership's failure detector unless made with `detectable = false`);
 ///   `partition(a, b)` holds every frame between a and b (both directions) until
 ///   `heal(a, b)`; held frames keep their link order and are delivered at the release
 ///   instant. `drop(rule)` discards the next `count` frames matching the rule (the caller of
@@ -26,7 +27,9 @@
 ///   other attached centre receives `(mc_gone_atom, silo)`, as a real peer sees its
 ///   connection drop; a request frame for a silo that is not attached (or dead) is
 ///   bounced to its source centre (`mc_bounce_atom`), which fails it `departed_silo`.
-/// - **Trace**: every event is one line `"{t_ms} {event} {frame or subject}"`, with t_ms the
+/// - **Trace**: every event is one line `"{t_ms} {event} {frame or subject}"`, a frame
+///   written `n{seq} {src} -> {dst} #{correlation id} {component} {req|resp|send}` (seq numbers
+///   frames in order of arrival at the network; a `send` line ends ` +{latency}ms`), with t_ms the
 ///   virtual ms since the network was spawned; events: `send` (accepted, with latency),
 ///   `deliver`, `hold` (first time a frame waits on a stall or partition), `drop`, `bounce`,
 ///   `lost`, `stall`, `unstall`, `partition`, `heal`, `kill`, `delay`, `gone`, and `note`
@@ -36,15 +39,17 @@
 /// ## Protocol (untyped `caf::actor`)
 /// - `(sim_attach_atom, silo_address, caf::actor centre)`: done by `spawn_message_center`;
 /// - `(sim_frame_atom, wire_frame)`: from a centre;
-/// - `(sim_stall_atom, silo_address)`, `(sim_unstall_atom, silo_address)`,
+/// - `(sim_stall_atom, silo_address)` (detectable), `(sim_stall_atom, silo_address, bool
+///   detectable)`, `(sim_unstall_atom, silo_address)`,
 ///   `(sim_partition_atom, silo_address a, silo_address b)`,
 ///   `(sim_heal_atom, silo_address a, silo_address b)`, `(sim_drop_atom, drop_rule)`,
 ///   `(sim_delay_atom, silo_address src, silo_address dst, int64_t min_ms, int64_t max_ms)`,
 ///   `(sim_kill_atom, silo_address)`: each answers `ok_atom` once applied;
 /// - `(sim_note_atom, std::string)`: appends a `note` line to the trace;
-/// - `(sim_watch_atom, caf::actor w)`: `w` receives `(sim_watch_atom, silo_address, bool
-///   alive)` when an attached centre exits (alive = false) — for membership's failure
-///   detector; `(sim_watch_atom, silo_address, true)` is never sent, attach is silent;
+/// - `(sim_watch_atom, caf::actor w)`: `w` receives `(sim_watch_atom, silo_address, false)`
+///   when a silo falls silent (killed, its centre exited, or a detectable stall began) and
+///   `(sim_watch_atom, silo_address, true)` when a detectable stall ends on a live silo —
+///   membership's failure detector (membership.hpp) watches these;
 /// - `(sim_trace_atom) -> std::vector<std::string>`; `(sim_digest_atom) -> uint64_t`.
 
 #include <cstdint>
@@ -96,6 +101,7 @@ bool matches(const drop_rule& r, const wire_frame& f);
 /// A frame inside the network: its header (for the trace and the rules) and its bytes.
 struct sim_frame {
   wire_frame header;        ///< src, dst, id, component, is_response (payload cleared)
+  std::string text;         ///< `n{seq} {header.describe()}`, as in the trace
   std::vector<char> bytes;  ///< the serialised frame
   int64_t due_ms = 0;       ///< virtual ms at which it may be delivered
   bool held = false;        ///< a `hold` line was written for it
@@ -116,6 +122,7 @@ struct sim_network_state {
   std::map<silo_address, caf::actor> centres;
   std::set<silo_address> dead;
   std::set<silo_address> stalled;
+  std::set<silo_address> detectable_stalls; ///< stalls the failure detector may notice
   std::set<std::pair<silo_address, silo_address>> partitions; ///< (lesser, greater)
   std::map<std::pair<silo_address, silo_address>, std::pair<int64_t, int64_t>> delays;
   std::map<std::pair<silo_address, silo_address>, sim_link> links;
@@ -124,6 +131,7 @@ struct sim_network_state {
   std::vector<std::string> trace;
   /// Request frames accepted per component (one-way frames count too; responses do not).
   std::map<component, uint64_t> requests_by_component;
+  uint64_t next_seq = 0;    ///< frames numbered from 1 in order of arrival
   uint64_t frames_sent = 0;
   uint64_t frames_delivered = 0;
 
