@@ -105,7 +105,7 @@ catalog_activation& create(ct_actor* self, const grain_id& g, const grain_type& 
   catalog_activation a;
   a.grain = g;
   a.tag = tag;
-  a.stateless = t.info.kind == grain_kind::stateless_worker;
+  a.stateless = t.kind == grain_kind::stateless_worker;
   auto factory = t.factory;
   a.actor = self->spawn<caf::linked>(
     [factory, g](caf::event_based_actor* act) -> caf::behavior { return factory(act, g); });
@@ -260,7 +260,7 @@ catalog_activation* pick_worker(ct_actor* self, const grain_id& g, const grain_t
         best = &a;
     }
   }
-  if (live < t.info.local_limit && st.active) {
+  if (live < t.local_limit && st.active) {
     if (t.check) {
       auto why = t.check(g);
       if (!why.empty()) {
@@ -301,11 +301,8 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
       self->quit(msg.reason);
   });
   return {
-    [=](pl_view_atom, placement_view& v) {
+    [=](mb_snapshot_atom, const membership_snapshot& v) {
       auto& st = self->state;
-      if (v.version <= st.view_version)
-        return;
-      st.view_version = v.version;
       st.active = v.is_active(st.cfg.self);
     },
     [=](ct_activate_atom, const grain_id& g) -> caf::response_promise {
@@ -318,7 +315,7 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
                                                           + st.cfg.self.to_string()}));
         return rp;
       }
-      if (t->info.kind != grain_kind::single_activation) {
+      if (t->kind != grain_kind::single_activation) {
         rp.deliver(to_error(fault{mesh_errc::invalid_operation,
                                   "grain type " + g.type + " is a stateless worker"}));
         return rp;
@@ -389,7 +386,7 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
                                                           + st.cfg.self.to_string()}));
         return rp;
       }
-      if (type->info.kind == grain_kind::stateless_worker) {
+      if (type->kind == grain_kind::stateless_worker) {
         caf::error err;
         auto a = pick_worker(self, g, *type, err);
         if (a == nullptr) {

@@ -12,18 +12,6 @@ std::string to_string(grain_kind x) {
   return "grain_kind(" + std::to_string(static_cast<int>(x)) + ")";
 }
 
-std::string to_string(placement_strategy x) {
-  switch (x) {
-    case placement_strategy::stateless_worker:
-      return "stateless_worker";
-    case placement_strategy::prefer_local:
-      return "prefer_local";
-    case placement_strategy::random:
-      return "random";
-  }
-  return "placement_strategy(" + std::to_string(static_cast<int>(x)) + ")";
-}
-
 bool grain_registry::add_single(std::string type, placement_strategy strategy,
                                 activation_factory factory, uint32_t interface_version,
                                 activation_check check) {
@@ -31,10 +19,10 @@ bool grain_registry::add_single(std::string type, placement_strategy strategy,
     return false;
   grain_type t;
   t.info.type = type;
-  t.info.kind = grain_kind::single_activation;
+  t.kind = grain_kind::single_activation;
   t.info.strategy = strategy;
   t.info.interface_version = interface_version;
-  t.info.local_limit = 1;
+  t.local_limit = 1;
   t.factory = std::move(factory);
   t.check = std::move(check);
   types_.emplace(std::move(type), std::move(t));
@@ -48,10 +36,10 @@ bool grain_registry::add_stateless(std::string type, uint32_t local_limit,
     return false;
   grain_type t;
   t.info.type = type;
-  t.info.kind = grain_kind::stateless_worker;
+  t.kind = grain_kind::stateless_worker;
   t.info.strategy = placement_strategy::stateless_worker;
   t.info.interface_version = interface_version;
-  t.info.local_limit = local_limit;
+  t.local_limit = local_limit;
   t.factory = std::move(factory);
   t.check = std::move(check);
   types_.emplace(std::move(type), std::move(t));
@@ -63,8 +51,8 @@ const grain_type* grain_registry::find(const std::string& type) const {
   return i == types_.end() ? nullptr : &i->second;
 }
 
-std::vector<manifest_entry> grain_registry::manifest() const {
-  std::vector<manifest_entry> out;
+std::vector<grain_type_info> grain_registry::manifest() const {
+  std::vector<grain_type_info> out;
   out.reserve(types_.size());
   for (auto& kv : types_)
     out.push_back(kv.second.info);

@@ -14,18 +14,6 @@ namespace cafmesh {
 
 const char* placement_state::name = "cafmesh.placement";
 
-const placement_silo* placement_view::find(const silo_address& s) const {
-  for (auto& row : silos)
-    if (row.addr == s)
-      return &row;
-  return nullptr;
-}
-
-bool placement_view::is_active(const silo_address& s) const {
-  auto row = find(s);
-  return row != nullptr && row->active;
-}
-
 placement_config make_placement_config(const config::mesh_config& cfg,
                                        const silo_address& self) {
   placement_config out;
@@ -163,14 +151,11 @@ void fail_item(pl_actor* self, size_t idx, const grain_id& g, const fault& f) {
     w.rp.deliver(err);
 }
 
-std::string known_with_type(const placement_view& v, const std::string& type) {
+std::string known_with_type(const membership_snapshot& v, const std::string& type) {
   std::vector<std::string> names;
-  for (auto& row : v.silos)
-    for (auto& e : row.manifest)
-      if (e.type == type) {
-        names.push_back(row.addr.to_string());
-        break;
-      }
+  for (auto& row : v.rows)
+    if (row.find_type(type) != nullptr)
+      names.push_back(row.silo.to_string());
   std::sort(names.begin(), names.end());
   std::string out;
   for (auto& n : names) {
@@ -181,7 +166,7 @@ std::string known_with_type(const placement_view& v, const std::string& type) {
   return out;
 }
 
-fault no_candidate_fault(const placement_view& v, const std::string& type,
+fault no_candidate_fault(const membership_snapshot& v, const std::string& type,
                          const std::string& version) {
   return fault{mesh_errc::no_compatible_silo,
                "no active silo is compatible with grain type " + type + " (interface version "
@@ -196,15 +181,15 @@ void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
   if (item == nullptr)
     return;
   auto info = item->info;
+  auto kind = item->kind;
+  auto local_limit = item->local_limit;
   std::vector<silo_address> candidates;
-  for (auto& row : st.view.silos) {
-    if (!row.active)
+  for (auto& row : st.view.rows) {
+    if (row.status != silo_status::active)
       continue;
-    for (auto& e : row.manifest)
-      if (e.type == info.type && e.interface_version == info.interface_version) {
-        candidates.push_back(row.addr);
-        break;
-      }
+    auto e = row.find_type(info.type);
+    if (e != nullptr && e->interface_version == info.interface_version)
+      candidates.push_back(row.silo);
   }
   std::sort(candidates.begin(), candidates.end());
   if (candidates.empty()) {
@@ -215,10 +200,10 @@ void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
   }
   bool local_ok = std::find(candidates.begin(), candidates.end(), st.cfg.self)
                   != candidates.end();
-  if (local_ok && info.kind == grain_kind::stateless_worker)
-    local_ok = st.local_busy[info.type] < info.local_limit;
+  if (local_ok && kind == grain_kind::stateless_worker)
+    local_ok = st.local_busy[info.type] < local_limit;
   auto target = pick_silo(info.strategy, st.cfg.self, local_ok, candidates, st.rng);
-  if (info.kind == grain_kind::stateless_worker) {
+  if (kind == grain_kind::stateless_worker) {
     complete(self, idx, g, target, activation_tag{0}, false);
     return;
   }
@@ -308,7 +293,7 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg, gra
         return rp;
       }
       placement_waiter w{fwd, std::move(payload), rp};
-      if (t->info.kind == grain_kind::single_activation) {
+      if (t->kind == grain_kind::single_activation) {
         auto c = st.cache.find(g);
         if (c != st.cache.end()) {
           ++st.stats.cache_hits;
@@ -330,6 +315,8 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg, gra
       item.id = id;
       item.grain = g;
       item.info = t->info;
+      item.kind = t->kind;
+      item.local_limit = t->local_limit;
       item.created_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           self->clock().now() - st.origin)
                           .count();
@@ -354,10 +341,8 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg, gra
     [=](pl_retry_atom, uint64_t idx, const grain_id& g, uint64_t id) {
       start_lookup(self, idx, g, id);
     },
-    [=](pl_view_atom, placement_view& v) {
+    [=](mb_snapshot_atom, membership_snapshot& v) {
       auto& st = self->state;
-      if (v.version <= st.view.version)
-        return;
       st.view = std::move(v);
       for (auto i = st.cache.begin(); i != st.cache.end();) {
         if (!st.view.is_active(i->second.first))

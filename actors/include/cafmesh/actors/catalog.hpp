@@ -32,8 +32,8 @@
 ///   in parallel; each finishes its current turn; one still in its turn after
 ///   `deactivation_timeout_ms` is abandoned (killed) with a warning "… abandoned …".
 ///   Answers when every activation is gone.
-/// - `(pl_view_atom, placement_view)`: the latest membership view; the catalog activates
-///   only while its own silo is Active in it.
+/// - `(mb_snapshot_atom, membership_snapshot)`: the latest view from the membership agent;
+///   the catalog activates only while its own silo is Active in it.
 
 #include <cstdint>
 #include <deque>
@@ -116,7 +116,6 @@ struct catalog_state {
   caf::actor directory;
   caf::actor placement;
   bool active = false;
-  uint64_t view_version = 0;
   std::mt19937_64 rng;
   std::set<uint32_t> used_tags;                     ///< every tag ever handed out here
   std::map<uint32_t, catalog_activation> activations;

@@ -18,9 +18,9 @@
 
 #include <caf/behavior.hpp>
 #include <caf/fwd.hpp>
-#include <caf/meta/type_name.hpp>
 
 #include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/membership.hpp"
 
 namespace cafmesh {
 
@@ -32,38 +32,6 @@ enum class grain_kind : uint8_t {
 
 /// Renders `single_activation` or `stateless_worker`.
 std::string to_string(grain_kind x);
-
-/// Placement strategies (SPEC §5.5).
-enum class placement_strategy : uint8_t {
-  stateless_worker = 0, ///< local if Active, compatible and below the local limit, else random
-  prefer_local = 1,     ///< local if Active and compatible, else random
-  random = 2,           ///< uniformly at random among Active compatible silos
-};
-
-/// Renders `stateless_worker`, `prefer_local` or `random`.
-std::string to_string(placement_strategy x);
-
-/// One row of a silo's grain manifest (SPEC §2.2): what other silos need to know to place a
-/// grain of `type` here. Never says which directory the type uses (SPEC §5.3).
-struct manifest_entry {
-  std::string type;
-  grain_kind kind = grain_kind::single_activation;
-  placement_strategy strategy = placement_strategy::random;
-  uint32_t interface_version = 1;
-  /// Local activation limit (stateless workers); 1 for single-activation types.
-  uint32_t local_limit = 1;
-
-  friend bool operator==(const manifest_entry& x, const manifest_entry& y) {
-    return x.type == y.type && x.kind == y.kind && x.strategy == y.strategy
-           && x.interface_version == y.interface_version && x.local_limit == y.local_limit;
-  }
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, manifest_entry& x) {
-  return f(caf::meta::type_name("cafmesh.manifest_entry"), x.type, x.kind, x.strategy,
-           x.interface_version, x.local_limit);
-}
 
 /// Produces the behaviour of one activation of a grain. Called once per activation, inside
 /// the activation's own actor (`self`), with the grain id it serves. Each message the
@@ -77,9 +45,13 @@ using activation_factory =
 /// (SPEC §3.6). Optional; no check means every activation starts.
 using activation_check = std::function<std::string(const grain_id& id)>;
 
-/// One registered grain type.
+/// One registered grain type: what the manifest publishes (`info`: type, strategy,
+/// interface version; membership.hpp) plus local knowledge never published.
 struct grain_type {
-  manifest_entry info;
+  grain_type_info info;
+  grain_kind kind = grain_kind::single_activation;
+  /// Local activation limit (stateless workers); 1 for single-activation types.
+  uint32_t local_limit = 1;
   activation_factory factory;
   activation_check check;
 };
@@ -102,8 +74,9 @@ public:
   /// The registered type named `type`, or nullptr.
   const grain_type* find(const std::string& type) const;
 
-  /// The silo's grain manifest: one entry per registered type, ordered by type name.
-  std::vector<manifest_entry> manifest() const;
+  /// The silo's grain manifest (membership.hpp `grain_type_info`): one entry per
+  /// registered type, ordered by type name.
+  std::vector<grain_type_info> manifest() const;
 
   /// Number of registered types.
   size_t size() const { return types_.size(); }

@@ -23,9 +23,10 @@
 ///     (`departed_silo`, `activation_deactivated`, `silo_unavailable`, application errors).
 ///     `departed_silo` and `activation_deactivated` also drop the cached address.
 ///   The service always answers, so callers may use `caf::infinite` (see grain_call.hpp).
-/// - `(pl_view_atom, placement_view)`: the latest membership view (SPEC §4.2). Views not
-///   newer than the current one are ignored. Cache entries pointing at a silo that is not
-///   Active are dropped.
+/// - `(mb_snapshot_atom, membership_snapshot)`: the latest view from the silo's membership
+///   agent (SPEC §4.2; subscribe the service with `mb_subscribe_atom`). Every snapshot the
+///   agent sends is applied (the agent orders them). Cache entries pointing at a silo that
+///   is not Active are dropped.
 /// - `(pl_inval_atom, grain_id g, silo_address s, activation_tag t)`: drop the cached
 ///   address of `g` if it still names (s, t) (sent by a catalog whose activation left).
 /// - `(pl_stop_atom) -> ok_atom`: SPEC §3.5 stage 2001: every waiting message fails
@@ -73,12 +74,12 @@
 #include <caf/actor_clock.hpp>
 #include <caf/fwd.hpp>
 #include <caf/message.hpp>
-#include <caf/meta/type_name.hpp>
 #include <caf/response_promise.hpp>
 
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/placement_atoms.hpp"
 
 namespace cafmesh {
@@ -86,36 +87,6 @@ namespace cafmesh {
 namespace config {
 struct mesh_config;
 } // namespace config
-
-/// One silo as placement sees it: address, whether it is Active, and its grain manifest.
-struct placement_silo {
-  silo_address addr;
-  bool active = false;
-  std::vector<manifest_entry> manifest;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, placement_silo& x) {
-  return f(caf::meta::type_name("cafmesh.placement_silo"), x.addr, x.active, x.manifest);
-}
-
-/// What placement and the catalog need from one membership snapshot (SPEC §4.2): its
-/// version and every silo row. Built from the membership agent's snapshots by the silo.
-struct placement_view {
-  uint64_t version = 0;
-  std::vector<placement_silo> silos;
-
-  /// The row of `s`, or nullptr.
-  const placement_silo* find(const silo_address& s) const;
-
-  /// True if `s` is Active in this view.
-  bool is_active(const silo_address& s) const;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, placement_view& x) {
-  return f(caf::meta::type_name("cafmesh.placement_view"), x.version, x.silos);
-}
 
 /// The placement service's settings (SPEC §11 `placement.*`, `directory.*`, `grain_call.*`).
 struct placement_config {
@@ -143,7 +114,9 @@ struct placement_waiter {
 struct placement_item {
   uint64_t id = 0;
   grain_id grain;
-  manifest_entry info;                    ///< the type as the local registry knows it
+  grain_type_info info;                   ///< the type as the local registry knows it
+  grain_kind kind = grain_kind::single_activation;
+  uint32_t local_limit = 1;
   int64_t created_ms = 0;                 ///< virtual ms (service clock) at creation
   uint32_t lookup_attempts = 0;
   std::vector<placement_waiter> waiters;
@@ -167,7 +140,7 @@ struct placement_state {
   grain_registry_ptr registry;
   caf::actor centre;
   caf::actor directory;
-  placement_view view;
+  membership_snapshot view;
   std::mt19937_64 rng;
   std::vector<std::map<grain_id, placement_item>> workers;
   /// Cached single-activation addresses.

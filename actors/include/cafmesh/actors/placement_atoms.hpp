@@ -11,7 +11,6 @@ namespace cafmesh {
 
 // -- placement service (placement.hpp) -------------------------------------------
 using pl_call_atom = caf::atom_constant<caf::atom("plcall")>;
-using pl_view_atom = caf::atom_constant<caf::atom("plview")>;
 using pl_inval_atom = caf::atom_constant<caf::atom("plinval")>;
 using pl_stop_atom = caf::atom_constant<caf::atom("plstop")>;
 using pl_deadline_atom = caf::atom_constant<caf::atom("pldeadline")>;
