@@ -209,6 +209,7 @@ void pump(ct_actor* self, uint32_t tag) {
   auto turn = std::move(a.queue.front());
   a.queue.pop_front();
   a.turn_open = true;
+  st.last_forward_count = turn.forward_count;
   ++a.idle_seq; // a pending idle timer is stale now
   auto rp = turn.rp;
   ask_any(self, a.actor, caf::infinite, std::move(turn.payload),

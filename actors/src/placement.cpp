@@ -174,15 +174,9 @@ fault no_candidate_fault(const membership_snapshot& v, const std::string& type,
                  + "]"};
 }
 
-/// Step (3)-(6) of a work item whose lookup found nothing.
-void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
-  auto& st = self->state;
-  auto item = find_item(self, idx, g, id);
-  if (item == nullptr)
-    return;
-  auto info = item->info;
-  auto kind = item->kind;
-  auto local_limit = item->local_limit;
+/// Silos Active in the latest view whose manifest lists `info.type` with the same interface
+/// version, ordered by rendered address (SPEC §5.4 "Compatibility").
+std::vector<silo_address> candidates_for(const placement_state& st, const grain_type_info& info) {
   std::vector<silo_address> candidates;
   for (auto& row : st.view.rows) {
     if (row.status != silo_status::active)
@@ -192,6 +186,19 @@ void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
       candidates.push_back(row.silo);
   }
   std::sort(candidates.begin(), candidates.end());
+  return candidates;
+}
+
+/// Step (3)-(6) of a work item whose lookup found nothing.
+void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
+  auto& st = self->state;
+  auto item = find_item(self, idx, g, id);
+  if (item == nullptr)
+    return;
+  auto info = item->info;
+  auto kind = item->kind;
+  auto local_limit = item->local_limit;
+  auto candidates = candidates_for(st, info);
   if (candidates.empty()) {
     ++st.stats.no_candidate;
     fail_item(self, idx, g,
@@ -248,8 +255,18 @@ void start_lookup(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
           start_lookup(self, idx, g, id);
           return;
         }
-        self->state.log.debug("lookup of " + g.to_string() + " failed, retrying: "
-                              + to_fault(e).render());
+        auto& st = self->state;
+        auto item = find_item(self, idx, g, id);
+        if (candidates_for(st, item->info).empty()) {
+          // Nothing Active could host it, and without an Active silo the directory cannot
+          // answer either: fail now instead of waiting for the deadline.
+          ++st.stats.no_candidate;
+          fail_item(self, idx, g,
+                    no_candidate_fault(st.view, item->info.type,
+                                       std::to_string(item->info.interface_version)));
+          return;
+        }
+        st.log.debug("lookup of " + g.to_string() + " failed, retrying: " + to_fault(e).render());
         self->delayed_send(self, std::chrono::milliseconds(self->state.cfg.unstable_retry_ms),
                            pl_retry_atom::value, static_cast<uint64_t>(idx), g, id);
       });

@@ -123,6 +123,7 @@ struct catalog_state {
   std::map<uint32_t, grain_id> departed;            ///< tags that lived here and left
   std::map<grain_id, std::string> failures;         ///< the activation-failure registry
   std::vector<caf::response_promise> all_gone;      ///< `ct_deact_all` waiters
+  int32_t last_forward_count = -1;                  ///< forward count of the last turn started
   catalog_stats stats;
   log::logger log = log::get("catalog");
 
