@@ -8,6 +8,7 @@
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/actors/membership.hpp"
+#include "cafmesh/actors/request_any.hpp"
 
 namespace cafmesh {
 
@@ -87,21 +88,13 @@ caf::error unavailable_error(const silo_address& s, std::string text) {
   return to_error(f);
 }
 
-/// Asks `h` with `payload` and calls `done(reply, error)` with the reply's elements or the
-/// error. CAF 0.17 has no catch-all response handler: a handler that never matches turns
-/// every real reply into `unexpected_response`, whose context is the reply itself.
+/// Asks `h` with `payload` (no timeout) and calls `done(reply, error)`.
 template <class F>
 void ask_any(mc_actor* self, const caf::actor& h, caf::message payload, F done) {
-  self->request(h, caf::infinite, std::move(payload))
-    .then([=](mc_never_atom) mutable {
-            done(caf::make_message(mc_never_atom::value), caf::error{});
-          },
-          [=](caf::error& e) mutable {
-            if (e == caf::sec::unexpected_response)
-              done(e.context(), caf::error{});
-            else
-              done(caf::message{}, std::move(e));
-          });
+  request_any(
+    self, h, 0, std::move(payload),
+    [done](caf::message reply) mutable { done(std::move(reply), caf::error{}); },
+    [done](caf::error e) mutable { done(caf::message{}, std::move(e)); });
 }
 
 void transmit(mc_actor* self, wire_frame f) {

@@ -120,8 +120,15 @@ void deliver(net_actor* self, sim_frame& sf) {
   auto& st = self->state;
   const auto& h = sf.header;
   bool is_request = !h.is_response && h.correlation_id != 0;
-  if (st.dead.count(h.src) > 0 || st.dead.count(h.dst) > 0) {
+  if (st.dead.count(h.src) > 0) {
     note(self, "lost", sf.text);
+    return;
+  }
+  if (st.dead.count(h.dst) > 0) {
+    // As a connection attempt to a dead peer fails: a request bounces to its source.
+    note(self, is_request ? "bounce" : "lost", sf.text);
+    if (is_request)
+      bounce(self, h, caf::error{});
     return;
   }
   auto dst = st.centres.find(h.dst);

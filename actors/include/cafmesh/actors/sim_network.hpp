@@ -21,8 +21,9 @@
 ///   `heal(a, b)`; held frames keep their link order and are delivered at the release
 ///   instant. `drop(rule)` discards the next `count` frames matching the rule (the caller of
 ///   a dropped request sees only its own timeout). `delay(src, dst, min, max)` overrides a
-///   link's latency range. `kill(s)`: frames to or from `s` are discarded (`lost`) from now
-///   on and `s`'s centre is told nothing more; the world makes `s`'s actors exit.
+///   link's latency range. `kill(s)`: from now on frames from `s` are discarded (`lost`),
+///   requests to `s` bounce (their callers fail `departed_silo`), other frames to `s` are
+///   `lost`; the world makes `s`'s actors exit.
 /// - **Departure**: the network monitors every attached centre. When one exits, every
 ///   other attached centre receives `(mc_gone_atom, silo)`, as a real peer sees its
 ///   connection drop; a request frame for a silo that is not attached (or dead) is
