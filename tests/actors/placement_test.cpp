@@ -90,19 +90,26 @@ TEST_CASE_FIXTURE(pl_fixture, "placement: a single-activation call activates, re
   CHECK(served_by(*first) == a.to_string()); // prefer-local, A is Active
   CHECK(first->reply.get_as<int>(1) == 42);
   auto owner = ring_owner(w.active_set(), g);
-  CHECK(w.partition_of(owner).entries.count(g) == 1);
+  caf::anon_send(p, probe_ask_atom::value, w.at(owner).partition,
+                 caf::make_message(dir_entries_atom::value), int64_t{1000}, std::string{"entries"});
+  REQUIRE(run_until([&] { return answered(p, 2); }));
+  auto ents = answer(p, "entries")->reply.get_as<std::vector<activation_address>>(0);
+  REQUIRE(ents.size() == 1);
+  CHECK(ents[0].grain == g);
+  CHECK(ents[0].silo == a);
   CHECK(w.placement_of(a).stats.lookups == 1);
-  CHECK(w.placement_of(a).cache.count(g) == 1);
+  CHECK(w.placement_of(a).dir.lookups_sent() == 1);
+  CHECK(static_cast<bool>(w.placement_of(a).cache.get(g)));
   // A second call goes straight to the cached activation: no lookup, no new item.
   call(p, w.at(a).placement, g, echo(1), "second");
-  REQUIRE(run_until([&] { return answered(p, 2); }));
+  REQUIRE(run_until([&] { return answered(p, 3); }));
   CHECK(served_by(*answer(p, "second")) == a.to_string());
   CHECK(w.placement_of(a).stats.lookups == 1);
   CHECK(w.placement_of(a).stats.cache_hits == 1);
   CHECK(w.catalog_of(a).stats.activated == 1);
   // From B: the lookup finds A's activation; no second activation anywhere.
   call(p, w.at(b).placement, g, echo(2), "from-b");
-  REQUIRE(run_until([&] { return answered(p, 3); }));
+  REQUIRE(run_until([&] { return answered(p, 4); }));
   CHECK(served_by(*answer(p, "from-b")) == a.to_string());
   CHECK(w.catalog_of(b).stats.activated == 0);
   CHECK(w.catalog_of(c).stats.activated == 0);
