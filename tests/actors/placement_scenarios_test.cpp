@@ -5,6 +5,7 @@
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/catalog.hpp"
+#include "cafmesh/actors/grain_call.hpp"
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/placement.hpp"
 #include "cafmesh/testing/fixture.hpp"
@@ -276,7 +277,12 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: a message queued to a deactivating activ
   CHECK(w.catalog_of(a).activations.begin()->second.queue.size() == 1);
   w.set_status(a, silo_status::shutting_down);
   ask(p, w.at(a).catalog, caf::make_message(ct_deact_all_atom::value), "deact");
-  REQUIRE(run_until([&] { return answered(p, 3); }));
+  run_to(1000);
+  // Arriving while it deactivates (A's cache still names it): held as well.
+  call(p, w.at(a).placement, g, echo(7), "late");
+  REQUIRE(run_until([&] { return answered(p, 4); }));
+  CHECK(served_by(*answer(p, "late")) == b.to_string());
+  CHECK(answer(p, "late")->t_ms == 2000);
   CHECK(served_by(*answer(p, "turn")) == a.to_string());
   CHECK(answer(p, "turn")->t_ms == 2000);
   auto q = answer(p, "queued");
@@ -284,7 +290,7 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: a message queued to a deactivating activ
   CHECK(q->t_ms == 2000);
   CHECK(q->reply.get_as<int>(1) == 10);
   CHECK(answer(p, "deact")->t_ms == 2000);
-  CHECK(w.catalog_of(a).stats.rerouted == 1);
+  CHECK(w.catalog_of(a).stats.rerouted == 2);
   CHECK(w.catalog_of(b).stats.activated == 1);
   CHECK(w.catalog_of(b).last_forward_count == 1);
   REQUIRE(static_cast<bool>(w.placement_of(a).cache.get(g)));
@@ -484,4 +490,89 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: a call that left placement times out r
   auto f = to_fault(x->error);
   CHECK(f.code == mesh_errc::response_timeout);
   CHECK(f.text == "grain call to slow/h timed out after 30 s");
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "placement: a departed silo fails the call departed_silo and drops the cached address") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto p = spawn_probe();
+  grain_id g{"podhub", "portal/dep"};
+  call(p, w.at(b).placement, g, echo(1), "on-b");
+  REQUIRE(run_until([&] { return has(p, "on-b"); }));
+  call(p, w.at(a).placement, g, echo(2), "from-a");
+  REQUIRE(run_until([&] { return has(p, "from-a"); }));
+  CHECK(served_by(*answer(p, "from-a")) == b.to_string());
+  REQUIRE(static_cast<bool>(w.placement_of(a).cache.get(g)));
+  w.kill(b);
+  call(p, w.at(a).placement, g, echo(3), "dead");
+  REQUIRE(run_until([&] { return has(p, "dead"); }));
+  auto f = to_fault(answer(p, "dead")->error);
+  CHECK(f.code == mesh_errc::departed_silo);
+  CHECK(!static_cast<bool>(w.placement_of(a).cache.get(g)));
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "placement: a silo with another interface version is no candidate and is listed as known with the type") {
+  placement_world w{*this};
+  world_silo_options v2;
+  v2.registry = [](const silo_address& s) {
+    auto r = std::make_shared<grain_registry>();
+    r->add_single("messagehub", placement_strategy::random, echo_grain(s), 2);
+    return r;
+  };
+  auto a = w.add_silo("a", v2).addr; // hosts messagehub v2 only
+  world_silo_options none;
+  none.registry = [](const silo_address& s) {
+    auto r = std::make_shared<grain_registry>();
+    r->add_single("messagehub", placement_strategy::random, echo_grain(s), 1);
+    return r;
+  };
+  auto b = w.add_silo("b", none).addr;
+  w.set_status(b, silo_status::shutting_down); // the only v1 silo is leaving
+  auto p = spawn_probe();
+  call(p, w.at(b).placement, grain_id{"messagehub", "Org/Acme"}, echo(1), "v1");
+  REQUIRE(run_until([&] { return has(p, "v1"); }));
+  auto f = to_fault(answer(p, "v1")->error);
+  CHECK(f.code == mesh_errc::no_compatible_silo);
+  CHECK(f.text == "no active silo is compatible with grain type messagehub (interface version 1); "
+                  "silos known with this type: [" + a.to_string() + ", " + b.to_string() + "]");
+  CHECK(w.catalog_of(a).stats.activated == 0);
+}
+
+namespace {
+
+struct caller_state {
+  std::vector<caf::message> replies;
+  std::vector<fault> faults;
+  static inline const char* name = "test.caller";
+};
+
+caf::behavior grain_caller(caf::stateful_actor<caller_state>* self, caf::actor placement) {
+  grain_call(self, placement, grain_id{"messagehub", "Org/Call"}, echo(20))
+    .then([=](const std::string& silo, int x) { self->state.replies.push_back(caf::make_message(silo, x)); },
+          [=](caf::error& e) { self->state.faults.push_back(to_fault(e)); });
+  grain_call(self, placement, grain_id{"nothere", "x"}, echo(1))
+    .then([=](const std::string& silo, int x) { self->state.replies.push_back(caf::make_message(silo, x)); },
+          [=](caf::error& e) { self->state.faults.push_back(to_fault(e)); });
+  return {[](pt_done_atom) {}};
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(sc_fixture, "grain call: any actor of a silo calls a grain through its placement service and gets the reply or a fault") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto c = track(sys.spawn(grain_caller, w.at(a).placement));
+  REQUIRE(run_until([&] {
+    auto& st = state_of<caller_state>(c);
+    return st.replies.size() + st.faults.size() == 2;
+  }));
+  auto& st = state_of<caller_state>(c);
+  REQUIRE(st.replies.size() == 1);
+  CHECK(st.replies[0].get_as<std::string>(0) == a.to_string());
+  CHECK(st.replies[0].get_as<int>(1) == 40);
+  REQUIRE(st.faults.size() == 1);
+  CHECK(st.faults[0].code == mesh_errc::no_compatible_silo);
+  CHECK(st.faults[0].text == "no active silo is compatible with grain type nothere (interface version ?); "
+                             "silos known with this type: []");
 }

@@ -113,6 +113,8 @@ struct world_silo_options {
   int64_t deactivation_timeout_ms = 30000;
   int64_t idle_deactivation_ms = 0;
   bool activate = true;             ///< join and publish Active
+  /// Builds the silo's registry; `test_registry` if empty.
+  std::function<std::shared_ptr<grain_registry>(const silo_address&)> registry;
 };
 
 /// N simulated silos in one fixture actor system (latency 0 by default: exact timings).
@@ -143,7 +145,7 @@ public:
     s.centre = m.mc;
     s.agent = m.agent;
     s.partition = m.partition;
-    s.registry = test_registry(s.addr);
+    s.registry = opt.registry ? opt.registry(s.addr) : test_registry(s.addr);
     auto& sys = fx_.sys;
     placement_config pc;
     pc.self = s.addr;
@@ -183,6 +185,12 @@ public:
   /// Stalls `s` (undetectable: membership never notices).
   void stall(const silo_address& s) {
     caf::anon_send(net_.net, sim_stall_atom::value, s, false);
+    fx_.run();
+  }
+
+  /// Kills `s` in the network: frames to it bounce, its centre hears nothing more.
+  void kill(const silo_address& s) {
+    caf::anon_send(net_.net, sim_kill_atom::value, s);
     fx_.run();
   }
 
