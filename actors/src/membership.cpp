@@ -144,6 +144,7 @@ caf::error refused(mesh_errc code, std::string text) {
 
 struct oracle_state {
   membership_oracle_config cfg;
+  caf::actor net; ///< the sim_network, whose trace records every snapshot
   membership_snapshot snap;
   std::vector<caf::actor> subscribers;
   std::set<silo_address> silent;         ///< currently silent silos
@@ -159,6 +160,12 @@ using oracle_actor = caf::stateful_actor<oracle_state>;
 void publish(oracle_actor* self) {
   auto& st = self->state;
   ++st.snap.version;
+  if (st.net) {
+    std::string line = "membership v" + std::to_string(st.snap.version) + ":";
+    for (const auto& r : st.snap.rows)
+      line += " " + r.silo.to_string() + "=" + to_string(r.status);
+    self->send(st.net, sim_note_atom::value, std::move(line));
+  }
   for (auto& sub : st.subscribers)
     self->send(sub, mb_snapshot_atom::value, st.snap);
 }
@@ -209,6 +216,7 @@ void on_silence(oracle_actor* self, const silo_address& s, bool alive) {
 caf::behavior membership_oracle(oracle_actor* self, membership_oracle_config cfg,
                                 caf::actor net) {
   self->state.cfg = cfg;
+  self->state.net = net;
   self->state.log = log::get("membership");
   if (net)
     self->send(net, sim_watch_atom::value, caf::actor_cast<caf::actor>(self));

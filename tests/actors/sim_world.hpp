@@ -146,6 +146,25 @@ public:
     fx_.run();
   }
 
+  /// Kills `s` (SPEC §12.1 `kill`): the network drops its traffic and its actors exit
+  /// without a lifecycle stop.
+  void kill(const silo_address& s) {
+    caf::anon_send(net, sim_kill_atom::value, s);
+    if (auto i = members.find(s); i != members.end()) {
+      caf::anon_send_exit(i->second.agent, caf::exit_reason::kill);
+      caf::anon_send_exit(i->second.partition, caf::exit_reason::kill);
+    }
+    caf::anon_send_exit(centres.at(s), caf::exit_reason::kill);
+    fx_.run();
+  }
+
+  /// Restarts `s` (SPEC §12.1 `restart`): kills it if still alive and adds a member on the
+  /// same host and port with the next generation (not joined yet).
+  sim_silo& restart(const silo_address& s) {
+    kill(s);
+    return add_member(s.host, s.port);
+  }
+
   /// Publishes a status of `s` through its agent and runs until idle.
   void set_status(const silo_address& s, silo_status to) {
     caf::anon_send(members.at(s).agent, mb_status_atom::value, to);

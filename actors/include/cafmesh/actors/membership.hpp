@@ -29,7 +29,8 @@
 ///   (`spawn_membership_oracle(sys, cfg, net)`). When a silo falls silent — its centre
 ///   exited, it was killed, or it was stalled with `detectable = true` — the oracle declares
 ///   it Dead after `failure_detection_ms` of uninterrupted silence; an unstall before that
-///   cancels. A stall with `detectable = false` is never noticed (S12.59).
+///   cancels. A stall with `detectable = false` is never noticed (S12.59). Every snapshot is
+///   also noted in the network's trace: `note membership v{n}: {silo}={Status} ...`.
 ///
 /// ## membership_agent (one per silo or pure client; untyped `caf::actor`)
 /// - `(mb_snapshot_atom, membership_snapshot)` from the oracle: applied only if its version
