@@ -91,20 +91,12 @@ void invalidate(pl_actor* self, const grain_id& g, const silo_address& s, activa
 void send_to(pl_actor* self, const grain_id& g, const silo_address& s, activation_tag t,
              placement_waiter w) {
   auto& st = self->state;
-  bool local_stateless = t.value == 0 && s == st.cfg.self;
-  if (local_stateless)
-    ++st.local_busy[g.type];
   auto call = make_call(s, component::activation, ct_invoke_atom::value, g, t, w.forward_count,
                         std::move(w.payload));
   auto rp = w.rp;
   auto timeout_ms = st.cfg.response_timeout_ms;
   ask_any(self, st.centre, std::chrono::milliseconds(timeout_ms), std::move(call),
           [=](caf::message reply, caf::error err) mutable {
-            if (local_stateless) {
-              auto& busy = self->state.local_busy[g.type];
-              if (busy > 0)
-                --busy;
-            }
             if (!err) {
               rp.deliver(std::move(reply));
               return;
@@ -197,7 +189,6 @@ void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
     return;
   auto info = item->info;
   auto kind = item->kind;
-  auto local_limit = item->local_limit;
   auto candidates = candidates_for(st, info);
   if (candidates.empty()) {
     ++st.stats.no_candidate;
@@ -205,10 +196,10 @@ void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
               no_candidate_fault(st.view, info.type, std::to_string(info.interface_version)));
     return;
   }
+  // The local limit of a stateless worker is enforced by the local catalog: it creates
+  // activations while all are busy and fewer than the limit exist, and queues beyond.
   bool local_ok = std::find(candidates.begin(), candidates.end(), st.cfg.self)
                   != candidates.end();
-  if (local_ok && kind == grain_kind::stateless_worker)
-    local_ok = st.local_busy[info.type] < local_limit;
   auto target = pick_silo(info.strategy, st.cfg.self, local_ok, candidates, st.rng);
   if (kind == grain_kind::stateless_worker) {
     complete(self, idx, g, target, activation_tag{0}, false);
@@ -338,7 +329,6 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg, gra
       item.grain = g;
       item.info = t->info;
       item.kind = t->kind;
-      item.local_limit = t->local_limit;
       item.created_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           self->clock().now() - st.origin)
                           .count();

@@ -576,3 +576,22 @@ TEST_CASE_FIXTURE(sc_fixture, "grain call: any actor of a silo calls a grain thr
   CHECK(st.faults[0].text == "no active silo is compatible with grain type nothere (interface version ?); "
                              "silos known with this type: []");
 }
+
+TEST_CASE_FIXTURE(sc_fixture, "placement: a burst of stateless-worker calls at one instant stays on the Active local silo, queued at its local limit, never spilled to a stalled peer") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  w.add_silo("b");
+  auto c = w.add_silo("c").addr;
+  w.stall(c); // undetected
+  auto p = spawn_probe();
+  auto t0 = now_ms();
+  for (int i = 0; i < 20; ++i)
+    call(p, w.at(a).placement, grain_id{"routing", "default"}, echo(i), "r" + std::to_string(i));
+  REQUIRE(run_until([&] { return answered(p, 20); }));
+  for (auto& x : probe_of(p).answers) {
+    CHECK(x.t_ms == t0);
+    CHECK(served_by(x) == a.to_string());
+  }
+  CHECK(w.catalog_of(a).stats.activated == 1); // local limit 1: one activation, turns queued
+  CHECK(w.catalog_of(a).stats.turns == 20);
+}

@@ -48,9 +48,18 @@
 /// interface version as the local registry's (the local silo only if it is Active too).
 /// "At random": candidates ordered by rendered address, index `next() % n` of a
 /// `std::mt19937_64` seeded `seed ^ fnv1a64("placement/" + rendered self address)`.
-/// stateless worker: local if candidate and fewer calls of the type are in flight to the
-/// local silo (sent by this service, not yet answered) than the type's local limit;
-/// prefer-local: local if candidate; otherwise (and for random) at random.
+/// stateless worker and prefer-local: the local silo if it is a candidate, otherwise at
+/// random; random: at random.
+///
+/// **Stateless workers and the local limit (interpretation of SPEC §5.5).** The "fewer
+/// busy activations than the local limit" test is made by the local catalog, which adds an
+/// activation while every existing one is in a turn and fewer than the limit exist, and
+/// queues the message on the least-loaded one beyond that. Placement never sends a
+/// stateless-worker message away from an Active compatible local silo just because its
+/// activation is busy: such a spill picks uniformly among Active silos, including an
+/// undetected stalled one (S12.59), and would turn a local queueing delay of microseconds
+/// into a 30 s `response_timeout`. The burst test in placement_scenarios_test.cpp shows
+/// the difference (20 calls at one instant: all served locally).
 ///
 /// ## Directory
 /// Lookups go through a `directory_client` (directory.hpp) inside the service, built with
@@ -116,7 +125,6 @@ struct placement_item {
   grain_id grain;
   grain_type_info info;                   ///< the type as the local registry knows it
   grain_kind kind = grain_kind::single_activation;
-  uint32_t local_limit = 1;
   int64_t created_ms = 0;                 ///< virtual ms (service clock) at creation
   uint32_t lookup_attempts = 0;
   std::vector<placement_waiter> waiters;
@@ -145,8 +153,6 @@ struct placement_state {
   std::vector<std::map<grain_id, placement_item>> workers;
   /// Cached single-activation addresses (SPEC §5.2 "Cache").
   directory_cache cache;
-  /// Calls in flight to stateless-worker activations on this silo, per type.
-  std::map<std::string, uint32_t> local_busy;
   uint64_t next_item_id = 0;
   bool stopped = false;
   placement_stats stats;
@@ -164,7 +170,7 @@ caf::actor spawn_placement_service(caf::actor_system& sys, placement_config cfg,
 
 /// Picks the silo for a new activation of a grain of type `info` (SPEC §5.5) among
 /// `candidates` (Active, compatible, ordered by rendered address, non-empty).
-/// `local_ok`: the local silo is a candidate and, for stateless workers, below its limit.
+/// `local_ok`: the local silo is a candidate.
 silo_address pick_silo(placement_strategy strategy, const silo_address& self, bool local_ok,
                        const std::vector<silo_address>& candidates, std::mt19937_64& rng);
 
