@@ -7,6 +7,7 @@
 #include "cafmesh/actors/catalog.hpp"
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/placement.hpp"
+#include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/testing/fixture.hpp"
 #include "placement_world.hpp"
 #include "sim_world.hpp"
@@ -134,4 +135,62 @@ TEST_CASE_FIXTURE(pl_fixture, "catalog: activation tags are 8 lower-case hex dig
     hexes.insert(h);
   }
   CHECK(hexes.size() == 50);
+}
+
+TEST_CASE("placement and catalog configs take the SPEC 11 defaults from mesh_config") {
+  config::mesh_config m;
+  silo_address s{"h", 1, 7};
+  auto pc = make_placement_config(m, s);
+  CHECK(pc.self == s);
+  CHECK(pc.seed == 1);
+  CHECK(pc.timeout_ms == 30000);
+  CHECK(pc.worker_count == 16);
+  CHECK(pc.max_forward_count == 2);
+  CHECK(pc.lookup_attempt_timeout_ms == 5000);
+  CHECK(pc.response_timeout_ms == 30000);
+  CHECK(pc.ring_points_per_silo == 16);
+  CHECK(pc.stateless_worker_bypass);
+  auto cc = make_catalog_config(m, s);
+  CHECK(cc.self == s);
+  CHECK(cc.deactivation_timeout_ms == 30000);
+  CHECK(cc.activation_timeout_ms == 30000);
+  CHECK(cc.max_forward_count == 2);
+  CHECK(cc.lookup_attempt_timeout_ms == 5000);
+  CHECK(cc.stateless_worker_bypass);
+  m.directory.stateless_worker_bypass = false;
+  m.placement.worker_count = 4;
+  CHECK_FALSE(make_placement_config(m, s).stateless_worker_bypass);
+  CHECK_FALSE(make_catalog_config(m, s).stateless_worker_bypass);
+  CHECK(make_placement_config(m, s).worker_count == 4);
+}
+
+TEST_CASE_FIXTURE(pl_fixture, "placement: work items are spread over worker_count workers by fnv1a64(grain id) mod 16") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto c = w.add_silo("c").addr;
+  w.stall(c);
+  auto p = spawn_probe();
+  std::vector<grain_id> ids;
+  for (int i = 0; ids.size() < 8; ++i) {
+    grain_id g{"messagehub", "w" + std::to_string(i)};
+    if (ring_owner(w.active_set(), g) == c)
+      ids.push_back(g);
+  }
+  for (auto& g : ids) {
+    call(p, w.at(a).placement, g, echo(1), g.key);
+    call(p, w.at(a).placement, g, echo(2), g.key + "-again");
+  }
+  run();
+  auto& st = w.placement_of(a);
+  REQUIRE(st.workers.size() == 16);
+  size_t items = 0;
+  for (size_t i = 0; i < 16; ++i)
+    for (auto& kv : st.workers[i]) {
+      ++items;
+      CHECK(fnv1a64(kv.first.to_string()) % 16 == i);
+      CHECK(kv.second.waiters.size() == 2); // one item per grain id, batching both calls
+    }
+  CHECK(items == 8);
+  CHECK(st.stats.items_created == 8);
+  CHECK(st.stats.joined == 8);
 }
