@@ -595,3 +595,20 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: a burst of stateless-worker calls at o
   CHECK(w.catalog_of(a).stats.activated == 1); // local limit 1: one activation, turns queued
   CHECK(w.catalog_of(a).stats.turns == 20);
 }
+
+TEST_CASE_FIXTURE(sc_fixture, "placement: the random strategy takes candidates ordered by rendered address at index next() mod n of the silo's seeded PRNG") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto c = w.add_silo("c").addr;
+  auto picks = expected_picks(a, 1, {c, a, b}, 12);
+  auto p = spawn_probe();
+  for (int i = 0; i < 12; ++i) {
+    auto tag = "h" + std::to_string(i);
+    call(p, w.at(a).placement, grain_id{"messagehub", "Org/" + tag}, echo(i), tag);
+    REQUIRE(run_until([&] { return has(p, tag); }));
+    CHECK(served_by(*answer(p, tag)) == picks[static_cast<size_t>(i)].to_string());
+  }
+  std::set<silo_address> used(picks.begin(), picks.end());
+  CHECK(used.size() == 3); // the sequence reaches every candidate, A included
+}
