@@ -151,6 +151,10 @@ void call_for(caf::event_based_actor* self, const caf::actor& mc, int64_t timeou
 
 // -- client -----------------------------------------------------------------------------
 
+directory_client_config make_directory_client_config(const config::directory_section& dir) {
+  return directory_client_config{dir.ring_points_per_silo, dir.lookup_attempt_timeout_ms};
+}
+
 directory_client::directory_client(silo_address self_addr, caf::actor mc,
                                    directory_resolver resolver, directory_client_config cfg)
   : self_addr_(std::move(self_addr)),

@@ -66,6 +66,8 @@ struct message_center_state {
   /// Network mode: the peer centres' handles (proxies), and frames waiting for a connect.
   std::map<silo_address, caf::actor> links;
   std::map<silo_address, std::vector<wire_frame>> connecting;
+  /// Network mode: told `(sim_watch_atom, silo, false)` when a link goes down.
+  std::vector<caf::actor> watchers;
   std::map<component, caf::actor> components;
   std::map<uint64_t, pending_call> pending;
   uint64_t next_id = 1;
@@ -273,6 +275,8 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, caf::actor 
       st.links.erase(peer);
       st.log.info("link to " + peer.to_string() + " down: " + self->system().render(dm.reason));
       mark_departed(self, peer);
+      for (auto& w : st.watchers)
+        self->send(w, sim_watch_atom::value, peer, false);
     }
   });
   return {
@@ -366,6 +370,7 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, caf::actor 
       return caf::ok_atom::value;
     },
     [=](mc_whoami_atom) { return self->state.self_addr; },
+    [=](sim_watch_atom, const caf::actor& w) { self->state.watchers.push_back(w); },
     [=](mc_stats_atom) { return self->state.stats; },
   };
 }

@@ -213,6 +213,13 @@ void accept(net_actor* self, wire_frame& f) {
       return;
     }
   }
+  for (auto& r : st.drop_predicates) {
+    if (r.count > 0 && r.pred && r.pred(f)) {
+      --r.count;
+      note(self, "drop", text);
+      return;
+    }
+  }
   if (auto bad = first_unannounced(self->system(), f); !bad.empty()) {
     auto err = caf::make_error(caf::sec::unknown_type, "type not announced: " + bad);
     note(self, "lost", text + " (cannot serialize: type not announced: " + bad + ")");
@@ -325,6 +332,10 @@ caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
       self->state.drops.push_back(r);
       return caf::ok_atom::value;
     },
+    [=](sim_drop_atom, const drop_predicate& r) {
+      self->state.drop_predicates.push_back(r);
+      return caf::ok_atom::value;
+    },
     [=](sim_delay_atom, const silo_address& src, const silo_address& dst, int64_t min_ms,
         int64_t max_ms) {
       self->state.delays[link_key{src, dst}] = {min_ms, std::max(min_ms, max_ms)};
@@ -347,6 +358,10 @@ caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
 }
 
 } // namespace
+
+sim_network_config make_sim_network_config(const config::simulation_section& sim) {
+  return sim_network_config{sim.seed, sim.link_latency_min_ms, sim.link_latency_max_ms};
+}
 
 caf::actor spawn_sim_network(caf::actor_system& sys, sim_network_config cfg) {
   return sys.spawn(sim_network, cfg);

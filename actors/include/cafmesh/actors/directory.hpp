@@ -53,6 +53,7 @@
 #include "cafmesh/actors/atoms.hpp"
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/membership.hpp"
+#include "cafmesh/config/mesh_config.hpp"
 
 namespace cafmesh {
 
@@ -194,6 +195,9 @@ struct directory_client_config {
   /// Bound on one lookup request (SPEC §5.2); also bounds register and unregister.
   int64_t lookup_attempt_timeout_ms = 5000;
 };
+
+/// `directory.ring_points_per_silo` and `directory.lookup_attempt_timeout_ms` (SPEC §11).
+directory_client_config make_directory_client_config(const config::directory_section& dir);
 
 /// The directory operations of one silo, for use inside an event-based actor (placement
 /// workers, the catalog). Feed it every snapshot from the membership agent. Each call is

@@ -61,6 +61,9 @@
 ///   `silo_unavailable` ("silo {S} is not accepting application messages"); an inbound
 ///   one-way application message is dropped and logged. System traffic still passes.
 /// - `(mc_whoami_atom) -> silo_address`.
+/// - `(sim_watch_atom, caf::actor w)`: network mode: `w` receives `(sim_watch_atom,
+///   silo_address, false)` whenever a link to a peer goes down (the membership oracle's
+///   failure detector on the primary silo).
 /// - `(mc_stats_atom) -> message_center_stats`.
 /// Link side (used by links, not by components):
 /// - `(mc_frame_atom, wire_frame)`: a frame arriving from a link;
