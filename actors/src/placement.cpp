@@ -8,6 +8,7 @@
 #include "cafmesh/actors/catalog.hpp"
 #include "cafmesh/actors/directory.hpp"
 #include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/request_any.hpp"
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 
@@ -49,19 +50,13 @@ std::string seconds_text(int64_t ms) {
   return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
 }
 
-/// Asks `h` with `msg` and calls `done(reply, error)` with the reply's elements or the
-/// error. CAF 0.17 has no catch-all response handler: a handler that never matches turns
-/// every real reply into `unexpected_response`, whose context is the reply itself.
-template <class Timeout, class F>
-void ask_any(pl_actor* self, const caf::actor& h, Timeout timeout, caf::message msg, F done) {
-  self->request(h, timeout, std::move(msg))
-    .then([=](pl_never_atom) mutable { done(caf::make_message(pl_never_atom::value), caf::error{}); },
-          [=](caf::error& e) mutable {
-            if (e == caf::sec::unexpected_response)
-              done(e.context(), caf::error{});
-            else
-              done(caf::message{}, std::move(e));
-          });
+/// `request_any` with one completion: `done(reply, error)`, exactly one of them set.
+template <class F>
+void ask_any(pl_actor* self, const caf::actor& h, int64_t timeout_ms, caf::message msg, F done) {
+  request_any(
+    self, h, timeout_ms, std::move(msg),
+    [done](caf::message m) mutable { done(std::move(m), caf::error{}); },
+    [done](caf::error e) mutable { done(caf::message{}, std::move(e)); });
 }
 
 caf::error shutting_down_error(const placement_state& st) {
@@ -95,7 +90,7 @@ void send_to(pl_actor* self, const grain_id& g, const silo_address& s, activatio
                         std::move(w.payload));
   auto rp = w.rp;
   auto timeout_ms = st.cfg.response_timeout_ms;
-  ask_any(self, st.centre, std::chrono::milliseconds(timeout_ms), std::move(call),
+  ask_any(self, st.centre, timeout_ms, std::move(call),
           [=](caf::message reply, caf::error err) mutable {
             if (!err) {
               rp.deliver(std::move(reply));
