@@ -612,3 +612,31 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: the random strategy takes candidates o
   std::set<silo_address> used(picks.begin(), picks.end());
   CHECK(used.size() == 3); // the sequence reaches every candidate, A included
 }
+
+TEST_CASE_FIXTURE(sc_fixture, "placement: two silos placing one grain at once on different silos end on the registration winner, the loser deactivates") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto c = w.add_silo("c").addr;
+  auto pa = expected_picks(a, 1, {a, b, c}, 1)[0];
+  auto pb = expected_picks(b, 1, {a, b, c}, 1)[0];
+  REQUIRE(pa != pb); // the two placements activate on different silos
+  auto p = spawn_probe();
+  grain_id g{"messagehub", "Org/Race"};
+  call(p, w.at(a).placement, g, echo(1), "from-a");
+  call(p, w.at(b).placement, g, echo(2), "from-b");
+  REQUIRE(run_until([&] { return answered(p, 2); }));
+  auto sa = served_by(*answer(p, "from-a"));
+  auto sb = served_by(*answer(p, "from-b"));
+  CHECK(sa == sb);
+  CHECK((sa == pa.to_string() || sa == pb.to_string()));
+  size_t live = 0, gone = 0;
+  for (auto s : {a, b, c}) {
+    live += w.catalog_of(s).activations.size();
+    gone += w.catalog_of(s).stats.deactivated;
+  }
+  CHECK(live == 1);
+  CHECK(gone == 1);
+  CHECK(w.placement_of(a).cache.get(g)->silo.to_string() == sa);
+  CHECK(w.placement_of(b).cache.get(g)->silo.to_string() == sa);
+}
