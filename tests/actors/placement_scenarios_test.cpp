@@ -640,3 +640,28 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: two silos placing one grain at once on
   CHECK(w.placement_of(a).cache.get(g)->silo.to_string() == sa);
   CHECK(w.placement_of(b).cache.get(g)->silo.to_string() == sa);
 }
+
+TEST_CASE_FIXTURE(sc_fixture, "placement: with 1-5 ms link latency the placement timeout still fires 30 s after the item was created and calls elsewhere land") {
+  sim_network_config net;
+  net.seed = 7;
+  net.link_latency_min_ms = 1;
+  net.link_latency_max_ms = 5;
+  placement_world w{*this, net};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto c = w.add_silo("c").addr;
+  auto hub = owned_by(w.active_set(), c, "messagehub");
+  auto ok = owned_by(w.active_set(), b, "podhub");
+  w.stall(c);
+  auto p = spawn_probe();
+  run_to(now_ms() + 3);
+  auto t0 = now_ms();
+  call(p, w.at(a).placement, hub, echo(1), "hub");
+  call(p, w.at(a).placement, ok, echo(2), "ok");
+  REQUIRE(run_until([&] { return answered(p, 2); }));
+  CHECK(to_fault(answer(p, "hub")->error).code == mesh_errc::placement_timeout);
+  CHECK(answer(p, "hub")->t_ms == t0 + 30000);
+  CHECK_FALSE(answer(p, "ok")->error);
+  CHECK(served_by(*answer(p, "ok")) == a.to_string()); // prefer-local; its owner B was asked
+  CHECK(answer(p, "ok")->t_ms > t0);
+}
