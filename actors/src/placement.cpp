@@ -201,7 +201,8 @@ void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
     return;
   }
   ++st.stats.activations;
-  self->request(st.centre, caf::infinite,
+  // Bounded by the item's budget: the item has failed by then anyway.
+  self->request(st.centre, std::chrono::milliseconds(st.cfg.timeout_ms),
                 make_call(target, component::catalog, ct_activate_atom::value, g))
     .then(
       [=](activation_address& a) {
@@ -241,27 +242,27 @@ void start_lookup(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
         start_lookup(self, idx, g, id);
         return;
       }
-        auto& st = self->state;
-        auto item = find_item(self, idx, g, id);
-        if (candidates_for(st, item->info).empty()) {
-          // Nothing Active could host it, and without an Active silo the directory cannot
-          // answer either: fail now instead of waiting for the deadline.
-          ++st.stats.no_candidate;
-          fail_item(self, idx, g,
-                    no_candidate_fault(st.view, item->info.type,
-                                       std::to_string(item->info.interface_version)));
-          return;
-        }
-        st.log.debug("lookup of " + g.to_string() + " failed, retrying: " + to_fault(e).render());
-        self->delayed_send(self, std::chrono::milliseconds(self->state.cfg.unstable_retry_ms),
-                           pl_retry_atom::value, static_cast<uint64_t>(idx), g, id);
+      auto& st = self->state;
+      auto item = find_item(self, idx, g, id);
+      if (candidates_for(st, item->info).empty()) {
+        // Nothing Active could host it, and without an Active silo the directory cannot
+        // answer either: fail now instead of waiting for the deadline.
+        ++st.stats.no_candidate;
+        fail_item(self, idx, g,
+                  no_candidate_fault(st.view, item->info.type,
+                                     std::to_string(item->info.interface_version)));
+        return;
+      }
+      st.log.debug("lookup of " + g.to_string() + " failed, retrying: " + to_fault(e).render());
+      self->delayed_send(self, std::chrono::milliseconds(st.cfg.unstable_retry_ms),
+                         pl_retry_atom::value, static_cast<uint64_t>(idx), g, id);
       });
 }
 
 } // namespace
 
-static caf::behavior placement_service(pl_actor* self, placement_config cfg, grain_registry_ptr registry,
-                                caf::actor centre) {
+static caf::behavior placement_service(pl_actor* self, placement_config cfg,
+                                       grain_registry_ptr registry, caf::actor centre) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   if (st.cfg.worker_count < 1)
@@ -330,9 +331,12 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg, gra
       item.waiters.push_back(std::move(w));
       items.emplace(g, std::move(item));
       ++st.stats.items_created;
-      self->delayed_send(self, std::chrono::milliseconds(st.cfg.timeout_ms),
-                         pl_deadline_atom::value, static_cast<uint64_t>(idx), g, id);
+      // A null-directory lookup completes inside this call (no message at all); only an
+      // item still pending afterwards needs its deadline timer.
       start_lookup(self, idx, g, id);
+      if (find_item(self, idx, g, id) != nullptr)
+        self->delayed_send(self, std::chrono::milliseconds(st.cfg.timeout_ms),
+                           pl_deadline_atom::value, static_cast<uint64_t>(idx), g, id);
       return rp;
     },
     [=](pl_deadline_atom, uint64_t idx, const grain_id& g, uint64_t id) {
