@@ -333,13 +333,21 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
   st.placement = std::move(placement);
   st.rng.seed(st.cfg.seed ^ fnv1a64("catalog/" + st.cfg.self.to_string()));
   st.log = log::get("catalog").with_context(st.cfg.self.to_string());
-  // Activations are linked to the catalog (they never outlive it); their own exits are
-  // expected, any other exit ends the catalog and, through the links, its activations.
+  // Activations are linked to the catalog (they never outlive it). The catalog unlinks an
+  // activation before ending it; an exit arriving from a still-linked activation means it
+  // ended on its own. Any other exit ends the catalog and, through the links, its
+  // activations.
   self->set_exit_handler([=](caf::exit_msg& msg) {
     auto& st = self->state;
     for (auto& kv : st.activations)
-      if (kv.second.actor.address() == msg.source)
+      if (kv.second.actor.address() == msg.source) {
+        // The activation ended on its own (it quit or failed): it is gone; held messages
+        // are rerouted as after a deactivation.
+        st.log.warning(tag_of(kv.second) + " exited on its own: "
+                       + self->system().render(msg.reason));
+        finish(self, kv.first, false);
         return;
+      }
     if (msg.reason)
       self->quit(msg.reason);
   });

@@ -669,3 +669,24 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: with 1-5 ms link latency the placement
   CHECK(served_by(*answer(p, "ok")) == a.to_string()); // prefer-local; its owner B was asked
   CHECK(answer(p, "ok")->t_ms > t0);
 }
+
+TEST_CASE_FIXTURE(sc_fixture, "catalog: an activation that ends on its own is removed, later calls re-resolve to a fresh activation") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto p = spawn_probe();
+  grain_id g{"slow", "crash"};
+  call(p, w.at(a).placement, g, echo(1), "first");
+  REQUIRE(run_until([&] { return has(p, "first"); }));
+  auto tag = w.catalog_of(a).activations.begin()->second.tag;
+  call(p, w.at(a).placement, g, caf::make_message(pt_quit_atom::value), "quit");
+  REQUIRE(run_until([&] { return has(p, "quit"); }));
+  run(); // (the quitting handler still answered its turn, empty, before the actor ended)
+  CHECK(w.catalog_of(a).activations.empty());
+  REQUIRE(logs.count("exited on its own", log::level::warning) == 1);
+  CHECK(logs.find("exited on its own")[0].text.find(tag.to_string()) != std::string::npos);
+  CHECK(!static_cast<bool>(w.placement_of(a).cache.get(g)));
+  call(p, w.at(a).placement, g, echo(2), "again");
+  REQUIRE(run_until([&] { return has(p, "again"); }));
+  CHECK(served_by(*answer(p, "again")) == a.to_string());
+  CHECK(w.catalog_of(a).stats.activated == 2);
+}

@@ -36,6 +36,7 @@ using pt_echo_atom = caf::atom_constant<caf::atom("ptecho")>;
 using pt_slow_atom = caf::atom_constant<caf::atom("ptslow")>;
 using pt_done_atom = caf::atom_constant<caf::atom("ptdone")>;
 using pt_hold_atom = caf::atom_constant<caf::atom("pthold")>;
+using pt_quit_atom = caf::atom_constant<caf::atom("ptquit")>;
 
 /// The owner of `g` on the SPEC §5.1 ring over `active`; empty if none.
 inline silo_address ring_owner(const std::vector<silo_address>& active, const grain_id& g) {
@@ -55,7 +56,7 @@ inline activation_factory echo_grain(const silo_address& s) {
 
 /// Slow grain: `(pt_slow_atom, int64_t ms) -> std::string silo` after `ms` virtual ms (one
 /// turn held open that long); `(pt_echo_atom, int x) -> (silo, 2x)` at once;
-/// `(pt_hold_atom)` never answers.
+/// `(pt_hold_atom)` never answers; `(pt_quit_atom)` makes the activation quit (a crash).
 inline activation_factory slow_grain(const silo_address& s) {
   auto name = s.to_string();
   return [name](caf::event_based_actor* self, const grain_id&) -> caf::behavior {
@@ -77,6 +78,7 @@ inline activation_factory slow_grain(const silo_address& s) {
         held->push_back(self->make_response_promise());
         return held->back();
       },
+      [=](pt_quit_atom) { self->quit(caf::sec::runtime_error); },
     };
   };
 }
