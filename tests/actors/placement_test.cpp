@@ -44,16 +44,6 @@ struct pl_fixture : testing::fixture {
 
 caf::message echo(int x) { return caf::make_message(pt_echo_atom::value, x); }
 
-/// A key of `type` whose ring owner over `active` is `owner`.
-grain_id owned_by(const std::vector<silo_address>& active, const silo_address& owner,
-                  const std::string& type) {
-  for (int i = 0;; ++i) {
-    grain_id g{type, "k" + std::to_string(i)};
-    if (ring_owner(active, g) == owner)
-      return g;
-  }
-}
-
 } // namespace
 
 TEST_CASE("grain registry: manifest lists every type with strategy and interface version") {
