@@ -1,0 +1,384 @@
+#include "cafmesh/actors/placement.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/catalog.hpp"
+#include "cafmesh/actors/directory.hpp"
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/request_any.hpp"
+#include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/config/mesh_config.hpp"
+
+namespace cafmesh {
+
+const char* placement_state::name = "cafmesh.placement";
+
+placement_config make_placement_config(const config::mesh_config& cfg,
+                                       const silo_address& self) {
+  placement_config out;
+  out.self = self;
+  out.seed = cfg.simulation.seed;
+  out.timeout_ms = cfg.placement.timeout_ms;
+  out.worker_count = cfg.placement.worker_count;
+  out.max_forward_count = cfg.placement.max_forward_count;
+  out.lookup_attempt_timeout_ms = cfg.directory.lookup_attempt_timeout_ms;
+  out.ring_points_per_silo = cfg.directory.ring_points_per_silo;
+  out.stateless_worker_bypass = cfg.directory.stateless_worker_bypass;
+  out.response_timeout_ms = cfg.grain_call.response_timeout_ms;
+  return out;
+}
+
+silo_address pick_silo(placement_strategy strategy, const silo_address& self, bool local_ok,
+                       const std::vector<silo_address>& candidates, std::mt19937_64& rng) {
+  if (local_ok && strategy != placement_strategy::random)
+    return self;
+  return candidates[rng() % candidates.size()];
+}
+
+namespace {
+
+using pl_actor = caf::stateful_actor<placement_state>;
+
+/// Renders a duration in seconds: `30 s`, or `0.5 s` when not whole.
+std::string seconds_text(int64_t ms) {
+  if (ms % 1000 == 0)
+    return std::to_string(ms / 1000) + " s";
+  auto tenths = ms / 100;
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
+}
+
+/// `request_any` with one completion: `done(reply, error)`, exactly one of them set.
+template <class F>
+void ask_any(pl_actor* self, const caf::actor& h, int64_t timeout_ms, caf::message msg, F done) {
+  request_any(
+    self, h, timeout_ms, std::move(msg),
+    [done](caf::message m) mutable { done(std::move(m), caf::error{}); },
+    [done](caf::error e) mutable { done(caf::message{}, std::move(e)); });
+}
+
+caf::error shutting_down_error(const placement_state& st) {
+  fault f{mesh_errc::silo_unavailable, "silo " + st.cfg.self.to_string() + " is shutting down"};
+  f.silo = st.cfg.self;
+  return to_error(f);
+}
+
+size_t worker_of(const placement_state& st, const grain_id& g) {
+  return static_cast<size_t>(fnv1a64(g.to_string()) % st.workers.size());
+}
+
+placement_item* find_item(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
+  auto& items = self->state.workers[idx];
+  auto i = items.find(g);
+  if (i == items.end() || i->second.id != id)
+    return nullptr;
+  return &i->second;
+}
+
+void invalidate(pl_actor* self, const grain_id& g, const silo_address& s, activation_tag t) {
+  self->state.cache.invalidate(activation_address{g, s, t});
+}
+
+/// Sends one message to its activation: it leaves placement now (SPEC §5.4 "Response
+/// timeout"). A stateless-worker message carries tag 0: the target catalog picks.
+void send_to(pl_actor* self, const grain_id& g, const silo_address& s, activation_tag t,
+             placement_waiter w) {
+  auto& st = self->state;
+  auto call = make_call(s, component::activation, ct_invoke_atom::value, g, t, w.forward_count,
+                        std::move(w.payload));
+  auto rp = w.rp;
+  auto timeout_ms = st.cfg.response_timeout_ms;
+  ask_any(self, st.centre, timeout_ms, std::move(call),
+          [=](caf::message reply, caf::error err) mutable {
+            if (!err) {
+              rp.deliver(std::move(reply));
+              return;
+            }
+            fault f;
+            if (err == caf::sec::request_timeout)
+              f = fault{mesh_errc::response_timeout,
+                        "grain call to " + g.to_string() + " timed out after "
+                          + seconds_text(timeout_ms)};
+            else
+              f = to_fault(err);
+            if (f.code == mesh_errc::departed_silo || f.code == mesh_errc::activation_deactivated)
+              invalidate(self, g, s, t);
+            rp.deliver(to_error(f));
+          });
+}
+
+/// Ends a work item successfully: caches the address (single-activation) and sends every
+/// batched message on.
+void complete(pl_actor* self, size_t idx, const grain_id& g, const silo_address& s,
+              activation_tag t, bool cache) {
+  auto& items = self->state.workers[idx];
+  auto i = items.find(g);
+  if (i == items.end())
+    return;
+  auto waiters = std::move(i->second.waiters);
+  items.erase(i);
+  if (cache)
+    self->state.cache.put(activation_address{g, s, t});
+  for (auto& w : waiters)
+    send_to(self, g, s, t, std::move(w));
+}
+
+/// Ends a work item with `f` for every batched message, at this one instant.
+void fail_item(pl_actor* self, size_t idx, const grain_id& g, const fault& f) {
+  auto& items = self->state.workers[idx];
+  auto i = items.find(g);
+  if (i == items.end())
+    return;
+  auto waiters = std::move(i->second.waiters);
+  items.erase(i);
+  auto err = to_error(f);
+  for (auto& w : waiters)
+    w.rp.deliver(err);
+}
+
+std::string known_with_type(const membership_snapshot& v, const std::string& type) {
+  std::vector<std::string> names;
+  for (auto& row : v.rows)
+    if (row.find_type(type) != nullptr)
+      names.push_back(row.silo.to_string());
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (auto& n : names) {
+    if (!out.empty())
+      out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+fault no_candidate_fault(const membership_snapshot& v, const std::string& type,
+                         const std::string& version) {
+  return fault{mesh_errc::no_compatible_silo,
+               "no active silo is compatible with grain type " + type + " (interface version "
+                 + version + "); silos known with this type: [" + known_with_type(v, type)
+                 + "]"};
+}
+
+/// Silos Active in the latest view whose manifest lists `info.type` with the same interface
+/// version, ordered by rendered address (SPEC §5.4 "Compatibility").
+std::vector<silo_address> candidates_for(const placement_state& st, const grain_type_info& info) {
+  std::vector<silo_address> candidates;
+  for (auto& row : st.view.rows) {
+    if (row.status != silo_status::active)
+      continue;
+    auto e = row.find_type(info.type);
+    if (e != nullptr && e->interface_version == info.interface_version)
+      candidates.push_back(row.silo);
+  }
+  std::sort(candidates.begin(), candidates.end());
+  return candidates;
+}
+
+/// Step (3)-(6) of a work item whose lookup found nothing.
+void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
+  auto& st = self->state;
+  auto item = find_item(self, idx, g, id);
+  if (item == nullptr)
+    return;
+  auto info = item->info;
+  auto kind = item->kind;
+  auto candidates = candidates_for(st, info);
+  if (candidates.empty()) {
+    ++st.stats.no_candidate;
+    fail_item(self, idx, g,
+              no_candidate_fault(st.view, info.type, std::to_string(info.interface_version)));
+    return;
+  }
+  // The local limit of a stateless worker is enforced by the local catalog: it creates
+  // activations while all are busy and fewer than the limit exist, and queues beyond.
+  bool local_ok = std::find(candidates.begin(), candidates.end(), st.cfg.self)
+                  != candidates.end();
+  auto target = pick_silo(info.strategy, st.cfg.self, local_ok, candidates, st.rng);
+  if (kind == grain_kind::stateless_worker) {
+    complete(self, idx, g, target, activation_tag{0}, false);
+    return;
+  }
+  ++st.stats.activations;
+  // Bounded by the item's budget: the item has failed by then anyway.
+  self->request(st.centre, std::chrono::milliseconds(st.cfg.timeout_ms),
+                make_call(target, component::catalog, ct_activate_atom::value, g))
+    .then(
+      [=](activation_address& a) {
+        if (find_item(self, idx, g, id) != nullptr)
+          complete(self, idx, g, a.silo, a.tag, true);
+      },
+      [=](caf::error& e) {
+        if (find_item(self, idx, g, id) != nullptr)
+          fail_item(self, idx, g, to_fault(e));
+      });
+}
+
+/// Step (1) of a work item: one lookup attempt through the silo's directory client (the
+/// resolver's directory: null for stateless workers with the bypass, else the ring).
+void start_lookup(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
+  auto& st = self->state;
+  auto item = find_item(self, idx, g, id);
+  if (item == nullptr)
+    return;
+  ++item->lookup_attempts;
+  ++st.stats.lookups;
+  st.dir.lookup(
+    self, g,
+    [=](lookup_result r) {
+      if (find_item(self, idx, g, id) == nullptr)
+        return;
+      if (r.registered)
+        complete(self, idx, g, r.address.silo, r.address.tag, true);
+      else
+        place_new(self, idx, g, id);
+    },
+    [=](caf::error e) {
+      if (find_item(self, idx, g, id) == nullptr)
+        return;
+      if (e == caf::sec::request_timeout) {
+        // SPEC §5.2: retry against the ring as it is by now.
+        start_lookup(self, idx, g, id);
+        return;
+      }
+      auto& st = self->state;
+      auto item = find_item(self, idx, g, id);
+      if (candidates_for(st, item->info).empty()) {
+        // Nothing Active could host it, and without an Active silo the directory cannot
+        // answer either: fail now instead of waiting for the deadline.
+        ++st.stats.no_candidate;
+        fail_item(self, idx, g,
+                  no_candidate_fault(st.view, item->info.type,
+                                     std::to_string(item->info.interface_version)));
+        return;
+      }
+      st.log.debug("lookup of " + g.to_string() + " failed, retrying: " + to_fault(e).render());
+      self->delayed_send(self, std::chrono::milliseconds(st.cfg.unstable_retry_ms),
+                         pl_retry_atom::value, static_cast<uint64_t>(idx), g, id);
+      });
+}
+
+} // namespace
+
+static caf::behavior placement_service(pl_actor* self, placement_config cfg,
+                                       grain_registry_ptr registry, caf::actor centre) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  if (st.cfg.worker_count < 1)
+    st.cfg.worker_count = 1;
+  st.registry = std::move(registry);
+  st.centre = std::move(centre);
+  st.dir = directory_client{st.cfg.self, st.centre,
+                            directory_resolver{st.registry ? st.registry->manifest()
+                                                           : std::vector<grain_type_info>{},
+                                               st.cfg.stateless_worker_bypass},
+                            directory_client_config{st.cfg.ring_points_per_silo,
+                                                    st.cfg.lookup_attempt_timeout_ms}};
+  st.cache = directory_cache{st.cfg.ring_points_per_silo};
+  st.rng.seed(st.cfg.seed ^ fnv1a64("placement/" + st.cfg.self.to_string()));
+  st.workers.resize(static_cast<size_t>(st.cfg.worker_count));
+  st.log = log::get("placement").with_context(st.cfg.self.to_string());
+  st.origin = self->clock().now();
+  return {
+    [=](pl_call_atom, grain_id& g, int32_t fwd, caf::message& payload) -> caf::response_promise {
+      auto& st = self->state;
+      auto rp = self->make_response_promise();
+      ++st.stats.calls;
+      if (st.stopped) {
+        rp.deliver(shutting_down_error(st));
+        return rp;
+      }
+      if (fwd > st.cfg.max_forward_count) {
+        rp.deliver(to_error(fault{mesh_errc::rejected,
+                                  "forward count " + std::to_string(fwd)
+                                    + " exceeds placement.max_forward_count = "
+                                    + std::to_string(st.cfg.max_forward_count) + " for "
+                                    + g.to_string()}));
+        return rp;
+      }
+      const grain_type* t = st.registry ? st.registry->find(g.type) : nullptr;
+      if (t == nullptr) {
+        rp.deliver(to_error(no_candidate_fault(st.view, g.type, "?")));
+        return rp;
+      }
+      placement_waiter w{fwd, std::move(payload), rp};
+      if (t->kind == grain_kind::single_activation) {
+        auto c = st.cache.get(g);
+        if (c) {
+          ++st.stats.cache_hits;
+          send_to(self, g, c->silo, c->tag, std::move(w));
+          return rp;
+        }
+      }
+      auto idx = worker_of(st, g);
+      auto& items = st.workers[idx];
+      auto i = items.find(g);
+      if (i != items.end()) {
+        ++st.stats.joined;
+        i->second.waiters.push_back(std::move(w));
+        return rp;
+      }
+      auto id = ++st.next_item_id;
+      placement_item item;
+      item.id = id;
+      item.grain = g;
+      item.info = t->info;
+      item.kind = t->kind;
+      item.created_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          self->clock().now() - st.origin)
+                          .count();
+      item.waiters.push_back(std::move(w));
+      items.emplace(g, std::move(item));
+      ++st.stats.items_created;
+      // A null-directory lookup completes inside this call (no message at all); only an
+      // item still pending afterwards needs its deadline timer.
+      start_lookup(self, idx, g, id);
+      if (find_item(self, idx, g, id) != nullptr)
+        self->delayed_send(self, std::chrono::milliseconds(st.cfg.timeout_ms),
+                           pl_deadline_atom::value, static_cast<uint64_t>(idx), g, id);
+      return rp;
+    },
+    [=](pl_deadline_atom, uint64_t idx, const grain_id& g, uint64_t id) {
+      auto& st = self->state;
+      if (find_item(self, idx, g, id) == nullptr)
+        return;
+      ++st.stats.timeouts;
+      auto text = "placement of " + g.to_string() + " timed out after "
+                  + seconds_text(st.cfg.timeout_ms);
+      st.log.info(text);
+      fail_item(self, idx, g, fault{mesh_errc::placement_timeout, text});
+    },
+    [=](pl_retry_atom, uint64_t idx, const grain_id& g, uint64_t id) {
+      start_lookup(self, idx, g, id);
+    },
+    [=](mb_snapshot_atom, membership_snapshot& v) {
+      auto& st = self->state;
+      st.view = std::move(v);
+      st.dir.on_snapshot(st.view);
+      st.cache.on_snapshot(st.view);
+    },
+    [=](pl_inval_atom, const activation_address& a) {
+      self->state.cache.invalidate(a);
+    },
+    [=](pl_stop_atom) {
+      auto& st = self->state;
+      st.stopped = true;
+      auto err = shutting_down_error(st);
+      for (auto& items : st.workers) {
+        for (auto& kv : items)
+          for (auto& w : kv.second.waiters)
+            w.rp.deliver(err);
+        items.clear();
+      }
+      return caf::ok_atom::value;
+    },
+  };
+}
+
+caf::actor spawn_placement_service(caf::actor_system& sys, placement_config cfg,
+                                   grain_registry_ptr registry, caf::actor centre) {
+  return sys.spawn(placement_service, std::move(cfg), std::move(registry), std::move(centre));
+}
+
+} // namespace cafmesh
