@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
     return *code;
   auto loaded = opts.scenario_path ? load_scenario_file(*opts.scenario_path)
                                    : parse_scenario(default_scenario_text());
-  auto source = opts.scenario_path ? *opts.scenario_path : std::string{"(embedded default)"};
+  auto source = opts.scenario_path ? *opts.scenario_path : std::string{"embedded default"};
   if (!loaded.ok) {
     std::cerr << "cafmesh-demo: invalid scenario " << source << ":\n" << loaded.message() << "\n";
     return exit_codes::usage;

@@ -9,10 +9,22 @@ namespace cafmesh::mainjob {
 
 namespace {
 
+/// Accepts only decimal digits (CLI11 would otherwise wrap "-1" around to 2^64 - 1).
+CLI::Validator unsigned_integer() {
+  return CLI::Validator(
+    [](std::string& text) -> std::string {
+      if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos)
+        return {};
+      return "expected an integer from 0 to 18446744073709551615, got " + text;
+    },
+    "UINT64");
+}
+
 void add_overrides(CLI::App& app, scenario_overrides& o, std::vector<CLI::Option*>& added) {
   added.push_back(app.add_option_function<uint64_t>(
     "--seed", [&o](const uint64_t& v) { o.seed = v; },
-    "Seed of the traffic generator (std::mt19937_64; overrides the scenario's \"seed\")"));
+    "Seed of the traffic generator (std::mt19937_64; overrides the scenario's \"seed\")")
+                    ->check(unsigned_integer()));
   added.push_back(app.add_option_function<int64_t>(
     "--duration-s", [&o](const int64_t& v) { o.duration_s = v; },
     "Seconds of paced traffic, >= 1 (overrides \"duration_s\")"));
