@@ -59,8 +59,13 @@ outcome_ledger::record* outcome_ledger::find(const std::string& id) {
 }
 
 void outcome_ledger::add_terminal(record& r, outcome_kind k, routing::verdict v) {
-  if (r.terminal.empty())
+  if (r.terminal.empty()) {
     --in_flight_;
+    if (k == outcome_kind::landed || k == outcome_kind::response)
+      ++landed_;
+    else if (k == outcome_kind::nack)
+      ++nacked_[v];
+  }
   r.terminal.emplace_back(k, v);
 }
 

@@ -104,6 +104,9 @@ report make_report(report_input in) {
       sample_text(l.multiple_terminal, l.multiple_terminal_ids));
   add("no NACK for an answer-suppressed delivery", l.nacks_on_suppressed == 0,
       std::to_string(l.nacks_on_suppressed));
+  if (in.mirrors_diverged)
+    add("every mirror ends equal to its owner", *in.mirrors_diverged == 0,
+        std::to_string(*in.mirrors_diverged));
   for (auto& [v, n] : in.expect.max_nacked) {
     auto got = count_of(l.nacked_by_verdict, v);
     add("NACKed " + routing::to_string(v) + " <= " + std::to_string(n),
@@ -157,6 +160,7 @@ std::string render_table(const report& r) {
   rows.push_back({"duplicate outcomes dropped", std::to_string(l.duplicates_dropped)});
   rows.push_back({"order violations", std::to_string(l.order_violations)});
   rows.push_back({"stale frames dropped", std::to_string(l.stale_drops)});
+  rows.push_back({"mirrors diverged from owner", optional_text(in.mirrors_diverged)});
   rows.push_back({"latency p50 / p99 (ms)", optional_text(l.latency_p50_ms) + " / "
                                               + optional_text(l.latency_p99_ms) + " ("
                                               + std::to_string(l.latency_samples) + " samples)"});
@@ -227,6 +231,7 @@ std::string render_json(const report& r) {
   j["order_violation_sample"] = samples;
   j["stale_drops"] = l.stale_drops;
   j["nacks_on_answer_suppressed"] = l.nacks_on_suppressed;
+  j["mirrors_diverged"] = optional_json(in.mirrors_diverged);
   j["unknown_outcomes"] = l.unknown_outcomes;
   j["duplicate_accepts"] = l.duplicate_accepts;
   j["latency_ms"] = json{{"samples", l.latency_samples},

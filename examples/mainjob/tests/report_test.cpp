@@ -109,7 +109,8 @@ TEST_CASE("report: JSON shape") {
         == std::vector<std::string>{
           "accepted", "by_kind", "by_origin", "checks", "deadlines", "duplicate_accepts",
           "duplicate_outcomes_dropped", "duration_s", "exit_code", "landed", "latency_ms", "lost",
-          "lost_sample", "mode", "multiple_terminal_outcomes", "multiple_terminal_sample",
+          "lost_sample", "mirrors_diverged", "mode", "multiple_terminal_outcomes",
+          "multiple_terminal_sample",
           "nacked", "nacked_total", "nacks_on_answer_suppressed", "order_violation_sample",
           "order_violations", "passed", "rate_per_s", "scenario", "schema", "seed", "silos",
           "stale_drops", "suppressed_failures", "suppressed_failures_total", "traffic",
@@ -134,6 +135,7 @@ TEST_CASE("report: JSON shape") {
   CHECK(j["silos"][1]["generation_after"].is_null());
   CHECK(j["silos"][1]["quiescence_hold_ms"].is_null());
   CHECK(j["checks"][0] == nlohmann::json{{"name", "lost = 0"}, {"ok", true}, {"detail", "0"}});
+  CHECK(j["mirrors_diverged"].is_null());
   CHECK(j["passed"] == true);
   CHECK(j["exit_code"] == 0);
 }

@@ -177,6 +177,12 @@ public:
   /// Number of accepted deliveries.
   size_t size() const { return order_.size(); }
 
+  /// Deliveries whose first terminal outcome is a landing or a response, so far.
+  uint64_t landed_count() const { return landed_; }
+
+  /// Deliveries whose first terminal outcome is a NACK, by verdict, so far.
+  const std::map<routing::verdict, uint64_t>& nacked_counts() const { return nacked_; }
+
   /// Evaluates every check over what was recorded.
   ledger_summary summarize() const;
 
@@ -197,6 +203,8 @@ private:
   std::vector<record> order_;
   std::map<std::pair<std::string, std::string>, uint64_t> max_landed_; ///< (target, stream)
   uint64_t in_flight_ = 0;
+  uint64_t landed_ = 0;
+  std::map<routing::verdict, uint64_t> nacked_;
   uint64_t duplicates_dropped_ = 0;
   uint64_t order_violations_ = 0;
   std::vector<order_violation> violation_samples_;

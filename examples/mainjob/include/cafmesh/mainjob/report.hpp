@@ -7,7 +7,8 @@
 ///
 /// Checks, in this order. Fixed (every scenario): `lost = 0`, `order violations = 0`,
 /// `stale frames dropped = 0`, `one terminal outcome per delivery` (no delivery with two or
-/// more), `no NACK for an answer-suppressed delivery` (SPEC §2.4). Then the scenario's
+/// more), `no NACK for an answer-suppressed delivery` (SPEC §2.4), and when measured
+/// `every mirror ends equal to its owner` (SPEC S12.58). Then the scenario's
 /// `expect` section: `NACKed {verdict} <= {n}` per `max_nacked` entry, `NACKed {verdict} >=
 /// {n}` per `min_nacked` entry, `request chains exhausted <= {n}`, and
 /// `no NACK text contains "{text}"` per forbidden text. The report passes iff every check
@@ -62,6 +63,9 @@ struct report_input {
   traffic_counters traffic;
   std::vector<silo_stop_record> silos;
   expectation expect;
+  /// Receivers' mirrors whose final version or state differs from their owner's (SPEC S12.58
+  /// "every mirror ... ends equal to its owner's state"); none when not measured.
+  std::optional<uint64_t> mirrors_diverged;
 };
 
 /// One evaluated check.
