@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
                 << sc.message() << "\n";
       return exit_codes::usage;
     }
-    if (auto errs = apply_overrides(sc.value, opts.overrides); !errs.empty()) {
+    if (auto errs = apply_overrides(sc.value, opts.overrides, false); !errs.empty()) {
       for (auto& e : errs)
         std::cerr << "cafmesh-client: " << e << "\n";
       return exit_codes::usage;

@@ -30,6 +30,17 @@ std::string joined(const std::vector<std::string>& xs) {
   return out.empty() ? "-" : out;
 }
 
+/// `name` in the directory of this executable.
+std::string sibling(const std::string& name) {
+  char buf[4096];
+  auto n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0)
+    return name;
+  std::string self{buf, static_cast<size_t>(n)};
+  auto slash = self.rfind('/');
+  return slash == std::string::npos ? name : self.substr(0, slash + 1) + name;
+}
+
 /// Validates the configuration of every silo the scenario starts (the pure clients' differ
 /// only in the primary's port, which the demo learns at run time).
 bool check_process_configs(const scenario& s) {
@@ -74,6 +85,15 @@ int main(int argc, char** argv) {
     std::cout << to_json_text(s);
     return exit_codes::ok;
   }
+  std::string node_binary;
+  if (opts.processes) {
+    node_binary = opts.node_binary ? *opts.node_binary : sibling("cafmesh-node");
+    if (::access(node_binary.c_str(), X_OK) != 0) {
+      std::cerr << "cafmesh-demo: --processes needs an executable cafmesh-node, none at \""
+                << node_binary << "\" (use --node-binary)\n";
+      return exit_codes::usage;
+    }
+  }
   traffic_generator gen{s, "demo"};
   auto plan = gen.take_all();
   if (opts.plan_out) {
@@ -93,7 +113,8 @@ int main(int argc, char** argv) {
             << "expected:  " << s.expected_outcome << "\n"
             << "topology:  silos " << joined(s.silos) << ", pure clients " << s.pure_clients
             << ", senders " << to_string(s.traffic.senders) << ", "
-            << (opts.processes ? "one cafmesh-node process per silo" : "all in one process")
+            << (opts.processes ? "one cafmesh-node process per silo (" + node_binary + ")"
+                               : std::string{"all in one process"})
             << "\n"
             << "traffic:   seed " << s.seed << ", " << s.duration_s << " s at " << s.rate_per_s
             << " deliveries/s: " << plan.size() << " paced deliveries planned over "

@@ -24,13 +24,16 @@ void add_overrides(CLI::App& app, scenario_overrides& o, std::vector<CLI::Option
   added.push_back(app.add_option_function<uint64_t>(
     "--seed", [&o](const uint64_t& v) { o.seed = v; },
     "Seed of the traffic generator (std::mt19937_64; overrides the scenario's \"seed\")")
-                    ->check(unsigned_integer()));
+                    ->check(unsigned_integer())
+                    ->type_name("N"));
   added.push_back(app.add_option_function<int64_t>(
     "--duration-s", [&o](const int64_t& v) { o.duration_s = v; },
-    "Seconds of paced traffic, >= 1 (overrides \"duration_s\")"));
+    "Seconds of paced traffic, >= 1 (overrides \"duration_s\")")
+                    ->type_name("N"));
   added.push_back(app.add_option_function<int64_t>(
     "--rate", [&o](const int64_t& v) { o.rate_per_s = v; },
-    "Paced deliveries per second, 1 to 1000000 (overrides \"rate_per_s\")"));
+    "Paced deliveries per second, 1 to 1000000 (overrides \"rate_per_s\")")
+                    ->type_name("N"));
 }
 
 } // namespace
@@ -43,7 +46,7 @@ std::string exit_code_help() {
          + " bad command line, configuration, scenario or trace file; "
          + std::to_string(exit_codes::mesh_not_built)
          + " the run needs the mesh (silos over CAF io, routing, lifecycle), which is not "
-           "built yet.";
+           "built yet.\n";
 }
 
 void setup_node_cli(CLI::App& app, node_options& o) {

@@ -386,7 +386,8 @@ scenario default_scenario() {
   return parse_scenario(default_scenario_text()).value;
 }
 
-std::vector<std::string> apply_overrides(scenario& s, const scenario_overrides& o) {
+std::vector<std::string> apply_overrides(scenario& s, const scenario_overrides& o,
+                                         bool with_roll) {
   error_list errs;
   auto candidate = s;
   if (o.seed)
@@ -404,7 +405,7 @@ std::vector<std::string> apply_overrides(scenario& s, const scenario_overrides& 
     else
       candidate.rate_per_s = *o.rate_per_s;
   }
-  if (errs.empty() && o.duration_s && !candidate.roll.order.empty()
+  if (errs.empty() && with_roll && o.duration_s && !candidate.roll.order.empty()
       && candidate.roll.first_stop_at_ms >= candidate.duration_s * 1000)
     refuse(errs, "--duration-s",
            "more than roll.first_stop_at_ms (" + std::to_string(candidate.roll.first_stop_at_ms)

@@ -75,7 +75,7 @@ void run(demo_driver& d, scripted_mesh& m, const answer_fn& answer,
 
 } // namespace
 
-TEST_CASE("driver: everything landing gives a clean report") {
+TEST_CASE("mainjob driver: everything landing gives a clean report") {
   auto s = small();
   scripted_mesh m;
   demo_driver d{s, m, "in_process"};
@@ -93,7 +93,7 @@ TEST_CASE("driver: everything landing gives a clean report") {
   CHECK(m.commands.empty());
 }
 
-TEST_CASE("driver: a delivery never answered is lost and fails the run") {
+TEST_CASE("mainjob driver: a delivery never answered is lost and fails the run") {
   auto s = small();
   scripted_mesh m;
   demo_driver d{s, m, "in_process"};
@@ -114,7 +114,7 @@ TEST_CASE("driver: a delivery never answered is lost and fails the run") {
   CHECK(r.exit_code == 1);
 }
 
-TEST_CASE("driver: transient NACKs bring a fresh Full for frames and a new request") {
+TEST_CASE("mainjob driver: transient NACKs bring a fresh Full for frames and a new request") {
   auto s = small();
   scripted_mesh m;
   demo_driver d{s, m, "in_process"};
@@ -148,7 +148,7 @@ TEST_CASE("driver: transient NACKs bring a fresh Full for frames and a new reque
   CHECK(reactions == 2);
 }
 
-TEST_CASE("driver: swapped frames show as order violation and stale drop") {
+TEST_CASE("mainjob driver: swapped frames show as order violation and stale drop") {
   auto s = small();
   s.traffic.weights = {1, 0, 0};
   scripted_mesh m;
@@ -179,7 +179,7 @@ TEST_CASE("driver: swapped frames show as order violation and stale drop") {
   CHECK(r.exit_code == 1);
 }
 
-TEST_CASE("driver: the roll stops, restarts and measures each silo in turn") {
+TEST_CASE("mainjob driver: the roll stops, restarts and measures each silo in turn") {
   auto s = small();
   s.silos = {"A", "B"};
   s.roll.order = {"A", "B"};
@@ -237,7 +237,7 @@ TEST_CASE("driver: the roll stops, restarts and measures each silo in turn") {
   CHECK(r.passed);
 }
 
-TEST_CASE("driver: the progress sample shows the rolling silo and its stage") {
+TEST_CASE("mainjob driver: the progress sample shows the rolling silo and its stage") {
   auto s = small();
   s.roll.order = {"B"};
   s.roll.first_stop_at_ms = 0;
@@ -255,7 +255,7 @@ TEST_CASE("driver: the progress sample shows the rolling silo and its stage") {
   CHECK(p.delivered == 0);
 }
 
-TEST_CASE("driver: stall faults start and end on time") {
+TEST_CASE("mainjob driver: stall faults start and end on time") {
   auto s = small();
   s.faults = {{"stall", "C", 200, 300, false}};
   scripted_mesh m;

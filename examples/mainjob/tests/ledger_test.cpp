@@ -28,7 +28,7 @@ accepted_delivery frame(std::string id, std::string target, std::string stream, 
 
 } // namespace
 
-TEST_CASE("ledger: a delivery without a terminal outcome is lost") {
+TEST_CASE("mainjob ledger: a delivery without a terminal outcome is lost") {
   outcome_ledger l;
   l.accept(request("r1", 0));
   l.accept(request("r2", 1));
@@ -51,7 +51,7 @@ TEST_CASE("ledger: a delivery without a terminal outcome is lost") {
   CHECK(s.by_origin.at("grain").lost == 1);
 }
 
-TEST_CASE("ledger: every kind of terminal outcome ends a delivery") {
+TEST_CASE("mainjob ledger: every kind of terminal outcome ends a delivery") {
   outcome_ledger l;
   l.accept(request("r1", 0));
   l.accept(request("r2", 0));
@@ -79,7 +79,7 @@ TEST_CASE("ledger: every kind of terminal outcome ends a delivery") {
   CHECK(l.in_flight() == 0);
 }
 
-TEST_CASE("ledger: more than one terminal outcome is detected") {
+TEST_CASE("mainjob ledger: more than one terminal outcome is detected") {
   outcome_ledger l;
   l.accept(request("r1", 0));
   l.accept(frame("f1", "portal/u2/tab1", "stream-1", 1, 0));
@@ -103,7 +103,7 @@ TEST_CASE("ledger: more than one terminal outcome is detected") {
   CHECK(s.nacked_by_verdict == std::map<verdict, uint64_t>{{verdict::unavailable, 1}});
 }
 
-TEST_CASE("ledger: per-stream order violations at a receiver") {
+TEST_CASE("mainjob ledger: per-stream order violations at a receiver") {
   outcome_ledger l;
   l.accept(frame("p6", "portal/a/tab1", "stream-1", 6, 0));
   l.accept(frame("p7", "portal/a/tab1", "stream-1", 7, 0));
@@ -125,7 +125,7 @@ TEST_CASE("ledger: per-stream order violations at a receiver") {
   CHECK(s.total.lost == 0);
 }
 
-TEST_CASE("ledger: stale drops, unknown ids, duplicate accepts and NACKs on suppressed posts") {
+TEST_CASE("mainjob ledger: stale drops, unknown ids, duplicate accepts and NACKs on suppressed posts") {
   outcome_ledger l;
   CHECK(l.accept(heartbeat("h1", 0)));
   CHECK_FALSE(l.accept(heartbeat("h1", 1)));
@@ -142,7 +142,7 @@ TEST_CASE("ledger: stale drops, unknown ids, duplicate accepts and NACKs on supp
   CHECK(s.total.accepted == 1);
 }
 
-TEST_CASE("ledger: nearest-rank percentiles") {
+TEST_CASE("mainjob ledger: nearest-rank percentiles") {
   CHECK(nearest_rank({}, 50) == std::nullopt);
   CHECK(nearest_rank({7}, 50) == 7);
   CHECK(nearest_rank({7}, 99) == 7);
@@ -157,7 +157,7 @@ TEST_CASE("ledger: nearest-rank percentiles") {
   CHECK(nearest_rank({1, 2}, 0) == std::nullopt);
 }
 
-TEST_CASE("ledger: latency is the first landing minus the accepted time") {
+TEST_CASE("mainjob ledger: latency is the first landing minus the accepted time") {
   outcome_ledger l;
   l.accept(request("r1", 100));
   l.accept(heartbeat("h1", 100));
@@ -173,7 +173,7 @@ TEST_CASE("ledger: latency is the first landing minus the accepted time") {
   CHECK(s.latency_p99_ms == 50);
 }
 
-TEST_CASE("ledger: the event file reads back into the same summary") {
+TEST_CASE("mainjob ledger: the event file reads back into the same summary") {
   std::ostringstream file;
   outcome_ledger l;
   l.write_events_to(&file);

@@ -10,7 +10,7 @@ using namespace cafmesh;
 using namespace cafmesh::mainjob;
 using routing::verdict;
 
-TEST_CASE("progress: the line shows rate, in flight, delivered, NACKs by verdict and the roll") {
+TEST_CASE("mainjob progress: the line shows rate, in flight, delivered, NACKs by verdict and the roll") {
   progress_sample s;
   s.elapsed_ms = 12345;
   s.rate_per_s = 1998;
@@ -27,7 +27,7 @@ TEST_CASE("progress: the line shows rate, in flight, delivered, NACKs by verdict
   CHECK(render_progress(s).substr(render_progress(s).find("roll:")) == "roll: B@5 starting");
 }
 
-TEST_CASE("progress: terminal rewrites the line, plain prints lines, off prints nothing") {
+TEST_CASE("mainjob progress: terminal rewrites the line, plain prints lines, off prints nothing") {
   progress_sample s;
   auto line = render_progress(s);
   CHECK(progress_text(s, progress_mode::terminal) == "\r" + line + "\x1b[K");
@@ -42,7 +42,7 @@ TEST_CASE("progress: terminal rewrites the line, plain prints lines, off prints 
   CHECK_FALSE(from_string("fancy", m));
 }
 
-TEST_CASE("progress: the rate meter measures over its window") {
+TEST_CASE("mainjob progress: the rate meter measures over its window") {
   rate_meter r{1000};
   CHECK(r.per_second() == 0);
   r.add(0, 0);
@@ -77,7 +77,7 @@ parsed run(Setup setup, Options& o, std::vector<std::string> args, const char* n
 
 } // namespace
 
-TEST_CASE("cli: cafmesh-node") {
+TEST_CASE("mainjob cli: cafmesh-node") {
   node_options o;
   auto p = run(setup_node_cli, o, {"--config", "silo.json", "--print-config"}, "cafmesh-node");
   CHECK_FALSE(p.code.has_value());
@@ -95,7 +95,7 @@ TEST_CASE("cli: cafmesh-node") {
     CHECK_MESSAGE(help.out.find(text) != std::string::npos, text);
 }
 
-TEST_CASE("cli: cafmesh-client") {
+TEST_CASE("mainjob cli: cafmesh-client") {
   client_options o;
   auto p = run(setup_client_cli, o,
                {"-c", "client.json", "--seed", "9", "--duration-s", "10", "--rate", "500",
@@ -126,7 +126,7 @@ TEST_CASE("cli: cafmesh-client") {
     CHECK_MESSAGE(help.out.find(text) != std::string::npos, text);
 }
 
-TEST_CASE("cli: cafmesh-demo") {
+TEST_CASE("mainjob cli: cafmesh-demo") {
   demo_options none;
   auto p = run(setup_demo_cli, none, {}, "cafmesh-demo");
   CHECK_FALSE(p.code.has_value());

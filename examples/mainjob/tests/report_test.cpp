@@ -40,7 +40,7 @@ report_input clean_input() {
 
 } // namespace
 
-TEST_CASE("report: clean run passes with exit code 0") {
+TEST_CASE("mainjob report: clean run passes with exit code 0") {
   auto r = make_report(clean_input());
   CHECK(r.passed);
   CHECK(r.exit_code == 0);
@@ -57,7 +57,7 @@ TEST_CASE("report: clean run passes with exit code 0") {
           "no NACK text contains \"no_compatible_silo\""});
 }
 
-TEST_CASE("report: exit code 1 when lost, order violations or stale drops are not 0") {
+TEST_CASE("mainjob report: exit code 1 when lost, order violations or stale drops are not 0") {
   auto in = clean_input();
   in.ledger.total.lost = 1;
   in.ledger.lost_ids = {"d-9"};
@@ -79,7 +79,7 @@ TEST_CASE("report: exit code 1 when lost, order violations or stale drops are no
   CHECK(make_report(in).exit_code == 1);
 }
 
-TEST_CASE("report: the scenario's expectations are checked") {
+TEST_CASE("mainjob report: the scenario's expectations are checked") {
   auto in = clean_input();
   in.ledger.nacked_by_verdict[verdict::failed] = 2;
   in.ledger.nack_texts.insert("no active silo is compatible with grain type routing");
@@ -99,7 +99,7 @@ TEST_CASE("report: the scenario's expectations are checked") {
   CHECK(by_name.at("no NACK text contains \"no_compatible_silo\"").first);
 }
 
-TEST_CASE("report: JSON shape") {
+TEST_CASE("mainjob report: JSON shape") {
   auto j = nlohmann::json::parse(render_json(make_report(clean_input())));
   std::vector<std::string> keys;
   for (auto& [k, v] : j.items())
@@ -140,7 +140,7 @@ TEST_CASE("report: JSON shape") {
   CHECK(j["exit_code"] == 0);
 }
 
-TEST_CASE("report: table text") {
+TEST_CASE("mainjob report: table text") {
   auto text = render_table(make_report(clean_input()));
   CHECK(text.rfind("report: roll-three-silos (seed 42, 60 s at 2000 deliveries/s, in_process)\n",
                    0)

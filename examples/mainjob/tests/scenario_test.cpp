@@ -27,7 +27,7 @@ const std::string minimal = R"({"name":"x","expected_outcome":"y"})";
 
 } // namespace
 
-TEST_CASE("scenario: the three shipped scenarios load and state an expected outcome") {
+TEST_CASE("mainjob scenario: the three shipped scenarios load and state an expected outcome") {
   for (auto name : {"roll-three-silos", "stalled-directory-owner", "co-hosted-vs-client"}) {
     CAPTURE(name);
     auto r = load_scenario_file(std::string{CAFMESH_SCENARIO_DIR} + "/" + name + ".json");
@@ -37,7 +37,7 @@ TEST_CASE("scenario: the three shipped scenarios load and state an expected outc
   }
 }
 
-TEST_CASE("scenario: the embedded default is roll-three-silos.json byte for byte") {
+TEST_CASE("mainjob scenario: the embedded default is roll-three-silos.json byte for byte") {
   CHECK(default_scenario_text() == read_text(std::string{CAFMESH_SCENARIO_DIR}
                                              + "/roll-three-silos.json"));
   auto s = default_scenario();
@@ -56,7 +56,7 @@ TEST_CASE("scenario: the embedded default is roll-three-silos.json byte for byte
         == std::vector<std::string>{"no active silo", "no_compatible_silo"});
 }
 
-TEST_CASE("scenario: the shipped scenarios differ where they say") {
+TEST_CASE("mainjob scenario: the shipped scenarios differ where they say") {
   auto stalled = load_scenario_file(std::string{CAFMESH_SCENARIO_DIR}
                                     + "/stalled-directory-owner.json");
   REQUIRE(stalled.ok);
@@ -72,7 +72,7 @@ TEST_CASE("scenario: the shipped scenarios differ where they say") {
   CHECK(mixed.value.traffic.senders == sender_placement::both);
 }
 
-TEST_CASE("scenario: a minimal document takes every default") {
+TEST_CASE("mainjob scenario: a minimal document takes every default") {
   auto r = parse_scenario(minimal);
   REQUIRE_MESSAGE(r.ok, r.message());
   CHECK(r.value.seed == 42);
@@ -81,7 +81,7 @@ TEST_CASE("scenario: a minimal document takes every default") {
   CHECK(r.value.roll.order.empty());
 }
 
-TEST_CASE("scenario: to_json_text round-trips") {
+TEST_CASE("mainjob scenario: to_json_text round-trips") {
   auto s = default_scenario();
   auto again = parse_scenario(to_json_text(s));
   REQUIRE_MESSAGE(again.ok, again.message());
@@ -94,7 +94,7 @@ TEST_CASE("scenario: to_json_text round-trips") {
   CHECK(to_json_text(back.value) == to_json_text(stalled.value));
 }
 
-TEST_CASE("scenario: validation errors name the JSON pointer") {
+TEST_CASE("mainjob scenario: validation errors name the JSON pointer") {
   CHECK(errors_of(R"({"name":"x"})")
         == std::vector<std::string>{"/expected_outcome: expected a non-empty string, got nothing"});
   CHECK(errors_of(R"({"name":"x","expected_outcome":"y","rate_per_s":0})")
@@ -118,7 +118,7 @@ TEST_CASE("scenario: validation errors name the JSON pointer") {
           "parsing value - unexpected end of input; expected '[', '{', or a literal"});
 }
 
-TEST_CASE("scenario: errors come in document order, missing required keys last") {
+TEST_CASE("mainjob scenario: errors come in document order, missing required keys last") {
   CHECK(errors_of(R"({"rate_per_s":0,"bogus":1,"faults":[{"kind":"kill","silo":"A","at_ms":0,"for_ms":1,"at_ms":2}]})")
         == std::vector<std::string>{
           "/rate_per_s: expected an integer from 1 to 1000000, got 0",
@@ -130,7 +130,7 @@ TEST_CASE("scenario: errors come in document order, missing required keys last")
           "/expected_outcome: expected a non-empty string, got nothing"});
 }
 
-TEST_CASE("scenario: relations are checked once every key is valid") {
+TEST_CASE("mainjob scenario: relations are checked once every key is valid") {
   CHECK(errors_of(R"({"name":"x","expected_outcome":"y","roll":{"order":["A","D"]}})")
         == std::vector<std::string>{"/roll/order/1: expected one of the silos (A, B, C), got \"D\""});
   CHECK(errors_of(R"({"name":"x","expected_outcome":"y","duration_s":5,"roll":{"order":["A"]}})")
@@ -149,7 +149,7 @@ TEST_CASE("scenario: relations are checked once every key is valid") {
         == std::vector<std::string>{"/rate_per_s: expected an integer from 1 to 1000000, got 0"});
 }
 
-TEST_CASE("scenario: config overrides are validated by the config loader") {
+TEST_CASE("mainjob scenario: config overrides are validated by the config loader") {
   CHECK(errors_of(R"({"name":"x","expected_outcome":"y","config":{"routing":{"retry_max":"six"}}})")
         == std::vector<std::string>{"/config/routing/retry_max: expected an integer >= 0, got \"six\""});
   CHECK(errors_of(R"({"name":"x","expected_outcome":"y","config":{"mesh":{"process_role":"monolith"}}})")
@@ -166,14 +166,14 @@ TEST_CASE("scenario: config overrides are validated by the config loader") {
   CHECK(c.value.mesh.role == config::process_role::silo_host);
 }
 
-TEST_CASE("scenario: expect names NACK verdicts only") {
+TEST_CASE("mainjob scenario: expect names NACK verdicts only") {
   CHECK(errors_of(R"({"name":"x","expected_outcome":"y","expect":{"max_nacked":{"ignored":0,"failed":-1}}})")
         == std::vector<std::string>{
           "/expect/max_nacked/ignored: unknown key, expected a NACK verdict (SPEC §2.7)",
           "/expect/max_nacked/failed: expected an integer >= 0, got -1"});
 }
 
-TEST_CASE("scenario: overrides --seed --duration-s --rate") {
+TEST_CASE("mainjob scenario: overrides --seed --duration-s --rate") {
   auto s = default_scenario();
   CHECK(apply_overrides(s, {7u, 30, 500}).empty());
   CHECK(s.seed == 7);
@@ -188,9 +188,11 @@ TEST_CASE("scenario: overrides --seed --duration-s --rate") {
         == std::vector<std::string>{
           "--duration-s: expected more than roll.first_stop_at_ms (5000 ms) of traffic, got 5 s"});
   CHECK(to_json_text(s) == before); // refused overrides change nothing
+  CHECK(apply_overrides(s, {std::nullopt, 5, std::nullopt}, false).empty()); // no roll: fine
+  CHECK(s.duration_s == 5);
 }
 
-TEST_CASE("scenario: hub addresses and sender placement") {
+TEST_CASE("mainjob scenario: hub addresses and sender placement") {
   CHECK(node_hub_address(3) == "node/Org/N3");
   CHECK(owner_hub_address(0) == "node/Owner/O0");
   CHECK(portal_hub_address(12) == "portal/user12/tab1");

@@ -27,7 +27,7 @@ const char* good_trace =
 
 } // namespace
 
-TEST_CASE("trace: a valid file parses with its line numbers") {
+TEST_CASE("mainjob trace: a valid file parses with its line numbers") {
   auto r = parse_trace(good_trace);
   REQUIRE_MESSAGE(r.ok, r.message());
   REQUIRE(r.entries.size() == 6);
@@ -36,7 +36,7 @@ TEST_CASE("trace: a valid file parses with its line numbers") {
   CHECK(r.entries[5].kind == "post");
 }
 
-TEST_CASE("trace: validation errors name the line and the JSON pointer") {
+TEST_CASE("mainjob trace: validation errors name the line and the JSON pointer") {
   CHECK(errors_of(R"({"t_ms":-1,"sender":"portal/u1/tab1","target":"node/Org/N1","stream":"","payload_bytes":10,"kind":"request"})")
         == std::vector<std::string>{"line 1: /t_ms: expected an integer >= 0, got -1"});
   CHECK(errors_of("\n" R"({"t_ms":1,"sender":"nobody","target":"node/Org/N1","stream":"","payload_bytes":10,"kind":"request"})")
@@ -57,7 +57,7 @@ TEST_CASE("trace: validation errors name the line and the JSON pointer") {
   CHECK(errors_of("[1]") == std::vector<std::string>{"line 1: : expected an object, got [1]"});
 }
 
-TEST_CASE("trace: times never go back and only frames have a stream") {
+TEST_CASE("mainjob trace: times never go back and only frames have a stream") {
   CHECK(errors_of(
           R"({"t_ms":5,"sender":"portal/u1/tab1","target":"node/Org/N1","stream":"","payload_bytes":1,"kind":"post"}
 {"t_ms":4,"sender":"portal/u1/tab1","target":"node/Org/N1","stream":"","payload_bytes":1,"kind":"post"}
@@ -69,7 +69,7 @@ TEST_CASE("trace: times never go back and only frames have a stream") {
           "line 4: /stream: expected \"\" for kind \"request\" (only frames have a stream), got \"s\""});
 }
 
-TEST_CASE("trace: replay stamps owner versions, Full first per subscriber") {
+TEST_CASE("mainjob trace: replay stamps owner versions, Full first per subscriber") {
   auto r = parse_trace(good_trace);
   REQUIRE(r.ok);
   trace_replay replay{r.entries, "c1", "client:1"};
@@ -104,7 +104,7 @@ TEST_CASE("trace: replay stamps owner versions, Full first per subscriber") {
   CHECK(full[0].frame->version == 3);
 }
 
-TEST_CASE("trace: a generated plan written as trace lines reads back") {
+TEST_CASE("mainjob trace: a generated plan written as trace lines reads back") {
   auto s = default_scenario();
   s.duration_s = 1;
   s.rate_per_s = 300;
@@ -128,7 +128,7 @@ TEST_CASE("trace: a generated plan written as trace lines reads back") {
   }
 }
 
-TEST_CASE("trace: an unreadable file is one error") {
+TEST_CASE("mainjob trace: an unreadable file is one error") {
   auto r = load_trace_file("/nonexistent/trace.jsonl");
   CHECK_FALSE(r.ok);
   CHECK(r.errors

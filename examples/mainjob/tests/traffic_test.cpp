@@ -38,7 +38,7 @@ observed_outcome nack(verdict v) {
 
 } // namespace
 
-TEST_CASE("traffic: the same seed gives the same schedule, another seed another") {
+TEST_CASE("mainjob traffic: the same seed gives the same schedule, another seed another") {
   auto a = fingerprint(traffic_generator{small(42)}.take_all());
   auto b = fingerprint(traffic_generator{small(42)}.take_all());
   auto c = fingerprint(traffic_generator{small(43)}.take_all());
@@ -55,7 +55,7 @@ TEST_CASE("traffic: the same seed gives the same schedule, another seed another"
   CHECK_FALSE(g.next_due_ms().has_value());
 }
 
-TEST_CASE("traffic: pacing puts delivery i at floor(i * 1000 / rate)") {
+TEST_CASE("mainjob traffic: pacing puts delivery i at floor(i * 1000 / rate)") {
   auto s = small();
   s.rate_per_s = 3;
   s.duration_s = 1;
@@ -79,7 +79,7 @@ TEST_CASE("traffic: pacing puts delivery i at floor(i * 1000 / rate)") {
   CHECK(fast.next_due_ms() == 2);
 }
 
-TEST_CASE("traffic: initial Fulls first, then owner-stamped patches to every subscriber") {
+TEST_CASE("mainjob traffic: initial Fulls first, then owner-stamped patches to every subscriber") {
   auto s = small();
   traffic_generator g{s};
   CHECK(g.subscribers(3) == std::vector<int64_t>{1, 2}); // (3 * 2 + j) % 5
@@ -120,7 +120,7 @@ TEST_CASE("traffic: initial Fulls first, then owner-stamped patches to every sub
   }
 }
 
-TEST_CASE("traffic: every mirror fed its frames in order ends equal to the owner's state") {
+TEST_CASE("mainjob traffic: every mirror fed its frames in order ends equal to the owner's state") {
   auto s = small(5);
   traffic_generator g{s};
   auto plan = g.take_all();
@@ -143,7 +143,7 @@ TEST_CASE("traffic: every mirror fed its frames in order ends equal to the owner
     }
 }
 
-TEST_CASE("traffic: a transiently NACKed frame is answered by a fresh Full at the current version") {
+TEST_CASE("mainjob traffic: a transiently NACKed frame is answered by a fresh Full at the current version") {
   auto s = small();
   traffic_generator g{s};
   auto early = g.take_due(200);
@@ -179,7 +179,7 @@ TEST_CASE("traffic: a transiently NACKed frame is answered by a fresh Full at th
   CHECK(g.counters().fresh_fulls_after_nack == 2);
 }
 
-TEST_CASE("traffic: a request NACKed shutting_down or unavailable is re-sent as a new delivery at most 5 times") {
+TEST_CASE("mainjob traffic: a request NACKed shutting_down or unavailable is re-sent as a new delivery at most 5 times") {
   auto s = small();
   s.traffic.weights = {0, 0, 1};
   traffic_generator g{s};
@@ -213,7 +213,7 @@ TEST_CASE("traffic: a request NACKed shutting_down or unavailable is re-sent as 
   CHECK(g.counters().requests_resent == 5);
 }
 
-TEST_CASE("traffic: heartbeats are never re-sent") {
+TEST_CASE("mainjob traffic: heartbeats are never re-sent") {
   auto s = small();
   s.traffic.weights = {0, 1, 0};
   traffic_generator g{s};
@@ -224,7 +224,7 @@ TEST_CASE("traffic: heartbeats are never re-sent") {
           .empty());
 }
 
-TEST_CASE("traffic: payloads are valid JSON of at least payload_bytes") {
+TEST_CASE("mainjob traffic: payloads are valid JSON of at least payload_bytes") {
   auto s = small();
   traffic_generator g{s};
   auto plan = g.take_due(500);

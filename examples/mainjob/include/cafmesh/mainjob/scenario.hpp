@@ -149,8 +149,10 @@ struct scenario_overrides {
 /// `--duration-s: expected an integer >= 1, got 0`, `--rate: expected an integer from 1 to
 /// 1000000, got 0`, and the relation
 /// `--duration-s: expected more than roll.first_stop_at_ms (5000 ms) of traffic, got 5 s`.
-/// On any error `s` is left unchanged.
-std::vector<std::string> apply_overrides(scenario& s, const scenario_overrides& o);
+/// On any error `s` is left unchanged. `with_roll` = false skips the roll relation (for
+/// cafmesh-client, which sends traffic but rolls nothing).
+std::vector<std::string> apply_overrides(scenario& s, const scenario_overrides& o,
+                                         bool with_roll = true);
 
 /// Renders the scenario as a JSON document in the shape `parse_scenario` reads (every key,
 /// 2-space indent, ending in a newline); `parse_scenario(to_json_text(s))` gives back `s`.
