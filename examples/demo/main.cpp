@@ -1,56 +1,127 @@
-// cafmesh-demo: PLACEHOLDER until the main job (issue "The main job") lands.
+// cafmesh-demo: the rolling-restart demo (issue "The main job", item 3).
 //
-// What it really does today: starts a CAF actor system with every cafmesh type announced,
-// sends a delivery envelope to a receiver actor through CAF's binary serializer, and prints
-// what came back. It does not run a mesh, roll silos or route anything yet.
+// What it does today: parses the command line, loads the scenario (a file, or the embedded
+// roll-three-silos default), applies --seed/--duration-s/--rate, validates every process's
+// configuration, and can print the effective scenario (--print-scenario) or write the paced
+// schedule as a trace file (--plan-out). Running the scenario needs the mesh (silos over CAF
+// io, routing, lifecycle), which is not built yet: it then prints what it would run, says so
+// and exits 3 without writing any report (examples/README.md, "Exit codes").
 
+#include <unistd.h>
+
+#include <fstream>
 #include <iostream>
 
-#include <caf/all.hpp>
-#include <caf/binary_deserializer.hpp>
-#include <caf/binary_serializer.hpp>
+#include "cafmesh/config/load.hpp"
+#include "cafmesh/mainjob/cli.hpp"
+#include "cafmesh/mainjob/report.hpp"
+#include "cafmesh/mainjob/trace_replay.hpp"
+#include "cafmesh/mainjob/traffic.hpp"
 
-#include "cafmesh/routing/envelope.hpp"
-#include "cafmesh/routing/register_types.hpp"
+using namespace cafmesh;
+using namespace cafmesh::mainjob;
 
 namespace {
 
-struct demo_config : caf::actor_system_config {
-  demo_config() { cafmesh::register_types(*this); }
-};
+std::string joined(const std::vector<std::string>& xs) {
+  std::string out;
+  for (auto& x : xs)
+    out += (out.empty() ? "" : ", ") + x;
+  return out.empty() ? "-" : out;
+}
+
+/// `name` in the directory of this executable.
+std::string sibling(const std::string& name) {
+  char buf[4096];
+  auto n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0)
+    return name;
+  std::string self{buf, static_cast<size_t>(n)};
+  auto slash = self.rfind('/');
+  return slash == std::string::npos ? name : self.substr(0, slash + 1) + name;
+}
+
+/// Validates the configuration of every silo the scenario starts (the pure clients' differ
+/// only in the primary's port, which the demo learns at run time).
+bool check_process_configs(const scenario& s) {
+  bool ok = true;
+  auto check = [&](config::process_role role, const std::string& name) {
+    auto loaded = process_config(s, role, name);
+    if (!loaded.ok) {
+      std::cerr << "cafmesh-demo: configuration of " << name << " is invalid:\n"
+                << loaded.message() << "\n";
+      ok = false;
+    }
+  };
+  for (auto& silo : s.silos)
+    check(config::process_role::silo_host, "silo-" + silo);
+  return ok;
+}
 
 } // namespace
 
 int main(int argc, char** argv) {
-  demo_config cfg;
-  if (auto err = cfg.parse(argc, argv)) {
-    std::cerr << "cafmesh-demo: " << caf::to_string(err) << "\n";
-    return 2;
+  CLI::App app{"", "cafmesh-demo"};
+  demo_options opts;
+  setup_demo_cli(app, opts);
+  if (auto code = parse_command_line(app, {argv + 1, argv + argc}, std::cout, std::cerr))
+    return *code;
+  auto loaded = opts.scenario_path ? load_scenario_file(*opts.scenario_path)
+                                   : parse_scenario(default_scenario_text());
+  auto source = opts.scenario_path ? *opts.scenario_path : std::string{"embedded default"};
+  if (!loaded.ok) {
+    std::cerr << "cafmesh-demo: invalid scenario " << source << ":\n" << loaded.message() << "\n";
+    return exit_codes::usage;
   }
-  caf::actor_system sys{cfg};
-  using cafmesh::routing::address;
-  cafmesh::routing::envelope d;
-  d.id = "demo-1";
-  d.sender = address::from("portal/alice/tab1");
-  d.target = address::from("node/Org/Acme");
-  d.payload_type = "demo.hello";
-  d.payload_json = R"({"hello":"mesh"})";
-  std::vector<char> buf;
-  caf::binary_serializer sink{sys, buf};
-  if (auto err = sink(d)) {
-    std::cerr << "serialise failed: " << sys.render(err) << "\n";
-    return 1;
+  auto& s = loaded.value;
+  if (auto errs = apply_overrides(s, opts.overrides); !errs.empty()) {
+    for (auto& e : errs)
+      std::cerr << "cafmesh-demo: " << e << "\n";
+    return exit_codes::usage;
   }
-  cafmesh::routing::envelope back;
-  caf::binary_deserializer source{sys, buf};
-  if (auto err = source(back)) {
-    std::cerr << "deserialise failed: " << sys.render(err) << "\n";
-    return 1;
+  if (!check_process_configs(s))
+    return exit_codes::usage;
+  if (opts.print_scenario) {
+    std::cout << to_json_text(s);
+    return exit_codes::ok;
   }
-  std::cout << "cafmesh-demo: PLACEHOLDER - the rolling-restart demo is not built yet.\n"
-            << "It round-tripped one delivery envelope (" << buf.size()
-            << " bytes) through CAF's binary serializer: " << d.sender.to_string() << " -> "
-            << back.target.to_string() << ", equal = " << std::boolalpha << (back == d)
-            << "\n";
-  return back == d ? 0 : 1;
+  std::string node_binary;
+  if (opts.processes) {
+    node_binary = opts.node_binary ? *opts.node_binary : sibling("cafmesh-node");
+    if (::access(node_binary.c_str(), X_OK) != 0) {
+      std::cerr << "cafmesh-demo: --processes needs an executable cafmesh-node, none at \""
+                << node_binary << "\" (use --node-binary)\n";
+      return exit_codes::usage;
+    }
+  }
+  traffic_generator gen{s, "demo"};
+  auto plan = gen.take_all();
+  if (opts.plan_out) {
+    std::ofstream out{*opts.plan_out};
+    for (auto& d : plan)
+      out << to_trace_line(d) << '\n';
+    out.flush();
+    if (!out) {
+      std::cerr << "cafmesh-demo: cannot write plan file \"" << *opts.plan_out << "\"\n";
+      return exit_codes::usage;
+    }
+    std::cout << "cafmesh-demo: wrote " << plan.size() << " planned deliveries to "
+              << *opts.plan_out << " (nothing was sent)\n";
+    return exit_codes::ok;
+  }
+  std::cout << "scenario:  " << s.name << " (" << source << ")\n"
+            << "expected:  " << s.expected_outcome << "\n"
+            << "topology:  silos " << joined(s.silos) << ", pure clients " << s.pure_clients
+            << ", senders " << to_string(s.traffic.senders) << ", "
+            << (opts.processes ? "one cafmesh-node process per silo (" + node_binary + ")"
+                               : std::string{"all in one process"})
+            << "\n"
+            << "traffic:   seed " << s.seed << ", " << s.duration_s << " s at " << s.rate_per_s
+            << " deliveries/s: " << plan.size() << " paced deliveries planned over "
+            << s.traffic.streams << " streams\n"
+            << "roll:      " << joined(s.roll.order) << "\n";
+  std::cerr << "cafmesh-demo: running the scenario needs the mesh (silos over CAF io, "
+               "membership, routing), which is not built yet; nothing was started and no "
+               "report was written.\n";
+  return exit_codes::mesh_not_built;
 }

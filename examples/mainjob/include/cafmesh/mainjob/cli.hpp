@@ -1,0 +1,67 @@
+#pragma once
+
+/// @file
+/// The command lines of cafmesh-node, cafmesh-client and cafmesh-demo (CLI11), kept in the
+/// library so that tests can parse them and check `--help`. Every option is documented in
+/// its help text; examples/README.md repeats them with the exit codes.
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cafmesh/mainjob/progress.hpp"
+#include "cafmesh/mainjob/scenario.hpp"
+
+namespace cafmesh::mainjob {
+
+/// cafmesh-node's options.
+struct node_options {
+  std::string config_path;   ///< `--config FILE` (required)
+  bool print_config = false; ///< `--print-config`
+};
+
+/// cafmesh-client's options.
+struct client_options {
+  std::string config_path;                 ///< `--config FILE` (required)
+  bool print_config = false;               ///< `--print-config`
+  std::optional<std::string> scenario_path; ///< `--scenario FILE` (default: the embedded one)
+  std::optional<std::string> trace_path;   ///< `--trace FILE` (replay instead of the mix)
+  std::string ledger_path = "ledger.jsonl"; ///< `--ledger FILE`
+  std::optional<std::string> plan_out;     ///< `--plan-out FILE`
+  scenario_overrides overrides;            ///< `--seed`, `--duration-s`, `--rate`
+};
+
+/// cafmesh-demo's options.
+struct demo_options {
+  std::optional<std::string> scenario_path; ///< positional `SCENARIO` (default: embedded)
+  bool processes = false;                   ///< `--processes`
+  scenario_overrides overrides;             ///< `--seed`, `--duration-s`, `--rate`
+  std::optional<std::string> report_path;   ///< `--report FILE`
+  bool print_scenario = false;              ///< `--print-scenario`
+  std::optional<std::string> plan_out;      ///< `--plan-out FILE`
+  progress_mode progress = progress_mode::automatic; ///< `--progress MODE`
+  std::optional<std::string> node_binary;   ///< `--node-binary FILE`
+};
+
+/// The exit-code paragraph every `--help` ends with.
+std::string exit_code_help();
+
+/// Declares cafmesh-node's options on `app`, bound to `o`.
+void setup_node_cli(CLI::App& app, node_options& o);
+
+/// Declares cafmesh-client's options on `app`, bound to `o`.
+void setup_client_cli(CLI::App& app, client_options& o);
+
+/// Declares cafmesh-demo's options on `app`, bound to `o`.
+void setup_demo_cli(CLI::App& app, demo_options& o);
+
+/// Parses `args` (argv without the program name). Answers none when the program should go
+/// on; else the exit code after printing: 0 for `--help` (help text to `out`), 2
+/// (`exit_codes::usage`) for a parse error (CLI11's message and a `--help` hint to `err`).
+std::optional<int> parse_command_line(CLI::App& app, std::vector<std::string> args,
+                                      std::ostream& out, std::ostream& err);
+
+} // namespace cafmesh::mainjob

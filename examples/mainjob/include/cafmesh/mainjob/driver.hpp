@@ -1,0 +1,159 @@
+#pragma once
+
+/// @file
+/// The demo driver: everything of a cafmesh-demo run except the mesh itself. It consumes the
+/// traffic schedule, hands deliveries to a `mesh_port`, records what the mesh reports in the
+/// outcome ledger, applies landed frames to the receivers' delta mirrors (SPEC §10), reacts
+/// to NACKs as the traffic generators must (SPEC §12.1), runs the roll (stop each silo of
+/// `roll.order` gracefully, restart it, wait until it is Active, next) and the scenario's
+/// faults, feeds the progress line, and builds the final report.
+///
+/// The mesh plugs in through `mesh_port` (commands) and the `on_*` calls (events). No CAF,
+/// no threads, no clock of its own: the caller passes the time (actor clock) in. Until the
+/// mesh exists nothing implements `mesh_port` outside the unit tests.
+///
+/// Acceptance: the driver records every delivery in the ledger when it hands it to the mesh
+/// (stricter than SPEC's "accepted": a delivery the mesh refuses must still reach one
+/// terminal outcome, the refusal's NACK).
+/// Mirrors: one `routing::delta_mirror` per (target, stream); a frame is applied when it lands;
+/// a stale drop is recorded in the ledger. Their fresh-Full requests are not sent: the owner's
+/// Full after a transient NACK covers every gap the demo can produce, and the final check
+/// `every mirror ends equal to its owner` would show one that it did not cover.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "cafmesh/mainjob/ledger.hpp"
+#include "cafmesh/mainjob/progress.hpp"
+#include "cafmesh/mainjob/report.hpp"
+#include "cafmesh/mainjob/scenario.hpp"
+#include "cafmesh/mainjob/traffic.hpp"
+#include "cafmesh/routing/sync_guard.hpp"
+
+namespace cafmesh::mainjob {
+
+/// What the driver asks of the mesh. Every call returns at once; results come back through
+/// the driver's `on_*` calls.
+class mesh_port {
+public:
+  virtual ~mesh_port();
+
+  /// Package `d` (payload: `render_payload(d)`, SPEC §2.4 packaging stamps from `d`) and send
+  /// it from its sender hub.
+  virtual void submit(const planned_delivery& d) = 0;
+
+  /// Graceful host stop of silo `name` (SPEC §3.7).
+  virtual void stop_silo(const std::string& name) = 0;
+
+  /// Start silo `name` again with the next generation (SPEC §2.3).
+  virtual void restart_silo(const std::string& name) = 0;
+
+  /// Hold every message to and from silo `name` (SPEC §12.1 `stall`); `detected` = the
+  /// failure detector may declare it Dead.
+  virtual void stall_silo(const std::string& name, bool detected) = 0;
+
+  /// End a stall.
+  virtual void unstall_silo(const std::string& name) = 0;
+};
+
+/// A silo's lifecycle progress as the mesh reports it.
+struct silo_event {
+  std::string silo;
+  uint64_t generation = 0;
+  roll_phase phase = roll_phase::active;
+  std::optional<lifecycle::stage> stage;          ///< stage being started or stopped
+  std::optional<int64_t> quiescence_hold_ms;      ///< with `stopped`: how long the hold lasted
+};
+
+/// The driver (see the file comment). Single-threaded.
+class demo_driver {
+public:
+  /// `mode` goes into the report (`in_process` or `processes`).
+  demo_driver(const scenario& s, mesh_port& mesh, std::string mode);
+
+  /// Submits every delivery due at `now_ms` and fires due roll and fault steps.
+  void advance(int64_t now_ms);
+
+  /// When `advance` has something to do next; none when only mesh events can move things.
+  std::optional<int64_t> next_wakeup_ms() const;
+
+  // -- events from the mesh (times in the same clock) --------------------------
+
+  /// Delivery `id` reached its target hub.
+  void on_landed(const std::string& id, int64_t t_ms);
+
+  /// The sender's tracker passed on a response for request `id`.
+  void on_response(const std::string& id, int64_t t_ms);
+
+  /// The sender's tracker passed on a NACK for `id`; reactions are submitted at once.
+  void on_nack(const std::string& id, routing::verdict v, const std::string& text,
+               int64_t t_ms);
+
+  /// The sender's tracker passed on the deadline of request `id`.
+  void on_deadline(const std::string& id, int64_t t_ms);
+
+  /// The router recorded the failure of answer-suppressed delivery `id`.
+  void on_suppressed_failure(const std::string& id, routing::verdict v, const std::string& text,
+                             int64_t t_ms);
+
+  /// A sender's tracker dropped a later outcome for `id`.
+  void on_duplicate_dropped(const std::string& id, int64_t t_ms);
+
+  /// A silo's lifecycle progress (any silo; the roll reacts to the one it is rolling).
+  void on_silo(const silo_event& e, int64_t t_ms);
+
+  // -- state ------------------------------------------------------------------
+
+  /// True once the paced schedule is exhausted, the roll is complete and every fault ended.
+  bool traffic_done() const;
+
+  /// True when `traffic_done` and no delivery is in flight.
+  bool quiescent() const;
+
+  /// The progress sample at `now_ms` (the rate meter is fed here).
+  progress_sample progress(int64_t now_ms);
+
+  /// Evaluates the run: ledger summary, counters, roll records, mirrors.
+  report finish();
+
+  const outcome_ledger& ledger() const { return ledger_; }
+  const std::vector<silo_stop_record>& stops() const { return stops_; }
+
+  /// Mirrors whose version or state differs from their owner's (after `finish`, or now).
+  uint64_t mirrors_diverged() const;
+
+private:
+  enum class roll_step { wait_stop, stopping, wait_restart, starting, wait_next, done };
+
+  void submit(planned_delivery d, int64_t now_ms);
+  void terminal(const std::string& id, const observed_outcome& o, int64_t t_ms);
+  void roll_advance(int64_t now_ms);
+
+  scenario s_;
+  mesh_port& mesh_;
+  std::string mode_;
+  traffic_generator gen_;
+  outcome_ledger ledger_;
+  std::unordered_map<std::string, planned_delivery> open_; ///< submitted, no terminal outcome
+  /// (target, stream) -> (owner, mirror)
+  std::map<std::pair<std::string, std::string>, std::pair<std::string, routing::delta_mirror>>
+    mirrors_;
+  std::map<std::string, uint64_t> generation_;
+  // roll
+  roll_step step_;
+  size_t roll_index_ = 0;
+  int64_t roll_due_ms_ = 0;
+  std::optional<roll_status> roll_status_;
+  std::vector<silo_stop_record> stops_;
+  // faults: (time, index, begin?)
+  std::vector<std::pair<int64_t, std::pair<size_t, bool>>> fault_steps_;
+  size_t fault_pos_ = 0;
+  rate_meter meter_;
+};
+
+} // namespace cafmesh::mainjob

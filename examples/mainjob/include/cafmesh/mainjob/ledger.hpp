@@ -1,0 +1,222 @@
+#pragma once
+
+/// @file
+/// The outcome ledger (SPEC §12.1 "Outcome ledger", §6.12): per accepted delivery id, what
+/// was sent (kind, sender, target, stream and owner version, accepted time), the terminal
+/// outcomes the sender's outcome tracker passed on, and the landings recorded at targets.
+/// `summarize()` checks "exactly one terminal outcome" against it and yields the counts the
+/// demo report prints. A plain single-threaded class; the driver feeds it events with
+/// times in ms from one clock (the actor clock, virtual in the simulation).
+///
+/// Terminal outcomes by kind (SPEC §6.12):
+/// - request: the first of {response, NACK, deadline} the tracker passed on; a landing at
+///   the target is recorded (latency) but is not the sender's outcome;
+/// - one-way post or stream frame that may be answered: its landing, or its NACK;
+/// - answer-suppressed post (heartbeat): its landing, or the router failure recorded with
+///   its verdict (`suppressed_failure`, SPEC S12.58); a NACK for it is an anomaly.
+/// Checks: lost = accepted with no terminal outcome; more than one terminal outcome (two
+/// landings of one post count too); per-(target, stream) order violations = a frame landing
+/// with version v after a landing of the same stream at that target with version v' > v.
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cafmesh/routing/verdict.hpp"
+
+namespace cafmesh::mainjob {
+
+/// What a delivery is (SPEC §12.1 traffic generators).
+enum class delivery_kind : uint8_t {
+  request, ///< expects a response; tracked with a deadline
+  post,    ///< one-way post (heartbeats are answer-suppressed posts)
+  frame,   ///< one-way stream frame with an ordering key and an owner-stamped version
+};
+
+/// Renders `request`, `post` or `frame`.
+std::string to_string(delivery_kind x);
+
+/// Parses `request`, `post` or `frame`; answers false for anything else.
+bool from_string(const std::string& name, delivery_kind& out);
+
+/// One accepted delivery as the ledger records it.
+struct accepted_delivery {
+  std::string id;               ///< the envelope id (SPEC §2.4); unique per delivery
+  delivery_kind kind = delivery_kind::post;
+  std::string sender;           ///< rendered address
+  std::string target;           ///< rendered address
+  std::string stream;           ///< frames: the ordering key; empty otherwise
+  uint64_t version = 0;         ///< frames: the owner-stamped version (SPEC §10)
+  bool answer_suppressed = false;
+  std::string origin;           ///< where the sender hub lives, e.g. `client:1`, `silo:A`
+  int64_t accepted_ms = 0;
+};
+
+/// The kinds of terminal outcome.
+enum class outcome_kind : uint8_t { landed, response, nack, deadline, suppressed_failure };
+
+/// Renders `landed`, `response`, `nack`, `deadline` or `suppressed_failure`.
+std::string to_string(outcome_kind x);
+
+/// A frame landing that broke per-stream order.
+struct order_violation {
+  std::string id;
+  std::string target;
+  std::string stream;
+  uint64_t version = 0;       ///< the version that landed
+  uint64_t after_version = 0; ///< the higher version that had landed before
+  int64_t t_ms = 0;
+
+  friend bool operator==(const order_violation& x, const order_violation& y) {
+    return x.id == y.id && x.target == y.target && x.stream == y.stream
+           && x.version == y.version && x.after_version == y.after_version && x.t_ms == y.t_ms;
+  }
+};
+
+/// Counts of one kind or one origin.
+struct outcome_counts {
+  uint64_t accepted = 0;
+  uint64_t landed = 0;   ///< terminal outcome landed (posts, frames) or response (requests)
+  uint64_t nacked = 0;   ///< terminal outcome NACK
+  uint64_t deadlines = 0;
+  uint64_t suppressed_failures = 0;
+  uint64_t lost = 0;
+
+  friend bool operator==(const outcome_counts& x, const outcome_counts& y) {
+    return x.accepted == y.accepted && x.landed == y.landed && x.nacked == y.nacked
+           && x.deadlines == y.deadlines && x.suppressed_failures == y.suppressed_failures
+           && x.lost == y.lost;
+  }
+};
+
+/// What `outcome_ledger::summarize` finds. Sample lists hold at most `sample_max` ids, in
+/// acceptance order.
+struct ledger_summary {
+  static constexpr size_t sample_max = 10;
+
+  outcome_counts total;
+  std::map<delivery_kind, outcome_counts> by_kind;
+  std::map<std::string, outcome_counts> by_origin;
+  std::map<routing::verdict, uint64_t> nacked_by_verdict;     ///< terminal NACKs only
+  std::map<routing::verdict, uint64_t> suppressed_by_verdict; ///< router failures of suppressed posts
+  std::vector<std::string> lost_ids;
+  uint64_t multiple_terminal = 0; ///< deliveries with more than one terminal outcome
+  std::vector<std::string> multiple_terminal_ids;
+  uint64_t duplicates_dropped = 0; ///< later outcomes the senders' trackers dropped (§6.12)
+  uint64_t order_violations = 0;
+  std::vector<order_violation> order_violation_samples;
+  uint64_t stale_drops = 0;        ///< frames the receivers' guards dropped as stale (§10)
+  uint64_t unknown_outcomes = 0;   ///< outcomes or landings for ids never accepted
+  uint64_t duplicate_accepts = 0;  ///< `accept` for an id already accepted
+  uint64_t nacks_on_suppressed = 0; ///< NACKs for answer-suppressed deliveries (never allowed)
+  std::set<std::string> nack_texts; ///< every distinct NACK and suppressed-failure text
+  uint64_t latency_samples = 0;   ///< deliveries with a landing
+  std::optional<int64_t> latency_p50_ms; ///< first landing - accepted, nearest rank
+  std::optional<int64_t> latency_p99_ms;
+};
+
+/// The nearest-rank percentile: the value at rank ceil(percent / 100 * N) (1-based) of the
+/// sorted values; none for no values. `percent` in [1, 100].
+std::optional<int64_t> nearest_rank(std::vector<int64_t> values, int percent);
+
+/// The outcome ledger (see the file comment).
+///
+/// With an event sink set (`write_events_to`), every call appends one JSON line to it, in
+/// call order: `{"t_ms":…,"event":"accepted","id":…,"kind":…,"sender":…,"target":…,
+/// "stream":…,"version":…,"answer_suppressed":…,"origin":…}`, `{"t_ms":…,"event":"landed",
+/// "id":…}`, `{"t_ms":…,"event":"response","id":…}`, `{"t_ms":…,"event":"nack","id":…,
+/// "verdict":…,"text":…}`, `{"t_ms":…,"event":"deadline","id":…}`,
+/// `{"t_ms":…,"event":"suppressed_failure","id":…,"verdict":…,"text":…}`,
+/// `{"t_ms":…,"event":"duplicate_dropped","id":…}`, `{"t_ms":…,"event":"stale_dropped",
+/// "target":…,"stream":…,"version":…}`. `read_event_line` parses them back.
+class outcome_ledger {
+public:
+  outcome_ledger() = default;
+
+  /// Appends every later event as a JSON line to `out` (not owned; nullptr stops).
+  void write_events_to(std::ostream* out) { sink_ = out; }
+
+  /// Records an accepted delivery; answers false (counted as `duplicate_accepts`, nothing
+  /// else changes) if `d.id` was accepted before.
+  bool accept(const accepted_delivery& d);
+
+  /// The target hub received delivery `id` at `t_ms`.
+  void landed(const std::string& id, int64_t t_ms);
+
+  /// The sender's tracker passed on a response for request `id`.
+  void response(const std::string& id, int64_t t_ms);
+
+  /// The sender's tracker passed on a NACK for `id`.
+  void nack(const std::string& id, routing::verdict v, const std::string& text, int64_t t_ms);
+
+  /// The sender's tracker passed on the deadline of request `id`.
+  void deadline(const std::string& id, int64_t t_ms);
+
+  /// The router recorded the failure of answer-suppressed delivery `id` (no NACK is sent).
+  void suppressed_failure(const std::string& id, routing::verdict v, const std::string& text,
+                          int64_t t_ms);
+
+  /// A sender's tracker dropped a later outcome for `id` (SPEC §6.12).
+  void duplicate_dropped(const std::string& id, int64_t t_ms);
+
+  /// A receiver's guard dropped frame `version` of `stream` at `target` as stale (SPEC §10).
+  void stale_dropped(const std::string& target, const std::string& stream, uint64_t version,
+                     int64_t t_ms);
+
+  /// True if `id` was accepted and has at least one terminal outcome.
+  bool terminated(const std::string& id) const;
+
+  /// Accepted deliveries without a terminal outcome so far ("in flight").
+  uint64_t in_flight() const { return in_flight_; }
+
+  /// Number of accepted deliveries.
+  size_t size() const { return order_.size(); }
+
+  /// Deliveries whose first terminal outcome is a landing or a response, so far.
+  uint64_t landed_count() const { return landed_; }
+
+  /// Deliveries whose first terminal outcome is a NACK, by verdict, so far.
+  const std::map<routing::verdict, uint64_t>& nacked_counts() const { return nacked_; }
+
+  /// Evaluates every check over what was recorded.
+  ledger_summary summarize() const;
+
+private:
+  struct record {
+    accepted_delivery d;
+    std::vector<std::pair<outcome_kind, routing::verdict>> terminal;
+    std::vector<std::string> nack_texts;
+    std::optional<int64_t> first_landing_ms;
+    uint64_t landings = 0;
+  };
+
+  record* find(const std::string& id);
+  void add_terminal(record& r, outcome_kind k, routing::verdict v);
+  void emit(const std::string& line);
+
+  std::unordered_map<std::string, size_t> index_;
+  std::vector<record> order_;
+  std::map<std::pair<std::string, std::string>, uint64_t> max_landed_; ///< (target, stream)
+  uint64_t in_flight_ = 0;
+  uint64_t landed_ = 0;
+  std::map<routing::verdict, uint64_t> nacked_;
+  uint64_t duplicates_dropped_ = 0;
+  uint64_t order_violations_ = 0;
+  std::vector<order_violation> violation_samples_;
+  uint64_t stale_drops_ = 0;
+  uint64_t unknown_outcomes_ = 0;
+  uint64_t duplicate_accepts_ = 0;
+  uint64_t nacks_on_suppressed_ = 0;
+  std::ostream* sink_ = nullptr;
+};
+
+/// Feeds one event line (as written by an event sink) into `ledger`. Answers an empty string
+/// on success, else the reason, e.g. `expected "event" to be one of ..., got "x"`.
+std::string read_event_line(const std::string& line, outcome_ledger& ledger);
+
+} // namespace cafmesh::mainjob

@@ -1,0 +1,97 @@
+#pragma once
+
+/// @file
+/// The final report of cafmesh-demo (issue "The main job" item 3): a table for people and a
+/// JSON document for tools (schema `cafmesh.demo.report/1`, documented in
+/// examples/mainjob/REPORT.md), and the exit-code rule.
+///
+/// Checks, in this order. Fixed (every scenario): `lost = 0`, `order violations = 0`,
+/// `stale frames dropped = 0`, `one terminal outcome per delivery` (no delivery with two or
+/// more), `no NACK for an answer-suppressed delivery` (SPEC §2.4), and when measured
+/// `every mirror ends equal to its owner` (SPEC S12.58). Then the scenario's
+/// `expect` section: `NACKed {verdict} <= {n}` per `max_nacked` entry, `NACKed {verdict} >=
+/// {n}` per `min_nacked` entry, `request chains exhausted <= {n}`, and
+/// `no NACK text contains "{text}"` per forbidden text. The report passes iff every check
+/// holds; exit code 0 then, else 1 (`exit_codes::failed`).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cafmesh/mainjob/ledger.hpp"
+#include "cafmesh/mainjob/scenario.hpp"
+#include "cafmesh/mainjob/traffic.hpp"
+
+namespace cafmesh::mainjob {
+
+/// Process exit codes of cafmesh-node, cafmesh-client and cafmesh-demo (examples/README.md).
+namespace exit_codes {
+
+inline constexpr int ok = 0;             ///< clean: checks passed / clean stop / printed what was asked
+inline constexpr int failed = 1;         ///< a report check failed / the stop was not clean
+inline constexpr int usage = 2;          ///< bad command line, configuration, scenario or trace file
+inline constexpr int mesh_not_built = 3; ///< the requested run needs the mesh, which is not built yet
+
+} // namespace exit_codes
+
+/// One silo's graceful stop during the roll, as measured by the driver.
+struct silo_stop_record {
+  std::string name;                 ///< scenario silo name, e.g. `A`
+  uint64_t generation_before = 0;   ///< generation that was stopped (SPEC §2.3)
+  std::optional<uint64_t> generation_after; ///< generation of the restart, none if not restarted
+  int64_t stop_started_ms = 0;      ///< when the stopping signal was sent, since traffic start
+  std::optional<int64_t> quiescence_hold_ms; ///< how long the quiescence participant held (§8.2)
+  std::optional<int64_t> stop_duration_ms;   ///< stopping signal -> host stop complete (§3.7)
+
+  friend bool operator==(const silo_stop_record& x, const silo_stop_record& y) {
+    return x.name == y.name && x.generation_before == y.generation_before
+           && x.generation_after == y.generation_after && x.stop_started_ms == y.stop_started_ms
+           && x.quiescence_hold_ms == y.quiescence_hold_ms
+           && x.stop_duration_ms == y.stop_duration_ms;
+  }
+};
+
+/// Everything a report is made of.
+struct report_input {
+  std::string scenario_name;
+  uint64_t seed = 0;
+  int64_t duration_s = 0;
+  int64_t rate_per_s = 0;
+  std::string mode; ///< `in_process` or `processes`
+  ledger_summary ledger;
+  traffic_counters traffic;
+  std::vector<silo_stop_record> silos;
+  expectation expect;
+  /// Receivers' mirrors whose final version or state differs from their owner's (SPEC S12.58
+  /// "every mirror ... ends equal to its owner's state"); none when not measured.
+  std::optional<uint64_t> mirrors_diverged;
+};
+
+/// One evaluated check.
+struct report_check {
+  std::string name;   ///< e.g. `lost = 0`
+  bool ok = false;
+  std::string detail; ///< measured value and samples, e.g. `2 (demo-7, demo-9)`
+};
+
+/// An evaluated report.
+struct report {
+  report_input input;
+  std::vector<report_check> checks;
+  bool passed = false;
+  int exit_code = exit_codes::failed;
+};
+
+/// Evaluates every check (see the file comment).
+report make_report(report_input in);
+
+/// The report as an aligned text table ending in a `result: PASS (exit 0)` or
+/// `result: FAIL (exit 1)` line.
+std::string render_table(const report& r);
+
+/// The report as JSON (schema `cafmesh.demo.report/1`, see REPORT.md), 2-space indent,
+/// ending in a newline.
+std::string render_json(const report& r);
+
+} // namespace cafmesh::mainjob

@@ -1,0 +1,183 @@
+#pragma once
+
+/// @file
+/// The main job's scenario model (issue "The main job", items 3–4): what cafmesh-demo and
+/// cafmesh-client run — topology, traffic mix and rate, the rolling restart, injected faults,
+/// configuration overrides and the stated expected outcome. Loaded from JSON with strict
+/// validation; examples/scenarios/README.md documents every key, and the files there are the
+/// shipped scenarios. `default_scenario_text()` is examples/scenarios/roll-three-silos.json,
+/// compiled in at build time (so the file and the embedded default cannot drift).
+///
+/// Refusals follow the config loader (config/include/cafmesh/config/load.hpp): one line per
+/// problem, `{pointer}: expected {what}, got {found}`, `{pointer}: unknown key, did you mean
+/// "{known}"?`, `{pointer}: duplicate key`, in document order; missing required keys after the
+/// other errors of their object; relations between keys only once every key is valid on its
+/// own. Errors inside `config` are the config loader's own lines with `/config` in front.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cafmesh/config/load.hpp"
+#include "cafmesh/routing/verdict.hpp"
+
+namespace cafmesh::mainjob {
+
+/// Where the portal hubs (stream subscribers, request and heartbeat senders) live.
+enum class sender_placement : uint8_t {
+  pure_client, ///< in the pure-client process(es)
+  co_hosted,   ///< in the silo processes, using the co-hosted routing entry (SPEC §6.2)
+  both,        ///< even portal hubs co-hosted, odd ones in pure clients
+};
+
+/// Renders `pure_client`, `co_hosted` or `both`.
+std::string to_string(sender_placement x);
+
+/// Relative weights of the three kinds of paced traffic (SPEC §12.1 "Traffic generators").
+struct traffic_weights {
+  int64_t frame = 80;     ///< node-stream frames, owner hub -> pod-hub subscribers
+  int64_t heartbeat = 10; ///< one-way, answer-suppressed, no key
+  int64_t request = 10;   ///< requests to node hubs
+};
+
+/// Least payload sizes in bytes (a payload whose natural JSON is longer keeps its length).
+struct payload_sizes {
+  int64_t frame = 256;
+  int64_t heartbeat = 64;
+  int64_t request = 128;
+};
+
+/// Section `traffic`.
+struct traffic_spec {
+  int64_t streams = 100;               ///< owned streams; stream s is owned by owner hub s % owner_hubs
+  int64_t subscribers_per_stream = 2;  ///< pod-hub subscribers of every stream (<= portal_hubs)
+  int64_t owner_hubs = 10;             ///< node hubs `node/Owner/O{i}` owning the streams
+  int64_t node_hubs = 20;              ///< node hubs `node/Org/N{i}`: request and heartbeat targets
+  int64_t portal_hubs = 50;            ///< pod hubs `portal/user{i}/tab1`: subscribers and senders
+  sender_placement senders = sender_placement::pure_client;
+  traffic_weights weights;
+  payload_sizes payload_bytes;
+  int64_t request_deadline_ms = 30000; ///< the sender's deadline per request delivery (SPEC §6.12)
+  int64_t request_max_resends = 5;     ///< re-sends after shutting_down / unavailable (SPEC §12.1)
+};
+
+/// Section `roll`: each silo in `order` in turn is stopped gracefully (SPEC §3.7) and
+/// restarted with the next generation (SPEC §2.3). Silo i+1 is stopped `interval_ms` after
+/// silo i's new incarnation is Active; a silo restarts `restart_delay_ms` after its stop
+/// completed. An empty `order` means no roll.
+struct roll_spec {
+  std::vector<std::string> order;  ///< silo names; repeats allowed
+  int64_t first_stop_at_ms = 5000; ///< since the traffic started; < duration
+  int64_t restart_delay_ms = 1000;
+  int64_t interval_ms = 5000;
+};
+
+/// One injected fault (`faults` array). Today only `stall`: every message to the silo and
+/// from its actors is held from `at_ms` for `for_ms` (SPEC §12.1 fault injection); an
+/// undetected stall is never declared Dead by the failure detector (SPEC §4.3, S12.59).
+struct fault_spec {
+  std::string kind = "stall";
+  std::string silo;
+  int64_t at_ms = 0;
+  int64_t for_ms = 1;
+  bool detected = false;
+};
+
+/// Section `expect`: machine-checked parts of the expected outcome, on top of the fixed rule
+/// (lost = 0, order violations = 0, stale drops = 0, no delivery with two terminal outcomes).
+struct expectation {
+  std::map<routing::verdict, int64_t> max_nacked; ///< at most this many NACKs per verdict
+  std::map<routing::verdict, int64_t> min_nacked; ///< at least this many NACKs per verdict
+  std::optional<int64_t> max_request_resends_exhausted; ///< requests still transient after all re-sends
+  std::vector<std::string> forbidden_nack_texts; ///< no NACK message may contain any of these
+};
+
+/// One scenario (see the file comment and examples/scenarios/README.md).
+struct scenario {
+  std::string name;             ///< required, non-empty
+  std::string description;
+  std::string expected_outcome; ///< required, non-empty: the outcome the scenario states
+  uint64_t seed = 42;           ///< seeds the traffic generator (SPEC §12.1 determinism rules)
+  int64_t duration_s = 60;      ///< paced traffic lasts this long; >= 1
+  int64_t rate_per_s = 2000;    ///< paced deliveries per second; 1 .. 1,000,000
+  std::vector<std::string> silos{"A", "B", "C"}; ///< `topology.silos`: distinct names
+  int64_t pure_clients = 1;     ///< `topology.pure_clients`
+  traffic_spec traffic;
+  roll_spec roll;
+  std::vector<fault_spec> faults;
+  /// `config`: a partial configuration document (any section except `mesh`, which the demo
+  /// sets per process), compact JSON text; `{}` when absent. Validated by the config loader.
+  std::string config_json = "{}";
+  expectation expect;
+};
+
+/// The outcome of a scenario load: `ok` with `value`, or `errors` (lines as described in the
+/// file comment) with `value` left at `scenario{}`.
+struct scenario_result {
+  bool ok = false;
+  scenario value;
+  std::vector<std::string> errors;
+
+  /// All errors joined by newlines.
+  std::string message() const;
+};
+
+/// Parses and validates a scenario document given as text.
+scenario_result parse_scenario(const std::string& json_text);
+
+/// Reads `path` and parses it; an unreadable file gives the single error
+/// `cannot read scenario file "{path}": {strerror text}`.
+scenario_result load_scenario_file(const std::string& path);
+
+/// The embedded default scenario's text: examples/scenarios/roll-three-silos.json as it was
+/// at build time.
+const std::string& default_scenario_text();
+
+/// The embedded default scenario, parsed (it is valid: a unit test checks it).
+scenario default_scenario();
+
+/// Command-line overrides (`--seed`, `--duration-s`, `--rate`).
+struct scenario_overrides {
+  std::optional<uint64_t> seed;
+  std::optional<int64_t> duration_s;
+  std::optional<int64_t> rate_per_s;
+};
+
+/// Applies `o` to `s` and re-checks what they touch. Errors name the option:
+/// `--duration-s: expected an integer >= 1, got 0`, `--rate: expected an integer from 1 to
+/// 1000000, got 0`, and the relation
+/// `--duration-s: expected more than roll.first_stop_at_ms (5000 ms) of traffic, got 5 s`.
+/// On any error `s` is left unchanged. `with_roll` = false skips the roll relation (for
+/// cafmesh-client, which sends traffic but rolls nothing).
+std::vector<std::string> apply_overrides(scenario& s, const scenario_overrides& o,
+                                         bool with_roll = true);
+
+/// Renders the scenario as a JSON document in the shape `parse_scenario` reads (every key,
+/// 2-space indent, ending in a newline); `parse_scenario(to_json_text(s))` gives back `s`.
+std::string to_json_text(const scenario& s);
+
+/// The configuration of one process of the scenario: the `config` overrides plus
+/// `mesh.process_role` = `role` and `mesh.name` = `name`, loaded by the config loader.
+config::load_result process_config(const scenario& s, config::process_role role,
+                                   const std::string& name);
+
+/// Address of node hub i: `node/Org/N{i}`.
+std::string node_hub_address(int64_t i);
+
+/// Address of owner hub i: `node/Owner/O{i}`.
+std::string owner_hub_address(int64_t i);
+
+/// Address of portal hub i: `portal/user{i}/tab1`.
+std::string portal_hub_address(int64_t i);
+
+/// Stream id (ordering key) of stream s: `stream-{s}`.
+std::string stream_id(int64_t s);
+
+/// Where portal hub i lives: `silo:{name}` or `client:{n}` (n from 1), by `traffic.senders`:
+/// co_hosted -> silo i % silos; pure_client -> client i % pure_clients + 1; both -> even i
+/// on silo (i / 2) % silos, odd i on client (i / 2) % pure_clients + 1.
+std::string portal_origin(const scenario& s, int64_t i);
+
+} // namespace cafmesh::mainjob

@@ -1,0 +1,192 @@
+#pragma once
+
+/// @file
+/// The traffic generator model (SPEC §12.1 "Traffic generators", issue "The main job" item 3):
+/// a deterministic, paced schedule of deliveries plus the generators' reactions to outcomes.
+///
+/// Paced schedule. Slot i (from 0) is due at t_ms = floor(i * 1000 / rate_per_s); each
+/// delivery takes one slot; an event (one draw below) starts only in a slot with
+/// t_ms < duration_s * 1000, and a frame event that starts is completed (its last fan-out
+/// deliveries may fall after the end). The first slots carry the initial Fulls: for every
+/// stream s (ascending) and every subscriber j (ascending), `full(0, {})` from owner hub
+/// s % owner_hubs to portal hub (s * subscribers_per_stream + j) % portal_hubs. Then each event draws its kind
+/// with `next() % (frame + heartbeat + request weights)` (frame first, then heartbeat, then
+/// request) from one `std::mt19937_64` seeded with `seed ^ fnv1a64("traffic")`:
+/// - frame: stream `next() % streams`; the owner steps that stream's clock (`owner_streams`,
+///   one step per message, SPEC §10) and sends the patch to every subscriber,
+///   one delivery (one slot) each, in subscriber order;
+/// - heartbeat: portal hub `next() % portal_hubs` -> node hub `next() % node_hubs`, one-way,
+///   answer-suppressed, no ordering key;
+/// - request: portal hub `next() % portal_hubs` -> node hub `next() % node_hubs`.
+/// The schedule is a function of the scenario alone: reactions draw no random numbers.
+///
+/// Reactions (`on_outcome`), delivered at once, on top of the paced rate:
+/// - a frame NACKed with a transient verdict (shutting_down, unavailable): the owner sends
+///   that subscriber a fresh `full` at the stream's current version and state, instead of
+///   re-sending the frame (one per NACK);
+/// - a request NACKed `shutting_down` or `unavailable`: re-sent as a NEW delivery (new id,
+///   same sender, target and payload size), at most `request_max_resends` times per original
+///   request; the re-send after that is not made and the chain counts as exhausted;
+/// - every other outcome: nothing.
+/// Paced ids are `{id_prefix}-{n}` and reaction ids `{id_prefix}-r{n}` (n from 1 each), so
+/// the paced schedule, ids included, does not depend on the outcomes.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cafmesh/mainjob/ledger.hpp"
+#include "cafmesh/mainjob/scenario.hpp"
+#include "cafmesh/routing/sync_guard.hpp"
+
+namespace cafmesh::mainjob {
+
+/// Keys a stream's state cycles through (`k0` .. `k7`).
+inline constexpr uint64_t stream_keys = 8;
+
+/// One delivery the driver should send.
+struct planned_delivery {
+  std::string id;
+  int64_t t_ms = 0;             ///< due time since the traffic started
+  delivery_kind kind = delivery_kind::post;
+  std::string sender;           ///< rendered address
+  std::string target;           ///< rendered address
+  std::string origin;           ///< where the sender lives (`portal_origin`), `grain` for owners
+  std::string stream;           ///< frames: ordering key (SPEC §2.4)
+  bool answer_suppressed = false; ///< heartbeats
+  int64_t payload_bytes = 0;    ///< least payload size
+  std::string payload_type;     ///< `demo.frame`, `demo.heartbeat`, `demo.request`, `demo.post`
+  std::optional<routing::sync_frame> frame; ///< frames: kind, owner version, state or ops
+  std::string chain;            ///< requests: id of the original request of a re-send chain
+  int64_t attempt = 0;          ///< requests: 0 for the original, n for the n-th re-send
+
+  /// The ledger record of this delivery once accepted at `accepted_ms`.
+  accepted_delivery accepted(int64_t accepted_ms) const;
+};
+
+/// The terminal outcome the driver observed for a delivery (input to `on_outcome`).
+struct observed_outcome {
+  outcome_kind kind = outcome_kind::landed;
+  routing::verdict verdict = routing::verdict::failed; ///< for `nack`
+};
+
+/// Counters of the generator's reactions.
+struct traffic_counters {
+  uint64_t paced = 0;                  ///< paced deliveries produced so far
+  uint64_t fresh_fulls_after_nack = 0; ///< Fulls sent instead of re-sending a NACKed frame
+  uint64_t requests_resent = 0;        ///< re-sends made
+  uint64_t request_resends_exhausted = 0; ///< chains whose last allowed re-send got a transient NACK too
+
+  friend bool operator==(const traffic_counters& x, const traffic_counters& y) {
+    return x.paced == y.paced && x.fresh_fulls_after_nack == y.fresh_fulls_after_nack
+           && x.requests_resent == y.requests_resent
+           && x.request_resends_exhausted == y.request_resends_exhausted;
+  }
+};
+
+/// The owners' stream clocks, keyed by (owner address, stream id): one monotonic version
+/// per owned stream and the owner's state (SPEC §10). A stream starts at version 0 with an
+/// empty state; every `step` is one message: version + 1, then `set("k{v % 8}", "{v}")`.
+class owner_streams {
+public:
+  /// Steps the stream's clock and answers the patch of the new version.
+  routing::sync_frame step(const std::string& owner, const std::string& stream);
+
+  /// A Full at the stream's current version and state (no step).
+  routing::sync_frame full(const std::string& owner, const std::string& stream) const;
+
+  /// Current version (0 for a stream never stepped).
+  uint64_t version(const std::string& owner, const std::string& stream) const;
+
+  /// Current state (empty for a stream never stepped).
+  routing::sync_state state(const std::string& owner, const std::string& stream) const;
+
+private:
+  struct clock {
+    uint64_t version = 0;
+    routing::sync_state state;
+  };
+  std::map<std::pair<std::string, std::string>, clock> clocks_;
+};
+
+/// The generators' reactions to terminal outcomes (see the file comment), shared by the
+/// traffic generator and the trace replay. Reaction ids are `{id_prefix}-r{n}`, n from 1.
+class reactor {
+public:
+  reactor(std::string id_prefix, int64_t request_max_resends);
+
+  /// The reaction to the terminal outcome `o` of delivery `d`, due at `now_ms`.
+  std::vector<planned_delivery> on_outcome(const planned_delivery& d, const observed_outcome& o,
+                                           int64_t now_ms);
+
+  owner_streams& streams() { return streams_; }
+  const owner_streams& streams() const { return streams_; }
+  const traffic_counters& counters() const { return counters_; }
+  traffic_counters& counters() { return counters_; }
+
+private:
+  std::string prefix_;
+  int64_t max_resends_;
+  uint64_t next_id_ = 1;
+  owner_streams streams_;
+  traffic_counters counters_;
+};
+
+/// The paced generator (see the file comment). Single-threaded. Paced ids are
+/// `{id_prefix}-{n}`, n from 1, in schedule order.
+class traffic_generator {
+public:
+  explicit traffic_generator(const scenario& s, std::string id_prefix = "demo");
+
+  /// Due time of the next paced delivery, none once the schedule is exhausted.
+  std::optional<int64_t> next_due_ms() const;
+
+  /// Takes every paced delivery due at or before `now_ms`, in schedule order.
+  std::vector<planned_delivery> take_due(int64_t now_ms);
+
+  /// Takes the whole remaining schedule (for plans and tests).
+  std::vector<planned_delivery> take_all();
+
+  /// The reaction to the terminal outcome of delivery `d` (see the file comment).
+  std::vector<planned_delivery> on_outcome(const planned_delivery& d, const observed_outcome& o,
+                                           int64_t now_ms) {
+    return reactor_.on_outcome(d, o, now_ms);
+  }
+
+  /// Subscribers (portal hub indexes) of stream s, in order.
+  std::vector<int64_t> subscribers(int64_t s) const;
+
+  /// The owners' clocks (what every mirror should end equal to).
+  const owner_streams& streams() const { return reactor_.streams(); }
+
+  /// Paced count and reaction counters.
+  const traffic_counters& counters() const { return reactor_.counters(); }
+
+private:
+  void generate_event();
+  planned_delivery make(int64_t t_ms, delivery_kind kind, std::string sender,
+                        std::string target, std::string origin);
+  int64_t slot_ms(uint64_t slot) const;
+
+  scenario s_;
+  std::string prefix_;
+  std::mt19937_64 rng_;
+  uint64_t next_id_ = 1;
+  uint64_t slot_ = 0;
+  int64_t end_ms_;
+  int64_t initial_stream_ = 0;
+  int64_t initial_subscriber_ = 0;
+  std::vector<planned_delivery> buffer_; ///< deliveries of the current event, not yet taken
+  size_t buffer_pos_ = 0;
+  reactor reactor_;
+};
+
+/// Renders a frame's payload JSON (`{"v":…,"full":{…}}` or `{"v":…,"ops":[…]}`) padded
+/// with a `"pad"` member to at least `payload_bytes` bytes; other kinds render
+/// `{"type":…,"id":…}` padded the same way. The result is valid JSON.
+std::string render_payload(const planned_delivery& d);
+
+} // namespace cafmesh::mainjob

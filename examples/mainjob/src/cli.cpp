@@ -1,0 +1,158 @@
+#include "cafmesh/mainjob/cli.hpp"
+
+#include <algorithm>
+#include <ostream>
+
+#include "cafmesh/mainjob/report.hpp"
+
+namespace cafmesh::mainjob {
+
+namespace {
+
+/// Accepts only decimal digits (CLI11 would otherwise wrap "-1" around to 2^64 - 1).
+CLI::Validator unsigned_integer() {
+  return CLI::Validator(
+    [](std::string& text) -> std::string {
+      if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos)
+        return {};
+      return "expected an integer from 0 to 18446744073709551615, got " + text;
+    },
+    "UINT64");
+}
+
+void add_overrides(CLI::App& app, scenario_overrides& o, std::vector<CLI::Option*>& added) {
+  added.push_back(app.add_option_function<uint64_t>(
+    "--seed", [&o](const uint64_t& v) { o.seed = v; },
+    "Seed of the traffic generator (std::mt19937_64; overrides the scenario's \"seed\")")
+                    ->check(unsigned_integer())
+                    ->type_name("N"));
+  added.push_back(app.add_option_function<int64_t>(
+    "--duration-s", [&o](const int64_t& v) { o.duration_s = v; },
+    "Seconds of paced traffic, >= 1 (overrides \"duration_s\")")
+                    ->type_name("N"));
+  added.push_back(app.add_option_function<int64_t>(
+    "--rate", [&o](const int64_t& v) { o.rate_per_s = v; },
+    "Paced deliveries per second, 1 to 1000000 (overrides \"rate_per_s\")")
+                    ->type_name("N"));
+}
+
+} // namespace
+
+std::string exit_code_help() {
+  return "Exit codes: " + std::to_string(exit_codes::ok)
+         + " clean (checks passed, clean stop, or printed what was asked); "
+         + std::to_string(exit_codes::failed) + " a report check failed or the stop was not clean; "
+         + std::to_string(exit_codes::usage)
+         + " bad command line, configuration, scenario or trace file; "
+         + std::to_string(exit_codes::mesh_not_built)
+         + " the run needs the mesh (silos over CAF io, routing, lifecycle), which is not "
+           "built yet.\n";
+}
+
+void setup_node_cli(CLI::App& app, node_options& o) {
+  app.description("cafmesh-node: one cafmesh process over CAF io - a silo, a pure client or a "
+                  "monolith, as the configuration's mesh.process_role says (SPEC §1.3). "
+                  "SIGTERM/SIGINT: graceful host stop (SPEC §3.7); a second signal: "
+                  "non-graceful stop.");
+  app.add_option("-c,--config", o.config_path,
+                 "JSON configuration file (SPEC §11; keys in examples/config/README.md)")
+    ->required()
+    ->type_name("FILE");
+  app.add_flag("--print-config", o.print_config,
+               "Print the effective configuration (every key, defaults filled in) and exit");
+  app.footer(exit_code_help());
+}
+
+void setup_client_cli(CLI::App& app, client_options& o) {
+  app.description("cafmesh-client: a pure client that sends the scenario's traffic mix, or "
+                  "replays a trace file, and writes every outcome to a ledger file.");
+  app.add_option("-c,--config", o.config_path,
+                 "JSON configuration file; mesh.process_role must be \"pure_client\"")
+    ->required()
+    ->type_name("FILE");
+  app.add_flag("--print-config", o.print_config,
+               "Print the effective configuration (every key, defaults filled in) and exit");
+  auto* scenario_opt =
+    app.add_option_function<std::string>(
+         "--scenario", [&o](const std::string& v) { o.scenario_path = v; },
+         "Scenario file whose \"traffic\" section gives the mix (default: the embedded "
+         "roll-three-silos scenario)")
+      ->type_name("FILE");
+  auto* trace_opt =
+    app.add_option_function<std::string>(
+         "--trace", [&o](const std::string& v) { o.trace_path = v; },
+         "Replay this trace file (JSON lines: t_ms, sender, target, stream, payload_bytes, "
+         "kind) instead of generating the mix")
+      ->type_name("FILE");
+  trace_opt->excludes(scenario_opt);
+  std::vector<CLI::Option*> overrides;
+  add_overrides(app, o.overrides, overrides);
+  for (auto* x : overrides)
+    trace_opt->excludes(x);
+  app.add_option("--ledger", o.ledger_path,
+                 "Outcome ledger file (JSON lines, one per event; default ledger.jsonl)")
+    ->type_name("FILE");
+  app.add_option_function<std::string>(
+       "--plan-out", [&o](const std::string& v) { o.plan_out = v; },
+       "Write the paced schedule as a trace file and exit without sending anything")
+    ->type_name("FILE");
+  app.footer(exit_code_help());
+}
+
+void setup_demo_cli(CLI::App& app, demo_options& o) {
+  app.description(
+    "cafmesh-demo: the rolling-restart demo. Silos (each its own CAF actor system, joined over "
+    "loopback TCP) and a pure client carry the scenario's traffic while each silo in turn is "
+    "stopped gracefully and restarted with a new generation; the final report checks that "
+    "nothing accepted was lost.");
+  app.add_option_function<std::string>(
+       "SCENARIO", [&o](const std::string& v) { o.scenario_path = v; },
+       "Scenario file (default: the embedded examples/scenarios/roll-three-silos.json)")
+    ->type_name("FILE");
+  app.add_flag("--processes", o.processes,
+               "Run every silo as a separate cafmesh-node process, rolled with SIGTERM");
+  std::vector<CLI::Option*> overrides;
+  add_overrides(app, o.overrides, overrides);
+  app.add_option_function<std::string>(
+       "--report", [&o](const std::string& v) { o.report_path = v; },
+       "Also write the final report as JSON (schema in examples/mainjob/REPORT.md)")
+    ->type_name("FILE");
+  app.add_flag("--print-scenario", o.print_scenario,
+               "Print the effective scenario (overrides applied) as JSON and exit");
+  app.add_option_function<std::string>(
+       "--plan-out", [&o](const std::string& v) { o.plan_out = v; },
+       "Write the paced schedule as a trace file (cafmesh-client --trace format) and exit")
+    ->type_name("FILE");
+  app.add_option_function<std::string>(
+       "--progress",
+       [&o](const std::string& v) {
+         if (!from_string(v, o.progress))
+           throw CLI::ValidationError("--progress", "expected auto, terminal, plain or off");
+       },
+       "Live progress: auto (a rewriting line on a terminal, plain periodic lines otherwise), "
+       "terminal, plain or off (default auto)")
+    ->type_name("MODE");
+  app.add_option_function<std::string>(
+       "--node-binary", [&o](const std::string& v) { o.node_binary = v; },
+       "cafmesh-node executable for --processes (default: next to cafmesh-demo)")
+    ->type_name("FILE");
+  app.footer(exit_code_help());
+}
+
+std::optional<int> parse_command_line(CLI::App& app, std::vector<std::string> args,
+                                      std::ostream& out, std::ostream& err) {
+  std::reverse(args.begin(), args.end()); // CLI11 takes the vector reversed
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return exit_codes::ok;
+  } catch (const CLI::ParseError& e) {
+    err << app.get_name() << ": " << e.what() << "\n"
+        << "Run with --help for more information.\n";
+    return exit_codes::usage;
+  }
+  return std::nullopt;
+}
+
+} // namespace cafmesh::mainjob

@@ -1,0 +1,225 @@
+#include "cafmesh/mainjob/driver.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace cafmesh::mainjob {
+
+mesh_port::~mesh_port() {
+  // nop
+}
+
+demo_driver::demo_driver(const scenario& s, mesh_port& mesh, std::string mode)
+  : s_(s),
+    mesh_(mesh),
+    mode_(std::move(mode)),
+    gen_(s, "demo"),
+    step_(s.roll.order.empty() ? roll_step::done : roll_step::wait_stop),
+    roll_due_ms_(s.roll.first_stop_at_ms) {
+  for (size_t i = 0; i < s.faults.size(); ++i) {
+    fault_steps_.push_back({s.faults[i].at_ms, {i, true}});
+    fault_steps_.push_back({s.faults[i].at_ms + s.faults[i].for_ms, {i, false}});
+  }
+  std::stable_sort(fault_steps_.begin(), fault_steps_.end(),
+                   [](auto& x, auto& y) { return x.first < y.first; });
+}
+
+void demo_driver::submit(planned_delivery d, int64_t now_ms) {
+  ledger_.accept(d.accepted(now_ms));
+  mesh_.submit(d);
+  auto id = d.id;
+  open_.emplace(std::move(id), std::move(d));
+}
+
+void demo_driver::advance(int64_t now_ms) {
+  for (auto& d : gen_.take_due(now_ms))
+    submit(std::move(d), now_ms);
+  while (fault_pos_ < fault_steps_.size() && fault_steps_[fault_pos_].first <= now_ms) {
+    auto [index, begin] = fault_steps_[fault_pos_++].second;
+    auto& f = s_.faults[index];
+    if (begin)
+      mesh_.stall_silo(f.silo, f.detected);
+    else
+      mesh_.unstall_silo(f.silo);
+  }
+  roll_advance(now_ms);
+}
+
+void demo_driver::roll_advance(int64_t now_ms) {
+  if (roll_due_ms_ > now_ms)
+    return;
+  switch (step_) {
+    case roll_step::wait_stop:
+    case roll_step::wait_next: {
+      auto& name = s_.roll.order[roll_index_];
+      silo_stop_record rec;
+      rec.name = name;
+      rec.generation_before = generation_[name];
+      rec.stop_started_ms = now_ms;
+      stops_.push_back(rec);
+      roll_status_ = roll_status{name, rec.generation_before, roll_phase::stopping, std::nullopt};
+      step_ = roll_step::stopping;
+      mesh_.stop_silo(name);
+      break;
+    }
+    case roll_step::wait_restart: {
+      auto& name = s_.roll.order[roll_index_];
+      roll_status_->phase = roll_phase::starting;
+      roll_status_->stage.reset();
+      step_ = roll_step::starting;
+      mesh_.restart_silo(name);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+std::optional<int64_t> demo_driver::next_wakeup_ms() const {
+  std::optional<int64_t> out = gen_.next_due_ms();
+  auto consider = [&](int64_t t) { out = out ? std::min(*out, t) : t; };
+  if (fault_pos_ < fault_steps_.size())
+    consider(fault_steps_[fault_pos_].first);
+  if (step_ == roll_step::wait_stop || step_ == roll_step::wait_restart
+      || step_ == roll_step::wait_next)
+    consider(roll_due_ms_);
+  return out;
+}
+
+void demo_driver::terminal(const std::string& id, const observed_outcome& o, int64_t t_ms) {
+  auto i = open_.find(id);
+  if (i == open_.end())
+    return; // a second outcome: the ledger counts it, nobody reacts twice
+  auto d = std::move(i->second);
+  open_.erase(i);
+  for (auto& next : gen_.on_outcome(d, o, t_ms))
+    submit(std::move(next), t_ms);
+}
+
+void demo_driver::on_landed(const std::string& id, int64_t t_ms) {
+  ledger_.landed(id, t_ms);
+  auto i = open_.find(id);
+  if (i == open_.end())
+    return;
+  auto& d = i->second;
+  if (d.kind == delivery_kind::frame && d.frame) {
+    auto key = std::make_pair(d.target, d.stream);
+    auto m = mirrors_.find(key);
+    if (m == mirrors_.end())
+      m = mirrors_
+            .emplace(key, std::make_pair(d.sender,
+                                         routing::delta_mirror{d.target + " " + d.stream}))
+            .first;
+    auto& mirror = m->second.second;
+    if (mirror.on_frame(*d.frame) == routing::frame_outcome::stale_dropped)
+      ledger_.stale_dropped(d.target, d.stream, d.frame->version, t_ms);
+    mirror.take_requests(); // see the file comment
+  }
+  if (d.kind != delivery_kind::request)
+    terminal(id, {outcome_kind::landed, routing::verdict::failed}, t_ms);
+}
+
+void demo_driver::on_response(const std::string& id, int64_t t_ms) {
+  ledger_.response(id, t_ms);
+  terminal(id, {outcome_kind::response, routing::verdict::failed}, t_ms);
+}
+
+void demo_driver::on_nack(const std::string& id, routing::verdict v, const std::string& text,
+                          int64_t t_ms) {
+  ledger_.nack(id, v, text, t_ms);
+  terminal(id, {outcome_kind::nack, v}, t_ms);
+}
+
+void demo_driver::on_deadline(const std::string& id, int64_t t_ms) {
+  ledger_.deadline(id, t_ms);
+  terminal(id, {outcome_kind::deadline, routing::verdict::failed}, t_ms);
+}
+
+void demo_driver::on_suppressed_failure(const std::string& id, routing::verdict v,
+                                        const std::string& text, int64_t t_ms) {
+  ledger_.suppressed_failure(id, v, text, t_ms);
+  terminal(id, {outcome_kind::suppressed_failure, v}, t_ms);
+}
+
+void demo_driver::on_duplicate_dropped(const std::string& id, int64_t t_ms) {
+  ledger_.duplicate_dropped(id, t_ms);
+}
+
+void demo_driver::on_silo(const silo_event& e, int64_t t_ms) {
+  generation_[e.silo] = std::max(generation_[e.silo], e.generation);
+  if (step_ == roll_step::done || step_ == roll_step::wait_stop || !roll_status_
+      || e.silo != s_.roll.order[roll_index_])
+    return;
+  if (step_ == roll_step::stopping) {
+    roll_status_->stage = e.stage;
+    if (e.phase == roll_phase::stopped) {
+      auto& rec = stops_.back();
+      rec.stop_duration_ms = t_ms - rec.stop_started_ms;
+      rec.quiescence_hold_ms = e.quiescence_hold_ms;
+      roll_status_->phase = roll_phase::stopped;
+      step_ = roll_step::wait_restart;
+      roll_due_ms_ = t_ms + s_.roll.restart_delay_ms;
+    }
+  } else if (step_ == roll_step::starting) {
+    roll_status_->stage = e.stage;
+    if (e.phase == roll_phase::active && e.generation > stops_.back().generation_before) {
+      stops_.back().generation_after = e.generation;
+      if (++roll_index_ < s_.roll.order.size()) {
+        step_ = roll_step::wait_next;
+        roll_due_ms_ = t_ms + s_.roll.interval_ms;
+      } else {
+        step_ = roll_step::done;
+      }
+      roll_status_.reset();
+    }
+  }
+}
+
+bool demo_driver::traffic_done() const {
+  return !gen_.next_due_ms() && step_ == roll_step::done && fault_pos_ == fault_steps_.size();
+}
+
+bool demo_driver::quiescent() const {
+  return traffic_done() && ledger_.in_flight() == 0;
+}
+
+progress_sample demo_driver::progress(int64_t now_ms) {
+  meter_.add(now_ms, ledger_.landed_count());
+  progress_sample p;
+  p.elapsed_ms = now_ms;
+  p.rate_per_s = meter_.per_second();
+  p.in_flight = ledger_.in_flight();
+  p.delivered = ledger_.landed_count();
+  p.nacked = ledger_.nacked_counts();
+  p.roll = roll_status_;
+  return p;
+}
+
+uint64_t demo_driver::mirrors_diverged() const {
+  uint64_t n = 0;
+  for (auto& [key, entry] : mirrors_) {
+    auto& [owner, m] = entry;
+    auto& stream = key.second;
+    if (m.version() != gen_.streams().version(owner, stream)
+        || m.state() != gen_.streams().state(owner, stream))
+      ++n;
+  }
+  return n;
+}
+
+report demo_driver::finish() {
+  report_input in;
+  in.scenario_name = s_.name;
+  in.seed = s_.seed;
+  in.duration_s = s_.duration_s;
+  in.rate_per_s = s_.rate_per_s;
+  in.mode = mode_;
+  in.ledger = ledger_.summarize();
+  in.traffic = gen_.counters();
+  in.silos = stops_;
+  in.expect = s_.expect;
+  in.mirrors_diverged = mirrors_diverged();
+  return make_report(std::move(in));
+}
+
+} // namespace cafmesh::mainjob

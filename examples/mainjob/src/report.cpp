@@ -1,0 +1,270 @@
+#include "cafmesh/mainjob/report.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace cafmesh::mainjob {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string sample_text(uint64_t n, const std::vector<std::string>& ids) {
+  auto out = std::to_string(n);
+  if (ids.empty())
+    return out;
+  out += " (";
+  for (size_t i = 0; i < ids.size(); ++i)
+    out += (i == 0 ? "" : ", ") + ids[i];
+  if (n > ids.size())
+    out += ", ...";
+  return out + ")";
+}
+
+uint64_t count_of(const std::map<routing::verdict, uint64_t>& xs, routing::verdict v) {
+  auto i = xs.find(v);
+  return i == xs.end() ? 0 : i->second;
+}
+
+uint64_t total_of(const std::map<routing::verdict, uint64_t>& xs) {
+  uint64_t n = 0;
+  for (auto& [v, k] : xs)
+    n += k;
+  return n;
+}
+
+json counts_json(const outcome_counts& c) {
+  json j = json::object();
+  j["accepted"] = c.accepted;
+  j["landed"] = c.landed;
+  j["nacked"] = c.nacked;
+  j["deadlines"] = c.deadlines;
+  j["suppressed_failures"] = c.suppressed_failures;
+  j["lost"] = c.lost;
+  return j;
+}
+
+json verdicts_json(const std::map<routing::verdict, uint64_t>& xs) {
+  json j = json::object();
+  for (auto& [v, n] : xs)
+    j[routing::to_string(v)] = n;
+  return j;
+}
+
+template <class T>
+json optional_json(const std::optional<T>& x) {
+  return x ? json(*x) : json(nullptr);
+}
+
+template <class T>
+std::string optional_text(const std::optional<T>& x) {
+  return x ? std::to_string(*x) : std::string{"-"};
+}
+
+/// Left-aligned columns separated by two spaces; the last column is not padded.
+std::string columns(const std::vector<std::vector<std::string>>& rows, const std::string& indent) {
+  std::vector<size_t> width;
+  for (auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i) {
+      width.resize(std::max(width.size(), row.size()));
+      width[i] = std::max(width[i], row[i].size());
+    }
+  std::string out;
+  for (auto& row : rows) {
+    std::string line = indent;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size())
+        line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+} // namespace
+
+report make_report(report_input in) {
+  report r;
+  auto& l = in.ledger;
+  auto add = [&](std::string name, bool ok, std::string detail) {
+    r.checks.push_back({std::move(name), ok, std::move(detail)});
+  };
+  add("lost = 0", l.total.lost == 0, sample_text(l.total.lost, l.lost_ids));
+  std::vector<std::string> violations;
+  for (auto& v : l.order_violation_samples)
+    violations.push_back(v.id + " " + v.target + " " + v.stream + " v" + std::to_string(v.version)
+                         + " after v" + std::to_string(v.after_version));
+  add("order violations = 0", l.order_violations == 0,
+      sample_text(l.order_violations, violations));
+  add("stale frames dropped = 0", l.stale_drops == 0, std::to_string(l.stale_drops));
+  add("one terminal outcome per delivery", l.multiple_terminal == 0,
+      sample_text(l.multiple_terminal, l.multiple_terminal_ids));
+  add("no NACK for an answer-suppressed delivery", l.nacks_on_suppressed == 0,
+      std::to_string(l.nacks_on_suppressed));
+  if (in.mirrors_diverged)
+    add("every mirror ends equal to its owner", *in.mirrors_diverged == 0,
+        std::to_string(*in.mirrors_diverged));
+  for (auto& [v, n] : in.expect.max_nacked) {
+    auto got = count_of(l.nacked_by_verdict, v);
+    add("NACKed " + routing::to_string(v) + " <= " + std::to_string(n),
+        got <= static_cast<uint64_t>(n), std::to_string(got));
+  }
+  for (auto& [v, n] : in.expect.min_nacked) {
+    auto got = count_of(l.nacked_by_verdict, v);
+    add("NACKed " + routing::to_string(v) + " >= " + std::to_string(n),
+        got >= static_cast<uint64_t>(n), std::to_string(got));
+  }
+  if (auto n = in.expect.max_request_resends_exhausted) {
+    auto got = in.traffic.request_resends_exhausted;
+    add("request chains exhausted <= " + std::to_string(*n), got <= static_cast<uint64_t>(*n),
+        std::to_string(got));
+  }
+  for (auto& text : in.expect.forbidden_nack_texts) {
+    std::vector<std::string> hits;
+    for (auto& seen : l.nack_texts)
+      if (seen.find(text) != std::string::npos)
+        hits.push_back(seen);
+    auto shown_hits = hits;
+    if (shown_hits.size() > ledger_summary::sample_max)
+      shown_hits.resize(ledger_summary::sample_max);
+    add("no NACK text contains \"" + text + "\"", hits.empty(),
+        sample_text(hits.size(), shown_hits));
+  }
+  r.passed = std::all_of(r.checks.begin(), r.checks.end(), [](auto& c) { return c.ok; });
+  r.exit_code = r.passed ? exit_codes::ok : exit_codes::failed;
+  r.input = std::move(in);
+  return r;
+}
+
+std::string render_table(const report& r) {
+  auto& in = r.input;
+  auto& l = in.ledger;
+  std::ostringstream out;
+  out << "report: " << in.scenario_name << " (seed " << in.seed << ", " << in.duration_s
+      << " s at " << in.rate_per_s << " deliveries/s, " << in.mode << ")\n\n";
+  std::vector<std::vector<std::string>> rows{
+    {"accepted", std::to_string(l.total.accepted)},
+    {"landed", std::to_string(l.total.landed)},
+    {"NACKed", std::to_string(total_of(l.nacked_by_verdict))}};
+  for (auto& [v, n] : l.nacked_by_verdict)
+    rows.push_back({"  " + routing::to_string(v), std::to_string(n)});
+  rows.push_back({"request deadlines", std::to_string(l.total.deadlines)});
+  rows.push_back({"suppressed failures", std::to_string(total_of(l.suppressed_by_verdict))});
+  for (auto& [v, n] : l.suppressed_by_verdict)
+    rows.push_back({"  " + routing::to_string(v), std::to_string(n)});
+  rows.push_back({"lost", std::to_string(l.total.lost)});
+  rows.push_back({"two or more terminal outcomes", std::to_string(l.multiple_terminal)});
+  rows.push_back({"duplicate outcomes dropped", std::to_string(l.duplicates_dropped)});
+  rows.push_back({"order violations", std::to_string(l.order_violations)});
+  rows.push_back({"stale frames dropped", std::to_string(l.stale_drops)});
+  rows.push_back({"mirrors diverged from owner", optional_text(in.mirrors_diverged)});
+  rows.push_back({"latency p50 / p99 (ms)", optional_text(l.latency_p50_ms) + " / "
+                                              + optional_text(l.latency_p99_ms) + " ("
+                                              + std::to_string(l.latency_samples) + " samples)"});
+  rows.push_back({"requests re-sent", std::to_string(in.traffic.requests_resent)});
+  rows.push_back({"request chains exhausted", std::to_string(in.traffic.request_resends_exhausted)});
+  rows.push_back({"fresh Fulls after NACK", std::to_string(in.traffic.fresh_fulls_after_nack)});
+  out << columns(rows, "  ");
+  if (!in.silos.empty()) {
+    std::vector<std::vector<std::string>> silo_rows{
+      {"silo", "generation", "stop at ms", "quiescence hold ms", "stop ms"}};
+    for (auto& s : in.silos)
+      silo_rows.push_back({s.name,
+                           std::to_string(s.generation_before) + " -> "
+                             + optional_text(s.generation_after),
+                           std::to_string(s.stop_started_ms), optional_text(s.quiescence_hold_ms),
+                           optional_text(s.stop_duration_ms)});
+    out << "\n" << columns(silo_rows, "  ");
+  }
+  if (!l.by_origin.empty()) {
+    std::vector<std::vector<std::string>> origin_rows{
+      {"origin", "accepted", "landed", "NACKed", "deadlines", "suppressed", "lost"}};
+    for (auto& [origin, c] : l.by_origin)
+      origin_rows.push_back({origin, std::to_string(c.accepted), std::to_string(c.landed),
+                             std::to_string(c.nacked), std::to_string(c.deadlines),
+                             std::to_string(c.suppressed_failures), std::to_string(c.lost)});
+    out << "\n" << columns(origin_rows, "  ");
+  }
+  out << "\n";
+  std::vector<std::vector<std::string>> check_rows;
+  for (auto& c : r.checks)
+    check_rows.push_back({c.ok ? "PASS" : "FAIL", c.name, c.detail});
+  out << columns(check_rows, "  ");
+  out << "result: " << (r.passed ? "PASS" : "FAIL") << " (exit " << r.exit_code << ")\n";
+  return out.str();
+}
+
+std::string render_json(const report& r) {
+  auto& in = r.input;
+  auto& l = in.ledger;
+  json j = json::object();
+  j["schema"] = "cafmesh.demo.report/1";
+  j["scenario"] = in.scenario_name;
+  j["seed"] = in.seed;
+  j["duration_s"] = in.duration_s;
+  j["rate_per_s"] = in.rate_per_s;
+  j["mode"] = in.mode;
+  j["accepted"] = l.total.accepted;
+  j["landed"] = l.total.landed;
+  j["nacked"] = verdicts_json(l.nacked_by_verdict);
+  j["nacked_total"] = total_of(l.nacked_by_verdict);
+  j["deadlines"] = l.total.deadlines;
+  j["suppressed_failures"] = verdicts_json(l.suppressed_by_verdict);
+  j["suppressed_failures_total"] = total_of(l.suppressed_by_verdict);
+  j["lost"] = l.total.lost;
+  j["lost_sample"] = l.lost_ids;
+  j["multiple_terminal_outcomes"] = l.multiple_terminal;
+  j["multiple_terminal_sample"] = l.multiple_terminal_ids;
+  j["duplicate_outcomes_dropped"] = l.duplicates_dropped;
+  j["order_violations"] = l.order_violations;
+  json samples = json::array();
+  for (auto& v : l.order_violation_samples)
+    samples.push_back(json{{"id", v.id},
+                           {"target", v.target},
+                           {"stream", v.stream},
+                           {"version", v.version},
+                           {"after_version", v.after_version},
+                           {"t_ms", v.t_ms}});
+  j["order_violation_sample"] = samples;
+  j["stale_drops"] = l.stale_drops;
+  j["nacks_on_answer_suppressed"] = l.nacks_on_suppressed;
+  j["mirrors_diverged"] = optional_json(in.mirrors_diverged);
+  j["unknown_outcomes"] = l.unknown_outcomes;
+  j["duplicate_accepts"] = l.duplicate_accepts;
+  j["latency_ms"] = json{{"samples", l.latency_samples},
+                         {"p50", optional_json(l.latency_p50_ms)},
+                         {"p99", optional_json(l.latency_p99_ms)}};
+  j["traffic"] = json{{"paced", in.traffic.paced},
+                      {"requests_resent", in.traffic.requests_resent},
+                      {"request_resends_exhausted", in.traffic.request_resends_exhausted},
+                      {"fresh_fulls_after_nack", in.traffic.fresh_fulls_after_nack}};
+  json kinds = json::object();
+  for (auto& [k, c] : l.by_kind)
+    kinds[to_string(k)] = counts_json(c);
+  j["by_kind"] = kinds;
+  json origins = json::object();
+  for (auto& [o, c] : l.by_origin)
+    origins[o] = counts_json(c);
+  j["by_origin"] = origins;
+  json silos = json::array();
+  for (auto& s : in.silos)
+    silos.push_back(json{{"name", s.name},
+                         {"generation_before", s.generation_before},
+                         {"generation_after", optional_json(s.generation_after)},
+                         {"stop_started_ms", s.stop_started_ms},
+                         {"quiescence_hold_ms", optional_json(s.quiescence_hold_ms)},
+                         {"stop_duration_ms", optional_json(s.stop_duration_ms)}});
+  j["silos"] = silos;
+  json checks = json::array();
+  for (auto& c : r.checks)
+    checks.push_back(json{{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});
+  j["checks"] = checks;
+  j["passed"] = r.passed;
+  j["exit_code"] = r.exit_code;
+  return j.dump(2) + "\n";
+}
+
+} // namespace cafmesh::mainjob

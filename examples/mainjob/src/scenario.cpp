@@ -1,0 +1,507 @@
+#include "cafmesh/mainjob/scenario.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "cafmesh/mainjob/default_scenario_text.hpp"
+#include "json_check.hpp"
+
+namespace cafmesh::mainjob {
+
+using namespace detail;
+
+namespace {
+
+constexpr int64_t rate_max = 1000000;
+constexpr int64_t payload_max = 1048575; // below the stream block limit (SPEC §9.2)
+constexpr int64_t silos_max = 16;
+
+const std::vector<std::string> placement_names{"pure_client", "co_hosted", "both"};
+
+std::string one_of_what(const std::vector<std::string>& names) {
+  std::string out;
+  for (auto& n : names)
+    out += (out.empty() ? "\"" : ", \"") + n + "\"";
+  return "one of " + out;
+}
+
+bool silo_name_ok(const std::string& name) {
+  return !name.empty() && name.size() <= 32
+         && std::all_of(name.begin(), name.end(), [](char c) {
+              return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+                     || c == '-' || c == '_';
+            });
+}
+
+/// Reads everything of one document into `s`, collecting errors.
+class reader {
+public:
+  reader(const std::set<std::string>& dups, error_list& errs) : dups_(dups), errs_(errs) {}
+
+  void document(const json& doc, scenario& s) {
+    read_object(doc, "",
+                {{"name", true, "a non-empty string",
+                  [&](const json& v, const std::string& p) { read_string(v, p, true, s.name, errs_); }},
+                 {"description", false, "a string",
+                  [&](const json& v, const std::string& p) {
+                    read_string(v, p, false, s.description, errs_);
+                  }},
+                 {"expected_outcome", true, "a non-empty string",
+                  [&](const json& v, const std::string& p) {
+                    read_string(v, p, true, s.expected_outcome, errs_);
+                  }},
+                 {"seed", false, "",
+                  [&](const json& v, const std::string& p) {
+                    if (v.is_number_unsigned())
+                      s.seed = v.get<uint64_t>();
+                    else if (in_range(v, 0, int64_max))
+                      s.seed = static_cast<uint64_t>(v.get<int64_t>());
+                    else
+                      refuse(errs_, p, "an integer from 0 to 18446744073709551615", shown(v));
+                  }},
+                 {"duration_s", false, "",
+                  [&](const json& v, const std::string& p) {
+                    read_integer(v, p, 1, int64_max / 1000, s.duration_s, errs_);
+                  }},
+                 {"rate_per_s", false, "",
+                  [&](const json& v, const std::string& p) {
+                    read_integer(v, p, 1, rate_max, s.rate_per_s, errs_);
+                  }},
+                 {"topology", false, "", [&](const json& v, const std::string& p) { topology(v, p, s); }},
+                 {"traffic", false, "", [&](const json& v, const std::string& p) { traffic(v, p, s.traffic); }},
+                 {"roll", false, "", [&](const json& v, const std::string& p) { roll(v, p, s.roll); }},
+                 {"faults", false, "", [&](const json& v, const std::string& p) { faults(v, p, s.faults); }},
+                 {"config", false, "", [&](const json& v, const std::string& p) { config(v, p, s); }},
+                 {"expect", false, "", [&](const json& v, const std::string& p) { expect(v, p, s.expect); }}},
+                dups_, errs_);
+  }
+
+private:
+  std::function<void(const json&, const std::string&)> integer(int64_t& out, int64_t min,
+                                                                  int64_t max = int64_max) {
+    return [this, &out, min, max](const json& v, const std::string& p) {
+      read_integer(v, p, min, max, out, errs_);
+    };
+  }
+
+  void topology(const json& v, const std::string& ptr, scenario& s) {
+    read_object(v, ptr,
+                {{"silos", false, "",
+                  [&](const json& x, const std::string& p) {
+                    if (!x.is_array() || x.empty() || x.size() > silos_max) {
+                      refuse(errs_, p, "an array of 1 to 16 silo names", shown(x));
+                      return;
+                    }
+                    std::vector<std::string> names;
+                    for (size_t i = 0; i < x.size(); ++i) {
+                      auto at = p + "/" + std::to_string(i);
+                      auto& e = x[i];
+                      if (!e.is_string() || !silo_name_ok(e.get<std::string>()))
+                        refuse(errs_, at, "a silo name of 1 to 32 letters, digits, '-' or '_'",
+                               shown(e));
+                      else if (std::count(names.begin(), names.end(), e.get<std::string>()) > 0)
+                        refuse(errs_, at, "a silo name not listed before", shown(e));
+                      else
+                        names.push_back(e.get<std::string>());
+                    }
+                    if (names.size() == x.size())
+                      s.silos = names;
+                  }},
+                 {"pure_clients", false, "", integer(s.pure_clients, 0, 64)}},
+                dups_, errs_);
+  }
+
+  void traffic(const json& v, const std::string& ptr, traffic_spec& t) {
+    read_object(
+      v, ptr,
+      {{"streams", false, "", integer(t.streams, 0, 1000000)},
+       {"subscribers_per_stream", false, "", integer(t.subscribers_per_stream, 1, 1000000)},
+       {"owner_hubs", false, "", integer(t.owner_hubs, 1, 1000000)},
+       {"node_hubs", false, "", integer(t.node_hubs, 1, 1000000)},
+       {"portal_hubs", false, "", integer(t.portal_hubs, 1, 1000000)},
+       {"senders", false, "",
+        [&](const json& x, const std::string& p) {
+          auto i = x.is_string() ? std::find(placement_names.begin(), placement_names.end(),
+                                             x.get<std::string>())
+                                 : placement_names.end();
+          if (i == placement_names.end())
+            refuse(errs_, p, one_of_what(placement_names), shown(x));
+          else
+            t.senders = static_cast<sender_placement>(i - placement_names.begin());
+        }},
+       {"weights", false, "",
+        [&](const json& x, const std::string& p) {
+          read_object(x, p,
+                      {{"frame", false, "", integer(t.weights.frame, 0, 1000000)},
+                       {"heartbeat", false, "", integer(t.weights.heartbeat, 0, 1000000)},
+                       {"request", false, "", integer(t.weights.request, 0, 1000000)}},
+                      dups_, errs_);
+        }},
+       {"payload_bytes", false, "",
+        [&](const json& x, const std::string& p) {
+          read_object(x, p,
+                      {{"frame", false, "", integer(t.payload_bytes.frame, 0, payload_max)},
+                       {"heartbeat", false, "", integer(t.payload_bytes.heartbeat, 0, payload_max)},
+                       {"request", false, "", integer(t.payload_bytes.request, 0, payload_max)}},
+                      dups_, errs_);
+        }},
+       {"request_deadline_ms", false, "", integer(t.request_deadline_ms, 1)},
+       {"request_max_resends", false, "", integer(t.request_max_resends, 0, 1000)}},
+      dups_, errs_);
+  }
+
+  void roll(const json& v, const std::string& ptr, roll_spec& r) {
+    read_object(v, ptr,
+                {{"order", false, "",
+                  [&](const json& x, const std::string& p) {
+                    if (!x.is_array()) {
+                      refuse(errs_, p, "an array of silo names", shown(x));
+                      return;
+                    }
+                    std::vector<std::string> names;
+                    for (size_t i = 0; i < x.size(); ++i) {
+                      if (!x[i].is_string() || x[i].get<std::string>().empty())
+                        refuse(errs_, p + "/" + std::to_string(i), "a silo name", shown(x[i]));
+                      else
+                        names.push_back(x[i].get<std::string>());
+                    }
+                    if (names.size() == x.size())
+                      r.order = names;
+                  }},
+                 {"first_stop_at_ms", false, "", integer(r.first_stop_at_ms, 0)},
+                 {"restart_delay_ms", false, "", integer(r.restart_delay_ms, 0)},
+                 {"interval_ms", false, "", integer(r.interval_ms, 0)}},
+                dups_, errs_);
+  }
+
+  void faults(const json& v, const std::string& ptr, std::vector<fault_spec>& out) {
+    if (!v.is_array()) {
+      refuse(errs_, ptr, "an array of faults", shown(v));
+      return;
+    }
+    for (size_t i = 0; i < v.size(); ++i) {
+      fault_spec f;
+      auto at = ptr + "/" + std::to_string(i);
+      read_object(v[i], at,
+                  {{"kind", true, "\"stall\"",
+                    [&](const json& x, const std::string& p) {
+                      if (x != json("stall"))
+                        refuse(errs_, p, "\"stall\"", shown(x));
+                    }},
+                   {"silo", true, "a silo name",
+                    [&](const json& x, const std::string& p) {
+                      read_string(x, p, true, f.silo, errs_);
+                    }},
+                   {"at_ms", true, "an integer >= 0", integer(f.at_ms, 0)},
+                   {"for_ms", true, "an integer >= 1", integer(f.for_ms, 1)},
+                   {"detected", false, "",
+                    [&](const json& x, const std::string& p) {
+                      if (!x.is_boolean())
+                        refuse(errs_, p, "true or false", shown(x));
+                      else
+                        f.detected = x.get<bool>();
+                    }}},
+                  dups_, errs_);
+      out.push_back(f);
+    }
+  }
+
+  void config(const json& v, const std::string& ptr, scenario& s) {
+    if (!v.is_object()) {
+      refuse(errs_, ptr, "an object", shown(v));
+      return;
+    }
+    if (v.contains("mesh")) {
+      refuse(errs_, ptr + "/mesh",
+             "no mesh section (the demo sets each process's role and name)", shown(v["mesh"]));
+      return;
+    }
+    auto doc = v;
+    doc["mesh"] = json{{"process_role", "silo_host"}};
+    auto loaded = cafmesh::config::parse(doc.dump());
+    for (auto& e : loaded.errors)
+      errs_.push_back(ptr + e);
+    if (loaded.ok)
+      s.config_json = v.dump();
+  }
+
+  void verdict_counts(const json& x, const std::string& p,
+                      std::map<routing::verdict, int64_t>& out) {
+    if (!x.is_object()) {
+      refuse(errs_, p, "an object of verdict -> count", shown(x));
+      return;
+    }
+    for (auto& [name, count] : x.items()) {
+      auto at = p + "/" + escape(name);
+      if (dups_.count(at) > 0)
+        errs_.push_back(at + ": duplicate key");
+      routing::verdict vd;
+      if (!routing::from_string(name, vd) || vd == routing::verdict::ignored) {
+        errs_.push_back(at + ": unknown key, expected a NACK verdict (SPEC §2.7)");
+        continue;
+      }
+      int64_t n = 0;
+      if (read_integer(count, at, 0, int64_max, n, errs_))
+        out[vd] = n;
+    }
+  }
+
+  void expect(const json& v, const std::string& ptr, expectation& e) {
+    read_object(v, ptr,
+                {{"max_nacked", false, "",
+                  [&](const json& x, const std::string& p) { verdict_counts(x, p, e.max_nacked); }},
+                 {"min_nacked", false, "",
+                  [&](const json& x, const std::string& p) { verdict_counts(x, p, e.min_nacked); }},
+                 {"max_request_resends_exhausted", false, "",
+                  [&](const json& x, const std::string& p) {
+                    int64_t n = 0;
+                    if (read_integer(x, p, 0, int64_max, n, errs_))
+                      e.max_request_resends_exhausted = n;
+                  }},
+                 {"forbidden_nack_texts", false, "",
+                  [&](const json& x, const std::string& p) {
+                    if (!x.is_array()) {
+                      refuse(errs_, p, "an array of non-empty strings", shown(x));
+                      return;
+                    }
+                    for (size_t i = 0; i < x.size(); ++i) {
+                      std::string text;
+                      if (read_string(x[i], p + "/" + std::to_string(i), true, text, errs_))
+                        e.forbidden_nack_texts.push_back(text);
+                    }
+                  }}},
+                dups_, errs_);
+  }
+
+  const std::set<std::string>& dups_;
+  error_list& errs_;
+};
+
+bool names_silo(const scenario& s, const std::string& name) {
+  return std::count(s.silos.begin(), s.silos.end(), name) > 0;
+}
+
+std::string silo_list(const scenario& s) {
+  std::string out;
+  for (auto& n : s.silos)
+    out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+/// Relations between keys, checked once every key is valid on its own.
+void check_relations(const scenario& s, error_list& errs) {
+  auto& t = s.traffic;
+  if (t.subscribers_per_stream > t.portal_hubs)
+    refuse(errs, "/traffic/subscribers_per_stream",
+           "an integer <= portal_hubs (" + std::to_string(t.portal_hubs) + ")",
+           std::to_string(t.subscribers_per_stream));
+  if (t.weights.frame + t.weights.heartbeat + t.weights.request == 0)
+    refuse(errs, "/traffic/weights", "at least one weight > 0",
+           R"({"frame":0,"heartbeat":0,"request":0})");
+  if (t.weights.frame > 0 && t.streams == 0)
+    refuse(errs, "/traffic/streams", "an integer >= 1 (frame weight is > 0)", "0");
+  if (t.senders != sender_placement::co_hosted && s.pure_clients == 0)
+    refuse(errs, "/topology/pure_clients",
+           "an integer >= 1 (traffic.senders is \"" + to_string(t.senders) + "\")", "0");
+  for (size_t i = 0; i < s.roll.order.size(); ++i)
+    if (!names_silo(s, s.roll.order[i]))
+      refuse(errs, "/roll/order/" + std::to_string(i), "one of the silos (" + silo_list(s) + ")",
+             json(s.roll.order[i]).dump());
+  if (!s.roll.order.empty() && s.roll.first_stop_at_ms >= s.duration_s * 1000)
+    refuse(errs, "/roll/first_stop_at_ms",
+           "an integer < duration_s * 1000 (" + std::to_string(s.duration_s * 1000) + ")",
+           std::to_string(s.roll.first_stop_at_ms));
+  for (size_t i = 0; i < s.faults.size(); ++i)
+    if (!names_silo(s, s.faults[i].silo))
+      refuse(errs, "/faults/" + std::to_string(i) + "/silo",
+             "one of the silos (" + silo_list(s) + ")", json(s.faults[i].silo).dump());
+}
+
+json verdict_counts_json(const std::map<routing::verdict, int64_t>& xs) {
+  json out = json::object();
+  for (auto& [v, n] : xs)
+    out[routing::to_string(v)] = n;
+  return out;
+}
+
+} // namespace
+
+std::string to_string(sender_placement x) {
+  return placement_names.at(static_cast<size_t>(x));
+}
+
+std::string scenario_result::message() const {
+  std::string out;
+  for (auto& e : errors)
+    out += (out.empty() ? "" : "\n") + e;
+  return out;
+}
+
+scenario_result parse_scenario(const std::string& json_text) {
+  scenario_result result;
+  std::set<std::string> dups;
+  json doc;
+  if (!parse_json(json_text, "", doc, dups, result.errors))
+    return result;
+  scenario candidate;
+  reader{dups, result.errors}.document(doc, candidate);
+  if (result.errors.empty())
+    check_relations(candidate, result.errors);
+  if (result.errors.empty()) {
+    result.ok = true;
+    result.value = std::move(candidate);
+  }
+  return result;
+}
+
+scenario_result load_scenario_file(const std::string& path) {
+  std::string text;
+  int read_errno = 0;
+  if (auto* file = std::fopen(path.c_str(), "rb"); file != nullptr) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), file)) > 0)
+      text.append(buf, n);
+    read_errno = std::ferror(file) != 0 ? errno : 0;
+    std::fclose(file);
+    if (read_errno == 0)
+      return parse_scenario(text);
+  } else {
+    read_errno = errno;
+  }
+  scenario_result result;
+  result.errors.push_back("cannot read scenario file \"" + path
+                          + "\": " + std::strerror(read_errno));
+  return result;
+}
+
+const std::string& default_scenario_text() {
+  static const std::string text = detail::embedded_default_scenario;
+  return text;
+}
+
+scenario default_scenario() {
+  return parse_scenario(default_scenario_text()).value;
+}
+
+std::vector<std::string> apply_overrides(scenario& s, const scenario_overrides& o,
+                                         bool with_roll) {
+  error_list errs;
+  auto candidate = s;
+  if (o.seed)
+    candidate.seed = *o.seed;
+  if (o.duration_s) {
+    if (*o.duration_s < 1 || *o.duration_s > int64_max / 1000)
+      refuse(errs, "--duration-s", integer_what(1, int64_max / 1000),
+             std::to_string(*o.duration_s));
+    else
+      candidate.duration_s = *o.duration_s;
+  }
+  if (o.rate_per_s) {
+    if (*o.rate_per_s < 1 || *o.rate_per_s > rate_max)
+      refuse(errs, "--rate", integer_what(1, rate_max), std::to_string(*o.rate_per_s));
+    else
+      candidate.rate_per_s = *o.rate_per_s;
+  }
+  if (errs.empty() && with_roll && o.duration_s && !candidate.roll.order.empty()
+      && candidate.roll.first_stop_at_ms >= candidate.duration_s * 1000)
+    refuse(errs, "--duration-s",
+           "more than roll.first_stop_at_ms (" + std::to_string(candidate.roll.first_stop_at_ms)
+             + " ms) of traffic",
+           std::to_string(candidate.duration_s) + " s");
+  if (errs.empty())
+    s = std::move(candidate);
+  return errs;
+}
+
+std::string to_json_text(const scenario& s) {
+  json doc = json::object();
+  doc["name"] = s.name;
+  doc["description"] = s.description;
+  doc["expected_outcome"] = s.expected_outcome;
+  doc["seed"] = s.seed;
+  doc["duration_s"] = s.duration_s;
+  doc["rate_per_s"] = s.rate_per_s;
+  doc["topology"] = json{{"silos", s.silos}, {"pure_clients", s.pure_clients}};
+  auto& t = s.traffic;
+  doc["traffic"] = json{
+    {"streams", t.streams},
+    {"subscribers_per_stream", t.subscribers_per_stream},
+    {"owner_hubs", t.owner_hubs},
+    {"node_hubs", t.node_hubs},
+    {"portal_hubs", t.portal_hubs},
+    {"senders", to_string(t.senders)},
+    {"weights",
+     {{"frame", t.weights.frame}, {"heartbeat", t.weights.heartbeat}, {"request", t.weights.request}}},
+    {"payload_bytes",
+     {{"frame", t.payload_bytes.frame},
+      {"heartbeat", t.payload_bytes.heartbeat},
+      {"request", t.payload_bytes.request}}},
+    {"request_deadline_ms", t.request_deadline_ms},
+    {"request_max_resends", t.request_max_resends}};
+  doc["roll"] = json{{"order", s.roll.order},
+                     {"first_stop_at_ms", s.roll.first_stop_at_ms},
+                     {"restart_delay_ms", s.roll.restart_delay_ms},
+                     {"interval_ms", s.roll.interval_ms}};
+  doc["faults"] = json::array();
+  for (auto& f : s.faults)
+    doc["faults"].push_back(json{{"kind", f.kind},
+                                 {"silo", f.silo},
+                                 {"at_ms", f.at_ms},
+                                 {"for_ms", f.for_ms},
+                                 {"detected", f.detected}});
+  doc["config"] = json::parse(s.config_json);
+  json expect = json::object();
+  expect["max_nacked"] = verdict_counts_json(s.expect.max_nacked);
+  expect["min_nacked"] = verdict_counts_json(s.expect.min_nacked);
+  if (s.expect.max_request_resends_exhausted)
+    expect["max_request_resends_exhausted"] = *s.expect.max_request_resends_exhausted;
+  expect["forbidden_nack_texts"] = s.expect.forbidden_nack_texts;
+  doc["expect"] = expect;
+  return doc.dump(2) + "\n";
+}
+
+config::load_result process_config(const scenario& s, config::process_role role,
+                                   const std::string& name) {
+  auto doc = json::parse(s.config_json);
+  doc["mesh"] = json{{"process_role", config::to_string(role)}, {"name", name}};
+  return config::parse(doc.dump());
+}
+
+std::string node_hub_address(int64_t i) {
+  return "node/Org/N" + std::to_string(i);
+}
+
+std::string owner_hub_address(int64_t i) {
+  return "node/Owner/O" + std::to_string(i);
+}
+
+std::string portal_hub_address(int64_t i) {
+  return "portal/user" + std::to_string(i) + "/tab1";
+}
+
+std::string stream_id(int64_t s) {
+  return "stream-" + std::to_string(s);
+}
+
+std::string portal_origin(const scenario& s, int64_t i) {
+  auto silo = [&](int64_t k) {
+    return "silo:" + s.silos[static_cast<size_t>(k % static_cast<int64_t>(s.silos.size()))];
+  };
+  auto client = [&](int64_t k) {
+    return "client:" + std::to_string(k % std::max<int64_t>(s.pure_clients, 1) + 1);
+  };
+  switch (s.traffic.senders) {
+    case sender_placement::co_hosted:
+      return silo(i);
+    case sender_placement::pure_client:
+      return client(i);
+    case sender_placement::both:
+      return i % 2 == 0 ? silo(i / 2) : client(i / 2);
+  }
+  return client(i);
+}
+
+} // namespace cafmesh::mainjob

@@ -1,0 +1,216 @@
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+#include "cafmesh/mainjob/ledger.hpp"
+
+using namespace cafmesh;
+using namespace cafmesh::mainjob;
+using routing::verdict;
+
+namespace {
+
+accepted_delivery request(std::string id, int64_t t_ms, std::string origin = "client:1") {
+  return {std::move(id), delivery_kind::request, "portal/u1/tab1", "node/Org/N1", "", 0, false,
+          std::move(origin), t_ms};
+}
+
+accepted_delivery heartbeat(std::string id, int64_t t_ms) {
+  return {std::move(id), delivery_kind::post, "portal/u1/tab1", "node/Org/N1", "", 0, true,
+          "client:1", t_ms};
+}
+
+accepted_delivery frame(std::string id, std::string target, std::string stream, uint64_t v,
+                        int64_t t_ms) {
+  return {std::move(id), delivery_kind::frame, "node/Owner/O1", std::move(target),
+          std::move(stream), v, false, "grain", t_ms};
+}
+
+} // namespace
+
+TEST_CASE("mainjob ledger: a delivery without a terminal outcome is lost") {
+  outcome_ledger l;
+  l.accept(request("r1", 0));
+  l.accept(request("r2", 1));
+  l.accept(heartbeat("h1", 2));
+  l.accept(frame("f1", "portal/u2/tab1", "stream-1", 1, 3));
+  CHECK(l.in_flight() == 4);
+  l.landed("r1", 5); // a request's landing at the target is not its sender's outcome
+  l.response("r2", 9);
+  l.landed("h1", 4);
+  auto s = l.summarize();
+  CHECK(s.total.accepted == 4);
+  CHECK(s.total.lost == 2);
+  CHECK(s.lost_ids == std::vector<std::string>{"r1", "f1"});
+  CHECK(s.total.landed == 2);
+  CHECK(l.in_flight() == 2);
+  CHECK(s.by_kind.at(delivery_kind::request).lost == 1);
+  CHECK(s.by_kind.at(delivery_kind::frame).lost == 1);
+  CHECK(s.by_kind.at(delivery_kind::post).landed == 1);
+  CHECK(s.by_origin.at("client:1").accepted == 3);
+  CHECK(s.by_origin.at("grain").lost == 1);
+}
+
+TEST_CASE("mainjob ledger: every kind of terminal outcome ends a delivery") {
+  outcome_ledger l;
+  l.accept(request("r1", 0));
+  l.accept(request("r2", 0));
+  l.accept(request("r3", 0));
+  l.accept(heartbeat("h1", 0));
+  l.accept(frame("f1", "portal/u2/tab1", "stream-1", 1, 0));
+  l.response("r1", 10);
+  l.nack("r2", verdict::shutting_down, "Host is shutting down, cannot route to node/Org/N1", 11);
+  l.deadline("r3", 30000);
+  l.suppressed_failure("h1", verdict::unavailable, "placement timed out", 12);
+  l.nack("f1", verdict::unavailable, "timed out", 13);
+  auto s = l.summarize();
+  CHECK(s.total.lost == 0);
+  CHECK(s.total.landed == 1);
+  CHECK(s.total.nacked == 2);
+  CHECK(s.total.deadlines == 1);
+  CHECK(s.total.suppressed_failures == 1);
+  CHECK(s.nacked_by_verdict
+        == std::map<verdict, uint64_t>{{verdict::shutting_down, 1}, {verdict::unavailable, 1}});
+  CHECK(s.suppressed_by_verdict == std::map<verdict, uint64_t>{{verdict::unavailable, 1}});
+  CHECK(s.nack_texts
+        == std::set<std::string>{"Host is shutting down, cannot route to node/Org/N1",
+                                 "placement timed out", "timed out"});
+  CHECK(s.multiple_terminal == 0);
+  CHECK(l.in_flight() == 0);
+}
+
+TEST_CASE("mainjob ledger: more than one terminal outcome is detected") {
+  outcome_ledger l;
+  l.accept(request("r1", 0));
+  l.accept(frame("f1", "portal/u2/tab1", "stream-1", 1, 0));
+  l.accept(frame("f2", "portal/u2/tab1", "stream-1", 2, 0));
+  l.accept(request("r2", 0));
+  l.response("r1", 5);
+  l.nack("r1", verdict::failed, "late", 6);    // passed on although r1 had terminated
+  l.landed("f1", 3);
+  l.nack("f1", verdict::shutting_down, "x", 4); // landed and NACKed
+  l.landed("f2", 5);
+  l.landed("f2", 6);                            // landed twice
+  l.nack("r2", verdict::unavailable, "y", 7);   // exactly one: fine
+  l.duplicate_dropped("r2", 8);                 // the tracker dropped a copy: fine
+  auto s = l.summarize();
+  CHECK(s.multiple_terminal == 3);
+  CHECK(s.multiple_terminal_ids == std::vector<std::string>{"r1", "f1", "f2"});
+  CHECK(s.duplicates_dropped == 1);
+  // the first terminal outcome decides the counts
+  CHECK(s.total.landed == 3);
+  CHECK(s.total.nacked == 1);
+  CHECK(s.nacked_by_verdict == std::map<verdict, uint64_t>{{verdict::unavailable, 1}});
+}
+
+TEST_CASE("mainjob ledger: per-stream order violations at a receiver") {
+  outcome_ledger l;
+  l.accept(frame("p6", "portal/a/tab1", "stream-1", 6, 0));
+  l.accept(frame("p7", "portal/a/tab1", "stream-1", 7, 0));
+  l.accept(frame("q5", "portal/b/tab1", "stream-1", 5, 0)); // other target: own order
+  l.accept(frame("s3", "portal/a/tab1", "stream-2", 3, 0)); // other stream: own order
+  l.accept(frame("full7", "portal/a/tab1", "stream-1", 7, 0));
+  l.accept(frame("p8", "portal/a/tab1", "stream-1", 8, 0));
+  l.landed("p7", 10);
+  l.landed("p6", 11); // v6 after v7: violation
+  l.landed("q5", 12);
+  l.landed("s3", 13);
+  l.landed("full7", 14); // equal version passes (SPEC §10: v = C passes)
+  l.landed("p8", 15);
+  auto s = l.summarize();
+  CHECK(s.order_violations == 1);
+  REQUIRE(s.order_violation_samples.size() == 1);
+  CHECK(s.order_violation_samples[0]
+        == order_violation{"p6", "portal/a/tab1", "stream-1", 6, 7, 11});
+  CHECK(s.total.lost == 0);
+}
+
+TEST_CASE("mainjob ledger: stale drops, unknown ids, duplicate accepts and NACKs on suppressed posts") {
+  outcome_ledger l;
+  CHECK(l.accept(heartbeat("h1", 0)));
+  CHECK_FALSE(l.accept(heartbeat("h1", 1)));
+  l.stale_dropped("portal/a/tab1", "stream-1", 6, 3);
+  l.stale_dropped("portal/a/tab1", "stream-1", 5, 4);
+  l.landed("nobody", 5);
+  l.response("nobody-either", 5);
+  l.nack("h1", verdict::failed, "must never happen", 6);
+  auto s = l.summarize();
+  CHECK(s.stale_drops == 2);
+  CHECK(s.unknown_outcomes == 2);
+  CHECK(s.duplicate_accepts == 1);
+  CHECK(s.nacks_on_suppressed == 1);
+  CHECK(s.total.accepted == 1);
+}
+
+TEST_CASE("mainjob ledger: nearest-rank percentiles") {
+  CHECK(nearest_rank({}, 50) == std::nullopt);
+  CHECK(nearest_rank({7}, 50) == 7);
+  CHECK(nearest_rank({7}, 99) == 7);
+  CHECK(nearest_rank({10, 1, 9, 2, 8, 3, 7, 4, 6, 5}, 50) == 5);  // rank ceil(5.0) = 5
+  CHECK(nearest_rank({10, 1, 9, 2, 8, 3, 7, 4, 6, 5}, 99) == 10); // rank ceil(9.9) = 10
+  CHECK(nearest_rank({1, 2, 3}, 50) == 2);                         // rank ceil(1.5) = 2
+  std::vector<int64_t> hundred;
+  for (int64_t i = 1; i <= 200; ++i)
+    hundred.push_back(i);
+  CHECK(nearest_rank(hundred, 50) == 100);
+  CHECK(nearest_rank(hundred, 99) == 198);
+  CHECK(nearest_rank({1, 2}, 0) == std::nullopt);
+}
+
+TEST_CASE("mainjob ledger: latency is the first landing minus the accepted time") {
+  outcome_ledger l;
+  l.accept(request("r1", 100));
+  l.accept(heartbeat("h1", 100));
+  l.accept(frame("f1", "portal/a/tab1", "stream-1", 1, 100));
+  l.landed("r1", 104);
+  l.response("r1", 110);
+  l.landed("h1", 102);
+  l.landed("f1", 150);
+  l.landed("f1", 170); // a second landing does not change the sample
+  auto s = l.summarize();
+  CHECK(s.latency_samples == 3);
+  CHECK(s.latency_p50_ms == 4);
+  CHECK(s.latency_p99_ms == 50);
+}
+
+TEST_CASE("mainjob ledger: the event file reads back into the same summary") {
+  std::ostringstream file;
+  outcome_ledger l;
+  l.write_events_to(&file);
+  l.accept(request("r1", 0));
+  l.accept(frame("p7", "portal/a/tab1", "stream-1", 7, 1));
+  l.accept(frame("p6", "portal/a/tab1", "stream-1", 6, 2));
+  l.accept(heartbeat("h1", 3));
+  l.nack("r1", verdict::shutting_down, "Hub \"x\" is leaving", 4);
+  l.landed("p7", 5);
+  l.landed("p6", 6);
+  l.suppressed_failure("h1", verdict::unavailable, "t", 7);
+  l.duplicate_dropped("r1", 8);
+  l.stale_dropped("portal/a/tab1", "stream-1", 6, 9);
+  auto text = file.str();
+  CHECK(text.substr(0, text.find('\n'))
+        == R"({"t_ms":0,"event":"accepted","id":"r1","kind":"request","sender":"portal/u1/tab1",)"
+           R"("target":"node/Org/N1","stream":"","version":0,"answer_suppressed":false,"origin":"client:1"})");
+  outcome_ledger back;
+  std::istringstream in{text};
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    ++lines;
+    CHECK(read_event_line(line, back) == "");
+  }
+  CHECK(lines == 10);
+  auto a = l.summarize();
+  auto b = back.summarize();
+  CHECK(a.total == b.total);
+  CHECK(b.order_violations == 1);
+  CHECK(b.stale_drops == 1);
+  CHECK(b.duplicates_dropped == 1);
+  CHECK(a.nacked_by_verdict == b.nacked_by_verdict);
+  CHECK(a.suppressed_by_verdict == b.suppressed_by_verdict);
+  CHECK(read_event_line(R"({"t_ms":1,"event":"exploded","id":"x"})", back)
+        == "expected \"event\" to be one of accepted, landed, response, nack, deadline, "
+           "suppressed_failure, duplicate_dropped, stale_dropped, got \"exploded\"");
+  CHECK(read_event_line(R"({"t_ms":1,"event":"nack","id":"x","verdict":"meh","text":""})", back)
+        == "expected \"verdict\" to be a verdict, got \"meh\"");
+}

@@ -1,0 +1,158 @@
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+#include "cafmesh/mainjob/cli.hpp"
+#include "cafmesh/mainjob/progress.hpp"
+#include "cafmesh/mainjob/report.hpp"
+
+using namespace cafmesh;
+using namespace cafmesh::mainjob;
+using routing::verdict;
+
+TEST_CASE("mainjob progress: the line shows rate, in flight, delivered, NACKs by verdict and the roll") {
+  progress_sample s;
+  s.elapsed_ms = 12345;
+  s.rate_per_s = 1998;
+  s.in_flight = 37;
+  s.delivered = 24013;
+  CHECK(render_progress(s)
+        == "[    12.3s] rate 1998/s | in flight 37 | delivered 24013 | NACKed 0 | roll: -");
+  s.nacked = {{verdict::shutting_down, 3}, {verdict::unavailable, 1}, {verdict::failed, 0}};
+  s.roll = roll_status{"B", 2, roll_phase::stopping, lifecycle::stages::active};
+  CHECK(render_progress(s)
+        == "[    12.3s] rate 1998/s | in flight 37 | delivered 24013 | NACKed 4 "
+           "(shutting_down 3, unavailable 1) | roll: B@2 stopping, stage Active (20000)");
+  s.roll = roll_status{"B", 5, roll_phase::starting, std::nullopt};
+  CHECK(render_progress(s).substr(render_progress(s).find("roll:")) == "roll: B@5 starting");
+}
+
+TEST_CASE("mainjob progress: terminal rewrites the line, plain prints lines, off prints nothing") {
+  progress_sample s;
+  auto line = render_progress(s);
+  CHECK(progress_text(s, progress_mode::terminal) == "\r" + line + "\x1b[K");
+  CHECK(progress_text(s, progress_mode::plain) == line + "\n");
+  CHECK(progress_text(s, progress_mode::off).empty());
+  CHECK(resolve(progress_mode::automatic, true) == progress_mode::terminal);
+  CHECK(resolve(progress_mode::automatic, false) == progress_mode::plain);
+  CHECK(resolve(progress_mode::off, true) == progress_mode::off);
+  progress_mode m;
+  CHECK(from_string("auto", m));
+  CHECK(m == progress_mode::automatic);
+  CHECK_FALSE(from_string("fancy", m));
+}
+
+TEST_CASE("mainjob progress: the rate meter measures over its window") {
+  rate_meter r{1000};
+  CHECK(r.per_second() == 0);
+  r.add(0, 0);
+  CHECK(r.per_second() == 0);
+  r.add(500, 1000);
+  CHECK(r.per_second() == 2000);
+  r.add(1000, 2000);
+  CHECK(r.per_second() == 2000);
+  r.add(1500, 2100); // window base is now t = 500: (2100 - 1000) * 1000 / 1000
+  CHECK(r.per_second() == 1100);
+  r.add(3000, 2100); // base t = 1500 (newest at or before 2000): nothing new
+  CHECK(r.per_second() == 0);
+}
+
+namespace {
+
+struct parsed {
+  std::optional<int> code;
+  std::string out;
+  std::string err;
+};
+
+template <class Options, class Setup>
+parsed run(Setup setup, Options& o, std::vector<std::string> args, const char* name) {
+  CLI::App app{"", name};
+  setup(app, o);
+  std::ostringstream out;
+  std::ostringstream err;
+  auto code = parse_command_line(app, std::move(args), out, err);
+  return {code, out.str(), err.str()};
+}
+
+} // namespace
+
+TEST_CASE("mainjob cli: cafmesh-node") {
+  node_options o;
+  auto p = run(setup_node_cli, o, {"--config", "silo.json", "--print-config"}, "cafmesh-node");
+  CHECK_FALSE(p.code.has_value());
+  CHECK(o.config_path == "silo.json");
+  CHECK(o.print_config);
+  node_options missing;
+  auto bad = run(setup_node_cli, missing, {}, "cafmesh-node");
+  CHECK(bad.code == exit_codes::usage);
+  CHECK(bad.err.find("--config is required") != std::string::npos);
+  node_options h;
+  auto help = run(setup_node_cli, h, {"--help"}, "cafmesh-node");
+  CHECK(help.code == exit_codes::ok);
+  for (auto text : {"--config", "--print-config", "--help", "SIGTERM", "Exit codes: 0",
+                    "3 the run needs the mesh"})
+    CHECK_MESSAGE(help.out.find(text) != std::string::npos, text);
+}
+
+TEST_CASE("mainjob cli: cafmesh-client") {
+  client_options o;
+  auto p = run(setup_client_cli, o,
+               {"-c", "client.json", "--seed", "9", "--duration-s", "10", "--rate", "500",
+                "--ledger", "out.jsonl", "--plan-out", "plan.jsonl"},
+               "cafmesh-client");
+  CHECK_FALSE(p.code.has_value());
+  CHECK(o.overrides.seed == 9u);
+  CHECK(o.overrides.duration_s == 10);
+  CHECK(o.overrides.rate_per_s == 500);
+  CHECK(o.ledger_path == "out.jsonl");
+  CHECK(o.plan_out == "plan.jsonl");
+  CHECK_FALSE(o.trace_path.has_value());
+  client_options both;
+  auto clash = run(setup_client_cli, both,
+                   {"-c", "client.json", "--trace", "t.jsonl", "--scenario", "s.json"},
+                   "cafmesh-client");
+  CHECK(clash.code == exit_codes::usage);
+  client_options seeded;
+  CHECK(run(setup_client_cli, seeded, {"-c", "client.json", "--trace", "t.jsonl", "--seed", "1"},
+            "cafmesh-client")
+          .code
+        == exit_codes::usage);
+  client_options h;
+  auto help = run(setup_client_cli, h, {"--help"}, "cafmesh-client");
+  CHECK(help.code == exit_codes::ok);
+  for (auto text : {"--config", "--print-config", "--scenario", "--trace", "--seed",
+                    "--duration-s", "--rate", "--ledger", "--plan-out", "Exit codes: 0"})
+    CHECK_MESSAGE(help.out.find(text) != std::string::npos, text);
+}
+
+TEST_CASE("mainjob cli: cafmesh-demo") {
+  demo_options none;
+  auto p = run(setup_demo_cli, none, {}, "cafmesh-demo");
+  CHECK_FALSE(p.code.has_value());
+  CHECK_FALSE(none.scenario_path.has_value());
+  CHECK_FALSE(none.processes);
+  demo_options o;
+  p = run(setup_demo_cli, o,
+          {"scenario.json", "--processes", "--seed", "3", "--report", "out.json", "--progress",
+           "plain"},
+          "cafmesh-demo");
+  CHECK_FALSE(p.code.has_value());
+  CHECK(o.scenario_path == "scenario.json");
+  CHECK(o.processes);
+  CHECK(o.overrides.seed == 3u);
+  CHECK(o.report_path == "out.json");
+  CHECK(o.progress == progress_mode::plain);
+  demo_options bad;
+  CHECK(run(setup_demo_cli, bad, {"--progress", "fancy"}, "cafmesh-demo").code
+        == exit_codes::usage);
+  demo_options neg;
+  CHECK(run(setup_demo_cli, neg, {"--seed", "-1"}, "cafmesh-demo").code == exit_codes::usage);
+  demo_options h;
+  auto help = run(setup_demo_cli, h, {"--help"}, "cafmesh-demo");
+  CHECK(help.code == exit_codes::ok);
+  for (auto text : {"SCENARIO", "--processes", "--seed", "--duration-s", "--rate", "--report",
+                    "--print-scenario", "--plan-out", "--progress", "--node-binary",
+                    "Exit codes: 0"})
+    CHECK_MESSAGE(help.out.find(text) != std::string::npos, text);
+}

@@ -1,0 +1,157 @@
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cafmesh/mainjob/report.hpp"
+
+using namespace cafmesh;
+using namespace cafmesh::mainjob;
+using routing::verdict;
+
+namespace {
+
+accepted_delivery post(std::string id, int64_t t_ms) {
+  return {std::move(id), delivery_kind::post, "portal/u1/tab1", "node/Org/N1", "", 0, false,
+          "client:1", t_ms};
+}
+
+report_input clean_input() {
+  outcome_ledger l;
+  l.accept(post("d-1", 0));
+  l.accept(post("d-2", 0));
+  l.accept(post("d-3", 0));
+  l.landed("d-1", 3);
+  l.landed("d-2", 5);
+  l.nack("d-3", verdict::shutting_down, "Host is shutting down, cannot route to node/Org/N1", 7);
+  report_input in;
+  in.scenario_name = "roll-three-silos";
+  in.seed = 42;
+  in.duration_s = 60;
+  in.rate_per_s = 2000;
+  in.mode = "in_process";
+  in.ledger = l.summarize();
+  in.traffic.paced = 3;
+  in.traffic.requests_resent = 1;
+  in.silos.push_back({"A", 1, 4, 5000, 120, 850});
+  in.silos.push_back({"B", 2, std::nullopt, 9000, std::nullopt, std::nullopt});
+  in.expect = default_scenario().expect;
+  return in;
+}
+
+} // namespace
+
+TEST_CASE("mainjob report: clean run passes with exit code 0") {
+  auto r = make_report(clean_input());
+  CHECK(r.passed);
+  CHECK(r.exit_code == 0);
+  std::vector<std::string> names;
+  for (auto& c : r.checks)
+    names.push_back(c.name);
+  CHECK(names
+        == std::vector<std::string>{
+          "lost = 0", "order violations = 0", "stale frames dropped = 0",
+          "one terminal outcome per delivery", "no NACK for an answer-suppressed delivery",
+          "NACKed failed <= 0", "NACKed not_found <= 0", "NACKed rejected <= 0",
+          "NACKed routing_loop <= 0", "NACKed unauthorized <= 0", "NACKed forbidden <= 0",
+          "request chains exhausted <= 0", "no NACK text contains \"no active silo\"",
+          "no NACK text contains \"no_compatible_silo\""});
+}
+
+TEST_CASE("mainjob report: exit code 1 when lost, order violations or stale drops are not 0") {
+  auto in = clean_input();
+  in.ledger.total.lost = 1;
+  in.ledger.lost_ids = {"d-9"};
+  auto r = make_report(in);
+  CHECK_FALSE(r.passed);
+  CHECK(r.exit_code == 1);
+  CHECK(r.checks[0].detail == "1 (d-9)");
+  in = clean_input();
+  in.ledger.order_violations = 1;
+  CHECK(make_report(in).exit_code == 1);
+  in = clean_input();
+  in.ledger.stale_drops = 2;
+  auto stale = make_report(in);
+  CHECK(stale.exit_code == 1);
+  CHECK(stale.checks[2].ok == false);
+  CHECK(stale.checks[2].detail == "2");
+  in = clean_input();
+  in.ledger.multiple_terminal = 1;
+  CHECK(make_report(in).exit_code == 1);
+}
+
+TEST_CASE("mainjob report: the scenario's expectations are checked") {
+  auto in = clean_input();
+  in.ledger.nacked_by_verdict[verdict::failed] = 2;
+  in.ledger.nack_texts.insert("no active silo is compatible with grain type routing");
+  in.traffic.request_resends_exhausted = 1;
+  in.expect.min_nacked[verdict::unavailable] = 1;
+  auto r = make_report(in);
+  CHECK(r.exit_code == 1);
+  std::map<std::string, std::pair<bool, std::string>> by_name;
+  for (auto& c : r.checks)
+    by_name[c.name] = {c.ok, c.detail};
+  CHECK(by_name.at("NACKed failed <= 0") == std::make_pair(false, std::string{"2"}));
+  CHECK(by_name.at("NACKed unavailable >= 1") == std::make_pair(false, std::string{"0"}));
+  CHECK(by_name.at("request chains exhausted <= 0") == std::make_pair(false, std::string{"1"}));
+  CHECK(by_name.at("no NACK text contains \"no active silo\"")
+        == std::make_pair(false,
+                          std::string{"1 (no active silo is compatible with grain type routing)"}));
+  CHECK(by_name.at("no NACK text contains \"no_compatible_silo\"").first);
+}
+
+TEST_CASE("mainjob report: JSON shape") {
+  auto j = nlohmann::json::parse(render_json(make_report(clean_input())));
+  std::vector<std::string> keys;
+  for (auto& [k, v] : j.items())
+    keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  CHECK(keys
+        == std::vector<std::string>{
+          "accepted", "by_kind", "by_origin", "checks", "deadlines", "duplicate_accepts",
+          "duplicate_outcomes_dropped", "duration_s", "exit_code", "landed", "latency_ms", "lost",
+          "lost_sample", "mirrors_diverged", "mode", "multiple_terminal_outcomes",
+          "multiple_terminal_sample",
+          "nacked", "nacked_total", "nacks_on_answer_suppressed", "order_violation_sample",
+          "order_violations", "passed", "rate_per_s", "scenario", "schema", "seed", "silos",
+          "stale_drops", "suppressed_failures", "suppressed_failures_total", "traffic",
+          "unknown_outcomes"});
+  CHECK(j["schema"] == "cafmesh.demo.report/1");
+  CHECK(j["accepted"] == 3);
+  CHECK(j["landed"] == 2);
+  CHECK(j["nacked"] == nlohmann::json{{"shutting_down", 1}});
+  CHECK(j["nacked_total"] == 1);
+  CHECK(j["lost"] == 0);
+  CHECK(j["latency_ms"] == nlohmann::json{{"samples", 2}, {"p50", 3}, {"p99", 5}});
+  CHECK(j["traffic"]["requests_resent"] == 1);
+  CHECK(j["by_kind"]["post"]["accepted"] == 3);
+  CHECK(j["by_origin"]["client:1"]["nacked"] == 1);
+  CHECK(j["silos"][0]
+        == nlohmann::json{{"name", "A"},
+                          {"generation_before", 1},
+                          {"generation_after", 4},
+                          {"stop_started_ms", 5000},
+                          {"quiescence_hold_ms", 120},
+                          {"stop_duration_ms", 850}});
+  CHECK(j["silos"][1]["generation_after"].is_null());
+  CHECK(j["silos"][1]["quiescence_hold_ms"].is_null());
+  CHECK(j["checks"][0] == nlohmann::json{{"name", "lost = 0"}, {"ok", true}, {"detail", "0"}});
+  CHECK(j["mirrors_diverged"].is_null());
+  CHECK(j["passed"] == true);
+  CHECK(j["exit_code"] == 0);
+}
+
+TEST_CASE("mainjob report: table text") {
+  auto text = render_table(make_report(clean_input()));
+  CHECK(text.rfind("report: roll-three-silos (seed 42, 60 s at 2000 deliveries/s, in_process)\n",
+                   0)
+        == 0);
+  CHECK(text.find("  accepted                       3\n") != std::string::npos);
+  CHECK(text.find("    shutting_down                1\n") != std::string::npos);
+  CHECK(text.find("  latency p50 / p99 (ms)         3 / 5 (2 samples)\n") != std::string::npos);
+  CHECK(text.find("  A     1 -> 4      5000        120                 850\n")
+        != std::string::npos);
+  CHECK(text.find("  B     2 -> -      9000        -                   -\n")
+        != std::string::npos);
+  CHECK(text.find("  PASS  lost = 0") != std::string::npos);
+  CHECK(text.substr(text.size() - 23) == "\nresult: PASS (exit 0)\n");
+}

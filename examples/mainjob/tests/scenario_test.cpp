@@ -1,0 +1,208 @@
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "cafmesh/mainjob/scenario.hpp"
+
+using namespace cafmesh;
+using namespace cafmesh::mainjob;
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in{path};
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+std::vector<std::string> errors_of(const std::string& text) {
+  auto r = parse_scenario(text);
+  CHECK_FALSE(r.ok);
+  return r.errors;
+}
+
+const std::string minimal = R"({"name":"x","expected_outcome":"y"})";
+
+} // namespace
+
+TEST_CASE("mainjob scenario: the three shipped scenarios load and state an expected outcome") {
+  for (auto name : {"roll-three-silos", "stalled-directory-owner", "co-hosted-vs-client"}) {
+    CAPTURE(name);
+    auto r = load_scenario_file(std::string{CAFMESH_SCENARIO_DIR} + "/" + name + ".json");
+    REQUIRE_MESSAGE(r.ok, r.message());
+    CHECK(r.value.name == name);
+    CHECK(r.value.expected_outcome.size() > 40);
+  }
+}
+
+TEST_CASE("mainjob scenario: the embedded default is roll-three-silos.json byte for byte") {
+  CHECK(default_scenario_text() == read_text(std::string{CAFMESH_SCENARIO_DIR}
+                                             + "/roll-three-silos.json"));
+  auto s = default_scenario();
+  CHECK(s.name == "roll-three-silos");
+  CHECK(s.seed == 42);
+  CHECK(s.duration_s == 60);
+  CHECK(s.rate_per_s == 2000);
+  CHECK(s.silos == std::vector<std::string>{"A", "B", "C"});
+  CHECK(s.pure_clients == 1);
+  CHECK(s.traffic.streams == 100);
+  CHECK(s.traffic.senders == sender_placement::pure_client);
+  CHECK(s.roll.order == std::vector<std::string>{"A", "B", "C"});
+  CHECK(s.expect.max_nacked.at(routing::verdict::failed) == 0);
+  CHECK(s.expect.max_request_resends_exhausted == 0);
+  CHECK(s.expect.forbidden_nack_texts
+        == std::vector<std::string>{"no active silo", "no_compatible_silo"});
+}
+
+TEST_CASE("mainjob scenario: the shipped scenarios differ where they say") {
+  auto stalled = load_scenario_file(std::string{CAFMESH_SCENARIO_DIR}
+                                    + "/stalled-directory-owner.json");
+  REQUIRE(stalled.ok);
+  CHECK(stalled.value.roll.order.empty());
+  REQUIRE(stalled.value.faults.size() == 1);
+  CHECK(stalled.value.faults[0].silo == "C");
+  CHECK(stalled.value.faults[0].at_ms == 5000);
+  CHECK(stalled.value.faults[0].for_ms == 90000);
+  CHECK_FALSE(stalled.value.faults[0].detected);
+  CHECK(stalled.value.expect.min_nacked.at(routing::verdict::unavailable) == 1);
+  auto mixed = load_scenario_file(std::string{CAFMESH_SCENARIO_DIR} + "/co-hosted-vs-client.json");
+  REQUIRE(mixed.ok);
+  CHECK(mixed.value.traffic.senders == sender_placement::both);
+}
+
+TEST_CASE("mainjob scenario: a minimal document takes every default") {
+  auto r = parse_scenario(minimal);
+  REQUIRE_MESSAGE(r.ok, r.message());
+  CHECK(r.value.seed == 42);
+  CHECK(r.value.traffic.request_max_resends == 5);
+  CHECK(r.value.config_json == "{}");
+  CHECK(r.value.roll.order.empty());
+}
+
+TEST_CASE("mainjob scenario: to_json_text round-trips") {
+  auto s = default_scenario();
+  auto again = parse_scenario(to_json_text(s));
+  REQUIRE_MESSAGE(again.ok, again.message());
+  CHECK(to_json_text(again.value) == to_json_text(s));
+  auto stalled = load_scenario_file(std::string{CAFMESH_SCENARIO_DIR}
+                                    + "/stalled-directory-owner.json");
+  REQUIRE(stalled.ok);
+  auto back = parse_scenario(to_json_text(stalled.value));
+  REQUIRE_MESSAGE(back.ok, back.message());
+  CHECK(to_json_text(back.value) == to_json_text(stalled.value));
+}
+
+TEST_CASE("mainjob scenario: validation errors name the JSON pointer") {
+  CHECK(errors_of(R"({"name":"x"})")
+        == std::vector<std::string>{"/expected_outcome: expected a non-empty string, got nothing"});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","rate_per_s":0})")
+        == std::vector<std::string>{"/rate_per_s: expected an integer from 1 to 1000000, got 0"});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","durations":5})")
+        == std::vector<std::string>{"/durations: unknown key, did you mean \"duration_s\"?"});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","traffic":{"streams":"many"}})")
+        == std::vector<std::string>{"/traffic/streams: expected an integer from 0 to 1000000, got \"many\""});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","seed":-1})")
+        == std::vector<std::string>{"/seed: expected an integer from 0 to 18446744073709551615, got -1"});
+  CHECK(errors_of(R"({"name":"x","name":"z","expected_outcome":"y"})")
+        == std::vector<std::string>{"/name: duplicate key"});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","topology":{"silos":["A","A"]}})")
+        == std::vector<std::string>{"/topology/silos/1: expected a silo name not listed before, got \"A\""});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","traffic":{"senders":"cohosted"}})")
+        == std::vector<std::string>{
+          "/traffic/senders: expected one of \"pure_client\", \"co_hosted\", \"both\", got \"cohosted\""});
+  CHECK(errors_of("{\"name\":")
+        == std::vector<std::string>{
+          ": expected valid JSON, got a parse error at line 1, column 9: syntax error while "
+          "parsing value - unexpected end of input; expected '[', '{', or a literal"});
+}
+
+TEST_CASE("mainjob scenario: errors come in document order, missing required keys last") {
+  CHECK(errors_of(R"({"rate_per_s":0,"bogus":1,"faults":[{"kind":"kill","silo":"A","at_ms":0,"for_ms":1,"at_ms":2}]})")
+        == std::vector<std::string>{
+          "/rate_per_s: expected an integer from 1 to 1000000, got 0",
+          "/bogus: unknown key, known keys: name, description, expected_outcome, seed, "
+          "duration_s, rate_per_s, topology, traffic, roll, faults, config, expect",
+          "/faults/0/kind: expected \"stall\", got \"kill\"",
+          "/faults/0/at_ms: duplicate key",
+          "/name: expected a non-empty string, got nothing",
+          "/expected_outcome: expected a non-empty string, got nothing"});
+}
+
+TEST_CASE("mainjob scenario: relations are checked once every key is valid") {
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","roll":{"order":["A","D"]}})")
+        == std::vector<std::string>{"/roll/order/1: expected one of the silos (A, B, C), got \"D\""});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","duration_s":5,"roll":{"order":["A"]}})")
+        == std::vector<std::string>{
+          "/roll/first_stop_at_ms: expected an integer < duration_s * 1000 (5000), got 5000"});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","traffic":{"portal_hubs":1}})")
+        == std::vector<std::string>{
+          "/traffic/subscribers_per_stream: expected an integer <= portal_hubs (1), got 2"});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","topology":{"pure_clients":0}})")
+        == std::vector<std::string>{
+          "/topology/pure_clients: expected an integer >= 1 (traffic.senders is \"pure_client\"), got 0"});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","faults":[{"kind":"stall","silo":"Z","at_ms":0,"for_ms":1}]})")
+        == std::vector<std::string>{"/faults/0/silo: expected one of the silos (A, B, C), got \"Z\""});
+  // a relation is not checked while a key is invalid on its own
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","rate_per_s":0,"roll":{"order":["D"]}})")
+        == std::vector<std::string>{"/rate_per_s: expected an integer from 1 to 1000000, got 0"});
+}
+
+TEST_CASE("mainjob scenario: config overrides are validated by the config loader") {
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","config":{"routing":{"retry_max":"six"}}})")
+        == std::vector<std::string>{"/config/routing/retry_max: expected an integer >= 0, got \"six\""});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","config":{"mesh":{"process_role":"monolith"}}})")
+        == std::vector<std::string>{
+          "/config/mesh: expected no mesh section (the demo sets each process's role and name), "
+          "got {\"process_role\":\"monolith\"}"});
+  auto r = parse_scenario(
+    R"({"name":"x","expected_outcome":"y","config":{"lifecycle":{"quiescence_hold_ms":200}}})");
+  REQUIRE(r.ok);
+  auto c = process_config(r.value, config::process_role::silo_host, "silo-A");
+  REQUIRE_MESSAGE(c.ok, c.message());
+  CHECK(c.value.lifecycle.quiescence_hold_ms == 200);
+  CHECK(c.value.mesh.name == "silo-A");
+  CHECK(c.value.mesh.role == config::process_role::silo_host);
+}
+
+TEST_CASE("mainjob scenario: expect names NACK verdicts only") {
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","expect":{"max_nacked":{"ignored":0,"failed":-1}}})")
+        == std::vector<std::string>{
+          "/expect/max_nacked/ignored: unknown key, expected a NACK verdict (SPEC §2.7)",
+          "/expect/max_nacked/failed: expected an integer >= 0, got -1"});
+}
+
+TEST_CASE("mainjob scenario: overrides --seed --duration-s --rate") {
+  auto s = default_scenario();
+  CHECK(apply_overrides(s, {7u, 30, 500}).empty());
+  CHECK(s.seed == 7);
+  CHECK(s.duration_s == 30);
+  CHECK(s.rate_per_s == 500);
+  auto before = to_json_text(s);
+  CHECK(apply_overrides(s, {std::nullopt, 0, 0})
+        == std::vector<std::string>{
+          "--duration-s: expected an integer from 1 to 9223372036854775, got 0",
+          "--rate: expected an integer from 1 to 1000000, got 0"});
+  CHECK(apply_overrides(s, {std::nullopt, 5, std::nullopt})
+        == std::vector<std::string>{
+          "--duration-s: expected more than roll.first_stop_at_ms (5000 ms) of traffic, got 5 s"});
+  CHECK(to_json_text(s) == before); // refused overrides change nothing
+  CHECK(apply_overrides(s, {std::nullopt, 5, std::nullopt}, false).empty()); // no roll: fine
+  CHECK(s.duration_s == 5);
+}
+
+TEST_CASE("mainjob scenario: hub addresses and sender placement") {
+  CHECK(node_hub_address(3) == "node/Org/N3");
+  CHECK(owner_hub_address(0) == "node/Owner/O0");
+  CHECK(portal_hub_address(12) == "portal/user12/tab1");
+  CHECK(stream_id(99) == "stream-99");
+  auto s = default_scenario();
+  CHECK(portal_origin(s, 5) == "client:1");
+  s.traffic.senders = sender_placement::co_hosted;
+  CHECK(portal_origin(s, 4) == "silo:B");
+  s.traffic.senders = sender_placement::both;
+  s.pure_clients = 2;
+  CHECK(portal_origin(s, 4) == "silo:C");   // even: silo (4 / 2) % 3
+  CHECK(portal_origin(s, 3) == "client:2"); // odd: client (3 / 2) % 2 + 1
+}
