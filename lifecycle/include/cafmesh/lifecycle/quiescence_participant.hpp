@@ -1,0 +1,69 @@
+#pragma once
+
+/// @file
+/// The routing quiescence participant (SPEC §8.2): a lifecycle observer at stage Active
+/// (20000) that holds the silo stop until the gauge reads 0, bounded by its hold budget.
+
+#include <cstdint>
+#include <string>
+
+#include "cafmesh/lifecycle/observer.hpp"
+#include "cafmesh/lifecycle/routing_quiescence_actor.hpp"
+
+namespace caf {
+class actor_system;
+} // namespace caf
+
+namespace cafmesh::config {
+struct lifecycle_section;
+} // namespace cafmesh::config
+
+namespace cafmesh::lifecycle {
+
+/// Options of the participant (SPEC §11 `lifecycle.*`).
+struct quiescence_participant_options {
+  /// Rendered silo address (or any name) used as log context; may be empty.
+  std::string silo_name;
+  /// `lifecycle.quiescence_hold_ms`: hold budget; its rendering ("30 s") appears in the
+  /// hold and expiry lines.
+  int64_t quiescence_hold_ms = 30000;
+  /// `lifecycle.quiescence_residual_sample`: legs named on expiry and when abandoning.
+  int64_t quiescence_residual_sample = 10;
+
+  /// The options from a configuration's `lifecycle` section.
+  static quiescence_participant_options from(const config::lifecycle_section& cfg,
+                                             std::string silo_name = {});
+};
+
+/// Spawns the participant (SPEC §8.2), an observer speaking `lifecycle_observer_actor`:
+///
+/// - `start_stage` answers `ok` at once and sets nothing up.
+/// - `stop_stage(stage, graceful)` first samples the gauge (`oldest(sample)`), then:
+///   - `graceful = false`: no hold; if the count is above 0, warning "stopping
+///     NON-gracefully with {n} route leg(s) in flight; abandoning: {labels}" (at most
+///     `quiescence_residual_sample` labels, oldest first, `; `-separated, then
+///     " (+{k} more)"); answers ok.
+///   - count 0: info "routing quiescence: no routing work in flight"; answers ok.
+///   - else info "routing quiescence: holding silo stop for {n} route leg(s) (budget 30 s)",
+///     sends `await_zero` to the gauge and arms a one-shot hold timer (`delayed_send` on the
+///     actor clock). The first of these ends the hold and answers ok:
+///     - the gauge answers `await_zero`: info "routing quiescence: work landed after {X} ms"
+///       (X = virtual ms since `stop_stage` arrived);
+///     - the hold timer: error "{n} route leg(s) did not land within 30 s: {entries}", the
+///       entries being the `quiescence_residual_sample` oldest slots, oldest first,
+///       `; `-separated, each as `render_entry` gives it, then " (+{k} more)";
+///     - `budget_expired`: warning "routing quiescence: shutdown budget expired while
+///       holding; releasing with {n} route leg(s) in flight".
+///   Every answer is delivered from the participant's own turn (a response handler or a
+///   timer message), never inside the gauge's turn. The participant never answers an error:
+///   an unreachable gauge is logged at warning and the stop answered ok.
+/// - `budget_expired` outside a hold is ignored.
+///
+/// A second `stop_stage` while one is open receives the same answer when it completes.
+/// Built with `CAFMESH_MUTATE_PARTICIPANT_NO_HOLD` (S12.20 mutation), `stop_stage` answers
+/// ok at once and logs nothing.
+lifecycle_observer_actor spawn_quiescence_participant(caf::actor_system& sys,
+                                                      routing_quiescence_actor gauge,
+                                                      quiescence_participant_options opts = {});
+
+} // namespace cafmesh::lifecycle

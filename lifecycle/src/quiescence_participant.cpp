@@ -1,0 +1,237 @@
+#include "cafmesh/lifecycle/quiescence_participant.hpp"
+
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "cafmesh/actors/log.hpp"
+#include "cafmesh/config/mesh_config.hpp"
+#include "cafmesh/lifecycle/routing_quiescence.hpp"
+
+namespace cafmesh::lifecycle {
+
+quiescence_participant_options
+quiescence_participant_options::from(const config::lifecycle_section& cfg,
+                                     std::string silo_name) {
+  quiescence_participant_options out;
+  out.silo_name = std::move(silo_name);
+  out.quiescence_hold_ms = cfg.quiescence_hold_ms;
+  out.quiescence_residual_sample = cfg.quiescence_residual_sample;
+  return out;
+}
+
+namespace {
+
+using ok_promise = caf::typed_response_promise<caf::ok_atom>;
+
+/// The participant's full interface: the observer protocol plus its own hold timer.
+using participant_actor_type =
+  lifecycle_observer_actor::extend<caf::reacts_to<q_hold_expired_atom, uint64_t>>;
+
+/// Where the participant stands in one stop.
+enum class phase {
+  idle,      ///< no stop open
+  sampling,  ///< waiting for the first gauge sample
+  holding,   ///< await_zero and hold timer armed
+  releasing, ///< the hold ended; waiting for the gauge sample the final line needs
+};
+
+struct participant_state {
+  static const char* name;
+  log::logger log;
+  quiescence_participant_options opts;
+  routing_quiescence_actor gauge;
+  phase ph = phase::idle;
+  std::vector<ok_promise> pending;
+  uint64_t hold_id = 0;          ///< names the current hold; stale timers are ignored
+  int64_t stop_began_ms = 0;     ///< actor clock, when stop_stage arrived
+  bool budget_expired = false;   ///< budget_expired arrived while sampling
+};
+
+const char* participant_state::name = "cafmesh.quiescence_participant";
+
+using participant_pointer = participant_actor_type::stateful_pointer<participant_state>;
+
+int64_t clock_ms(participant_pointer self) {
+  auto d = self->clock().now().time_since_epoch();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+uint64_t sample_size(participant_pointer self) {
+  auto n = self->state.opts.quiescence_residual_sample;
+  return n > 0 ? static_cast<uint64_t>(n) : 0;
+}
+
+/// Answers every open stop_stage (from the participant's own turn) and closes the stop.
+void answer(participant_pointer self) {
+  auto& s = self->state;
+  s.ph = phase::idle;
+  s.budget_expired = false;
+  ++s.hold_id; // a still pending hold timer of this stop is stale from now on
+  auto pending = std::move(s.pending);
+  s.pending.clear();
+  for (auto& rp : pending)
+    rp.deliver(caf::ok_atom::value);
+}
+
+/// `e1; e2; ...` plus ` (+k more)` when the sample holds fewer entries than the count.
+std::string render_list(const quiescence_sample& x, int64_t now_ms, bool labels_only) {
+  std::string out;
+  for (auto& e : x.entries) {
+    if (!out.empty())
+      out += "; ";
+    out += labels_only ? e.label : render_entry(e, now_ms);
+  }
+  if (x.count > x.entries.size())
+    out += " (+" + std::to_string(x.count - x.entries.size()) + " more)";
+  return out;
+}
+
+void gauge_unreachable(participant_pointer self, const caf::error& err) {
+  self->state.log.warning("routing quiescence: gauge unreachable (" + self->system().render(err)
+                          + "); not holding");
+  answer(self);
+}
+
+/// The hold budget ran out: name the residual legs at error and let the stop proceed.
+void on_hold_expired(participant_pointer self) {
+  auto& s = self->state;
+  s.ph = phase::releasing;
+  self->request(s.gauge, caf::infinite, q_oldest_atom::value, sample_size(self))
+    .then(
+      [=](const quiescence_sample& x) {
+        auto& st = self->state;
+        st.log.error(std::to_string(x.count) + " route leg(s) did not land within "
+                     + render_budget(st.opts.quiescence_hold_ms) + ": "
+                     + render_list(x, clock_ms(self), false));
+        answer(self);
+      },
+      [=](caf::error& err) { gauge_unreachable(self, err); });
+}
+
+/// The host budget expired while holding: release at warning.
+void on_budget_expired(participant_pointer self) {
+  auto& s = self->state;
+  s.ph = phase::releasing;
+  self->request(s.gauge, caf::infinite, q_count_atom::value)
+    .then(
+      [=](uint64_t n) {
+        self->state.log.warning(
+          "routing quiescence: shutdown budget expired while holding; releasing with "
+          + std::to_string(n) + " route leg(s) in flight");
+        answer(self);
+      },
+      [=](caf::error& err) { gauge_unreachable(self, err); });
+}
+
+void begin_hold(participant_pointer self, const quiescence_sample& x) {
+  auto& s = self->state;
+  s.ph = phase::holding;
+  auto id = ++s.hold_id;
+  s.log.info("routing quiescence: holding silo stop for " + std::to_string(x.count)
+             + " route leg(s) (budget " + render_budget(s.opts.quiescence_hold_ms) + ")");
+  self->request(s.gauge, caf::infinite, q_await_atom::value)
+    .then(
+      [=](caf::ok_atom) {
+        auto& st = self->state;
+        if (st.ph != phase::holding || st.hold_id != id)
+          return; // the hold already ended another way
+        st.log.info("routing quiescence: work landed after "
+                    + std::to_string(clock_ms(self) - st.stop_began_ms) + " ms");
+        answer(self);
+      },
+      [=](caf::error& err) {
+        auto& st = self->state;
+        if (st.ph == phase::holding && st.hold_id == id)
+          gauge_unreachable(self, err);
+      });
+  self->delayed_send(self, std::chrono::milliseconds(s.opts.quiescence_hold_ms),
+                     q_hold_expired_atom::value, id);
+}
+
+[[maybe_unused]] // unused in the S12.20 mutation build
+void on_sample(participant_pointer self, bool graceful, const quiescence_sample& x) {
+  auto& s = self->state;
+  if (!graceful) {
+    if (x.count > 0)
+      s.log.warning("stopping NON-gracefully with " + std::to_string(x.count)
+                    + " route leg(s) in flight; abandoning: "
+                    + render_list(x, clock_ms(self), true));
+    answer(self);
+    return;
+  }
+  if (x.count == 0) {
+    s.log.info("routing quiescence: no routing work in flight");
+    answer(self);
+    return;
+  }
+  if (s.budget_expired) {
+    s.log.warning("routing quiescence: shutdown budget expired while holding; releasing with "
+                  + std::to_string(x.count) + " route leg(s) in flight");
+    answer(self);
+    return;
+  }
+  begin_hold(self, x);
+}
+
+participant_actor_type::behavior_type participant_actor(participant_pointer self,
+                                                          routing_quiescence_actor gauge,
+                                                          quiescence_participant_options opts) {
+  auto& s = self->state;
+  s.log = opts.silo_name.empty() ? log::get("quiescence")
+                                 : log::get("quiescence").with_context(opts.silo_name);
+  s.opts = std::move(opts);
+  s.gauge = std::move(gauge);
+  return {
+    [=](start_stage_atom, stage) -> caf::ok_atom { return caf::ok_atom::value; },
+    [=](stop_stage_atom, stage, bool graceful) -> ok_promise {
+      auto rp = self->make_response_promise<caf::ok_atom>();
+#ifdef CAFMESH_MUTATE_PARTICIPANT_NO_HOLD
+      // S12.20 non-vacuity mutation: the stop is answered at once, nothing held or logged.
+      (void) graceful;
+      rp.deliver(caf::ok_atom::value);
+      return rp;
+#else
+      auto& st = self->state;
+      st.pending.push_back(rp);
+      if (st.ph != phase::idle)
+        return rp; // joins the open stop
+      st.ph = phase::sampling;
+      st.stop_began_ms = clock_ms(self);
+      st.budget_expired = false;
+      self->request(st.gauge, caf::infinite, q_oldest_atom::value, sample_size(self))
+        .then([=](const quiescence_sample& x) { on_sample(self, graceful, x); },
+              [=](caf::error& err) { gauge_unreachable(self, err); });
+      return rp;
+#endif
+    },
+    [=](budget_expired_atom) {
+      auto& st = self->state;
+      if (st.ph == phase::holding)
+        on_budget_expired(self);
+      else if (st.ph == phase::sampling)
+        st.budget_expired = true;
+    },
+    [=](q_hold_expired_atom, uint64_t id) {
+      auto& st = self->state;
+      if (st.ph == phase::holding && st.hold_id == id)
+        on_hold_expired(self);
+    },
+  };
+}
+
+} // namespace
+
+lifecycle_observer_actor spawn_quiescence_participant(caf::actor_system& sys,
+                                                      routing_quiescence_actor gauge,
+                                                      quiescence_participant_options opts) {
+  return caf::actor_cast<lifecycle_observer_actor>(
+    sys.spawn(participant_actor, std::move(gauge), std::move(opts)));
+}
+
+} // namespace cafmesh::lifecycle

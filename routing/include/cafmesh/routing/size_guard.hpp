@@ -1,0 +1,162 @@
+#pragma once
+
+/// @file
+/// The size guard (SPEC §9): measuring `payload_json`, the grain-call and stream-block limits,
+/// the one-line refusal log (§9.3), stripping an oversized NACK echo (§9.4), and building the
+/// NACK itself — the `delivery_failure` payload (§2.8) and its envelope. Pure functions; the
+/// caller decides when to check and where to send.
+///
+/// **The `delivery_failure` JSON shape** (the NACK envelope's `payload_json`,
+/// `payload_type` = `delivery_failure`), produced by `to_json_text` and read back by
+/// `from_json_text`:
+/// ```
+/// { "$type": "delivery_failure",
+///   "requestId": "<failed delivery's id>",
+///   "message": "<human text>",
+///   "verdict": "<verdict wire name, e.g. shutting_down>",
+///   "targetUnserved": <bool>,
+///   "respondingSilo": "S{host}:{port}@{generation}" | null,
+///   "original": {                       // the echo, payload possibly stripped (§9.4)
+///     "id": "<id>", "sender": "<rendered address>", "target": "<rendered address>",
+///     "state": "<delivery_state name>",
+///     "properties": { "<key>": "<the property's JSON text, as a string>", ... },
+///     "accessContext": "<text>" | null,
+///     "routingPath": [ "<rendered address>", ... ],
+///     "payloadType": "<type>",
+///     "payloadJson": "<the payload's JSON text, as a string: never parsed>",
+///     "orderingKey": "<key>" | null,
+///     "answerSuppressed": <bool>,
+///     "requestId": "<id>" | null } }
+/// ```
+/// Strings are UTF-8; invalid UTF-8 bytes in any field are replaced by U+FFFD on output.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/ids.hpp"
+#include "cafmesh/config/mesh_config.hpp"
+#include "cafmesh/routing/address.hpp"
+#include "cafmesh/routing/envelope.hpp"
+#include "cafmesh/routing/verdict.hpp"
+
+namespace cafmesh::routing {
+
+/// Which crossing a payload is checked for (SPEC §9.2).
+enum class size_crossing : uint8_t {
+  grain_call,   ///< client -> routing grain, router core -> node/pod hub grain: configurable
+  stream_block, ///< stream publish: 1,048,576 bytes, fixed
+};
+
+/// Renders `grain_call` or `stream_block`.
+std::string to_string(size_crossing x);
+
+/// The measure (SPEC §9.1): the UTF-8 byte count of `payload_json`, i.e. its `size()`.
+/// Characters are never counted: 400,000 "€" are 1,200,000 bytes.
+inline int64_t payload_bytes(const envelope& d) {
+  return static_cast<int64_t>(d.payload_json.size());
+}
+
+/// Refuse when `bytes >= limit_bytes` (SPEC §9.1: reaching the limit already cannot fit).
+constexpr bool refuses_size(int64_t bytes, int64_t limit_bytes) { return bytes >= limit_bytes; }
+
+/// The limit for `crossing` (SPEC §9.2): `cfg.grain_call_body_limit_bytes` (default
+/// 104,857,600, read at each call so a live configuration applies) or the fixed
+/// `config::stream_block_limit_bytes` = 1,048,576.
+int64_t size_limit_bytes(size_crossing crossing, const config::size_section& cfg);
+
+/// The outcome of one size check.
+struct size_check {
+  size_crossing crossing = size_crossing::grain_call;
+  int64_t bytes = 0;       ///< measured payload bytes
+  int64_t limit_bytes = 0; ///< the limit applied
+  bool refused = false;    ///< `bytes >= limit_bytes`
+};
+
+/// Measures `d` against the limit of `crossing`.
+size_check check_size(const envelope& d, size_crossing crossing,
+                      const config::size_section& cfg);
+
+/// Measures `d` against an explicit limit (the caller already read it).
+size_check check_size(const envelope& d, size_crossing crossing, int64_t limit_bytes);
+
+/// Renders `n` with `,` as thousands separator: 37483597 -> `37,483,597`, -5000 -> `-5,000`.
+std::string with_thousands(int64_t n);
+
+/// Number of UTF-8 code points in `s`; an invalid or truncated byte counts as one.
+size_t utf8_length(const std::string& s);
+
+/// The first `max_chars` code points of `s`, cut without splitting a UTF-8 sequence (an
+/// invalid byte counts as one character and is kept as is).
+std::string utf8_prefix(const std::string& s, size_t max_chars);
+
+/// `s` as a JSON string literal, quotes included: `"` `\` and every control character
+/// escaped (newline -> `\n`), U+2028/U+2029 escaped too, invalid UTF-8 replaced by U+FFFD.
+/// The result never contains a raw line break.
+std::string json_quote(const std::string& s);
+
+/// The one refusal line of SPEC §9.3 (logged at error by the caller or `log_size_refusal`):
+/// `size guard: refusing delivery {id} to '{target}' from '{sender}' (payload type {type}):
+/// payload is {bytes} bytes, at or above the {grain-call|stream block} limit of {limit}
+/// bytes; ` then, for the grain-call variant, `an oversized frame would close the shared
+/// silo-to-silo connection; ` or, for the stream variant, `nothing published; ` and finally
+/// `head: {first 200 characters of the payload, JSON-quoted}`. Numbers carry thousands
+/// separators. Raw control characters in any field are escaped, so the result is one line.
+std::string size_refusal_log_line(const envelope& d, const size_check& check);
+
+/// Logs `size_refusal_log_line` at error on the `routing` logger (exactly one line).
+void log_size_refusal(const envelope& d, const size_check& check);
+
+/// The NACK text for a size refusal (verdict `rejected`, SPEC §9.2): `Delivery to '{target}'
+/// refused: payload of {bytes} bytes is at or above the {grain-call|stream block} limit of
+/// {limit} bytes`.
+std::string size_refusal_message(const envelope& d, const size_check& check);
+
+/// An `oversized` fault carrying `size_refusal_message` as its text.
+fault oversized_fault(const envelope& d, const size_check& check);
+
+/// True if the echo of `d` must be stripped: `payload_bytes(d) >= 1,048,576` (SPEC §9.4).
+inline bool echo_needs_stripping(const envelope& d) {
+  return refuses_size(payload_bytes(d), config::nack_echo_limit_bytes);
+}
+
+/// The stripping note for `payload` (SPEC §9.4):
+/// `{"payloadOmitted":true,"bytes":N,"head":"…"}`, head = `utf8_prefix(payload, 200)`,
+/// JSON-quoted. Always under 4,096 characters.
+std::string echo_note(const std::string& payload);
+
+/// `original` as it is echoed in a NACK (SPEC §9.4): unchanged when its payload is under
+/// 1,048,576 bytes, else with `payload_json` replaced by `echo_note(payload_json)`; `id` and
+/// every other field are kept.
+envelope strip_echo(envelope original);
+
+/// Builds a NACK payload (SPEC §2.8): `request_id = original.id`, the echo via `strip_echo`,
+/// the given message, verdict, target-unserved flag and responding silo.
+delivery_failure make_delivery_failure(const envelope& original, std::string message,
+                                       verdict v, bool target_unserved = false,
+                                       caf::optional<silo_address> responding_silo = caf::none);
+
+/// The `payload_type` of every NACK envelope: `delivery_failure`.
+constexpr const char* delivery_failure_payload_type = "delivery_failure";
+
+/// The access context a NACK carries when the original had none (SPEC §2.8 "system
+/// identity"): `system`.
+constexpr const char* system_identity = "system";
+
+/// The `delivery_failure` as JSON text (shape in the file comment).
+std::string to_json_text(const delivery_failure& x);
+
+/// Parses `to_json_text` output; answers false (leaving `out` untouched) on anything else.
+/// Never throws.
+bool from_json_text(const std::string& text, delivery_failure& out);
+
+/// The NACK envelope for `failure` (SPEC §2.8): id `nack_id`, sender `from` (the NACKing
+/// router or hub), target `failure.original.sender`, `request_id = failure.request_id`,
+/// `answer_suppressed = true` (a NACK is never NACKed), access context of the original or
+/// `system_identity`, `payload_type = delivery_failure`, `payload_json = to_json_text(failure)`,
+/// state `submitted`, no ordering key, empty routing path and properties.
+envelope make_nack_envelope(const delivery_failure& failure, std::string nack_id,
+                            address from);
+
+} // namespace cafmesh::routing
