@@ -23,8 +23,6 @@ using rc_stats_atom = caf::atom_constant<caf::atom("rcstats")>;
 using rc_leg_done_atom = caf::atom_constant<caf::atom("rclegdone")>;
 /// `(rc_timer_atom, work id, step token)`: a leg's or NACK's retry delay elapsed.
 using rc_timer_atom = caf::atom_constant<caf::atom("rctimer")>;
-/// `(rc_guard_atom, work id, step token)`: the stream-post guard fired (SPEC §6.5).
-using rc_guard_atom = caf::atom_constant<caf::atom("rcguard")>;
 
 // -- grain-delivery port (router_ports.hpp) ------------------------------------------------
 using gp_deliver_atom = caf::atom_constant<caf::atom("gpdeliver")>;
