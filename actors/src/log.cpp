@@ -1,5 +1,7 @@
 #include "cafmesh/actors/log.hpp"
 
+#include "cafmesh/config/mesh_config.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -130,6 +132,12 @@ logger get(const std::string& component) {
 
 void set_stderr_level(level lvl) {
   global().err->set_level(to_spd(lvl));
+}
+
+void configure(const config::log_section& cfg) {
+  level lvl = level::info;
+  if (parse_level(cfg.level, lvl))
+    set_stderr_level(lvl);
 }
 
 void set_stderr_enabled(bool enabled) {

@@ -5,12 +5,14 @@
 
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/register_actor_types.hpp"
 #include "cafmesh/routing/address.hpp"
 #include "cafmesh/routing/envelope.hpp"
 
 namespace cafmesh {
 
 void register_types(caf::actor_system_config& cfg) {
+  register_actor_types(cfg);
   cfg.add_message_type<grain_id>("cafmesh.grain_id");
   cfg.add_message_type<silo_address>("cafmesh.silo_address");
   cfg.add_message_type<activation_tag>("cafmesh.activation_tag");

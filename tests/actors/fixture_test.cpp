@@ -5,6 +5,7 @@
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/log.hpp"
+#include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/testing/fixture.hpp"
 
 using namespace std::chrono_literals;
@@ -56,4 +57,28 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK(now_ms() <= 10000);
   CHECK(run_until([&] { return st.fired_at_ms >= 0; }, 1h));
   CHECK(st.fired_at_ms == 30000);
+}
+
+TEST_CASE_FIXTURE(cafmesh::testing::fixture,
+                  "log: the capture sees every level, one logger per component, context prefixed") {
+  auto a = cafmesh::log::get("router_core");
+  auto b = cafmesh::log::get("router_core").with_context("S127.0.0.1:1@1");
+  CHECK(a.component() == "router_core");
+  a.debug("plain");
+  b.error("with context");
+  cafmesh::config::log_section cfg;
+  cfg.level = "error";
+  cafmesh::log::configure(cfg); // stderr only: the capture still sees debug lines
+  a.debug("after configure");
+  REQUIRE(logs.lines().size() == 3);
+  CHECK(logs.lines()[0].lvl == cafmesh::log::level::debug);
+  CHECK(logs.lines()[1].text == "[S127.0.0.1:1@1] with context");
+  CHECK(logs.lines()[1].lvl == cafmesh::log::level::error);
+  CHECK(logs.count("after configure", cafmesh::log::level::debug) == 1);
+  cafmesh::log::level lvl;
+  CHECK(cafmesh::log::parse_level("warning", lvl));
+  CHECK(lvl == cafmesh::log::level::warning);
+  CHECK_FALSE(cafmesh::log::parse_level("loud", lvl));
+  cfg.level = "info";
+  cafmesh::log::configure(cfg);
 }

@@ -18,6 +18,10 @@ namespace spdlog {
 class logger;
 } // namespace spdlog
 
+namespace cafmesh::config {
+struct log_section;
+} // namespace cafmesh::config
+
 namespace cafmesh::log {
 
 /// Severity, in increasing order (SPEC §1.4: debug, info, warning, error, critical).
@@ -62,6 +66,10 @@ logger get(const std::string& component);
 
 /// Sets the level of the stderr sink (default `info`). Captures always see every level.
 void set_stderr_level(level lvl);
+
+/// Applies the `log` section of the configuration (SPEC §11 extension `log.level`) to the
+/// stderr sink. The level was validated when the configuration was loaded.
+void configure(const config::log_section& cfg);
 
 /// Turns the stderr sink on or off (tests turn it off unless CAFMESH_TEST_LOG is set).
 void set_stderr_enabled(bool enabled);

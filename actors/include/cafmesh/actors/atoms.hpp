@@ -1,0 +1,66 @@
+#pragma once
+
+/// @file
+/// Message tags of the actors folder (CAF 0.17 atoms, at most 10 characters). Every atom
+/// carries the prefix of its component so it never clashes with CAF's predefined atoms or
+/// with another folder's: `mc` message centre, `sim` simulated network, `mb` membership,
+/// `dir` grain directory.
+
+#include <caf/atom.hpp>
+
+namespace cafmesh {
+
+// -- message centre (message_center.hpp) -----------------------------------------
+using mc_register_atom = caf::atom_constant<caf::atom("mcreg")>;
+using mc_unregister_atom = caf::atom_constant<caf::atom("mcunreg")>;
+using mc_call_atom = caf::atom_constant<caf::atom("mccall")>;
+using mc_send_atom = caf::atom_constant<caf::atom("mcsend")>;
+using mc_frame_atom = caf::atom_constant<caf::atom("mcframe")>;
+using mc_bounce_atom = caf::atom_constant<caf::atom("mcbounce")>;
+using mc_gone_atom = caf::atom_constant<caf::atom("mcgone")>;
+using mc_block_atom = caf::atom_constant<caf::atom("mcblock")>;
+using mc_whoami_atom = caf::atom_constant<caf::atom("mcwhoami")>;
+using mc_stats_atom = caf::atom_constant<caf::atom("mcstats")>;
+using mc_peer_atom = caf::atom_constant<caf::atom("mcpeer")>;
+using mc_never_atom = caf::atom_constant<caf::atom("mcnever")>;
+
+// -- simulated network (sim_network.hpp) -----------------------------------------
+using sim_attach_atom = caf::atom_constant<caf::atom("simattach")>;
+using sim_frame_atom = caf::atom_constant<caf::atom("simframe")>;
+using sim_pump_atom = caf::atom_constant<caf::atom("simpump")>;
+using sim_stall_atom = caf::atom_constant<caf::atom("simstall")>;
+using sim_unstall_atom = caf::atom_constant<caf::atom("simunstall")>;
+using sim_partition_atom = caf::atom_constant<caf::atom("simpart")>;
+using sim_heal_atom = caf::atom_constant<caf::atom("simheal")>;
+using sim_drop_atom = caf::atom_constant<caf::atom("simdrop")>;
+using sim_delay_atom = caf::atom_constant<caf::atom("simdelay")>;
+using sim_kill_atom = caf::atom_constant<caf::atom("simkill")>;
+using sim_trace_atom = caf::atom_constant<caf::atom("simtrace")>;
+using sim_digest_atom = caf::atom_constant<caf::atom("simdigest")>;
+using sim_note_atom = caf::atom_constant<caf::atom("simnote")>;
+using sim_watch_atom = caf::atom_constant<caf::atom("simwatch")>;
+
+// -- membership (membership.hpp) -------------------------------------------------
+using mb_join_atom = caf::atom_constant<caf::atom("mbjoin")>;
+using mb_status_atom = caf::atom_constant<caf::atom("mbstatus")>;
+using mb_dead_atom = caf::atom_constant<caf::atom("mbdead")>;
+using mb_subscribe_atom = caf::atom_constant<caf::atom("mbsub")>;
+using mb_snapshot_atom = caf::atom_constant<caf::atom("mbsnap")>;
+using mb_get_atom = caf::atom_constant<caf::atom("mbget")>;
+using mb_beat_atom = caf::atom_constant<caf::atom("mbbeat")>;
+using mb_check_atom = caf::atom_constant<caf::atom("mbcheck")>;
+using mb_leave_atom = caf::atom_constant<caf::atom("mbleave")>;
+using mb_silent_atom = caf::atom_constant<caf::atom("mbsilent")>;
+
+// -- grain directory (directory.hpp) ---------------------------------------------
+using dir_lookup_atom = caf::atom_constant<caf::atom("dirlookup")>;
+using dir_register_atom = caf::atom_constant<caf::atom("dirreg")>;
+using dir_unregister_atom = caf::atom_constant<caf::atom("dirunreg")>;
+using dir_unreg_silo_atom = caf::atom_constant<caf::atom("dirunsilo")>;
+using dir_handoff_atom = caf::atom_constant<caf::atom("dirhandoff")>;
+using dir_entries_atom = caf::atom_constant<caf::atom("direntries")>;
+using dir_invalidate_atom = caf::atom_constant<caf::atom("dirinval")>;
+using dir_get_atom = caf::atom_constant<caf::atom("dirget")>;
+using dir_put_atom = caf::atom_constant<caf::atom("dirput")>;
+
+} // namespace cafmesh

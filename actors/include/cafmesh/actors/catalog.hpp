@@ -1,0 +1,138 @@
+#pragma once
+
+/// @file
+/// The catalog (SPEC §3.6, §2.3): the per-silo actor that creates, owns and deactivates
+/// activations. One CAF actor per activation; the catalog hands it one message at a time
+/// (a turn), so turns never overlap even when the activation answers later.
+///
+/// ## Protocol (untyped `caf::actor`; reached through the message centre as
+/// `component::catalog` and `component::activation`)
+/// - `(ct_activate_atom, grain_id g) -> (silo_address, activation_tag)`: activate a
+///   single-activation grain here and register it in the directory (first-wins). If an
+///   activation of `g` already lives here, answers it. If another activation won the
+///   registration, the new one deactivates at once and the winner is answered. Errors:
+///   `silo_unavailable` "silo {S} is not active, refusing to activate {g}" when this silo
+///   is not Active in its latest view; `activation_deactivated` recorded = yes with the
+///   activation error text when the type's check refuses (the error is recorded in the
+///   activation-failure registry); `not_found` "grain type {type} is not registered on
+///   silo {S}".
+/// - `(ct_invoke_atom, grain_id g, activation_tag t, int32_t forward_count, caf::message
+///   payload) -> <reply>`: one turn of activation `t` (single-activation; `t.value == 0`
+///   for a stateless worker: the catalog picks or creates one, up to the local limit, new
+///   ones only while Active). A message for an activation that is deactivating is held
+///   and, once the activation is gone, rerouted through the local placement service with
+///   `forward_count + 1` (placement refuses it `rejected` beyond max_forward_count).
+///   A message for an activation no longer (or never) on this silo is refused
+///   `activation_deactivated` ("{t} of {g} is not active on silo {S}") with
+///   `activation_error_recorded` from the activation-failure registry: yes (and the text)
+///   if activating `g` failed here, no if `t` lived here and left, unknown otherwise.
+/// - `(ct_deact_atom, activation_tag t) -> ok_atom`: deactivate one activation (answers
+///   once it is gone).
+/// - `(ct_deact_all_atom) -> ok_atom`: SPEC §3.5 stage 19998: every activation deactivates
+///   in parallel; each finishes its current turn; one still in its turn after
+///   `deactivation_timeout_ms` is abandoned (killed) with a warning "… abandoned …".
+///   Answers when every activation is gone.
+/// - `(mb_snapshot_atom, membership_snapshot)`: the latest view from the membership agent;
+///   the catalog activates only while its own silo is Active in it.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+#include <caf/message.hpp>
+#include <caf/response_promise.hpp>
+
+#include "cafmesh/actors/grain_registry.hpp"
+#include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/placement.hpp"
+
+namespace cafmesh {
+
+namespace config {
+struct mesh_config;
+} // namespace config
+
+/// The catalog's settings (SPEC §11 `catalog.*`, `placement.max_forward_count`).
+struct catalog_config {
+  silo_address self;                        ///< this silo
+  uint64_t seed = 1;                        ///< `simulation.seed`; tags draw from it
+  int64_t deactivation_timeout_ms = 30000;  ///< `catalog.deactivation_timeout_ms`
+  int64_t activation_timeout_ms = 30000;    ///< `catalog.activation_timeout_ms` (register)
+  int64_t max_forward_count = 2;            ///< `placement.max_forward_count`
+  /// Idle time after which an activation deactivates; 0 disables idle deactivation.
+  int64_t idle_deactivation_ms = 0;
+};
+
+/// Fills a `catalog_config` for silo `self` from the SPEC §11 configuration.
+catalog_config make_catalog_config(const config::mesh_config& cfg, const silo_address& self);
+
+/// A message waiting for a turn of one activation.
+struct catalog_turn {
+  int32_t forward_count = 0;
+  caf::message payload;
+  caf::response_promise rp;
+};
+
+/// Why an activation deactivates.
+enum class deactivation_reason : uint8_t { idle, shutting_down, lost_registration, request };
+
+/// Renders `idle`, `shutting_down`, `lost_registration` or `request`.
+std::string to_string(deactivation_reason x);
+
+/// One activation owned by the catalog.
+struct catalog_activation {
+  grain_id grain;
+  activation_tag tag;
+  caf::actor actor;
+  bool stateless = false;
+  bool deactivating = false;
+  bool turn_open = false;
+  uint64_t idle_seq = 0;                   ///< invalidates stale idle timers
+  std::deque<catalog_turn> queue;          ///< waiting turns (held while deactivating)
+  std::vector<caf::response_promise> gone; ///< answered when the activation has left
+};
+
+/// Counters of one catalog (tests and diagnostics).
+struct catalog_stats {
+  uint64_t activated = 0;     ///< activations created
+  uint64_t deactivated = 0;   ///< activations gone (including abandoned ones)
+  uint64_t abandoned = 0;     ///< activations killed after the deactivation timeout
+  uint64_t rerouted = 0;      ///< held messages sent back through placement
+  uint64_t turns = 0;         ///< turns completed
+  uint64_t refused = 0;       ///< invocations refused
+};
+
+/// The state of the catalog; public so tests can read it.
+struct catalog_state {
+  catalog_config cfg;
+  grain_registry_ptr registry;
+  caf::actor directory;
+  caf::actor placement;
+  bool active = false;
+  std::mt19937_64 rng;
+  std::set<uint32_t> used_tags;                     ///< every tag ever handed out here
+  std::map<uint32_t, catalog_activation> activations;
+  std::map<grain_id, std::vector<uint32_t>> by_grain;
+  std::map<uint32_t, grain_id> departed;            ///< tags that lived here and left
+  std::map<grain_id, std::string> failures;         ///< the activation-failure registry
+  std::vector<caf::response_promise> all_gone;      ///< `ct_deact_all` waiters
+  catalog_stats stats;
+  log::logger log = log::get("catalog");
+
+  static const char* name;
+};
+
+/// Spawns the catalog of silo `cfg.self`. `directory` is the silo's directory port
+/// (placement.hpp), `placement` its placement service (reroutes, cache invalidation).
+caf::actor spawn_catalog(caf::actor_system& sys, catalog_config cfg,
+                         grain_registry_ptr registry, caf::actor directory,
+                         caf::actor placement);
+
+} // namespace cafmesh

@@ -1,0 +1,37 @@
+#pragma once
+
+/// @file
+/// Grain calls (SPEC §5.4 "Entry", "Response timeout"; §7.2): `grain_call(self, placement,
+/// id, payload)` asks the silo's own placement service to deliver `payload` to grain `id`
+/// and answers the activation's reply. Usable from any event-based actor of a silo.
+///
+/// Every failure is a `caf::error` carrying a `fault` (`to_fault(err)` recovers it) whose
+/// code is one of §7.2's grain-call codes: `placement_timeout`, `no_compatible_silo`,
+/// `response_timeout`, `rejected`, `silo_unavailable`, `departed_silo`,
+/// `activation_deactivated`, or the activation's own error. The placement service bounds
+/// every call (placement timeout + response timeout), so the request itself needs none.
+///
+/// Example:
+/// ```
+/// grain_call(self, placement, grain_id{"echo", "a"}, caf::make_message(echo_atom::value, 21))
+///   .then([=](int x) { ... }, [=](caf::error& e) { auto f = to_fault(e); ... });
+/// ```
+
+#include <caf/actor.hpp>
+#include <caf/message.hpp>
+
+#include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/placement_atoms.hpp"
+
+namespace cafmesh {
+
+/// Sends a grain call through `placement` (the local placement service) from `self` and
+/// returns CAF's response handle (use `.then(...)`). `forward_count` is 0 for a fresh call.
+template <class Self>
+auto grain_call(Self* self, const caf::actor& placement, const grain_id& id,
+                caf::message payload, int32_t forward_count = 0) {
+  return self->request(placement, caf::infinite, pl_call_atom::value, id, forward_count,
+                       std::move(payload));
+}
+
+} // namespace cafmesh

@@ -1,0 +1,185 @@
+#pragma once
+
+/// @file
+/// Membership (SPEC §4): silo statuses and their allowed transitions, grain manifests,
+/// snapshots with the active set, the cluster's membership oracle and the per-process
+/// membership agent.
+///
+/// ## membership_oracle (one per cluster; untyped `caf::actor`)
+/// Holds one row per silo incarnation; every change produces a snapshot with
+/// version = previous + 1 and pushes it to every subscriber as `(mb_snapshot_atom,
+/// membership_snapshot)`.
+/// - `(mb_join_atom, membership_row row) -> uint64_t version`: adds `row` with status
+///   Joining. A row of the same endpoint (host, port) with an older generation that is not
+///   Dead yet is declared Dead in the same snapshot (a restart supersedes its predecessor,
+///   SPEC §4.3). Refused with `invalid_operation` if the endpoint already has a row of the
+///   same or a newer generation.
+/// - `(mb_status_atom, silo_address s, silo_status to) -> uint64_t version`: one transition
+///   (SPEC §4.1); a transition not in the table is refused with `invalid_operation`
+///   ("membership transition {from} -> {to} of {s} refused"); a silo without a row with
+///   `not_found`; to the status it already has: no change, answers the current version.
+/// - `(mb_dead_atom, silo_address s) -> uint64_t version`: declares `s` Dead. From Active
+///   this takes two snapshots (Active -> Stopping -> Dead, the only allowed path); from
+///   Joining, ShuttingDown or Stopping one; already Dead: no change.
+/// - `(mb_subscribe_atom, caf::actor sub)`: `sub` receives the current snapshot at once
+///   (if any change happened yet) and every later one, in version order. Subscribers are
+///   monitored and forgotten when they exit.
+/// - `(mb_get_atom) -> membership_snapshot`.
+/// - Failure detection (simulation, SPEC §4.3): the oracle watches the `sim_network`
+///   (`spawn_membership_oracle(sys, cfg, net)`). When a silo falls silent — its centre
+///   exited, it was killed, or it was stalled with `detectable = true` — the oracle declares
+///   it Dead after `failure_detection_ms` of uninterrupted silence; an unstall before that
+///   cancels. A stall with `detectable = false` is never noticed (S12.59).
+///
+/// ## membership_agent (one per silo or pure client; untyped `caf::actor`)
+/// - `(mb_snapshot_atom, membership_snapshot)` from the oracle: applied only if its version
+///   is newer than the agent's; then fanned out to every local subscriber, in version order.
+///   A status this silo set locally that the snapshot does not show yet is patched in
+///   (so a later snapshot never shows the leaving silo Active again).
+/// - `(mb_subscribe_atom, caf::actor sub)`: local subscriber (directory partition, cache,
+///   placement, pod-hub claimer, message centre, ...); receives the current view at once
+///   (if version > 0) and every later one as `(mb_snapshot_atom, membership_snapshot)`.
+///   Subscribers apply **every** snapshot the agent sends: the agent alone orders them, and
+///   a locally applied change is re-sent with the same version number.
+/// - `(mb_join_atom, std::vector<grain_type_info> manifest, bool gateway) -> uint64_t`:
+///   joins the oracle as Joining (SPEC §3.5 stage 4000).
+/// - `(mb_status_atom, silo_status to) -> uint64_t`: publishes this silo's transition.
+///   For ShuttingDown and Stopping the agent first applies the change to its own view and
+///   fans it out (SPEC §4.3: its own placement never picks it again), then publishes.
+/// - `(mb_get_atom) -> membership_snapshot`: the agent's current view.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include "cafmesh/actors/atoms.hpp"
+#include "cafmesh/actors/ids.hpp"
+
+namespace cafmesh {
+
+/// A silo's membership status (SPEC §4.1). Values cross the wire.
+enum class silo_status : uint8_t {
+  joining = 1,
+  active = 2,
+  shutting_down = 3,
+  stopping = 4,
+  dead = 5,
+};
+
+/// Renders `Joining`, `Active`, `ShuttingDown`, `Stopping` or `Dead`.
+std::string to_string(silo_status x);
+
+/// True for ShuttingDown, Stopping and Dead (SPEC §4.1).
+bool is_terminating(silo_status x);
+
+/// True iff SPEC §4.1 allows `from -> to`: Joining -> Active, Joining -> Dead,
+/// Active -> ShuttingDown, Active -> Stopping, ShuttingDown -> Stopping,
+/// ShuttingDown -> Dead, Stopping -> Dead.
+bool is_allowed_transition(silo_status from, silo_status to);
+
+/// A grain type's placement strategy (SPEC §5.5). Values cross the wire.
+enum class placement_strategy : uint8_t {
+  stateless_worker = 1,
+  prefer_local = 2,
+  random = 3,
+};
+
+/// Renders `stateless_worker`, `prefer_local` or `random`.
+std::string to_string(placement_strategy x);
+
+/// One entry of a grain manifest (SPEC §2.2): a grain type this silo hosts.
+struct grain_type_info {
+  std::string type;
+  placement_strategy strategy = placement_strategy::random;
+  uint32_t interface_version = 1;
+
+  friend bool operator==(const grain_type_info& x, const grain_type_info& y) {
+    return x.type == y.type && x.strategy == y.strategy
+           && x.interface_version == y.interface_version;
+  }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, grain_type_info& x) {
+  return f(caf::meta::type_name("cafmesh.grain_type_info"), x.type, x.strategy,
+           x.interface_version);
+}
+
+/// One silo's row in the membership table (SPEC §4.2).
+struct membership_row {
+  silo_address silo;
+  silo_status status = silo_status::joining;
+  std::vector<grain_type_info> manifest;
+  bool gateway = false;
+
+  /// The manifest entry for `type`, or nullptr.
+  const grain_type_info* find_type(const std::string& type) const;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, membership_row& x) {
+  return f(caf::meta::type_name("cafmesh.membership_row"), x.silo, x.status, x.manifest,
+           x.gateway);
+}
+
+/// A version of the membership table (SPEC §4.2). Rows are kept ordered by rendered silo
+/// address. Version 0 is the empty table before any change.
+struct membership_snapshot {
+  uint64_t version = 0;
+  std::vector<membership_row> rows;
+
+  /// The row of `s`, or nullptr.
+  const membership_row* find(const silo_address& s) const;
+  membership_row* find(const silo_address& s);
+
+  /// The status of `s`, or Dead if `s` has no row but a newer generation of its endpoint
+  /// does; `joining` cannot be told from "unknown", so unknown silos answer `dead` only when
+  /// superseded and `joining` otherwise — use `find` to tell them apart.
+  silo_status status_of(const silo_address& s) const;
+
+  /// True if `s` is Active.
+  bool is_active(const silo_address& s) const;
+
+  /// The active set: the Active silos ordered by rendered address (SPEC §4.2).
+  std::vector<silo_address> active_set() const;
+
+  /// Active silos with the gateway flag, ordered by rendered address (SPEC §4.4).
+  std::vector<silo_address> gateways() const;
+
+  /// True if `s` can never answer again: its row is Dead, or a newer generation of its
+  /// endpoint has a row (SPEC §2.3 "departed silo").
+  bool departed(const silo_address& s) const;
+
+  /// Inserts or replaces the row of `r.silo`, keeping the order.
+  void upsert(membership_row r);
+
+  /// One line per row, `{silo} {status}[ gateway]`, preceded by `v{version}`.
+  std::string render() const;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, membership_snapshot& x) {
+  return f(caf::meta::type_name("cafmesh.membership_snapshot"), x.version, x.rows);
+}
+
+/// Configuration of the membership oracle.
+struct membership_oracle_config {
+  /// Silence before a silent silo is declared Dead (`simulation.failure_detection_ms`).
+  int64_t failure_detection_ms = 10000;
+};
+
+/// Spawns the cluster's membership oracle. If `net` is a `sim_network`, the oracle
+/// subscribes to its silence events and runs the failure detector described above.
+caf::actor spawn_membership_oracle(caf::actor_system& sys, membership_oracle_config cfg,
+                                   const caf::actor& net = caf::actor{});
+
+/// Spawns the membership agent of the process `self_addr`, talking to `oracle` (the oracle
+/// actor itself in simulation). The agent subscribes to the oracle at once.
+caf::actor spawn_membership_agent(caf::actor_system& sys, const silo_address& self_addr,
+                                  const caf::actor& oracle);
+
+} // namespace cafmesh

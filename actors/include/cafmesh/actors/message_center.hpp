@@ -1,0 +1,168 @@
+#pragma once
+
+/// @file
+/// The message centre: the one seam every cross-process message passes (DESIGN.md "The seam
+/// that makes simulation possible"; SPEC §3.5 stages 2000 and 4000, §12.1 "Network").
+///
+/// No actor of one silo holds a handle to an actor of another silo. A component hands a
+/// cross-process message to its **local** message centre as (destination silo, destination
+/// component, payload); the centre wraps it into a `wire_frame` and passes it over a **link**
+/// to the peer's centre, which dispatches it to the component registered under that name.
+///
+/// Links: in simulation every frame goes to the `sim_network` actor (sim_network.hpp), which
+/// applies latency, per-link FIFO, the serialisation round trip and fault injection on the
+/// virtual clock. (Network mode over CAF io is not implemented yet: see the report.)
+///
+/// ## Protocol (untyped `caf::actor`)
+///
+/// Component side (what silo components send to their own centre):
+/// - `(mc_register_atom, component, caf::actor h) -> ok_atom`: `h` serves `component` on this
+///   silo (replaces an earlier registration).
+/// - `(mc_unregister_atom, component) -> ok_atom`.
+/// - `(mc_call_atom, silo_address dst, component c, caf::message payload) -> <reply>`:
+///   a request. The centre answers with exactly what the component `c` on silo `dst`
+///   replied (the reply's elements, not wrapped), or with an error:
+///   * `departed_silo` (a `to_error(fault)`, `fault.silo = dst`): the centre knows `dst` is
+///     gone (told by `mc_gone_atom`, or a link could not deliver to it; the named
+///     generation never answers again), or `dst` went away while the call was pending;
+///   * `silo_unavailable`: no component `c` is registered on `dst`, or `dst` blocks
+///     application messages (stage 4000 stop) and `c` is an application component;
+///   * any error the component itself answered, unchanged (it crossed the wire intact);
+///   * a serialiser error if the payload or reply holds a type that cannot cross a wire.
+///   The centre sets **no timeout**: the caller bounds its own request to the centre
+///   (`self->request(mc, timeout, mc_call_atom::value, ...)`). A pending call of a caller
+///   that gave up stays in the centre until the reply, a bounce or a `mc_gone` frees it.
+///   `dst == own silo` short-cuts: the centre asks its local component directly (no frame,
+///   no serialisation, never blocked); the reply comes back the same way.
+/// - `(mc_send_atom, silo_address dst, component c, caf::message payload)`: one-way; the
+///   payload reaches `c` on `dst` as a plain asynchronous message (its sender is that silo's
+///   centre). Lost silently if `dst` is gone (as a one-way message to a dead peer is).
+///
+/// Inbound: a request frame's payload is sent to the registered component as a request
+/// (`request(component, infinite, payload)`); its reply or error returns to the caller as a
+/// response frame. The component sees the **centre** as the sender of every message, local
+/// or remote: a component that needs the caller's silo carries it in the payload.
+///
+/// Control:
+/// - `(mc_gone_atom, silo_address s)`: `s` has departed (Dead in membership, superseded by
+///   a newer generation, or its link went down). Every pending call to `s` fails
+///   `departed_silo` at once, and every later call to `s` fails the same way.
+/// - `(mb_snapshot_atom, membership_snapshot)`: the centre subscribes to its membership
+///   agent; every silo the snapshot shows departed (Dead, or superseded by a newer
+///   generation of its endpoint) is handled as by `mc_gone_atom`.
+/// - `(mc_block_atom, bool on) -> ok_atom`: block application messages (SPEC §3.5 stage
+///   4000): an inbound request for an application component (`is_application`) is answered
+///   `silo_unavailable` ("silo {S} is not accepting application messages"); an inbound
+///   one-way application message is dropped and logged. System traffic still passes.
+/// - `(mc_whoami_atom) -> silo_address`.
+/// - `(mc_stats_atom) -> message_center_stats`.
+/// Link side (used by links, not by components):
+/// - `(mc_frame_atom, wire_frame)`: a frame arriving from a link;
+/// - `(mc_bounce_atom, wire_frame)`: a frame this centre sent could not be delivered
+///   (destination unknown or dead): a pending call fails `departed_silo` and the
+///   destination is remembered as departed.
+
+#include <cstdint>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/error.hpp>
+#include <caf/fwd.hpp>
+#include <caf/message.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include "cafmesh/actors/atoms.hpp"
+#include "cafmesh/actors/ids.hpp"
+
+namespace cafmesh {
+
+/// The name under which a silo component is reachable through the message centre.
+/// Values are stable (they cross the wire); applications may use values >= `user_first`.
+enum class component : uint8_t {
+  none = 0,
+  membership = 1,  ///< the silo's membership agent
+  oracle = 2,      ///< the cluster's membership oracle (hosted by the primary silo)
+  directory = 3,   ///< the silo's directory partition (SPEC §5.1)
+  catalog = 4,     ///< the silo's catalog (activations)
+  placement = 5,   ///< the silo's placement service
+  activation = 6,  ///< grain calls addressed to an activation (via the catalog)
+  router = 7,      ///< the silo's router core
+  routing = 8,     ///< the routing service / routing grain entry
+  gateway = 9,     ///< a gateway's client-facing side
+  client = 10,     ///< a pure client's inbound side
+  pod_hub = 11,    ///< pod-hub claims and deliveries
+  test = 12,       ///< test probes
+  user_first = 128,
+};
+
+/// Renders the component's name, e.g. `directory`, or `component(200)`.
+std::string to_string(component x);
+
+/// True for the components whose inbound traffic counts as application traffic, blocked
+/// at the stage-4000 stop (SPEC §3.5): `catalog`, `activation`, `router`, `routing`,
+/// `gateway`, `pod_hub` and every user component. Membership, oracle, directory, placement,
+/// client and test traffic is system traffic and always passes.
+bool is_application(component x);
+
+/// One message between two message centres. `correlation_id` 0 marks a one-way message;
+/// a response frame carries its request's id with `is_response = true` and either a
+/// `payload` (the reply's elements) or an `error`.
+struct wire_frame {
+  silo_address src;
+  silo_address dst;
+  uint64_t correlation_id = 0;
+  component target = component::none;
+  bool is_response = false;
+  caf::message payload;
+  caf::error error;
+
+  /// One line for traces: `{src} -> {dst} #{id} {component} {req|resp|send}`.
+  std::string describe() const;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wire_frame& x) {
+  return f(caf::meta::type_name("cafmesh.wire_frame"), x.src, x.dst, x.correlation_id,
+           x.target, x.is_response, x.payload, x.error);
+}
+
+/// Counters of one message centre (for tests and diagnostics).
+struct message_center_stats {
+  uint64_t frames_out = 0;      ///< frames handed to the link
+  uint64_t frames_in = 0;       ///< frames received from the link
+  uint64_t local_calls = 0;     ///< calls short-cut to a local component
+  uint64_t pending_calls = 0;   ///< remote calls awaiting their response now
+  uint64_t departed_fails = 0;  ///< calls failed `departed_silo`
+  uint64_t blocked = 0;         ///< inbound application messages refused while blocking
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, message_center_stats& x) {
+  return f(caf::meta::type_name("cafmesh.message_center_stats"), x.frames_out, x.frames_in,
+           x.local_calls, x.pending_calls, x.departed_fails, x.blocked);
+}
+
+/// Spawns the message centre of the process whose address is `self_addr`, linked to the
+/// simulated network `net` (a `spawn_sim_network` handle). The centre is attached to `net`
+/// before this function returns, so frames to it never race its registration.
+caf::actor spawn_message_center(caf::actor_system& sys, const silo_address& self_addr,
+                                const caf::actor& net);
+
+/// Builds the request a component sends to its centre for a call:
+/// `(mc_call_atom, dst, c, make_message(xs...))`.
+template <class... Ts>
+caf::message make_call(const silo_address& dst, component c, Ts&&... xs);
+
+} // namespace cafmesh
+
+#include <caf/make_message.hpp>
+
+namespace cafmesh {
+
+template <class... Ts>
+caf::message make_call(const silo_address& dst, component c, Ts&&... xs) {
+  return caf::make_message(mc_call_atom::value, dst, c,
+                           caf::make_message(std::forward<Ts>(xs)...));
+}
+
+} // namespace cafmesh

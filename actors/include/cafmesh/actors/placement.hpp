@@ -1,0 +1,172 @@
+#pragma once
+
+/// @file
+/// The placement service (SPEC §5.4, §5.5) and the grain-call entry (SPEC §5.4 "Entry",
+/// "Response timeout", §7.2 grain-call codes). One placement service per silo.
+///
+/// ## Protocol (untyped `caf::actor`)
+/// - `(pl_call_atom, grain_id g, int32_t forward_count, caf::message payload) -> <reply>`:
+///   a grain call. Answers exactly what the activation answered (the reply's elements), or
+///   an error carrying a `fault` (`to_error`):
+///   * `placement_timeout` "placement of {g} timed out after 30 s": the work item did not
+///     finish within `timeout_ms` of its creation; every message batched on it fails at
+///     the same instant (late joiners inherit the deadline). Resendable: never left.
+///   * `no_compatible_silo` "no active silo is compatible with grain type {type} (interface
+///     version {v}); silos known with this type: [{list}]" (list: rendered addresses of every
+///     silo of the view whose manifest lists the type, any status, ordered, ", "-separated).
+///   * `rejected` "forward count {n} exceeds placement.max_forward_count = {max}" when
+///     `forward_count` > `max_forward_count` (SPEC §3.6).
+///   * `silo_unavailable` "silo {S} is shutting down" once the service was stopped.
+///   * `response_timeout` "grain call to {g} timed out after 30 s": no answer within
+///     `response_timeout_ms` after the message left placement.
+///   * anything the activation, its catalog or the message centre answered, unchanged
+///     (`departed_silo`, `activation_deactivated`, `silo_unavailable`, application errors).
+///     `departed_silo` and `activation_deactivated` also drop the cached address.
+///   The service always answers, so callers may use `caf::infinite` (see grain_call.hpp).
+/// - `(mb_snapshot_atom, membership_snapshot)`: the latest view from the silo's membership
+///   agent (SPEC §4.2; subscribe the service with `mb_subscribe_atom`). Every snapshot the
+///   agent sends is applied (the agent orders them). Cache entries pointing at a silo that
+///   is not Active are dropped.
+/// - `(pl_inval_atom, grain_id g, silo_address s, activation_tag t)`: drop the cached
+///   address of `g` if it still names (s, t) (sent by a catalog whose activation left).
+/// - `(pl_stop_atom) -> ok_atom`: SPEC §3.5 stage 2001: every waiting message fails
+///   `silo_unavailable` ("silo {S} is shutting down"), and so does every later call.
+///
+/// ## Work items (SPEC §5.4)
+/// `worker_count` workers, worker = `fnv1a64(rendered grain id) % worker_count`, each a
+/// map grain id -> work item inside this one actor (no extra hop per message; a worker is a
+/// partition of state, not a thread: CAF gives the whole service one turn at a time, and
+/// the work it does per turn is a map lookup). A work item: (1) lookup through the directory
+/// port, each attempt bounded by `lookup_attempt_timeout_ms` and retried on timeout or
+/// `directory_unstable` until the item's deadline; (2) found -> use it; (3) else the
+/// strategy picks a silo among the Active compatible candidates of the latest view;
+/// (4) single-activation: ask that silo's catalog (`ct_activate_atom`) to activate and
+/// register, first-wins; (5) cache the address; (6) send every batched message on.
+///
+/// ## Strategies (SPEC §5.5)
+/// Candidates: silos Active in the latest view whose manifest lists the type with the same
+/// interface version as the local registry's (the local silo only if it is Active too).
+/// "At random": candidates ordered by rendered address, index `next() % n` of a
+/// `std::mt19937_64` seeded `seed ^ fnv1a64("placement/" + rendered self address)`.
+/// stateless worker: local if candidate and fewer calls of the type are in flight to the
+/// local silo (sent by this service, not yet answered) than the type's local limit;
+/// prefer-local: local if candidate; otherwise (and for random) at random.
+///
+/// ## Directory port
+/// Placement and catalog reach the grain directory through a per-silo **directory port**
+/// actor (the silo's directory resolver, SPEC §5.3: null directory for stateless workers
+/// when the bypass is on, the ring otherwise):
+/// - `(pd_lookup_atom, grain_id) -> (bool found, silo_address, activation_tag)`;
+///   errors: `directory_unstable` (retry), anything else fails the attempt likewise;
+/// - `(pd_register_atom, grain_id, silo_address, activation_tag) -> (silo_address,
+///   activation_tag)`: first-wins; answers the address registered after the call;
+/// - `(pd_unregister_atom, grain_id, silo_address, activation_tag) -> ok_atom`: removes the
+///   entry only if it still names that address.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_clock.hpp>
+#include <caf/fwd.hpp>
+#include <caf/message.hpp>
+#include <caf/response_promise.hpp>
+
+#include "cafmesh/actors/grain_registry.hpp"
+#include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/membership.hpp"
+#include "cafmesh/actors/placement_atoms.hpp"
+
+namespace cafmesh {
+
+namespace config {
+struct mesh_config;
+} // namespace config
+
+/// The placement service's settings (SPEC §11 `placement.*`, `directory.*`, `grain_call.*`).
+struct placement_config {
+  silo_address self;                        ///< this silo
+  uint64_t seed = 1;                        ///< `simulation.seed` (SPEC §12.1)
+  int64_t timeout_ms = 30000;               ///< `placement.timeout_ms`, per work item
+  int64_t worker_count = 16;                ///< `placement.worker_count`
+  int64_t max_forward_count = 2;            ///< `placement.max_forward_count`
+  int64_t lookup_attempt_timeout_ms = 5000; ///< `directory.lookup_attempt_timeout_ms`
+  int64_t response_timeout_ms = 30000;      ///< `grain_call.response_timeout_ms`
+  int64_t unstable_retry_ms = 100;          ///< wait before re-asking after `directory_unstable`
+};
+
+/// Fills a `placement_config` for silo `self` from the SPEC §11 configuration.
+placement_config make_placement_config(const config::mesh_config& cfg, const silo_address& self);
+
+/// One message waiting in a work item.
+struct placement_waiter {
+  int32_t forward_count = 0;
+  caf::message payload;
+  caf::response_promise rp;
+};
+
+/// One pending placement of one grain id (SPEC §5.4).
+struct placement_item {
+  uint64_t id = 0;
+  grain_id grain;
+  grain_type_info info;                   ///< the type as the local registry knows it
+  grain_kind kind = grain_kind::single_activation;
+  uint32_t local_limit = 1;
+  int64_t created_ms = 0;                 ///< virtual ms (service clock) at creation
+  uint32_t lookup_attempts = 0;
+  std::vector<placement_waiter> waiters;
+};
+
+/// Counters of one placement service (tests and diagnostics).
+struct placement_stats {
+  uint64_t calls = 0;            ///< `pl_call` requests received
+  uint64_t cache_hits = 0;       ///< calls sent straight to a cached activation
+  uint64_t items_created = 0;    ///< work items created
+  uint64_t joined = 0;           ///< calls that joined an existing work item
+  uint64_t lookups = 0;          ///< lookup attempts sent to the directory port
+  uint64_t activations = 0;      ///< `ct_activate` requests sent to catalogs
+  uint64_t timeouts = 0;         ///< work items that failed `placement_timeout`
+  uint64_t no_candidate = 0;     ///< work items that failed `no_compatible_silo`
+};
+
+/// The state of the placement service; public so tests can read it.
+struct placement_state {
+  placement_config cfg;
+  grain_registry_ptr registry;
+  caf::actor centre;
+  caf::actor directory;
+  membership_snapshot view;
+  std::mt19937_64 rng;
+  std::vector<std::map<grain_id, placement_item>> workers;
+  /// Cached single-activation addresses.
+  std::map<grain_id, std::pair<silo_address, activation_tag>> cache;
+  /// Calls in flight to stateless-worker activations on this silo, per type.
+  std::map<std::string, uint32_t> local_busy;
+  uint64_t next_item_id = 0;
+  bool stopped = false;
+  placement_stats stats;
+  log::logger log = log::get("placement");
+  caf::actor_clock::time_point origin;
+
+  static const char* name;
+};
+
+/// Spawns the placement service of silo `cfg.self`. `centre` is the silo's message centre
+/// (every call to a catalog or activation goes through it, local ones short-cut there);
+/// `directory` is the silo's directory port (see "Directory port").
+caf::actor spawn_placement_service(caf::actor_system& sys, placement_config cfg,
+                                   grain_registry_ptr registry, caf::actor centre,
+                                   caf::actor directory);
+
+/// Picks the silo for a new activation of a grain of type `info` (SPEC §5.5) among
+/// `candidates` (Active, compatible, ordered by rendered address, non-empty).
+/// `local_ok`: the local silo is a candidate and, for stateless workers, below its limit.
+silo_address pick_silo(placement_strategy strategy, const silo_address& self, bool local_ok,
+                       const std::vector<silo_address>& candidates, std::mt19937_64& rng);
+
+} // namespace cafmesh

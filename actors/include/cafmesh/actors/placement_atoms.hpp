@@ -1,0 +1,33 @@
+#pragma once
+
+/// @file
+/// Message tags of placement, the catalog and the directory port (CAF 0.17 atoms, at most
+/// 10 characters). Prefixes: `pl` placement service, `ct` catalog, `pd` directory port.
+/// Kept apart from atoms.hpp, which belongs to the message centre / membership / directory.
+
+#include <caf/atom.hpp>
+
+namespace cafmesh {
+
+// -- placement service (placement.hpp) -------------------------------------------
+using pl_call_atom = caf::atom_constant<caf::atom("plcall")>;
+using pl_inval_atom = caf::atom_constant<caf::atom("plinval")>;
+using pl_stop_atom = caf::atom_constant<caf::atom("plstop")>;
+using pl_deadline_atom = caf::atom_constant<caf::atom("pldeadline")>;
+using pl_retry_atom = caf::atom_constant<caf::atom("plretry")>;
+using pl_never_atom = caf::atom_constant<caf::atom("plnever")>;
+
+// -- catalog (catalog.hpp) -------------------------------------------------------
+using ct_activate_atom = caf::atom_constant<caf::atom("ctactivate")>;
+using ct_invoke_atom = caf::atom_constant<caf::atom("ctinvoke")>;
+using ct_deact_atom = caf::atom_constant<caf::atom("ctdeact")>;
+using ct_deact_all_atom = caf::atom_constant<caf::atom("ctdeactall")>;
+using ct_idle_atom = caf::atom_constant<caf::atom("ctidle")>;
+using ct_abandon_atom = caf::atom_constant<caf::atom("ctabandon")>;
+
+// -- directory port (placement.hpp, "Directory port") ----------------------------
+using pd_lookup_atom = caf::atom_constant<caf::atom("pdlookup")>;
+using pd_register_atom = caf::atom_constant<caf::atom("pdreg")>;
+using pd_unregister_atom = caf::atom_constant<caf::atom("pdunreg")>;
+
+} // namespace cafmesh

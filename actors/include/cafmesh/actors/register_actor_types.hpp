@@ -1,0 +1,18 @@
+#pragma once
+
+/// @file
+/// Announces the message types of the actors folder.
+
+namespace caf {
+class actor_system_config;
+} // namespace caf
+
+namespace cafmesh {
+
+/// Announces every actors-folder type that crosses a process boundary (`add_message_type`):
+/// `component`, `wire_frame`, `message_center_stats`, `drop_rule`, the membership and
+/// directory types. Called by `cafmesh::register_types`; call it on both sides of every
+/// connection, before constructing the actor system.
+void register_actor_types(caf::actor_system_config& cfg);
+
+} // namespace cafmesh

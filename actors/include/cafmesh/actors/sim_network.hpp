@@ -1,0 +1,153 @@
+#pragma once
+
+/// @file
+/// The simulated network (SPEC §12.1 "Network", "Fault injection", "Trace"): the link every
+/// frame between simulated processes' message centres passes through.
+///
+/// - **Latency**: each frame draws `min + next() % (max - min + 1)` ms from a
+///   `std::mt19937_64` seeded `seed ^ fnv1a64("sim_network")`, with [min, max] the link's
+///   override (`sim_delay_atom`) or [`link_latency_min_ms`, `link_latency_max_ms`].
+///   A latency of 0 delivers without touching the clock (a plain message to itself).
+/// - **FIFO per link** (ordered pair src -> dst): a frame is never delivered before an
+///   earlier frame of the same link; its due time is max(now + latency, previous due time).
+/// - **Serialisation round trip**: every frame is written with `caf::binary_serializer` when
+///   it enters and read back with `caf::binary_deserializer` when it is delivered, so a
+///   type that is not announced fails here as it would on a real wire. A request whose
+///   frame cannot be written is answered with the serialiser's error (response frame to
+///   its source); any other frame that cannot cross is recorded `lost`.
+/// - **Faults**: `stall(s)` holds every frame to and from `s` until `unstall(s)` (a stall is
+///   detectable by membership's failure detector unless made with `detectable = false`);
+///   `partition(a, b)` holds every frame between a and b (both directions) until
+///   `heal(a, b)`; held frames keep their link order and are delivered at the release
+///   instant. `drop(rule)` discards the next `count` frames matching the rule (the caller of
+///   a dropped request sees only its own timeout). `delay(src, dst, min, max)` overrides a
+///   link's latency range. `kill(s)`: frames to or from `s` are discarded (`lost`) from now
+///   on and `s`'s centre is told nothing more; the world makes `s`'s actors exit.
+/// - **Departure**: the network monitors every attached centre. When one exits, every
+///   other attached centre receives `(mc_gone_atom, silo)`, as a real peer sees its
+///   connection drop; a request frame for a silo that is not attached (or dead) is
+///   bounced to its source centre (`mc_bounce_atom`), which fails it `departed_silo`.
+/// - **Trace**: every event is one line `"{t_ms} {event} {frame or subject}"`, a frame
+///   written `n{seq} {src} -> {dst} #{correlation id} {component} {req|resp|send}` (seq numbers
+///   frames in order of arrival at the network; a `send` line ends ` +{latency}ms`), with t_ms the
+///   virtual ms since the network was spawned; events: `send` (accepted, with latency),
+///   `deliver`, `hold` (first time a frame waits on a stall or partition), `drop`, `bounce`,
+///   `lost`, `stall`, `unstall`, `partition`, `heal`, `kill`, `delay`, `gone`, and `note`
+///   lines added by anyone (`sim_note_atom`). `trace_digest()` = FNV-1a 64 over the lines
+///   joined with '\n' (each line followed by '\n').
+///
+/// ## Protocol (untyped `caf::actor`)
+/// - `(sim_attach_atom, silo_address, caf::actor centre)`: done by `spawn_message_center`;
+/// - `(sim_frame_atom, wire_frame)`: from a centre;
+/// - `(sim_stall_atom, silo_address)` (detectable), `(sim_stall_atom, silo_address, bool
+///   detectable)`, `(sim_unstall_atom, silo_address)`,
+///   `(sim_partition_atom, silo_address a, silo_address b)`,
+///   `(sim_heal_atom, silo_address a, silo_address b)`, `(sim_drop_atom, drop_rule)`,
+///   `(sim_delay_atom, silo_address src, silo_address dst, int64_t min_ms, int64_t max_ms)`,
+///   `(sim_kill_atom, silo_address)`: each answers `ok_atom` once applied;
+/// - `(sim_note_atom, std::string)`: appends a `note` line to the trace;
+/// - `(sim_watch_atom, caf::actor w)`: `w` receives `(sim_watch_atom, silo_address, false)`
+///   when a silo falls silent (killed, its centre exited, or a detectable stall began) and
+///   `(sim_watch_atom, silo_address, true)` when a detectable stall ends on a live silo —
+///   membership's failure detector (membership.hpp) watches these;
+/// - `(sim_trace_atom) -> std::vector<std::string>`; `(sim_digest_atom) -> uint64_t`.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_clock.hpp>
+#include <caf/fwd.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/optional.hpp>
+
+#include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/message_center.hpp"
+
+namespace cafmesh {
+
+/// Configuration of the simulated network (SPEC §11 `simulation.*`).
+struct sim_network_config {
+  uint64_t seed = 1;
+  int64_t link_latency_min_ms = 1;
+  int64_t link_latency_max_ms = 5;
+};
+
+/// Which frames a drop rule matches: every set field must equal the frame's.
+struct drop_rule {
+  caf::optional<silo_address> src;
+  caf::optional<silo_address> dst;
+  caf::optional<component> target;
+  caf::optional<bool> is_response;
+  uint64_t count = 1; ///< frames still to drop
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, drop_rule& x) {
+  return f(caf::meta::type_name("cafmesh.drop_rule"), x.src, x.dst, x.target, x.is_response,
+           x.count);
+}
+
+/// True if `r` matches the frame header.
+bool matches(const drop_rule& r, const wire_frame& f);
+
+/// A frame inside the network: its header (for the trace and the rules) and its bytes.
+struct sim_frame {
+  wire_frame header;        ///< src, dst, id, component, is_response (payload cleared)
+  std::string text;         ///< `n{seq} {header.describe()}`, as in the trace
+  std::vector<char> bytes;  ///< the serialised frame
+  int64_t due_ms = 0;       ///< virtual ms at which it may be delivered
+  bool held = false;        ///< a `hold` line was written for it
+};
+
+/// One direction of one link.
+struct sim_link {
+  std::deque<sim_frame> queue;
+  int64_t last_due_ms = 0;
+};
+
+/// The state of the `sim_network` actor; public so tests and the world can read it
+/// (`fixture::state_of<sim_network_state>(net)`).
+struct sim_network_state {
+  sim_network_config cfg;
+  std::mt19937_64 rng;
+  caf::actor_clock::time_point origin;
+  std::map<silo_address, caf::actor> centres;
+  std::set<silo_address> dead;
+  std::set<silo_address> stalled;
+  std::set<silo_address> detectable_stalls; ///< stalls the failure detector may notice
+  std::set<std::pair<silo_address, silo_address>> partitions; ///< (lesser, greater)
+  std::map<std::pair<silo_address, silo_address>, std::pair<int64_t, int64_t>> delays;
+  std::map<std::pair<silo_address, silo_address>, sim_link> links;
+  std::vector<drop_rule> drops;
+  std::vector<caf::actor> watchers;
+  std::vector<std::string> trace;
+  /// Request frames accepted per component (one-way frames count too; responses do not).
+  std::map<component, uint64_t> requests_by_component;
+  uint64_t next_seq = 0;    ///< frames numbered from 1 in order of arrival
+  uint64_t frames_sent = 0;
+  uint64_t frames_delivered = 0;
+
+  /// FNV-1a 64 over the canonical trace text (SPEC §12.1).
+  uint64_t trace_digest() const;
+
+  /// Number of trace lines containing `needle`.
+  size_t count(const std::string& needle) const;
+
+  static const char* name;
+};
+
+/// Spawns the simulated network.
+caf::actor spawn_sim_network(caf::actor_system& sys, sim_network_config cfg);
+
+/// FNV-1a 64 over `lines`, each followed by '\n'.
+uint64_t trace_digest(const std::vector<std::string>& lines);
+
+} // namespace cafmesh

@@ -1,0 +1,406 @@
+#include "cafmesh/actors/membership.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/log.hpp"
+
+namespace cafmesh {
+
+// -- statuses -----------------------------------------------------------------------
+
+std::string to_string(silo_status x) {
+  switch (x) {
+    case silo_status::joining: return "Joining";
+    case silo_status::active: return "Active";
+    case silo_status::shutting_down: return "ShuttingDown";
+    case silo_status::stopping: return "Stopping";
+    case silo_status::dead: return "Dead";
+  }
+  return "silo_status(" + std::to_string(static_cast<int>(x)) + ")";
+}
+
+bool is_terminating(silo_status x) {
+  return x == silo_status::shutting_down || x == silo_status::stopping
+         || x == silo_status::dead;
+}
+
+bool is_allowed_transition(silo_status from, silo_status to) {
+  using s = silo_status;
+  switch (from) {
+    case s::joining: return to == s::active || to == s::dead;
+    case s::active: return to == s::shutting_down || to == s::stopping;
+    case s::shutting_down: return to == s::stopping || to == s::dead;
+    case s::stopping: return to == s::dead;
+    case s::dead: return false;
+  }
+  return false;
+}
+
+std::string to_string(placement_strategy x) {
+  switch (x) {
+    case placement_strategy::stateless_worker: return "stateless_worker";
+    case placement_strategy::prefer_local: return "prefer_local";
+    case placement_strategy::random: return "random";
+  }
+  return "placement_strategy(" + std::to_string(static_cast<int>(x)) + ")";
+}
+
+// -- rows and snapshots ---------------------------------------------------------------
+
+const grain_type_info* membership_row::find_type(const std::string& type) const {
+  for (const auto& t : manifest)
+    if (t.type == type)
+      return &t;
+  return nullptr;
+}
+
+const membership_row* membership_snapshot::find(const silo_address& s) const {
+  for (const auto& r : rows)
+    if (r.silo == s)
+      return &r;
+  return nullptr;
+}
+
+membership_row* membership_snapshot::find(const silo_address& s) {
+  for (auto& r : rows)
+    if (r.silo == s)
+      return &r;
+  return nullptr;
+}
+
+bool membership_snapshot::departed(const silo_address& s) const {
+  for (const auto& r : rows) {
+    if (r.silo == s && r.status == silo_status::dead)
+      return true;
+    if (r.silo.same_endpoint(s) && r.silo.generation > s.generation)
+      return true;
+  }
+  return false;
+}
+
+silo_status membership_snapshot::status_of(const silo_address& s) const {
+  if (auto r = find(s))
+    return r->status;
+  return departed(s) ? silo_status::dead : silo_status::joining;
+}
+
+bool membership_snapshot::is_active(const silo_address& s) const {
+  auto r = find(s);
+  return r != nullptr && r->status == silo_status::active;
+}
+
+std::vector<silo_address> membership_snapshot::active_set() const {
+  std::vector<silo_address> out;
+  for (const auto& r : rows)
+    if (r.status == silo_status::active)
+      out.push_back(r.silo);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<silo_address> membership_snapshot::gateways() const {
+  std::vector<silo_address> out;
+  for (const auto& r : rows)
+    if (r.status == silo_status::active && r.gateway)
+      out.push_back(r.silo);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void membership_snapshot::upsert(membership_row r) {
+  if (auto existing = find(r.silo)) {
+    *existing = std::move(r);
+    return;
+  }
+  auto pos = std::lower_bound(rows.begin(), rows.end(), r.silo,
+                              [](const membership_row& x, const silo_address& s) {
+                                return x.silo < s;
+                              });
+  rows.insert(pos, std::move(r));
+}
+
+std::string membership_snapshot::render() const {
+  std::string out = "v" + std::to_string(version);
+  for (const auto& r : rows) {
+    out += "\n" + r.silo.to_string() + " " + to_string(r.status);
+    if (r.gateway)
+      out += " gateway";
+  }
+  return out;
+}
+
+namespace {
+
+caf::error refused(mesh_errc code, std::string text) {
+  return to_error(fault{code, std::move(text)});
+}
+
+// -- oracle ---------------------------------------------------------------------------
+
+struct oracle_state {
+  membership_oracle_config cfg;
+  membership_snapshot snap;
+  std::vector<caf::actor> subscribers;
+  std::set<silo_address> silent;         ///< currently silent silos
+  std::map<silo_address, uint64_t> epoch; ///< bumps on every silence change
+  log::logger log;
+  static const char* name;
+};
+
+const char* oracle_state::name = "cafmesh.membership_oracle";
+
+using oracle_actor = caf::stateful_actor<oracle_state>;
+
+void publish(oracle_actor* self) {
+  auto& st = self->state;
+  ++st.snap.version;
+  for (auto& sub : st.subscribers)
+    self->send(sub, mb_snapshot_atom::value, st.snap);
+}
+
+/// Applies one transition; answers an error if refused. `changed` tells if a snapshot
+/// was published.
+caf::error transition(oracle_actor* self, const silo_address& s, silo_status to) {
+  auto& st = self->state;
+  auto row = st.snap.find(s);
+  if (row == nullptr)
+    return refused(mesh_errc::not_found, "membership has no row for " + s.to_string());
+  if (row->status == to)
+    return caf::error{};
+  if (!is_allowed_transition(row->status, to))
+    return refused(mesh_errc::invalid_operation,
+                   "membership transition " + to_string(row->status) + " -> " + to_string(to)
+                     + " of " + s.to_string() + " refused");
+  st.log.info(s.to_string() + ": " + to_string(row->status) + " -> " + to_string(to));
+  row->status = to;
+  publish(self);
+  return caf::error{};
+}
+
+caf::error declare_dead(oracle_actor* self, const silo_address& s) {
+  auto row = self->state.snap.find(s);
+  if (row == nullptr)
+    return refused(mesh_errc::not_found, "membership has no row for " + s.to_string());
+  if (row->status == silo_status::active)
+    if (auto err = transition(self, s, silo_status::stopping))
+      return err;
+  return transition(self, s, silo_status::dead);
+}
+
+void on_silence(oracle_actor* self, const silo_address& s, bool alive) {
+  auto& st = self->state;
+  if (alive) {
+    if (st.silent.erase(s) > 0)
+      ++st.epoch[s];
+    return;
+  }
+  if (!st.silent.insert(s).second)
+    return; // already silent: the running detection keeps its start time
+  auto e = ++st.epoch[s];
+  self->delayed_send(self, std::chrono::milliseconds(st.cfg.failure_detection_ms),
+                     mb_check_atom::value, s, e);
+}
+
+caf::behavior membership_oracle(oracle_actor* self, membership_oracle_config cfg,
+                                caf::actor net) {
+  self->state.cfg = cfg;
+  self->state.log = log::get("membership");
+  if (net)
+    self->send(net, sim_watch_atom::value, caf::actor_cast<caf::actor>(self));
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& subs = self->state.subscribers;
+    subs.erase(std::remove_if(subs.begin(), subs.end(),
+                              [&](const caf::actor& a) { return a.address() == dm.source; }),
+               subs.end());
+  });
+  return {
+    [=](mb_join_atom, membership_row& row) -> caf::result<uint64_t> {
+      auto& st = self->state;
+      std::vector<silo_address> superseded;
+      uint64_t newest = 0;
+      bool seen = false;
+      for (const auto& r : st.snap.rows) {
+        if (!r.silo.same_endpoint(row.silo))
+          continue;
+        seen = true;
+        newest = std::max(newest, r.silo.generation);
+        if (r.status != silo_status::dead)
+          superseded.push_back(r.silo);
+      }
+      if (seen && newest >= row.silo.generation)
+        return refused(mesh_errc::invalid_operation,
+                       "join of " + row.silo.to_string() + " refused: generation "
+                         + std::to_string(newest) + " already joined");
+      row.status = silo_status::joining;
+      st.log.info(row.silo.to_string() + " joins");
+      // A restart supersedes its predecessor: Dead in the snapshot that adds the new row.
+      for (auto& old : superseded) {
+        auto r = st.snap.find(old);
+        st.log.info(old.to_string() + ": " + to_string(r->status) + " -> Dead (superseded)");
+        r->status = silo_status::dead;
+      }
+      st.snap.upsert(std::move(row));
+      publish(self);
+      return st.snap.version;
+    },
+    [=](mb_status_atom, const silo_address& s, silo_status to) -> caf::result<uint64_t> {
+      if (auto err = transition(self, s, to))
+        return err;
+      return self->state.snap.version;
+    },
+    [=](mb_dead_atom, const silo_address& s) -> caf::result<uint64_t> {
+      if (auto err = declare_dead(self, s))
+        return err;
+      return self->state.snap.version;
+    },
+    [=](mb_subscribe_atom, const caf::actor& sub) {
+      self->state.subscribers.push_back(sub);
+      self->monitor(sub);
+      if (self->state.snap.version > 0)
+        self->send(sub, mb_snapshot_atom::value, self->state.snap);
+    },
+    [=](mb_get_atom) { return self->state.snap; },
+    [=](sim_watch_atom, const silo_address& s, bool alive) { on_silence(self, s, alive); },
+    [=](mb_check_atom, const silo_address& s, uint64_t e) {
+      auto& st = self->state;
+      if (st.epoch[s] != e || st.silent.count(s) == 0)
+        return;
+      auto row = st.snap.find(s);
+      if (row == nullptr || row->status == silo_status::dead)
+        return;
+      st.log.warning(s.to_string() + " silent for " + std::to_string(st.cfg.failure_detection_ms)
+                     + " ms: declared Dead");
+      declare_dead(self, s);
+    },
+  };
+}
+
+// -- agent ----------------------------------------------------------------------------
+
+struct agent_state {
+  silo_address self_addr;
+  caf::actor oracle;
+  membership_snapshot view;
+  caf::optional<silo_status> local_status; ///< set locally, not yet seen in a snapshot
+  std::vector<caf::actor> subscribers;
+  uint64_t stale_ignored = 0;
+  log::logger log;
+  static const char* name;
+};
+
+const char* agent_state::name = "cafmesh.membership_agent";
+
+using agent_actor = caf::stateful_actor<agent_state>;
+
+/// Rank of a status along the transition order, to tell if a snapshot caught up with a
+/// locally applied status.
+int rank(silo_status s) {
+  switch (s) {
+    case silo_status::joining: return 0;
+    case silo_status::active: return 1;
+    case silo_status::shutting_down: return 2;
+    case silo_status::stopping: return 3;
+    case silo_status::dead: return 4;
+  }
+  return 0;
+}
+
+void patch_local(agent_actor* self) {
+  auto& st = self->state;
+  if (!st.local_status)
+    return;
+  auto row = st.view.find(st.self_addr);
+  if (row == nullptr)
+    return;
+  if (rank(row->status) >= rank(*st.local_status))
+    st.local_status = caf::none; // the cluster caught up
+  else
+    row->status = *st.local_status;
+}
+
+void fan_out(agent_actor* self) {
+  for (auto& sub : self->state.subscribers)
+    self->send(sub, mb_snapshot_atom::value, self->state.view);
+}
+
+caf::behavior membership_agent(agent_actor* self, silo_address self_addr, caf::actor oracle) {
+  auto& st = self->state;
+  st.self_addr = self_addr;
+  st.oracle = oracle;
+  st.log = log::get("membership").with_context(self_addr.to_string());
+  self->send(oracle, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(self));
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& subs = self->state.subscribers;
+    subs.erase(std::remove_if(subs.begin(), subs.end(),
+                              [&](const caf::actor& a) { return a.address() == dm.source; }),
+               subs.end());
+  });
+  return {
+    [=](mb_snapshot_atom, membership_snapshot& snap) {
+      auto& st = self->state;
+      if (snap.version <= st.view.version) {
+        ++st.stale_ignored;
+        return;
+      }
+      st.view = std::move(snap);
+      patch_local(self);
+      fan_out(self);
+    },
+    [=](mb_subscribe_atom, const caf::actor& sub) {
+      self->state.subscribers.push_back(sub);
+      self->monitor(sub);
+      if (self->state.view.version > 0)
+        self->send(sub, mb_snapshot_atom::value, self->state.view);
+    },
+    [=](mb_join_atom, std::vector<grain_type_info>& manifest,
+        bool gateway) -> caf::response_promise {
+      auto rp = self->make_response_promise();
+      membership_row row;
+      row.silo = self->state.self_addr;
+      row.status = silo_status::joining;
+      row.manifest = std::move(manifest);
+      row.gateway = gateway;
+      self->request(self->state.oracle, caf::infinite, mb_join_atom::value, std::move(row))
+        .then([=](uint64_t v) mutable { rp.deliver(v); },
+              [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
+      return rp;
+    },
+    [=](mb_status_atom, silo_status to) -> caf::response_promise {
+      auto& st = self->state;
+      auto rp = self->make_response_promise();
+      if (to == silo_status::shutting_down || to == silo_status::stopping) {
+        // SPEC §4.3: apply locally before publishing.
+        auto row = st.view.find(st.self_addr);
+        if (row != nullptr && is_allowed_transition(row->status, to)) {
+          row->status = to;
+          st.local_status = to;
+          fan_out(self);
+        }
+      }
+      self->request(st.oracle, caf::infinite, mb_status_atom::value, st.self_addr, to)
+        .then([=](uint64_t v) mutable { rp.deliver(v); },
+              [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
+      return rp;
+    },
+    [=](mb_get_atom) { return self->state.view; },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_membership_oracle(caf::actor_system& sys, membership_oracle_config cfg,
+                                   const caf::actor& net) {
+  return sys.spawn(membership_oracle, cfg, net);
+}
+
+caf::actor spawn_membership_agent(caf::actor_system& sys, const silo_address& self_addr,
+                                  const caf::actor& oracle) {
+  return sys.spawn(membership_agent, self_addr, oracle);
+}
+
+} // namespace cafmesh

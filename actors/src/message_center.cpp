@@ -1,0 +1,310 @@
+#include "cafmesh/actors/message_center.hpp"
+
+#include <map>
+#include <set>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/membership.hpp"
+
+namespace cafmesh {
+
+std::string to_string(component x) {
+  switch (x) {
+    case component::none: return "none";
+    case component::membership: return "membership";
+    case component::oracle: return "oracle";
+    case component::directory: return "directory";
+    case component::catalog: return "catalog";
+    case component::placement: return "placement";
+    case component::activation: return "activation";
+    case component::router: return "router";
+    case component::routing: return "routing";
+    case component::gateway: return "gateway";
+    case component::client: return "client";
+    case component::pod_hub: return "pod_hub";
+    case component::test: return "test";
+    default: break;
+  }
+  return "component(" + std::to_string(static_cast<int>(x)) + ")";
+}
+
+bool is_application(component x) {
+  switch (x) {
+    case component::catalog:
+    case component::activation:
+    case component::router:
+    case component::routing:
+    case component::gateway:
+    case component::pod_hub:
+      return true;
+    default:
+      return static_cast<uint8_t>(x) >= static_cast<uint8_t>(component::user_first);
+  }
+}
+
+std::string wire_frame::describe() const {
+  std::string kind = is_response ? "resp" : (correlation_id == 0 ? "send" : "req");
+  return src.to_string() + " -> " + dst.to_string() + " #" + std::to_string(correlation_id)
+         + " " + to_string(target) + " " + kind;
+}
+
+namespace {
+
+struct pending_call {
+  caf::response_promise rp;
+  silo_address dst;
+};
+
+struct message_center_state {
+  silo_address self_addr;
+  caf::actor net;
+  std::map<component, caf::actor> components;
+  std::map<uint64_t, pending_call> pending;
+  uint64_t next_id = 1;
+  std::set<silo_address> departed;
+  bool block_application = false;
+  message_center_stats stats;
+  log::logger log;
+  static const char* name;
+};
+
+const char* message_center_state::name = "cafmesh.message_center";
+
+using mc_actor = caf::stateful_actor<message_center_state>;
+
+caf::error departed_error(const silo_address& s) {
+  fault f{mesh_errc::departed_silo, "silo " + s.to_string() + " has departed"};
+  f.silo = s;
+  return to_error(f);
+}
+
+caf::error unavailable_error(const silo_address& s, std::string text) {
+  fault f{mesh_errc::silo_unavailable, std::move(text)};
+  f.silo = s;
+  return to_error(f);
+}
+
+/// Asks `h` with `payload` and calls `done(reply, error)` with the reply's elements or the
+/// error. CAF 0.17 has no catch-all response handler: a handler that never matches turns
+/// every real reply into `unexpected_response`, whose context is the reply itself.
+template <class F>
+void ask_any(mc_actor* self, const caf::actor& h, caf::message payload, F done) {
+  self->request(h, caf::infinite, std::move(payload))
+    .then([=](mc_never_atom) mutable {
+            done(caf::make_message(mc_never_atom::value), caf::error{});
+          },
+          [=](caf::error& e) mutable {
+            if (e == caf::sec::unexpected_response)
+              done(e.context(), caf::error{});
+            else
+              done(caf::message{}, std::move(e));
+          });
+}
+
+void transmit(mc_actor* self, wire_frame f) {
+  ++self->state.stats.frames_out;
+  self->send(self->state.net, sim_frame_atom::value, std::move(f));
+}
+
+void respond(mc_actor* self, const wire_frame& req, caf::message reply, caf::error err) {
+  wire_frame resp;
+  resp.src = self->state.self_addr;
+  resp.dst = req.src;
+  resp.correlation_id = req.correlation_id;
+  resp.target = req.target;
+  resp.is_response = true;
+  resp.payload = std::move(reply);
+  resp.error = std::move(err);
+  transmit(self, std::move(resp));
+}
+
+void fail_pending_to(mc_actor* self, const silo_address& s) {
+  auto& st = self->state;
+  for (auto i = st.pending.begin(); i != st.pending.end();) {
+    if (i->second.dst == s) {
+      ++st.stats.departed_fails;
+      i->second.rp.deliver(departed_error(s));
+      i = st.pending.erase(i);
+    } else {
+      ++i;
+    }
+  }
+  st.stats.pending_calls = st.pending.size();
+}
+
+void mark_departed(mc_actor* self, const silo_address& s) {
+  if (s == self->state.self_addr)
+    return;
+  self->state.departed.insert(s);
+  fail_pending_to(self, s);
+}
+
+void on_inbound(mc_actor* self, wire_frame& f) {
+  auto& st = self->state;
+  ++st.stats.frames_in;
+  if (f.is_response) {
+    auto i = st.pending.find(f.correlation_id);
+    if (i == st.pending.end())
+      return; // the call already failed (departure); a late answer changes nothing
+    auto rp = i->second.rp;
+    st.pending.erase(i);
+    st.stats.pending_calls = st.pending.size();
+    if (f.error)
+      rp.deliver(std::move(f.error));
+    else
+      rp.deliver(std::move(f.payload));
+    return;
+  }
+  bool is_request = f.correlation_id != 0;
+  if (f.dst != st.self_addr) {
+    // Addressed to another incarnation on our endpoint: that one has departed.
+    if (is_request)
+      respond(self, f, caf::message{}, departed_error(f.dst));
+    return;
+  }
+  if (st.block_application && is_application(f.target)) {
+    ++st.stats.blocked;
+    auto text = "silo " + st.self_addr.to_string() + " is not accepting application messages";
+    if (is_request)
+      respond(self, f, caf::message{}, unavailable_error(st.self_addr, text));
+    else
+      st.log.info("dropped one-way " + to_string(f.target) + " message from "
+                  + f.src.to_string() + ": " + text);
+    return;
+  }
+  auto c = st.components.find(f.target);
+  if (c == st.components.end()) {
+    auto text = "component " + to_string(f.target) + " is not registered on silo "
+                + st.self_addr.to_string();
+    if (is_request)
+      respond(self, f, caf::message{}, unavailable_error(st.self_addr, text));
+    else
+      st.log.info("dropped one-way message from " + f.src.to_string() + ": " + text);
+    return;
+  }
+  if (!is_request) {
+    self->send(c->second, std::move(f.payload));
+    return;
+  }
+  wire_frame req = f;
+  req.payload = caf::message{};
+  ask_any(self, c->second, std::move(f.payload),
+          [=](caf::message reply, caf::error err) {
+            respond(self, req, std::move(reply), std::move(err));
+          });
+}
+
+caf::behavior message_center(mc_actor* self, silo_address self_addr, caf::actor net) {
+  auto& st = self->state;
+  st.self_addr = self_addr;
+  st.net = std::move(net);
+  st.log = log::get("message_center").with_context(self_addr.to_string());
+  return {
+    [=](mc_register_atom, component c, caf::actor h) {
+      self->state.components[c] = std::move(h);
+      return caf::ok_atom::value;
+    },
+    [=](mc_unregister_atom, component c) {
+      self->state.components.erase(c);
+      return caf::ok_atom::value;
+    },
+    [=](mc_call_atom, const silo_address& dst, component c,
+        caf::message& payload) -> caf::response_promise {
+      auto& st = self->state;
+      auto rp = self->make_response_promise();
+      if (dst == st.self_addr) {
+        auto i = st.components.find(c);
+        if (i == st.components.end()) {
+          rp.deliver(unavailable_error(st.self_addr, "component " + to_string(c)
+                                                       + " is not registered on silo "
+                                                       + st.self_addr.to_string()));
+          return rp;
+        }
+        ++st.stats.local_calls;
+        ask_any(self, i->second, std::move(payload),
+                [=](caf::message reply, caf::error err) mutable {
+                  if (err)
+                    rp.deliver(std::move(err));
+                  else
+                    rp.deliver(std::move(reply));
+                });
+        return rp;
+      }
+      if (st.departed.count(dst) > 0) {
+        ++st.stats.departed_fails;
+        rp.deliver(departed_error(dst));
+        return rp;
+      }
+      auto id = st.next_id++;
+      wire_frame f;
+      f.src = st.self_addr;
+      f.dst = dst;
+      f.correlation_id = id;
+      f.target = c;
+      f.payload = std::move(payload);
+      st.pending.emplace(id, pending_call{rp, dst});
+      st.stats.pending_calls = st.pending.size();
+      transmit(self, std::move(f));
+      return rp;
+    },
+    [=](mc_send_atom, const silo_address& dst, component c, caf::message& payload) {
+      auto& st = self->state;
+      if (dst == st.self_addr) {
+        auto i = st.components.find(c);
+        if (i != st.components.end())
+          self->send(i->second, std::move(payload));
+        else
+          st.log.info("dropped local one-way message: component " + to_string(c)
+                      + " is not registered");
+        return;
+      }
+      if (st.departed.count(dst) > 0)
+        return;
+      wire_frame f;
+      f.src = st.self_addr;
+      f.dst = dst;
+      f.target = c;
+      f.payload = std::move(payload);
+      transmit(self, std::move(f));
+    },
+    [=](mc_frame_atom, wire_frame& f) { on_inbound(self, f); },
+    [=](mc_bounce_atom, const wire_frame& f) {
+      if (!f.is_response && f.correlation_id != 0)
+        mark_departed(self, f.dst);
+      else
+        self->state.departed.insert(f.dst);
+    },
+    [=](mc_gone_atom, const silo_address& s) { mark_departed(self, s); },
+    [=](mb_snapshot_atom, const membership_snapshot& snap) {
+      std::set<silo_address> gone;
+      for (const auto& r : snap.rows)
+        if (snap.departed(r.silo))
+          gone.insert(r.silo);
+      for (const auto& kv : self->state.pending)
+        if (snap.departed(kv.second.dst))
+          gone.insert(kv.second.dst);
+      for (const auto& s : gone)
+        mark_departed(self, s);
+    },
+    [=](mc_block_atom, bool on) {
+      self->state.block_application = on;
+      return caf::ok_atom::value;
+    },
+    [=](mc_whoami_atom) { return self->state.self_addr; },
+    [=](mc_stats_atom) { return self->state.stats; },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_message_center(caf::actor_system& sys, const silo_address& self_addr,
+                                const caf::actor& net) {
+  auto mc = sys.spawn(message_center, self_addr, net);
+  caf::anon_send(net, sim_attach_atom::value, self_addr, mc);
+  return mc;
+}
+
+} // namespace cafmesh

@@ -1,0 +1,379 @@
+#include "cafmesh/actors/placement.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/catalog.hpp"
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/config/mesh_config.hpp"
+
+namespace cafmesh {
+
+const char* placement_state::name = "cafmesh.placement";
+
+placement_config make_placement_config(const config::mesh_config& cfg,
+                                       const silo_address& self) {
+  placement_config out;
+  out.self = self;
+  out.seed = cfg.simulation.seed;
+  out.timeout_ms = cfg.placement.timeout_ms;
+  out.worker_count = cfg.placement.worker_count;
+  out.max_forward_count = cfg.placement.max_forward_count;
+  out.lookup_attempt_timeout_ms = cfg.directory.lookup_attempt_timeout_ms;
+  out.response_timeout_ms = cfg.grain_call.response_timeout_ms;
+  return out;
+}
+
+silo_address pick_silo(placement_strategy strategy, const silo_address& self, bool local_ok,
+                       const std::vector<silo_address>& candidates, std::mt19937_64& rng) {
+  if (local_ok && strategy != placement_strategy::random)
+    return self;
+  return candidates[rng() % candidates.size()];
+}
+
+namespace {
+
+using pl_actor = caf::stateful_actor<placement_state>;
+
+/// Renders a duration in seconds: `30 s`, or `0.5 s` when not whole.
+std::string seconds_text(int64_t ms) {
+  if (ms % 1000 == 0)
+    return std::to_string(ms / 1000) + " s";
+  auto tenths = ms / 100;
+  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
+}
+
+/// Asks `h` with `msg` and calls `done(reply, error)` with the reply's elements or the
+/// error. CAF 0.17 has no catch-all response handler: a handler that never matches turns
+/// every real reply into `unexpected_response`, whose context is the reply itself.
+template <class Timeout, class F>
+void ask_any(pl_actor* self, const caf::actor& h, Timeout timeout, caf::message msg, F done) {
+  self->request(h, timeout, std::move(msg))
+    .then([=](pl_never_atom) mutable { done(caf::make_message(pl_never_atom::value), caf::error{}); },
+          [=](caf::error& e) mutable {
+            if (e == caf::sec::unexpected_response)
+              done(e.context(), caf::error{});
+            else
+              done(caf::message{}, std::move(e));
+          });
+}
+
+caf::error shutting_down_error(const placement_state& st) {
+  fault f{mesh_errc::silo_unavailable, "silo " + st.cfg.self.to_string() + " is shutting down"};
+  f.silo = st.cfg.self;
+  return to_error(f);
+}
+
+size_t worker_of(const placement_state& st, const grain_id& g) {
+  return static_cast<size_t>(fnv1a64(g.to_string()) % st.workers.size());
+}
+
+placement_item* find_item(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
+  auto& items = self->state.workers[idx];
+  auto i = items.find(g);
+  if (i == items.end() || i->second.id != id)
+    return nullptr;
+  return &i->second;
+}
+
+void invalidate(pl_actor* self, const grain_id& g, const silo_address& s, activation_tag t) {
+  auto& cache = self->state.cache;
+  auto i = cache.find(g);
+  if (i != cache.end() && i->second.first == s && i->second.second == t)
+    cache.erase(i);
+}
+
+/// Sends one message to its activation: it leaves placement now (SPEC §5.4 "Response
+/// timeout"). A stateless-worker message carries tag 0: the target catalog picks.
+void send_to(pl_actor* self, const grain_id& g, const silo_address& s, activation_tag t,
+             placement_waiter w) {
+  auto& st = self->state;
+  bool local_stateless = t.value == 0 && s == st.cfg.self;
+  if (local_stateless)
+    ++st.local_busy[g.type];
+  auto call = make_call(s, component::activation, ct_invoke_atom::value, g, t, w.forward_count,
+                        std::move(w.payload));
+  auto rp = w.rp;
+  auto timeout_ms = st.cfg.response_timeout_ms;
+  ask_any(self, st.centre, std::chrono::milliseconds(timeout_ms), std::move(call),
+          [=](caf::message reply, caf::error err) mutable {
+            if (local_stateless) {
+              auto& busy = self->state.local_busy[g.type];
+              if (busy > 0)
+                --busy;
+            }
+            if (!err) {
+              rp.deliver(std::move(reply));
+              return;
+            }
+            fault f;
+            if (err == caf::sec::request_timeout)
+              f = fault{mesh_errc::response_timeout,
+                        "grain call to " + g.to_string() + " timed out after "
+                          + seconds_text(timeout_ms)};
+            else
+              f = to_fault(err);
+            if (f.code == mesh_errc::departed_silo || f.code == mesh_errc::activation_deactivated)
+              invalidate(self, g, s, t);
+            rp.deliver(to_error(f));
+          });
+}
+
+/// Ends a work item successfully: caches the address (single-activation) and sends every
+/// batched message on.
+void complete(pl_actor* self, size_t idx, const grain_id& g, const silo_address& s,
+              activation_tag t, bool cache) {
+  auto& items = self->state.workers[idx];
+  auto i = items.find(g);
+  if (i == items.end())
+    return;
+  auto waiters = std::move(i->second.waiters);
+  items.erase(i);
+  if (cache)
+    self->state.cache[g] = std::make_pair(s, t);
+  for (auto& w : waiters)
+    send_to(self, g, s, t, std::move(w));
+}
+
+/// Ends a work item with `f` for every batched message, at this one instant.
+void fail_item(pl_actor* self, size_t idx, const grain_id& g, const fault& f) {
+  auto& items = self->state.workers[idx];
+  auto i = items.find(g);
+  if (i == items.end())
+    return;
+  auto waiters = std::move(i->second.waiters);
+  items.erase(i);
+  auto err = to_error(f);
+  for (auto& w : waiters)
+    w.rp.deliver(err);
+}
+
+std::string known_with_type(const membership_snapshot& v, const std::string& type) {
+  std::vector<std::string> names;
+  for (auto& row : v.rows)
+    if (row.find_type(type) != nullptr)
+      names.push_back(row.silo.to_string());
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (auto& n : names) {
+    if (!out.empty())
+      out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+fault no_candidate_fault(const membership_snapshot& v, const std::string& type,
+                         const std::string& version) {
+  return fault{mesh_errc::no_compatible_silo,
+               "no active silo is compatible with grain type " + type + " (interface version "
+                 + version + "); silos known with this type: [" + known_with_type(v, type)
+                 + "]"};
+}
+
+/// Step (3)-(6) of a work item whose lookup found nothing.
+void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
+  auto& st = self->state;
+  auto item = find_item(self, idx, g, id);
+  if (item == nullptr)
+    return;
+  auto info = item->info;
+  auto kind = item->kind;
+  auto local_limit = item->local_limit;
+  std::vector<silo_address> candidates;
+  for (auto& row : st.view.rows) {
+    if (row.status != silo_status::active)
+      continue;
+    auto e = row.find_type(info.type);
+    if (e != nullptr && e->interface_version == info.interface_version)
+      candidates.push_back(row.silo);
+  }
+  std::sort(candidates.begin(), candidates.end());
+  if (candidates.empty()) {
+    ++st.stats.no_candidate;
+    fail_item(self, idx, g,
+              no_candidate_fault(st.view, info.type, std::to_string(info.interface_version)));
+    return;
+  }
+  bool local_ok = std::find(candidates.begin(), candidates.end(), st.cfg.self)
+                  != candidates.end();
+  if (local_ok && kind == grain_kind::stateless_worker)
+    local_ok = st.local_busy[info.type] < local_limit;
+  auto target = pick_silo(info.strategy, st.cfg.self, local_ok, candidates, st.rng);
+  if (kind == grain_kind::stateless_worker) {
+    complete(self, idx, g, target, activation_tag{0}, false);
+    return;
+  }
+  ++st.stats.activations;
+  self->request(st.centre, caf::infinite,
+                make_call(target, component::catalog, ct_activate_atom::value, g))
+    .then(
+      [=](silo_address& s, activation_tag t) {
+        if (find_item(self, idx, g, id) != nullptr)
+          complete(self, idx, g, s, t, true);
+      },
+      [=](caf::error& e) {
+        if (find_item(self, idx, g, id) != nullptr)
+          fail_item(self, idx, g, to_fault(e));
+      });
+}
+
+/// Step (1) of a work item: one lookup attempt through the directory port.
+void start_lookup(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
+  auto& st = self->state;
+  auto item = find_item(self, idx, g, id);
+  if (item == nullptr)
+    return;
+  ++item->lookup_attempts;
+  ++st.stats.lookups;
+  self->request(st.directory, std::chrono::milliseconds(st.cfg.lookup_attempt_timeout_ms),
+                pd_lookup_atom::value, g)
+    .then(
+      [=](bool found, silo_address& s, activation_tag t) {
+        if (find_item(self, idx, g, id) == nullptr)
+          return;
+        if (found)
+          complete(self, idx, g, s, t, true);
+        else
+          place_new(self, idx, g, id);
+      },
+      [=](caf::error& e) {
+        if (find_item(self, idx, g, id) == nullptr)
+          return;
+        if (e == caf::sec::request_timeout) {
+          // SPEC §5.2: retry against the ring as it is by now.
+          start_lookup(self, idx, g, id);
+          return;
+        }
+        self->state.log.debug("lookup of " + g.to_string() + " failed, retrying: "
+                              + to_fault(e).render());
+        self->delayed_send(self, std::chrono::milliseconds(self->state.cfg.unstable_retry_ms),
+                           pl_retry_atom::value, static_cast<uint64_t>(idx), g, id);
+      });
+}
+
+} // namespace
+
+static caf::behavior placement_service(pl_actor* self, placement_config cfg, grain_registry_ptr registry,
+                                caf::actor centre, caf::actor directory) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  if (st.cfg.worker_count < 1)
+    st.cfg.worker_count = 1;
+  st.registry = std::move(registry);
+  st.centre = std::move(centre);
+  st.directory = std::move(directory);
+  st.rng.seed(st.cfg.seed ^ fnv1a64("placement/" + st.cfg.self.to_string()));
+  st.workers.resize(static_cast<size_t>(st.cfg.worker_count));
+  st.log = log::get("placement").with_context(st.cfg.self.to_string());
+  st.origin = self->clock().now();
+  return {
+    [=](pl_call_atom, grain_id& g, int32_t fwd, caf::message& payload) -> caf::response_promise {
+      auto& st = self->state;
+      auto rp = self->make_response_promise();
+      ++st.stats.calls;
+      if (st.stopped) {
+        rp.deliver(shutting_down_error(st));
+        return rp;
+      }
+      if (fwd > st.cfg.max_forward_count) {
+        rp.deliver(to_error(fault{mesh_errc::rejected,
+                                  "forward count " + std::to_string(fwd)
+                                    + " exceeds placement.max_forward_count = "
+                                    + std::to_string(st.cfg.max_forward_count) + " for "
+                                    + g.to_string()}));
+        return rp;
+      }
+      const grain_type* t = st.registry ? st.registry->find(g.type) : nullptr;
+      if (t == nullptr) {
+        rp.deliver(to_error(no_candidate_fault(st.view, g.type, "?")));
+        return rp;
+      }
+      placement_waiter w{fwd, std::move(payload), rp};
+      if (t->kind == grain_kind::single_activation) {
+        auto c = st.cache.find(g);
+        if (c != st.cache.end()) {
+          ++st.stats.cache_hits;
+          auto target = c->second;
+          send_to(self, g, target.first, target.second, std::move(w));
+          return rp;
+        }
+      }
+      auto idx = worker_of(st, g);
+      auto& items = st.workers[idx];
+      auto i = items.find(g);
+      if (i != items.end()) {
+        ++st.stats.joined;
+        i->second.waiters.push_back(std::move(w));
+        return rp;
+      }
+      auto id = ++st.next_item_id;
+      placement_item item;
+      item.id = id;
+      item.grain = g;
+      item.info = t->info;
+      item.kind = t->kind;
+      item.local_limit = t->local_limit;
+      item.created_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          self->clock().now() - st.origin)
+                          .count();
+      item.waiters.push_back(std::move(w));
+      items.emplace(g, std::move(item));
+      ++st.stats.items_created;
+      self->delayed_send(self, std::chrono::milliseconds(st.cfg.timeout_ms),
+                         pl_deadline_atom::value, static_cast<uint64_t>(idx), g, id);
+      start_lookup(self, idx, g, id);
+      return rp;
+    },
+    [=](pl_deadline_atom, uint64_t idx, const grain_id& g, uint64_t id) {
+      auto& st = self->state;
+      if (find_item(self, idx, g, id) == nullptr)
+        return;
+      ++st.stats.timeouts;
+      auto text = "placement of " + g.to_string() + " timed out after "
+                  + seconds_text(st.cfg.timeout_ms);
+      st.log.info(text);
+      fail_item(self, idx, g, fault{mesh_errc::placement_timeout, text});
+    },
+    [=](pl_retry_atom, uint64_t idx, const grain_id& g, uint64_t id) {
+      start_lookup(self, idx, g, id);
+    },
+    [=](mb_snapshot_atom, membership_snapshot& v) {
+      auto& st = self->state;
+      st.view = std::move(v);
+      for (auto i = st.cache.begin(); i != st.cache.end();) {
+        if (!st.view.is_active(i->second.first))
+          i = st.cache.erase(i);
+        else
+          ++i;
+      }
+    },
+    [=](pl_inval_atom, const grain_id& g, const silo_address& s, activation_tag t) {
+      invalidate(self, g, s, t);
+    },
+    [=](pl_stop_atom) {
+      auto& st = self->state;
+      st.stopped = true;
+      auto err = shutting_down_error(st);
+      for (auto& items : st.workers) {
+        for (auto& kv : items)
+          for (auto& w : kv.second.waiters)
+            w.rp.deliver(err);
+        items.clear();
+      }
+      return caf::ok_atom::value;
+    },
+  };
+}
+
+caf::actor spawn_placement_service(caf::actor_system& sys, placement_config cfg,
+                                   grain_registry_ptr registry, caf::actor centre,
+                                   caf::actor directory) {
+  return sys.spawn(placement_service, std::move(cfg), std::move(registry), std::move(centre),
+                   std::move(directory));
+}
+
+} // namespace cafmesh

@@ -1,0 +1,24 @@
+#include "cafmesh/actors/register_actor_types.hpp"
+
+#include <caf/actor_system_config.hpp>
+
+#include "cafmesh/actors/membership.hpp"
+#include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/actors/sim_network.hpp"
+
+namespace cafmesh {
+
+void register_actor_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<component>("cafmesh.component");
+  cfg.add_message_type<wire_frame>("cafmesh.wire_frame");
+  cfg.add_message_type<message_center_stats>("cafmesh.message_center_stats");
+  cfg.add_message_type<drop_rule>("cafmesh.drop_rule");
+  cfg.add_message_type<silo_status>("cafmesh.silo_status");
+  cfg.add_message_type<placement_strategy>("cafmesh.placement_strategy");
+  cfg.add_message_type<grain_type_info>("cafmesh.grain_type_info");
+  cfg.add_message_type<std::vector<grain_type_info>>("cafmesh.grain_manifest");
+  cfg.add_message_type<membership_row>("cafmesh.membership_row");
+  cfg.add_message_type<membership_snapshot>("cafmesh.membership_snapshot");
+}
+
+} // namespace cafmesh

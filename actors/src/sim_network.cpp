@@ -1,0 +1,348 @@
+#include "cafmesh/actors/sim_network.hpp"
+
+#include <chrono>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/log.hpp"
+
+namespace cafmesh {
+
+const char* sim_network_state::name = "cafmesh.sim_network";
+
+bool matches(const drop_rule& r, const wire_frame& f) {
+  return (!r.src || *r.src == f.src) && (!r.dst || *r.dst == f.dst)
+         && (!r.target || *r.target == f.target)
+         && (!r.is_response || *r.is_response == f.is_response);
+}
+
+uint64_t trace_digest(const std::vector<std::string>& lines) {
+  uint64_t h = 14695981039346656037ull;
+  auto feed = [&](std::string_view s) {
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+  };
+  for (const auto& l : lines) {
+    feed(l);
+    feed("\n");
+  }
+  return h;
+}
+
+uint64_t sim_network_state::trace_digest() const {
+  return cafmesh::trace_digest(trace);
+}
+
+size_t sim_network_state::count(const std::string& needle) const {
+  size_t n = 0;
+  for (const auto& l : trace)
+    if (l.find(needle) != std::string::npos)
+      ++n;
+  return n;
+}
+
+namespace {
+
+using net_actor = caf::stateful_actor<sim_network_state>;
+using link_key = std::pair<silo_address, silo_address>;
+
+int64_t now_ms(net_actor* self) {
+  auto d = self->clock().now() - self->state.origin;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+void note(net_actor* self, const std::string& event, const std::string& what) {
+  self->state.trace.push_back(std::to_string(now_ms(self)) + " " + event + " " + what);
+}
+
+link_key unordered(const silo_address& a, const silo_address& b) {
+  return a < b ? link_key{a, b} : link_key{b, a};
+}
+
+bool link_open(const sim_network_state& st, const link_key& k) {
+  return st.stalled.count(k.first) == 0 && st.stalled.count(k.second) == 0
+         && st.partitions.count(unordered(k.first, k.second)) == 0;
+}
+
+/// The type name of the first element of `m` (recursively, through nested messages) that
+/// is not announced to the actor system, or an empty string. Without this check CAF 0.17
+/// only prints an error and writes a broken message (caf017.md §3).
+std::string first_unannounced(caf::actor_system& sys, const caf::message& m) {
+  const auto& types = sys.types();
+  for (size_t i = 0; i < m.size(); ++i) {
+    auto rtti = m.type(i);
+    if (rtti.first == caf::type_nr<caf::message>::value) {
+      auto nested = first_unannounced(sys, m.get_as<caf::message>(i));
+      if (!nested.empty())
+        return nested;
+      continue;
+    }
+    if (rtti.first != 0)
+      continue; // a builtin type
+    if (&types.portable_name(rtti) == &types.default_type_name()
+        || types.portable_name(rtti) == types.default_type_name())
+      return rtti.second != nullptr ? rtti.second->name() : "?";
+  }
+  return {};
+}
+
+std::string first_unannounced(caf::actor_system& sys, const wire_frame& f) {
+  auto bad = first_unannounced(sys, f.payload);
+  if (bad.empty() && f.error)
+    bad = first_unannounced(sys, f.error.context());
+  return bad;
+}
+
+void bounce(net_actor* self, const wire_frame& header, caf::error err) {
+  // The frame could not reach its destination: tell its source (requests only wait).
+  auto& st = self->state;
+  auto src = st.centres.find(header.src);
+  if (src == st.centres.end() || st.dead.count(header.src) > 0)
+    return;
+  if (err) {
+    // The frame itself could not cross the wire: answer the request with the error.
+    wire_frame resp;
+    resp.src = header.dst;
+    resp.dst = header.src;
+    resp.correlation_id = header.correlation_id;
+    resp.target = header.target;
+    resp.is_response = true;
+    resp.error = std::move(err);
+    self->send(src->second, mc_frame_atom::value, std::move(resp));
+  } else {
+    self->send(src->second, mc_bounce_atom::value, header);
+  }
+}
+
+void deliver(net_actor* self, sim_frame& sf) {
+  auto& st = self->state;
+  const auto& h = sf.header;
+  bool is_request = !h.is_response && h.correlation_id != 0;
+  if (st.dead.count(h.src) > 0 || st.dead.count(h.dst) > 0) {
+    note(self, "lost", sf.text);
+    return;
+  }
+  auto dst = st.centres.find(h.dst);
+  if (dst == st.centres.end()) {
+    note(self, is_request ? "bounce" : "lost", sf.text);
+    if (is_request)
+      bounce(self, h, caf::error{});
+    return;
+  }
+  wire_frame f;
+  caf::binary_deserializer source{self->system(), sf.bytes};
+  if (auto err = source(f)) {
+    note(self, "lost", sf.text + " (cannot deserialize: " + self->system().render(err) + ")");
+    if (is_request)
+      bounce(self, h, err);
+    return;
+  }
+  ++st.frames_delivered;
+  note(self, "deliver", sf.text);
+  self->send(dst->second, mc_frame_atom::value, std::move(f));
+}
+
+/// Delivers every frame at the head of link `k` that is due and allowed to pass.
+void pump(net_actor* self, const link_key& k) {
+  auto& st = self->state;
+  auto i = st.links.find(k);
+  if (i == st.links.end())
+    return;
+  auto& q = i->second.queue;
+  auto now = now_ms(self);
+  while (!q.empty() && q.front().due_ms <= now) {
+    if (!link_open(st, k) && st.dead.count(k.first) == 0 && st.dead.count(k.second) == 0) {
+      if (!q.front().held) {
+        q.front().held = true;
+        note(self, "hold", q.front().text);
+      }
+      return;
+    }
+    auto sf = std::move(q.front());
+    q.pop_front();
+    deliver(self, sf);
+  }
+}
+
+void pump_all(net_actor* self) {
+  std::vector<link_key> keys;
+  for (auto& kv : self->state.links)
+    keys.push_back(kv.first);
+  for (auto& k : keys)
+    pump(self, k);
+}
+
+void tell_watchers(net_actor* self, const silo_address& s, bool alive) {
+  for (auto& w : self->state.watchers)
+    self->send(w, sim_watch_atom::value, s, alive);
+}
+
+void stall(net_actor* self, const silo_address& s, bool detectable) {
+  auto& st = self->state;
+  st.stalled.insert(s);
+  note(self, "stall", s.to_string() + (detectable ? "" : " (undetected)"));
+  if (detectable && st.detectable_stalls.insert(s).second && st.dead.count(s) == 0)
+    tell_watchers(self, s, false);
+}
+
+void accept(net_actor* self, wire_frame& f) {
+  auto& st = self->state;
+  wire_frame header = f;
+  header.payload = caf::message{};
+  header.error = caf::error{};
+  bool is_request = !f.is_response && f.correlation_id != 0;
+  auto seq = ++st.next_seq;
+  auto text = "n" + std::to_string(seq) + " " + header.describe();
+  if (st.dead.count(f.src) > 0) {
+    note(self, "lost", text);
+    return;
+  }
+  for (auto& r : st.drops) {
+    if (r.count > 0 && matches(r, header)) {
+      --r.count;
+      note(self, "drop", text);
+      return;
+    }
+  }
+  if (auto bad = first_unannounced(self->system(), f); !bad.empty()) {
+    auto err = caf::make_error(caf::sec::unknown_type, "type not announced: " + bad);
+    note(self, "lost", text + " (cannot serialize: type not announced: " + bad + ")");
+    if (is_request) {
+      bounce(self, header, err);
+      return;
+    }
+    if (!f.is_response)
+      return;
+    // A reply that cannot cross: the caller receives the error instead.
+    f.payload = caf::message{};
+    f.error = err;
+  }
+  sim_frame sf;
+  sf.text = text;
+  sf.header = header;
+  caf::binary_serializer sink{self->system(), sf.bytes};
+  if (auto err = sink(f)) {
+    note(self, "lost", text + " (cannot serialize: " + self->system().render(err) + ")");
+    if (is_request)
+      bounce(self, header, err);
+    return;
+  }
+  if (!f.is_response)
+    ++st.requests_by_component[f.target];
+  ++st.frames_sent;
+  link_key k{f.src, f.dst};
+  auto range = std::make_pair(st.cfg.link_latency_min_ms, st.cfg.link_latency_max_ms);
+  if (auto d = st.delays.find(k); d != st.delays.end())
+    range = d->second;
+  auto span = static_cast<uint64_t>(range.second - range.first + 1);
+  auto latency = range.first + static_cast<int64_t>(st.rng() % span);
+  auto now = now_ms(self);
+  auto& link = st.links[k];
+  auto due = std::max(now + latency, link.last_due_ms);
+  link.last_due_ms = due;
+  sf.due_ms = due;
+  note(self, "send", text + " +" + std::to_string(latency) + "ms");
+  link.queue.push_back(std::move(sf));
+  if (due <= now)
+    self->send(self, sim_pump_atom::value, k.first, k.second);
+  else
+    self->delayed_send(self, std::chrono::milliseconds(due - now), sim_pump_atom::value,
+                       k.first, k.second);
+}
+
+caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
+  auto& st = self->state;
+  st.cfg = cfg;
+  if (st.cfg.link_latency_max_ms < st.cfg.link_latency_min_ms)
+    st.cfg.link_latency_max_ms = st.cfg.link_latency_min_ms;
+  st.rng.seed(cfg.seed ^ fnv1a64("sim_network"));
+  st.origin = self->clock().now();
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    for (auto& kv : st.centres) {
+      if (kv.second.address() != dm.source)
+        continue;
+      auto gone = kv.first;
+      bool was_dead = !st.dead.insert(gone).second;
+      note(self, "gone", gone.to_string());
+      for (auto& other : st.centres)
+        if (other.first != gone && st.dead.count(other.first) == 0)
+          self->send(other.second, mc_gone_atom::value, gone);
+      if (!was_dead)
+        tell_watchers(self, gone, false);
+      break;
+    }
+    pump_all(self);
+  });
+  return {
+    [=](sim_attach_atom, const silo_address& s, const caf::actor& mc) {
+      self->state.centres[s] = mc;
+      self->state.dead.erase(s);
+      self->monitor(mc);
+    },
+    [=](sim_frame_atom, wire_frame& f) { accept(self, f); },
+    [=](sim_pump_atom, const silo_address& src, const silo_address& dst) {
+      pump(self, link_key{src, dst});
+    },
+    [=](sim_stall_atom, const silo_address& s) {
+      stall(self, s, true);
+      return caf::ok_atom::value;
+    },
+    [=](sim_stall_atom, const silo_address& s, bool detectable) {
+      stall(self, s, detectable);
+      return caf::ok_atom::value;
+    },
+    [=](sim_unstall_atom, const silo_address& s) {
+      auto& st = self->state;
+      st.stalled.erase(s);
+      note(self, "unstall", s.to_string());
+      if (st.detectable_stalls.erase(s) > 0 && st.dead.count(s) == 0)
+        tell_watchers(self, s, true);
+      pump_all(self);
+      return caf::ok_atom::value;
+    },
+    [=](sim_partition_atom, const silo_address& a, const silo_address& b) {
+      self->state.partitions.insert(unordered(a, b));
+      note(self, "partition", a.to_string() + " | " + b.to_string());
+      return caf::ok_atom::value;
+    },
+    [=](sim_heal_atom, const silo_address& a, const silo_address& b) {
+      self->state.partitions.erase(unordered(a, b));
+      note(self, "heal", a.to_string() + " | " + b.to_string());
+      pump_all(self);
+      return caf::ok_atom::value;
+    },
+    [=](sim_drop_atom, const drop_rule& r) {
+      self->state.drops.push_back(r);
+      return caf::ok_atom::value;
+    },
+    [=](sim_delay_atom, const silo_address& src, const silo_address& dst, int64_t min_ms,
+        int64_t max_ms) {
+      self->state.delays[link_key{src, dst}] = {min_ms, std::max(min_ms, max_ms)};
+      note(self, "delay", src.to_string() + " -> " + dst.to_string() + " "
+                            + std::to_string(min_ms) + ".." + std::to_string(max_ms) + "ms");
+      return caf::ok_atom::value;
+    },
+    [=](sim_kill_atom, const silo_address& s) {
+      if (self->state.dead.insert(s).second)
+        tell_watchers(self, s, false);
+      note(self, "kill", s.to_string());
+      pump_all(self);
+      return caf::ok_atom::value;
+    },
+    [=](sim_note_atom, const std::string& text) { note(self, "note", text); },
+    [=](sim_watch_atom, const caf::actor& w) { self->state.watchers.push_back(w); },
+    [=](sim_trace_atom) { return self->state.trace; },
+    [=](sim_digest_atom) { return self->state.trace_digest(); },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_sim_network(caf::actor_system& sys, sim_network_config cfg) {
+  return sys.spawn(sim_network, cfg);
+}
+
+} // namespace cafmesh

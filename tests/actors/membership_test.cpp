@@ -1,0 +1,338 @@
+#include <chrono>
+
+#include <doctest/doctest.h>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/membership.hpp"
+#include "cafmesh/actors/sim_network.hpp"
+#include "cafmesh/testing/fixture.hpp"
+#include "sim_world.hpp"
+
+using namespace std::chrono_literals;
+using namespace cafmesh;
+using namespace cafmesh::test;
+
+namespace {
+
+struct mb_fixture : testing::fixture {
+  caf::actor spawn_probe() { return track(sys.spawn(probe, static_cast<testing::fixture*>(this))); }
+  void ask(const caf::actor& p, const caf::actor& to, caf::message m, std::string tag) {
+    caf::anon_send(p, probe_ask_atom::value, to, std::move(m), int64_t{60000}, std::move(tag));
+  }
+  probe_state& probe_of(const caf::actor& p) { return state_of<probe_state>(p); }
+
+  /// Snapshots a probe received as a subscriber, with their arrival times.
+  std::vector<std::pair<int64_t, membership_snapshot>> snapshots(const caf::actor& p) {
+    std::vector<std::pair<int64_t, membership_snapshot>> out;
+    for (auto& kv : probe_of(p).told)
+      if (kv.second.match_elements<mb_snapshot_atom, membership_snapshot>())
+        out.emplace_back(kv.first, kv.second.get_as<membership_snapshot>(1));
+    return out;
+  }
+
+  membership_row row(const silo_address& s, bool gateway = false) {
+    membership_row r;
+    r.silo = s;
+    r.manifest = {{"messagehub", placement_strategy::random, 1},
+                  {"routing", placement_strategy::stateless_worker, 1}};
+    r.gateway = gateway;
+    return r;
+  }
+};
+
+} // namespace
+
+TEST_CASE("membership: the transition table of SPEC 4.1") {
+  using s = silo_status;
+  std::vector<s> all{s::joining, s::active, s::shutting_down, s::stopping, s::dead};
+  std::set<std::pair<s, s>> allowed{{s::joining, s::active},       {s::joining, s::dead},
+                                    {s::active, s::shutting_down}, {s::active, s::stopping},
+                                    {s::shutting_down, s::stopping}, {s::shutting_down, s::dead},
+                                    {s::stopping, s::dead}};
+  int n = 0;
+  for (auto from : all)
+    for (auto to : all) {
+      CHECK(is_allowed_transition(from, to) == (allowed.count({from, to}) > 0));
+      n += is_allowed_transition(from, to) ? 1 : 0;
+    }
+  CHECK(n == 7);
+  CHECK_FALSE(is_terminating(s::joining));
+  CHECK_FALSE(is_terminating(s::active));
+  CHECK(is_terminating(s::shutting_down));
+  CHECK(is_terminating(s::stopping));
+  CHECK(is_terminating(s::dead));
+  CHECK(to_string(s::shutting_down) == "ShuttingDown");
+}
+
+TEST_CASE("membership: the active set and the gateways are ordered by rendered address") {
+  membership_snapshot snap;
+  silo_address a{"10.0.0.2", 11111, 3}, b{"10.0.0.10", 11111, 1}, c{"10.0.0.2", 11111, 12};
+  snap.upsert({c, silo_status::active, {}, true});
+  snap.upsert({a, silo_status::active, {}, false});
+  snap.upsert({b, silo_status::active, {}, true});
+  snap.upsert({silo_address{"10.0.0.1", 1, 1}, silo_status::shutting_down, {}, true});
+  // Rendered: "S10.0.0.10:11111@1" < "S10.0.0.2:11111@12" < "S10.0.0.2:11111@3".
+  CHECK(snap.active_set() == std::vector<silo_address>{b, c, a});
+  CHECK(snap.gateways() == std::vector<silo_address>{b, c});
+  REQUIRE(snap.rows.size() == 4);
+  CHECK(snap.rows[0].silo == b); // "S10.0.0.10:..." < "S10.0.0.1:..." (':' > '0')
+  CHECK(snap.rows[1].silo.host == "10.0.0.1");
+  CHECK(snap.departed(a)); // a newer generation (12) of a's endpoint has a row
+  CHECK_FALSE(snap.departed(c));
+}
+
+TEST_CASE_FIXTURE(mb_fixture, "membership: the oracle versions every change by one and refuses transitions outside the table") {
+  auto oracle = track(spawn_membership_oracle(sys, {}));
+  auto p = spawn_probe();
+  auto sub = spawn_probe();
+  caf::anon_send(oracle, mb_subscribe_atom::value, sub);
+  silo_address a{"a", 11111, 1};
+  run();
+  ask(p, oracle, caf::make_message(mb_join_atom::value, row(a)), "join");
+  run();
+  ask(p, oracle, caf::make_message(mb_status_atom::value, a, silo_status::active), "active");
+  run();
+  ask(p, oracle, caf::make_message(mb_status_atom::value, a, silo_status::dead), "active->dead?");
+  run();
+  ask(p, oracle, caf::make_message(mb_status_atom::value, a, silo_status::joining), "back");
+  run();
+  ask(p, oracle, caf::make_message(mb_status_atom::value, a, silo_status::shutting_down), "sd");
+  run();
+  ask(p, oracle, caf::make_message(mb_status_atom::value, a, silo_status::shutting_down), "again");
+  run();
+  ask(p, oracle, caf::make_message(mb_status_atom::value, a, silo_status::dead), "dead");
+  run();
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 7);
+  CHECK(ans[0].reply.get_as<uint64_t>(0) == 1);
+  CHECK(ans[1].reply.get_as<uint64_t>(0) == 2);
+  REQUIRE(ans[2].error);
+  CHECK(to_fault(ans[2].error).code == mesh_errc::invalid_operation);
+  CHECK(to_fault(ans[2].error).text == "membership transition Active -> Dead of Sa:11111@1 refused");
+  REQUIRE(ans[3].error);
+  CHECK(to_fault(ans[3].error).text == "membership transition Active -> Joining of Sa:11111@1 refused");
+  CHECK(ans[4].reply.get_as<uint64_t>(0) == 3);
+  CHECK(ans[5].reply.get_as<uint64_t>(0) == 3); // same status: no change
+  CHECK(ans[6].reply.get_as<uint64_t>(0) == 4);
+  auto snaps = snapshots(sub);
+  REQUIRE(snaps.size() == 4);
+  std::vector<silo_status> seen;
+  for (uint64_t i = 0; i < snaps.size(); ++i) {
+    CHECK(snaps[i].second.version == i + 1);
+    seen.push_back(snaps[i].second.rows.at(0).status);
+  }
+  CHECK(seen == std::vector<silo_status>{silo_status::joining, silo_status::active,
+                                         silo_status::shutting_down, silo_status::dead});
+}
+
+TEST_CASE_FIXTURE(mb_fixture, "membership: Joining to Dead is allowed, Active to Dead is refused") {
+  auto oracle = track(spawn_membership_oracle(sys, {}));
+  auto p = spawn_probe();
+  silo_address a{"a", 1, 1}, b{"b", 1, 1};
+  ask(p, oracle, caf::make_message(mb_join_atom::value, row(a)), "ja");
+  ask(p, oracle, caf::make_message(mb_join_atom::value, row(b)), "jb");
+  ask(p, oracle, caf::make_message(mb_status_atom::value, a, silo_status::dead), "a dead");
+  ask(p, oracle, caf::make_message(mb_status_atom::value, b, silo_status::active), "b active");
+  ask(p, oracle, caf::make_message(mb_status_atom::value, b, silo_status::dead), "b dead");
+  run();
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 5);
+  CHECK(ans[2].reply.get_as<uint64_t>(0) == 3);
+  CHECK(ans[3].reply.get_as<uint64_t>(0) == 4);
+  REQUIRE(ans[4].error);
+  CHECK(to_fault(ans[4].error).text == "membership transition Active -> Dead of Sb:1@1 refused");
+}
+
+TEST_CASE_FIXTURE(mb_fixture, "membership: an agent applies snapshots in version order and ignores stale ones") {
+  auto oracle = track(spawn_membership_oracle(sys, {}));
+  silo_address a{"a", 1, 1};
+  auto agent = track(spawn_membership_agent(sys, a, oracle));
+  auto sub = spawn_probe();
+  caf::anon_send(agent, mb_subscribe_atom::value, sub);
+  run();
+  auto make = [&](uint64_t v, silo_status s) {
+    membership_snapshot snap;
+    snap.version = v;
+    snap.rows.push_back({a, s, {}, false});
+    return snap;
+  };
+  caf::anon_send(agent, mb_snapshot_atom::value, make(3, silo_status::active));
+  caf::anon_send(agent, mb_snapshot_atom::value, make(2, silo_status::joining));
+  caf::anon_send(agent, mb_snapshot_atom::value, make(3, silo_status::joining));
+  caf::anon_send(agent, mb_snapshot_atom::value, make(5, silo_status::shutting_down));
+  run();
+  auto snaps = snapshots(sub);
+  REQUIRE(snaps.size() == 2);
+  CHECK(snaps[0].second.version == 3);
+  CHECK(snaps[0].second.rows[0].status == silo_status::active);
+  CHECK(snaps[1].second.version == 5);
+  CHECK(snaps[1].second.rows[0].status == silo_status::shutting_down);
+  auto p = spawn_probe();
+  ask(p, agent, caf::make_message(mb_get_atom::value), "view");
+  run();
+  REQUIRE(probe_of(p).answers.size() == 1);
+  CHECK(probe_of(p).answers[0].reply.get_as<membership_snapshot>(0).version == 5);
+  // A late subscriber receives the current view at once.
+  auto late = spawn_probe();
+  caf::anon_send(agent, mb_subscribe_atom::value, late);
+  run();
+  REQUIRE(snapshots(late).size() == 1);
+  CHECK(snapshots(late)[0].second.version == 5);
+}
+
+TEST_CASE_FIXTURE(mb_fixture, "membership: graceful leave applies locally first and leaves the active set in one snapshot") {
+  auto oracle = track(spawn_membership_oracle(sys, {}));
+  silo_address a{"a", 1, 1}, b{"b", 1, 2}, c{"c", 1, 3};
+  auto agent_a = track(spawn_membership_agent(sys, a, oracle));
+  auto agent_b = track(spawn_membership_agent(sys, b, oracle));
+  auto sub_a = spawn_probe();
+  auto sub_b = spawn_probe();
+  auto p = spawn_probe();
+  caf::anon_send(agent_a, mb_subscribe_atom::value, sub_a);
+  caf::anon_send(agent_b, mb_subscribe_atom::value, sub_b);
+  run();
+  ask(p, agent_a, caf::make_message(mb_join_atom::value, row(a).manifest, true), "ja");
+  run();
+  ask(p, agent_b, caf::make_message(mb_join_atom::value, row(b).manifest, true), "jb");
+  run();
+  ask(p, agent_a, caf::make_message(mb_status_atom::value, silo_status::active), "aa");
+  run();
+  ask(p, agent_b, caf::make_message(mb_status_atom::value, silo_status::active), "ab");
+  run();
+  CHECK(snapshots(sub_a).back().second.version == 4);
+  CHECK(snapshots(sub_a).back().second.active_set() == std::vector<silo_address>{a, b});
+  // A third silo's join reaches the oracle before a's leave: the oracle's v5 still shows a
+  // Active; a's own view must not show a Active again.
+  caf::anon_send(agent_a, mb_status_atom::value, silo_status::shutting_down);
+  caf::anon_send(oracle, mb_join_atom::value, row(c));
+  run();
+  auto sa = snapshots(sub_a);
+  REQUIRE(sa.size() == 7); // v1 v2 v3 v4, local v4', v5 (patched), v6
+  CHECK(sa[4].second.version == 4);
+  CHECK(sa[4].second.find(a)->status == silo_status::shutting_down);
+  CHECK(sa[4].second.active_set() == std::vector<silo_address>{b});
+  CHECK(sa[5].second.version == 5);
+  CHECK(sa[5].second.find(a)->status == silo_status::shutting_down);
+  CHECK(sa[6].second.version == 6);
+  CHECK(sa[6].second.find(a)->status == silo_status::shutting_down);
+  // Everyone else: a is Active up to v5 and ShuttingDown from v6, never both.
+  auto sb = snapshots(sub_b);
+  REQUIRE(sb.size() == 6);
+  for (auto& kv : sb) {
+    auto st = kv.second.find(a)->status;
+    if (kv.second.version <= 5)
+      CHECK(st != silo_status::shutting_down);
+    else
+      CHECK(st == silo_status::shutting_down);
+    CHECK(kv.second.is_active(a) == (st == silo_status::active));
+  }
+  CHECK(sb[4].second.active_set() == std::vector<silo_address>{a, b});
+  CHECK(sb[5].second.active_set() == std::vector<silo_address>{b});
+  REQUIRE(probe_of(p).answers.size() == 4);
+}
+
+TEST_CASE_FIXTURE(mb_fixture, "membership: a restart joins with a higher generation and its predecessor is Dead in the same snapshot") {
+  auto oracle = track(spawn_membership_oracle(sys, {}));
+  auto p = spawn_probe();
+  silo_address a1{"a", 11111, 1}, a2{"a", 11111, 2};
+  ask(p, oracle, caf::make_message(mb_join_atom::value, row(a1)), "j1");
+  ask(p, oracle, caf::make_message(mb_status_atom::value, a1, silo_status::active), "act");
+  ask(p, oracle, caf::make_message(mb_join_atom::value, row(a2)), "j2");
+  ask(p, oracle, caf::make_message(mb_join_atom::value, row(a1)), "j1 again");
+  ask(p, oracle, caf::make_message(mb_get_atom::value), "get");
+  run();
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 5);
+  CHECK(ans[2].reply.get_as<uint64_t>(0) == 3);
+  REQUIRE(ans[3].error);
+  CHECK(to_fault(ans[3].error).code == mesh_errc::invalid_operation);
+  CHECK(to_fault(ans[3].error).text == "join of Sa:11111@1 refused: generation 2 already joined");
+  auto snap = ans[4].reply.get_as<membership_snapshot>(0);
+  CHECK(snap.version == 3);
+  CHECK(snap.find(a1)->status == silo_status::dead);
+  CHECK(snap.find(a2)->status == silo_status::joining);
+  CHECK(snap.departed(a1));
+  CHECK(a2.generation > a1.generation);
+}
+
+TEST_CASE_FIXTURE(mb_fixture, "membership: a killed silo is declared Dead after 10,000 ms of silence") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  auto oracle = track(spawn_membership_oracle(sys, {10000}, w.net));
+  auto sub = spawn_probe();
+  caf::anon_send(oracle, mb_subscribe_atom::value, sub);
+  for (auto s : {a, b}) {
+    caf::anon_send(oracle, mb_join_atom::value, row(s));
+    caf::anon_send(oracle, mb_status_atom::value, s, silo_status::active);
+  }
+  run();
+  run_for(1000ms);
+  caf::anon_send(w.net, sim_kill_atom::value, b);
+  caf::anon_send_exit(w.centres[b], caf::exit_reason::kill);
+  run_for(9999ms);
+  CHECK(snapshots(sub).back().second.is_active(b));
+  run_for(1ms);
+  auto snaps = snapshots(sub);
+  REQUIRE(snaps.size() == 6);
+  CHECK(snaps[4].first == 11000);
+  CHECK(snaps[4].second.find(b)->status == silo_status::stopping);
+  CHECK(snaps[5].first == 11000);
+  CHECK(snaps[5].second.find(b)->status == silo_status::dead);
+  CHECK(snaps[5].second.active_set() == std::vector<silo_address>{a});
+  CHECK(logs.count("Sb:11111@2 silent for 10000 ms: declared Dead", log::level::warning) == 1);
+}
+
+TEST_CASE_FIXTURE(mb_fixture, "membership: a detectable stall is declared Dead unless unstalled in time, an undetected stall never") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  auto c = w.add_silo("c");
+  auto oracle = track(spawn_membership_oracle(sys, {10000}, w.net));
+  auto sub = spawn_probe();
+  caf::anon_send(oracle, mb_subscribe_atom::value, sub);
+  for (auto s : {a, b, c}) {
+    caf::anon_send(oracle, mb_join_atom::value, row(s));
+    caf::anon_send(oracle, mb_status_atom::value, s, silo_status::active);
+  }
+  run();
+  caf::anon_send(w.net, sim_stall_atom::value, a);        // detectable
+  caf::anon_send(w.net, sim_stall_atom::value, b, false); // undetected
+  caf::anon_send(w.net, sim_stall_atom::value, c);        // detectable, unstalled at 5 s
+  run_for(5000ms);
+  caf::anon_send(w.net, sim_unstall_atom::value, c);
+  run_for(5000ms);
+  auto last = snapshots(sub).back();
+  CHECK(last.first == 10000);
+  CHECK(last.second.find(a)->status == silo_status::dead);
+  CHECK(last.second.active_set() == std::vector<silo_address>{b, c});
+  run_for(std::chrono::minutes(12));
+  CHECK(snapshots(sub).back().second.active_set() == std::vector<silo_address>{b, c});
+  CHECK(snapshots(sub).back().second.version == 8);
+  caf::anon_send(w.net, sim_unstall_atom::value, a);
+  caf::anon_send(w.net, sim_unstall_atom::value, b);
+  run();
+}
+
+TEST_CASE_FIXTURE(mb_fixture, "membership: the message centre fails calls to a silo its agent reports Dead") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  auto oracle = track(spawn_membership_oracle(sys, {}));
+  auto agent_a = track(spawn_membership_agent(sys, a, oracle));
+  caf::anon_send(agent_a, mb_subscribe_atom::value, w.centres[a]);
+  auto e = track(sys.spawn(echo));
+  w.reg(b, component::test, e);
+  auto p = spawn_probe();
+  caf::anon_send(oracle, mb_join_atom::value, row(b));
+  run();
+  ask(p, w.centres[a], make_call(b, component::test, silent_atom::value), "pending");
+  run_for(5ms);
+  CHECK(probe_of(p).answers.empty());
+  caf::anon_send(oracle, mb_dead_atom::value, b);
+  run();
+  REQUIRE(probe_of(p).answers.size() == 1);
+  REQUIRE(probe_of(p).answers[0].error);
+  CHECK(to_fault(probe_of(p).answers[0].error).code == mesh_errc::departed_silo);
+}

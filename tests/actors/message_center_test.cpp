@@ -1,0 +1,219 @@
+#include <chrono>
+
+#include <doctest/doctest.h>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/actors/sim_network.hpp"
+#include "cafmesh/testing/fixture.hpp"
+#include "sim_world.hpp"
+
+using namespace std::chrono_literals;
+using namespace cafmesh;
+using namespace cafmesh::test;
+
+namespace {
+
+sim_network_config fixed_latency(int64_t ms) {
+  sim_network_config cfg;
+  cfg.link_latency_min_ms = ms;
+  cfg.link_latency_max_ms = ms;
+  return cfg;
+}
+
+struct mc_fixture : testing::fixture {
+  caf::actor spawn_probe() { return track(sys.spawn(probe, static_cast<testing::fixture*>(this))); }
+  caf::actor spawn_echo() { return track(sys.spawn(echo)); }
+  void ask(const caf::actor& p, const caf::actor& mc, caf::message call, std::string tag,
+           int64_t timeout_ms = 60000) {
+    caf::anon_send(p, probe_ask_atom::value, mc, std::move(call), timeout_ms, std::move(tag));
+  }
+  probe_state& probe_of(const caf::actor& p) { return state_of<probe_state>(p); }
+};
+
+} // namespace
+
+TEST_CASE_FIXTURE(mc_fixture, "message_center: a remote call crosses the sim network and returns the reply after two link latencies") {
+  sim_world w{*this, fixed_latency(3)};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  auto e = spawn_echo();
+  w.reg(b, component::test, e);
+  auto p = spawn_probe();
+  run();
+  ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 21), "call");
+  run_until([&] { return !probe_of(p).answers.empty(); });
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 1);
+  CHECK(ans[0].t_ms == 6);
+  CHECK_FALSE(ans[0].error);
+  REQUIRE(ans[0].reply.match_elements<int>());
+  CHECK(ans[0].reply.get_as<int>(0) == 42);
+  auto& net = w.net_state();
+  CHECK(net.frames_sent == 2);
+  CHECK(net.frames_delivered == 2);
+  CHECK(net.requests_by_component[component::test] == 1);
+}
+
+TEST_CASE_FIXTURE(mc_fixture, "message_center: a local call short-cuts the network") {
+  sim_world w{*this, fixed_latency(3)};
+  auto a = w.add_silo("a");
+  auto e = spawn_echo();
+  w.reg(a, component::test, e);
+  auto p = spawn_probe();
+  run();
+  ask(p, w.centres[a], make_call(a, component::test, echo_atom::value, std::string("hi")), "local");
+  run();
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 1);
+  CHECK(ans[0].t_ms == 0);
+  REQUIRE(ans[0].reply.match_elements<std::string>());
+  CHECK(ans[0].reply.get_as<std::string>(0) == "hi");
+  CHECK(w.net_state().frames_sent == 0);
+}
+
+TEST_CASE_FIXTURE(mc_fixture, "message_center: a component's fault crosses the wire unchanged") {
+  sim_world w{*this, fixed_latency(1)};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  w.reg(b, component::test, spawn_echo());
+  auto p = spawn_probe();
+  run();
+  ask(p, w.centres[a], make_call(b, component::test, fail_atom::value, std::string("queue full")), "f");
+  run_until([&] { return !probe_of(p).answers.empty(); });
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 1);
+  CHECK(ans[0].t_ms == 2);
+  auto f = fault_of(ans[0].error);
+  CHECK(f.code == mesh_errc::rejected);
+  CHECK(f.text == "queue full");
+}
+
+TEST_CASE_FIXTURE(mc_fixture, "message_center: an unregistered component answers silo_unavailable") {
+  sim_world w{*this, fixed_latency(1)};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  auto p = spawn_probe();
+  run();
+  ask(p, w.centres[a], make_call(b, component::catalog, echo_atom::value, 1), "remote");
+  ask(p, w.centres[a], make_call(a, component::catalog, echo_atom::value, 1), "local");
+  run_until([&] { return probe_of(p).answers.size() == 2; });
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 2);
+  CHECK(ans[0].tag == "local");
+  CHECK(fault_of(ans[0].error).code == mesh_errc::silo_unavailable);
+  CHECK(fault_of(ans[0].error).text == "component catalog is not registered on silo Sa:11111@1");
+  CHECK(ans[1].tag == "remote");
+  CHECK(ans[1].t_ms == 2);
+  CHECK(fault_of(ans[1].error).code == mesh_errc::silo_unavailable);
+  CHECK(fault_of(ans[1].error).text == "component catalog is not registered on silo Sb:11111@2");
+}
+
+TEST_CASE_FIXTURE(mc_fixture, "message_center: blocking refuses application components and lets system traffic pass") {
+  sim_world w{*this, fixed_latency(1)};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  auto e = spawn_echo();
+  w.reg(b, component::activation, e);
+  w.reg(b, component::directory, e);
+  auto p = spawn_probe();
+  run();
+  caf::anon_send(w.centres[b], mc_block_atom::value, true);
+  run();
+  ask(p, w.centres[a], make_call(b, component::activation, echo_atom::value, 1), "app");
+  ask(p, w.centres[a], make_call(b, component::directory, echo_atom::value, 2), "sys");
+  run_until([&] { return probe_of(p).answers.size() == 2; });
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 2);
+  CHECK(ans[0].tag == "app");
+  CHECK(fault_of(ans[0].error).code == mesh_errc::silo_unavailable);
+  CHECK(fault_of(ans[0].error).text == "silo Sb:11111@2 is not accepting application messages");
+  CHECK(ans[1].tag == "sys");
+  REQUIRE(ans[1].reply.match_elements<int>());
+  CHECK(ans[1].reply.get_as<int>(0) == 4);
+  CHECK(is_application(component::activation));
+  CHECK_FALSE(is_application(component::directory));
+  CHECK_FALSE(is_application(component::membership));
+}
+
+TEST_CASE_FIXTURE(mc_fixture, "message_center: a pending call fails departed_silo when the peer's centre exits, later calls at once") {
+  sim_world w{*this, fixed_latency(2)};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  auto e = spawn_echo();
+  w.reg(b, component::test, e);
+  auto p = spawn_probe();
+  run();
+  ask(p, w.centres[a], make_call(b, component::test, silent_atom::value), "pending");
+  run_for(10ms);
+  CHECK(probe_of(p).answers.empty());
+  caf::anon_send_exit(w.centres[b], caf::exit_reason::kill);
+  run_for(1ms);
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 1);
+  CHECK(ans[0].t_ms == 10);
+  auto f = fault_of(ans[0].error);
+  CHECK(f.code == mesh_errc::departed_silo);
+  REQUIRE(f.silo);
+  CHECK(*f.silo == b);
+  ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 1), "later");
+  run();
+  REQUIRE(ans.size() == 2);
+  CHECK(ans[1].t_ms == 11);
+  CHECK(fault_of(ans[1].error).code == mesh_errc::departed_silo);
+  CHECK(w.net_state().count(" gone Sb:11111@2") == 1);
+}
+
+TEST_CASE_FIXTURE(mc_fixture, "message_center: a call to a silo the network never knew bounces as departed_silo") {
+  sim_world w{*this, fixed_latency(2)};
+  auto a = w.add_silo("a");
+  auto p = spawn_probe();
+  run();
+  silo_address ghost{"ghost", 1, 99};
+  ask(p, w.centres[a], make_call(ghost, component::test, echo_atom::value, 1), "ghost");
+  run_until([&] { return !probe_of(p).answers.empty(); });
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 1);
+  CHECK(ans[0].t_ms == 2);
+  CHECK(fault_of(ans[0].error).code == mesh_errc::departed_silo);
+  CHECK(w.net_state().count("bounce n1 Sa:11111@1 -> Sghost:1@99") == 1);
+}
+
+TEST_CASE_FIXTURE(mc_fixture, "message_center: a frame for an earlier generation on the same endpoint answers departed_silo") {
+  sim_world w{*this, fixed_latency(1)};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  auto p = spawn_probe();
+  run();
+  // Simulates a restart: the same centre handle now serves b's endpoint at a newer
+  // generation, so a frame still naming the older one must not be served.
+  silo_address old_b = b;
+  old_b.generation = 0;
+  caf::anon_send(w.net, sim_attach_atom::value, old_b, w.centres[b]);
+  run();
+  ask(p, w.centres[a], make_call(old_b, component::test, echo_atom::value, 1), "old");
+  run_until([&] { return !probe_of(p).answers.empty(); });
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 1);
+  CHECK(fault_of(ans[0].error).code == mesh_errc::departed_silo);
+  CHECK(*fault_of(ans[0].error).silo == old_b);
+}
+
+TEST_CASE_FIXTURE(mc_fixture, "message_center: a one-way send reaches the component on the peer") {
+  sim_world w{*this, fixed_latency(4)};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  auto e = spawn_echo();
+  w.reg(b, component::test, e);
+  run();
+  caf::anon_send(w.centres[a], mc_send_atom::value, b, component::test,
+                 caf::make_message(std::string("note"), 7));
+  run_for(3ms);
+  CHECK(state_of<echo_state>(e).received.empty());
+  run_for(1ms);
+  auto& rec = state_of<echo_state>(e).received;
+  REQUIRE(rec.size() == 1);
+  REQUIRE(rec[0].match_elements<std::string, int>());
+  CHECK(rec[0].get_as<int>(1) == 7);
+}

@@ -1,0 +1,130 @@
+#include <chrono>
+
+#include <doctest/doctest.h>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/catalog.hpp"
+#include "cafmesh/actors/grain_registry.hpp"
+#include "cafmesh/actors/placement.hpp"
+#include "cafmesh/testing/fixture.hpp"
+#include "placement_world.hpp"
+#include "sim_world.hpp"
+
+using namespace std::chrono_literals;
+using namespace cafmesh;
+using namespace cafmesh::test;
+
+namespace {
+
+struct pl_fixture : testing::fixture {
+  caf::actor spawn_probe() { return track(sys.spawn(probe, static_cast<testing::fixture*>(this))); }
+  void call(const caf::actor& p, const caf::actor& placement, const grain_id& g,
+            caf::message payload, std::string tag, int32_t fwd = 0) {
+    caf::anon_send(p, probe_ask_atom::value, placement, grain_call_msg(g, std::move(payload), fwd),
+                   int64_t{3600000}, std::move(tag));
+  }
+  probe_state& probe_of(const caf::actor& p) { return state_of<probe_state>(p); }
+  /// The answer tagged `tag`, or nullptr.
+  const probe_answer_rec* answer(const caf::actor& p, const std::string& tag) {
+    for (auto& a : probe_of(p).answers)
+      if (a.tag == tag)
+        return &a;
+    return nullptr;
+  }
+  bool answered(const caf::actor& p, size_t n) { return probe_of(p).answers.size() >= n; }
+  /// The silo that served a successful echo answer.
+  static std::string served_by(const probe_answer_rec& a) {
+    if (a.error || !a.reply.match_element<std::string>(0))
+      return "<error: " + to_fault(a.error).render() + ">";
+    return a.reply.get_as<std::string>(0);
+  }
+};
+
+caf::message echo(int x) { return caf::make_message(pt_echo_atom::value, x); }
+
+/// A key of `type` whose ring owner over `active` is `owner`.
+grain_id owned_by(const std::vector<silo_address>& active, const silo_address& owner,
+                  const std::string& type) {
+  for (int i = 0;; ++i) {
+    grain_id g{type, "k" + std::to_string(i)};
+    if (ring_owner(active, g) == owner)
+      return g;
+  }
+}
+
+} // namespace
+
+TEST_CASE("grain registry: manifest lists every type with strategy and interface version") {
+  grain_registry r;
+  CHECK(r.add_single("messagehub", placement_strategy::random, {}));
+  CHECK(r.add_stateless("routing", 1, {}));
+  CHECK(r.add_single("podhub", placement_strategy::prefer_local, {}, 3));
+  CHECK_FALSE(r.add_single("routing", placement_strategy::random, {}));
+  CHECK_FALSE(r.add_single("x", placement_strategy::stateless_worker, {}));
+  CHECK_FALSE(r.add_stateless("y", 0, {}));
+  auto m = r.manifest();
+  REQUIRE(m.size() == 3);
+  CHECK(m[0] == grain_type_info{"messagehub", placement_strategy::random, 1});
+  CHECK(m[1] == grain_type_info{"podhub", placement_strategy::prefer_local, 3});
+  CHECK(m[2] == grain_type_info{"routing", placement_strategy::stateless_worker, 1});
+  REQUIRE(r.find("routing") != nullptr);
+  CHECK(r.find("routing")->kind == grain_kind::stateless_worker);
+  CHECK(r.find("routing")->local_limit == 1);
+  CHECK(r.find("messagehub")->kind == grain_kind::single_activation);
+  CHECK(r.find("nope") == nullptr);
+}
+
+TEST_CASE_FIXTURE(pl_fixture, "placement: a single-activation call activates, registers with the ring owner and later calls hit the cache") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto c = w.add_silo("c").addr;
+  auto p = spawn_probe();
+  grain_id g{"podhub", "portal/alice"};
+  call(p, w.at(a).placement, g, echo(21), "first");
+  REQUIRE(run_until([&] { return answered(p, 1); }));
+  auto first = answer(p, "first");
+  REQUIRE(first != nullptr);
+  CHECK_FALSE(first->error);
+  CHECK(served_by(*first) == a.to_string()); // prefer-local, A is Active
+  CHECK(first->reply.get_as<int>(1) == 42);
+  auto owner = ring_owner(w.active_set(), g);
+  CHECK(w.partition_of(owner).entries.count(g) == 1);
+  CHECK(w.placement_of(a).stats.lookups == 1);
+  CHECK(w.placement_of(a).cache.count(g) == 1);
+  // A second call goes straight to the cached activation: no lookup, no new item.
+  call(p, w.at(a).placement, g, echo(1), "second");
+  REQUIRE(run_until([&] { return answered(p, 2); }));
+  CHECK(served_by(*answer(p, "second")) == a.to_string());
+  CHECK(w.placement_of(a).stats.lookups == 1);
+  CHECK(w.placement_of(a).stats.cache_hits == 1);
+  CHECK(w.catalog_of(a).stats.activated == 1);
+  // From B: the lookup finds A's activation; no second activation anywhere.
+  call(p, w.at(b).placement, g, echo(2), "from-b");
+  REQUIRE(run_until([&] { return answered(p, 3); }));
+  CHECK(served_by(*answer(p, "from-b")) == a.to_string());
+  CHECK(w.catalog_of(b).stats.activated == 0);
+  CHECK(w.catalog_of(c).stats.activated == 0);
+}
+
+TEST_CASE_FIXTURE(pl_fixture, "catalog: activation tags are 8 lower-case hex digits, unique within the silo") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto p = spawn_probe();
+  for (int i = 0; i < 50; ++i)
+    call(p, w.at(a).placement, grain_id{"podhub", "h" + std::to_string(i)}, echo(i),
+         "c" + std::to_string(i));
+  REQUIRE(run_until([&] { return answered(p, 50); }));
+  auto& cat = w.catalog_of(a);
+  REQUIRE(cat.activations.size() == 50);
+  std::set<std::string> hexes;
+  for (auto& kv : cat.activations) {
+    auto h = kv.second.tag.hex();
+    CHECK(h.size() == 8);
+    CHECK(h.find_first_not_of("0123456789abcdef") == std::string::npos);
+    CHECK(kv.second.tag.to_string() == "activation #" + h);
+    hexes.insert(h);
+  }
+  CHECK(hexes.size() == 50);
+}
