@@ -354,6 +354,16 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg, gra
     [=](pl_inval_atom, const grain_id& g, const silo_address& s, activation_tag t) {
       invalidate(self, g, s, t);
     },
+    [=](pl_inval_atom, const grain_id& g) { self->state.cache.erase(g); },
+    [=](pl_inval_atom, const silo_address& s) {
+      auto& st = self->state;
+      for (auto i = st.cache.begin(); i != st.cache.end();) {
+        if (i->second.first == s)
+          i = st.cache.erase(i);
+        else
+          ++i;
+      }
+    },
     [=](pl_stop_atom) {
       auto& st = self->state;
       st.stopped = true;
