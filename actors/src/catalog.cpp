@@ -336,7 +336,14 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
         for (auto v : bg->second) {
           auto& a = st.activations.at(v);
           if (!a.deactivating) {
-            rp.deliver(st.cfg.self, a.tag);
+            // Re-register (first-wins): a ring change may have lost the directory entry
+            // (SPEC §6.10 "the owner re-asserts its claim"); answer whoever is registered.
+            auto me = st.cfg.self;
+            auto tag = a.tag;
+            self->request(st.directory, std::chrono::milliseconds(st.cfg.activation_timeout_ms),
+                          pd_register_atom::value, g, me, tag)
+              .then([=](silo_address& s, activation_tag won) mutable { rp.deliver(s, won); },
+                    [=](caf::error&) mutable { rp.deliver(me, tag); });
             return rp;
           }
         }
