@@ -379,6 +379,9 @@ void assert_claim(pc_actor* self, const std::string& key) {
   if (i == st.claims.end() || st.stopping)
     return;
   i->second.retry = retry_state{st.policy};
+  // Bypass the directory cache: the claim must reach the directory, whose entry a ring
+  // change may have lost (SPEC §6.10).
+  self->send(st.placement, pl_inval_atom::value, pod_hub_grain(key));
   claim_attempt(self, key);
 }
 

@@ -9,7 +9,8 @@
 /// `component::catalog` and `component::activation`)
 /// - `(ct_activate_atom, grain_id g) -> (silo_address, activation_tag)`: activate a
 ///   single-activation grain here and register it in the directory (first-wins). If an
-///   activation of `g` already lives here, answers it. If another activation won the
+///   activation of `g` already lives here, it is re-registered (first-wins: a ring change
+///   may have lost the entry) and the registered address is answered. If another activation won the
 ///   registration, the new one deactivates at once and the winner is answered. Errors:
 ///   `silo_unavailable` "silo {S} is not active, refusing to activate {g}" when this silo
 ///   is not Active in its latest view; `activation_deactivated` recorded = yes with the
