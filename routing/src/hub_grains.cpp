@@ -112,7 +112,14 @@ void node_hub_nack(caf::event_based_actor* self, const silo_routing_slots_ptr& s
   auto nack = make_nack_envelope(failure,
                                  id.to_string() + "-nack-" + std::to_string(++data->nack_seq),
                                  address{"messagehub", id.key, {}});
-  self->send(slots->routing, rs_deliver_atom::value, std::move(nack));
+  auto lg = data->log;
+  auto nid = nack.id;
+  self->request(slots->routing, caf::infinite, rs_deliver_atom::value, std::move(nack))
+    .then([=](envelope& answer) {
+            if (answer.state == delivery_state::failed)
+              lg.warning("NACK " + nid + " was not routed: " + answer.properties["error"]);
+          },
+          [=](caf::error& e) { lg.warning("NACK " + nid + " was not routed: " + to_fault(e).render()); });
 }
 
 void hand_parked(caf::event_based_actor* self, const silo_routing_slots_ptr& slots,
@@ -344,6 +351,9 @@ void claim_attempt(pc_actor* self, const std::string& key) {
     return;
   auto tok = ++i->second.token;
   ++st.attaches;
+  // Bypass the directory cache: every attempt must reach the directory, whose entry a ring
+  // change may have lost (SPEC §6.10).
+  self->send(st.placement, pl_inval_atom::value, pod_hub_grain(key));
   grain_call(self, st.placement, pod_hub_grain(key), caf::make_message(ph_attach_atom::value))
     .then(
       [=](bool ok) {
@@ -379,9 +389,6 @@ void assert_claim(pc_actor* self, const std::string& key) {
   if (i == st.claims.end() || st.stopping)
     return;
   i->second.retry = retry_state{st.policy};
-  // Bypass the directory cache: the claim must reach the directory, whose entry a ring
-  // change may have lost (SPEC §6.10).
-  self->send(st.placement, pl_inval_atom::value, pod_hub_grain(key));
   claim_attempt(self, key);
 }
 
