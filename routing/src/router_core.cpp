@@ -976,6 +976,9 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       out.stopping = s.stopping;
       out.saturation_latched = s.sat.latched();
       out.saturation_reports = s.sat.reports();
+      auto ages = s.sat.ages(now_ms(self));
+      out.oldest_dispatched_age_ms = ages.oldest_dispatched_age_ms ? *ages.oldest_dispatched_age_ms : -1;
+      out.oldest_queued_age_ms = ages.oldest_queued_age_ms ? *ages.oldest_queued_age_ms : -1;
       auto snap = s.disp.snapshot();
       out.channels = snap.channels;
       out.destinations = snap.destinations;

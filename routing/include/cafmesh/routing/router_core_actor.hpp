@@ -41,6 +41,10 @@ struct router_core_stats {
   bool stopping = false;       ///< the stopping signal arrived
   bool saturation_latched = false;
   uint64_t saturation_reports = 0;
+  /// Age of the oldest dispatched leg since its dispatch, -1 if none (SPEC §6.13).
+  int64_t oldest_dispatched_age_ms = -1;
+  /// Age of the oldest queued (not dispatched) leg since acceptance, -1 if none (SPEC §6.13).
+  int64_t oldest_queued_age_ms = -1;
   // -- ordered dispatcher (SPEC §6.8 queue_snapshot) --
   uint64_t channels = 0;
   uint64_t destinations = 0;
@@ -73,7 +77,8 @@ struct router_core_stats {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_core_stats& x) {
   return f(caf::meta::type_name("cafmesh.router_core_stats"), x.in_flight, x.nacks_alive,
-           x.stopping, x.saturation_latched, x.saturation_reports, x.channels, x.destinations,
+           x.stopping, x.saturation_latched, x.saturation_reports,
+           x.oldest_dispatched_age_ms, x.oldest_queued_age_ms, x.channels, x.destinations,
            x.deepest, x.deepest_channel, x.max_dispatch_depth, x.accepted, x.refused_stopping,
            x.routing_loops, x.terminal_events, x.landed, x.nacked, x.abandoned, x.crashed,
            x.refused, x.grain_attempts, x.nacks_posted, x.nacks_pool_refused, x.nacks_local,
