@@ -29,6 +29,7 @@
 /// `leg_latch_table` (cafmesh/lifecycle/leg_latch.hpp).
 
 #include <cstdint>
+#include <string>
 
 #include <caf/actor.hpp>
 #include <caf/error.hpp>
