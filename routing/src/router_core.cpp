@@ -993,16 +993,13 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         leg_terminal(self, id, static_cast<leg_outcome>(outcome));
     },
     [=](rc_timer_atom, uint64_t id, uint64_t tok) {
-      auto& s = self->state;
       if (auto leg = find_leg(self, id, tok)) {
         leg_attempt(self, leg->id);
         return;
       }
-      if (auto job = find_nack(self, id, tok)) {
+      if (auto job = find_nack(self, id, tok))
         if (job->at == rung::node_hub)
           nack_node_attempt(self, id);
-      }
-      (void) s;
     },
     // -- pool owner protocol (SPEC §6.7) --
     [=](lifecycle::pool_admitted_atom, uint64_t id) {
