@@ -665,3 +665,57 @@ TEST_CASE_FIXTURE(fixture, "router: 10,000 node legs land with one terminal even
   MESSAGE("10,000 node legs (accept, admit, resolve, deliver, terminal) in " << us / 1000
           << " ms wall on the test coordinator, " << us / 10000 << " us per leg");
 }
+
+TEST_CASE_FIXTURE(fixture, "router: the host's stopping signal reaches the router core and accepted legs still land with the gauge never rising") {
+  bed b(*this);
+  b.start();
+  b.grain().fallback = answer::held();
+  for (int i = 0; i < 5; ++i)
+    b.route(bed::make("w" + std::to_string(i), "node/Org/W" + std::to_string(i)));
+  run();
+  CHECK(b.gauge_count() == 5);
+  lifecycle::host_options ho;
+  ho.silo_name = b.silo.to_string();
+  ho.recipients = {caf::actor_cast<lifecycle::stopping_recipient_actor>(b.rc)};
+  auto h = track(lifecycle::spawn_host(sys, std::move(ho)));
+  caf::anon_send(h, lifecycle::host_halt_atom::value, false);
+  run();
+  CHECK(b.stats().stopping);
+  auto refused = grain_route(*this, b, bed::make("late", "node/Org/Late"));
+  CHECK_FALSE(refused);
+  std::vector<uint64_t> samples{b.gauge_count()};
+  for (int i = 0; i < 5; ++i) {
+    b.release("messagehub/Org/W" + std::to_string(i));
+    run();
+    samples.push_back(b.gauge_count());
+  }
+  CHECK(samples == std::vector<uint64_t>{5, 4, 3, 2, 1, 0});
+  auto st = b.stats();
+  CHECK(st.landed == 5);
+  CHECK(st.accepted == 5);
+  CHECK(b.grain().attempts.size() == 5); // the refused one never reached placement
+}
+
+TEST_CASE_FIXTURE(fixture, "router: a queued leg's timers start at its dispatch, not at its acceptance") {
+  bed b(*this);
+  b.start();
+  b.script("podhub/cache/mesh1", {answer::held(), answer::held()});
+  auto t0 = now_ms();
+  b.route(bed::make("head", "cache/mesh1"));
+  b.route(bed::make("next", "cache/mesh1"));
+  run();
+  run_to(t0 + 50000);
+  b.release("podhub/cache/mesh1"); // the head lands at 50 s; `next` starts now
+  run();
+  CHECK(b.grain().attempts.size() == 2);
+  CHECK(b.grain().attempts[1].t_ms - t0 == 50000);
+  settle(*this, b, 300s);
+  // `next` never answers: its attempt times out 60 s after its dispatch (110 s), not after
+  // its acceptance (60 s)
+  auto lines = logs.find("delivery next to 'cache/mesh1' NACKed failed after 1 attempt(s)");
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].t_ms - t0 == 110000);
+  auto ns = b.local_nacks();
+  REQUIRE(ns.size() == 1);
+  CHECK(ns[0].request_id == "next");
+}

@@ -20,6 +20,7 @@
 
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/config/mesh_config.hpp"
+#include "cafmesh/lifecycle/host.hpp"
 #include "cafmesh/lifecycle/io_pool.hpp"
 #include "cafmesh/lifecycle/routing_quiescence.hpp"
 #include "cafmesh/lifecycle/runtime_registry.hpp"
