@@ -719,3 +719,20 @@ TEST_CASE_FIXTURE(fixture, "router: a queued leg's timers start at its dispatch,
   REQUIRE(ns.size() == 1);
   CHECK(ns[0].request_id == "next");
 }
+
+TEST_CASE_FIXTURE(fixture, "router: hosted targets are reduced to their host address before the branch") {
+  bed b(*this);
+  b.start();
+  b.route(bed::make("h1", "client/7f3a~portal/alice"));   // outermost host portal/alice
+  b.route(bed::make("h2", "portal/x~mesh/m1"));           // mesh host: the address itself
+  b.route(bed::make("h3", "node/Org/Acme~node/Org"));     // node host: node branch on node/Org
+  settle(*this, b);
+  auto& g = b.grain();
+  REQUIRE(g.attempts.size() == 3);
+  CHECK(g.attempts[0].grain == "podhub/portal/alice");
+  CHECK(g.attempts[0].env.target.to_string() == "client/7f3a~portal/alice"); // target unchanged
+  CHECK(g.attempts[1].grain == "podhub/portal/x");
+  CHECK(g.attempts[2].grain == "messagehub/Org");
+  CHECK(b.res().calls == std::vector<std::string>{"node/Org"});
+  CHECK(b.stats().landed == 3);
+}
