@@ -968,6 +968,9 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       }
       return caf::ok_atom::value;
     },
+    [=](rc_locals_atom, local_route_port_actor& port) {
+      self->state.opts.local_routes = std::move(port);
+    },
     [=](rc_stats_atom) -> router_core_stats {
       auto& s = self->state;
       auto out = s.stats;

@@ -736,3 +736,22 @@ TEST_CASE_FIXTURE(fixture, "router: hosted targets are reduced to their host add
   CHECK(b.res().calls == std::vector<std::string>{"node/Org"});
   CHECK(b.stats().landed == 3);
 }
+
+TEST_CASE_FIXTURE(fixture, "router: the local-route port can be wired after spawn") {
+  bed b(*this);
+  b.with_locals = false;
+  b.start();
+  b.grain().fallback = answer::err(fault{mesh_errc::invalid_operation, "nope"});
+  b.route(bed::make("u1", "node/Org/A")); // no local routes yet: rung c then d
+  settle(*this, b);
+  CHECK(b.local_nacks().empty());
+  CHECK(b.stats().nacks_stream == 1);
+  caf::anon_send(b.rc, rc_locals_atom::value,
+                 caf::actor_cast<local_route_port_actor>(b.locals));
+  b.route(bed::make("u2", "node/Org/A"));
+  settle(*this, b);
+  auto ns = b.local_nacks();
+  REQUIRE(ns.size() == 1);
+  CHECK(ns[0].request_id == "u2");
+  CHECK(b.stats().nacks_local == 1);
+}
