@@ -755,3 +755,25 @@ TEST_CASE_FIXTURE(fixture, "router: the local-route port can be wired after spaw
   CHECK(ns[0].request_id == "u2");
   CHECK(b.stats().nacks_local == 1);
 }
+
+TEST_CASE_FIXTURE(fixture, "router: the NACK's node-hub transport runs inside the router retry loop") {
+  bed b(*this);
+  b.start();
+  b.script("messagehub/Org/Fail", {answer::err(fault{mesh_errc::invalid_operation, "nope"})});
+  b.script("messagehub/Org/Sender", {answer::err(fault{mesh_errc::rejected, "queue limit reached"}),
+                                     answer::ok(delivery_state::submitted)});
+  auto t0 = now_ms();
+  b.route(bed::make("rb1", "node/Org/Fail", "node/Org/Sender"));
+  settle(*this, b);
+  auto& g = b.grain();
+  std::vector<int64_t> times;
+  for (auto& a : g.attempts)
+    if (a.grain == "messagehub/Org/Sender")
+      times.push_back(a.t_ms - t0);
+  CHECK(times == std::vector<int64_t>{0, 250});
+  CHECK(g.invalidated == std::vector<std::string>{"messagehub/Org/Sender"});
+  auto st = b.stats();
+  CHECK(st.nacks_node_hub == 1);
+  CHECK(st.nacks_stream == 0);
+  CHECK(b.gauge_count() == 0);
+}
