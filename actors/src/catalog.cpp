@@ -33,6 +33,9 @@ catalog_config make_catalog_config(const config::mesh_config& cfg, const silo_ad
   out.deactivation_timeout_ms = cfg.catalog.deactivation_timeout_ms;
   out.activation_timeout_ms = cfg.catalog.activation_timeout_ms;
   out.max_forward_count = cfg.placement.max_forward_count;
+  out.lookup_attempt_timeout_ms = cfg.directory.lookup_attempt_timeout_ms;
+  out.ring_points_per_silo = cfg.directory.ring_points_per_silo;
+  out.stateless_worker_bypass = cfg.directory.stateless_worker_bypass;
   return out;
 }
 
@@ -157,10 +160,9 @@ void finish(ct_actor* self, uint32_t tag, bool kill) {
   self->unlink_from(a.actor);
   self->send_exit(a.actor, kill ? caf::exit_reason::kill : caf::exit_reason::user_shutdown);
   if (!a.stateless) {
-    self->request(st.directory, std::chrono::milliseconds(st.cfg.activation_timeout_ms),
-                  pd_unregister_atom::value, a.grain, st.cfg.self, a.tag)
-      .then([](caf::ok_atom) {}, [](caf::error&) {});
-    self->send(st.placement, pl_inval_atom::value, a.grain, st.cfg.self, a.tag);
+    activation_address addr{a.grain, st.cfg.self, a.tag};
+    st.dir.unregister(self, addr, [] {}, [](caf::error) {});
+    self->send(st.placement, pl_inval_atom::value, addr);
   }
   st.log.debug("deactivated " + tag_of(a) + ", rerouting " + std::to_string(a.queue.size())
                + " held message(s)");
@@ -209,6 +211,7 @@ void pump(ct_actor* self, uint32_t tag) {
   auto turn = std::move(a.queue.front());
   a.queue.pop_front();
   a.turn_open = true;
+  st.last_forward_count = turn.forward_count;
   ++a.idle_seq; // a pending idle timer is stale now
   auto rp = turn.rp;
   ask_any(self, a.actor, caf::infinite, std::move(turn.payload),
@@ -279,6 +282,43 @@ catalog_activation* pick_worker(ct_actor* self, const grain_id& g, const grain_t
   return best;
 }
 
+/// Registers activation `tag` (first-wins) and answers its `ct_activate` waiter with the
+/// winner; retries `directory_unstable` and timeouts every 100 ms until its deadline.
+void register_activation(ct_actor* self, uint32_t tag) {
+  auto& st = self->state;
+  auto i = st.activations.find(tag);
+  if (i == st.activations.end())
+    return;
+  activation_address mine{i->second.grain, st.cfg.self, i->second.tag};
+  auto answer = [=](caf::error err, activation_address winner) {
+    auto j = self->state.activations.find(tag);
+    if (j == self->state.activations.end())
+      return;
+    auto rp = j->second.registering;
+    if (err || winner != mine)
+      deactivate(self, tag, deactivation_reason::lost_registration);
+    if (err)
+      rp.deliver(std::move(err));
+    else
+      rp.deliver(winner);
+  };
+  st.dir.register_activation(
+    self, mine, [=](activation_address winner) { answer(caf::error{}, winner); },
+    [=](caf::error e) {
+      auto j = self->state.activations.find(tag);
+      if (j == self->state.activations.end())
+        return;
+      auto f = to_fault(e);
+      bool retry = e == caf::sec::request_timeout || f.code == mesh_errc::directory_unstable;
+      if (retry && self->clock().now() + std::chrono::milliseconds(100)
+                     < j->second.register_deadline) {
+        self->delayed_send(self, std::chrono::milliseconds(100), ct_regretry_atom::value, tag);
+        return;
+      }
+      answer(to_error(f), activation_address{});
+    });
+}
+
 /// The activation that sent the current message, or nullptr.
 catalog_activation* sender_activation(ct_actor* self) {
   auto src = self->current_sender();
@@ -293,11 +333,16 @@ catalog_activation* sender_activation(ct_actor* self) {
 } // namespace
 
 static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_ptr registry,
-                             caf::actor directory, caf::actor placement) {
+                             caf::actor centre, caf::actor placement) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.registry = std::move(registry);
-  st.directory = std::move(directory);
+  st.dir = directory_client{st.cfg.self, std::move(centre),
+                            directory_resolver{st.registry ? st.registry->manifest()
+                                                           : std::vector<grain_type_info>{},
+                                               st.cfg.stateless_worker_bypass},
+                            directory_client_config{st.cfg.ring_points_per_silo,
+                                                    st.cfg.lookup_attempt_timeout_ms}};
   st.placement = std::move(placement);
   st.rng.seed(st.cfg.seed ^ fnv1a64("catalog/" + st.cfg.self.to_string()));
   st.log = log::get("catalog").with_context(st.cfg.self.to_string());
@@ -315,7 +360,9 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
     [=](mb_snapshot_atom, const membership_snapshot& v) {
       auto& st = self->state;
       st.active = v.is_active(st.cfg.self);
+      st.dir.on_snapshot(v);
     },
+    [=](ct_regretry_atom, uint32_t tag) { register_activation(self, tag); },
     [=](ct_activate_atom, const grain_id& g) -> caf::response_promise {
       auto& st = self->state;
       auto rp = self->make_response_promise();
@@ -336,14 +383,7 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
         for (auto v : bg->second) {
           auto& a = st.activations.at(v);
           if (!a.deactivating) {
-            // Re-register (first-wins): a ring change may have lost the directory entry
-            // (SPEC §6.10 "the owner re-asserts its claim"); answer whoever is registered.
-            auto me = st.cfg.self;
-            auto tag = a.tag;
-            self->request(st.directory, std::chrono::milliseconds(st.cfg.activation_timeout_ms),
-                          pd_register_atom::value, g, me, tag)
-              .then([=](silo_address& s, activation_tag won) mutable { rp.deliver(s, won); },
-                    [=](caf::error&) mutable { rp.deliver(me, tag); });
+            rp.deliver(activation_address{g, st.cfg.self, a.tag});
             return rp;
           }
         }
@@ -371,24 +411,10 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
       }
       st.failures.erase(g);
       auto& a = create(self, g, *t);
-      auto tag = a.tag;
-      auto me = st.cfg.self;
-      self->request(st.directory, std::chrono::milliseconds(st.cfg.activation_timeout_ms),
-                    pd_register_atom::value, g, me, tag)
-        .then(
-          [=](silo_address& s, activation_tag won) mutable {
-            if (s == me && won == tag) {
-              rp.deliver(me, tag);
-              return;
-            }
-            // First-wins: another activation is registered; ours leaves at once.
-            deactivate(self, tag.value, deactivation_reason::lost_registration);
-            rp.deliver(s, won);
-          },
-          [=](caf::error& e) mutable {
-            deactivate(self, tag.value, deactivation_reason::lost_registration);
-            rp.deliver(to_error(to_fault(e)));
-          });
+      a.registering = rp;
+      a.register_deadline = self->clock().now()
+                            + std::chrono::milliseconds(st.cfg.activation_timeout_ms);
+      register_activation(self, a.tag.value);
       return rp;
     },
     [=](ct_invoke_atom, const grain_id& g, activation_tag t, int32_t fwd,
@@ -492,8 +518,8 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
 }
 
 caf::actor spawn_catalog(caf::actor_system& sys, catalog_config cfg, grain_registry_ptr registry,
-                         caf::actor directory, caf::actor placement) {
-  return sys.spawn(catalog, std::move(cfg), std::move(registry), std::move(directory),
+                         caf::actor centre, caf::actor placement) {
+  return sys.spawn(catalog, std::move(cfg), std::move(registry), std::move(centre),
                    std::move(placement));
 }
 

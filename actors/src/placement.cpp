@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/catalog.hpp"
+#include "cafmesh/actors/directory.hpp"
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/config/mesh_config.hpp"
@@ -23,6 +24,8 @@ placement_config make_placement_config(const config::mesh_config& cfg,
   out.worker_count = cfg.placement.worker_count;
   out.max_forward_count = cfg.placement.max_forward_count;
   out.lookup_attempt_timeout_ms = cfg.directory.lookup_attempt_timeout_ms;
+  out.ring_points_per_silo = cfg.directory.ring_points_per_silo;
+  out.stateless_worker_bypass = cfg.directory.stateless_worker_bypass;
   out.response_timeout_ms = cfg.grain_call.response_timeout_ms;
   return out;
 }
@@ -80,10 +83,7 @@ placement_item* find_item(pl_actor* self, size_t idx, const grain_id& g, uint64_
 }
 
 void invalidate(pl_actor* self, const grain_id& g, const silo_address& s, activation_tag t) {
-  auto& cache = self->state.cache;
-  auto i = cache.find(g);
-  if (i != cache.end() && i->second.first == s && i->second.second == t)
-    cache.erase(i);
+  self->state.cache.invalidate(activation_address{g, s, t});
 }
 
 /// Sends one message to its activation: it leaves placement now (SPEC §5.4 "Response
@@ -91,20 +91,12 @@ void invalidate(pl_actor* self, const grain_id& g, const silo_address& s, activa
 void send_to(pl_actor* self, const grain_id& g, const silo_address& s, activation_tag t,
              placement_waiter w) {
   auto& st = self->state;
-  bool local_stateless = t.value == 0 && s == st.cfg.self;
-  if (local_stateless)
-    ++st.local_busy[g.type];
   auto call = make_call(s, component::activation, ct_invoke_atom::value, g, t, w.forward_count,
                         std::move(w.payload));
   auto rp = w.rp;
   auto timeout_ms = st.cfg.response_timeout_ms;
   ask_any(self, st.centre, std::chrono::milliseconds(timeout_ms), std::move(call),
           [=](caf::message reply, caf::error err) mutable {
-            if (local_stateless) {
-              auto& busy = self->state.local_busy[g.type];
-              if (busy > 0)
-                --busy;
-            }
             if (!err) {
               rp.deliver(std::move(reply));
               return;
@@ -133,7 +125,7 @@ void complete(pl_actor* self, size_t idx, const grain_id& g, const silo_address&
   auto waiters = std::move(i->second.waiters);
   items.erase(i);
   if (cache)
-    self->state.cache[g] = std::make_pair(s, t);
+    self->state.cache.put(activation_address{g, s, t});
   for (auto& w : waiters)
     send_to(self, g, s, t, std::move(w));
 }
@@ -174,15 +166,9 @@ fault no_candidate_fault(const membership_snapshot& v, const std::string& type,
                  + "]"};
 }
 
-/// Step (3)-(6) of a work item whose lookup found nothing.
-void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
-  auto& st = self->state;
-  auto item = find_item(self, idx, g, id);
-  if (item == nullptr)
-    return;
-  auto info = item->info;
-  auto kind = item->kind;
-  auto local_limit = item->local_limit;
+/// Silos Active in the latest view whose manifest lists `info.type` with the same interface
+/// version, ordered by rendered address (SPEC §5.4 "Compatibility").
+std::vector<silo_address> candidates_for(const placement_state& st, const grain_type_info& info) {
   std::vector<silo_address> candidates;
   for (auto& row : st.view.rows) {
     if (row.status != silo_status::active)
@@ -192,16 +178,28 @@ void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
       candidates.push_back(row.silo);
   }
   std::sort(candidates.begin(), candidates.end());
+  return candidates;
+}
+
+/// Step (3)-(6) of a work item whose lookup found nothing.
+void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
+  auto& st = self->state;
+  auto item = find_item(self, idx, g, id);
+  if (item == nullptr)
+    return;
+  auto info = item->info;
+  auto kind = item->kind;
+  auto candidates = candidates_for(st, info);
   if (candidates.empty()) {
     ++st.stats.no_candidate;
     fail_item(self, idx, g,
               no_candidate_fault(st.view, info.type, std::to_string(info.interface_version)));
     return;
   }
+  // The local limit of a stateless worker is enforced by the local catalog: it creates
+  // activations while all are busy and fewer than the limit exist, and queues beyond.
   bool local_ok = std::find(candidates.begin(), candidates.end(), st.cfg.self)
                   != candidates.end();
-  if (local_ok && kind == grain_kind::stateless_worker)
-    local_ok = st.local_busy[info.type] < local_limit;
   auto target = pick_silo(info.strategy, st.cfg.self, local_ok, candidates, st.rng);
   if (kind == grain_kind::stateless_worker) {
     complete(self, idx, g, target, activation_tag{0}, false);
@@ -211,9 +209,9 @@ void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
   self->request(st.centre, caf::infinite,
                 make_call(target, component::catalog, ct_activate_atom::value, g))
     .then(
-      [=](silo_address& s, activation_tag t) {
+      [=](activation_address& a) {
         if (find_item(self, idx, g, id) != nullptr)
-          complete(self, idx, g, s, t, true);
+          complete(self, idx, g, a.silo, a.tag, true);
       },
       [=](caf::error& e) {
         if (find_item(self, idx, g, id) != nullptr)
@@ -221,7 +219,8 @@ void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
       });
 }
 
-/// Step (1) of a work item: one lookup attempt through the directory port.
+/// Step (1) of a work item: one lookup attempt through the silo's directory client (the
+/// resolver's directory: null for stateless workers with the bypass, else the ring).
 void start_lookup(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
   auto& st = self->state;
   auto item = find_item(self, idx, g, id);
@@ -229,27 +228,36 @@ void start_lookup(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
     return;
   ++item->lookup_attempts;
   ++st.stats.lookups;
-  self->request(st.directory, std::chrono::milliseconds(st.cfg.lookup_attempt_timeout_ms),
-                pd_lookup_atom::value, g)
-    .then(
-      [=](bool found, silo_address& s, activation_tag t) {
-        if (find_item(self, idx, g, id) == nullptr)
-          return;
-        if (found)
-          complete(self, idx, g, s, t, true);
-        else
-          place_new(self, idx, g, id);
-      },
-      [=](caf::error& e) {
-        if (find_item(self, idx, g, id) == nullptr)
-          return;
-        if (e == caf::sec::request_timeout) {
-          // SPEC §5.2: retry against the ring as it is by now.
-          start_lookup(self, idx, g, id);
+  st.dir.lookup(
+    self, g,
+    [=](lookup_result r) {
+      if (find_item(self, idx, g, id) == nullptr)
+        return;
+      if (r.registered)
+        complete(self, idx, g, r.address.silo, r.address.tag, true);
+      else
+        place_new(self, idx, g, id);
+    },
+    [=](caf::error e) {
+      if (find_item(self, idx, g, id) == nullptr)
+        return;
+      if (e == caf::sec::request_timeout) {
+        // SPEC §5.2: retry against the ring as it is by now.
+        start_lookup(self, idx, g, id);
+        return;
+      }
+        auto& st = self->state;
+        auto item = find_item(self, idx, g, id);
+        if (candidates_for(st, item->info).empty()) {
+          // Nothing Active could host it, and without an Active silo the directory cannot
+          // answer either: fail now instead of waiting for the deadline.
+          ++st.stats.no_candidate;
+          fail_item(self, idx, g,
+                    no_candidate_fault(st.view, item->info.type,
+                                       std::to_string(item->info.interface_version)));
           return;
         }
-        self->state.log.debug("lookup of " + g.to_string() + " failed, retrying: "
-                              + to_fault(e).render());
+        st.log.debug("lookup of " + g.to_string() + " failed, retrying: " + to_fault(e).render());
         self->delayed_send(self, std::chrono::milliseconds(self->state.cfg.unstable_retry_ms),
                            pl_retry_atom::value, static_cast<uint64_t>(idx), g, id);
       });
@@ -258,14 +266,20 @@ void start_lookup(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
 } // namespace
 
 static caf::behavior placement_service(pl_actor* self, placement_config cfg, grain_registry_ptr registry,
-                                caf::actor centre, caf::actor directory) {
+                                caf::actor centre) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   if (st.cfg.worker_count < 1)
     st.cfg.worker_count = 1;
   st.registry = std::move(registry);
   st.centre = std::move(centre);
-  st.directory = std::move(directory);
+  st.dir = directory_client{st.cfg.self, st.centre,
+                            directory_resolver{st.registry ? st.registry->manifest()
+                                                           : std::vector<grain_type_info>{},
+                                               st.cfg.stateless_worker_bypass},
+                            directory_client_config{st.cfg.ring_points_per_silo,
+                                                    st.cfg.lookup_attempt_timeout_ms}};
+  st.cache = directory_cache{st.cfg.ring_points_per_silo};
   st.rng.seed(st.cfg.seed ^ fnv1a64("placement/" + st.cfg.self.to_string()));
   st.workers.resize(static_cast<size_t>(st.cfg.worker_count));
   st.log = log::get("placement").with_context(st.cfg.self.to_string());
@@ -294,11 +308,10 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg, gra
       }
       placement_waiter w{fwd, std::move(payload), rp};
       if (t->kind == grain_kind::single_activation) {
-        auto c = st.cache.find(g);
-        if (c != st.cache.end()) {
+        auto c = st.cache.get(g);
+        if (c) {
           ++st.stats.cache_hits;
-          auto target = c->second;
-          send_to(self, g, target.first, target.second, std::move(w));
+          send_to(self, g, c->silo, c->tag, std::move(w));
           return rp;
         }
       }
@@ -316,7 +329,6 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg, gra
       item.grain = g;
       item.info = t->info;
       item.kind = t->kind;
-      item.local_limit = t->local_limit;
       item.created_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           self->clock().now() - st.origin)
                           .count();
@@ -344,25 +356,18 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg, gra
     [=](mb_snapshot_atom, membership_snapshot& v) {
       auto& st = self->state;
       st.view = std::move(v);
-      for (auto i = st.cache.begin(); i != st.cache.end();) {
-        if (!st.view.is_active(i->second.first))
-          i = st.cache.erase(i);
-        else
-          ++i;
-      }
+      st.dir.on_snapshot(st.view);
+      st.cache.on_snapshot(st.view);
     },
-    [=](pl_inval_atom, const grain_id& g, const silo_address& s, activation_tag t) {
-      invalidate(self, g, s, t);
+    [=](pl_inval_atom, const activation_address& a) {
+      self->state.cache.invalidate(a);
     },
-    [=](pl_inval_atom, const grain_id& g) { self->state.cache.erase(g); },
+    [=](pl_inval_atom, const grain_id& g) { self->state.cache.invalidate(g); },
     [=](pl_inval_atom, const silo_address& s) {
       auto& st = self->state;
-      for (auto i = st.cache.begin(); i != st.cache.end();) {
-        if (i->second.first == s)
-          i = st.cache.erase(i);
-        else
-          ++i;
-      }
+      for (auto& a : st.cache.entries())
+        if (a.silo == s)
+          st.cache.invalidate(a);
     },
     [=](pl_stop_atom) {
       auto& st = self->state;
@@ -380,10 +385,8 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg, gra
 }
 
 caf::actor spawn_placement_service(caf::actor_system& sys, placement_config cfg,
-                                   grain_registry_ptr registry, caf::actor centre,
-                                   caf::actor directory) {
-  return sys.spawn(placement_service, std::move(cfg), std::move(registry), std::move(centre),
-                   std::move(directory));
+                                   grain_registry_ptr registry, caf::actor centre) {
+  return sys.spawn(placement_service, std::move(cfg), std::move(registry), std::move(centre));
 }
 
 } // namespace cafmesh

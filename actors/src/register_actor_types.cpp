@@ -2,6 +2,7 @@
 
 #include <caf/actor_system_config.hpp>
 
+#include "cafmesh/actors/directory.hpp"
 #include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/actors/sim_network.hpp"
@@ -19,6 +20,9 @@ void register_actor_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<std::vector<grain_type_info>>("cafmesh.grain_manifest");
   cfg.add_message_type<membership_row>("cafmesh.membership_row");
   cfg.add_message_type<membership_snapshot>("cafmesh.membership_snapshot");
+  cfg.add_message_type<activation_address>("cafmesh.activation_address");
+  cfg.add_message_type<std::vector<activation_address>>("cafmesh.activation_address_list");
+  cfg.add_message_type<lookup_result>("cafmesh.lookup_result");
 }
 
 } // namespace cafmesh

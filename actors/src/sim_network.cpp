@@ -120,8 +120,15 @@ void deliver(net_actor* self, sim_frame& sf) {
   auto& st = self->state;
   const auto& h = sf.header;
   bool is_request = !h.is_response && h.correlation_id != 0;
-  if (st.dead.count(h.src) > 0 || st.dead.count(h.dst) > 0) {
+  if (st.dead.count(h.src) > 0) {
     note(self, "lost", sf.text);
+    return;
+  }
+  if (st.dead.count(h.dst) > 0) {
+    // As a connection attempt to a dead peer fails: a request bounces to its source.
+    note(self, is_request ? "bounce" : "lost", sf.text);
+    if (is_request)
+      bounce(self, h, caf::error{});
     return;
   }
   auto dst = st.centres.find(h.dst);
@@ -201,6 +208,13 @@ void accept(net_actor* self, wire_frame& f) {
   }
   for (auto& r : st.drops) {
     if (r.count > 0 && matches(r, header)) {
+      --r.count;
+      note(self, "drop", text);
+      return;
+    }
+  }
+  for (auto& r : st.drop_predicates) {
+    if (r.count > 0 && r.pred && r.pred(f)) {
       --r.count;
       note(self, "drop", text);
       return;
@@ -318,6 +332,10 @@ caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
       self->state.drops.push_back(r);
       return caf::ok_atom::value;
     },
+    [=](sim_drop_atom, const drop_predicate& r) {
+      self->state.drop_predicates.push_back(r);
+      return caf::ok_atom::value;
+    },
     [=](sim_delay_atom, const silo_address& src, const silo_address& dst, int64_t min_ms,
         int64_t max_ms) {
       self->state.delays[link_key{src, dst}] = {min_ms, std::max(min_ms, max_ms)};
@@ -340,6 +358,10 @@ caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
 }
 
 } // namespace
+
+sim_network_config make_sim_network_config(const config::simulation_section& sim) {
+  return sim_network_config{sim.seed, sim.link_latency_min_ms, sim.link_latency_max_ms};
+}
 
 caf::actor spawn_sim_network(caf::actor_system& sys, sim_network_config cfg) {
   return sys.spawn(sim_network, cfg);

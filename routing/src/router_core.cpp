@@ -968,6 +968,9 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       }
       return caf::ok_atom::value;
     },
+    [=](rc_locals_atom, local_route_port_actor& port) {
+      self->state.opts.local_routes = std::move(port);
+    },
     [=](rc_stats_atom) -> router_core_stats {
       auto& s = self->state;
       auto out = s.stats;
@@ -976,6 +979,9 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       out.stopping = s.stopping;
       out.saturation_latched = s.sat.latched();
       out.saturation_reports = s.sat.reports();
+      auto ages = s.sat.ages(now_ms(self));
+      out.oldest_dispatched_age_ms = ages.oldest_dispatched_age_ms ? *ages.oldest_dispatched_age_ms : -1;
+      out.oldest_queued_age_ms = ages.oldest_queued_age_ms ? *ages.oldest_queued_age_ms : -1;
       auto snap = s.disp.snapshot();
       out.channels = snap.channels;
       out.destinations = snap.destinations;
@@ -990,16 +996,13 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         leg_terminal(self, id, static_cast<leg_outcome>(outcome));
     },
     [=](rc_timer_atom, uint64_t id, uint64_t tok) {
-      auto& s = self->state;
       if (auto leg = find_leg(self, id, tok)) {
         leg_attempt(self, leg->id);
         return;
       }
-      if (auto job = find_nack(self, id, tok)) {
+      if (auto job = find_nack(self, id, tok))
         if (job->at == rung::node_hub)
           nack_node_attempt(self, id);
-      }
-      (void) s;
     },
     // -- pool owner protocol (SPEC §6.7) --
     [=](lifecycle::pool_admitted_atom, uint64_t id) {

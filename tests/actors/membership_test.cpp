@@ -282,6 +282,9 @@ TEST_CASE_FIXTURE(mb_fixture, "membership: a killed silo is declared Dead after 
   CHECK(snaps[5].second.find(b)->status == silo_status::dead);
   CHECK(snaps[5].second.active_set() == std::vector<silo_address>{a});
   CHECK(logs.count("Sb:11111@2 silent for 10000 ms: declared Dead", log::level::warning) == 1);
+  auto& trace = w.net_state().trace;
+  CHECK(std::count(trace.begin(), trace.end(),
+                   "11000 note membership v6: Sa:11111@1=Active Sb:11111@2=Dead") == 1);
 }
 
 TEST_CASE_FIXTURE(mb_fixture, "membership: a detectable stall is declared Dead unless unstalled in time, an undetected stall never") {
@@ -335,4 +338,34 @@ TEST_CASE_FIXTURE(mb_fixture, "membership: the message centre fails calls to a s
   REQUIRE(probe_of(p).answers.size() == 1);
   REQUIRE(probe_of(p).answers[0].error);
   CHECK(to_fault(probe_of(p).answers[0].error).code == mesh_errc::departed_silo);
+}
+
+TEST_CASE_FIXTURE(mb_fixture, "membership: a restarted silo gets the next generation, the old one is Dead and departed for every centre") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto b_old = w.add_member("b").addr;
+  w.join_active(a.addr);
+  w.join_active(b_old);
+  auto& b_new = w.restart(b_old);
+  CHECK(b_new.addr.same_endpoint(b_old));
+  CHECK(b_new.addr.generation > b_old.generation);
+  w.join_active(b_new.addr);
+  auto p = spawn_probe();
+  ask(p, w.oracle, caf::make_message(mb_get_atom::value), "snap");
+  run();
+  auto snap = probe_of(p).answers.at(0).reply.get_as<membership_snapshot>(0);
+  CHECK(snap.find(b_old)->status == silo_status::dead);
+  CHECK(snap.active_set() == std::vector<silo_address>{a.addr, b_new.addr});
+  auto e = track(sys.spawn(echo));
+  w.reg(b_new.addr, component::test, e);
+  run();
+  ask(p, a.mc, make_call(b_old, component::test, echo_atom::value, 1), "old");
+  ask(p, a.mc, make_call(b_new.addr, component::test, echo_atom::value, 2), "new");
+  run_until([&] { return probe_of(p).answers.size() == 3; });
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 3);
+  CHECK(ans[1].tag == "old");
+  CHECK(to_fault(ans[1].error).code == mesh_errc::departed_silo);
+  CHECK(ans[1].t_ms == ans[0].t_ms); // known departed: fails at once, no frame
+  CHECK(ans[2].reply.get_as<int>(0) == 4);
 }

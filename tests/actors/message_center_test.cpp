@@ -217,3 +217,21 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: a one-way send reaches the compon
   REQUIRE(rec[0].match_elements<std::string, int>());
   CHECK(rec[0].get_as<int>(1) == 7);
 }
+
+TEST_CASE_FIXTURE(mc_fixture, "message_center: a request to a killed silo bounces as departed_silo after one link latency") {
+  sim_world w{*this, fixed_latency(3)};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  w.reg(b, component::test, spawn_echo());
+  auto p = spawn_probe();
+  run();
+  caf::anon_send(w.net, sim_kill_atom::value, b);
+  run();
+  ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 1), "killed");
+  run_until([&] { return !probe_of(p).answers.empty(); });
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 1);
+  CHECK(ans[0].t_ms == 3);
+  CHECK(fault_of(ans[0].error).code == mesh_errc::departed_silo);
+  CHECK(w.net_state().count("bounce n1 Sa:11111@1 -> Sb:11111@2") == 1);
+}

@@ -7,6 +7,7 @@
 #include "cafmesh/actors/catalog.hpp"
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/placement.hpp"
+#include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/testing/fixture.hpp"
 #include "placement_world.hpp"
 #include "sim_world.hpp"
@@ -90,19 +91,26 @@ TEST_CASE_FIXTURE(pl_fixture, "placement: a single-activation call activates, re
   CHECK(served_by(*first) == a.to_string()); // prefer-local, A is Active
   CHECK(first->reply.get_as<int>(1) == 42);
   auto owner = ring_owner(w.active_set(), g);
-  CHECK(w.partition_of(owner).entries.count(g) == 1);
+  caf::anon_send(p, probe_ask_atom::value, w.at(owner).partition,
+                 caf::make_message(dir_entries_atom::value), int64_t{1000}, std::string{"entries"});
+  REQUIRE(run_until([&] { return answered(p, 2); }));
+  auto ents = answer(p, "entries")->reply.get_as<std::vector<activation_address>>(0);
+  REQUIRE(ents.size() == 1);
+  CHECK(ents[0].grain == g);
+  CHECK(ents[0].silo == a);
   CHECK(w.placement_of(a).stats.lookups == 1);
-  CHECK(w.placement_of(a).cache.count(g) == 1);
+  CHECK(w.placement_of(a).dir.lookups_sent() == 1);
+  CHECK(static_cast<bool>(w.placement_of(a).cache.get(g)));
   // A second call goes straight to the cached activation: no lookup, no new item.
   call(p, w.at(a).placement, g, echo(1), "second");
-  REQUIRE(run_until([&] { return answered(p, 2); }));
+  REQUIRE(run_until([&] { return answered(p, 3); }));
   CHECK(served_by(*answer(p, "second")) == a.to_string());
   CHECK(w.placement_of(a).stats.lookups == 1);
   CHECK(w.placement_of(a).stats.cache_hits == 1);
   CHECK(w.catalog_of(a).stats.activated == 1);
   // From B: the lookup finds A's activation; no second activation anywhere.
   call(p, w.at(b).placement, g, echo(2), "from-b");
-  REQUIRE(run_until([&] { return answered(p, 3); }));
+  REQUIRE(run_until([&] { return answered(p, 4); }));
   CHECK(served_by(*answer(p, "from-b")) == a.to_string());
   CHECK(w.catalog_of(b).stats.activated == 0);
   CHECK(w.catalog_of(c).stats.activated == 0);
@@ -127,4 +135,62 @@ TEST_CASE_FIXTURE(pl_fixture, "catalog: activation tags are 8 lower-case hex dig
     hexes.insert(h);
   }
   CHECK(hexes.size() == 50);
+}
+
+TEST_CASE("placement and catalog configs take the SPEC 11 defaults from mesh_config") {
+  config::mesh_config m;
+  silo_address s{"h", 1, 7};
+  auto pc = make_placement_config(m, s);
+  CHECK(pc.self == s);
+  CHECK(pc.seed == 1);
+  CHECK(pc.timeout_ms == 30000);
+  CHECK(pc.worker_count == 16);
+  CHECK(pc.max_forward_count == 2);
+  CHECK(pc.lookup_attempt_timeout_ms == 5000);
+  CHECK(pc.response_timeout_ms == 30000);
+  CHECK(pc.ring_points_per_silo == 16);
+  CHECK(pc.stateless_worker_bypass);
+  auto cc = make_catalog_config(m, s);
+  CHECK(cc.self == s);
+  CHECK(cc.deactivation_timeout_ms == 30000);
+  CHECK(cc.activation_timeout_ms == 30000);
+  CHECK(cc.max_forward_count == 2);
+  CHECK(cc.lookup_attempt_timeout_ms == 5000);
+  CHECK(cc.stateless_worker_bypass);
+  m.directory.stateless_worker_bypass = false;
+  m.placement.worker_count = 4;
+  CHECK_FALSE(make_placement_config(m, s).stateless_worker_bypass);
+  CHECK_FALSE(make_catalog_config(m, s).stateless_worker_bypass);
+  CHECK(make_placement_config(m, s).worker_count == 4);
+}
+
+TEST_CASE_FIXTURE(pl_fixture, "placement: work items are spread over worker_count workers by fnv1a64(grain id) mod 16") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto c = w.add_silo("c").addr;
+  w.stall(c);
+  auto p = spawn_probe();
+  std::vector<grain_id> ids;
+  for (int i = 0; ids.size() < 8; ++i) {
+    grain_id g{"messagehub", "w" + std::to_string(i)};
+    if (ring_owner(w.active_set(), g) == c)
+      ids.push_back(g);
+  }
+  for (auto& g : ids) {
+    call(p, w.at(a).placement, g, echo(1), g.key);
+    call(p, w.at(a).placement, g, echo(2), g.key + "-again");
+  }
+  run();
+  auto& st = w.placement_of(a);
+  REQUIRE(st.workers.size() == 16);
+  size_t items = 0;
+  for (size_t i = 0; i < 16; ++i)
+    for (auto& kv : st.workers[i]) {
+      ++items;
+      CHECK(fnv1a64(kv.first.to_string()) % 16 == i);
+      CHECK(kv.second.waiters.size() == 2); // one item per grain id, batching both calls
+    }
+  CHECK(items == 8);
+  CHECK(st.stats.items_created == 8);
+  CHECK(st.stats.joined == 8);
 }

@@ -3,14 +3,11 @@
 /// @file
 /// Test-side simulated silos for placement and catalog tests: `placement_world` builds N
 /// silos in one fixture actor system, each with message centre + sim_network link +
-/// membership agent (one oracle per world) + directory port and partition + placement
-/// service + catalog, and test grain types.
+/// membership agent (one oracle per world) + directory partition + placement service (with
+/// directory client and cache) + catalog, and test grain types.
 ///
-/// The directory here is a **test stand-in** speaking the directory-port protocol of
-/// placement.hpp: a resolver (`test_dir_port`: null directory for stateless workers when
-/// the bypass is on, else the ring) and a partition per silo (`component::directory`)
-/// storing first-wins entries, with the ring of SPEC §5.1 (16 points per Active silo).
-/// It will be replaced by an adapter onto the substrate's hash ring / partition / resolver.
+/// The directory is the substrate's: one `directory_partition` per silo, and a
+/// `directory_client` with the silo's resolver inside placement and catalog.
 
 #include <cstdint>
 #include <deque>
@@ -22,6 +19,7 @@
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/catalog.hpp"
+#include "cafmesh/actors/directory.hpp"
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/membership.hpp"
@@ -39,19 +37,10 @@ using pt_slow_atom = caf::atom_constant<caf::atom("ptslow")>;
 using pt_done_atom = caf::atom_constant<caf::atom("ptdone")>;
 using pt_hold_atom = caf::atom_constant<caf::atom("pthold")>;
 
-/// The owner of `g` on the SPEC §5.1 ring over `active` (16 points per silo); empty if none.
-inline silo_address ring_owner(const std::vector<silo_address>& active, const grain_id& g,
-                               int points = 16) {
-  std::map<uint64_t, silo_address> ring;
-  for (auto& s : active)
-    for (int i = 0; i < points; ++i)
-      ring.emplace(fnv1a64(s.to_string() + "#" + std::to_string(i)), s);
-  if (ring.empty())
-    return {};
-  auto i = ring.lower_bound(fnv1a64(g.to_string()));
-  if (i == ring.end())
-    i = ring.begin();
-  return i->second;
+/// The owner of `g` on the SPEC §5.1 ring over `active`; empty if none.
+inline silo_address ring_owner(const std::vector<silo_address>& active, const grain_id& g) {
+  auto o = hash_ring{active}.owner(g);
+  return o ? *o : silo_address{};
 }
 
 // -- test grains --------------------------------------------------------------------
@@ -108,135 +97,37 @@ inline std::shared_ptr<grain_registry> test_registry(const silo_address& s) {
   return r;
 }
 
-// -- test directory -----------------------------------------------------------------
-
-struct test_partition_state {
-  std::map<grain_id, std::pair<silo_address, activation_tag>> entries;
-  uint64_t lookups = 0;
-  static inline const char* name = "test.partition";
-};
-
-/// Directory partition stand-in (registered as `component::directory`).
-inline caf::behavior test_partition(caf::stateful_actor<test_partition_state>* self) {
-  return {
-    [=](pd_lookup_atom, const grain_id& g) {
-      ++self->state.lookups;
-      auto i = self->state.entries.find(g);
-      if (i == self->state.entries.end())
-        return caf::make_message(false, silo_address{}, activation_tag{});
-      return caf::make_message(true, i->second.first, i->second.second);
-    },
-    [=](pd_register_atom, const grain_id& g, const silo_address& s, activation_tag t) {
-      auto i = self->state.entries.emplace(g, std::make_pair(s, t)).first;
-      return caf::make_message(i->second.first, i->second.second);
-    },
-    [=](pd_unregister_atom, const grain_id& g, const silo_address& s, activation_tag t) {
-      auto i = self->state.entries.find(g);
-      if (i != self->state.entries.end() && i->second.first == s && i->second.second == t)
-        self->state.entries.erase(i);
-      return caf::ok_atom::value;
-    },
-  };
-}
-
-struct test_dir_port_state {
-  silo_address self_addr;
-  caf::actor centre;
-  grain_registry_ptr registry;
-  bool bypass = true;
-  membership_snapshot view;
-  uint64_t null_lookups = 0;
-  std::map<std::string, uint64_t> ring_lookups; ///< per grain type
-  static inline const char* name = "test.dir_port";
-};
-
-/// Directory port stand-in: the resolver of SPEC §5.3 over the test ring.
-inline caf::behavior test_dir_port(caf::stateful_actor<test_dir_port_state>* self,
-                                   silo_address me, caf::actor centre,
-                                   grain_registry_ptr registry, bool bypass) {
-  auto& st = self->state;
-  st.self_addr = me;
-  st.centre = centre;
-  st.registry = registry;
-  st.bypass = bypass;
-  auto null_dir = [=](const grain_id& g) {
-    auto t = self->state.registry->find(g.type);
-    return self->state.bypass && t != nullptr && t->kind == grain_kind::stateless_worker;
-  };
-  auto forward = [=](const grain_id& g, caf::message m) -> caf::response_promise {
-    auto rp = self->make_response_promise();
-    auto owner = ring_owner(self->state.view.active_set(), g);
-    if (owner.empty()) {
-      rp.deliver(to_error(fault{mesh_errc::directory_unstable, "no ring, retry later"}));
-      return rp;
-    }
-    self->request(self->state.centre, caf::infinite, mc_call_atom::value, owner,
-                  component::directory, std::move(m))
-      .then([=](pl_never_atom) mutable {},
-            [=](caf::error& e) mutable {
-              if (e == caf::sec::unexpected_response)
-                rp.deliver(e.context());
-              else
-                rp.deliver(std::move(e));
-            });
-    return rp;
-  };
-  return {
-    [=](mb_snapshot_atom, membership_snapshot& v) { self->state.view = std::move(v); },
-    [=](pd_lookup_atom, const grain_id& g) -> caf::response_promise {
-      if (null_dir(g)) {
-        ++self->state.null_lookups;
-        auto rp = self->make_response_promise();
-        rp.deliver(false, silo_address{}, activation_tag{});
-        return rp;
-      }
-      ++self->state.ring_lookups[g.type];
-      return forward(g, caf::make_message(pd_lookup_atom::value, g));
-    },
-    [=](pd_register_atom, const grain_id& g, const silo_address& s,
-        activation_tag t) -> caf::response_promise {
-      if (null_dir(g)) {
-        auto rp = self->make_response_promise();
-        rp.deliver(s, t);
-        return rp;
-      }
-      return forward(g, caf::make_message(pd_register_atom::value, g, s, t));
-    },
-    [=](pd_unregister_atom, const grain_id& g, const silo_address& s,
-        activation_tag t) -> caf::response_promise {
-      if (null_dir(g)) {
-        auto rp = self->make_response_promise();
-        rp.deliver(caf::ok_atom::value);
-        return rp;
-      }
-      return forward(g, caf::make_message(pd_unregister_atom::value, g, s, t));
-    },
-  };
-}
-
 // -- the world ----------------------------------------------------------------------
 
-/// One simulated silo's actors.
-struct sim_silo {
+/// One simulated silo's actors: the substrate ones (`sim_world::add_member`) plus
+/// placement and catalog.
+struct world_silo {
   silo_address addr;
   std::shared_ptr<grain_registry> registry;
-  caf::actor centre, agent, partition, port, placement, catalog;
+  caf::actor centre, agent, partition, placement, catalog;
 };
 
 /// Options of one simulated silo.
-struct sim_silo_options {
+struct world_silo_options {
   bool bypass = true;               ///< `directory.stateless_worker_bypass`
   int64_t deactivation_timeout_ms = 30000;
   int64_t idle_deactivation_ms = 0;
-  bool activate = true;             ///< publish Active after joining
+  bool activate = true;             ///< join and publish Active
+  /// Builds the silo's registry; `test_registry` if empty.
+  std::function<std::shared_ptr<grain_registry>(const silo_address&)> registry;
 };
 
 /// N simulated silos in one fixture actor system (latency 0 by default: exact timings).
+/// Build: `placement_world w{fx}; auto a = w.add_silo("a").addr;` — each silo gets a
+/// message centre on the world's sim_network, a membership agent (one oracle per world), a
+/// directory partition, a placement service and a catalog (registered as `catalog` and
+/// `activation`), all subscribed to the agent, then joins with its registry's manifest
+/// and becomes Active.
 class placement_world {
 public:
   explicit placement_world(testing::fixture& fx, sim_network_config net_cfg = zero_latency())
     : fx_(fx), net_(fx, net_cfg), seed_(net_cfg.seed) {
-    oracle = fx_.track(spawn_membership_oracle(fx_.sys, membership_oracle_config{}, net_.net));
+    // nop
   }
 
   static sim_network_config zero_latency() {
@@ -247,43 +138,41 @@ public:
   }
 
   /// Adds a silo at `host` and (by default) makes it Active; runs until settled.
-  sim_silo& add_silo(const std::string& host, sim_silo_options opt = {}) {
-    sim_silo s;
-    s.addr = net_.add_silo(host);
-    s.centre = net_.centres[s.addr];
-    s.registry = test_registry(s.addr);
+  world_silo& add_silo(const std::string& host, world_silo_options opt = {}) {
+    auto& m = net_.add_member(host);
+    world_silo s;
+    s.addr = m.addr;
+    s.centre = m.mc;
+    s.agent = m.agent;
+    s.partition = m.partition;
+    s.registry = opt.registry ? opt.registry(s.addr) : test_registry(s.addr);
     auto& sys = fx_.sys;
-    s.agent = fx_.track(spawn_membership_agent(sys, s.addr, oracle));
-    s.partition = fx_.track(sys.spawn(test_partition));
-    s.port = fx_.track(sys.spawn(test_dir_port, s.addr, s.centre,
-                                 grain_registry_ptr{s.registry}, opt.bypass));
     placement_config pc;
     pc.self = s.addr;
     pc.seed = seed_;
-    s.placement = fx_.track(spawn_placement_service(sys, pc, s.registry, s.centre, s.port));
+    pc.stateless_worker_bypass = opt.bypass;
+    s.placement = fx_.track(spawn_placement_service(sys, pc, s.registry, s.centre));
     catalog_config cc;
     cc.self = s.addr;
     cc.seed = seed_;
+    cc.stateless_worker_bypass = opt.bypass;
     cc.deactivation_timeout_ms = opt.deactivation_timeout_ms;
     cc.idle_deactivation_ms = opt.idle_deactivation_ms;
-    s.catalog = fx_.track(spawn_catalog(sys, cc, s.registry, s.port, s.placement));
-    net_.reg(s.addr, component::directory, s.partition);
+    s.catalog = fx_.track(spawn_catalog(sys, cc, s.registry, s.centre, s.placement));
     net_.reg(s.addr, component::catalog, s.catalog);
     net_.reg(s.addr, component::activation, s.catalog);
-    for (auto& sub : {s.port, s.placement, s.catalog})
+    for (auto& sub : {s.placement, s.catalog})
       caf::anon_send(s.agent, mb_subscribe_atom::value, sub);
     fx_.run();
-    caf::anon_send(s.agent, mb_join_atom::value, s.registry->manifest(), true);
-    fx_.run();
     if (opt.activate) {
-      caf::anon_send(s.agent, mb_status_atom::value, silo_status::active);
+      net_.join_active(s.addr, s.registry->manifest());
       fx_.run();
     }
     silos.push_back(s);
     return silos.back();
   }
 
-  sim_silo& at(const silo_address& a) {
+  world_silo& at(const silo_address& a) {
     for (auto& s : silos)
       if (s.addr == a)
         return s;
@@ -291,10 +180,7 @@ public:
   }
 
   /// Publishes a status change of `s` through its agent; runs until settled.
-  void set_status(const silo_address& s, silo_status to) {
-    caf::anon_send(at(s).agent, mb_status_atom::value, to);
-    fx_.run();
-  }
+  void set_status(const silo_address& s, silo_status to) { net_.set_status(s, to); }
 
   /// Stalls `s` (undetectable: membership never notices).
   void stall(const silo_address& s) {
@@ -302,8 +188,14 @@ public:
     fx_.run();
   }
 
+  /// Kills `s` in the network: frames to it bounce, its centre hears nothing more.
+  void kill(const silo_address& s) {
+    caf::anon_send(net_.net, sim_kill_atom::value, s);
+    fx_.run();
+  }
+
   std::vector<silo_address> active_set() {
-    return testing::fixture::state_of<test_dir_port_state>(silos.front().port).view.active_set();
+    return placement_of(silos.front().addr).view.active_set();
   }
 
   placement_state& placement_of(const silo_address& s) {
@@ -312,17 +204,10 @@ public:
   catalog_state& catalog_of(const silo_address& s) {
     return testing::fixture::state_of<catalog_state>(at(s).catalog);
   }
-  test_dir_port_state& port_of(const silo_address& s) {
-    return testing::fixture::state_of<test_dir_port_state>(at(s).port);
-  }
-  test_partition_state& partition_of(const silo_address& s) {
-    return testing::fixture::state_of<test_partition_state>(at(s).partition);
-  }
   sim_network_state& net_state() { return net_.net_state(); }
   const caf::actor& net() const { return net_.net; }
 
-  caf::actor oracle;
-  std::vector<sim_silo> silos;
+  std::vector<world_silo> silos;
 
 private:
   testing::fixture& fx_;

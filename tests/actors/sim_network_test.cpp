@@ -194,7 +194,7 @@ TEST_CASE_FIXTURE(net_fixture, "sim_network: a partition holds frames between tw
   CHECK(ans[1].t_ms == 5001);
 }
 
-TEST_CASE_FIXTURE(net_fixture, "sim_network: drop discards the next matching frames and delay overrides a link") {
+TEST_CASE_FIXTURE(net_fixture, "sim_network: drop by rule or predicate discards the next matching frames and delay overrides a link") {
   sim_world w{*this, sim_network_config{1, 1, 1}};
   auto a = w.add_silo("a");
   auto b = w.add_silo("b");
@@ -209,19 +209,31 @@ TEST_CASE_FIXTURE(net_fixture, "sim_network: drop discards the next matching fra
   caf::anon_send(w.net, sim_drop_atom::value, r);
   caf::anon_send(w.net, sim_delay_atom::value, a, b, int64_t{100}, int64_t{100});
   run();
+  drop_predicate by_value;
+  by_value.pred = [](const wire_frame& f) {
+    return f.payload.match_elements<echo_atom, int>() && f.payload.get_as<int>(1) == 4;
+  };
+  caf::anon_send(w.net, sim_drop_atom::value, by_value);
+  run();
+  w.reg(b, component::directory, e);
+  run();
+  ask(p, w.centres[a], make_call(b, component::directory, echo_atom::value, 4), "pred", 1000);
   ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 1), "d1", 1000);
   ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 2), "d2", 1000);
   ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 3), "ok", 1000);
-  run_until([&] { return probe_of(p).answers.size() == 3; });
+  run_until([&] { return probe_of(p).answers.size() == 4; });
   auto& ans = probe_of(p).answers;
-  REQUIRE(ans.size() == 3);
+  REQUIRE(ans.size() == 4);
   CHECK(ans[0].tag == "ok");
   CHECK(ans[0].t_ms == 101); // 100 ms there (override), 1 ms back (default)
   CHECK(ans[0].reply.get_as<int>(0) == 6);
-  CHECK(ans[1].tag == "d1");
+  CHECK(ans[1].tag == "pred");
   CHECK(ans[1].t_ms == 1000);
   CHECK(ans[1].error == caf::sec::request_timeout);
-  CHECK(w.net_state().count(" drop ") == 2);
+  CHECK(ans[2].tag == "d1");
+  CHECK(ans[3].tag == "d2");
+  CHECK(w.net_state().count(" drop ") == 3);
+  CHECK(w.net_state().count("drop n1 ") == 1); // the predicate matched the first frame
 }
 
 TEST_CASE_FIXTURE(net_fixture, "sim_network: an announced type survives the serializer round trip, an unannounced one fails the call") {

@@ -13,8 +13,11 @@
 
 #include <caf/all.hpp>
 
+#include "cafmesh/actors/directory.hpp"
 #include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/actors/request_any.hpp"
 #include "cafmesh/actors/sim_network.hpp"
 #include "cafmesh/testing/fixture.hpp"
 
@@ -55,14 +58,10 @@ inline caf::behavior probe(caf::stateful_actor<probe_state>* self, testing::fixt
       auto rec = [=](caf::message m, caf::error e) {
         self->state.answers.push_back({self->state.fx->now_ms(), tag, std::move(m), std::move(e)});
       };
-      self->request(to, std::chrono::milliseconds(timeout_ms), std::move(req))
-        .then([=](mc_never_atom) {},
-              [=](caf::error& e) {
-                if (e == caf::sec::unexpected_response)
-                  rec(e.context(), caf::error{});
-                else
-                  rec(caf::message{}, std::move(e));
-              });
+      request_any(
+        self, to, timeout_ms, std::move(req),
+        [=](caf::message m) { rec(std::move(m), caf::error{}); },
+        [=](caf::error e) { rec(caf::message{}, std::move(e)); });
     },
   };
 }
@@ -96,11 +95,80 @@ inline caf::behavior echo(caf::stateful_actor<echo_state>* self) {
   };
 }
 
-/// A simulated cluster's network plus one message centre per added process.
+/// One simulated silo's substrate actors.
+struct sim_silo {
+  silo_address addr;
+  caf::actor mc;
+  caf::actor agent;
+  caf::actor partition;
+};
+
+/// The manifest every test silo publishes unless told otherwise: `routing` (stateless
+/// worker), `messagehub` (random) and `podhub` (prefer-local), interface version 1.
+inline std::vector<grain_type_info> default_manifest() {
+  return {{"routing", placement_strategy::stateless_worker, 1},
+          {"messagehub", placement_strategy::random, 1},
+          {"podhub", placement_strategy::prefer_local, 1}};
+}
+
+/// A simulated cluster's network, membership oracle and, per added process, a message
+/// centre (and for members: a membership agent and a directory partition).
 class sim_world {
 public:
-  sim_world(testing::fixture& fx, sim_network_config cfg) : fx_(fx) {
+  sim_world(testing::fixture& fx, sim_network_config cfg, int64_t failure_detection_ms = 10000)
+    : fx_(fx) {
     net = fx_.track(spawn_sim_network(fx_.sys, cfg));
+    oracle = fx_.track(spawn_membership_oracle(fx_.sys, {failure_detection_ms}, net));
+  }
+
+  /// Adds a silo with message centre, membership agent (the centre subscribed to it) and
+  /// directory partition. It does not join yet: see `join` / `activate`.
+  sim_silo& add_member(const std::string& host, uint16_t port = 11111) {
+    auto s = add_silo(host, port);
+    sim_silo m;
+    m.addr = s;
+    m.mc = centres[s];
+    m.agent = fx_.track(spawn_membership_agent(fx_.sys, s, oracle));
+    caf::anon_send(m.agent, mb_subscribe_atom::value, m.mc);
+    m.partition = fx_.track(spawn_directory_partition(fx_.sys, s, m.mc, m.agent));
+    members[s] = m;
+    return members[s];
+  }
+
+  /// Joins `s` (Joining) with `manifest`, then makes it Active; runs until both applied.
+  void join_active(const silo_address& s,
+                   std::vector<grain_type_info> manifest = default_manifest(),
+                   bool gateway = true) {
+    auto& m = members.at(s);
+    caf::anon_send(m.agent, mb_join_atom::value, std::move(manifest), gateway);
+    fx_.run();
+    caf::anon_send(m.agent, mb_status_atom::value, silo_status::active);
+    fx_.run();
+  }
+
+  /// Kills `s` (SPEC §12.1 `kill`): the network drops its traffic and its actors exit
+  /// without a lifecycle stop.
+  void kill(const silo_address& s) {
+    caf::anon_send(net, sim_kill_atom::value, s);
+    if (auto i = members.find(s); i != members.end()) {
+      caf::anon_send_exit(i->second.agent, caf::exit_reason::kill);
+      caf::anon_send_exit(i->second.partition, caf::exit_reason::kill);
+    }
+    caf::anon_send_exit(centres.at(s), caf::exit_reason::kill);
+    fx_.run();
+  }
+
+  /// Restarts `s` (SPEC §12.1 `restart`): kills it if still alive and adds a member on the
+  /// same host and port with the next generation (not joined yet).
+  sim_silo& restart(const silo_address& s) {
+    kill(s);
+    return add_member(s.host, s.port);
+  }
+
+  /// Publishes a status of `s` through its agent and runs until idle.
+  void set_status(const silo_address& s, silo_status to) {
+    caf::anon_send(members.at(s).agent, mb_status_atom::value, to);
+    fx_.run();
   }
 
   /// Adds a process at `host:port` with the next generation; returns its address.
@@ -118,7 +186,9 @@ public:
   }
 
   caf::actor net;
+  caf::actor oracle;
   std::map<silo_address, caf::actor> centres;
+  std::map<silo_address, sim_silo> members;
 
 private:
   testing::fixture& fx_;

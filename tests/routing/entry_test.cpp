@@ -130,11 +130,12 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.44 silo_host deliveries skip routing/de
   REQUIRE(run_until([&] { return received_count(built_hub(w, "Org/Acme")) == 3; }));
   CHECK(core_stats(*this, a).accepted == 3);
   CHECK(service_of(a.routing).stats.to_core == 3);
-  for (auto& s : w.silos) {
-    CHECK(w.port_of(s.addr).null_lookups == 0);
-    CHECK(w.port_of(s.addr).ring_lookups["routing"] == 0);
+  // Every placement call on A came from the router core's grain deliveries; B placed nothing.
+  CHECK(w.grains_of(a.addr).attempts == 3);
+  CHECK(w.placement_of(a.addr).stats.calls == 3);
+  CHECK(w.placement_of(b.addr).stats.calls == 0);
+  for (auto& s : w.silos)
     CHECK(w.catalog_of(s.addr).by_grain.count(routing_grain_id()) == 0);
-  }
   // (2) the role cannot change after start.
   auto changed = ask<caf::ok_atom>(*this, a.routing, rs_set_role_atom::value,
                                    std::string{"pure_client"});

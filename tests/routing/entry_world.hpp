@@ -6,7 +6,7 @@
 /// routing service, grain-delivery adapter, I/O pool, router core, pod-hub claimer, test hub
 /// factory and path resolver), pure-client and monolith processes, all in one fixture
 /// system on the virtual clock. Built on the placement helper's test pieces
-/// (tests/actors/placement_world.hpp: test directory port and partition).
+/// (tests/actors/sim_world.hpp: network, oracle, members with agent and directory partition).
 
 #include <cstdint>
 #include <deque>
@@ -198,7 +198,7 @@ struct entry_silo {
   silo_address addr;
   std::shared_ptr<grain_registry> registry;
   silo_routing_slots_ptr slots;
-  caf::actor centre, agent, partition, port, placement, catalog, routing, claimer, hubs,
+  caf::actor centre, agent, partition, placement, catalog, routing, claimer, hubs,
     resolver, gateway;
   grain_port_actor grains;
   caf::actor proxy; ///< the port proxy, if any
@@ -225,28 +225,27 @@ struct monolith_process {
 class entry_world {
 public:
   explicit entry_world(testing::fixture& fx) : fx_(fx), net_(fx, placement_world::zero_latency()) {
-    oracle = fx_.track(spawn_membership_oracle(fx_.sys, membership_oracle_config{}, net_.net));
+    oracle = net_.oracle;
   }
 
   entry_silo& add_silo(const std::string& host, entry_silo_options opt = {}) {
     auto& sys = fx_.sys;
     entry_silo s;
-    s.addr = net_.add_silo(host);
-    s.centre = net_.centres[s.addr];
+    auto& m = net_.add_member(host);
+    s.addr = m.addr;
+    s.centre = m.mc;
+    s.agent = m.agent;
+    s.partition = m.partition;
     s.registry = std::make_shared<grain_registry>();
     s.slots = std::make_shared<silo_routing_slots>();
     s.slots->silo = s.addr;
     register_routing_grains(*s.registry, s.slots);
-    s.agent = fx_.track(spawn_membership_agent(sys, s.addr, oracle));
-    s.partition = fx_.track(sys.spawn(test_partition));
-    s.port = fx_.track(sys.spawn(test_dir_port, s.addr, s.centre,
-                                 grain_registry_ptr{s.registry}, true));
     placement_config pc;
     pc.self = s.addr;
-    s.placement = fx_.track(spawn_placement_service(sys, pc, s.registry, s.centre, s.port));
+    s.placement = fx_.track(spawn_placement_service(sys, pc, s.registry, s.centre));
     catalog_config cc;
     cc.self = s.addr;
-    s.catalog = fx_.track(spawn_catalog(sys, cc, s.registry, s.port, s.placement));
+    s.catalog = fx_.track(spawn_catalog(sys, cc, s.registry, s.centre, s.placement));
     routing_service_options ro;
     ro.role = config::process_role::silo_host;
     ro.process_name = s.addr.to_string();
@@ -277,11 +276,10 @@ public:
     s.gateway = s.placement;
     if (opt.gateway_proxy)
       s.gateway = fx_.track(sys.spawn(gateway_proxy, s.placement, &fx_));
-    net_.reg(s.addr, component::directory, s.partition);
     net_.reg(s.addr, component::catalog, s.catalog);
     net_.reg(s.addr, component::activation, s.catalog);
     net_.reg(s.addr, component::gateway, s.gateway);
-    for (auto& sub : {s.port, s.placement, s.catalog, s.claimer})
+    for (auto& sub : {s.placement, s.catalog, s.claimer})
       caf::anon_send(s.agent, mb_subscribe_atom::value, sub);
     fx_.run();
     caf::anon_send(s.agent, mb_join_atom::value, s.registry->manifest(), true);
@@ -300,6 +298,7 @@ public:
     c.addr = net_.add_silo(host);
     c.centre = net_.centres[c.addr];
     c.agent = fx_.track(spawn_membership_agent(sys, c.addr, oracle));
+    caf::anon_send(c.agent, mb_subscribe_atom::value, c.centre);
     routing_service_options ro;
     ro.role = config::process_role::pure_client;
     ro.process_name = c.addr.to_string();
@@ -350,8 +349,8 @@ public:
   catalog_state& catalog_of(const silo_address& s) {
     return testing::fixture::state_of<catalog_state>(at(s).catalog);
   }
-  test_dir_port_state& port_of(const silo_address& s) {
-    return testing::fixture::state_of<test_dir_port_state>(at(s).port);
+  grain_delivery_state& grains_of(const silo_address& s) {
+    return testing::fixture::state_of<grain_delivery_state>(at(s).grains);
   }
   sim_network_state& net_state() { return net_.net_state(); }
 

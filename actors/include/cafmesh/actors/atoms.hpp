@@ -21,7 +21,7 @@ using mc_gone_atom = caf::atom_constant<caf::atom("mcgone")>;
 using mc_block_atom = caf::atom_constant<caf::atom("mcblock")>;
 using mc_whoami_atom = caf::atom_constant<caf::atom("mcwhoami")>;
 using mc_stats_atom = caf::atom_constant<caf::atom("mcstats")>;
-using mc_peer_atom = caf::atom_constant<caf::atom("mcpeer")>;
+using mc_self_atom = caf::atom_constant<caf::atom("mcself")>;
 using mc_never_atom = caf::atom_constant<caf::atom("mcnever")>;
 
 // -- simulated network (sim_network.hpp) -----------------------------------------
@@ -47,10 +47,7 @@ using mb_dead_atom = caf::atom_constant<caf::atom("mbdead")>;
 using mb_subscribe_atom = caf::atom_constant<caf::atom("mbsub")>;
 using mb_snapshot_atom = caf::atom_constant<caf::atom("mbsnap")>;
 using mb_get_atom = caf::atom_constant<caf::atom("mbget")>;
-using mb_beat_atom = caf::atom_constant<caf::atom("mbbeat")>;
 using mb_check_atom = caf::atom_constant<caf::atom("mbcheck")>;
-using mb_leave_atom = caf::atom_constant<caf::atom("mbleave")>;
-using mb_silent_atom = caf::atom_constant<caf::atom("mbsilent")>;
 
 // -- grain directory (directory.hpp) ---------------------------------------------
 using dir_lookup_atom = caf::atom_constant<caf::atom("dirlookup")>;

@@ -7,10 +7,12 @@
 ///
 /// ## Protocol (untyped `caf::actor`; reached through the message centre as
 /// `component::catalog` and `component::activation`)
-/// - `(ct_activate_atom, grain_id g) -> (silo_address, activation_tag)`: activate a
-///   single-activation grain here and register it in the directory (first-wins). If an
-///   activation of `g` already lives here, it is re-registered (first-wins: a ring change
-///   may have lost the entry) and the registered address is answered. If another activation won the
+/// - `(ct_activate_atom, grain_id g) -> activation_address`: activate a
+///   single-activation grain here and register it in the directory (first-wins; a
+///   registration attempt failing `directory_unstable` or timing out is retried every
+///   100 ms within `activation_timeout_ms`, then the activation leaves and the error is
+///   answered). If an
+///   activation of `g` already lives here, answers it. If another activation won the
 ///   registration, the new one deactivates at once and the winner is answered. Errors:
 ///   `silo_unavailable` "silo {S} is not active, refusing to activate {g}" when this silo
 ///   is not Active in its latest view; `activation_deactivated` recorded = yes with the
@@ -51,10 +53,13 @@
 #include <vector>
 
 #include <caf/actor.hpp>
+#include <caf/actor_clock.hpp>
 #include <caf/fwd.hpp>
 #include <caf/message.hpp>
 #include <caf/response_promise.hpp>
 
+#include "cafmesh/actors/activation_address.hpp"
+#include "cafmesh/actors/directory.hpp"
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/log.hpp"
@@ -72,6 +77,9 @@ struct catalog_config {
   uint64_t seed = 1;                        ///< `simulation.seed`; tags draw from it
   int64_t deactivation_timeout_ms = 30000;  ///< `catalog.deactivation_timeout_ms`
   int64_t activation_timeout_ms = 30000;    ///< `catalog.activation_timeout_ms` (register)
+  int64_t lookup_attempt_timeout_ms = 5000; ///< `directory.lookup_attempt_timeout_ms`
+  int64_t ring_points_per_silo = 16;        ///< `directory.ring_points_per_silo`
+  bool stateless_worker_bypass = true;      ///< `directory.stateless_worker_bypass`
   int64_t max_forward_count = 2;            ///< `placement.max_forward_count`
   /// Idle time after which an activation deactivates; 0 disables idle deactivation.
   int64_t idle_deactivation_ms = 0;
@@ -105,6 +113,8 @@ struct catalog_activation {
   uint64_t idle_seq = 0;                   ///< invalidates stale idle timers
   std::deque<catalog_turn> queue;          ///< waiting turns (held while deactivating)
   std::vector<caf::response_promise> gone; ///< answered when the activation has left
+  caf::response_promise registering;       ///< the `ct_activate` waiting for registration
+  caf::actor_clock::time_point register_deadline;
 };
 
 /// Counters of one catalog (tests and diagnostics).
@@ -121,7 +131,7 @@ struct catalog_stats {
 struct catalog_state {
   catalog_config cfg;
   grain_registry_ptr registry;
-  caf::actor directory;
+  directory_client dir;
   caf::actor placement;
   bool active = false;
   std::mt19937_64 rng;
@@ -131,16 +141,19 @@ struct catalog_state {
   std::map<uint32_t, grain_id> departed;            ///< tags that lived here and left
   std::map<grain_id, std::string> failures;         ///< the activation-failure registry
   std::vector<caf::response_promise> all_gone;      ///< `ct_deact_all` waiters
+  int32_t last_forward_count = -1;                  ///< forward count of the last turn started
   catalog_stats stats;
   log::logger log = log::get("catalog");
 
   static const char* name;
 };
 
-/// Spawns the catalog of silo `cfg.self`. `directory` is the silo's directory port
-/// (placement.hpp), `placement` its placement service (reroutes, cache invalidation).
+/// Spawns the catalog of silo `cfg.self`. `centre` is the silo's message centre (directory
+/// calls), `placement` its placement service (reroutes, cache invalidation). Register the
+/// catalog with the centre as `component::catalog` and `component::activation`, and
+/// subscribe it to the silo's membership agent.
 caf::actor spawn_catalog(caf::actor_system& sys, catalog_config cfg,
-                         grain_registry_ptr registry, caf::actor directory,
+                         grain_registry_ptr registry, caf::actor centre,
                          caf::actor placement);
 
 } // namespace cafmesh

@@ -11,7 +11,13 @@
 ///
 /// Links: in simulation every frame goes to the `sim_network` actor (sim_network.hpp), which
 /// applies latency, per-link FIFO, the serialisation round trip and fault injection on the
-/// virtual clock. (Network mode over CAF io is not implemented yet: see the report.)
+/// virtual clock. In network mode (`start_network_message_center`) each centre is published
+/// over CAF io at its silo address's host and port; the first frame for a peer connects to
+/// `dst.host:dst.port` through the middleman's asynchronous `connect` (frames queue
+/// meanwhile), an inbound frame adopts its sender's proxy as the link back, and every link
+/// is monitored: when it goes down, every pending call to that peer fails `departed_silo`.
+/// A failed connect fails the queued calls `departed_silo`. A peer centre of another
+/// generation on the same endpoint answers `departed_silo` itself.
 ///
 /// ## Protocol (untyped `caf::actor`)
 ///
@@ -55,6 +61,9 @@
 ///   `silo_unavailable` ("silo {S} is not accepting application messages"); an inbound
 ///   one-way application message is dropped and logged. System traffic still passes.
 /// - `(mc_whoami_atom) -> silo_address`.
+/// - `(sim_watch_atom, caf::actor w)`: network mode: `w` receives `(sim_watch_atom,
+///   silo_address, false)` whenever a link to a peer goes down (the membership oracle's
+///   failure detector on the primary silo).
 /// - `(mc_stats_atom) -> message_center_stats`.
 /// Link side (used by links, not by components):
 /// - `(mc_frame_atom, wire_frame)`: a frame arriving from a link;
@@ -64,9 +73,11 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include <caf/actor.hpp>
 #include <caf/error.hpp>
+#include <caf/expected.hpp>
 #include <caf/fwd.hpp>
 #include <caf/message.hpp>
 #include <caf/meta/type_name.hpp>
@@ -147,6 +158,15 @@ typename Inspector::result_type inspect(Inspector& f, message_center_stats& x) {
 /// before this function returns, so frames to it never race its registration.
 caf::actor spawn_message_center(caf::actor_system& sys, const silo_address& self_addr,
                                 const caf::actor& net);
+
+/// Network mode: spawns a message centre, publishes it with CAF io on `host:port` (port 0:
+/// chosen by the OS) and answers the centre and its address `S{host}:{bound port}@{generation}`.
+/// Call it outside any actor (it blocks while binding); the actor system needs the io
+/// middleman loaded and every cafmesh type announced on both sides. A published actor keeps
+/// `~actor_system` waiting: exit the centre when done.
+caf::expected<std::pair<caf::actor, silo_address>>
+start_network_message_center(caf::actor_system& sys, const std::string& host, uint16_t port,
+                             uint64_t generation);
 
 /// Builds the request a component sends to its centre for a call:
 /// `(mc_call_atom, dst, c, make_message(xs...))`.

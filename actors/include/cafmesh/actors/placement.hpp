@@ -27,8 +27,8 @@
 ///   agent (SPEC §4.2; subscribe the service with `mb_subscribe_atom`). Every snapshot the
 ///   agent sends is applied (the agent orders them). Cache entries pointing at a silo that
 ///   is not Active are dropped.
-/// - `(pl_inval_atom, grain_id g, silo_address s, activation_tag t)`: drop the cached
-///   address of `g` if it still names (s, t) (sent by a catalog whose activation left).
+/// - `(pl_inval_atom, activation_address a)`: drop the cached address of `a.grain` if it
+///   still names `a` (sent by a catalog whose activation left).
 /// - `(pl_inval_atom, grain_id g)`: drop the cached address of `g`, whatever it names (the
 ///   router's retry loop before re-resolving, SPEC §6.6).
 /// - `(pl_inval_atom, silo_address s)`: drop every cached address naming `s` (SPEC §6.6
@@ -52,20 +52,25 @@
 /// interface version as the local registry's (the local silo only if it is Active too).
 /// "At random": candidates ordered by rendered address, index `next() % n` of a
 /// `std::mt19937_64` seeded `seed ^ fnv1a64("placement/" + rendered self address)`.
-/// stateless worker: local if candidate and fewer calls of the type are in flight to the
-/// local silo (sent by this service, not yet answered) than the type's local limit;
-/// prefer-local: local if candidate; otherwise (and for random) at random.
+/// stateless worker and prefer-local: the local silo if it is a candidate, otherwise at
+/// random; random: at random.
 ///
-/// ## Directory port
-/// Placement and catalog reach the grain directory through a per-silo **directory port**
-/// actor (the silo's directory resolver, SPEC §5.3: null directory for stateless workers
-/// when the bypass is on, the ring otherwise):
-/// - `(pd_lookup_atom, grain_id) -> (bool found, silo_address, activation_tag)`;
-///   errors: `directory_unstable` (retry), anything else fails the attempt likewise;
-/// - `(pd_register_atom, grain_id, silo_address, activation_tag) -> (silo_address,
-///   activation_tag)`: first-wins; answers the address registered after the call;
-/// - `(pd_unregister_atom, grain_id, silo_address, activation_tag) -> ok_atom`: removes the
-///   entry only if it still names that address.
+/// **Stateless workers and the local limit (interpretation of SPEC §5.5).** The "fewer
+/// busy activations than the local limit" test is made by the local catalog, which adds an
+/// activation while every existing one is in a turn and fewer than the limit exist, and
+/// queues the message on the least-loaded one beyond that. Placement never sends a
+/// stateless-worker message away from an Active compatible local silo just because its
+/// activation is busy: such a spill picks uniformly among Active silos, including an
+/// undetected stalled one (S12.59), and would turn a local queueing delay of microseconds
+/// into a 30 s `response_timeout`. The burst test in placement_scenarios_test.cpp shows
+/// the difference (20 calls at one instant: all served locally).
+///
+/// ## Directory
+/// Lookups go through a `directory_client` (directory.hpp) inside the service, built with
+/// this silo's `directory_resolver` (the local registry's manifest and
+/// `stateless_worker_bypass`): stateless workers resolve to the in-process null directory
+/// (no message at all) when the bypass is on, everything else to the ring partition of the
+/// grain's owner. The address cache is a `directory_cache` fed with every snapshot.
 
 #include <cstdint>
 #include <deque>
@@ -80,6 +85,8 @@
 #include <caf/message.hpp>
 #include <caf/response_promise.hpp>
 
+#include "cafmesh/actors/activation_address.hpp"
+#include "cafmesh/actors/directory.hpp"
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/log.hpp"
@@ -102,6 +109,8 @@ struct placement_config {
   int64_t lookup_attempt_timeout_ms = 5000; ///< `directory.lookup_attempt_timeout_ms`
   int64_t response_timeout_ms = 30000;      ///< `grain_call.response_timeout_ms`
   int64_t unstable_retry_ms = 100;          ///< wait before re-asking after `directory_unstable`
+  int64_t ring_points_per_silo = 16;        ///< `directory.ring_points_per_silo`
+  bool stateless_worker_bypass = true;      ///< `directory.stateless_worker_bypass` (SPEC §5.3)
 };
 
 /// Fills a `placement_config` for silo `self` from the SPEC §11 configuration.
@@ -120,7 +129,6 @@ struct placement_item {
   grain_id grain;
   grain_type_info info;                   ///< the type as the local registry knows it
   grain_kind kind = grain_kind::single_activation;
-  uint32_t local_limit = 1;
   int64_t created_ms = 0;                 ///< virtual ms (service clock) at creation
   uint32_t lookup_attempts = 0;
   std::vector<placement_waiter> waiters;
@@ -132,7 +140,7 @@ struct placement_stats {
   uint64_t cache_hits = 0;       ///< calls sent straight to a cached activation
   uint64_t items_created = 0;    ///< work items created
   uint64_t joined = 0;           ///< calls that joined an existing work item
-  uint64_t lookups = 0;          ///< lookup attempts sent to the directory port
+  uint64_t lookups = 0;          ///< lookup attempts (null or ring directory)
   uint64_t activations = 0;      ///< `ct_activate` requests sent to catalogs
   uint64_t timeouts = 0;         ///< work items that failed `placement_timeout`
   uint64_t no_candidate = 0;     ///< work items that failed `no_compatible_silo`
@@ -143,14 +151,12 @@ struct placement_state {
   placement_config cfg;
   grain_registry_ptr registry;
   caf::actor centre;
-  caf::actor directory;
+  directory_client dir;
   membership_snapshot view;
   std::mt19937_64 rng;
   std::vector<std::map<grain_id, placement_item>> workers;
-  /// Cached single-activation addresses.
-  std::map<grain_id, std::pair<silo_address, activation_tag>> cache;
-  /// Calls in flight to stateless-worker activations on this silo, per type.
-  std::map<std::string, uint32_t> local_busy;
+  /// Cached single-activation addresses (SPEC §5.2 "Cache").
+  directory_cache cache;
   uint64_t next_item_id = 0;
   bool stopped = false;
   placement_stats stats;
@@ -161,15 +167,14 @@ struct placement_state {
 };
 
 /// Spawns the placement service of silo `cfg.self`. `centre` is the silo's message centre
-/// (every call to a catalog or activation goes through it, local ones short-cut there);
-/// `directory` is the silo's directory port (see "Directory port").
+/// (every call to a catalog, activation or directory partition goes through it, local ones
+/// short-cut there). Subscribe the service to the silo's membership agent.
 caf::actor spawn_placement_service(caf::actor_system& sys, placement_config cfg,
-                                   grain_registry_ptr registry, caf::actor centre,
-                                   caf::actor directory);
+                                   grain_registry_ptr registry, caf::actor centre);
 
 /// Picks the silo for a new activation of a grain of type `info` (SPEC §5.5) among
 /// `candidates` (Active, compatible, ordered by rendered address, non-empty).
-/// `local_ok`: the local silo is a candidate and, for stateless workers, below its limit.
+/// `local_ok`: the local silo is a candidate.
 silo_address pick_silo(placement_strategy strategy, const silo_address& self, bool local_ok,
                        const std::vector<silo_address>& candidates, std::mt19937_64& rng);
 

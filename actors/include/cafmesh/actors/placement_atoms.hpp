@@ -1,8 +1,8 @@
 #pragma once
 
 /// @file
-/// Message tags of placement, the catalog and the directory port (CAF 0.17 atoms, at most
-/// 10 characters). Prefixes: `pl` placement service, `ct` catalog, `pd` directory port.
+/// Message tags of placement and the catalog (CAF 0.17 atoms, at most 10 characters).
+/// Prefixes: `pl` placement service, `ct` catalog.
 /// Kept apart from atoms.hpp, which belongs to the message centre / membership / directory.
 
 #include <caf/atom.hpp>
@@ -24,13 +24,9 @@ using ct_deact_atom = caf::atom_constant<caf::atom("ctdeact")>;
 using ct_deact_all_atom = caf::atom_constant<caf::atom("ctdeactall")>;
 using ct_idle_atom = caf::atom_constant<caf::atom("ctidle")>;
 using ct_abandon_atom = caf::atom_constant<caf::atom("ctabandon")>;
+using ct_regretry_atom = caf::atom_constant<caf::atom("ctregretry")>;
 using ct_self_atom = caf::atom_constant<caf::atom("ctself")>;
 using ct_leave_atom = caf::atom_constant<caf::atom("ctleave")>;
 using ct_pin_atom = caf::atom_constant<caf::atom("ctpin")>;
-
-// -- directory port (placement.hpp, "Directory port") ----------------------------
-using pd_lookup_atom = caf::atom_constant<caf::atom("pdlookup")>;
-using pd_register_atom = caf::atom_constant<caf::atom("pdreg")>;
-using pd_unregister_atom = caf::atom_constant<caf::atom("pdunreg")>;
 
 } // namespace cafmesh

@@ -19,10 +19,12 @@
 ///   detectable by membership's failure detector unless made with `detectable = false`);
 ///   `partition(a, b)` holds every frame between a and b (both directions) until
 ///   `heal(a, b)`; held frames keep their link order and are delivered at the release
-///   instant. `drop(rule)` discards the next `count` frames matching the rule (the caller of
+///   instant. A stall acts on the network only: the stalled silo's actors still run and
+///   still reach each other locally. `drop(rule)` or `drop(predicate)` discards the next `count` frames matching the rule (the caller of
 ///   a dropped request sees only its own timeout). `delay(src, dst, min, max)` overrides a
-///   link's latency range. `kill(s)`: frames to or from `s` are discarded (`lost`) from now
-///   on and `s`'s centre is told nothing more; the world makes `s`'s actors exit.
+///   link's latency range. `kill(s)`: from now on frames from `s` are discarded (`lost`),
+///   requests to `s` bounce (their callers fail `departed_silo`), other frames to `s` are
+///   `lost`; the world makes `s`'s actors exit.
 /// - **Departure**: the network monitors every attached centre. When one exits, every
 ///   other attached centre receives `(mc_gone_atom, silo)`, as a real peer sees its
 ///   connection drop; a request frame for a silo that is not attached (or dead) is
@@ -43,6 +45,7 @@
 ///   detectable)`, `(sim_unstall_atom, silo_address)`,
 ///   `(sim_partition_atom, silo_address a, silo_address b)`,
 ///   `(sim_heal_atom, silo_address a, silo_address b)`, `(sim_drop_atom, drop_rule)`,
+///   `(sim_drop_atom, drop_predicate)`,
 ///   `(sim_delay_atom, silo_address src, silo_address dst, int64_t min_ms, int64_t max_ms)`,
 ///   `(sim_kill_atom, silo_address)`: each answers `ok_atom` once applied;
 /// - `(sim_note_atom, std::string)`: appends a `note` line to the trace;
@@ -64,11 +67,13 @@
 
 #include <caf/actor.hpp>
 #include <caf/actor_clock.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/fwd.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/optional.hpp>
 
 #include "cafmesh/actors/ids.hpp"
+#include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/actors/message_center.hpp"
 
 namespace cafmesh {
@@ -97,6 +102,14 @@ typename Inspector::result_type inspect(Inspector& f, drop_rule& x) {
 
 /// True if `r` matches the frame header.
 bool matches(const drop_rule& r, const wire_frame& f);
+
+/// A drop by predicate (SPEC §12.1 `drop(predicate, count)`): the next `count` frames for
+/// which `pred` holds are dropped. The predicate sees the whole frame, payload included.
+/// Local only (never serialised): `(sim_drop_atom, drop_predicate)`.
+struct drop_predicate {
+  std::function<bool(const wire_frame&)> pred;
+  uint64_t count = 1;
+};
 
 /// A frame inside the network: its header (for the trace and the rules) and its bytes.
 struct sim_frame {
@@ -127,6 +140,7 @@ struct sim_network_state {
   std::map<std::pair<silo_address, silo_address>, std::pair<int64_t, int64_t>> delays;
   std::map<std::pair<silo_address, silo_address>, sim_link> links;
   std::vector<drop_rule> drops;
+  std::vector<drop_predicate> drop_predicates;
   std::vector<caf::actor> watchers;
   std::vector<std::string> trace;
   /// Request frames accepted per component (one-way frames count too; responses do not).
@@ -144,6 +158,9 @@ struct sim_network_state {
   static const char* name;
 };
 
+/// The network configuration of SPEC §11 `simulation.*`.
+sim_network_config make_sim_network_config(const config::simulation_section& sim);
+
 /// Spawns the simulated network.
 caf::actor spawn_sim_network(caf::actor_system& sys, sim_network_config cfg);
 
@@ -151,3 +168,5 @@ caf::actor spawn_sim_network(caf::actor_system& sys, sim_network_config cfg);
 uint64_t trace_digest(const std::vector<std::string>& lines);
 
 } // namespace cafmesh
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cafmesh::drop_predicate)

@@ -15,6 +15,9 @@ namespace cafmesh::routing {
 using rc_route_atom = caf::atom_constant<caf::atom("rcroute")>;
 /// Routing-grain path (request, answered `forwarded` or `silo_unavailable`).
 using rc_grain_atom = caf::atom_constant<caf::atom("rcgrain")>;
+/// Late wiring of the local-route port (one-way), for the routing service <-> router core
+/// cycle.
+using rc_locals_atom = caf::atom_constant<caf::atom("rclocals")>;
 /// Diagnostics snapshot (request).
 using rc_stats_atom = caf::atom_constant<caf::atom("rcstats")>;
 

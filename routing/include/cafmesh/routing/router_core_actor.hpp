@@ -10,6 +10,7 @@
 /// | routing grain via `delegate` (SPEC §6.3) | `(rc_grain_atom, envelope) -> envelope` | the envelope with state `forwarded` and the router's address appended to `routing_path`, as soon as the leg is enqueued/admitted (SPEC §6.4 step 6); after the stopping signal the error `to_error(fault{silo_unavailable, "silo {S} is leaving; route elsewhere"})` with `fault::silo` set (step 1); on a routing loop the envelope marked failed-and-NACKed (its `routing_loop` NACK was handed to the NACK machinery) or, if it may not be answered, state `failed` with `properties["error"]` |
 /// | host (SPEC §3.7 step 1) | `(host_stopping_atom) -> ok_atom` | ok once the core refuses grain-path envelopes; already-accepted legs continue and their grain calls are never gated |
 /// | tests, diagnostics | `(rc_stats_atom) -> router_core_stats` | the snapshot below |
+/// | wiring (routing service or silo builder) | `(rc_locals_atom, local_route_port_actor)` one-way | none: replaces the local-route port used by NACK rung a (SPEC §6.11). The routing service needs the router core's handle and the router core needs the routing service's local-route port; spawn the router core first (with a null `local_routes`), then the routing service, then send this. NACKs already on the ladder are unaffected. |
 ///
 /// Both entries feed the same ordered dispatcher (SPEC §6.8). A co-hosted envelope after
 /// the stopping signal cannot happen by contract (the routing service refuses it first);
@@ -29,6 +30,7 @@
 #include "cafmesh/lifecycle/atoms.hpp"
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/router_atoms.hpp"
+#include "cafmesh/routing/router_ports.hpp"
 
 namespace cafmesh::routing {
 
@@ -41,6 +43,10 @@ struct router_core_stats {
   bool stopping = false;       ///< the stopping signal arrived
   bool saturation_latched = false;
   uint64_t saturation_reports = 0;
+  /// Age of the oldest dispatched leg since its dispatch, -1 if none (SPEC §6.13).
+  int64_t oldest_dispatched_age_ms = -1;
+  /// Age of the oldest queued (not dispatched) leg since acceptance, -1 if none (SPEC §6.13).
+  int64_t oldest_queued_age_ms = -1;
   // -- ordered dispatcher (SPEC §6.8 queue_snapshot) --
   uint64_t channels = 0;
   uint64_t destinations = 0;
@@ -73,7 +79,8 @@ struct router_core_stats {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_core_stats& x) {
   return f(caf::meta::type_name("cafmesh.router_core_stats"), x.in_flight, x.nacks_alive,
-           x.stopping, x.saturation_latched, x.saturation_reports, x.channels, x.destinations,
+           x.stopping, x.saturation_latched, x.saturation_reports,
+           x.oldest_dispatched_age_ms, x.oldest_queued_age_ms, x.channels, x.destinations,
            x.deepest, x.deepest_channel, x.max_dispatch_depth, x.accepted, x.refused_stopping,
            x.routing_loops, x.terminal_events, x.landed, x.nacked, x.abandoned, x.crashed,
            x.refused, x.grain_attempts, x.nacks_posted, x.nacks_pool_refused, x.nacks_local,
@@ -86,6 +93,7 @@ typename Inspector::result_type inspect(Inspector& f, router_core_stats& x) {
 using router_core_actor = caf::typed_actor<
   caf::reacts_to<rc_route_atom, envelope>,
   caf::replies_to<rc_grain_atom, envelope>::with<envelope>,
+  caf::reacts_to<rc_locals_atom, local_route_port_actor>,
   caf::replies_to<lifecycle::host_stopping_atom>::with<caf::ok_atom>,
   caf::replies_to<rc_stats_atom>::with<router_core_stats>>;
 

@@ -1,0 +1,273 @@
+#pragma once
+
+/// @file
+/// The grain directory (SPEC §5.1–§5.3): the hash ring, the per-silo directory partition
+/// actor, the per-silo directory cache, the directory resolver with its in-process null
+/// directory for stateless workers, and `directory_client`, the helper an actor uses to
+/// look up, register and unregister through the resolver's directory.
+///
+/// ## directory_partition (one per silo; untyped `caf::actor`, component `directory`)
+/// Stores grain id -> activation address for the single-activation grains whose ring
+/// positions it owns, per the ring of the latest snapshot its membership agent sent.
+/// - `(dir_lookup_atom, grain_id) -> lookup_result` (registered or not);
+/// - `(dir_register_atom, activation_address a) -> activation_address`: first wins — the
+///   answer is the address registered after the call (`a` or the earlier one);
+/// - `(dir_unregister_atom, activation_address a) -> ok_atom`: removes the entry only if it
+///   still names `a`;
+///   each of the three answers `directory_unstable` ("directory partition on {S} does not
+///   own {type/key}; retry later") if this partition does not own the grain id in its ring
+///   (an empty ring owns nothing);
+/// - `(dir_unreg_silo_atom, silo_address s) -> ok_atom`: drops every entry on silo `s`. The
+///   partition also does this itself for every silo a snapshot shows Dead;
+/// - `(dir_handoff_atom, std::vector<activation_address>)` one-way from another partition:
+///   merges the entries, first-wins per grain id;
+/// - `(dir_entries_atom) -> std::vector<activation_address>`: every entry (diagnostics);
+/// - `(mb_snapshot_atom, membership_snapshot)`: rebuilds the ring from the active set; drops
+///   entries on Dead silos; hands every entry it no longer owns to the new owner, **one
+///   `dir_handoff` message per new owner** (through the message centre, component
+///   `directory`). A partition whose own silo left the active set owns nothing and hands
+///   off everything; with an empty ring it keeps its entries.
+///
+/// ## directory_cache actor (one per silo)
+/// A `directory_cache` object behind a protocol: `(dir_get_atom, grain_id) -> lookup_result`,
+/// `(dir_put_atom, activation_address)`, `(dir_invalidate_atom, grain_id) -> ok_atom`,
+/// `(dir_invalidate_atom, activation_address) -> ok_atom` (only if the entry still names
+/// it), `(dir_entries_atom) -> std::vector<activation_address>`, and snapshots from the
+/// membership agent.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/error.hpp>
+#include <caf/fwd.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/optional.hpp>
+
+#include "cafmesh/actors/activation_address.hpp"
+#include "cafmesh/actors/atoms.hpp"
+#include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/membership.hpp"
+#include "cafmesh/config/mesh_config.hpp"
+
+namespace cafmesh {
+
+/// A lookup's answer (SPEC §5.2): the registered address, or "not registered".
+struct lookup_result {
+  bool registered = false;
+  activation_address address;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, lookup_result& x) {
+  return f(caf::meta::type_name("cafmesh.lookup_result"), x.registered, x.address);
+}
+
+// -- ring -------------------------------------------------------------------------------
+
+/// The consistent-hash ring of SPEC §5.1, built from an active set.
+class hash_ring {
+public:
+  hash_ring() = default;
+
+  /// A ring with `points_per_silo` points per member; `members` need not be sorted.
+  explicit hash_ring(std::vector<silo_address> members, int64_t points_per_silo = 16);
+
+  /// The ring of a snapshot's active set.
+  static hash_ring of(const membership_snapshot& snap, int64_t points_per_silo = 16);
+
+  /// Point `i` of silo `s`: `fnv1a64("{rendered s}#{i}")`.
+  static uint64_t point_of(const silo_address& s, int64_t i);
+
+  /// A grain id's position: `fnv1a64("{type}/{key}")`.
+  static uint64_t position_of(const grain_id& g);
+
+  /// The owner of `g`: the silo of the first point at or after `position_of(g)`, wrapping
+  /// around; none if the ring is empty. Equal points are ordered by rendered silo address.
+  caf::optional<silo_address> owner(const grain_id& g) const;
+
+  /// The owner of ring position `pos` (see `owner`).
+  caf::optional<silo_address> owner_at(uint64_t pos) const;
+
+  /// The members, ordered by rendered address.
+  const std::vector<silo_address>& members() const { return members_; }
+
+  /// Every point, ascending.
+  const std::vector<std::pair<uint64_t, silo_address>>& points() const { return points_; }
+
+  bool empty() const { return points_.empty(); }
+
+  friend bool operator==(const hash_ring& x, const hash_ring& y) {
+    return x.points_ == y.points_;
+  }
+  friend bool operator!=(const hash_ring& x, const hash_ring& y) { return !(x == y); }
+
+private:
+  std::vector<silo_address> members_;
+  std::vector<std::pair<uint64_t, silo_address>> points_;
+};
+
+// -- cache ------------------------------------------------------------------------------
+
+/// A silo's cache of lookup results (SPEC §5.2 "Cache"). Plain object: use it inside one
+/// actor (placement) or through `spawn_directory_cache`.
+class directory_cache {
+public:
+  explicit directory_cache(int64_t points_per_silo = 16) : points_per_silo_(points_per_silo) {}
+
+  /// The cached address of `g`, if any.
+  caf::optional<activation_address> get(const grain_id& g) const;
+
+  /// Caches `a` for `a.grain` (replaces an earlier entry).
+  void put(const activation_address& a);
+
+  /// Drops the entry of `g`; true if there was one.
+  bool invalidate(const grain_id& g);
+
+  /// Drops the entry of `a.grain` only if it still names `a`; true if dropped.
+  bool invalidate(const activation_address& a);
+
+  /// Applies a snapshot (SPEC §5.2): drops every entry whose ring owner differs between the
+  /// previous ring and the snapshot's ring, and every entry on a silo that is not Active in
+  /// the snapshot; the rest survive. Returns the dropped entries.
+  std::vector<activation_address> on_snapshot(const membership_snapshot& snap);
+
+  size_t size() const { return entries_.size(); }
+
+  /// Every entry, ordered by grain id.
+  std::vector<activation_address> entries() const;
+
+  const hash_ring& ring() const { return ring_; }
+
+private:
+  int64_t points_per_silo_;
+  hash_ring ring_;
+  std::map<grain_id, activation_address> entries_;
+};
+
+// -- resolver ---------------------------------------------------------------------------
+
+/// Which directory a grain type uses on this silo (SPEC §5.3).
+enum class directory_kind : uint8_t { ring = 1, null = 2 };
+
+/// Renders `ring` or `null`.
+std::string to_string(directory_kind x);
+
+/// A silo's directory resolver (SPEC §5.3): grain type -> directory. Local configuration:
+/// never published, never in the manifest. With `stateless_worker_bypass` (the default),
+/// every type this silo knows as a stateless worker goes to the null directory; every
+/// other type — and every type unknown to this silo — to the ring.
+class directory_resolver {
+public:
+  directory_resolver() = default;
+  directory_resolver(const std::vector<grain_type_info>& local_types,
+                     bool stateless_worker_bypass = true);
+
+  directory_kind resolve(const std::string& grain_type) const;
+
+  bool bypass() const { return bypass_; }
+
+private:
+  std::set<std::string> stateless_workers_;
+  bool bypass_ = true;
+};
+
+/// The in-process null directory (SPEC §5.3): lookup answers not registered, register
+/// answers the address given, unregister and unregister_silo do nothing. Never sends a
+/// message.
+struct null_directory {
+  static lookup_result lookup(const grain_id&) { return {}; }
+  static activation_address register_activation(const activation_address& a) { return a; }
+  static void unregister(const activation_address&) {}
+  static void unregister_silo(const silo_address&) {}
+};
+
+// -- client -----------------------------------------------------------------------------
+
+/// Configuration of a `directory_client` (SPEC §11 `directory.*`).
+struct directory_client_config {
+  int64_t ring_points_per_silo = 16;
+  /// Bound on one lookup request (SPEC §5.2); also bounds register and unregister.
+  int64_t lookup_attempt_timeout_ms = 5000;
+};
+
+/// `directory.ring_points_per_silo` and `directory.lookup_attempt_timeout_ms` (SPEC §11).
+directory_client_config make_directory_client_config(const config::directory_section& dir);
+
+/// The directory operations of one silo, for use inside an event-based actor (placement
+/// workers, the catalog). Feed it every snapshot from the membership agent. Each call is
+/// **one attempt**: on `directory_unstable` or a timeout the caller retries against the
+/// ring as it is by then (SPEC §5.2, the placement worker's loop).
+/// - Null-directory types complete at once, inside the call, without any message.
+/// - Ring types ask the owner's partition through the message centre (a local call when the
+///   owner is this silo), bounded by `lookup_attempt_timeout_ms`; a timeout fails with
+///   CAF's `sec::request_timeout` (translate with `to_fault` if needed). An empty ring fails
+///   `directory_unstable` ("no active silo in the directory ring") at once.
+class directory_client {
+public:
+  using lookup_handler = std::function<void(lookup_result)>;
+  using register_handler = std::function<void(activation_address)>;
+  using done_handler = std::function<void()>;
+  using error_handler = std::function<void(caf::error)>;
+
+  directory_client() = default;
+  directory_client(silo_address self_addr, caf::actor mc, directory_resolver resolver,
+                   directory_client_config cfg = {});
+
+  /// Rebuilds the ring from the snapshot's active set.
+  void on_snapshot(const membership_snapshot& snap);
+
+  const hash_ring& ring() const { return ring_; }
+  const directory_resolver& resolver() const { return resolver_; }
+
+  /// The directory `g` uses on this silo.
+  directory_kind kind_of(const grain_id& g) const { return resolver_.resolve(g.type); }
+
+  void lookup(caf::event_based_actor* self, const grain_id& g, lookup_handler on_result,
+              error_handler on_error);
+  void register_activation(caf::event_based_actor* self, const activation_address& a,
+                           register_handler on_winner, error_handler on_error);
+  void unregister(caf::event_based_actor* self, const activation_address& a,
+                  done_handler on_done, error_handler on_error);
+
+  /// Requests sent to ring partitions so far (local and remote), per operation.
+  uint64_t lookups_sent() const { return lookups_sent_; }
+  uint64_t registers_sent() const { return registers_sent_; }
+  uint64_t unregisters_sent() const { return unregisters_sent_; }
+
+private:
+  /// The owner of `g`, or an error if the ring is empty.
+  caf::optional<silo_address> owner_of(const grain_id& g) const { return ring_.owner(g); }
+
+  silo_address self_addr_;
+  caf::actor mc_;
+  directory_resolver resolver_;
+  directory_client_config cfg_;
+  hash_ring ring_;
+  uint64_t lookups_sent_ = 0;
+  uint64_t registers_sent_ = 0;
+  uint64_t unregisters_sent_ = 0;
+};
+
+// -- actors -----------------------------------------------------------------------------
+
+/// Spawns the directory partition of silo `self_addr`: registers it with `mc` as component
+/// `directory` and subscribes it to `agent` (both asynchronously, before any other message
+/// can reach it through them).
+caf::actor spawn_directory_partition(caf::actor_system& sys, const silo_address& self_addr,
+                                     const caf::actor& mc, const caf::actor& agent,
+                                     int64_t ring_points_per_silo = 16);
+
+/// Spawns a directory cache actor subscribed to `agent` (if given).
+caf::actor spawn_directory_cache(caf::actor_system& sys, const caf::actor& agent,
+                                 int64_t ring_points_per_silo = 16);
+
+/// The `directory_unstable` error a partition answers for a grain id it does not own.
+caf::error directory_unstable_error(const silo_address& partition, const grain_id& g);
+
+} // namespace cafmesh

@@ -1,0 +1,396 @@
+#include "cafmesh/actors/directory.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/message_center.hpp"
+
+namespace cafmesh {
+
+// -- ring -------------------------------------------------------------------------------
+
+hash_ring::hash_ring(std::vector<silo_address> members, int64_t points_per_silo) {
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  members_ = std::move(members);
+  points_.reserve(members_.size() * static_cast<size_t>(std::max<int64_t>(points_per_silo, 0)));
+  for (const auto& s : members_)
+    for (int64_t i = 0; i < points_per_silo; ++i)
+      points_.emplace_back(point_of(s, i), s);
+  std::sort(points_.begin(), points_.end());
+}
+
+hash_ring hash_ring::of(const membership_snapshot& snap, int64_t points_per_silo) {
+  return hash_ring{snap.active_set(), points_per_silo};
+}
+
+uint64_t hash_ring::point_of(const silo_address& s, int64_t i) {
+  return fnv1a64(s.to_string() + "#" + std::to_string(i));
+}
+
+uint64_t hash_ring::position_of(const grain_id& g) {
+  return fnv1a64(g.type + "/" + g.key);
+}
+
+caf::optional<silo_address> hash_ring::owner_at(uint64_t pos) const {
+  if (points_.empty())
+    return caf::none;
+  auto i = std::lower_bound(points_.begin(), points_.end(), pos,
+                            [](const std::pair<uint64_t, silo_address>& p, uint64_t x) {
+                              return p.first < x;
+                            });
+  if (i == points_.end())
+    i = points_.begin(); // wrap around
+  return i->second;
+}
+
+caf::optional<silo_address> hash_ring::owner(const grain_id& g) const {
+  return owner_at(position_of(g));
+}
+
+// -- cache ------------------------------------------------------------------------------
+
+caf::optional<activation_address> directory_cache::get(const grain_id& g) const {
+  auto i = entries_.find(g);
+  if (i == entries_.end())
+    return caf::none;
+  return i->second;
+}
+
+void directory_cache::put(const activation_address& a) {
+  entries_[a.grain] = a;
+}
+
+bool directory_cache::invalidate(const grain_id& g) {
+  return entries_.erase(g) > 0;
+}
+
+bool directory_cache::invalidate(const activation_address& a) {
+  auto i = entries_.find(a.grain);
+  if (i == entries_.end() || i->second != a)
+    return false;
+  entries_.erase(i);
+  return true;
+}
+
+std::vector<activation_address> directory_cache::on_snapshot(const membership_snapshot& snap) {
+  auto next = hash_ring::of(snap, points_per_silo_);
+  std::vector<activation_address> dropped;
+  for (auto i = entries_.begin(); i != entries_.end();) {
+    const auto& a = i->second;
+    bool owner_changed = ring_.owner(a.grain) != next.owner(a.grain);
+    if (owner_changed || !snap.is_active(a.silo)) {
+      dropped.push_back(a);
+      i = entries_.erase(i);
+    } else {
+      ++i;
+    }
+  }
+  ring_ = std::move(next);
+  return dropped;
+}
+
+std::vector<activation_address> directory_cache::entries() const {
+  std::vector<activation_address> out;
+  for (const auto& kv : entries_)
+    out.push_back(kv.second);
+  return out;
+}
+
+// -- resolver ---------------------------------------------------------------------------
+
+std::string to_string(directory_kind x) {
+  return x == directory_kind::null ? "null" : "ring";
+}
+
+directory_resolver::directory_resolver(const std::vector<grain_type_info>& local_types,
+                                       bool stateless_worker_bypass)
+  : bypass_(stateless_worker_bypass) {
+  for (const auto& t : local_types)
+    if (t.strategy == placement_strategy::stateless_worker)
+      stateless_workers_.insert(t.type);
+}
+
+directory_kind directory_resolver::resolve(const std::string& grain_type) const {
+  if (bypass_ && stateless_workers_.count(grain_type) > 0)
+    return directory_kind::null;
+  return directory_kind::ring;
+}
+
+// -- errors -----------------------------------------------------------------------------
+
+caf::error directory_unstable_error(const silo_address& partition, const grain_id& g) {
+  fault f{mesh_errc::directory_unstable, "directory partition on " + partition.to_string()
+                                           + " does not own " + g.to_string()
+                                           + "; retry later"};
+  f.silo = partition;
+  return to_error(f);
+}
+
+namespace {
+
+caf::error empty_ring_error() {
+  return to_error(fault{mesh_errc::directory_unstable, "no active silo in the directory ring"});
+}
+
+/// Sends `call` to the message centre and passes the reply to `ok` if it has the type `T`,
+/// any error (including a reply of another type) to `fail`.
+template <class T, class F>
+void call_for(caf::event_based_actor* self, const caf::actor& mc, int64_t timeout_ms,
+              caf::message call, F ok, directory_client::error_handler fail) {
+  self->request(mc, std::chrono::milliseconds(timeout_ms), std::move(call))
+    .then([=](T& x) { ok(std::move(x)); },
+          [=](caf::error& e) { fail(std::move(e)); });
+}
+
+} // namespace
+
+// -- client -----------------------------------------------------------------------------
+
+directory_client_config make_directory_client_config(const config::directory_section& dir) {
+  return directory_client_config{dir.ring_points_per_silo, dir.lookup_attempt_timeout_ms};
+}
+
+directory_client::directory_client(silo_address self_addr, caf::actor mc,
+                                   directory_resolver resolver, directory_client_config cfg)
+  : self_addr_(std::move(self_addr)),
+    mc_(std::move(mc)),
+    resolver_(std::move(resolver)),
+    cfg_(cfg) {
+  // nop
+}
+
+void directory_client::on_snapshot(const membership_snapshot& snap) {
+  ring_ = hash_ring::of(snap, cfg_.ring_points_per_silo);
+}
+
+void directory_client::lookup(caf::event_based_actor* self, const grain_id& g,
+                              lookup_handler on_result, error_handler on_error) {
+  if (kind_of(g) == directory_kind::null) {
+    on_result(null_directory::lookup(g));
+    return;
+  }
+  auto owner = owner_of(g);
+  if (!owner) {
+    on_error(empty_ring_error());
+    return;
+  }
+  ++lookups_sent_;
+  call_for<lookup_result>(self, mc_, cfg_.lookup_attempt_timeout_ms,
+                          make_call(*owner, component::directory, dir_lookup_atom::value, g),
+                          std::move(on_result), std::move(on_error));
+}
+
+void directory_client::register_activation(caf::event_based_actor* self,
+                                           const activation_address& a,
+                                           register_handler on_winner,
+                                           error_handler on_error) {
+  if (kind_of(a.grain) == directory_kind::null) {
+    on_winner(null_directory::register_activation(a));
+    return;
+  }
+  auto owner = owner_of(a.grain);
+  if (!owner) {
+    on_error(empty_ring_error());
+    return;
+  }
+  ++registers_sent_;
+  call_for<activation_address>(self, mc_, cfg_.lookup_attempt_timeout_ms,
+                               make_call(*owner, component::directory,
+                                         dir_register_atom::value, a),
+                               std::move(on_winner), std::move(on_error));
+}
+
+void directory_client::unregister(caf::event_based_actor* self, const activation_address& a,
+                                  done_handler on_done, error_handler on_error) {
+  if (kind_of(a.grain) == directory_kind::null) {
+    null_directory::unregister(a);
+    on_done();
+    return;
+  }
+  auto owner = owner_of(a.grain);
+  if (!owner) {
+    on_error(empty_ring_error());
+    return;
+  }
+  ++unregisters_sent_;
+  auto done = std::move(on_done);
+  call_for<caf::ok_atom>(self, mc_, cfg_.lookup_attempt_timeout_ms,
+                         make_call(*owner, component::directory, dir_unregister_atom::value, a),
+                         [done](caf::ok_atom) { done(); }, std::move(on_error));
+}
+
+// -- partition actor --------------------------------------------------------------------
+
+namespace {
+
+struct partition_state {
+  silo_address self_addr;
+  caf::actor mc;
+  int64_t points = 16;
+  uint64_t version = 0;
+  hash_ring ring;
+  std::map<grain_id, activation_address> entries;
+  uint64_t handoffs_sent = 0;
+  log::logger log;
+  static const char* name;
+};
+
+const char* partition_state::name = "cafmesh.directory_partition";
+
+using partition_actor = caf::stateful_actor<partition_state>;
+
+bool owns(const partition_state& st, const grain_id& g) {
+  auto o = st.ring.owner(g);
+  return o && *o == st.self_addr;
+}
+
+void drop_silo(partition_state& st, const silo_address& s) {
+  for (auto i = st.entries.begin(); i != st.entries.end();) {
+    if (i->second.silo == s)
+      i = st.entries.erase(i);
+    else
+      ++i;
+  }
+}
+
+void apply_snapshot(partition_actor* self, const membership_snapshot& snap) {
+  auto& st = self->state;
+  if (snap.version < st.version)
+    return;
+  st.version = snap.version;
+  for (const auto& r : snap.rows)
+    if (r.status == silo_status::dead)
+      drop_silo(st, r.silo);
+  st.ring = hash_ring::of(snap, st.points);
+  if (st.ring.empty())
+    return; // nobody to hand to: keep everything until a ring exists again
+  std::map<silo_address, std::vector<activation_address>> moving;
+  for (auto i = st.entries.begin(); i != st.entries.end();) {
+    auto o = st.ring.owner(i->first);
+    if (*o != st.self_addr) {
+      moving[*o].push_back(i->second);
+      i = st.entries.erase(i);
+    } else {
+      ++i;
+    }
+  }
+  for (auto& kv : moving) {
+    ++st.handoffs_sent;
+    st.log.debug("handing " + std::to_string(kv.second.size()) + " entries to "
+                 + kv.first.to_string());
+    self->send(st.mc, mc_send_atom::value, kv.first, component::directory,
+               caf::make_message(dir_handoff_atom::value, std::move(kv.second)));
+  }
+}
+
+caf::behavior directory_partition(partition_actor* self, silo_address self_addr, caf::actor mc,
+                                  int64_t points) {
+  auto& st = self->state;
+  st.self_addr = self_addr;
+  st.mc = std::move(mc);
+  st.points = points;
+  st.log = log::get("directory").with_context(self_addr.to_string());
+  return {
+    [=](dir_lookup_atom, const grain_id& g) -> caf::result<lookup_result> {
+      auto& st = self->state;
+      if (!owns(st, g))
+        return directory_unstable_error(st.self_addr, g);
+      auto i = st.entries.find(g);
+      if (i == st.entries.end())
+        return lookup_result{};
+      return lookup_result{true, i->second};
+    },
+    [=](dir_register_atom, const activation_address& a) -> caf::result<activation_address> {
+      auto& st = self->state;
+      if (!owns(st, a.grain))
+        return directory_unstable_error(st.self_addr, a.grain);
+      auto ins = st.entries.emplace(a.grain, a);
+      return ins.first->second;
+    },
+    [=](dir_unregister_atom, const activation_address& a) -> caf::result<caf::ok_atom> {
+      auto& st = self->state;
+      if (!owns(st, a.grain))
+        return directory_unstable_error(st.self_addr, a.grain);
+      auto i = st.entries.find(a.grain);
+      if (i != st.entries.end() && i->second == a)
+        st.entries.erase(i);
+      return caf::ok_atom::value;
+    },
+    [=](dir_unreg_silo_atom, const silo_address& s) {
+      drop_silo(self->state, s);
+      return caf::ok_atom::value;
+    },
+    [=](dir_handoff_atom, const std::vector<activation_address>& xs) {
+      for (const auto& a : xs)
+        self->state.entries.emplace(a.grain, a); // first wins
+    },
+    [=](dir_entries_atom) {
+      std::vector<activation_address> out;
+      for (const auto& kv : self->state.entries)
+        out.push_back(kv.second);
+      return out;
+    },
+    [=](mb_snapshot_atom, const membership_snapshot& snap) { apply_snapshot(self, snap); },
+  };
+}
+
+// -- cache actor ------------------------------------------------------------------------
+
+struct cache_state {
+  directory_cache cache;
+  static const char* name;
+};
+
+const char* cache_state::name = "cafmesh.directory_cache";
+
+using cache_actor = caf::stateful_actor<cache_state>;
+
+caf::behavior directory_cache_actor(cache_actor* self, int64_t points) {
+  self->state.cache = directory_cache{points};
+  return {
+    [=](dir_get_atom, const grain_id& g) {
+      auto a = self->state.cache.get(g);
+      return a ? lookup_result{true, *a} : lookup_result{};
+    },
+    [=](dir_put_atom, const activation_address& a) { self->state.cache.put(a); },
+    [=](dir_invalidate_atom, const grain_id& g) {
+      self->state.cache.invalidate(g);
+      return caf::ok_atom::value;
+    },
+    [=](dir_invalidate_atom, const activation_address& a) {
+      self->state.cache.invalidate(a);
+      return caf::ok_atom::value;
+    },
+    [=](dir_entries_atom) { return self->state.cache.entries(); },
+    [=](mb_snapshot_atom, const membership_snapshot& snap) {
+      self->state.cache.on_snapshot(snap);
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_directory_partition(caf::actor_system& sys, const silo_address& self_addr,
+                                     const caf::actor& mc, const caf::actor& agent,
+                                     int64_t ring_points_per_silo) {
+  auto p = sys.spawn(directory_partition, self_addr, mc, ring_points_per_silo);
+  caf::anon_send(mc, mc_register_atom::value, component::directory, p);
+  if (agent)
+    caf::anon_send(agent, mb_subscribe_atom::value, p);
+  return p;
+}
+
+caf::actor spawn_directory_cache(caf::actor_system& sys, const caf::actor& agent,
+                                 int64_t ring_points_per_silo) {
+  auto c = sys.spawn(directory_cache_actor, ring_points_per_silo);
+  if (agent)
+    caf::anon_send(agent, mb_subscribe_atom::value, c);
+  return c;
+}
+
+} // namespace cafmesh

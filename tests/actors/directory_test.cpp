@@ -1,0 +1,522 @@
+#include <chrono>
+
+#include <doctest/doctest.h>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/directory.hpp"
+#include "cafmesh/actors/membership.hpp"
+#include "cafmesh/actors/sim_network.hpp"
+#include "cafmesh/testing/fixture.hpp"
+#include "sim_world.hpp"
+
+using namespace std::chrono_literals;
+using namespace cafmesh;
+using namespace cafmesh::test;
+
+namespace {
+
+using user_lookup_atom = caf::atom_constant<caf::atom("tulookup")>;
+using user_reg_atom = caf::atom_constant<caf::atom("tureg")>;
+using user_unreg_atom = caf::atom_constant<caf::atom("tuunreg")>;
+
+/// A placement-like user of the directory: cache first, then one lookup attempt.
+struct user_state {
+  testing::fixture* fx = nullptr;
+  directory_client client;
+  directory_cache cache;
+  uint64_t hits = 0;
+  std::vector<activation_address> dropped;
+  std::vector<std::pair<int64_t, lookup_result>> lookups;
+  std::vector<std::pair<int64_t, caf::error>> errors;
+  std::vector<activation_address> winners;
+  static inline const char* name = "test.dir_user";
+};
+
+caf::behavior dir_user(caf::stateful_actor<user_state>* self, testing::fixture* fx,
+                       directory_client client) {
+  self->state.fx = fx;
+  self->state.client = std::move(client);
+  auto fail = [=](caf::error e) { self->state.errors.emplace_back(self->state.fx->now_ms(), std::move(e)); };
+  return {
+    [=](mb_snapshot_atom, const membership_snapshot& snap) {
+      self->state.client.on_snapshot(snap);
+      auto d = self->state.cache.on_snapshot(snap);
+      self->state.dropped.insert(self->state.dropped.end(), d.begin(), d.end());
+    },
+    [=](user_lookup_atom, const grain_id& g) {
+      if (auto hit = self->state.cache.get(g)) {
+        ++self->state.hits;
+        self->state.lookups.emplace_back(self->state.fx->now_ms(), lookup_result{true, *hit});
+        return;
+      }
+      self->state.client.lookup(
+        self, g,
+        [=](lookup_result r) {
+          if (r.registered)
+            self->state.cache.put(r.address);
+          self->state.lookups.emplace_back(self->state.fx->now_ms(), r);
+        },
+        fail);
+    },
+    [=](user_reg_atom, const activation_address& a) {
+      self->state.client.register_activation(
+        self, a, [=](activation_address w) { self->state.winners.push_back(w); }, fail);
+    },
+    [=](user_unreg_atom, const activation_address& a) {
+      self->state.client.unregister(self, a, [] {}, fail);
+    },
+  };
+}
+
+struct dir_fixture : testing::fixture {
+  caf::actor spawn_probe() { return track(sys.spawn(probe, static_cast<testing::fixture*>(this))); }
+  void ask(const caf::actor& p, const caf::actor& to, caf::message m, std::string tag) {
+    caf::anon_send(p, probe_ask_atom::value, to, std::move(m), int64_t{60000}, std::move(tag));
+  }
+  probe_state& probe_of(const caf::actor& p) { return state_of<probe_state>(p); }
+
+  caf::actor spawn_user(sim_world& w, const sim_silo& s, bool bypass = true) {
+    directory_client c{s.addr, s.mc, directory_resolver{default_manifest(), bypass}};
+    auto u = track(sys.spawn(dir_user, static_cast<testing::fixture*>(this), std::move(c)));
+    caf::anon_send(s.agent, mb_subscribe_atom::value, u);
+    (void) w;
+    return u;
+  }
+  user_state& user_of(const caf::actor& u) { return state_of<user_state>(u); }
+
+  /// The first key `messagehub/k{i}` whose owner in `ring` is `owner`.
+  grain_id owned_by(const hash_ring& ring, const silo_address& owner, int skip = 0) {
+    for (int i = 0;; ++i) {
+      grain_id g{"messagehub", "k" + std::to_string(i)};
+      if (ring.owner(g) == owner && skip-- == 0)
+        return g;
+    }
+  }
+
+  activation_address act(const grain_id& g, const silo_address& s, uint32_t tag) {
+    return activation_address{g, s, activation_tag{tag}};
+  }
+};
+
+/// Frames accepted by the network (`send` lines) after trace line `mark` containing `what`.
+size_t frames_after(sim_world& w, size_t mark, const std::string& what) {
+  auto& t = w.net_state().trace;
+  size_t n = 0;
+  for (size_t i = mark; i < t.size(); ++i)
+    if (t[i].find(" send n") != std::string::npos && t[i].find(what) != std::string::npos)
+      ++n;
+  return n;
+}
+
+/// Owner by a naive scan: the smallest point >= pos, else the smallest point overall.
+silo_address naive_owner(const std::vector<silo_address>& members, uint64_t pos) {
+  bool found = false;
+  std::pair<uint64_t, std::string> best{0, ""}, smallest{UINT64_MAX, "~"};
+  silo_address best_s, smallest_s;
+  for (auto& s : members)
+    for (int i = 0; i < 16; ++i) {
+      auto p = fnv1a64(s.to_string() + "#" + std::to_string(i));
+      std::pair<uint64_t, std::string> key{p, s.to_string()};
+      if (key < smallest) {
+        smallest = key;
+        smallest_s = s;
+      }
+      if (p >= pos && (!found || key < best)) {
+        best = key;
+        best_s = s;
+        found = true;
+      }
+    }
+  return found ? best_s : smallest_s;
+}
+
+} // namespace
+
+TEST_CASE("directory: fnv1a64 matches the FNV-1a 64 test vectors and ring positions use the rendered forms") {
+  CHECK(fnv1a64("") == 0xcbf29ce484222325ull);
+  CHECK(fnv1a64("a") == 0xaf63dc4c8601ec8cull);
+  CHECK(fnv1a64("foobar") == 0x85944171f73967e8ull);
+  silo_address s{"10.0.0.1", 11111, 7};
+  CHECK(hash_ring::point_of(s, 3) == fnv1a64("S10.0.0.1:11111@7#3"));
+  CHECK(hash_ring::position_of(grain_id{"routing", "default"}) == fnv1a64("routing/default"));
+  hash_ring ring{{s}, 16};
+  CHECK(ring.points().size() == 16);
+}
+
+TEST_CASE("directory: ring owners are deterministic, independent of member order, and wrap around") {
+  std::vector<silo_address> members{{"a", 11111, 1}, {"b", 11111, 2}, {"c", 11111, 3}};
+  hash_ring r1{members, 16};
+  hash_ring r2{{members[2], members[0], members[1]}, 16};
+  CHECK(r1 == r2);
+  CHECK(r1.points().size() == 48);
+  CHECK(r1.members() == members);
+  int wrapped = 0;
+  std::map<silo_address, int> per_owner;
+  for (int i = 0; i < 5000; ++i) {
+    grain_id g{"messagehub", "Org/" + std::to_string(i)};
+    auto o = r1.owner(g);
+    REQUIRE(o);
+    CHECK(*o == *r2.owner(g));
+    CHECK(*o == naive_owner(members, hash_ring::position_of(g)));
+    ++per_owner[*o];
+    if (hash_ring::position_of(g) > r1.points().back().first) {
+      ++wrapped;
+      CHECK(*o == r1.points().front().second);
+    }
+  }
+  CHECK(wrapped > 0);
+  // SPEC §5.1's points cluster per silo (the 16 point names differ only in their last
+  // characters), so the shares are uneven; with these addresses two silos own "Org/*".
+  CHECK(per_owner.size() >= 2);
+  CHECK_FALSE(hash_ring{}.owner(grain_id{"x", "y"}));
+  // A point exactly at a grain's position owns it ("at or after").
+  auto p = r1.points()[5];
+  CHECK(*r1.owner_at(p.first) == p.second);
+  CHECK(*r1.owner_at(p.first + 1) == r1.points()[6].second);
+}
+
+TEST_CASE_FIXTURE(dir_fixture, "directory: register is first-wins, unregister needs the registered address, unregister_silo drops a silo's entries") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  auto& c = w.add_member("c");
+  for (auto s : {a.addr, b.addr, c.addr})
+    w.join_active(s);
+  hash_ring ring{{a.addr, b.addr, c.addr}};
+  auto g = owned_by(ring, b.addr);
+  auto g2 = owned_by(ring, b.addr, 1);
+  auto p = spawn_probe();
+  auto call = [&](auto... xs) { return make_call(b.addr, component::directory, xs...); };
+  ask(p, a.mc, call(dir_register_atom::value, act(g, a.addr, 1)), "first");
+  run_until([&] { return probe_of(p).answers.size() == 1; });
+  ask(p, c.mc, call(dir_register_atom::value, act(g, c.addr, 2)), "second");
+  ask(p, c.mc, call(dir_register_atom::value, act(g2, c.addr, 3)), "other");
+  run_until([&] { return probe_of(p).answers.size() == 3; });
+  auto& ans = probe_of(p).answers;
+  CHECK(ans[0].reply.get_as<activation_address>(0) == act(g, a.addr, 1));
+  CHECK(ans[1].reply.get_as<activation_address>(0) == act(g, a.addr, 1));
+  CHECK(ans[2].reply.get_as<activation_address>(0) == act(g2, c.addr, 3));
+  ask(p, a.mc, call(dir_unregister_atom::value, act(g, c.addr, 2)), "wrong unreg");
+  run_until([&] { return ans.size() == 4; });
+  ask(p, a.mc, call(dir_lookup_atom::value, g), "still");
+  run_until([&] { return ans.size() == 5; });
+  CHECK(ans[4].reply.get_as<lookup_result>(0).registered);
+  CHECK(ans[4].reply.get_as<lookup_result>(0).address == act(g, a.addr, 1));
+  ask(p, a.mc, call(dir_unregister_atom::value, act(g, a.addr, 1)), "right unreg");
+  run_until([&] { return ans.size() == 6; });
+  ask(p, a.mc, call(dir_lookup_atom::value, g), "gone");
+  run_until([&] { return ans.size() == 7; });
+  CHECK_FALSE(ans[6].reply.get_as<lookup_result>(0).registered);
+  ask(p, a.mc, call(dir_unreg_silo_atom::value, c.addr), "unreg silo");
+  run_until([&] { return ans.size() == 8; });
+  ask(p, a.mc, call(dir_lookup_atom::value, g2), "g2");
+  run_until([&] { return ans.size() == 9; });
+  CHECK_FALSE(ans[8].reply.get_as<lookup_result>(0).registered);
+}
+
+TEST_CASE_FIXTURE(dir_fixture, "directory: a partition answers directory_unstable for a grain id it does not own") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  w.join_active(a.addr);
+  w.join_active(b.addr);
+  hash_ring ring{{a.addr, b.addr}};
+  auto g = owned_by(ring, b.addr);
+  auto p = spawn_probe();
+  ask(p, a.mc, make_call(a.addr, component::directory, dir_lookup_atom::value, g), "lookup");
+  ask(p, a.mc, make_call(a.addr, component::directory, dir_register_atom::value, act(g, a.addr, 1)), "reg");
+  run();
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 2);
+  for (auto& x : ans) {
+    REQUIRE(x.error);
+    auto f = to_fault(x.error);
+    CHECK(f.code == mesh_errc::directory_unstable);
+    CHECK(f.text == "directory partition on Sa:11111@1 does not own " + g.to_string() + "; retry later");
+  }
+}
+
+TEST_CASE_FIXTURE(dir_fixture, "directory: a leaving silo's partition hands its entries to the new owner in one message") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  auto& c = w.add_member("c");
+  for (auto s : {a.addr, b.addr, c.addr})
+    w.join_active(s);
+  auto user = spawn_user(w, a);
+  run();
+  hash_ring ring{{a.addr, b.addr, c.addr}};
+  std::vector<grain_id> gs;
+  for (int i = 0; i < 12; ++i) {
+    gs.push_back(owned_by(ring, b.addr, i));
+    caf::anon_send(user, user_reg_atom::value, act(gs.back(), a.addr, 100 + i));
+  }
+  run_until([&] { return user_of(user).winners.size() == 12; });
+  hash_ring after{{a.addr, c.addr}};
+  std::map<silo_address, size_t> expected;
+  for (auto& g : gs)
+    ++expected[*after.owner(g)];
+  auto mark = w.net_state().trace.size();
+  w.set_status(b.addr, silo_status::shutting_down);
+  run_until([&] { return false; }, 100ms);
+  // One hand-off frame (a one-way `directory send`) from b per new owner.
+  size_t frames = 0;
+  for (auto& kv : expected)
+    frames += w.net_state().count("Sb:11111@2 -> " + kv.first.to_string() + " #0 directory send +");
+  CHECK(frames == expected.size());
+  CHECK(frames_after(w, mark, "Sb:11111@2 -> ") == expected.size());
+  auto p = spawn_probe();
+  ask(p, a.partition, caf::make_message(dir_entries_atom::value), "a");
+  ask(p, c.partition, caf::make_message(dir_entries_atom::value), "c");
+  ask(p, b.partition, caf::make_message(dir_entries_atom::value), "b");
+  run();
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 3);
+  CHECK(ans[0].reply.get_as<std::vector<activation_address>>(0).size() == expected[a.addr]);
+  CHECK(ans[1].reply.get_as<std::vector<activation_address>>(0).size() == expected[c.addr]);
+  CHECK(ans[2].reply.get_as<std::vector<activation_address>>(0).empty());
+  // Lookups through the new ring find every entry.
+  auto& us = user_of(user);
+  for (auto& g : gs) {
+    us.cache.invalidate(g);
+    caf::anon_send(user, user_lookup_atom::value, g);
+  }
+  run_until([&] { return us.lookups.size() == 12; });
+  REQUIRE(us.lookups.size() == 12);
+  for (auto& l : us.lookups)
+    CHECK(l.second.registered);
+  CHECK(us.errors.empty());
+}
+
+TEST_CASE_FIXTURE(dir_fixture, "directory: a partition hands the entries it does not own to their owners, one message per owner") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  auto& c = w.add_member("c");
+  auto& d = w.add_member("d");
+  w.join_active(b.addr);
+  w.join_active(c.addr);
+  // a is Joining (outside the ring) and holds entries handed to it early: 5 owned by b and
+  // 5 by c. At its next snapshot (d joins) a owns none of them and hands each group to its
+  // owner, one message each; when d becomes Active, b and c hand d its share.
+  caf::anon_send(a.agent, mb_join_atom::value, default_manifest(), true);
+  run();
+  hash_ring now{{b.addr, c.addr}};
+  std::vector<activation_address> held;
+  for (int i = 0; i < 5; ++i) {
+    held.push_back(act(owned_by(now, b.addr, i), b.addr, i));
+    held.push_back(act(owned_by(now, c.addr, i), c.addr, 10 + i));
+  }
+  caf::anon_send(a.partition, dir_handoff_atom::value, held);
+  run();
+  auto mark = w.net_state().trace.size();
+  w.join_active(d.addr);
+  run_until([&] { return false; }, 100ms);
+  CHECK(w.net_state().count("Sa:11111@1 -> Sb:11111@2 #0 directory send +") == 1);
+  CHECK(w.net_state().count("Sa:11111@1 -> Sc:11111@3 #0 directory send +") == 1);
+  CHECK(frames_after(w, mark, "Sa:11111@1 -> ") == 2);
+  hash_ring after{{b.addr, c.addr, d.addr}};
+  std::map<silo_address, size_t> expected;
+  for (auto& x : held)
+    ++expected[*after.owner(x.grain)];
+  auto p = spawn_probe();
+  for (auto s : {b.addr, c.addr, d.addr})
+    ask(p, w.members[s].partition, caf::make_message(dir_entries_atom::value), s.to_string());
+  ask(p, a.partition, caf::make_message(dir_entries_atom::value), "a");
+  run();
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 4);
+  CHECK(ans[0].reply.get_as<std::vector<activation_address>>(0).size() == expected[b.addr]);
+  CHECK(ans[1].reply.get_as<std::vector<activation_address>>(0).size() == expected[c.addr]);
+  CHECK(ans[2].reply.get_as<std::vector<activation_address>>(0).size() == expected[d.addr]);
+  CHECK(ans[3].reply.get_as<std::vector<activation_address>>(0).empty());
+}
+
+TEST_CASE_FIXTURE(dir_fixture, "directory: every partition drops the entries of a silo that becomes Dead") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  auto& c = w.add_member("c");
+  for (auto s : {a.addr, b.addr, c.addr})
+    w.join_active(s);
+  auto user = spawn_user(w, a);
+  run();
+  hash_ring ring{{a.addr, b.addr, c.addr}};
+  auto ga = owned_by(ring, a.addr);
+  auto gb = owned_by(ring, b.addr);
+  caf::anon_send(user, user_reg_atom::value, act(ga, c.addr, 1));
+  caf::anon_send(user, user_reg_atom::value, act(gb, c.addr, 2));
+  caf::anon_send(user, user_reg_atom::value, act(owned_by(ring, b.addr, 1), b.addr, 3));
+  run_until([&] { return user_of(user).winners.size() == 3; });
+  w.set_status(c.addr, silo_status::stopping);
+  caf::anon_send(w.oracle, mb_dead_atom::value, c.addr);
+  run_until([&] { return false; }, 100ms);
+  auto p = spawn_probe();
+  ask(p, a.partition, caf::make_message(dir_entries_atom::value), "a");
+  ask(p, b.partition, caf::make_message(dir_entries_atom::value), "b");
+  run();
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 2);
+  CHECK(ans[0].reply.get_as<std::vector<activation_address>>(0).empty());
+  auto rest = ans[1].reply.get_as<std::vector<activation_address>>(0);
+  REQUIRE(rest.size() == 1);
+  CHECK(rest[0].silo == b.addr);
+}
+
+TEST_CASE_FIXTURE(dir_fixture, "S12.48 a snapshot in which silo B leaves drops exactly the cache entries whose owner changed or that point at B") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  auto& c = w.add_member("c");
+  auto& d = w.add_member("d");
+  std::vector<silo_address> all{a.addr, b.addr, c.addr, d.addr};
+  for (auto s : all)
+    w.join_active(s);
+  auto user = spawn_user(w, a);
+  run();
+  auto& us = user_of(user);
+  // 40 grains, 10 owned by each silo, activations spread over all four silos.
+  hash_ring ring0{all};
+  std::vector<grain_id> gs;
+  for (int i = 0; i < 40; ++i) {
+    gs.push_back(owned_by(ring0, all[i / 10], i % 10));
+    caf::anon_send(user, user_reg_atom::value, act(gs.back(), all[(i + i / 10) % 4], 1000 + i));
+  }
+  run_until([&] { return us.winners.size() == 40; });
+  for (auto& g : gs)
+    caf::anon_send(user, user_lookup_atom::value, g);
+  run_until([&] { return us.lookups.size() == 40; });
+  REQUIRE(us.cache.size() == 40);
+  CHECK(us.client.lookups_sent() == 40);
+  CHECK(us.hits == 0);
+  // Expected drops, computed independently of the cache.
+  hash_ring before{all}, after{{a.addr, c.addr, d.addr}};
+  std::set<grain_id> expected;
+  int owner_changed_only = 0, on_b_only = 0;
+  for (int i = 0; i < 40; ++i) {
+    bool changed = *before.owner(gs[i]) != *after.owner(gs[i]);
+    bool on_b = all[(i + i / 10) % 4] == b.addr;
+    if (changed || on_b)
+      expected.insert(gs[i]);
+    owner_changed_only += changed && !on_b ? 1 : 0;
+    on_b_only += on_b && !changed ? 1 : 0;
+  }
+  REQUIRE(owner_changed_only > 0); // the scenario exercises both rules
+  REQUIRE(on_b_only > 0);
+  REQUIRE(expected.size() < 40);
+  us.dropped.clear();
+  w.set_status(b.addr, silo_status::shutting_down);
+  run_until([&] { return false; }, 100ms);
+  std::set<grain_id> dropped;
+  for (auto& x : us.dropped)
+    dropped.insert(x.grain);
+  CHECK(dropped == expected);
+  CHECK(us.cache.size() == 40 - expected.size());
+  // The rest are used without a lookup.
+  auto lookups_before = us.client.lookups_sent();
+  auto frames_before = w.net_state().requests_by_component[component::directory];
+  for (auto& g : gs)
+    caf::anon_send(user, user_lookup_atom::value, g);
+  run_until([&] { return us.lookups.size() == 80; });
+  CHECK(us.hits == 40 - expected.size());
+  CHECK(us.client.lookups_sent() - lookups_before == expected.size());
+  uint64_t remote = 0;
+  for (auto& g : expected)
+    remote += *after.owner(g) != a.addr ? 1 : 0;
+  CHECK(w.net_state().requests_by_component[component::directory] - frames_before == remote);
+  CHECK(us.errors.empty());
+}
+
+TEST_CASE_FIXTURE(dir_fixture, "directory: the resolver sends stateless workers to the null directory with zero lookups sent") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  auto& c = w.add_member("c");
+  for (auto s : {a.addr, b.addr, c.addr})
+    w.join_active(s);
+  directory_resolver with{default_manifest(), true}, without{default_manifest(), false};
+  CHECK(with.resolve("routing") == directory_kind::null);
+  CHECK(with.resolve("messagehub") == directory_kind::ring);
+  CHECK(with.resolve("unknown") == directory_kind::ring);
+  CHECK(without.resolve("routing") == directory_kind::ring);
+  auto user = spawn_user(w, a, true);
+  auto old_build = spawn_user(w, b, false);
+  run();
+  auto frames0 = w.net_state().frames_sent;
+  auto t0 = now_ms();
+  caf::anon_send(user, user_lookup_atom::value, grain_id{"routing", "default"});
+  caf::anon_send(user, user_reg_atom::value, act(grain_id{"routing", "default"}, a.addr, 7));
+  run();
+  auto& us = user_of(user);
+  REQUIRE(us.lookups.size() == 1);
+  CHECK(us.lookups[0].first == t0);
+  CHECK_FALSE(us.lookups[0].second.registered);
+  REQUIRE(us.winners.size() == 1);
+  CHECK(us.winners[0] == act(grain_id{"routing", "default"}, a.addr, 7));
+  CHECK(us.client.lookups_sent() == 0);
+  CHECK(us.client.registers_sent() == 0);
+  CHECK(w.net_state().frames_sent == frames0);
+  // A previous-build silo without the bypass: one ring lookup, answered not_registered.
+  caf::anon_send(old_build, user_lookup_atom::value, grain_id{"routing", "default"});
+  run_until([&] { return user_of(old_build).lookups.size() == 1; });
+  auto& ob = user_of(old_build);
+  CHECK(ob.client.lookups_sent() == 1);
+  CHECK_FALSE(ob.lookups[0].second.registered);
+  CHECK(ob.errors.empty());
+  auto owner = *hash_ring({a.addr, b.addr, c.addr}).owner(grain_id{"routing", "default"});
+  CHECK(w.net_state().requests_by_component[component::directory] == (owner == b.addr ? 0u : 1u));
+}
+
+TEST_CASE_FIXTURE(dir_fixture, "directory: a lookup at a stalled owner fails after lookup_attempt_timeout_ms = 5,000 ms") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  w.join_active(a.addr);
+  w.join_active(b.addr);
+  auto user = spawn_user(w, a);
+  run();
+  caf::anon_send(w.net, sim_stall_atom::value, b.addr, false);
+  run();
+  auto g = owned_by(hash_ring{{a.addr, b.addr}}, b.addr);
+  auto t0 = now_ms();
+  caf::anon_send(user, user_lookup_atom::value, g);
+  run_until([&] { return !user_of(user).errors.empty(); });
+  auto& us = user_of(user);
+  REQUIRE(us.errors.size() == 1);
+  CHECK(us.errors[0].first - t0 == 5000);
+  CHECK(us.errors[0].second == caf::sec::request_timeout);
+  CHECK(to_fault(us.errors[0].second).code == mesh_errc::response_timeout);
+  caf::anon_send(w.net, sim_unstall_atom::value, b.addr);
+  run();
+}
+
+TEST_CASE_FIXTURE(dir_fixture, "directory: the cache actor answers, invalidates and follows snapshots") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  w.join_active(a.addr);
+  w.join_active(b.addr);
+  auto cache = track(spawn_directory_cache(sys, a.agent));
+  run();
+  grain_id g1{"messagehub", "x"}, g2{"messagehub", "y"};
+  caf::anon_send(cache, dir_put_atom::value, act(g1, a.addr, 1));
+  caf::anon_send(cache, dir_put_atom::value, act(g2, b.addr, 2));
+  auto p = spawn_probe();
+  ask(p, cache, caf::make_message(dir_get_atom::value, g1), "g1");
+  ask(p, cache, caf::make_message(dir_invalidate_atom::value, act(g1, a.addr, 9)), "wrong");
+  ask(p, cache, caf::make_message(dir_get_atom::value, g1), "g1 again");
+  ask(p, cache, caf::make_message(dir_invalidate_atom::value, g1), "inv");
+  ask(p, cache, caf::make_message(dir_get_atom::value, g1), "g1 gone");
+  run();
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 5);
+  CHECK(ans[0].reply.get_as<lookup_result>(0).registered);
+  CHECK(ans[2].reply.get_as<lookup_result>(0).registered);
+  CHECK_FALSE(ans[4].reply.get_as<lookup_result>(0).registered);
+  w.set_status(b.addr, silo_status::stopping);
+  ask(p, cache, caf::make_message(dir_get_atom::value, g2), "g2 after b left");
+  run();
+  REQUIRE(ans.size() == 6);
+  CHECK_FALSE(ans[5].reply.get_as<lookup_result>(0).registered);
+}

@@ -1,0 +1,614 @@
+#include <chrono>
+
+#include <doctest/doctest.h>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/catalog.hpp"
+#include "cafmesh/actors/grain_call.hpp"
+#include "cafmesh/actors/grain_registry.hpp"
+#include "cafmesh/actors/placement.hpp"
+#include "cafmesh/testing/fixture.hpp"
+#include "placement_world.hpp"
+#include "sim_world.hpp"
+
+using namespace std::chrono_literals;
+using namespace cafmesh;
+using namespace cafmesh::test;
+
+namespace {
+
+struct sc_fixture : testing::fixture {
+  caf::actor spawn_probe() { return track(sys.spawn(probe, static_cast<testing::fixture*>(this))); }
+  void call(const caf::actor& p, const caf::actor& placement, const grain_id& g,
+            caf::message payload, std::string tag, int32_t fwd = 0) {
+    caf::anon_send(p, probe_ask_atom::value, placement, grain_call_msg(g, std::move(payload), fwd),
+                   int64_t{3600000}, std::move(tag));
+  }
+  void ask(const caf::actor& p, const caf::actor& to, caf::message m, std::string tag) {
+    caf::anon_send(p, probe_ask_atom::value, to, std::move(m), int64_t{3600000}, std::move(tag));
+  }
+  probe_state& probe_of(const caf::actor& p) { return state_of<probe_state>(p); }
+  const probe_answer_rec* answer(const caf::actor& p, const std::string& tag) {
+    for (auto& a : probe_of(p).answers)
+      if (a.tag == tag)
+        return &a;
+    return nullptr;
+  }
+  bool has(const caf::actor& p, const std::string& tag) { return answer(p, tag) != nullptr; }
+  bool answered(const caf::actor& p, size_t n) { return probe_of(p).answers.size() >= n; }
+  static std::string served_by(const probe_answer_rec& a) {
+    if (a.error || !a.reply.match_element<std::string>(0))
+      return "<error: " + to_fault(a.error).render() + ">";
+    return a.reply.get_as<std::string>(0);
+  }
+};
+
+caf::message echo(int x) { return caf::make_message(pt_echo_atom::value, x); }
+caf::message slow(int64_t ms) { return caf::make_message(pt_slow_atom::value, ms); }
+
+grain_id owned_by(const std::vector<silo_address>& active, const silo_address& owner,
+                  const std::string& type) {
+  for (int i = 0;; ++i) {
+    grain_id g{type, "k" + std::to_string(i)};
+    if (ring_owner(active, g) == owner)
+      return g;
+  }
+}
+
+/// The silo `n` random picks of A's placement PRNG choose among `candidates` (SPEC §5.5).
+std::vector<silo_address> expected_picks(const silo_address& self, uint64_t seed,
+                                         std::vector<silo_address> candidates, int n) {
+  std::sort(candidates.begin(), candidates.end());
+  std::mt19937_64 rng(seed ^ fnv1a64("placement/" + self.to_string()));
+  std::vector<silo_address> out;
+  for (int i = 0; i < n; ++i)
+    out.push_back(candidates[rng() % candidates.size()]);
+  return out;
+}
+
+} // namespace
+
+// -- SPEC §12.2 placement and directory scenarios -------------------------------------
+
+TEST_CASE_FIXTURE(sc_fixture, "S12.45 a stalled ring owner times a messagehub placement out after 30 s while routing/default on A and B sends zero lookups") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto c = w.add_silo("c").addr;
+  auto hub = owned_by(w.active_set(), c, "messagehub");
+  w.stall(c); // undetected: C stays Active in membership
+  auto p = spawn_probe();
+  auto t0 = now_ms();
+  grain_id router{"routing", "default"};
+  call(p, w.at(a).placement, router, echo(1), "route-a");
+  call(p, w.at(b).placement, router, echo(2), "route-b");
+  run();
+  REQUIRE(has(p, "route-a"));
+  REQUIRE(has(p, "route-b"));
+  CHECK(answer(p, "route-a")->t_ms == t0);
+  CHECK(answer(p, "route-b")->t_ms == t0);
+  CHECK(served_by(*answer(p, "route-a")) == a.to_string());
+  CHECK(served_by(*answer(p, "route-b")) == b.to_string());
+  // Zero lookups sent: the null directory answered in-process, no partition was asked.
+  for (auto s : {a, b}) {
+    CHECK(w.placement_of(s).stats.lookups == 1);       // one attempt, answered in-process
+    CHECK(w.placement_of(s).dir.lookups_sent() == 0);  // no request to any partition
+    CHECK(w.catalog_of(s).dir.registers_sent() == 0);
+  }
+  CHECK(w.net_state().requests_by_component[component::directory] == 0);
+  // Positive control: the messagehub grain owned by C.
+  call(p, w.at(a).placement, hub, echo(3), "hub");
+  REQUIRE(run_until([&] { return has(p, "hub"); }));
+  auto ans = answer(p, "hub");
+  CHECK(ans->t_ms == t0 + 30000);
+  auto f = to_fault(ans->error);
+  CHECK(f.code == mesh_errc::placement_timeout);
+  CHECK(f.text == "placement of " + hub.to_string() + " timed out after 30 s");
+  // Lookups of 5 s each, retried until the 30 s budget ended: attempts at 0, 5, ..., 25 s.
+  CHECK(w.placement_of(a).dir.lookups_sent() == 6);
+  CHECK(w.net_state().requests_by_component[component::directory] == 6);
+  CHECK(w.placement_of(a).stats.timeouts == 1);
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "S12.46 a silo without the bypass places routing/default with one ring lookup answered not_registered") {
+  placement_world w{*this};
+  world_silo_options old_build;
+  old_build.bypass = false;
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b", old_build).addr;
+  auto c = w.add_silo("c").addr;
+  auto p = spawn_probe();
+  grain_id router{"routing", "default"};
+  auto owner = ring_owner(w.active_set(), router);
+  call(p, w.at(a).placement, router, echo(1), "a");
+  call(p, w.at(b).placement, router, echo(2), "b");
+  REQUIRE(run_until([&] { return answered(p, 2); }));
+  CHECK_FALSE(answer(p, "a")->error);
+  CHECK_FALSE(answer(p, "b")->error);
+  CHECK(served_by(*answer(p, "a")) == a.to_string());
+  CHECK(served_by(*answer(p, "b")) == b.to_string());
+  CHECK(w.placement_of(a).dir.lookups_sent() == 0);
+  CHECK(w.placement_of(b).dir.lookups_sent() == 1); // one ring lookup, not_registered
+  CHECK(w.placement_of(b).stats.lookups == 1);
+  CHECK(w.placement_of(b).stats.activations == 0);  // stateless: nothing to register
+  CHECK(w.catalog_of(b).dir.registers_sent() == 0);
+  CHECK(w.net_state().requests_by_component[component::directory] == (owner == b ? 0u : 1u));
+  CHECK(logs.count("unknown directory") == 0);
+  CHECK(logs.count("directory", log::level::warning) == 0);
+  CHECK(logs.count("directory", log::level::error) == 0);
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "S12.47 from a ShuttingDown silo stateless-worker and prefer-local placement pick a random Active compatible silo, with none no_compatible_silo") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto c = w.add_silo("c").addr;
+  w.set_status(a, silo_status::shutting_down);
+  auto picks = expected_picks(a, 1, {b, c}, 2);
+  auto p = spawn_probe();
+  call(p, w.at(a).placement, grain_id{"routing", "default"}, echo(1), "sw");
+  REQUIRE(run_until([&] { return has(p, "sw"); }));
+  call(p, w.at(a).placement, grain_id{"podhub", "portal/alice"}, echo(2), "pl");
+  REQUIRE(run_until([&] { return has(p, "pl"); }));
+  CHECK(served_by(*answer(p, "sw")) == picks[0].to_string());
+  CHECK(served_by(*answer(p, "pl")) == picks[1].to_string());
+  CHECK(w.catalog_of(a).stats.activated == 0);
+  // With no Active compatible silo at all:
+  w.set_status(b, silo_status::shutting_down);
+  w.set_status(c, silo_status::shutting_down);
+  call(p, w.at(a).placement, grain_id{"routing", "default"}, echo(3), "sw-none");
+  call(p, w.at(a).placement, grain_id{"podhub", "portal/bob"}, echo(4), "pl-none");
+  REQUIRE(run_until([&] { return has(p, "sw-none") && has(p, "pl-none"); }));
+  auto list = a.to_string() + ", " + b.to_string() + ", " + c.to_string();
+  auto f1 = to_fault(answer(p, "sw-none")->error);
+  auto f2 = to_fault(answer(p, "pl-none")->error);
+  CHECK(f1.code == mesh_errc::no_compatible_silo);
+  CHECK(f2.code == mesh_errc::no_compatible_silo);
+  CHECK(f1.text.rfind("no active silo is compatible with grain type", 0) == 0);
+  CHECK(f1.text == "no active silo is compatible with grain type routing (interface version 1); "
+                   "silos known with this type: [" + list + "]");
+  CHECK(f2.text == "no active silo is compatible with grain type podhub (interface version 1); "
+                   "silos known with this type: [" + list + "]");
+}
+
+namespace {
+
+/// 331 routing/default calls from `from` within 50 ms of virtual time.
+void send_331(sc_fixture& fx, const caf::actor& p, const caf::actor& placement) {
+  auto t0 = fx.now_ms();
+  for (int i = 0; i < 331; ++i) {
+    fx.run_to(t0 + i * 50 / 331);
+    fx.call(p, placement, grain_id{"routing", "default"}, echo(i), "d" + std::to_string(i));
+    fx.run();
+  }
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(sc_fixture, "placement: bypass off and the routing/default ring owner stalled, 331 calls within 50 ms all fail placement_timeout at the same instant 30 s after the item began (S12.50 without the pure client)") {
+  placement_world w{*this};
+  world_silo_options no_bypass;
+  no_bypass.bypass = false;
+  std::vector<silo_address> all;
+  for (auto h : {"a", "b", "c"})
+    all.push_back(w.add_silo(h, no_bypass).addr);
+  grain_id router{"routing", "default"};
+  auto owner = ring_owner(w.active_set(), router);
+  silo_address from = all[0] == owner ? all[1] : all[0];
+  w.stall(owner);
+  auto p = spawn_probe();
+  auto t0 = now_ms();
+  send_331(*this, p, w.at(from).placement);
+  REQUIRE(run_until([&] { return answered(p, 331); }));
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 331);
+  size_t timeouts = 0;
+  for (auto& x : ans) {
+    CHECK(x.t_ms == t0 + 30000);
+    if (to_fault(x.error).code == mesh_errc::placement_timeout)
+      ++timeouts;
+  }
+  CHECK(timeouts == 331);
+  CHECK(w.placement_of(from).stats.items_created == 1);
+  CHECK(w.placement_of(from).stats.joined == 330);
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "placement: with the bypass (default) and the routing/default ring owner stalled, none of 331 calls fails (S12.50 control)") {
+  placement_world w{*this};
+  std::vector<silo_address> all;
+  for (auto h : {"a", "b", "c"})
+    all.push_back(w.add_silo(h).addr);
+  grain_id router{"routing", "default"};
+  auto owner = ring_owner(w.active_set(), router);
+  silo_address from = all[0] == owner ? all[1] : all[0];
+  w.stall(owner);
+  auto p = spawn_probe();
+  send_331(*this, p, w.at(from).placement);
+  REQUIRE(run_until([&] { return answered(p, 331); }, 1000ms));
+  size_t ok = 0;
+  for (auto& x : probe_of(p).answers)
+    if (!x.error && served_by(x) == from.to_string())
+      ++ok;
+  CHECK(ok == 331);
+  CHECK(w.net_state().requests_by_component[component::directory] == 0);
+  CHECK(w.placement_of(from).stats.timeouts == 0);
+}
+
+// -- catalog (SPEC §3.6; the catalog parts of S12.09) --------------------------------
+
+TEST_CASE_FIXTURE(sc_fixture, "catalog: an activation in a 40 s turn at deactivate-all is abandoned at 30 s with a warning") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto p = spawn_probe();
+  grain_id g{"slow", "x"};
+  call(p, w.at(a).placement, g, slow(40000), "turn");
+  run();
+  REQUIRE(w.catalog_of(a).activations.size() == 1);
+  auto tag = w.catalog_of(a).activations.begin()->second.tag;
+  ask(p, w.at(a).catalog, caf::make_message(ct_deact_all_atom::value), "deact");
+  REQUIRE(run_until([&] { return answered(p, 2); }));
+  CHECK(answer(p, "deact")->t_ms == 30000);
+  CHECK_FALSE(answer(p, "deact")->error);
+  auto turn = answer(p, "turn");
+  REQUIRE(turn != nullptr);
+  CHECK(turn->t_ms == 30000);
+  // Its caller's own bound (30 s from leaving placement) ends at the same instant.
+  CHECK(to_fault(turn->error).code == mesh_errc::response_timeout);
+  auto warn = logs.find("abandoned", log::level::warning);
+  REQUIRE(warn.size() == 1);
+  CHECK(warn[0].t_ms == 30000);
+  CHECK(warn[0].text.find(tag.to_string() + " of slow/x") != std::string::npos);
+  CHECK(w.catalog_of(a).stats.abandoned == 1);
+  CHECK(w.catalog_of(a).activations.empty());
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "catalog: a message queued to a deactivating activation is rerouted with forward count + 1 to a new activation on another Active silo") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto p = spawn_probe();
+  grain_id g{"slow", "y"};
+  call(p, w.at(a).placement, g, slow(2000), "turn");
+  run();
+  call(p, w.at(a).placement, g, echo(5), "queued"); // cache hit: queued behind the turn
+  run();
+  REQUIRE(w.catalog_of(a).activations.size() == 1);
+  CHECK(w.catalog_of(a).activations.begin()->second.queue.size() == 1);
+  w.set_status(a, silo_status::shutting_down);
+  ask(p, w.at(a).catalog, caf::make_message(ct_deact_all_atom::value), "deact");
+  run_to(1000);
+  // Arriving while it deactivates (A's cache still names it): held as well.
+  call(p, w.at(a).placement, g, echo(7), "late");
+  REQUIRE(run_until([&] { return answered(p, 4); }));
+  CHECK(served_by(*answer(p, "late")) == b.to_string());
+  CHECK(answer(p, "late")->t_ms == 2000);
+  CHECK(served_by(*answer(p, "turn")) == a.to_string());
+  CHECK(answer(p, "turn")->t_ms == 2000);
+  auto q = answer(p, "queued");
+  CHECK(served_by(*q) == b.to_string());
+  CHECK(q->t_ms == 2000);
+  CHECK(q->reply.get_as<int>(1) == 10);
+  CHECK(answer(p, "deact")->t_ms == 2000);
+  CHECK(w.catalog_of(a).stats.rerouted == 2);
+  CHECK(w.catalog_of(b).stats.activated == 1);
+  CHECK(w.catalog_of(b).last_forward_count == 1);
+  REQUIRE(static_cast<bool>(w.placement_of(a).cache.get(g)));
+  CHECK(w.placement_of(a).cache.get(g)->silo == b);
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "catalog: a held message already forwarded twice is refused rejected") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto p = spawn_probe();
+  grain_id g{"slow", "z"};
+  call(p, w.at(a).placement, g, slow(2000), "turn");
+  run();
+  call(p, w.at(a).placement, g, echo(5), "twice", 2);
+  run();
+  w.set_status(a, silo_status::shutting_down);
+  ask(p, w.at(a).catalog, caf::make_message(ct_deact_all_atom::value), "deact");
+  REQUIRE(run_until([&] { return answered(p, 3); }));
+  auto f = to_fault(answer(p, "twice")->error);
+  CHECK(f.code == mesh_errc::rejected);
+  CHECK(f.text == "forward count 3 exceeds placement.max_forward_count = 2 for slow/z");
+  CHECK(answer(p, "twice")->t_ms == 2000);
+  CHECK(w.catalog_of(b).stats.activated == 0);
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "catalog: a stateless worker activation deactivates without waiting while a busy one finishes its turn") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto p = spawn_probe();
+  call(p, w.at(a).placement, grain_id{"routing", "default"}, echo(1), "route");
+  call(p, w.at(a).placement, grain_id{"slow", "w"}, slow(10000), "turn");
+  run();
+  REQUIRE(has(p, "route"));
+  REQUIRE(w.catalog_of(a).activations.size() == 2);
+  ask(p, w.at(a).catalog, caf::make_message(ct_deact_all_atom::value), "deact");
+  run();
+  // At the same instant the stateless worker is gone; the busy one is still in its turn.
+  CHECK(w.catalog_of(a).activations.size() == 1);
+  CHECK(w.catalog_of(a).by_grain.count(grain_id{"routing", "default"}) == 0);
+  CHECK(w.catalog_of(a).stats.deactivated == 1);
+  REQUIRE(run_until([&] { return has(p, "deact"); }));
+  CHECK(answer(p, "deact")->t_ms == 10000);
+  CHECK(answer(p, "turn")->t_ms == 10000);
+  CHECK(logs.count("abandoned") == 0);
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "catalog: a grain that fails to activate is refused activation_deactivated with recorded = yes and the recorded error") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto p = spawn_probe();
+  grain_id g{"broken", "x"};
+  call(p, w.at(a).placement, g, echo(1), "call");
+  REQUIRE(run_until([&] { return has(p, "call"); }));
+  auto f = to_fault(answer(p, "call")->error);
+  CHECK(f.code == mesh_errc::activation_deactivated);
+  CHECK(f.activation_error_recorded == tri_bool::yes);
+  CHECK(f.text.find("constructor threw: bad config") != std::string::npos);
+  CHECK(w.catalog_of(a).failures.at(g) == "constructor threw: bad config");
+  // A message naming some activation of it: recorded = yes from the registry.
+  ask(p, w.at(a).catalog,
+      caf::make_message(ct_invoke_atom::value, g, activation_tag{0x1234abcd}, int32_t{0}, echo(2)),
+      "direct");
+  REQUIRE(run_until([&] { return has(p, "direct"); }));
+  auto f2 = to_fault(answer(p, "direct")->error);
+  CHECK(f2.code == mesh_errc::activation_deactivated);
+  CHECK(f2.activation_error_recorded == tri_bool::yes);
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "catalog: a message for an activation no longer on the silo is refused activation_deactivated, recorded no, and the caller's cache entry is dropped") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto p = spawn_probe();
+  grain_id g{"podhub", "portal/q"};
+  call(p, w.at(a).placement, g, echo(1), "first");
+  call(p, w.at(b).placement, g, echo(1), "from-b");
+  REQUIRE(run_until([&] { return answered(p, 2); }));
+  CHECK(served_by(*answer(p, "from-b")) == a.to_string());
+  REQUIRE(static_cast<bool>(w.placement_of(b).cache.get(g)));
+  auto tag = w.placement_of(b).cache.get(g)->tag;
+  ask(p, w.at(a).catalog, caf::make_message(ct_deact_atom::value, tag), "deact");
+  REQUIRE(run_until([&] { return has(p, "deact"); }));
+  CHECK(!static_cast<bool>(w.placement_of(a).cache.get(g))); // told by its own catalog
+  call(p, w.at(b).placement, g, echo(2), "stale");
+  REQUIRE(run_until([&] { return has(p, "stale"); }));
+  auto f = to_fault(answer(p, "stale")->error);
+  CHECK(f.code == mesh_errc::activation_deactivated);
+  CHECK(f.activation_error_recorded == tri_bool::no);
+  CHECK(f.text == tag.to_string() + " of podhub/portal/q is not active on silo " + a.to_string());
+  CHECK(!static_cast<bool>(w.placement_of(b).cache.get(g)));
+  // A tag this silo never handed out: unknown.
+  ask(p, w.at(a).catalog,
+      caf::make_message(ct_invoke_atom::value, g, activation_tag{0x0badf00d}, int32_t{0}, echo(3)),
+      "unknown");
+  REQUIRE(run_until([&] { return has(p, "unknown"); }));
+  CHECK(to_fault(answer(p, "unknown")->error).activation_error_recorded == tri_bool::unknown);
+  // The next call re-resolves: a fresh activation (prefer-local from B).
+  call(p, w.at(b).placement, g, echo(4), "again");
+  REQUIRE(run_until([&] { return has(p, "again"); }));
+  CHECK(served_by(*answer(p, "again")) == b.to_string());
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "catalog: a silo that is not Active refuses new activations with silo_unavailable") {
+  placement_world w{*this};
+  world_silo_options joining;
+  joining.activate = false;
+  auto a = w.add_silo("a", joining).addr;
+  auto p = spawn_probe();
+  ask(p, w.at(a).catalog, caf::make_message(ct_activate_atom::value, grain_id{"podhub", "x"}), "act");
+  ask(p, w.at(a).catalog,
+      caf::make_message(ct_invoke_atom::value, grain_id{"routing", "default"}, activation_tag{},
+                        int32_t{0}, echo(1)),
+      "sw");
+  REQUIRE(run_until([&] { return answered(p, 2); }));
+  auto f = to_fault(answer(p, "act")->error);
+  CHECK(f.code == mesh_errc::silo_unavailable);
+  CHECK(f.text == "silo " + a.to_string() + " is not active, refusing to activate podhub/x");
+  CHECK(to_fault(answer(p, "sw")->error).code == mesh_errc::silo_unavailable);
+  CHECK(w.catalog_of(a).stats.activated == 0);
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "catalog: first-wins registration, the losing activation deactivates and both callers get the winner") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto p = spawn_probe();
+  grain_id g{"messagehub", "Org/Acme"};
+  ask(p, w.at(a).catalog, caf::make_message(ct_activate_atom::value, g), "a");
+  ask(p, w.at(b).catalog, caf::make_message(ct_activate_atom::value, g), "b");
+  REQUIRE(run_until([&] { return answered(p, 2); }));
+  auto ra = answer(p, "a");
+  auto rb = answer(p, "b");
+  REQUIRE_FALSE(ra->error);
+  REQUIRE_FALSE(rb->error);
+  REQUIRE(ra->reply.match_elements<activation_address>());
+  REQUIRE(rb->reply.match_elements<activation_address>());
+  CHECK(ra->reply.get_as<activation_address>(0) == rb->reply.get_as<activation_address>(0));
+  auto live = w.catalog_of(a).activations.size() + w.catalog_of(b).activations.size();
+  CHECK(live == 1);
+  CHECK(w.catalog_of(a).stats.deactivated + w.catalog_of(b).stats.deactivated == 1);
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "catalog: an idle activation deactivates after the idle time") {
+  placement_world w{*this};
+  world_silo_options opt;
+  opt.idle_deactivation_ms = 60000;
+  auto a = w.add_silo("a", opt).addr;
+  auto p = spawn_probe();
+  call(p, w.at(a).placement, grain_id{"podhub", "idle"}, echo(1), "c");
+  run();
+  REQUIRE(has(p, "c"));
+  run_to(59999);
+  CHECK(w.catalog_of(a).activations.size() == 1);
+  run_to(60000);
+  CHECK(w.catalog_of(a).activations.empty());
+  CHECK(w.catalog_of(a).stats.deactivated == 1);
+}
+
+// -- placement: stop, response timeout ---------------------------------------------------
+
+TEST_CASE_FIXTURE(sc_fixture, "placement: stop fails every waiting message and every later one with silo_unavailable") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  w.add_silo("b");
+  auto c = w.add_silo("c").addr;
+  auto hub = owned_by(w.active_set(), c, "messagehub");
+  w.stall(c);
+  auto p = spawn_probe();
+  call(p, w.at(a).placement, hub, echo(1), "w1");
+  call(p, w.at(a).placement, hub, echo(2), "w2");
+  run_to(1000);
+  ask(p, w.at(a).placement, caf::make_message(pl_stop_atom::value), "stop");
+  REQUIRE(run_until([&] { return answered(p, 3); }));
+  auto text = "silo " + a.to_string() + " is shutting down";
+  for (auto tag : {"w1", "w2"}) {
+    auto x = answer(p, tag);
+    CHECK(x->t_ms == 1000);
+    auto f = to_fault(x->error);
+    CHECK(f.code == mesh_errc::silo_unavailable);
+    CHECK(f.text == text);
+  }
+  call(p, w.at(a).placement, grain_id{"routing", "default"}, echo(3), "late");
+  REQUIRE(run_until([&] { return has(p, "late"); }));
+  CHECK(to_fault(answer(p, "late")->error).text == text);
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "placement: a call that left placement times out response_timeout 30 s later") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto p = spawn_probe();
+  run_to(500);
+  call(p, w.at(a).placement, grain_id{"slow", "h"}, caf::make_message(pt_hold_atom::value), "hold");
+  REQUIRE(run_until([&] { return has(p, "hold"); }));
+  auto x = answer(p, "hold");
+  CHECK(x->t_ms == 30500);
+  auto f = to_fault(x->error);
+  CHECK(f.code == mesh_errc::response_timeout);
+  CHECK(f.text == "grain call to slow/h timed out after 30 s");
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "placement: a departed silo fails the call departed_silo and drops the cached address") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto p = spawn_probe();
+  grain_id g{"podhub", "portal/dep"};
+  call(p, w.at(b).placement, g, echo(1), "on-b");
+  REQUIRE(run_until([&] { return has(p, "on-b"); }));
+  call(p, w.at(a).placement, g, echo(2), "from-a");
+  REQUIRE(run_until([&] { return has(p, "from-a"); }));
+  CHECK(served_by(*answer(p, "from-a")) == b.to_string());
+  REQUIRE(static_cast<bool>(w.placement_of(a).cache.get(g)));
+  w.kill(b);
+  call(p, w.at(a).placement, g, echo(3), "dead");
+  REQUIRE(run_until([&] { return has(p, "dead"); }));
+  auto f = to_fault(answer(p, "dead")->error);
+  CHECK(f.code == mesh_errc::departed_silo);
+  CHECK(!static_cast<bool>(w.placement_of(a).cache.get(g)));
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "placement: a silo with another interface version is no candidate and is listed as known with the type") {
+  placement_world w{*this};
+  world_silo_options v2;
+  v2.registry = [](const silo_address& s) {
+    auto r = std::make_shared<grain_registry>();
+    r->add_single("messagehub", placement_strategy::random, echo_grain(s), 2);
+    return r;
+  };
+  auto a = w.add_silo("a", v2).addr; // hosts messagehub v2 only
+  world_silo_options none;
+  none.registry = [](const silo_address& s) {
+    auto r = std::make_shared<grain_registry>();
+    r->add_single("messagehub", placement_strategy::random, echo_grain(s), 1);
+    return r;
+  };
+  auto b = w.add_silo("b", none).addr;
+  w.set_status(b, silo_status::shutting_down); // the only v1 silo is leaving
+  auto p = spawn_probe();
+  call(p, w.at(b).placement, grain_id{"messagehub", "Org/Acme"}, echo(1), "v1");
+  REQUIRE(run_until([&] { return has(p, "v1"); }));
+  auto f = to_fault(answer(p, "v1")->error);
+  CHECK(f.code == mesh_errc::no_compatible_silo);
+  CHECK(f.text == "no active silo is compatible with grain type messagehub (interface version 1); "
+                  "silos known with this type: [" + a.to_string() + ", " + b.to_string() + "]");
+  CHECK(w.catalog_of(a).stats.activated == 0);
+}
+
+namespace {
+
+struct caller_state {
+  std::vector<caf::message> replies;
+  std::vector<fault> faults;
+  static inline const char* name = "test.caller";
+};
+
+caf::behavior grain_caller(caf::stateful_actor<caller_state>* self, caf::actor placement) {
+  grain_call(self, placement, grain_id{"messagehub", "Org/Call"}, echo(20))
+    .then([=](const std::string& silo, int x) { self->state.replies.push_back(caf::make_message(silo, x)); },
+          [=](caf::error& e) { self->state.faults.push_back(to_fault(e)); });
+  grain_call(self, placement, grain_id{"nothere", "x"}, echo(1))
+    .then([=](const std::string& silo, int x) { self->state.replies.push_back(caf::make_message(silo, x)); },
+          [=](caf::error& e) { self->state.faults.push_back(to_fault(e)); });
+  return {[](pt_done_atom) {}};
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(sc_fixture, "grain call: any actor of a silo calls a grain through its placement service and gets the reply or a fault") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto c = track(sys.spawn(grain_caller, w.at(a).placement));
+  REQUIRE(run_until([&] {
+    auto& st = state_of<caller_state>(c);
+    return st.replies.size() + st.faults.size() == 2;
+  }));
+  auto& st = state_of<caller_state>(c);
+  REQUIRE(st.replies.size() == 1);
+  CHECK(st.replies[0].get_as<std::string>(0) == a.to_string());
+  CHECK(st.replies[0].get_as<int>(1) == 40);
+  REQUIRE(st.faults.size() == 1);
+  CHECK(st.faults[0].code == mesh_errc::no_compatible_silo);
+  CHECK(st.faults[0].text == "no active silo is compatible with grain type nothere (interface version ?); "
+                             "silos known with this type: []");
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "placement: a burst of stateless-worker calls at one instant stays on the Active local silo, queued at its local limit, never spilled to a stalled peer") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  w.add_silo("b");
+  auto c = w.add_silo("c").addr;
+  w.stall(c); // undetected
+  auto p = spawn_probe();
+  auto t0 = now_ms();
+  for (int i = 0; i < 20; ++i)
+    call(p, w.at(a).placement, grain_id{"routing", "default"}, echo(i), "r" + std::to_string(i));
+  REQUIRE(run_until([&] { return answered(p, 20); }));
+  for (auto& x : probe_of(p).answers) {
+    CHECK(x.t_ms == t0);
+    CHECK(served_by(x) == a.to_string());
+  }
+  CHECK(w.catalog_of(a).stats.activated == 1); // local limit 1: one activation, turns queued
+  CHECK(w.catalog_of(a).stats.turns == 20);
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "placement: the random strategy takes candidates ordered by rendered address at index next() mod n of the silo's seeded PRNG") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto c = w.add_silo("c").addr;
+  auto picks = expected_picks(a, 1, {c, a, b}, 12);
+  auto p = spawn_probe();
+  for (int i = 0; i < 12; ++i) {
+    auto tag = "h" + std::to_string(i);
+    call(p, w.at(a).placement, grain_id{"messagehub", "Org/" + tag}, echo(i), tag);
+    REQUIRE(run_until([&] { return has(p, tag); }));
+    CHECK(served_by(*answer(p, tag)) == picks[static_cast<size_t>(i)].to_string());
+  }
+  std::set<silo_address> used(picks.begin(), picks.end());
+  CHECK(used.size() == 3); // the sequence reaches every candidate, A included
+}
