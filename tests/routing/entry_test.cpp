@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cafmesh/routing/size_guard.hpp"
 #include "entry_world.hpp"
 
 using namespace cafmesh;
@@ -371,4 +372,83 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: a node hub whose hub was disposed re
   CHECK(contains(o.message, owner_refusal_text("node/Org/Acme", tag)));
   run();
   CHECK(w.catalog_of(a.addr).by_grain.count(g) == 0);
+}
+
+TEST_CASE_FIXTURE(testing::fixture, "entry: after the stopping signal a co-hosted delivery is NACKed without placement and a pure client is refused silo_unavailable, re-homed and lands") {
+  entry_world w(*this);
+  entry_silo_options opt;
+  opt.gateway_proxy = true;
+  auto& a = w.add_silo("a", opt);
+  auto joining = opt;
+  joining.activate = false;
+  auto& b = w.add_silo("b", joining);
+  auto c = w.add_client("client");
+  auto ch = w.add_hub(c.routing, "client/c1");
+  // Warm-up: only A is Active, so the client homes on gateway A.
+  caf::anon_send(ch, ep_post_atom::value, make_delivery("w1", "node/Org/Acme"));
+  REQUIRE(run_until([&] { return received_count(built_hub(w, "Org/Acme")) == 1; }, 20s));
+  CHECK(service_of(c.routing).gateway == a.addr);
+  w.set_status(b.addr, silo_status::active);
+  auto h = w.add_hub(a.routing, "portal/h1");
+  signal_stopping(*this, a);
+  auto a_calls = w.placement_of(a.addr).stats.calls;
+  auto a_gw = state_of<gateway_proxy_state>(a.gateway).calls_ms.size();
+  // The co-hosted hub: NACK shutting_down, no placement on A.
+  caf::anon_send(h, ep_post_atom::value, make_delivery("h2", "node/Org/Acme"));
+  run();
+  REQUIRE(hub_of(h).outcomes.size() == 1);
+  CHECK(hub_of(h).outcomes[0].verdict == verdict::shutting_down);
+  CHECK(w.placement_of(a.addr).stats.calls == a_calls);
+  // The pure client: refused by A's router core, re-sent through B, lands.
+  auto refused_before = core_stats(*this, a).refused_stopping;
+  caf::anon_send(ch, ep_post_atom::value, make_delivery("c2", "node/Org/Acme"));
+  REQUIRE(run_until([&] { return received_count(built_hub(w, "Org/Acme")) == 2; }, 20s));
+  CHECK(core_stats(*this, a).refused_stopping == refused_before + 1);
+  CHECK(state_of<gateway_proxy_state>(a.gateway).calls_ms.size() == a_gw + 1);
+  CHECK(state_of<gateway_proxy_state>(b.gateway).calls_ms.size() == 1);
+  CHECK(service_of(c.routing).gateway == b.addr);
+  auto& att = service_of(c.routing).attempts_by_id["c2"];
+  REQUIRE(att.size() == 2);
+  CHECK(att[1] - att[0] == 200);
+  CHECK(core_stats(*this, b).accepted == 1);
+  run_for(10s);
+  CHECK(hub_of(ch).outcomes.empty());
+}
+
+TEST_CASE_FIXTURE(testing::fixture, "entry: the hub endpoint passes one outcome per delivery id and drops duplicates with the debug line") {
+  entry_world w(*this);
+  auto& a = w.add_silo("a");
+  auto h = w.add_hub(a.routing, "portal/h1");
+  auto nack_for = [](const std::string& id, const std::string& nid) {
+    envelope orig = make_delivery(id, "node/Org/Acme");
+    orig.sender = address::from("portal/h1");
+    auto f = make_delivery_failure(orig, "Delivery to 'node/Org/Acme' failed: test",
+                                   verdict::shutting_down);
+    return make_nack_envelope(f, nid, address::from("router/x"));
+  };
+  // One-way post NACKed twice (two transports): one outcome, one duplicate dropped.
+  caf::anon_send(h, hb_in_atom::value, nack_for("p1", "n1"));
+  caf::anon_send(h, hb_in_atom::value, nack_for("p1", "n2"));
+  run();
+  // A request answered, then a late NACK: only the response.
+  caf::anon_send(h, ep_request_atom::value, make_delivery("q1", "node/Org/Acme"), int64_t{60000});
+  run();
+  envelope resp;
+  resp.id = "q1-response";
+  resp.sender = address::from("node/Org/Acme");
+  resp.target = address::from("portal/h1");
+  resp.request_id = std::string{"q1"};
+  resp.payload_json = "{}";
+  caf::anon_send(h, hb_in_atom::value, resp);
+  caf::anon_send(h, hb_in_atom::value, nack_for("q1", "n3"));
+  run_for(61s);
+  auto& os = hub_of(h).outcomes;
+  REQUIRE(os.size() == 2);
+  CHECK(os[0].id == "p1");
+  CHECK(os[0].kind == "nack");
+  CHECK(os[1].id == "q1");
+  CHECK(os[1].kind == "response");
+  CHECK(hub_of(h).tracker.duplicates_dropped() == 2);
+  CHECK(logs.count("duplicate outcome for delivery p1 dropped", log::level::debug) == 1);
+  CHECK(logs.count("duplicate outcome for delivery q1 dropped", log::level::debug) == 1);
 }
