@@ -374,13 +374,17 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: a node hub whose hub was disposed re
   CHECK(w.catalog_of(a.addr).by_grain.count(g) == 0);
 }
 
-TEST_CASE_FIXTURE(testing::fixture, "entry: after the stopping signal a co-hosted delivery is NACKed without placement and a pure client is refused silo_unavailable, re-homed and lands") {
+TEST_CASE_FIXTURE(testing::fixture, "entry: after the stopping signal with 5 legs in flight a co-hosted delivery is NACKed without placement and a pure client is refused silo_unavailable, re-homed and lands") {
   entry_world w(*this);
   entry_silo_options opt;
   opt.gateway_proxy = true;
+  opt.port_proxy = true;
+  opt.gauge = true;
   auto& a = w.add_silo("a", opt);
   auto joining = opt;
   joining.activate = false;
+  joining.port_proxy = false;
+  joining.gauge = false;
   auto& b = w.add_silo("b", joining);
   auto c = w.add_client("client");
   auto ch = w.add_hub(c.routing, "client/c1");
@@ -390,7 +394,24 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: after the stopping signal a co-hoste
   CHECK(service_of(c.routing).gateway == a.addr);
   w.set_status(b.addr, silo_status::active);
   auto h = w.add_hub(a.routing, "portal/h1");
+  // 5 legs in flight on A (their grain calls never answer).
+  auto& px = state_of<port_proxy_state>(a.proxy);
+  for (int i = 1; i <= 5; ++i) {
+    auto id = "l" + std::to_string(i);
+    px.hold.insert(id);
+    caf::anon_send(h, ep_post_atom::value, make_delivery(id, "node/Org/L" + std::to_string(i)));
+  }
+  run();
+  std::vector<uint64_t> samples;
+  auto sample = [&] {
+    auto n = ask<uint64_t>(*this, caf::actor_cast<caf::actor>(a.gauge), lifecycle::q_count_atom::value);
+    REQUIRE(n);
+    samples.push_back(*n);
+  };
+  sample();
+  CHECK(samples.back() == 5);
   signal_stopping(*this, a);
+  sample();
   auto a_calls = w.placement_of(a.addr).stats.calls;
   auto a_gw = state_of<gateway_proxy_state>(a.gateway).calls_ms.size();
   // The co-hosted hub: NACK shutting_down, no placement on A.
@@ -399,6 +420,7 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: after the stopping signal a co-hoste
   REQUIRE(hub_of(h).outcomes.size() == 1);
   CHECK(hub_of(h).outcomes[0].verdict == verdict::shutting_down);
   CHECK(w.placement_of(a.addr).stats.calls == a_calls);
+  sample();
   // The pure client: refused by A's router core, re-sent through B, lands.
   auto refused_before = core_stats(*this, a).refused_stopping;
   caf::anon_send(ch, ep_post_atom::value, make_delivery("c2", "node/Org/Acme"));
@@ -411,8 +433,13 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: after the stopping signal a co-hoste
   REQUIRE(att.size() == 2);
   CHECK(att[1] - att[0] == 200);
   CHECK(core_stats(*this, b).accepted == 1);
+  sample();
   run_for(10s);
+  sample();
   CHECK(hub_of(ch).outcomes.empty());
+  for (size_t i = 1; i < samples.size(); ++i)
+    CHECK(samples[i] <= samples[i - 1]);
+  CHECK(samples.back() == 5);
 }
 
 TEST_CASE_FIXTURE(testing::fixture, "entry: the hub endpoint passes one outcome per delivery id and drops duplicates with the debug line") {

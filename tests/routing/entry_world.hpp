@@ -19,6 +19,7 @@
 
 #include "../actors/placement_world.hpp"
 #include "cafmesh/lifecycle/io_pool.hpp"
+#include "cafmesh/lifecycle/routing_quiescence.hpp"
 #include "cafmesh/lifecycle/stopping_recipient.hpp"
 #include "cafmesh/routing/hub_endpoint.hpp"
 #include "cafmesh/routing/hub_grains.hpp"
@@ -112,6 +113,8 @@ inline caf::behavior test_resolver(caf::event_based_actor*) {
 struct port_proxy_state {
   caf::actor real;
   std::set<std::string> reject_first; ///< delivery ids whose first attempt is `rejected`
+  std::set<std::string> hold;         ///< delivery ids never answered (legs stay in flight)
+  std::vector<caf::response_promise> held;
   std::map<std::string, int> attempts;
   struct event {
     uint64_t seq;
@@ -138,6 +141,10 @@ inline caf::behavior port_proxy(caf::stateful_actor<port_proxy_state>* self, caf
       auto& st = self->state;
       auto id = d.id;
       note(id, "attempt");
+      if (st.hold.count(id) != 0) {
+        st.held.push_back(self->make_response_promise());
+        return st.held.back();
+      }
       if (st.attempts[id]++ == 0 && st.reject_first.count(id) != 0) {
         note(id, "rejected");
         return to_error(fault{mesh_errc::rejected, "turned away by the activation (test)"});
@@ -203,6 +210,7 @@ struct entry_silo {
   grain_port_actor grains;
   caf::actor proxy; ///< the port proxy, if any
   lifecycle::io_pool_actor pool;
+  lifecycle::routing_quiescence_actor gauge;
   router_core_actor core;
 };
 
@@ -211,6 +219,7 @@ struct entry_silo_options {
   bool port_proxy = false;
   bool gateway_proxy = false;
   int64_t hub_build_delay_ms = 0;
+  bool gauge = false; ///< give the router core a quiescence gauge
 };
 
 struct client_process {
@@ -264,6 +273,10 @@ public:
     co.resolver = caf::actor_cast<path_resolver_actor>(s.resolver);
     co.local_routes = caf::actor_cast<local_route_port_actor>(s.routing);
     co.pool = s.pool;
+    if (opt.gauge) {
+      s.gauge = fx_.track(lifecycle::spawn_routing_quiescence(sys));
+      co.gauge = s.gauge;
+    }
     s.core = fx_.track(spawn_router_core(sys, co));
     caf::anon_send(s.routing, rs_core_atom::value, s.core);
     s.hubs = fx_.track(sys.spawn(test_hub_factory, s.routing, std::string{"node"}));
