@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "cafmesh/lifecycle/host.hpp"
+#include "cafmesh/lifecycle/quiescence_participant.hpp"
+#include "cafmesh/lifecycle/silo_lifecycle.hpp"
 #include "cafmesh/routing/size_guard.hpp"
 #include "entry_world.hpp"
 
@@ -478,4 +481,94 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: the hub endpoint passes one outcome 
   CHECK(hub_of(h).tracker.duplicates_dropped() == 2);
   CHECK(logs.count("duplicate outcome for delivery p1 dropped", log::level::debug) == 1);
   CHECK(logs.count("duplicate outcome for delivery q1 dropped", log::level::debug) == 1);
+}
+
+TEST_CASE_FIXTURE(testing::fixture, "S12.19 during A's graceful stop hold a co-hosted delivery is NACKed without placement and a pure client's is refused, re-homed and lands while A's gauge never rises") {
+  entry_world w(*this);
+  entry_silo_options opt;
+  opt.gateway_proxy = true;
+  opt.port_proxy = true;
+  opt.gauge = true;
+  auto& a = w.add_silo("a", opt);
+  auto joining = opt;
+  joining.activate = false;
+  joining.port_proxy = false;
+  joining.gauge = false;
+  auto& b = w.add_silo("b", joining);
+  auto c = w.add_client("client");
+  auto ch = w.add_hub(c.routing, "client/c1");
+  caf::anon_send(ch, ep_post_atom::value, make_delivery("w1", "node/Org/Acme"));
+  REQUIRE(run_until([&] { return received_count(built_hub(w, "Org/Acme")) == 1; }, 20s));
+  REQUIRE(service_of(c.routing).gateway == a.addr); // the client's gateway is A
+  w.set_status(b.addr, silo_status::active);
+  // Silo A's host: lifecycle subject with the quiescence participant at Active (20000).
+  auto subject = track(lifecycle::spawn_silo_lifecycle(sys, {a.addr.to_string(), 1000}));
+  auto participant = track(lifecycle::spawn_quiescence_participant(sys, a.gauge, {}));
+  REQUIRE(ask<caf::ok_atom>(*this, caf::actor_cast<caf::actor>(subject),
+                            lifecycle::subscribe_atom::value, lifecycle::stage{20000},
+                            std::string{"quiescence"}, participant));
+  lifecycle::host_options ho;
+  ho.silo_name = a.addr.to_string();
+  ho.subject = subject;
+  ho.budgets.shutdown_budget_ms = 60000; // the 30 s hold expires first
+  ho.recipients = {caf::actor_cast<lifecycle::stopping_recipient_actor>(a.routing),
+                   caf::actor_cast<lifecycle::stopping_recipient_actor>(a.core),
+                   caf::actor_cast<lifecycle::stopping_recipient_actor>(a.claimer)};
+  auto host = track(lifecycle::spawn_host(sys, ho));
+  REQUIRE(ask<caf::ok_atom>(*this, caf::actor_cast<caf::actor>(host), lifecycle::host_start_atom::value));
+  // 5 legs in flight on A.
+  auto h = w.add_hub(a.routing, "portal/h1");
+  auto& px = state_of<port_proxy_state>(a.proxy);
+  for (int i = 1; i <= 5; ++i) {
+    auto id = "l" + std::to_string(i);
+    px.hold.insert(id);
+    caf::anon_send(h, ep_post_atom::value, make_delivery(id, "node/Org/L" + std::to_string(i)));
+  }
+  run();
+  std::vector<uint64_t> samples;
+  auto sample = [&] {
+    auto n = ask<uint64_t>(*this, caf::actor_cast<caf::actor>(a.gauge), lifecycle::q_count_atom::value);
+    REQUIRE(n);
+    samples.push_back(*n);
+  };
+  sample();
+  REQUIRE(samples.back() == 5);
+  // Graceful stop: stopping signal, then the hold at Active.
+  caf::anon_send(host, lifecycle::host_halt_atom::value, true);
+  run_for(1s);
+  sample();
+  auto phase = ask<lifecycle::host_phase>(*this, caf::actor_cast<caf::actor>(host), lifecycle::host_state_atom::value);
+  REQUIRE(phase);
+  CHECK(*phase == lifecycle::host_phase::stopping_silo);
+  auto a_calls = w.placement_of(a.addr).stats.calls;
+  auto a_gw = state_of<gateway_proxy_state>(a.gateway).calls_ms.size();
+  caf::anon_send(h, ep_post_atom::value, make_delivery("h2", "node/Org/Acme"));
+  run();
+  sample();
+  REQUIRE(hub_of(h).outcomes.size() == 1);
+  CHECK(hub_of(h).outcomes[0].id == "h2");
+  CHECK(hub_of(h).outcomes[0].verdict == verdict::shutting_down);
+  CHECK(contains(hub_of(h).outcomes[0].message, "Host is shutting down, cannot route to node/Org/Acme"));
+  CHECK(w.placement_of(a.addr).stats.calls == a_calls);
+  caf::anon_send(ch, ep_post_atom::value, make_delivery("c2", "node/Org/Acme"));
+  REQUIRE(run_until([&] { return received_count(built_hub(w, "Org/Acme")) == 2; }, 20s));
+  sample();
+  CHECK(core_stats(*this, a).refused_stopping == 1);
+  CHECK(logs.count("is leaving; route elsewhere") >= 1);
+  CHECK(state_of<gateway_proxy_state>(a.gateway).calls_ms.size() == a_gw + 1);
+  CHECK(state_of<gateway_proxy_state>(b.gateway).calls_ms.size() == 1);
+  CHECK(service_of(c.routing).gateway == b.addr);
+  CHECK(core_stats(*this, b).accepted == 1);
+  CHECK(hub_of(built_hub(w, "Org/Acme")).received[1].env.id == "c2");
+  run_for(5s);
+  sample();
+  CHECK(hub_of(ch).outcomes.empty());
+  for (size_t i = 1; i < samples.size(); ++i)
+    CHECK(samples[i] <= samples[i - 1]);
+  // The hold ends at its 30 s budget (the 5 legs never land) and the stop completes.
+  REQUIRE(run_until([&] {
+    auto p = ask<lifecycle::host_phase>(*this, caf::actor_cast<caf::actor>(host), lifecycle::host_state_atom::value);
+    return p && *p == lifecycle::host_phase::torn_down;
+  }, 60s));
+  CHECK(logs.count("5 route leg(s) did not land") == 1);
 }
