@@ -572,3 +572,27 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.19 during A's graceful stop hold a co-h
   }, 60s));
   CHECK(logs.count("5 route leg(s) did not land") == 1);
 }
+
+TEST_CASE_FIXTURE(testing::fixture, "entry: a pure client refuses a payload at the grain-call limit with one NACK rejected and dispatches one below it") {
+  entry_world w(*this);
+  w.add_silo("a");
+  auto c = w.add_client("client", 1000);
+  auto ch = w.add_hub(c.routing, "client/c1");
+  auto big = make_delivery("s1", "node/Org/Acme");
+  big.payload_json = std::string(1000, 'x');
+  auto small = make_delivery("s2", "node/Org/Acme");
+  small.payload_json = std::string(999, 'x');
+  caf::anon_send(ch, ep_post_atom::value, big);
+  caf::anon_send(ch, ep_post_atom::value, small);
+  REQUIRE(run_until([&] { return received_count(built_hub(w, "Org/Acme")) == 1; }, 20s));
+  run_for(1s);
+  auto& hs = hub_of(ch);
+  REQUIRE(hs.outcomes.size() == 1);
+  CHECK(hs.outcomes[0].id == "s1");
+  CHECK(hs.outcomes[0].verdict == verdict::rejected);
+  CHECK(is_failed_and_nacked(hs.entry_answers[0]));
+  CHECK(hub_of(built_hub(w, "Org/Acme")).received[0].env.id == "s2");
+  CHECK(service_of(c.routing).stats.size_refused == 1);
+  CHECK(service_of(c.routing).stats.client_attempts == 1);
+  CHECK(logs.count("1,000", log::level::error) == 1);
+}

@@ -305,7 +305,7 @@ public:
     return silos.back();
   }
 
-  client_process add_client(const std::string& host) {
+  client_process add_client(const std::string& host, int64_t grain_call_limit_bytes = 104857600) {
     auto& sys = fx_.sys;
     client_process c;
     c.addr = net_.add_silo(host);
@@ -314,6 +314,7 @@ public:
     caf::anon_send(c.agent, mb_subscribe_atom::value, c.centre);
     routing_service_options ro;
     ro.role = config::process_role::pure_client;
+    ro.size.grain_call_body_limit_bytes = grain_call_limit_bytes;
     ro.process_name = c.addr.to_string();
     ro.centre = c.centre;
     c.routing = caf::actor_cast<caf::actor>(fx_.track(spawn_routing_service(sys, ro)));
