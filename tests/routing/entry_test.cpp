@@ -596,3 +596,22 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: a pure client refuses a payload at t
   CHECK(service_of(c.routing).stats.client_attempts == 1);
   CHECK(logs.count("1,000", log::level::error) == 1);
 }
+
+TEST_CASE_FIXTURE(testing::fixture, "entry: a node hub is exempt from idle collection while building and collected once its hub is ready") {
+  entry_world w(*this);
+  entry_silo_options opt;
+  opt.hub_build_delay_ms = 500;
+  opt.idle_deactivation_ms = 100;
+  auto& a = w.add_silo("a", opt);
+  auto h = w.add_hub(a.routing, "portal/h1");
+  auto t0 = now_ms();
+  caf::anon_send(h, ep_post_atom::value, make_delivery("d1", "node/Org/Acme"));
+  run_to(t0 + 450);
+  auto g = node_hub_grain("Org/Acme");
+  CHECK(w.catalog_of(a.addr).by_grain.count(g) == 1); // idle for 450 ms, still there
+  REQUIRE(run_until([&] { return received_count(built_hub(w, "Org/Acme")) == 1; }, 5s));
+  CHECK(hub_of(built_hub(w, "Org/Acme")).received[0].t_ms >= 0);
+  run_to(t0 + 2000);
+  CHECK(hub_of(h).outcomes.empty());
+  CHECK(w.catalog_of(a.addr).by_grain.count(g) == 0); // unpinned: collected when idle
+}

@@ -220,6 +220,7 @@ struct entry_silo_options {
   bool gateway_proxy = false;
   int64_t hub_build_delay_ms = 0;
   bool gauge = false; ///< give the router core a quiescence gauge
+  int64_t idle_deactivation_ms = 0; ///< catalog idle collection (0: off)
 };
 
 struct client_process {
@@ -254,6 +255,7 @@ public:
     s.placement = fx_.track(spawn_placement_service(sys, pc, s.registry, s.centre));
     catalog_config cc;
     cc.self = s.addr;
+    cc.idle_deactivation_ms = opt.idle_deactivation_ms;
     s.catalog = fx_.track(spawn_catalog(sys, cc, s.registry, s.centre, s.placement));
     routing_service_options ro;
     ro.role = config::process_role::silo_host;
