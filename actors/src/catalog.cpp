@@ -191,7 +191,7 @@ void pump(ct_actor* self, uint32_t tag);
 
 void arm_idle(ct_actor* self, catalog_activation& a) {
   auto& st = self->state;
-  if (st.cfg.idle_deactivation_ms <= 0)
+  if (st.cfg.idle_deactivation_ms <= 0 || a.pinned)
     return;
   ++a.idle_seq;
   self->delayed_send(self, std::chrono::milliseconds(st.cfg.idle_deactivation_ms),
@@ -315,6 +315,17 @@ void register_activation(ct_actor* self, uint32_t tag) {
       }
       answer(to_error(f), activation_address{});
     });
+}
+
+/// The activation that sent the current message, or nullptr.
+catalog_activation* sender_activation(ct_actor* self) {
+  auto src = self->current_sender();
+  if (!src)
+    return nullptr;
+  for (auto& kv : self->state.activations)
+    if (kv.second.actor.address() == src->address())
+      return &kv.second;
+  return nullptr;
 }
 
 } // namespace
@@ -483,13 +494,29 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
                      + " ms of deactivation");
       finish(self, tag, true);
     },
+    [=](ct_self_atom) -> caf::result<activation_tag> {
+      if (auto a = sender_activation(self))
+        return a->tag;
+      return to_error(fault{mesh_errc::not_found, "the sender is no activation of this catalog"});
+    },
+    [=](ct_leave_atom) {
+      if (auto a = sender_activation(self))
+        deactivate(self, a->tag.value, deactivation_reason::request);
+    },
+    [=](ct_pin_atom, bool on) {
+      if (auto a = sender_activation(self)) {
+        a->pinned = on;
+        if (!on && !a->turn_open && a->queue.empty() && !a->deactivating)
+          arm_idle(self, *a);
+      }
+    },
     [=](ct_idle_atom, uint32_t tag, uint64_t seq) {
       auto& st = self->state;
       auto i = st.activations.find(tag);
       if (i == st.activations.end())
         return;
       auto& a = i->second;
-      if (a.idle_seq != seq || a.turn_open || !a.queue.empty() || a.deactivating)
+      if (a.idle_seq != seq || a.turn_open || !a.queue.empty() || a.deactivating || a.pinned)
         return;
       deactivate(self, tag, deactivation_reason::idle);
     },

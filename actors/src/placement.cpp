@@ -361,6 +361,13 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg,
     [=](pl_inval_atom, const activation_address& a) {
       self->state.cache.invalidate(a);
     },
+    [=](pl_inval_atom, const grain_id& g) { self->state.cache.invalidate(g); },
+    [=](pl_inval_atom, const silo_address& s) {
+      auto& st = self->state;
+      for (auto& a : st.cache.entries())
+        if (a.silo == s)
+          st.cache.invalidate(a);
+    },
     [=](pl_stop_atom) {
       auto& st = self->state;
       st.stopped = true;

@@ -35,6 +35,12 @@
 ///   in parallel; each finishes its current turn; one still in its turn after
 ///   `deactivation_timeout_ms` is abandoned (killed) with a warning "… abandoned …".
 ///   Answers when every activation is gone.
+/// - Activation side (sent by an activation to the catalog, which it learns as the sender
+///   of its turns): `(ct_self_atom) -> activation_tag`: the asking activation's own tag
+///   (error `not_found` from anyone else); `(ct_leave_atom)` one-way: the asking activation
+///   deactivates (reason `request`) once its current turn is over; `(ct_pin_atom, bool)`
+///   one-way: pin (true) or unpin the asking activation: a pinned activation is exempt from
+///   idle deactivation (SPEC §6.9 "kept alive", §6.10 "pins").
 /// - `(mb_snapshot_atom, membership_snapshot)`: the latest view from the membership agent;
 ///   the catalog activates only while its own silo is Active in it.
 
@@ -103,6 +109,7 @@ struct catalog_activation {
   bool stateless = false;
   bool deactivating = false;
   bool turn_open = false;
+  bool pinned = false;                     ///< exempt from idle deactivation
   uint64_t idle_seq = 0;                   ///< invalidates stale idle timers
   std::deque<catalog_turn> queue;          ///< waiting turns (held while deactivating)
   std::vector<caf::response_promise> gone; ///< answered when the activation has left

@@ -29,6 +29,10 @@
 ///   is not Active are dropped.
 /// - `(pl_inval_atom, activation_address a)`: drop the cached address of `a.grain` if it
 ///   still names `a` (sent by a catalog whose activation left).
+/// - `(pl_inval_atom, grain_id g)`: drop the cached address of `g`, whatever it names (the
+///   router's retry loop before re-resolving, SPEC §6.6).
+/// - `(pl_inval_atom, silo_address s)`: drop every cached address naming `s` (SPEC §6.6
+///   `departed_silo`).
 /// - `(pl_stop_atom) -> ok_atom`: SPEC §3.5 stage 2001: every waiting message fails
 ///   `silo_unavailable` ("silo {S} is shutting down"), and so does every later call.
 ///

@@ -24,5 +24,8 @@ using ct_deact_all_atom = caf::atom_constant<caf::atom("ctdeactall")>;
 using ct_idle_atom = caf::atom_constant<caf::atom("ctidle")>;
 using ct_abandon_atom = caf::atom_constant<caf::atom("ctabandon")>;
 using ct_regretry_atom = caf::atom_constant<caf::atom("ctregretry")>;
+using ct_self_atom = caf::atom_constant<caf::atom("ctself")>;
+using ct_leave_atom = caf::atom_constant<caf::atom("ctleave")>;
+using ct_pin_atom = caf::atom_constant<caf::atom("ctpin")>;
 
 } // namespace cafmesh

@@ -1,0 +1,49 @@
+#pragma once
+
+/// @file
+/// Message tags of the routing entry layer (SPEC §6.2, §6.3, §6.9, §6.10, §6.12): CAF 0.17
+/// atoms, at most 10 characters, prefixed per component: `rs` routing service, `hb` hub
+/// (local handlers and application hubs), `hf` hub factory, `hg` hub grains (routing grain,
+/// node hub, pod hub), `ph` pod hub, `pc` pod-hub claimer, `ep` hub endpoint.
+
+#include <caf/atom.hpp>
+
+namespace cafmesh::routing {
+
+// -- routing service (routing_service.hpp) ---------------------------------------------
+using rs_deliver_atom = caf::atom_constant<caf::atom("rsdeliver")>;
+using rs_register_atom = caf::atom_constant<caf::atom("rsreg")>;
+using rs_unregister_atom = caf::atom_constant<caf::atom("rsunreg")>;
+using rs_has_route_atom = caf::atom_constant<caf::atom("rshasroute")>;
+using rs_core_atom = caf::atom_constant<caf::atom("rscore")>;
+using rs_role_atom = caf::atom_constant<caf::atom("rsrole")>;
+using rs_set_role_atom = caf::atom_constant<caf::atom("rssetrole")>;
+using rs_retry_atom = caf::atom_constant<caf::atom("rsretry")>;
+
+// -- hubs (hub_protocol.hpp) ---------------------------------------------------------------
+/// `(hb_in_atom, envelope)` one-way: an envelope handed to an in-process handler.
+using hb_in_atom = caf::atom_constant<caf::atom("hbin")>;
+/// `(hb_deliver_atom, envelope) -> envelope`: a node hub's delivery to its application hub.
+using hb_deliver_atom = caf::atom_constant<caf::atom("hbdeliver")>;
+/// `(hf_build_atom, std::string key) -> caf::actor`: build a hub (hub factory).
+using hf_build_atom = caf::atom_constant<caf::atom("hfbuild")>;
+
+// -- hub grains (hub_grains.hpp) -----------------------------------------------------------
+/// `(hg_route_atom, envelope) -> envelope`: the routing grain's turn (SPEC §6.3).
+using hg_route_atom = caf::atom_constant<caf::atom("hgroute")>;
+/// `(hg_deliver_atom, envelope) -> envelope`: `deliver` on a node hub or pod hub grain.
+using hg_deliver_atom = caf::atom_constant<caf::atom("hgdeliver")>;
+using ph_attach_atom = caf::atom_constant<caf::atom("phattach")>;
+using ph_detach_atom = caf::atom_constant<caf::atom("phdetach")>;
+
+// -- pod-hub claimer (hub_grains.hpp) ------------------------------------------------------
+using pc_claim_atom = caf::atom_constant<caf::atom("pcclaim")>;
+using pc_release_atom = caf::atom_constant<caf::atom("pcrelease")>;
+using pc_retry_atom = caf::atom_constant<caf::atom("pcretry")>;
+
+// -- hub endpoint (hub_endpoint.hpp) -------------------------------------------------------
+using ep_request_atom = caf::atom_constant<caf::atom("eprequest")>;
+using ep_post_atom = caf::atom_constant<caf::atom("eppost")>;
+using ep_tick_atom = caf::atom_constant<caf::atom("eptick")>;
+
+} // namespace cafmesh::routing

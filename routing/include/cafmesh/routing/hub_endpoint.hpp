@@ -1,0 +1,74 @@
+#pragma once
+
+/// @file
+/// A hub endpoint (SPEC §6.12 sender side): an in-process hub registered as a local route of
+/// its process's routing service, sending through that routing service and keeping an
+/// `outcome_tracker`, so that the application sees exactly one terminal outcome per
+/// delivery id. It doubles as a simple application hub (it records what it receives and
+/// answers node-hub deliveries `processed`), which the tests use as subscriber and target.
+///
+/// ## Protocol (untyped actor)
+/// - `(ep_request_atom, envelope, int64_t timeout_ms)`: send a request (sender = this hub):
+///   tracked as pending until the first of {response, NACK, deadline `now + timeout_ms`}.
+/// - `(ep_post_atom, envelope)`: a one-way post; not tracked; its first NACK is passed on.
+/// - `(hb_in_atom, envelope)` (from the routing service): a NACK (`payload_type` =
+///   `delivery_failure`), a response (`request_id` set) or a delivery to this hub (recorded
+///   in `received`; a delivery that is itself a request is answered with a response envelope
+///   when `respond` is on).
+/// - `(hb_deliver_atom, envelope) -> envelope`: a node hub's hand-over: recorded in
+///   `received`, answered with state `processed`.
+/// Outcomes passed to the application are recorded in `outcomes`; duplicates are dropped by
+/// the tracker with the debug line "duplicate outcome for delivery {id} dropped".
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include "cafmesh/actors/log.hpp"
+#include "cafmesh/config/mesh_config.hpp"
+#include "cafmesh/routing/address.hpp"
+#include "cafmesh/routing/envelope.hpp"
+#include "cafmesh/routing/outcome_tracker.hpp"
+
+namespace cafmesh::routing {
+
+/// One terminal outcome the application saw.
+struct hub_outcome {
+  int64_t t_ms = 0;            ///< actor-clock ms
+  std::string id;              ///< the delivery id
+  std::string kind;            ///< `response`, `nack`, `deadline` or `entry_failed`
+  routing::verdict verdict = verdict::failed; ///< NACKs only
+  bool target_unserved = false;               ///< NACKs only
+  std::string message;                        ///< NACK text or entry error
+};
+
+/// One envelope received by the hub.
+struct hub_received {
+  int64_t t_ms = 0;
+  envelope env;
+};
+
+/// State of a hub endpoint; public for tests.
+struct hub_endpoint_state {
+  address self_address;
+  caf::actor routing;
+  outcome_tracker tracker;
+  bool respond = false;
+  std::vector<hub_outcome> outcomes;
+  std::vector<hub_received> received;
+  std::vector<envelope> entry_answers; ///< what `deliver` answered, in order
+  bool timer_armed = false;
+  int64_t timer_due_ms = 0;
+  log::logger log;
+  static const char* name;
+};
+
+/// Spawns a hub endpoint for `self_address` sending through `routing` (a routing service).
+/// It does NOT register itself: register it with `rs_register_atom` (tests do so).
+caf::actor spawn_hub_endpoint(caf::actor_system& sys, address self_address, caf::actor routing,
+                              const config::routing_section& cfg = {}, bool respond = false);
+
+} // namespace cafmesh::routing

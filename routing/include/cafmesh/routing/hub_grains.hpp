@@ -1,0 +1,133 @@
+#pragma once
+
+/// @file
+/// The routing layer's grains and their silo-side helpers (SPEC §2.2, §6.3, §6.9, §6.10):
+/// the routing grain `routing/default`, the node hub grain `messagehub/{prefix}`, the pod hub
+/// grain `podhub/{path}`, the grain-delivery adapter (the router core's `grain_port_actor`
+/// on top of the placement service) and the pod-hub claimer.
+///
+/// ## Grain protocols (turns handed over by the catalog, one at a time)
+/// - `routing/default` (stateless worker, limit 1 per silo): `(hg_route_atom, envelope) ->
+///   envelope`: O(1), `delegate`s `(rc_grain_atom, envelope)` to its own silo's router core,
+///   which answers the caller `forwarded` or `silo_unavailable` (SPEC §6.3).
+/// - `messagehub/{prefix}` (single activation, random): `(hg_deliver_atom, envelope) ->
+///   envelope`, accept and park (SPEC §6.9). On activation it asks the silo's hub factory for
+///   the hub of `{prefix}` (the answer is a message to the activation itself) and pins itself
+///   while building. Hub ready: the delivery is delegated to the hub `(hb_deliver_atom,
+///   envelope)` and the caller gets the hub's own result. Building: answered `submitted` at
+///   once and parked in arrival order; handed over in that order when the hub is ready, a
+///   parked delivery the hub answers `failed` (not failed-and-NACKed) is NACKed by the node
+///   hub (carried verdict, else the text rule). Build failed: every parked delivery is
+///   NACKed `unavailable` ("Hub {address} could not be built: {fault}"), later deliveries are
+///   answered failed with verdict `unavailable` and the activation deactivates. Deactivated
+///   while deliveries are parked: each is NACKed `shutting_down` ("hub disposed before
+///   delivery"). Hub disposed (exited): every later delivery is refused with the owner
+///   banner "Hub {address} is shutting down ({activation tag}); the address may reactivate
+///   after a recycle or restart. Rejecting now." (state failed, no verdict: the text rule
+///   makes it `shutting_down`) and the activation deactivates. `ignored` is never NACKed.
+///   Node-hub NACKs are posted through the silo's routing service (`rs_deliver_atom`, the
+///   NACK envelope is answer-suppressed).
+/// - `podhub/{path}` (single activation, prefer-local): `(ph_attach_atom) -> bool`: true and
+///   pinned if this silo's process has a local route for `{path}`, else false (idempotent);
+///   `(hg_deliver_atom, envelope) -> envelope`: with the local route here hand the envelope
+///   over (`lr_deliver_atom` on the routing service) and answer `forwarded`; otherwise the
+///   error `pod_hub_not_here` (`fault::silo` = this silo) and the activation deactivates;
+///   `(ph_detach_atom) -> ok`: deactivates (SPEC §6.10).
+///
+/// ## Grain-delivery adapter (`grain_port_actor`, router_ports.hpp)
+/// One attempt per `gp_deliver` (`pl_call` on the silo's placement service with
+/// `(hg_deliver_atom, envelope)`); `gp_invalidate` / `gp_inval_silo` drop cached addresses in
+/// placement (`pl_inval_atom`); `gp_act_error` answers the last activation error recorded for
+/// the grain as seen in an `activation_deactivated` (recorded = yes) answer, else "".
+///
+/// ## Pod-hub claimer (one per silo_host process; `stopping_recipient_actor`)
+/// - `(pc_claim_atom, address)`: claim the pod hub of the address's host path: attach now and
+///   on every membership snapshot, each assertion under the attach policy (SPEC §7.5,
+///   transient faults retried). An attach answered false (no local route) is not retried.
+/// - `(pc_release_atom, address) -> ok`: detach, then remove the local route (SPEC §6.10).
+/// - `(mb_snapshot_atom, membership_snapshot)`: re-assert every claim.
+/// - `(host_stopping_atom) -> ok`: from now on neither attach nor detach.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include "cafmesh/actors/grain_registry.hpp"
+#include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/log.hpp"
+#include "cafmesh/config/mesh_config.hpp"
+#include "cafmesh/lifecycle/stopping_recipient.hpp"
+#include "cafmesh/routing/address.hpp"
+#include "cafmesh/routing/hub_protocol.hpp"
+#include "cafmesh/routing/retry_policy.hpp"
+#include "cafmesh/routing/router_core_actor.hpp"
+#include "cafmesh/routing/router_ports.hpp"
+
+namespace cafmesh::routing {
+
+/// What one silo's routing grains need; filled once the silo's actors exist (the registry,
+/// and thus the factories, must exist before the catalog is spawned).
+struct silo_routing_slots {
+  silo_address silo;
+  router_core_actor core;    ///< routing grain: delegate target
+  caf::actor routing;        ///< the silo process's routing service
+  hub_factory_actor hubs;    ///< node hubs: the application's hub factory
+  int64_t hub_build_timeout_ms = 30000;
+  std::string mesh_type = "mesh";
+};
+
+using silo_routing_slots_ptr = std::shared_ptr<silo_routing_slots>;
+
+/// Registers `routing` (stateless worker, limit 1), `messagehub` (single, random) and
+/// `podhub` (single, prefer-local) with the factories below. False if one was registered.
+bool register_routing_grains(grain_registry& reg, silo_routing_slots_ptr slots);
+
+/// The owner banner of SPEC §6.9 for hub `addr` and activation `tag`.
+std::string owner_refusal_text(const std::string& addr, const activation_tag& tag);
+
+/// Counters of the grain-delivery adapter.
+struct grain_delivery_state {
+  caf::actor placement;
+  std::map<grain_id, std::string> act_errors;
+  uint64_t attempts = 0;
+  uint64_t invalidations = 0;
+  static const char* name;
+};
+
+/// Spawns the grain-delivery adapter of one silo over its placement service.
+grain_port_actor spawn_grain_delivery(caf::actor_system& sys, caf::actor placement);
+
+/// One claim of the pod-hub claimer.
+struct pod_claim {
+  address addr;
+  retry_state retry{retry_policy{}};
+  uint64_t token = 0;
+  bool attached = false;
+};
+
+/// State of the pod-hub claimer; public for tests.
+struct pod_hub_claimer_state {
+  caf::actor placement;
+  caf::actor routing;
+  retry_policy policy;
+  bool stopping = false;
+  std::map<std::string, pod_claim> claims;
+  uint64_t attaches = 0;      ///< attach calls issued (each retry counts)
+  uint64_t attached_ok = 0;   ///< attaches answered true
+  uint64_t detaches = 0;
+  log::logger log;
+  static const char* name;
+};
+
+/// Spawns the pod-hub claimer of one silo_host process: claims go through `placement` (the
+/// local placement service: prefer-local puts the pod hub here), `routing` is the process's
+/// routing service (local routes). Subscribe it to the membership agent.
+caf::actor spawn_pod_hub_claimer(caf::actor_system& sys, caf::actor placement,
+                                 caf::actor routing, const config::attach_section& attach,
+                                 const std::string& context);
+
+} // namespace cafmesh::routing

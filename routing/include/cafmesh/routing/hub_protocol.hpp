@@ -1,0 +1,36 @@
+#pragma once
+
+/// @file
+/// What the routing layer expects from application hubs (SPEC §6.2 local routes, §6.9 node
+/// hubs, §6.14 monolith): two messages a hub understands and the application-supplied hub
+/// factory.
+///
+/// | message | who sends it | meaning |
+/// |---|---|---|
+/// | `(hb_in_atom, envelope)` one-way | routing service (local route hit, NACK rung a, pod hub hand-over, monolith) | an envelope for this in-process handler: a delivery, a response (`request_id` set) or a NACK (`payload_type` = `delivery_failure`) |
+/// | `(hb_deliver_atom, envelope) -> envelope` | node hub grain (SPEC §6.9) | a delivery to a node's hub; the answer is the hub's own result (state `processed`, `ignored`, `failed` with `properties["error"]` and maybe `properties["verdict"]`, ...) |
+///
+/// The **hub factory** builds a hub for a key, possibly asynchronously:
+/// `(hf_build_atom, std::string key) -> caf::actor`. The key is a node prefix (e.g.
+/// `Org/Acme`, for `messagehub/{prefix}`, SPEC §6.9) or, in monolith mode, the rendered host
+/// path of the target (SPEC §6.14). An error answer (a `to_error(fault)`) means the build
+/// failed: the node hub NACKs what it parked `unavailable` (activation faulted); in monolith
+/// mode the delivery is NACKed with `classify(fault)` (`failed` for a non-transient fault, so
+/// a factory that knows no such hub should answer `not_found`: NACK `not_found`). The caller
+/// bounds the build by its own timeout.
+
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "cafmesh/routing/entry_atoms.hpp"
+
+namespace cafmesh::routing {
+
+/// The application-supplied hub factory (see the file comment).
+using hub_factory_actor
+  = caf::typed_actor<caf::replies_to<hf_build_atom, std::string>::with<caf::actor>>;
+
+} // namespace cafmesh::routing

@@ -1,0 +1,46 @@
+#pragma once
+
+/// @file
+/// Message tags of the router core (SPEC §6.4–§6.6, §6.11) and of the ports it talks to
+/// (router_ports.hpp). CAF 0.17 atoms, at most 10 characters, with prefixes unique to this
+/// component: `rc` router core, `gp` grain-delivery port, `pr` path resolver, `sp` stream
+/// transport port, `lr` local-route port.
+
+#include <caf/atom.hpp>
+
+namespace cafmesh::routing {
+
+// -- router core: public protocol (router_core_actor.hpp) -----------------------------
+/// Co-hosted hand-over from the routing service (one-way).
+using rc_route_atom = caf::atom_constant<caf::atom("rcroute")>;
+/// Routing-grain path (request, answered `forwarded` or `silo_unavailable`).
+using rc_grain_atom = caf::atom_constant<caf::atom("rcgrain")>;
+/// Late wiring of the local-route port (one-way), for the routing service <-> router core
+/// cycle.
+using rc_locals_atom = caf::atom_constant<caf::atom("rclocals")>;
+/// Diagnostics snapshot (request).
+using rc_stats_atom = caf::atom_constant<caf::atom("rcstats")>;
+
+// -- router core: internal messages to itself ------------------------------------------
+/// `(rc_leg_done_atom, leg id, outcome)`: a leg terminated (SPEC §6.5).
+using rc_leg_done_atom = caf::atom_constant<caf::atom("rclegdone")>;
+/// `(rc_timer_atom, work id, step token)`: a leg's or NACK's retry delay elapsed.
+using rc_timer_atom = caf::atom_constant<caf::atom("rctimer")>;
+
+// -- grain-delivery port (router_ports.hpp) ------------------------------------------------
+using gp_deliver_atom = caf::atom_constant<caf::atom("gpdeliver")>;
+using gp_invalidate_atom = caf::atom_constant<caf::atom("gpinval")>;
+using gp_inval_silo_atom = caf::atom_constant<caf::atom("gpinvsilo")>;
+using gp_act_error_atom = caf::atom_constant<caf::atom("gpacterr")>;
+
+// -- path resolver (router_ports.hpp) ------------------------------------------------------
+using pr_resolve_atom = caf::atom_constant<caf::atom("prresolve")>;
+
+// -- stream transport port (router_ports.hpp) ----------------------------------------------
+using sp_probe_atom = caf::atom_constant<caf::atom("spprobe")>;
+using sp_publish_atom = caf::atom_constant<caf::atom("sppublish")>;
+
+// -- local-route port (router_ports.hpp) ---------------------------------------------------
+using lr_deliver_atom = caf::atom_constant<caf::atom("lrdeliver")>;
+
+} // namespace cafmesh::routing

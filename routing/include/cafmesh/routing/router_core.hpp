@@ -1,0 +1,108 @@
+#pragma once
+
+/// @file
+/// The router core (SPEC §6.4–§6.6, §6.11–§6.13): one actor per silo, the single
+/// serialisation point for accepted deliveries. It owns the ordered route dispatcher, the
+/// in-flight count and saturation report, every leg (explicit state machines, no actor per
+/// delivery: DESIGN.md "Legs and the pool without an actor per delivery") and the NACK
+/// machinery. Protocol: router_core_actor.hpp; ports: router_ports.hpp.
+
+#include <cstdint>
+#include <string>
+
+#include "cafmesh/actors/ids.hpp"
+#include "cafmesh/config/mesh_config.hpp"
+#include "cafmesh/lifecycle/io_pool_actor.hpp"
+#include "cafmesh/lifecycle/routing_quiescence_actor.hpp"
+#include "cafmesh/lifecycle/runtime_registry.hpp"
+#include "cafmesh/routing/address.hpp"
+#include "cafmesh/routing/router_core_actor.hpp"
+#include "cafmesh/routing/router_ports.hpp"
+
+namespace caf {
+class actor_system;
+} // namespace caf
+
+namespace cafmesh::routing {
+
+/// Everything one router core needs. Null handles mean "not available": a leg step that
+/// needs a missing port is a composition fault (NACK `failed` "Routing to '{addr}' failed
+/// before the delivery could be attempted: …", SPEC §6.5); a missing NACK transport skips
+/// its rung (SPEC §6.11); a missing gauge or registry is simply not used.
+struct router_core_options {
+  /// This silo (log context, `silo_unavailable` text and `fault::silo`, default address).
+  silo_address silo;
+  /// The router's own address, appended to every routed envelope's `routing_path` and used
+  /// for loop detection (SPEC §6.4 step 2) and as the `sender` of its NACK envelopes.
+  /// Empty: `router/{rendered silo}`.
+  address self_address;
+  /// Section `routing` (address classes, timeouts, retry policy, saturation thresholds,
+  /// refusal log window).
+  config::routing_section routing;
+  /// Section `size` (grain-call body limit, SPEC §9.2).
+  config::size_section size;
+  /// `placement.timeout_ms`: with `grain_call.response_timeout_ms` it bounds one grain
+  /// attempt (SPEC §6.5 step 3: placement 30,000 + response 30,000).
+  int64_t placement_timeout_ms = 30000;
+  int64_t grain_response_timeout_ms = 30000;
+  /// Bound on one runtime probe (SPEC §7.2); silence counts as `no_answer`. cafmesh choice,
+  /// not a SPEC §11 key.
+  int64_t runtime_probe_timeout_ms = 1000;
+  /// The mesh's own address type for host-address reduction (SPEC §2.1).
+  std::string mesh_type = "mesh";
+
+  /// The silo's quiescence gauge (SPEC §8.1).
+  lifecycle::routing_quiescence_actor gauge;
+  /// The silo's routing I/O pool (SPEC §6.7); every leg and every NACK starts through it.
+  lifecycle::io_pool_actor pool;
+  /// The process's runtime registry (SPEC §3.7), probed for `runtime_gone` (SPEC §7.2).
+  lifecycle::runtime_registry_actor registry;
+
+  /// Ports (router_ports.hpp).
+  grain_port_actor grains;
+  path_resolver_actor resolver;
+  stream_port_actor streams;
+  local_route_port_actor local_routes;
+
+  /// The options from a whole configuration (sections routing, size, placement,
+  /// grain_call); handles stay null.
+  static router_core_options from(const config::mesh_config& cfg, silo_address silo);
+};
+
+/// The router core's address for `silo` when none is configured: `router/{rendered silo}`.
+address default_router_address(const silo_address& silo);
+
+/// Spawns a router core (SPEC §6.4). The caller owns it: exit it with the silo's runtime
+/// services (it holds no self-re-arming timer; pending leg timers die with it).
+///
+/// **Accepting** `route(envelope)` (both entries), SPEC §6.4:
+/// 1. grain path after the stopping signal -> error `silo_unavailable`;
+/// 2. `self_address` already on `routing_path` -> NACK `routing_loop` (tracked work);
+/// 3. host address (SPEC §2.1); the router appends `self_address` to `routing_path`;
+/// 4. host type in `routing.stream_routed_address_types` -> pod-hub leg enqueued on
+///    channel (host path, ordering key) of the ordered dispatcher, gauge slot
+///    `stream-routed -> {host path} (delivery {id})`; else node leg admitted through the
+///    pool at once, gauge slot `dispatch -> {host path} (delivery {id})`. Host types in
+///    `routing.client_hosted_address_types` that are not stream-routed run a stream leg on
+///    the node branch (SPEC §6.5 "Stream leg (client-hosted types …)");
+/// 5. in-flight count + 1 and one gauge slot (state queued) at once; slot dispatched when the
+///    leg starts (pool permit granted, first asynchronous step issued); both released at its
+///    one terminal event;
+/// 6. grain path answered `forwarded`.
+///
+/// **Legs** (SPEC §6.5) run inside the router core: every step is a `request(...).then`
+/// continuation or a `delayed_send` timer, tagged with the leg id and a step token so late
+/// answers of a finished or cancelled leg are ignored. A leg ends with `leg_done` (a message
+/// to itself) once it landed or its NACK was handed over; the latch keeps exactly one
+/// terminal event among `leg_done`, the pool's cancel (`abandoned`, no NACK), the pool's
+/// down (`leg_crashed`: NACK `failed` "Routing to '{addr}' failed before the delivery could
+/// be attempted: …" unless failed-and-NACKed) and the pool's refusal (`pool_refused`).
+///
+/// **NACKs** (SPEC §6.11) are tracked work: the leg's gauge slot is handed over (label
+/// `NACK -> {sender} (delivery {id})`), the NACK is admitted through the pool (refused ->
+/// debug, carries nothing) and climbs the ladder a (local route) -> b (node hub of the
+/// sender, router retry loop) / c (pod hub of the sender) -> d (stream, probe then publish;
+/// "BOTH transports failed for NACK to {sender} (delivery {id})" windowed at error).
+router_core_actor spawn_router_core(caf::actor_system& sys, router_core_options opts);
+
+} // namespace cafmesh::routing

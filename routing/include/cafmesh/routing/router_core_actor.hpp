@@ -1,0 +1,100 @@
+#pragma once
+
+/// @file
+/// The router core's message protocol (SPEC §6.4, §6.13, §3.7 step 1) and its diagnostics
+/// snapshot. Spawn with `spawn_router_core` (router_core.hpp).
+///
+/// | sender -> router core | message | answer |
+/// |---|---|---|
+/// | routing service (co-hosted hand-over, SPEC §6.2 step 4) | `(rc_route_atom, envelope)` one-way | none: the routing service answers its own caller |
+/// | routing grain via `delegate` (SPEC §6.3) | `(rc_grain_atom, envelope) -> envelope` | the envelope with state `forwarded` and the router's address appended to `routing_path`, as soon as the leg is enqueued/admitted (SPEC §6.4 step 6); after the stopping signal the error `to_error(fault{silo_unavailable, "silo {S} is leaving; route elsewhere"})` with `fault::silo` set (step 1); on a routing loop the envelope marked failed-and-NACKed (its `routing_loop` NACK was handed to the NACK machinery) or, if it may not be answered, state `failed` with `properties["error"]` |
+/// | host (SPEC §3.7 step 1) | `(host_stopping_atom) -> ok_atom` | ok once the core refuses grain-path envelopes; already-accepted legs continue and their grain calls are never gated |
+/// | tests, diagnostics | `(rc_stats_atom) -> router_core_stats` | the snapshot below |
+/// | wiring (routing service or silo builder) | `(rc_locals_atom, local_route_port_actor)` one-way | none: replaces the local-route port used by NACK rung a (SPEC §6.11). The routing service needs the router core's handle and the router core needs the routing service's local-route port; spawn the router core first (with a null `local_routes`), then the routing service, then send this. NACKs already on the ladder are unaffected. |
+///
+/// Both entries feed the same ordered dispatcher (SPEC §6.8). A co-hosted envelope after
+/// the stopping signal cannot happen by contract (the routing service refuses it first);
+/// if one arrives anyway it is accepted like before the signal (accepted work must land).
+///
+/// The router core is also the owner of its legs towards the routing I/O pool: its full
+/// behaviour includes `lifecycle::io_pool_owner_actor` (admitted, refused, cancel, down) and
+/// internal timers; those are not part of this public interface.
+
+#include <cstdint>
+#include <string>
+
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "cafmesh/lifecycle/atoms.hpp"
+#include "cafmesh/routing/envelope.hpp"
+#include "cafmesh/routing/router_atoms.hpp"
+#include "cafmesh/routing/router_ports.hpp"
+
+namespace cafmesh::routing {
+
+/// A snapshot of one router core (SPEC §6.8 diagnostics, §6.13 in-flight count) plus
+/// counters for tests.
+struct router_core_stats {
+  // -- accounting (SPEC §6.4 step 5, §6.13) --
+  uint64_t in_flight = 0;      ///< accepted legs not terminated (running, queued, waiting)
+  uint64_t nacks_alive = 0;    ///< NACKs posted and not yet through their ladder
+  bool stopping = false;       ///< the stopping signal arrived
+  bool saturation_latched = false;
+  uint64_t saturation_reports = 0;
+  /// Age of the oldest dispatched leg since its dispatch, -1 if none (SPEC §6.13).
+  int64_t oldest_dispatched_age_ms = -1;
+  /// Age of the oldest queued (not dispatched) leg since acceptance, -1 if none (SPEC §6.13).
+  int64_t oldest_queued_age_ms = -1;
+  // -- ordered dispatcher (SPEC §6.8 queue_snapshot) --
+  uint64_t channels = 0;
+  uint64_t destinations = 0;
+  uint64_t deepest = 0;
+  std::string deepest_channel;
+  int32_t max_dispatch_depth = 0; ///< deepest dispatcher nesting seen (S12.41: <= 1)
+  // -- acceptance --
+  uint64_t accepted = 0;          ///< legs accepted (both entries)
+  uint64_t refused_stopping = 0;  ///< grain-path envelopes refused `silo_unavailable`
+  uint64_t routing_loops = 0;     ///< envelopes NACKed `routing_loop`
+  // -- legs' terminal events, one per accepted leg (SPEC §6.5, §6.7) --
+  uint64_t terminal_events = 0;
+  uint64_t landed = 0;
+  uint64_t nacked = 0;            ///< legs that ended by handing a NACK over (or failed-and-NACKed)
+  uint64_t abandoned = 0;         ///< cancelled by the pool drain (no NACK)
+  uint64_t crashed = 0;           ///< `leg_crashed`
+  uint64_t refused = 0;           ///< never admitted: `pool_refused`
+  uint64_t grain_attempts = 0;    ///< grain calls issued by legs (each retry counts)
+  // -- NACK machinery (SPEC §6.11) --
+  uint64_t nacks_posted = 0;      ///< NACKs handed to the machinery (tracked work)
+  uint64_t nacks_pool_refused = 0;///< NACKs the pool refused (logged at debug, carried nothing)
+  uint64_t nacks_local = 0;       ///< delivered on rung a (local route)
+  uint64_t nacks_node_hub = 0;    ///< delivered on rung b (messagehub)
+  uint64_t nacks_pod_hub = 0;     ///< delivered on rung c (podhub)
+  uint64_t nacks_stream = 0;      ///< published on rung d (stream)
+  uint64_t nacks_failed = 0;      ///< every rung failed ("BOTH transports failed") or gave up
+  uint64_t suppressed_failures = 0; ///< `cafmesh.routing.suppressed_failures` (SPEC §2.4)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, router_core_stats& x) {
+  return f(caf::meta::type_name("cafmesh.router_core_stats"), x.in_flight, x.nacks_alive,
+           x.stopping, x.saturation_latched, x.saturation_reports,
+           x.oldest_dispatched_age_ms, x.oldest_queued_age_ms, x.channels, x.destinations,
+           x.deepest, x.deepest_channel, x.max_dispatch_depth, x.accepted, x.refused_stopping,
+           x.routing_loops, x.terminal_events, x.landed, x.nacked, x.abandoned, x.crashed,
+           x.refused, x.grain_attempts, x.nacks_posted, x.nacks_pool_refused, x.nacks_local,
+           x.nacks_node_hub, x.nacks_pod_hub, x.nacks_stream, x.nacks_failed,
+           x.suppressed_failures);
+}
+
+/// The router core's public protocol (see the file comment). It is a
+/// `lifecycle::stopping_recipient_actor`: `caf::actor_cast<stopping_recipient_actor>(rc)`.
+using router_core_actor = caf::typed_actor<
+  caf::reacts_to<rc_route_atom, envelope>,
+  caf::replies_to<rc_grain_atom, envelope>::with<envelope>,
+  caf::reacts_to<rc_locals_atom, local_route_port_actor>,
+  caf::replies_to<lifecycle::host_stopping_atom>::with<caf::ok_atom>,
+  caf::replies_to<rc_stats_atom>::with<router_core_stats>>;
+
+} // namespace cafmesh::routing

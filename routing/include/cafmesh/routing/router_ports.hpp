@@ -1,0 +1,156 @@
+#pragma once
+
+/// @file
+/// The router core's ports: the small typed interfaces through which legs (SPEC §6.5, §6.6)
+/// and the NACK transport ladder (SPEC §6.11) reach the outside. The router core holds one
+/// handle of each (`router_core_options`); a null handle means "not available here" and
+/// turns every leg step that needs it into a composition fault (SPEC §6.5) or skips the
+/// ladder rung. Every port answers asynchronously; the router core bounds each request with
+/// its own actor-clock timeout, so a port that never answers cannot wedge a leg.
+///
+/// Errors always travel as `caf::error` made by `to_error(fault)` (SPEC §2.10); the router
+/// core reads them back with `to_fault`. CAF's own errors (request timeout, receiver down)
+/// are translated by `to_fault` as SPEC §2.10 says.
+///
+/// | Port | Who implements it | Messages |
+/// |---|---|---|
+/// | `grain_port_actor` | the grain-call adapter (placement + catalog) | deliver, invalidate, invalidate_silo, activation error |
+/// | `path_resolver_actor` | the application (SPEC §6.1) | resolve |
+/// | `stream_port_actor` | the stream transport adapter | probe, publish |
+/// | `local_route_port_actor` | the routing service (it owns the local route table, §6.2) | local deliver |
+/// | runtime probe | `lifecycle::runtime_registry_actor` (existing) | probe_runtime |
+
+#include <string>
+
+#include <caf/meta/type_name.hpp>
+#include <caf/optional.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/ids.hpp"
+#include "cafmesh/routing/address.hpp"
+#include "cafmesh/routing/envelope.hpp"
+#include "cafmesh/routing/router_atoms.hpp"
+
+namespace cafmesh::routing {
+
+// -- (a) grain delivery ------------------------------------------------------------------
+
+/// The grain-delivery port: one grain call `deliver` on a hub grain through placement
+/// (SPEC §5.4, §6.5 step 3, §6.9, §6.10), plus the cache invalidation the retry loop needs
+/// (SPEC §6.6).
+///
+/// - `(gp_deliver_atom, grain_id, envelope) -> envelope`: ONE attempt of
+///   `{grain}.deliver(envelope)`, where grain is `messagehub/{node prefix}` (node hub) or
+///   `podhub/{rendered host path}` (pod hub). The adapter places the grain (directory cache
+///   permitting), sends the call and answers the hub's result envelope (state `processed`,
+///   `submitted`, `forwarded`, `ignored`, `failed` with `properties["error"]` and maybe
+///   `properties["verdict"]` / `sender_was_nacked`, ...). On failure it answers the fault
+///   tree as `to_error(fault)`: `placement_timeout` after `placement.timeout_ms` (30 s),
+///   `response_timeout` after `grain_call.response_timeout_ms` (30 s) from leaving
+///   placement, `no_compatible_silo`, `departed_silo` (with `fault::silo`),
+///   `activation_deactivated` (with its `activation_error_recorded`), `silo_unavailable`,
+///   `directory_unstable`, `rejected`, `pod_hub_not_here` (with `fault::silo` = the silo
+///   that answered), `runtime_gone` (probe qualifier left `no_answer`: the router core
+///   probes), `application`, ... The adapter never retries by itself: each request is one
+///   fresh attempt, and the router core's retry loop decides (SPEC §6.6). The router core
+///   bounds each request by `placement.timeout_ms + grain_call.response_timeout_ms` and
+///   treats its own timeout as `response_timeout` (not resendable).
+/// - `(gp_invalidate_atom, grain_id)` one-way: drop the cached address of that grain so the
+///   next `deliver` re-resolves through placement (and, for a pod hub, the owner's claim).
+///   Sent before every retry (SPEC §6.6, S12.21).
+/// - `(gp_inval_silo_atom, silo_address)` one-way: drop every cached address naming that
+///   silo (sent for each `departed_silo` node before a retry, SPEC §6.6).
+/// - `(gp_act_error_atom, grain_id) -> std::string`: the activation error recorded for that
+///   grain by the silo's activation-failure registry (SPEC §3.6), or the empty string when
+///   none is recorded. The fault arm asks once before building its NACK text (SPEC §6.5
+///   step 5: "detail = the activation error recorded for that grain if any, else the fault
+///   text"). A fault answer counts as "none".
+using grain_port_actor = caf::typed_actor<
+  caf::replies_to<gp_deliver_atom, grain_id, envelope>::with<envelope>,
+  caf::reacts_to<gp_invalidate_atom, grain_id>,
+  caf::reacts_to<gp_inval_silo_atom, silo_address>,
+  caf::replies_to<gp_act_error_atom, grain_id>::with<std::string>>;
+
+/// The node-hub grain of a node prefix: `messagehub/{prefix}` (SPEC §2.2).
+inline grain_id node_hub_grain(const std::string& node_prefix) {
+  return grain_id{"messagehub", node_prefix};
+}
+
+/// The pod-hub grain of a host path: `podhub/{path}` (SPEC §2.2), e.g. `podhub/portal/alice`.
+inline grain_id pod_hub_grain(const std::string& host_path) {
+  return grain_id{"podhub", host_path};
+}
+
+// -- (b) the path resolver (application-supplied, SPEC §6.1) -------------------------------
+
+/// The resolver's answer for one address path.
+struct resolve_result {
+  /// True if some mesh node was found for (a prefix of) the path.
+  bool found = false;
+  /// The node prefix, e.g. `Org/Acme` for `node/Org/Acme` (meaningful when `found`).
+  std::string node_prefix;
+  /// What is left of the path below the node; the router requires it to be empty
+  /// (SPEC §6.5 step 1: a non-empty remainder is "not found").
+  std::string remainder;
+  /// The closest existing ancestor, when known (SPEC §6.5: ". Closest ancestor: '{a}'").
+  caf::optional<std::string> closest_ancestor;
+
+  friend bool operator==(const resolve_result& x, const resolve_result& y) {
+    return x.found == y.found && x.node_prefix == y.node_prefix && x.remainder == y.remainder
+           && x.closest_ancestor == y.closest_ancestor;
+  }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, resolve_result& x) {
+  return f(caf::meta::type_name("cafmesh.resolve_result"), x.found, x.node_prefix, x.remainder,
+           x.closest_ancestor);
+}
+
+/// The path resolver (SPEC §6.1): `(pr_resolve_atom, path) -> resolve_result`, where `path`
+/// is the rendered host path of the target (`type/id`, e.g. `node/Org/Acme`) or of a NACK's
+/// sender (SPEC §6.11 rung b). "Unknown path" is `found = false` (optionally with
+/// `closest_ancestor`), never an error; an error answer is a resolver fault. The router core
+/// bounds each call by `routing.resolve_timeout_ms` (30 s); a timeout is a resolver fault.
+using path_resolver_actor
+  = caf::typed_actor<caf::replies_to<pr_resolve_atom, std::string>::with<resolve_result>>;
+
+// -- (c) the stream transport (SPEC §6.5 stream leg, §6.11 rung d) --------------------------
+
+/// The stream transport port.
+///
+/// - `(sp_probe_atom, address) -> bool`: is there a live subscriber for this (host)
+///   address? `true` = yes, `false` = definitely none. The router core bounds it by
+///   `routing.subscriber_probe_timeout_ms` (10 s); no answer (timeout or error) counts as
+///   "yes" (SPEC §6.5).
+/// - `(sp_publish_atom, address, envelope) -> ok_atom`: publish the envelope on the
+///   address's stream. The transport bounds itself by `routing.stream_transport_timeout_ms`
+///   (30 s) and answers a fault on failure; the router core guards each publish with
+///   `routing.stream_post_timeout_ms` (60 s, "Stream post to '{addr}' never completed within
+///   60 s").
+using stream_port_actor = caf::typed_actor<
+  caf::replies_to<sp_probe_atom, address>::with<bool>,
+  caf::replies_to<sp_publish_atom, address, envelope>::with<caf::ok_atom>>;
+
+// -- (d) local routes of this process (SPEC §6.11 rung a) -----------------------------------
+
+/// The local-route port, implemented by the routing service (which owns the local route
+/// table, SPEC §6.2): `(lr_deliver_atom, envelope) -> bool` hands the envelope to the
+/// in-process handler of `envelope.target` (reduced to its host address by the routing
+/// service) and answers `true` if a local route took it, `false` if this process has no
+/// local route for it (nothing was delivered). The router core uses it for NACKs only
+/// (rung a); it bounds the call by `routing.resolve_timeout_ms` and treats a timeout or an
+/// error as `false`. A routing service includes this signature in its own interface and
+/// passes `caf::actor_cast<local_route_port_actor>(self)` to the router core.
+using local_route_port_actor
+  = caf::typed_actor<caf::replies_to<lr_deliver_atom, envelope>::with<bool>>;
+
+// -- (e) the runtime probe: lifecycle::runtime_registry_actor (runtime_registry.hpp) --------
+// The router core asks `(probe_runtime_atom, silo name)` when a fault tree holds
+// `runtime_gone` with probe `no_answer`, writes the answer into those nodes' `probe`
+// qualifier, then classifies (SPEC §7.2). No registry, an error or silence within
+// `router_core_options::runtime_probe_timeout_ms` leave `no_answer` (verdict `failed`).
+
+} // namespace cafmesh::routing

@@ -1,0 +1,174 @@
+#pragma once
+
+/// @file
+/// The routing service (SPEC §6.2, §6.14, §1.3): one actor per process, the entry point of
+/// every delivery a hub of this process sends, owner of the local route table, the process
+/// role (declared once at start, never changed), the stopping flag and, in a `pure_client`,
+/// the dispatch to `routing/default` through a gateway under the client retry policy.
+///
+/// ## Protocol (untyped actor; `routing_service_actor` is the typed view of it)
+/// | message | answer |
+/// |---|---|
+/// | `(rs_deliver_atom, envelope)` | at once, never after the outcome: the envelope with state `forwarded` when accepted (local route, router core, client dispatch, monolith hub); failed-and-NACKed when the entry posted its own NACK to the sender's local route; plain `failed` with `properties["error"]` otherwise |
+/// | `(rs_register_atom, address, caf::actor handler) -> ok` | registers a local route for the address's host path (SPEC §2.1) |
+/// | `(rs_unregister_atom, address) -> ok` | removes it |
+/// | `(rs_has_route_atom, address) -> bool` | is there a local route for the host path? |
+/// | `(lr_deliver_atom, envelope) -> bool` | `local_route_port_actor` (router_ports.hpp): hand to the local route of the target's host path, `false` if none |
+/// | `(host_stopping_atom) -> ok` | `stopping_recipient_actor` (SPEC §3.7 step 1) |
+/// | `(rs_core_atom, router_core_actor)` | `silo_host`: the co-hosted router core (set once, before traffic) |
+/// | `(rs_role_atom) -> std::string` | the role's name |
+/// | `(rs_set_role_atom, std::string) -> ok` | always refused `config_invalid` ("the process role is declared once at start and cannot change") |
+/// | `(mb_snapshot_atom, membership_snapshot)` | `pure_client`: the gateway list (the active set, SPEC §4.4) |
+///
+/// Order of checks in `deliver` (SPEC §6.2):
+/// 1. local route table hit (target reduced to its host address): `(hb_in_atom, envelope)`
+///    to the handler; no gauge, no size check; also while stopping;
+/// 2. stopping (not in `monolith`): if `may_answer`, NACK `shutting_down` "Host is shutting
+///    down, cannot route to {target}" straight to the sender's local route; failed-and-NACKed
+///    only if it was posted; nothing else is attempted;
+/// 3. size guard (`pure_client` only): grain-call limit -> NACK `rejected`;
+/// 4. hand-over by role: `silo_host` -> `(rc_route_atom, envelope)` to the router core;
+///    `pure_client` -> `mc_call(gateway, component::gateway, (pl_call_atom, routing/default,
+///    0, (hg_route_atom, envelope)))` through the process's message centre, every attempt
+///    choosing a gateway from the active set (none: fault `no_compatible_silo`) and bounded
+///    by placement + response timeout (a timeout is `response_timeout`), retried under the
+///    client policy (SPEC §7.5) while resendable; a gateway answering `silo_unavailable` or
+///    `departed_silo` is dropped and avoided while another Active gateway exists (re-homing,
+///    SPEC §4.4); a dispatch taking longer than
+///    `client.slow_dispatch_log_ms` is logged at info ("slow dispatch"); on final failure,
+///    if `may_answer`, NACK `shutting_down` "Host is shutting down, cannot route to
+///    {target}" when stopping at that moment, else `classify(fault)` "Delivery to '{target}'
+///    failed: {fault}"; `monolith` -> the monolith router (SPEC §6.14): on a miss build the
+///    target's hub with the hub factory (deliveries to a hub being built wait in order),
+///    register it as a local route and hand over; while shutting down build nothing and
+///    NACK `shutting_down` "Mesh is shutting down, cannot route to {target}".
+/// Entry NACKs go straight to a local route and are not tracked work (SPEC §6.11 step 3).
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "cafmesh/actors/atoms.hpp"
+#include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/membership.hpp"
+#include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/config/mesh_config.hpp"
+#include "cafmesh/lifecycle/atoms.hpp"
+#include "cafmesh/routing/address.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
+#include "cafmesh/routing/envelope.hpp"
+#include "cafmesh/routing/hub_protocol.hpp"
+#include "cafmesh/routing/retry_policy.hpp"
+#include "cafmesh/routing/router_core_actor.hpp"
+#include "cafmesh/routing/router_ports.hpp"
+
+namespace cafmesh::routing {
+
+/// Typed view of the routing service (see the file comment).
+using routing_service_actor = caf::typed_actor<
+  caf::replies_to<rs_deliver_atom, envelope>::with<envelope>,
+  caf::replies_to<rs_register_atom, address, caf::actor>::with<caf::ok_atom>,
+  caf::replies_to<rs_unregister_atom, address>::with<caf::ok_atom>,
+  caf::replies_to<rs_has_route_atom, address>::with<bool>,
+  caf::replies_to<lr_deliver_atom, envelope>::with<bool>,
+  caf::replies_to<lifecycle::host_stopping_atom>::with<caf::ok_atom>,
+  caf::reacts_to<rs_core_atom, router_core_actor>,
+  caf::replies_to<rs_role_atom>::with<std::string>,
+  caf::replies_to<rs_set_role_atom, std::string>::with<caf::ok_atom>,
+  caf::reacts_to<mb_snapshot_atom, membership_snapshot>>;
+
+/// Settings of one routing service.
+struct routing_service_options {
+  /// `mesh.process_role`, read once here; nothing can change it later (SPEC §1.3).
+  config::process_role role = config::process_role::silo_host;
+  /// Process tag: log context and NACK ids `{process}-entry-{n}`.
+  std::string process_name = "process";
+  /// Sender of the entry's own NACKs; empty: `routing/{process_name}`.
+  address self_address;
+  std::string mesh_type = "mesh";
+  config::size_section size;      ///< grain-call limit (pure_client, SPEC §9.2)
+  config::client_section client;  ///< client retry policy and slow-dispatch log
+  int64_t placement_timeout_ms = 30000;      ///< with the next: bound of one client attempt
+  int64_t grain_response_timeout_ms = 30000;
+  int64_t placement_timeout_attempts = 2;    ///< SPEC §7.5, every policy
+  uint64_t seed = 1;                         ///< gateway choice (SPEC §4.4, §12.1)
+  /// silo_host: the co-hosted router core (may also be set later with `rs_core_atom`).
+  router_core_actor core;
+  /// pure_client: the process's message centre.
+  caf::actor centre;
+  /// monolith: the hub factory (key = the target's rendered host path).
+  hub_factory_actor hubs;
+  int64_t hub_build_timeout_ms = 30000; ///< monolith: bound of one hub build
+
+  /// Options from a whole configuration (role, name, size, client, placement, grain_call,
+  /// simulation seed); handles stay null.
+  static routing_service_options from(const config::mesh_config& cfg);
+};
+
+/// Counters of one routing service (tests and diagnostics).
+struct routing_service_stats {
+  uint64_t delivered = 0;         ///< `deliver` calls
+  uint64_t local_hits = 0;        ///< step 1
+  uint64_t stopping_nacks = 0;    ///< step 2 NACKs posted
+  uint64_t stopping_refused = 0;  ///< step 2 without a posted NACK
+  uint64_t size_refused = 0;      ///< step 3
+  uint64_t to_core = 0;           ///< silo_host hand-overs
+  uint64_t client_dispatches = 0; ///< pure_client dispatches started
+  uint64_t client_attempts = 0;   ///< calls to routing/default (each retry counts)
+  uint64_t client_accepted = 0;   ///< dispatches answered `forwarded`
+  uint64_t client_failed = 0;     ///< dispatches given up
+  uint64_t hubs_built = 0;        ///< monolith hubs created
+  uint64_t monolith_nacks = 0;    ///< monolith NACKs posted (shutting down, build failed)
+  uint64_t lr_delivered = 0;      ///< `lr_deliver` answered true
+};
+
+/// One pure-client dispatch in progress.
+struct client_dispatch {
+  envelope env;
+  retry_state retry{retry_policy{}};
+  int64_t started_ms = 0;
+  uint64_t token = 0;
+  std::vector<int64_t> attempt_ms; ///< virtual ms of every attempt (tests)
+};
+
+/// The routing service's state; public so tests can read it.
+struct routing_service_state {
+  routing_service_options opts;
+  log::logger log;
+  std::map<std::string, caf::actor> routes; ///< host path -> handler
+  bool stopping = false;
+  uint64_t next_id = 0;
+  // pure_client
+  std::vector<silo_address> gateways; ///< the active set of the latest snapshot
+  silo_address gateway;               ///< current gateway (empty: choose)
+  /// Gateways that refused (`silo_unavailable`) or departed: not chosen again while
+  /// another Active gateway exists (SPEC §4.4 "re-homes to another gateway").
+  std::set<silo_address> avoided;
+  std::mt19937_64 rng;
+  std::map<uint64_t, client_dispatch> dispatches;
+  std::map<std::string, std::vector<int64_t>> attempts_by_id; ///< delivery id -> attempt ms
+  // monolith
+  std::map<std::string, std::deque<envelope>> building; ///< host path -> waiting deliveries
+  routing_service_stats stats;
+
+  static const char* name;
+};
+
+/// Spawns a routing service. The caller owns it (exit it at teardown).
+routing_service_actor spawn_routing_service(caf::actor_system& sys,
+                                            routing_service_options opts);
+
+/// The grain id of the routing grain: `routing/default` (SPEC §2.2).
+inline grain_id routing_grain_id() { return grain_id{"routing", "default"}; }
+
+} // namespace cafmesh::routing

@@ -1,0 +1,140 @@
+#include "cafmesh/routing/hub_endpoint.hpp"
+
+#include <chrono>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/routing/entry_atoms.hpp"
+#include "cafmesh/routing/size_guard.hpp"
+
+namespace cafmesh::routing {
+
+const char* hub_endpoint_state::name = "cafmesh.hub_endpoint";
+
+namespace {
+
+using ep_actor = caf::stateful_actor<hub_endpoint_state>;
+
+int64_t now_ms(ep_actor* self) {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(self->clock().now().time_since_epoch()).count();
+}
+
+void arm(ep_actor* self) {
+  auto& st = self->state;
+  auto next = st.tracker.next_deadline_ms();
+  if (!next)
+    return;
+  if (st.timer_armed && st.timer_due_ms <= *next)
+    return;
+  st.timer_armed = true;
+  st.timer_due_ms = *next;
+  auto delay = std::max<int64_t>(0, *next - now_ms(self));
+  self->delayed_send(self, std::chrono::milliseconds(delay), ep_tick_atom::value);
+}
+
+void record(ep_actor* self, hub_outcome o) {
+  auto& st = self->state;
+  st.log.debug("outcome " + o.kind + " for delivery " + o.id);
+  st.outcomes.push_back(std::move(o));
+}
+
+void on_entry_answer(ep_actor* self, const envelope& answer, bool request) {
+  auto& st = self->state;
+  st.entry_answers.push_back(answer);
+  // A plain failed answer means no NACK will come: it is the terminal outcome.
+  if (answer.state == delivery_state::failed && !is_failed_and_nacked(answer)) {
+    auto now = now_ms(self);
+    (void) request;
+    auto act = st.tracker.on_nack(answer.id, now);
+    if (act == outcome_action::deliver) {
+      auto i = answer.properties.find("error");
+      record(self, hub_outcome{now, answer.id, "entry_failed", verdict::failed, false,
+                               i == answer.properties.end() ? std::string{} : i->second});
+    }
+  }
+}
+
+caf::behavior hub_endpoint(ep_actor* self, address me, caf::actor routing,
+                           config::routing_section cfg, bool respond) {
+  auto& st = self->state;
+  st.self_address = me;
+  st.routing = std::move(routing);
+  st.respond = respond;
+  st.log = log::get("hub_endpoint").with_context(me.to_string());
+  st.tracker = outcome_tracker{cfg, st.log};
+  return {
+    [=](ep_request_atom, envelope& d, int64_t timeout_ms) {
+      auto& st = self->state;
+      auto now = now_ms(self);
+      if (d.sender.empty())
+        d.sender = st.self_address;
+      st.tracker.track_request(d.id, now + timeout_ms, now);
+      arm(self);
+      self->request(st.routing, caf::infinite, rs_deliver_atom::value, std::move(d))
+        .then([=](envelope& a) { on_entry_answer(self, a, true); }, [](caf::error&) {});
+    },
+    [=](ep_post_atom, envelope& d) {
+      auto& st = self->state;
+      if (d.sender.empty())
+        d.sender = st.self_address;
+      self->request(st.routing, caf::infinite, rs_deliver_atom::value, std::move(d))
+        .then([=](envelope& a) { on_entry_answer(self, a, false); }, [](caf::error&) {});
+    },
+    [=](hb_in_atom, envelope& d) {
+      auto& st = self->state;
+      auto now = now_ms(self);
+      if (d.payload_type == delivery_failure_payload_type) {
+        delivery_failure f;
+        if (!from_json_text(d.payload_json, f)) {
+          st.log.warning("unreadable NACK " + d.id + " dropped");
+          return;
+        }
+        if (st.tracker.on_nack(f.request_id, now) == outcome_action::deliver)
+          record(self, hub_outcome{now, f.request_id, "nack", f.verdict, f.target_unserved,
+                                   f.message});
+        return;
+      }
+      if (d.request_id) {
+        if (st.tracker.on_response(*d.request_id, now) == outcome_action::deliver)
+          record(self, hub_outcome{now, *d.request_id, "response", verdict::failed, false, ""});
+        return;
+      }
+      st.received.push_back(hub_received{now, d});
+      if (st.respond && !d.sender.empty()) {
+        envelope r;
+        r.id = d.id + "-response";
+        r.sender = st.self_address;
+        r.target = d.sender;
+        r.request_id = d.id;
+        r.payload_type = "response";
+        r.payload_json = "{}";
+        self->request(st.routing, caf::infinite, rs_deliver_atom::value, std::move(r))
+          .then([](envelope&) {}, [](caf::error&) {});
+      }
+    },
+    [=](hb_deliver_atom, envelope& d) {
+      auto& st = self->state;
+      st.received.push_back(hub_received{now_ms(self), d});
+      d.state = delivery_state::processed;
+      return d;
+    },
+    [=](ep_tick_atom) {
+      auto& st = self->state;
+      st.timer_armed = false;
+      auto now = now_ms(self);
+      for (auto& id : st.tracker.expire(now))
+        record(self, hub_outcome{now, id, "deadline", verdict::failed, false, ""});
+      arm(self);
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_hub_endpoint(caf::actor_system& sys, address self_address, caf::actor routing,
+                              const config::routing_section& cfg, bool respond) {
+  return sys.spawn(hub_endpoint, std::move(self_address), std::move(routing), cfg, respond);
+}
+
+} // namespace cafmesh::routing

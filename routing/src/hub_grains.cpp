@@ -1,0 +1,496 @@
+#include "cafmesh/routing/hub_grains.hpp"
+
+#include <chrono>
+#include <deque>
+#include <utility>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/grain_call.hpp"
+#include "cafmesh/actors/placement_atoms.hpp"
+#include "cafmesh/routing/classify.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
+#include "cafmesh/routing/size_guard.hpp"
+
+namespace cafmesh::routing {
+
+const char* grain_delivery_state::name = "cafmesh.grain_delivery";
+const char* pod_hub_claimer_state::name = "cafmesh.pod_hub_claimer";
+
+std::string owner_refusal_text(const std::string& addr, const activation_tag& tag) {
+  return "Hub " + addr + " is shutting down (" + tag.to_string()
+         + "); the address may reactivate after a recycle or restart. Rejecting now.";
+}
+
+namespace {
+
+using ms = std::chrono::milliseconds;
+
+// -- routing grain (SPEC §6.3) ---------------------------------------------------------
+
+caf::behavior routing_grain_behavior(caf::event_based_actor* self, silo_routing_slots_ptr slots) {
+  return {
+    [=](hg_route_atom, envelope& d) -> caf::result<envelope> {
+      if (!slots->core) {
+        fault f{mesh_errc::silo_unavailable,
+                "silo " + slots->silo.to_string() + " has no router core; route elsewhere"};
+        f.silo = slots->silo;
+        return to_error(f);
+      }
+      self->delegate(caf::actor_cast<caf::actor>(slots->core), rc_grain_atom::value,
+                     std::move(d));
+      return caf::delegated<envelope>{};
+    },
+  };
+}
+
+// -- activation helpers ------------------------------------------------------------------
+
+/// What an activation knows about itself: its catalog (the sender of its turns) and tag.
+struct activation_self {
+  caf::actor catalog;
+  caf::optional<activation_tag> tag;
+  bool pinned = false;
+};
+
+/// Learns the catalog from the current turn and asks for the tag once.
+void learn(caf::event_based_actor* self, const std::shared_ptr<activation_self>& me) {
+  if (me->catalog)
+    return;
+  me->catalog = caf::actor_cast<caf::actor>(self->current_sender());
+  if (!me->catalog)
+    return;
+  self->request(me->catalog, caf::infinite, ct_self_atom::value)
+    .then([=](activation_tag t) { me->tag = t; }, [](caf::error&) {});
+}
+
+void pin(caf::event_based_actor* self, const std::shared_ptr<activation_self>& me, bool on) {
+  if (me->catalog && me->pinned != on) {
+    me->pinned = on;
+    self->send(me->catalog, ct_pin_atom::value, on);
+  }
+}
+
+void leave(caf::event_based_actor* self, const std::shared_ptr<activation_self>& me) {
+  if (me->catalog)
+    self->send(me->catalog, ct_leave_atom::value);
+}
+
+// -- node hub (SPEC §6.9) ----------------------------------------------------------------
+
+enum class hub_phase : uint8_t { building, ready, failed, disposed };
+
+struct node_hub_data {
+  std::shared_ptr<activation_self> me = std::make_shared<activation_self>();
+  hub_phase phase = hub_phase::building;
+  caf::actor hub;
+  std::deque<envelope> parked;
+  fault build_fault;
+  uint64_t nack_seq = 0;
+  log::logger log;
+};
+
+std::string hub_address(const silo_routing_slots& slots, const envelope& d) {
+  return host_address(d.target, slots.mesh_type).path();
+}
+
+/// Posts a node-hub NACK through the silo's routing service (answer-suppressed envelope).
+void node_hub_nack(caf::event_based_actor* self, const silo_routing_slots_ptr& slots,
+                   const std::shared_ptr<node_hub_data>& data, const grain_id& id,
+                   const envelope& d, verdict v, const std::string& text) {
+  if (!may_answer(d)) {
+    data->log.info("answer-suppressed delivery " + d.id + " failed at " + id.to_string() + ": "
+                   + text);
+    return;
+  }
+  if (!slots->routing) {
+    data->log.error("cannot NACK delivery " + d.id + ": no routing service on this silo");
+    return;
+  }
+  auto failure = make_delivery_failure(d, text, v, false, slots->silo);
+  auto nack = make_nack_envelope(failure,
+                                 id.to_string() + "-nack-" + std::to_string(++data->nack_seq),
+                                 address{"messagehub", id.key, {}});
+  auto lg = data->log;
+  auto nid = nack.id;
+  self->request(slots->routing, caf::infinite, rs_deliver_atom::value, std::move(nack))
+    .then([=](envelope& answer) {
+            if (answer.state == delivery_state::failed)
+              lg.warning("NACK " + nid + " was not routed: " + answer.properties["error"]);
+          },
+          [=](caf::error& e) { lg.warning("NACK " + nid + " was not routed: " + to_fault(e).render()); });
+}
+
+void hand_parked(caf::event_based_actor* self, const silo_routing_slots_ptr& slots,
+                 const std::shared_ptr<node_hub_data>& data, const grain_id& id) {
+  while (!data->parked.empty()) {
+    auto d = std::move(data->parked.front());
+    data->parked.pop_front();
+    self->request(data->hub, caf::infinite, hb_deliver_atom::value, d)
+      .then(
+        [=](envelope& result) {
+          auto dec = judge_result(result);
+          if (dec.nack())
+            node_hub_nack(self, slots, data, id, d, dec.verdict,
+                          "Delivery to '" + d.target.to_string() + "' failed: " + dec.text);
+        },
+        [=](caf::error& e) {
+          auto f = to_fault(e);
+          node_hub_nack(self, slots, data, id, d, verdict::shutting_down,
+                        "Delivery to '" + d.target.to_string()
+                          + "' failed: hub disposed before delivery (" + f.render() + ")");
+        });
+  }
+}
+
+caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id,
+                             silo_routing_slots_ptr slots) {
+  auto data = std::make_shared<node_hub_data>();
+  data->log = log::get("node_hub").with_context(slots->silo.to_string());
+  // Deactivation (the catalog's exit): NACK what is still parked, then leave.
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    for (auto& d : data->parked)
+      node_hub_nack(self, slots, data, id, d, verdict::shutting_down,
+                    "Delivery to '" + d.target.to_string()
+                      + "' failed: hub disposed before delivery");
+    data->parked.clear();
+    self->quit(msg.reason);
+  });
+  self->set_down_handler([=](caf::down_msg& dm) {
+    if (data->hub && dm.source == data->hub.address()) {
+      data->phase = hub_phase::disposed;
+      data->log.info("hub of " + id.to_string() + " disposed");
+    }
+  });
+  auto fail_build = [=](fault f) {
+    data->phase = hub_phase::failed;
+    data->build_fault = f;
+    data->log.warning("building the hub of " + id.to_string() + " failed: " + f.render());
+    for (auto& d : data->parked)
+      node_hub_nack(self, slots, data, id, d, verdict::unavailable,
+                    "Hub " + hub_address(*slots, d) + " could not be built: " + f.render());
+    data->parked.clear();
+    pin(self, data->me, false);
+    leave(self, data->me);
+  };
+  if (!slots->hubs) {
+    data->phase = hub_phase::failed;
+    data->build_fault = fault{mesh_errc::extension_missing, "no hub factory on this silo"};
+  } else {
+    self->request(slots->hubs, ms(slots->hub_build_timeout_ms), hf_build_atom::value, id.key)
+      .then(
+        [=](caf::actor hub) {
+          if (data->phase != hub_phase::building)
+            return;
+          if (!hub) {
+            fail_build(fault{mesh_errc::not_found, "the hub factory built no hub for "
+                                                     + id.key});
+            return;
+          }
+          data->hub = hub;
+          data->phase = hub_phase::ready;
+          self->monitor(hub);
+          pin(self, data->me, false);
+          hand_parked(self, slots, data, id);
+        },
+        [=](caf::error& e) {
+          if (data->phase == hub_phase::building)
+            fail_build(to_fault(e));
+        });
+  }
+  return {
+    [=](hg_deliver_atom, envelope& d) -> caf::result<envelope> {
+      learn(self, data->me);
+      switch (data->phase) {
+        case hub_phase::ready:
+          self->delegate(data->hub, hb_deliver_atom::value, std::move(d));
+          return caf::delegated<envelope>{};
+        case hub_phase::building: {
+          pin(self, data->me, true); // exempt from idle collection while building
+          auto ack = d;
+          ack.state = delivery_state::submitted;
+          data->parked.push_back(std::move(d));
+          return ack;
+        }
+        case hub_phase::failed: {
+          auto out = d;
+          out.state = delivery_state::failed;
+          out.properties["error"] = json_quote("Hub " + hub_address(*slots, d)
+                                               + " could not be built: "
+                                               + data->build_fault.render());
+          out.properties["verdict"] = json_quote(to_string(verdict::unavailable));
+          leave(self, data->me);
+          return out;
+        }
+        case hub_phase::disposed:
+        default: {
+          auto out = d;
+          out.state = delivery_state::failed;
+          auto tag = data->me->tag ? *data->me->tag : activation_tag{};
+          out.properties["error"] = json_quote(owner_refusal_text(hub_address(*slots, d), tag));
+          leave(self, data->me);
+          return out;
+        }
+      }
+    },
+  };
+}
+
+// -- pod hub (SPEC §6.10) ----------------------------------------------------------------
+
+caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
+                            silo_routing_slots_ptr slots) {
+  auto me = std::make_shared<activation_self>();
+  auto path = address{};
+  if (!address::parse(id.key, path))
+    path = address{"podhub", id.key, {}};
+  auto lg = log::get("pod_hub").with_context(slots->silo.to_string());
+  auto not_here = [=]() {
+    fault f{mesh_errc::pod_hub_not_here,
+            "pod hub " + id.key + " is not in its owner's process (silo "
+              + slots->silo.to_string() + ")"};
+    f.silo = slots->silo;
+    return f;
+  };
+  return {
+    [=](ph_attach_atom) -> caf::result<bool> {
+      learn(self, me);
+      if (!slots->routing)
+        return false;
+      auto rp = self->make_response_promise<bool>();
+      self->request(slots->routing, caf::infinite, rs_has_route_atom::value, path)
+        .then(
+          [=](bool has) mutable {
+            if (has)
+              pin(self, me, true);
+            rp.deliver(has);
+          },
+          [=](caf::error&) mutable { rp.deliver(false); });
+      return rp;
+    },
+    [=](ph_detach_atom) {
+      learn(self, me);
+      pin(self, me, false);
+      leave(self, me);
+      return caf::ok_atom::value;
+    },
+    [=](hg_deliver_atom, envelope& d) -> caf::result<envelope> {
+      learn(self, me);
+      auto rp = self->make_response_promise<envelope>();
+      if (!slots->routing) {
+        leave(self, me);
+        rp.deliver(to_error(not_here()));
+        return rp;
+      }
+      auto ack = d;
+      self->request(slots->routing, caf::infinite, lr_deliver_atom::value, std::move(d))
+        .then(
+          [=](bool took) mutable {
+            if (took) {
+              ack.state = delivery_state::forwarded;
+              rp.deliver(ack);
+              return;
+            }
+            lg.info("pod hub " + id.key + " is not here; deactivating");
+            leave(self, me);
+            rp.deliver(to_error(not_here()));
+          },
+          [=](caf::error& e) mutable { rp.deliver(to_error(to_fault(e))); });
+      return rp;
+    },
+  };
+}
+
+// -- grain-delivery adapter --------------------------------------------------------------
+
+using gd_actor = caf::stateful_actor<grain_delivery_state>;
+
+caf::behavior grain_delivery(gd_actor* self, caf::actor placement) {
+  self->state.placement = std::move(placement);
+  return {
+    [=](gp_deliver_atom, const grain_id& g, envelope& d) -> caf::result<envelope> {
+      auto& st = self->state;
+      ++st.attempts;
+      auto rp = self->make_response_promise<envelope>();
+      grain_call(self, st.placement, g, caf::make_message(hg_deliver_atom::value, std::move(d)))
+        .then([=](envelope& r) mutable { rp.deliver(std::move(r)); },
+              [=](caf::error& e) mutable {
+                auto f = to_fault(e);
+                if (auto n = find_code(f, mesh_errc::activation_deactivated))
+                  if (n->activation_error_recorded == tri_bool::yes)
+                    self->state.act_errors[g] = n->text;
+                rp.deliver(to_error(f));
+              });
+      return rp;
+    },
+    [=](gp_invalidate_atom, const grain_id& g) {
+      ++self->state.invalidations;
+      self->send(self->state.placement, pl_inval_atom::value, g);
+    },
+    [=](gp_inval_silo_atom, const silo_address& s) {
+      ++self->state.invalidations;
+      self->send(self->state.placement, pl_inval_atom::value, s);
+    },
+    [=](gp_act_error_atom, const grain_id& g) {
+      auto& m = self->state.act_errors;
+      auto i = m.find(g);
+      return i == m.end() ? std::string{} : i->second;
+    },
+  };
+}
+
+// -- pod-hub claimer ---------------------------------------------------------------------
+
+using pc_actor = caf::stateful_actor<pod_hub_claimer_state>;
+
+void claim_attempt(pc_actor* self, const std::string& key) {
+  auto& st = self->state;
+  auto i = st.claims.find(key);
+  if (i == st.claims.end() || st.stopping)
+    return;
+  auto tok = ++i->second.token;
+  ++st.attaches;
+  // Bypass the directory cache: every attempt must reach the directory, whose entry a ring
+  // change may have lost (SPEC §6.10).
+  self->send(st.placement, pl_inval_atom::value, pod_hub_grain(key));
+  grain_call(self, st.placement, pod_hub_grain(key), caf::make_message(ph_attach_atom::value))
+    .then(
+      [=](bool ok) {
+        auto& st = self->state;
+        auto j = st.claims.find(key);
+        if (j == st.claims.end() || j->second.token != tok)
+          return;
+        j->second.attached = ok;
+        if (ok)
+          ++st.attached_ok;
+        else
+          st.log.warning("pod hub claim of " + key + " refused: no local route in this process");
+      },
+      [=](caf::error& e) {
+        auto& st = self->state;
+        auto j = st.claims.find(key);
+        if (j == st.claims.end() || j->second.token != tok || st.stopping)
+          return;
+        auto f = to_fault(e);
+        auto d = j->second.retry.next(f);
+        if (!d.retry) {
+          st.log.error("pod hub claim of " + key + " gave up: " + f.render());
+          return;
+        }
+        self->delayed_send(self, ms(d.delay_ms), pc_retry_atom::value, key, tok);
+      });
+}
+
+/// Starts a fresh assertion of one claim (a new retry budget).
+void assert_claim(pc_actor* self, const std::string& key) {
+  auto& st = self->state;
+  auto i = st.claims.find(key);
+  if (i == st.claims.end() || st.stopping)
+    return;
+  i->second.retry = retry_state{st.policy};
+  claim_attempt(self, key);
+}
+
+caf::behavior pod_hub_claimer(pc_actor* self, caf::actor placement, caf::actor routing,
+                              config::attach_section attach, std::string context) {
+  auto& st = self->state;
+  st.placement = std::move(placement);
+  st.routing = std::move(routing);
+  st.policy = attach_policy(attach);
+  st.log = log::get("pod_hub_claimer").with_context(context);
+  return {
+    [=](pc_claim_atom, const address& a) {
+      auto& st = self->state;
+      if (st.stopping) {
+        st.log.info("claim of " + a.to_string() + " ignored: host is stopping");
+        return;
+      }
+      auto key = host_address(a).path();
+      auto& c = st.claims[key];
+      c.addr = a;
+      assert_claim(self, key);
+    },
+    [=](pc_release_atom, const address& a) -> caf::result<caf::ok_atom> {
+      auto& st = self->state;
+      auto key = host_address(a).path();
+      auto rp = self->make_response_promise<caf::ok_atom>();
+      if (st.stopping) {
+        rp.deliver(caf::ok_atom::value);
+        return rp;
+      }
+      st.claims.erase(key);
+      ++st.detaches;
+      grain_call(self, st.placement, pod_hub_grain(key), caf::make_message(ph_detach_atom::value))
+        .then(
+          [=](caf::ok_atom) mutable {
+            self->request(self->state.routing, caf::infinite, rs_unregister_atom::value, a)
+              .then([=](caf::ok_atom) mutable { rp.deliver(caf::ok_atom::value); },
+                    [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
+          },
+          [=](caf::error& e) mutable {
+            self->state.log.warning("detach of " + key + " failed: " + to_fault(e).render());
+            self->request(self->state.routing, caf::infinite, rs_unregister_atom::value, a)
+              .then([=](caf::ok_atom) mutable { rp.deliver(caf::ok_atom::value); },
+                    [=](caf::error& e2) mutable { rp.deliver(std::move(e2)); });
+          });
+      return rp;
+    },
+    [=](pc_retry_atom, const std::string& key, uint64_t tok) {
+      auto& st = self->state;
+      auto i = st.claims.find(key);
+      if (i != st.claims.end() && i->second.token == tok)
+        claim_attempt(self, key);
+    },
+    [=](mb_snapshot_atom, const membership_snapshot&) {
+      auto& st = self->state;
+      if (st.stopping)
+        return;
+      std::vector<std::string> keys;
+      for (auto& kv : st.claims)
+        keys.push_back(kv.first);
+      for (auto& k : keys)
+        assert_claim(self, k);
+    },
+    [=](lifecycle::host_stopping_atom) {
+      auto& st = self->state;
+      if (!st.stopping) {
+        st.stopping = true;
+        st.log.info("pod-hub claimer: stopping signal received; no further attach or detach");
+      }
+      return caf::ok_atom::value;
+    },
+  };
+}
+
+} // namespace
+
+bool register_routing_grains(grain_registry& reg, silo_routing_slots_ptr slots) {
+  bool ok = reg.add_stateless("routing", 1,
+                              [slots](caf::event_based_actor* self, const grain_id&) {
+                                return routing_grain_behavior(self, slots);
+                              });
+  ok = reg.add_single("messagehub", placement_strategy::random,
+                      [slots](caf::event_based_actor* self, const grain_id& id) {
+                        return node_hub_behavior(self, id, slots);
+                      })
+       && ok;
+  ok = reg.add_single("podhub", placement_strategy::prefer_local,
+                      [slots](caf::event_based_actor* self, const grain_id& id) {
+                        return pod_hub_behavior(self, id, slots);
+                      })
+       && ok;
+  return ok;
+}
+
+grain_port_actor spawn_grain_delivery(caf::actor_system& sys, caf::actor placement) {
+  return caf::actor_cast<grain_port_actor>(sys.spawn(grain_delivery, std::move(placement)));
+}
+
+caf::actor spawn_pod_hub_claimer(caf::actor_system& sys, caf::actor placement,
+                                 caf::actor routing, const config::attach_section& attach,
+                                 const std::string& context) {
+  return sys.spawn(pod_hub_claimer, std::move(placement), std::move(routing), attach, context);
+}
+
+} // namespace cafmesh::routing

@@ -1,0 +1,1092 @@
+#include "cafmesh/routing/router_core.hpp"
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/sec.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/log.hpp"
+#include "cafmesh/lifecycle/leg_latch.hpp"
+#include "cafmesh/lifecycle/routing_quiescence.hpp"
+#include "cafmesh/routing/classify.hpp"
+#include "cafmesh/routing/ordered_route_dispatcher.hpp"
+#include "cafmesh/routing/refusal_log.hpp"
+#include "cafmesh/routing/retry_policy.hpp"
+#include "cafmesh/routing/saturation_report.hpp"
+#include "cafmesh/routing/size_guard.hpp"
+
+namespace cafmesh::routing {
+
+router_core_options router_core_options::from(const config::mesh_config& cfg,
+                                              silo_address silo) {
+  router_core_options out;
+  out.silo = std::move(silo);
+  out.routing = cfg.routing;
+  out.size = cfg.size;
+  out.placement_timeout_ms = cfg.placement.timeout_ms;
+  out.grain_response_timeout_ms = cfg.grain_call.response_timeout_ms;
+  return out;
+}
+
+address default_router_address(const silo_address& silo) {
+  address out;
+  out.type = "router";
+  out.id = silo.to_string();
+  return out;
+}
+
+namespace {
+
+using ms = std::chrono::milliseconds;
+
+/// The router core's full interface: the public protocol, the pool-owner protocol and its
+/// own completion and timer messages.
+using impl_actor = router_core_actor::extend<caf::reacts_to<rc_leg_done_atom, uint64_t, uint8_t>,
+                                             caf::reacts_to<rc_timer_atom, uint64_t, uint64_t>>::
+  extend_with<lifecycle::io_pool_owner_actor>;
+
+/// How a leg ended (its one terminal event, SPEC §6.5, §6.7).
+enum class leg_outcome : uint8_t { landed = 0, nacked, abandoned, crashed, refused };
+
+const char* outcome_name(leg_outcome x) {
+  switch (x) {
+    case leg_outcome::landed: return "landed";
+    case leg_outcome::nacked: return "nacked";
+    case leg_outcome::abandoned: return "abandoned";
+    case leg_outcome::crashed: return "leg_crashed";
+    default: return "pool_refused";
+  }
+}
+
+/// What a leg does (SPEC §6.5).
+enum class leg_kind : uint8_t { node, pod_hub, stream };
+
+/// One accepted delivery's leg: an explicit state machine owned by the router core.
+struct leg_rec {
+  uint64_t id = 0;
+  envelope env;          ///< as routed (router appended to routing_path)
+  address host;          ///< host address of the target (SPEC §2.1)
+  std::string host_path; ///< `type/id` of `host`
+  std::string label;     ///< gauge label
+  leg_kind kind = leg_kind::node;
+  bool ordered = false;  ///< on the ordered dispatcher (stream-routed branch)
+  bool started = false;
+  bool finished = false; ///< landed or NACK handed over; `leg_done` is on its way
+  bool slot_owned = true; ///< false once the slot was handed to a NACK
+  uint64_t token = 0;    ///< step token; answers carrying an older one are ignored
+  grain_id grain;        ///< the hub grain the retry loop calls
+  std::optional<retry_state> retry;
+};
+
+/// The ladder rung a NACK is on (SPEC §6.11 step 4).
+enum class rung : uint8_t { local, resolve, node_hub, pod_hub, stream };
+
+/// One NACK in flight: tracked work of its own (SPEC §6.11 step 3).
+struct nack_job {
+  uint64_t id = 0;   ///< pool id
+  uint64_t slot = 0; ///< gauge slot (the leg's after a hand-over)
+  envelope nack;     ///< the NACK envelope
+  std::string delivery_id;
+  std::string sender;      ///< rendered sender
+  address sender_host;
+  bool started = false;
+  bool quiet = false;      ///< runtime torn down: transport failures log at info
+  rung at = rung::local;
+  uint64_t token = 0;
+  grain_id grain;
+  std::optional<retry_state> retry;
+};
+
+struct core_state {
+  static const char* name;
+  router_core_options opts;
+  log::logger log;
+  std::string silo_name;
+  retry_policy policy;
+  ordered_route_dispatcher disp;
+  saturation_monitor sat;
+  refusal_log refusals;
+  lifecycle::leg_latch_table latch;
+  std::set<std::string> stream_routed;
+  std::set<std::string> client_hosted;
+  std::map<uint64_t, leg_rec> legs;
+  std::map<uint64_t, nack_job> nacks;
+  uint64_t next_id = 1;
+  bool stopping = false;
+  router_core_stats stats;
+};
+
+const char* core_state::name = "cafmesh.router_core";
+
+using pointer = impl_actor::stateful_pointer<core_state>;
+
+int64_t now_ms(pointer self) {
+  return std::chrono::duration_cast<ms>(self->clock().now().time_since_epoch()).count();
+}
+
+lifecycle::io_pool_owner_actor owner_of(pointer self) {
+  return caf::actor_cast<lifecycle::io_pool_owner_actor>(self);
+}
+
+void log_sat(pointer self, const std::optional<saturation_event>& ev) {
+  if (ev)
+    log_saturation_event(*ev, self->state.disp.snapshot(), self->state.log);
+}
+
+ms attempt_timeout(pointer self) {
+  auto& o = self->state.opts;
+  return ms(o.placement_timeout_ms + o.grain_response_timeout_ms);
+}
+
+bool is_request_timeout(const caf::error& e) {
+  return e == caf::sec::request_timeout;
+}
+
+bool needs_probe(const fault& f) {
+  if (f.code == mesh_errc::runtime_gone && f.probe == probe_answer::no_answer)
+    return true;
+  for (auto& c : f.causes)
+    if (needs_probe(c))
+      return true;
+  return false;
+}
+
+void set_probe(fault& f, probe_answer a) {
+  if (f.code == mesh_errc::runtime_gone && f.probe == probe_answer::no_answer)
+    f.probe = a;
+  for (auto& c : f.causes)
+    set_probe(c, a);
+}
+
+bool runtime_torn_down(const fault& f) {
+  if (f.code == mesh_errc::runtime_gone && f.probe == probe_answer::torn_down)
+    return true;
+  for (auto& c : f.causes)
+    if (runtime_torn_down(c))
+      return true;
+  return false;
+}
+
+/// Fills the probe qualifier of `runtime_gone` nodes (SPEC §7.2), then calls `k(f)`. Asks the
+/// registry only when needed; silence, an error or no registry leave `no_answer`.
+template <class K>
+void with_probe(pointer self, fault f, K k) {
+  auto& s = self->state;
+  if (!needs_probe(f) || !s.opts.registry) {
+    k(std::move(f));
+    return;
+  }
+  self->request(s.opts.registry, ms(s.opts.runtime_probe_timeout_ms),
+                lifecycle::probe_runtime_atom::value, s.silo_name)
+    .then(
+      [=](probe_answer a) mutable {
+        set_probe(f, a);
+        k(std::move(f));
+      },
+      [=](caf::error&) mutable { k(std::move(f)); });
+}
+
+// -- pool and gauge helpers ----------------------------------------------------------
+
+void admit(pointer self, uint64_t id) {
+  auto& s = self->state;
+  if (s.opts.pool)
+    self->send(s.opts.pool, lifecycle::pool_admit_atom::value, id, owner_of(self));
+  else // no pool: admitted at once, still as a separate message
+    self->send(self, lifecycle::pool_admitted_atom::value, id);
+}
+
+void pool_started(pointer self, uint64_t id) {
+  if (self->state.opts.pool)
+    self->send(self->state.opts.pool, lifecycle::pool_started_atom::value, id);
+}
+
+void pool_ended(pointer self, uint64_t id) {
+  if (self->state.opts.pool)
+    self->send(self->state.opts.pool, lifecycle::pool_ended_atom::value, id);
+}
+
+void gauge_track(pointer self, uint64_t slot, const std::string& label,
+                 lifecycle::slot_state st) {
+  if (self->state.opts.gauge)
+    self->send(self->state.opts.gauge, lifecycle::q_track_atom::value, slot, label, st);
+}
+
+void gauge_mark(pointer self, uint64_t slot) {
+  if (self->state.opts.gauge)
+    self->send(self->state.opts.gauge, lifecycle::q_mark_atom::value, slot);
+}
+
+void gauge_handover(pointer self, uint64_t slot, const std::string& label) {
+  if (self->state.opts.gauge)
+    self->send(self->state.opts.gauge, lifecycle::q_handover_atom::value, slot, label);
+}
+
+void gauge_release(pointer self, uint64_t slot) {
+  if (self->state.opts.gauge)
+    self->send(self->state.opts.gauge, lifecycle::q_release_atom::value, slot);
+}
+
+// -- the NACK machinery (SPEC §6.11) ---------------------------------------------------
+
+/// Posts a NACK for `original` (SPEC §6.11 steps 1–3). `handover_slot`: the failing leg's
+/// gauge slot, which the NACK takes over (count unchanged); none: a fresh slot. Answers true
+/// if a NACK was handed to the machinery. When no NACK may be sent, the hand-over slot is
+/// released and the failure is logged windowed and counted as suppressed.
+bool post_nack(pointer self, const envelope& original, verdict v, const std::string& text,
+               bool target_unserved, caf::optional<silo_address> responding,
+               std::optional<uint64_t> handover_slot, bool quiet = false) {
+  auto& s = self->state;
+  if (original.sender.empty() || !may_answer(original)) {
+    ++s.stats.suppressed_failures;
+    auto d = s.refusals.record(host_address(original.target, s.opts.mesh_type).to_string(),
+                               original.sender.to_string(), now_ms(self));
+    if (d.log)
+      s.log.warning(with_repeats("routing failure of answer-suppressed delivery "
+                                   + original.id + " to '" + original.target.to_string()
+                                   + "' (" + to_string(v) + "), no NACK: " + text,
+                                 d));
+    if (handover_slot)
+      gauge_release(self, *handover_slot);
+    return false;
+  }
+  auto failure = make_delivery_failure(original, text, v, target_unserved,
+                                       std::move(responding));
+  auto id = s.next_id++;
+  nack_job job;
+  job.id = id;
+  job.nack = make_nack_envelope(failure, s.silo_name + "-nack-" + std::to_string(id),
+                                s.opts.self_address);
+  job.delivery_id = original.id;
+  job.sender = original.sender.to_string();
+  job.sender_host = host_address(original.sender, s.opts.mesh_type);
+  job.quiet = quiet;
+  auto label = lifecycle::nack_label(job.sender, original.id);
+  if (handover_slot) {
+    job.slot = *handover_slot;
+    gauge_handover(self, job.slot, label);
+  } else {
+    job.slot = id;
+    gauge_track(self, job.slot, label, lifecycle::slot_state::queued);
+  }
+  s.log.debug("NACK " + to_string(v) + " for delivery " + original.id + " to "
+              + job.sender + " posted: " + text);
+  s.nacks.emplace(id, std::move(job));
+  ++s.stats.nacks_posted;
+  admit(self, id);
+  return true;
+}
+
+void nack_done(pointer self, uint64_t id) {
+  auto& s = self->state;
+  auto i = s.nacks.find(id);
+  if (i == s.nacks.end())
+    return;
+  gauge_release(self, i->second.slot);
+  pool_ended(self, id);
+  s.nacks.erase(i);
+}
+
+nack_job* find_nack(pointer self, uint64_t id, uint64_t token) {
+  auto i = self->state.nacks.find(id);
+  if (i == self->state.nacks.end() || i->second.token != token)
+    return nullptr;
+  return &i->second;
+}
+
+void nack_error(pointer self, nack_job& job, const std::string& line) {
+  auto& s = self->state;
+  if (job.quiet) {
+    s.log.info(line);
+    return;
+  }
+  auto d = s.refusals.record(job.sender, line.substr(0, line.find(" for NACK")), now_ms(self));
+  if (d.log)
+    s.log.error(with_repeats(line, d));
+}
+
+void nack_both_failed(pointer self, nack_job& job, const std::string& detail) {
+  ++self->state.stats.nacks_failed;
+  nack_error(self, job,
+             "BOTH transports failed for NACK to " + job.sender + " (delivery "
+               + job.delivery_id + "): " + detail);
+  nack_done(self, job.id);
+}
+
+void nack_publish(pointer self, uint64_t id) {
+  auto& s = self->state;
+  auto& job = s.nacks.at(id);
+  auto tok = ++job.token;
+  self->request(s.opts.streams, ms(s.opts.routing.stream_post_timeout_ms),
+                sp_publish_atom::value, job.sender_host, job.nack)
+    .then(
+      [=](caf::ok_atom) {
+        if (find_nack(self, id, tok) == nullptr)
+          return;
+        ++self->state.stats.nacks_stream;
+        nack_done(self, id);
+      },
+      [=](caf::error& e) {
+        auto job = find_nack(self, id, tok);
+        if (job == nullptr)
+          return;
+        nack_both_failed(self, *job,
+                         is_request_timeout(e)
+                           ? "stream post never completed within "
+                               + lifecycle::render_budget(
+                                 self->state.opts.routing.stream_post_timeout_ms)
+                           : "stream post failed: " + to_fault(e).render());
+      });
+}
+
+/// Rung d: stream publish, probing for a subscriber first (SPEC §6.11).
+void nack_stream(pointer self, uint64_t id) {
+  auto& s = self->state;
+  auto& job = s.nacks.at(id);
+  job.at = rung::stream;
+  if (!s.opts.streams) {
+    nack_both_failed(self, job, "the stream transport is not available");
+    return;
+  }
+  auto tok = ++job.token;
+  self->request(s.opts.streams, ms(s.opts.routing.subscriber_probe_timeout_ms),
+                sp_probe_atom::value, job.sender_host)
+    .then(
+      [=](bool live) {
+        auto job = find_nack(self, id, tok);
+        if (job == nullptr)
+          return;
+        if (!live)
+          nack_error(self, *job,
+                     "no live subscriber for NACK to " + job->sender + " (delivery "
+                       + job->delivery_id + "); publishing anyway");
+        nack_publish(self, id);
+      },
+      [=](caf::error&) {
+        if (find_nack(self, id, tok) != nullptr)
+          nack_publish(self, id); // silence counts as "yes"
+      });
+}
+
+void nack_node_attempt(pointer self, uint64_t id);
+
+/// Rung b: the sender's node hub inside the router retry loop.
+void nack_node_hub(pointer self, uint64_t id, const std::string& prefix) {
+  auto& s = self->state;
+  auto& job = s.nacks.at(id);
+  job.at = rung::node_hub;
+  job.grain = node_hub_grain(prefix);
+  job.retry.emplace(s.policy);
+  nack_node_attempt(self, id);
+}
+
+void nack_node_attempt(pointer self, uint64_t id) {
+  auto& s = self->state;
+  auto& job = s.nacks.at(id);
+  auto tok = ++job.token;
+  self->request(s.opts.grains, attempt_timeout(self), gp_deliver_atom::value, job.grain,
+                job.nack)
+    .then(
+      [=](envelope&) {
+        if (find_nack(self, id, tok) == nullptr)
+          return;
+        ++self->state.stats.nacks_node_hub;
+        nack_done(self, id);
+      },
+      [=](caf::error& e) {
+        auto job = find_nack(self, id, tok);
+        if (job == nullptr)
+          return;
+        auto f = to_fault(e);
+        auto d = job->retry->next(f);
+        if (d.retry) {
+          self->send(self->state.opts.grains, gp_invalidate_atom::value, job->grain);
+          for (auto& silo : d.departed)
+            self->send(self->state.opts.grains, gp_inval_silo_atom::value, silo);
+          auto t = ++job->token;
+          self->delayed_send(self, ms(d.delay_ms), rc_timer_atom::value, id, t);
+          return;
+        }
+        self->state.log.info("NACK to " + job->sender + " (delivery " + job->delivery_id
+                             + ") via " + job->grain.to_string() + " failed ("
+                             + f.render() + "); falling back to the stream transport");
+        nack_stream(self, id);
+      });
+}
+
+/// Rung b, first half: resolve the sender's path; exactly a node -> node hub, else (d).
+void nack_resolve(pointer self, uint64_t id) {
+  auto& s = self->state;
+  auto& job = s.nacks.at(id);
+  job.at = rung::resolve;
+  if (!s.opts.resolver || !s.opts.grains) {
+    nack_stream(self, id);
+    return;
+  }
+  auto tok = ++job.token;
+  self->request(s.opts.resolver, ms(s.opts.routing.resolve_timeout_ms), pr_resolve_atom::value,
+                job.sender_host.path())
+    .then(
+      [=](resolve_result& r) {
+        if (find_nack(self, id, tok) == nullptr)
+          return;
+        if (r.found && r.remainder.empty())
+          nack_node_hub(self, id, r.node_prefix);
+        else
+          nack_stream(self, id);
+      },
+      [=](caf::error&) {
+        if (find_nack(self, id, tok) != nullptr)
+          nack_stream(self, id); // a fault counts as unresolved
+      });
+}
+
+/// Rung c: the sender's pod hub.
+void nack_pod_hub(pointer self, uint64_t id) {
+  auto& s = self->state;
+  auto& job = s.nacks.at(id);
+  job.at = rung::pod_hub;
+  if (!s.opts.grains) {
+    nack_stream(self, id);
+    return;
+  }
+  job.grain = pod_hub_grain(job.sender_host.path());
+  auto tok = ++job.token;
+  self->request(s.opts.grains, attempt_timeout(self), gp_deliver_atom::value, job.grain,
+                job.nack)
+    .then(
+      [=](envelope&) {
+        if (find_nack(self, id, tok) == nullptr)
+          return;
+        ++self->state.stats.nacks_pod_hub;
+        nack_done(self, id);
+      },
+      [=](caf::error& e) {
+        auto job = find_nack(self, id, tok);
+        if (job == nullptr)
+          return;
+        auto f = to_fault(e);
+        if (contains_code(f, mesh_errc::runtime_gone)) {
+          ++self->state.stats.nacks_failed;
+          self->state.log.info("NACK to " + job->sender + " (delivery " + job->delivery_id
+                               + ") given up: runtime gone (" + f.render() + ")");
+          nack_done(self, id);
+          return;
+        }
+        nack_stream(self, id);
+      });
+}
+
+/// After rung a: b or c by the sender's type.
+void nack_after_local(pointer self, uint64_t id) {
+  auto& s = self->state;
+  auto& job = s.nacks.at(id);
+  if (s.stream_routed.count(job.sender_host.type) != 0)
+    nack_pod_hub(self, id);
+  else
+    nack_resolve(self, id);
+}
+
+/// The pool admitted a NACK: climb the ladder from rung a.
+void nack_start(pointer self, uint64_t id) {
+  auto& s = self->state;
+  auto& job = s.nacks.at(id);
+  if (job.started)
+    return;
+  job.started = true;
+  if (job.slot == job.id)
+    gauge_mark(self, job.slot);
+  if (s.opts.local_routes) {
+    job.at = rung::local;
+    auto tok = ++job.token;
+    self->request(s.opts.local_routes, ms(s.opts.routing.resolve_timeout_ms),
+                  lr_deliver_atom::value, job.nack)
+      .then(
+        [=](bool took) {
+          if (find_nack(self, id, tok) == nullptr)
+            return;
+          if (took) {
+            ++self->state.stats.nacks_local;
+            nack_done(self, id);
+          } else {
+            nack_after_local(self, id);
+          }
+        },
+        [=](caf::error&) {
+          if (find_nack(self, id, tok) != nullptr)
+            nack_after_local(self, id);
+        });
+  } else {
+    nack_after_local(self, id);
+  }
+  pool_started(self, id);
+}
+
+// -- legs (SPEC §6.5, §6.6) ------------------------------------------------------------
+
+leg_rec* find_leg(pointer self, uint64_t id, uint64_t token) {
+  auto i = self->state.legs.find(id);
+  if (i == self->state.legs.end() || i->second.finished || i->second.token != token)
+    return nullptr;
+  return &i->second;
+}
+
+/// Ends a running leg: no further step of it runs; its terminal event follows as a message.
+void finish_leg(pointer self, leg_rec& leg, leg_outcome outcome) {
+  leg.finished = true;
+  ++leg.token;
+  self->send(self, rc_leg_done_atom::value, leg.id, static_cast<uint8_t>(outcome));
+}
+
+/// Ends `leg` with a NACK that takes over its gauge slot.
+void leg_nack(pointer self, leg_rec& leg, verdict v, const std::string& text,
+              bool target_unserved = false, caf::optional<silo_address> responding = caf::none,
+              bool quiet = false) {
+  leg.slot_owned = false;
+  post_nack(self, leg.env, v, text, target_unserved, std::move(responding), leg.id, quiet);
+  finish_leg(self, leg, leg_outcome::nacked);
+}
+
+std::string before_attempt_text(const leg_rec& leg, const std::string& what) {
+  return "Routing to '" + leg.host_path
+         + "' failed before the delivery could be attempted: " + what;
+}
+
+void composition_fault(pointer self, leg_rec& leg, const std::string& what) {
+  self->state.log.warning("delivery " + leg.env.id + ": composition fault: " + what);
+  leg_nack(self, leg, verdict::failed, before_attempt_text(leg, what));
+}
+
+void leg_attempt(pointer self, uint64_t id);
+void leg_stream_probe(pointer self, uint64_t id);
+
+/// Size check against the grain-call limit (SPEC §9.2) then the retry loop.
+void leg_grain_call(pointer self, leg_rec& leg) {
+  auto& s = self->state;
+  auto check = check_size(leg.env, size_crossing::grain_call, s.opts.size);
+  if (check.refused) {
+    log_size_refusal(leg.env, check);
+    leg_nack(self, leg, verdict::rejected, size_refusal_message(leg.env, check));
+    return;
+  }
+  if (!s.opts.grains) {
+    composition_fault(self, leg, "the grain-call port is not available");
+    return;
+  }
+  leg.retry.emplace(s.policy);
+  leg_attempt(self, leg.id);
+}
+
+/// The fault arm once the retry loop gave up (SPEC §6.5 step 5).
+void leg_fault_arm(pointer self, uint64_t id, fault f, retry_decision d) {
+  auto& s = self->state;
+  auto& leg = s.legs.at(id);
+  auto tok = ++leg.token;
+  auto attempts = leg.retry->attempts();
+  self->request(s.opts.grains, ms(s.opts.grain_response_timeout_ms), gp_act_error_atom::value,
+                leg.grain)
+    .then(
+      [=](std::string& recorded) {
+        auto leg = find_leg(self, id, tok);
+        if (leg == nullptr)
+          return;
+        auto detail = recorded.empty() ? f.render() : recorded;
+        auto text = "Delivery to '" + leg->host_path + "' failed: " + detail;
+        bool quiet = runtime_torn_down(f);
+        auto line = "delivery " + leg->env.id + " to '" + leg->host_path + "' NACKed "
+                    + to_string(d.verdict) + " after " + std::to_string(attempts)
+                    + " attempt(s) (" + to_string(d.reason) + "): " + detail;
+        if (quiet)
+          self->state.log.info(line);
+        else
+          self->state.log.warning(line);
+        leg_nack(self, *leg, d.verdict, text, false, caf::none, quiet);
+      },
+      [=](caf::error&) {
+        auto leg = find_leg(self, id, tok);
+        if (leg == nullptr)
+          return;
+        bool quiet = runtime_torn_down(f);
+        auto line = "delivery " + leg->env.id + " to '" + leg->host_path + "' NACKed "
+                    + to_string(d.verdict) + " after " + std::to_string(attempts)
+                    + " attempt(s) (" + to_string(d.reason) + "): " + f.render();
+        if (quiet)
+          self->state.log.info(line);
+        else
+          self->state.log.warning(line);
+        leg_nack(self, *leg, d.verdict, "Delivery to '" + leg->host_path + "' failed: "
+                                          + f.render(),
+                 false, caf::none, quiet);
+      });
+}
+
+/// A grain attempt of `leg` failed with `f` (probe qualifier filled).
+void leg_on_fault(pointer self, uint64_t id, fault f) {
+  auto& s = self->state;
+  auto& leg = s.legs.at(id);
+  if (leg.kind == leg_kind::pod_hub) {
+    if (auto n = find_code(f, mesh_errc::pod_hub_not_here)) {
+      // Handled before classification (SPEC §6.5, §6.10).
+      if (s.client_hosted.count(leg.host.type) != 0) {
+        s.log.info("delivery " + leg.env.id + ": pod hub for '" + leg.host_path
+                   + "' not here; falling back to the stream transport");
+        leg.kind = leg_kind::stream;
+        leg_stream_probe(self, id);
+        return;
+      }
+      auto silo = n->silo;
+      auto by = silo ? silo->to_string() : std::string{"unknown silo"};
+      leg_nack(self, leg, verdict::shutting_down,
+               "No silo serves hub '" + leg.host_path + "' (answered by " + by + "); retry",
+               true, silo);
+      return;
+    }
+  }
+  auto d = leg.retry->next(f);
+  if (d.retry) {
+    if (d.invalidate_target)
+      self->send(s.opts.grains, gp_invalidate_atom::value, leg.grain);
+    for (auto& silo : d.departed)
+      self->send(s.opts.grains, gp_inval_silo_atom::value, silo);
+    s.log.debug("delivery " + leg.env.id + ": attempt " + std::to_string(leg.retry->attempts() - 1)
+                + " failed (" + f.render() + "); retry in " + std::to_string(d.delay_ms)
+                + " ms" + (d.re_resolve ? ", re-resolving" : ""));
+    auto tok = ++leg.token;
+    self->delayed_send(self, ms(d.delay_ms), rc_timer_atom::value, id, tok);
+    return;
+  }
+  leg_fault_arm(self, id, std::move(f), std::move(d));
+}
+
+/// One grain attempt (SPEC §6.5 step 3, §6.6).
+void leg_attempt(pointer self, uint64_t id) {
+  auto& s = self->state;
+  auto& leg = s.legs.at(id);
+  auto tok = ++leg.token;
+  ++s.stats.grain_attempts;
+  self->request(s.opts.grains, attempt_timeout(self), gp_deliver_atom::value, leg.grain,
+                leg.env)
+    .then(
+      [=](envelope& r) {
+        auto leg = find_leg(self, id, tok);
+        if (leg == nullptr)
+          return;
+        auto d = judge_result(r);
+        switch (d.action) {
+          case result_action::landed:
+            finish_leg(self, *leg, leg_outcome::landed);
+            return;
+          case result_action::already_nacked:
+            // the target answered the sender itself: no NACK, the slot goes
+            finish_leg(self, *leg, leg_outcome::nacked);
+            return;
+          default: {
+            auto text = d.text.empty() ? "Delivery to '" + leg->host_path + "' failed: "
+                                           + to_string(r.state)
+                                       : d.text;
+            leg_nack(self, *leg, d.verdict, text);
+            return;
+          }
+        }
+      },
+      [=](caf::error& e) {
+        if (find_leg(self, id, tok) == nullptr)
+          return;
+        auto f = to_fault(e);
+        auto tok2 = ++self->state.legs.at(id).token;
+        with_probe(self, std::move(f), [=](fault g) {
+          if (find_leg(self, id, tok2) != nullptr)
+            leg_on_fault(self, id, std::move(g));
+        });
+      });
+}
+
+/// Node leg step 1: resolve the host path (SPEC §6.5).
+void leg_resolve(pointer self, uint64_t id) {
+  auto& s = self->state;
+  auto& leg = s.legs.at(id);
+  if (!s.opts.resolver) {
+    composition_fault(self, leg, "the path resolver is not available");
+    return;
+  }
+  auto tok = ++leg.token;
+  self->request(s.opts.resolver, ms(s.opts.routing.resolve_timeout_ms), pr_resolve_atom::value,
+                leg.host_path)
+    .then(
+      [=](resolve_result& r) {
+        auto leg = find_leg(self, id, tok);
+        if (leg == nullptr)
+          return;
+        if (!r.found || !r.remainder.empty()) {
+          auto text = "No node found at '" + leg->host_path + "'";
+          if (r.closest_ancestor)
+            text += ". Closest ancestor: '" + *r.closest_ancestor + "'";
+          leg_nack(self, *leg, verdict::not_found, text);
+          return;
+        }
+        leg->grain = node_hub_grain(r.node_prefix);
+        leg_grain_call(self, *leg);
+      },
+      [=](caf::error& e) {
+        auto leg = find_leg(self, id, tok);
+        if (leg == nullptr)
+          return;
+        auto detail = is_request_timeout(e)
+                        ? "timed out after "
+                            + lifecycle::render_budget(self->state.opts.routing.resolve_timeout_ms)
+                        : to_fault(e).render();
+        leg_nack(self, *leg, verdict::failed,
+                 "Path resolution for '" + leg->host_path + "' failed: " + detail);
+      });
+}
+
+/// Stream leg step 3: publish under the router's guard (SPEC §6.5).
+void leg_stream_publish(pointer self, uint64_t id) {
+  auto& s = self->state;
+  auto& leg = s.legs.at(id);
+  auto check = check_size(leg.env, size_crossing::stream_block, s.opts.size);
+  if (check.refused) {
+    log_size_refusal(leg.env, check);
+    leg_nack(self, leg, verdict::rejected, size_refusal_message(leg.env, check));
+    return;
+  }
+  auto tok = ++leg.token;
+  self->request(s.opts.streams, ms(s.opts.routing.stream_post_timeout_ms),
+                sp_publish_atom::value, leg.host, leg.env)
+    .then(
+      [=](caf::ok_atom) {
+        if (auto leg = find_leg(self, id, tok))
+          finish_leg(self, *leg, leg_outcome::landed);
+      },
+      [=](caf::error& e) {
+        auto leg = find_leg(self, id, tok);
+        if (leg == nullptr)
+          return;
+        if (is_request_timeout(e))
+          leg_nack(self, *leg, verdict::failed,
+                   "Stream post to '" + leg->host_path + "' never completed within "
+                     + lifecycle::render_budget(self->state.opts.routing.stream_post_timeout_ms));
+        else
+          leg_nack(self, *leg, verdict::failed,
+                   "Stream post to '" + leg->host_path + "' failed: " + to_fault(e).render());
+      });
+}
+
+/// Stream leg step 1: probe for a live subscriber (SPEC §6.5).
+void leg_stream_probe(pointer self, uint64_t id) {
+  auto& s = self->state;
+  auto& leg = s.legs.at(id);
+  if (!s.opts.streams) {
+    composition_fault(self, leg, "the stream transport has not started");
+    return;
+  }
+  auto tok = ++leg.token;
+  self->request(s.opts.streams, ms(s.opts.routing.subscriber_probe_timeout_ms),
+                sp_probe_atom::value, leg.host)
+    .then(
+      [=](bool live) {
+        auto leg = find_leg(self, id, tok);
+        if (leg == nullptr)
+          return;
+        if (!live) {
+          leg_nack(self, *leg, verdict::not_found,
+                   "No live stream subscriber for '" + leg->host_path + "'", true);
+          return;
+        }
+        leg_stream_publish(self, id);
+      },
+      [=](caf::error&) {
+        if (find_leg(self, id, tok) != nullptr)
+          leg_stream_publish(self, id); // silence counts as "yes"
+      });
+}
+
+/// The pool admitted `leg`: it starts now (its timers start here, SPEC §6.5).
+void leg_start(pointer self, leg_rec& leg) {
+  auto& s = self->state;
+  leg.started = true;
+  gauge_mark(self, leg.id);
+  log_sat(self, s.sat.dispatched(leg.id, now_ms(self)));
+  switch (leg.kind) {
+    case leg_kind::node:
+      leg_resolve(self, leg.id);
+      break;
+    case leg_kind::pod_hub:
+      leg.grain = pod_hub_grain(leg.host_path);
+      leg_grain_call(self, leg);
+      break;
+    case leg_kind::stream:
+      leg_stream_probe(self, leg.id);
+      break;
+  }
+  pool_started(self, leg.id);
+}
+
+/// The one terminal event of `id` (the latch already settled): accounting, channel advance.
+void leg_terminal(pointer self, uint64_t id, leg_outcome outcome) {
+  auto& s = self->state;
+  auto i = s.legs.find(id);
+  if (i == s.legs.end())
+    return;
+  auto& leg = i->second;
+  leg.finished = true;
+  ++leg.token;
+  if (leg.slot_owned)
+    gauge_release(self, id);
+  log_sat(self, s.sat.terminated(id, now_ms(self)));
+  ++s.stats.terminal_events;
+  switch (outcome) {
+    case leg_outcome::landed: ++s.stats.landed; break;
+    case leg_outcome::nacked: ++s.stats.nacked; break;
+    case leg_outcome::abandoned: ++s.stats.abandoned; break;
+    case leg_outcome::crashed: ++s.stats.crashed; break;
+    case leg_outcome::refused: ++s.stats.refused; break;
+  }
+  s.log.debug("leg " + std::to_string(id) + " (" + leg.label + ") terminated: "
+              + outcome_name(outcome));
+  bool ordered = leg.ordered;
+  s.legs.erase(i);
+  if (outcome != leg_outcome::refused)
+    pool_ended(self, id);
+  if (ordered)
+    if (auto next = s.disp.on_terminal(id))
+      admit(self, *next);
+}
+
+// -- accepting (SPEC §6.4) -----------------------------------------------------------------
+
+bool on_path(const envelope& env, const address& self_addr) {
+  for (auto& a : env.routing_path)
+    if (a == self_addr)
+      return true;
+  return false;
+}
+
+/// Accepts `env`; answers the leg id, or none when it was NACKed as a loop (`looped` tells
+/// whether the loop NACK was posted).
+std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_posted) {
+  auto& s = self->state;
+  if (on_path(env, s.opts.self_address)) {
+    ++s.stats.routing_loops;
+    s.log.warning("routing loop: delivery " + env.id + " to '" + env.target.to_string()
+                  + "' came back to " + s.opts.self_address.to_string());
+    loop_nack_posted = post_nack(self, env, verdict::routing_loop,
+                                 "Routing loop: delivery to '" + env.target.to_string()
+                                   + "' came back to router '"
+                                   + s.opts.self_address.to_string() + "'",
+                                 false, caf::none, std::nullopt);
+    return std::nullopt;
+  }
+  env.routing_path.push_back(s.opts.self_address);
+  leg_rec leg;
+  leg.id = s.next_id++;
+  leg.host = host_address(env.target, s.opts.mesh_type);
+  leg.host_path = leg.host.path();
+  leg.ordered = s.stream_routed.count(leg.host.type) != 0;
+  if (leg.ordered)
+    leg.kind = leg_kind::pod_hub;
+  else if (s.client_hosted.count(leg.host.type) != 0)
+    leg.kind = leg_kind::stream;
+  else
+    leg.kind = leg_kind::node;
+  leg.label = leg.ordered ? lifecycle::stream_routed_label(leg.host_path, env.id)
+                          : lifecycle::dispatch_label(leg.host_path, env.id);
+  auto key = env.ordering_key ? *env.ordering_key : std::string{};
+  leg.env = std::move(env);
+  auto id = leg.id;
+  s.latch.arm(id);
+  gauge_track(self, id, leg.label, lifecycle::slot_state::queued);
+  ++s.stats.accepted;
+  bool ordered = leg.ordered;
+  auto channel = make_channel(leg.host_path, key);
+  s.legs.emplace(id, std::move(leg));
+  log_sat(self, s.sat.accept(id, leg_phase::queued, now_ms(self)));
+  if (!ordered || s.disp.enqueue(channel, id))
+    admit(self, id);
+  return id;
+}
+
+impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
+  auto& s = self->state;
+  if (opts.self_address.empty())
+    opts.self_address = default_router_address(opts.silo);
+  s.silo_name = opts.silo.to_string();
+  s.log = log::get("router_core").with_context(s.silo_name);
+  s.policy = router_policy(opts.routing);
+  s.sat = saturation_monitor(opts.routing);
+  s.refusals = refusal_log(opts.routing);
+  s.stream_routed.insert(opts.routing.stream_routed_address_types.begin(),
+                         opts.routing.stream_routed_address_types.end());
+  s.client_hosted.insert(opts.routing.client_hosted_address_types.begin(),
+                         opts.routing.client_hosted_address_types.end());
+  s.opts = std::move(opts);
+  return {
+    // -- public protocol --
+    [=](rc_route_atom, envelope& env) {
+      bool posted = false;
+      accept(self, std::move(env), posted);
+    },
+    [=](rc_grain_atom, envelope& env) -> caf::result<envelope> {
+      auto& s = self->state;
+      if (s.stopping) {
+        ++s.stats.refused_stopping;
+        fault f{mesh_errc::silo_unavailable,
+                "silo " + s.silo_name + " is leaving; route elsewhere"};
+        f.silo = s.opts.silo;
+        return to_error(f);
+      }
+      auto answer = env;
+      bool posted = false;
+      if (accept(self, std::move(env), posted)) {
+        answer.state = delivery_state::forwarded;
+        answer.routing_path.push_back(s.opts.self_address);
+        return answer;
+      }
+      if (posted) {
+        mark_failed_and_nacked(answer);
+      } else {
+        answer.state = delivery_state::failed;
+        answer.properties["error"] = json_quote("Routing loop at router '"
+                                                + s.opts.self_address.to_string() + "'");
+      }
+      return answer;
+    },
+    [=](lifecycle::host_stopping_atom) -> caf::ok_atom {
+      auto& s = self->state;
+      if (!s.stopping) {
+        s.stopping = true;
+        s.log.info("router core: stopping signal received; " + std::to_string(s.sat.in_flight())
+                   + " leg(s) in flight continue, grain-path deliveries are refused");
+      }
+      return caf::ok_atom::value;
+    },
+    [=](rc_locals_atom, local_route_port_actor& port) {
+      self->state.opts.local_routes = std::move(port);
+    },
+    [=](rc_stats_atom) -> router_core_stats {
+      auto& s = self->state;
+      auto out = s.stats;
+      out.in_flight = s.sat.in_flight();
+      out.nacks_alive = s.nacks.size();
+      out.stopping = s.stopping;
+      out.saturation_latched = s.sat.latched();
+      out.saturation_reports = s.sat.reports();
+      auto ages = s.sat.ages(now_ms(self));
+      out.oldest_dispatched_age_ms = ages.oldest_dispatched_age_ms ? *ages.oldest_dispatched_age_ms : -1;
+      out.oldest_queued_age_ms = ages.oldest_queued_age_ms ? *ages.oldest_queued_age_ms : -1;
+      auto snap = s.disp.snapshot();
+      out.channels = snap.channels;
+      out.destinations = snap.destinations;
+      out.deepest = snap.deepest;
+      out.deepest_channel = snap.deepest_channel;
+      out.max_dispatch_depth = s.disp.max_depth();
+      return out;
+    },
+    // -- internal --
+    [=](rc_leg_done_atom, uint64_t id, uint8_t outcome) {
+      if (self->state.latch.settle(id, lifecycle::leg_terminal::done))
+        leg_terminal(self, id, static_cast<leg_outcome>(outcome));
+    },
+    [=](rc_timer_atom, uint64_t id, uint64_t tok) {
+      if (auto leg = find_leg(self, id, tok)) {
+        leg_attempt(self, leg->id);
+        return;
+      }
+      if (auto job = find_nack(self, id, tok))
+        if (job->at == rung::node_hub)
+          nack_node_attempt(self, id);
+    },
+    // -- pool owner protocol (SPEC §6.7) --
+    [=](lifecycle::pool_admitted_atom, uint64_t id) {
+      auto& s = self->state;
+      auto i = s.legs.find(id);
+      if (i != s.legs.end()) {
+        if (!i->second.started && !i->second.finished && s.latch.is_open(id))
+          leg_start(self, i->second);
+        return;
+      }
+      if (s.nacks.count(id) != 0)
+        nack_start(self, id);
+    },
+    [=](lifecycle::pool_refused_atom, uint64_t id, caf::error& err) {
+      auto& s = self->state;
+      auto i = s.legs.find(id);
+      if (i != s.legs.end()) {
+        if (!s.latch.settle(id, lifecycle::leg_terminal::cancelled))
+          return;
+        auto& leg = i->second;
+        auto f = to_fault(err);
+        s.log.info("leg " + std::to_string(id) + " (" + leg.label + ") refused by the pool: "
+                   + f.render());
+        if (!leg.finished && !is_failed_and_nacked(leg.env)) {
+          leg.slot_owned = false;
+          post_nack(self, leg.env, verdict::failed, before_attempt_text(leg, f.render()), false,
+                    caf::none, id);
+        }
+        leg_terminal(self, id, leg_outcome::refused);
+        return;
+      }
+      auto j = s.nacks.find(id);
+      if (j != s.nacks.end()) {
+        ++s.stats.nacks_pool_refused;
+        s.log.debug("NACK to " + j->second.sender + " (delivery " + j->second.delivery_id
+                    + ") not sent: " + to_fault(err).render());
+        gauge_release(self, j->second.slot);
+        s.nacks.erase(j);
+      }
+    },
+    [=](lifecycle::pool_cancel_atom, uint64_t id) {
+      auto& s = self->state;
+      if (s.legs.count(id) != 0) {
+        if (s.latch.settle(id, lifecycle::leg_terminal::cancelled)) {
+          s.log.info("leg " + std::to_string(id) + " (" + s.legs.at(id).label
+                     + ") abandoned by the pool drain; no NACK");
+          leg_terminal(self, id, leg_outcome::abandoned);
+        }
+        return;
+      }
+      if (s.nacks.count(id) != 0) {
+        s.log.info("NACK to " + s.nacks.at(id).sender + " (delivery "
+                   + s.nacks.at(id).delivery_id + ") abandoned by the pool drain");
+        nack_done(self, id);
+      }
+    },
+    [=](lifecycle::pool_down_atom, uint64_t id, caf::error& reason) {
+      auto& s = self->state;
+      auto i = s.legs.find(id);
+      if (i != s.legs.end()) {
+        if (!s.latch.settle(id, lifecycle::leg_terminal::down))
+          return;
+        auto& leg = i->second;
+        s.log.error("leg " + std::to_string(id) + " (" + leg.label + ") crashed: "
+                    + self->system().render(reason));
+        if (!leg.finished && !is_failed_and_nacked(leg.env)) {
+          leg.slot_owned = false;
+          post_nack(self, leg.env, verdict::failed,
+                    before_attempt_text(leg, "leg crashed: " + self->system().render(reason)),
+                    false, caf::none, id);
+        }
+        leg_terminal(self, id, leg_outcome::crashed);
+        return;
+      }
+      if (s.nacks.count(id) != 0)
+        nack_done(self, id);
+    },
+  };
+}
+
+} // namespace
+
+router_core_actor spawn_router_core(caf::actor_system& sys, router_core_options opts) {
+  return caf::actor_cast<router_core_actor>(sys.spawn(router_core, std::move(opts)));
+}
+
+} // namespace cafmesh::routing

@@ -1,0 +1,384 @@
+#include "cafmesh/routing/routing_service.hpp"
+
+#include <chrono>
+#include <utility>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/placement_atoms.hpp"
+#include "cafmesh/routing/classify.hpp"
+#include "cafmesh/routing/size_guard.hpp"
+
+namespace cafmesh::routing {
+
+const char* routing_service_state::name = "cafmesh.routing_service";
+
+routing_service_options routing_service_options::from(const config::mesh_config& cfg) {
+  routing_service_options out;
+  out.role = cfg.mesh.role;
+  if (!cfg.mesh.name.empty())
+    out.process_name = cfg.mesh.name;
+  out.size = cfg.size;
+  out.client = cfg.client;
+  out.placement_timeout_ms = cfg.placement.timeout_ms;
+  out.grain_response_timeout_ms = cfg.grain_call.response_timeout_ms;
+  out.placement_timeout_attempts = cfg.routing.placement_timeout_attempts;
+  out.seed = cfg.simulation.seed;
+  return out;
+}
+
+namespace {
+
+using rs_actor = caf::stateful_actor<routing_service_state>;
+
+int64_t now_ms(rs_actor* self) {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(self->clock().now().time_since_epoch()).count();
+}
+
+std::string route_key(rs_actor* self, const address& a) {
+  return host_address(a, self->state.opts.mesh_type).path();
+}
+
+caf::actor* find_route(rs_actor* self, const address& a) {
+  auto i = self->state.routes.find(route_key(self, a));
+  return i == self->state.routes.end() ? nullptr : &i->second;
+}
+
+/// Posts a NACK straight to the sender's local route (entry NACKs, SPEC §6.2, §6.11 step 3:
+/// not tracked). Answers true if it was posted.
+bool post_local_nack(rs_actor* self, const envelope& d, verdict v, const std::string& text) {
+  if (!may_answer(d) || d.sender.empty())
+    return false;
+  auto h = find_route(self, d.sender);
+  if (h == nullptr)
+    return false;
+  auto& st = self->state;
+  auto failure = make_delivery_failure(d, text, v);
+  auto nack = make_nack_envelope(failure, st.opts.process_name + "-entry-"
+                                            + std::to_string(++st.next_id),
+                                 st.opts.self_address);
+  self->send(*h, hb_in_atom::value, std::move(nack));
+  return true;
+}
+
+/// The entry's answer for a delivery it gave up on: failed-and-NACKed if the NACK was posted,
+/// else plain failed with the text.
+envelope refused(envelope d, bool posted, const std::string& text) {
+  if (posted) {
+    mark_failed_and_nacked(d);
+  } else {
+    d.state = delivery_state::failed;
+    d.properties["error"] = json_quote(text);
+  }
+  return d;
+}
+
+envelope accepted(envelope d) {
+  d.state = delivery_state::forwarded;
+  return d;
+}
+
+// -- pure client ---------------------------------------------------------------------
+
+void client_attempt(rs_actor* self, uint64_t id);
+
+void client_finish(rs_actor* self, uint64_t id, bool ok, const fault* f) {
+  auto& st = self->state;
+  auto i = st.dispatches.find(id);
+  if (i == st.dispatches.end())
+    return;
+  auto& dsp = i->second;
+  auto took = now_ms(self) - dsp.started_ms;
+  if (took > st.opts.client.slow_dispatch_log_ms)
+    st.log.info("slow dispatch of delivery " + dsp.env.id + " to '" + dsp.env.target.to_string()
+                + "': " + std::to_string(took) + " ms over "
+                + std::to_string(dsp.attempt_ms.size()) + " attempt(s)");
+  if (ok) {
+    ++st.stats.client_accepted;
+  } else {
+    ++st.stats.client_failed;
+    auto target = dsp.env.target.to_string();
+    if (!may_answer(dsp.env)) {
+      st.log.info("answer-suppressed delivery " + dsp.env.id + " to '" + target
+                  + "' failed: " + (f ? f->render() : std::string{}));
+    } else {
+      bool posted;
+      if (st.stopping) {
+        posted = post_local_nack(self, dsp.env, verdict::shutting_down,
+                                 "Host is shutting down, cannot route to " + target);
+      } else {
+        auto v = f ? classify(*f) : verdict::failed;
+        posted = post_local_nack(self, dsp.env, v,
+                                 "Delivery to '" + target + "' failed: "
+                                   + (f ? f->render() : std::string{"unknown fault"}));
+      }
+      if (!posted)
+        st.log.error("dispatch of delivery " + dsp.env.id + " to '" + target
+                     + "' failed and its sender has no local route here: "
+                     + (f ? f->render() : std::string{}));
+    }
+  }
+  st.dispatches.erase(i);
+}
+
+void client_failed_attempt(rs_actor* self, uint64_t id, uint64_t tok, fault f) {
+  auto& st = self->state;
+  auto i = st.dispatches.find(id);
+  if (i == st.dispatches.end() || i->second.token != tok)
+    return;
+  if (contains_code(f, mesh_errc::silo_unavailable) || contains_code(f, mesh_errc::departed_silo)) {
+    if (!st.gateway.empty()) {
+      st.log.info("re-homing away from gateway " + st.gateway.to_string() + ": " + f.render());
+      st.avoided.insert(st.gateway);
+    }
+    st.gateway = silo_address{};
+  }
+  auto d = i->second.retry.next(f);
+  if (!d.retry) {
+    client_finish(self, id, false, &f);
+    return;
+  }
+  self->delayed_send(self, std::chrono::milliseconds(d.delay_ms), rs_retry_atom::value, id,
+                     i->second.token);
+}
+
+void client_attempt(rs_actor* self, uint64_t id) {
+  auto& st = self->state;
+  auto i = st.dispatches.find(id);
+  if (i == st.dispatches.end())
+    return;
+  auto& dsp = i->second;
+  auto tok = ++dsp.token;
+  auto now = now_ms(self);
+  dsp.attempt_ms.push_back(now);
+  st.attempts_by_id[dsp.env.id].push_back(now);
+  ++st.stats.client_attempts;
+  if (st.gateway.empty() && !st.gateways.empty()) {
+    std::vector<silo_address> fresh;
+    for (auto& g : st.gateways)
+      if (st.avoided.count(g) == 0)
+        fresh.push_back(g);
+    auto& pool = fresh.empty() ? st.gateways : fresh;
+    st.gateway = pool[st.rng() % pool.size()];
+  }
+  if (st.gateway.empty() || !st.opts.centre) {
+    fault f{mesh_errc::no_compatible_silo,
+            "no active silo is compatible with grain type routing (interface version 1); "
+            "no Active gateway silo is known to this client"};
+    st.log.debug("dispatch of " + dsp.env.id + ": " + f.render());
+    client_failed_attempt(self, id, tok, std::move(f));
+    return;
+  }
+  auto gw = st.gateway;
+  auto call = make_call(gw, component::gateway, pl_call_atom::value, routing_grain_id(),
+                        int32_t{0}, caf::make_message(hg_route_atom::value, dsp.env));
+  auto bound = std::chrono::milliseconds(st.opts.placement_timeout_ms
+                                         + st.opts.grain_response_timeout_ms);
+  self->request(st.opts.centre, bound, std::move(call))
+    .then([=](envelope&) { client_finish(self, id, true, nullptr); },
+          [=](caf::error& e) { client_failed_attempt(self, id, tok, to_fault(e)); });
+}
+
+// -- monolith --------------------------------------------------------------------------
+
+void monolith_build(rs_actor* self, const address& host) {
+  auto& st = self->state;
+  auto key = host.path();
+  auto flush_failed = [=](const fault& f) {
+    auto& st = self->state;
+    auto waiting = std::move(st.building[key]);
+    st.building.erase(key);
+    for (auto& d : waiting) {
+      auto v = contains_code(f, mesh_errc::not_found) ? verdict::not_found : classify(f);
+      if (post_local_nack(self, d, v, "Delivery to '" + d.target.to_string()
+                                        + "' failed: " + f.render()))
+        ++st.stats.monolith_nacks;
+      else
+        st.log.warning("monolith: delivery " + d.id + " to '" + d.target.to_string()
+                       + "' failed without a NACK: " + f.render());
+    }
+  };
+  if (!st.opts.hubs) {
+    flush_failed(fault{mesh_errc::extension_missing, "no hub factory in this monolith"});
+    return;
+  }
+  self->request(st.opts.hubs, std::chrono::milliseconds(st.opts.hub_build_timeout_ms),
+                hf_build_atom::value, key)
+    .then(
+      [=](caf::actor hub) {
+        auto& st = self->state;
+        ++st.stats.hubs_built;
+        st.routes[key] = hub;
+        st.log.info("monolith: hub " + key + " created in-process");
+        auto waiting = std::move(st.building[key]);
+        st.building.erase(key);
+        for (auto& d : waiting)
+          self->send(hub, hb_in_atom::value, std::move(d));
+      },
+      [=](caf::error& e) { flush_failed(to_fault(e)); });
+}
+
+envelope monolith_deliver(rs_actor* self, envelope d) {
+  auto& st = self->state;
+  auto target = d.target.to_string();
+  if (st.stopping) {
+    auto text = "Mesh is shutting down, cannot route to " + target;
+    bool posted = post_local_nack(self, d, verdict::shutting_down, text);
+    if (posted)
+      ++st.stats.monolith_nacks;
+    return refused(std::move(d), posted, text);
+  }
+  auto host = host_address(d.target, st.opts.mesh_type);
+  auto key = host.path();
+  auto answer = accepted(d);
+  auto i = st.building.find(key);
+  if (i != st.building.end()) {
+    i->second.push_back(std::move(d));
+    return answer;
+  }
+  st.building[key].push_back(std::move(d));
+  monolith_build(self, host);
+  return answer;
+}
+
+// -- deliver -------------------------------------------------------------------------
+
+envelope deliver(rs_actor* self, envelope d) {
+  auto& st = self->state;
+  ++st.stats.delivered;
+  // 1. local route table hit.
+  if (auto h = find_route(self, d.target)) {
+    ++st.stats.local_hits;
+    auto answer = accepted(d);
+    self->send(*h, hb_in_atom::value, std::move(d));
+    return answer;
+  }
+  if (st.opts.role == config::process_role::monolith)
+    return monolith_deliver(self, std::move(d));
+  auto target = d.target.to_string();
+  // 2. host stopping.
+  if (st.stopping) {
+    auto text = "Host is shutting down, cannot route to " + target;
+    bool posted = post_local_nack(self, d, verdict::shutting_down, text);
+    if (posted)
+      ++st.stats.stopping_nacks;
+    else
+      ++st.stats.stopping_refused;
+    return refused(std::move(d), posted, text);
+  }
+  // 3. size guard (pure_client only).
+  if (st.opts.role == config::process_role::pure_client) {
+    auto chk = check_size(d, size_crossing::grain_call, st.opts.size);
+    if (chk.refused) {
+      ++st.stats.size_refused;
+      log_size_refusal(d, chk);
+      auto text = size_refusal_message(d, chk);
+      bool posted = post_local_nack(self, d, verdict::rejected, text);
+      return refused(std::move(d), posted, text);
+    }
+  }
+  // 4. hand-over by role.
+  if (st.opts.role == config::process_role::silo_host) {
+    if (!st.opts.core) {
+      auto text = "Routing to '" + target
+                  + "' failed before the delivery could be attempted: no router core in this "
+                    "process";
+      bool posted = post_local_nack(self, d, verdict::failed, text);
+      return refused(std::move(d), posted, text);
+    }
+    ++st.stats.to_core;
+    auto answer = accepted(d);
+    self->send(st.opts.core, rc_route_atom::value, std::move(d));
+    return answer;
+  }
+  // pure_client
+  ++st.stats.client_dispatches;
+  auto id = ++st.next_id;
+  auto answer = accepted(d);
+  client_dispatch dsp;
+  dsp.env = std::move(d);
+  dsp.retry = retry_state{client_policy(st.opts.client, st.opts.placement_timeout_attempts)};
+  dsp.started_ms = now_ms(self);
+  st.dispatches.emplace(id, std::move(dsp));
+  client_attempt(self, id);
+  return answer;
+}
+
+caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
+  auto& st = self->state;
+  if (opts.self_address.empty())
+    opts.self_address = address{"routing", opts.process_name, {}};
+  st.log = log::get("routing_service").with_context(opts.process_name);
+  st.rng.seed(opts.seed ^ fnv1a64("gateway/" + opts.process_name));
+  st.opts = std::move(opts);
+  return {
+    [=](rs_deliver_atom, envelope& d) -> envelope { return deliver(self, std::move(d)); },
+    [=](rs_register_atom, const address& a, caf::actor& h) {
+      self->state.routes[route_key(self, a)] = std::move(h);
+      return caf::ok_atom::value;
+    },
+    [=](rs_unregister_atom, const address& a) {
+      self->state.routes.erase(route_key(self, a));
+      return caf::ok_atom::value;
+    },
+    [=](rs_has_route_atom, const address& a) { return find_route(self, a) != nullptr; },
+    [=](lr_deliver_atom, envelope& d) {
+      auto h = find_route(self, d.target);
+      if (h == nullptr)
+        return false;
+      ++self->state.stats.lr_delivered;
+      self->send(*h, hb_in_atom::value, std::move(d));
+      return true;
+    },
+    [=](lifecycle::host_stopping_atom) {
+      auto& st = self->state;
+      if (!st.stopping) {
+        st.stopping = true;
+        st.log.info("routing service: stopping signal received; deliveries that miss the "
+                    "local route table are NACKed shutting_down");
+      }
+      return caf::ok_atom::value;
+    },
+    [=](rs_core_atom, router_core_actor& core) { self->state.opts.core = std::move(core); },
+    [=](rs_role_atom) { return config::to_string(self->state.opts.role); },
+    [=](rs_set_role_atom, const std::string& wanted) -> caf::result<caf::ok_atom> {
+      auto& st = self->state;
+      st.log.error("refused to change the process role from " + config::to_string(st.opts.role)
+                   + " to " + wanted);
+      return to_error(fault{mesh_errc::config_invalid,
+                            "the process role is declared once at start and cannot change"});
+    },
+    [=](mb_snapshot_atom, const membership_snapshot& v) {
+      auto& st = self->state;
+      st.gateways = v.active_set();
+      for (auto i = st.avoided.begin(); i != st.avoided.end();) {
+        if (!v.is_active(*i))
+          i = st.avoided.erase(i);
+        else
+          ++i;
+      }
+      if (!st.gateway.empty() && !v.is_active(st.gateway)) {
+        st.log.info("gateway " + st.gateway.to_string() + " left the active set; re-homing");
+        st.gateway = silo_address{};
+      }
+    },
+    [=](rs_retry_atom, uint64_t id, uint64_t tok) {
+      auto& st = self->state;
+      auto i = st.dispatches.find(id);
+      if (tok == 0 || i == st.dispatches.end() || i->second.token != tok)
+        return;
+      client_attempt(self, id);
+    },
+  };
+}
+
+} // namespace
+
+routing_service_actor spawn_routing_service(caf::actor_system& sys,
+                                            routing_service_options opts) {
+  return caf::actor_cast<routing_service_actor>(sys.spawn(routing_service, std::move(opts)));
+}
+
+} // namespace cafmesh::routing
