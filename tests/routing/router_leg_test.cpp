@@ -503,9 +503,10 @@ TEST_CASE_FIXTURE(fixture, "S12.51 a grain-call payload at or above the limit is
   CHECK(ns[1].verdict == verdict::rejected);
 }
 
-TEST_CASE_FIXTURE(fixture, "router: stream leg size guard against the 1,048,576-byte stream block (stream part of S12.52)") {
+TEST_CASE_FIXTURE(fixture, "S12.52 defaults: a 142 MB grain call is refused at 104,857,600 and the stream block refuses 37,483,597 and 1,048,576 bytes but publishes 1,048,575") {
   bed b(*this);
   b.cfg.routing.client_hosted_address_types = {"app"};
+  CHECK(b.cfg.size.grain_call_body_limit_bytes == 104857600);
   b.start();
   logs.clear();
   route_and_settle(*this, b, bed::make("huge", "app/viewer1", "portal/alice", std::string(37483597, 'x')));
@@ -527,4 +528,17 @@ TEST_CASE_FIXTURE(fixture, "router: stream leg size guard against the 1,048,576-
   REQUIRE(ns.size() == 2);
   CHECK(ns[1].request_id == "at");
   CHECK(ns[1].verdict == verdict::rejected);
+  // Grain call at the default limit: a 142 MB payload never reaches the grain.
+  logs.clear();
+  route_and_settle(*this, b, bed::make("g142", "node/Org/Acme", "portal/alice", std::string(142000000, 'x')));
+  CHECK(b.grain().attempts.empty());
+  ns = b.local_nacks();
+  REQUIRE(ns.size() == 3);
+  CHECK(ns[2].request_id == "g142");
+  CHECK(ns[2].verdict == verdict::rejected);
+  CHECK(ns[2].original.payload_json.size() < 4096); // echo stripped
+  auto grain_lines = logs.find("size guard", lvl::error);
+  REQUIRE(grain_lines.size() == 1);
+  CHECK(contains(grain_lines[0].text, "142,000,000"));
+  CHECK(contains(grain_lines[0].text, "104,857,600"));
 }
