@@ -12,6 +12,7 @@ function(cafmesh_add_library folder)
     $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(${tgt} PUBLIC ${ARG_DEPS})
+  target_compile_features(${tgt} PUBLIC cxx_std_17)
   target_compile_options(${tgt} PRIVATE -Wall -Wextra -Winvalid-pch)
   if(CAFMESH_USE_PCH AND NOT ARG_NO_CAF)
     target_precompile_headers(${tgt} REUSE_FROM cafmesh_pch)

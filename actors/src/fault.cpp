@@ -96,6 +96,10 @@ caf::error make_error(mesh_errc x) {
 }
 
 fault to_fault(const caf::error& e, bool receiver_departed) {
+  // CAF 0.17's error::code() and category() dereference the error's data: an empty error
+  // (no error at all) must not reach them.
+  if (!e)
+    return fault{mesh_errc::application, "none"};
   if (e.category() == mesh_error_category()) {
     const auto& ctx = e.context();
     if (ctx.match_elements<fault>())

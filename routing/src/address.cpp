@@ -5,11 +5,20 @@
 namespace cafmesh::routing {
 
 std::string address::to_string() const {
+  if (empty())
+    return {};
   auto out = path();
   for (const auto& h : hosts) {
     out += '~';
     out += h;
   }
+  return out;
+}
+
+address address::hosted_by(const address& host) const {
+  address out = *this;
+  out.hosts.push_back(host.path());
+  out.hosts.insert(out.hosts.end(), host.hosts.begin(), host.hosts.end());
   return out;
 }
 
@@ -59,13 +68,13 @@ address address::from(const std::string& text) {
 
 address host_address(const address& a, const std::string& mesh_type) {
   if (a.hosts.empty())
-    return address{a.type, a.id, {}};
+    return a;
   address outer;
-  if (!address::parse(a.hosts.back(), outer))
-    return address{a.type, a.id, {}};
+  if (!address::parse(a.hosts.back(), outer) || !outer.hosts.empty())
+    return a;
   if (outer.type == mesh_type)
-    return address{a.type, a.id, {}};
-  return address{outer.type, outer.id, {}};
+    return a;
+  return outer;
 }
 
 } // namespace cafmesh::routing

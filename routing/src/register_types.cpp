@@ -8,6 +8,7 @@
 #include "cafmesh/actors/register_actor_types.hpp"
 #include "cafmesh/routing/address.hpp"
 #include "cafmesh/routing/envelope.hpp"
+#include "cafmesh/routing/verdict.hpp"
 
 namespace cafmesh {
 
@@ -16,9 +17,14 @@ void register_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<grain_id>("cafmesh.grain_id");
   cfg.add_message_type<silo_address>("cafmesh.silo_address");
   cfg.add_message_type<activation_tag>("cafmesh.activation_tag");
+  // add_message_type<T> also announces std::vector<T> as `std::vector<name>`.
+  cfg.add_message_type<mesh_errc>("cafmesh.mesh_errc");
+  cfg.add_message_type<tri_bool>("cafmesh.tri_bool");
+  cfg.add_message_type<probe_answer>("cafmesh.probe_answer");
   cfg.add_message_type<fault>("cafmesh.fault");
-  cfg.add_message_type<std::vector<fault>>("cafmesh.fault_list");
   cfg.add_message_type<routing::address>("cafmesh.address");
+  cfg.add_message_type<routing::delivery_state>("cafmesh.delivery_state");
+  cfg.add_message_type<routing::verdict>("cafmesh.verdict");
   cfg.add_message_type<routing::envelope>("cafmesh.envelope");
   cfg.add_message_type<routing::delivery_failure>("cafmesh.delivery_failure");
   cfg.add_error_category(mesh_error_category(),

@@ -15,6 +15,17 @@ std::string to_string(delivery_state x) {
   return "delivery_state(" + std::to_string(static_cast<int>(x)) + ")";
 }
 
+bool from_string(const std::string& name, delivery_state& out) {
+  for (auto s : {delivery_state::submitted, delivery_state::forwarded, delivery_state::processed,
+                 delivery_state::not_found, delivery_state::rejected, delivery_state::failed,
+                 delivery_state::ignored})
+    if (name == to_string(s)) {
+      out = s;
+      return true;
+    }
+  return false;
+}
+
 namespace {
 
 struct verdict_name {

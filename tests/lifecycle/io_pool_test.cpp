@@ -23,7 +23,7 @@
 #include "cafmesh/lifecycle/stage.hpp"
 #include "cafmesh/testing/fixture.hpp"
 
-#include "quiescence_test_util.hpp"
+#include "cafmesh/testing/ask.hpp"
 
 using namespace std::chrono_literals;
 using namespace cafmesh::lifecycle;
@@ -38,7 +38,7 @@ using tq_done_atom = caf::atom_constant<caf::atom("tqdone")>;
 struct event {
   uint64_t leg;
   std::string what; ///< landed, abandoned, leg_crashed, refused
-  int64_t at_ms;
+  int64_t t_ms;
 };
 
 /// What the test owner saw; shared with the test body.
@@ -282,19 +282,18 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   auto d1 = ask<uint64_t>(*this, b.pool, pool_drain_atom::value);
   run();
   REQUIRE(d1->done);
-  CHECK(d1->at_ms == 0);
+  CHECK(d1->t_ms == 0);
   CHECK(d1->value == 0);
   run_to(100);
   auto d2 = ask<uint64_t>(*this, b.pool, pool_drain_atom::value);
   run();
   REQUIRE(d2->done);
-  CHECK(d2->at_ms == 100);
+  CHECK(d2->t_ms == 100);
   CHECK(d2->value == 0);
   CHECK(next_timeout_ms() == -1);
 }
 
-TEST_CASE_FIXTURE(cafmesh::testing::fixture,
-                  "S12.55 drain: grace until 23 s, 2 legs abandoned once each, residual 0, late admissions refused, gauge inert after teardown") {
+TEST_CASE_FIXTURE(cafmesh::testing::fixture, "S12.55 drain: grace until 23 s, 2 legs abandoned once each, residual 0, late admissions refused, gauge inert after teardown") {
   auto b = make_pool_bed(*this);
   go(b, 1, 5000);
   go(b, 2, 10000);
@@ -317,19 +316,19 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK(b.out->cancels_received.empty());
   run_to(23000);
   REQUIRE(drain->done);
-  CHECK(drain->at_ms == 23000);
+  CHECK(drain->t_ms == 23000);
   CHECK(drain->value == 0);
   // Legs 1-3 landed on their own; 4 and 5 were cancelled when the grace ran out.
   for (uint64_t leg = 1; leg <= 5; ++leg)
     CHECK(b.out->terminals_of(leg) == 1);
   CHECK(b.out->terminal(1)->what == "landed");
-  CHECK(b.out->terminal(1)->at_ms == 5000);
-  CHECK(b.out->terminal(2)->at_ms == 10000);
-  CHECK(b.out->terminal(3)->at_ms == 15000);
+  CHECK(b.out->terminal(1)->t_ms == 5000);
+  CHECK(b.out->terminal(2)->t_ms == 10000);
+  CHECK(b.out->terminal(3)->t_ms == 15000);
   CHECK(b.out->terminal(4)->what == "abandoned");
-  CHECK(b.out->terminal(4)->at_ms == 23000);
+  CHECK(b.out->terminal(4)->t_ms == 23000);
   CHECK(b.out->terminal(5)->what == "abandoned");
-  CHECK(b.out->terminal(5)->at_ms == 23000);
+  CHECK(b.out->terminal(5)->t_ms == 23000);
   CHECK(b.out->nacks == 0);
   // A late leg_done of an abandoned leg is ignored by the latch.
   caf::anon_send(b.owner, tq_done_atom::value, uint64_t{4});
@@ -385,7 +384,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   caf::anon_send(b.pool, pool_ended_atom::value, uint64_t{1}); // leg 1 ends during grace
   run();
   REQUIRE(drain->done);
-  CHECK(drain->at_ms == 2000);
+  CHECK(drain->t_ms == 2000);
   CHECK(drain->value == 0);
   CHECK(admitted_ids(*b.out) == std::vector<uint64_t>{1}); // nothing admitted after the drain
 }
@@ -425,7 +424,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   auto drain = ask<uint64_t>(*this, b.pool, pool_drain_atom::value);
   run_to(8000);
   REQUIRE(drain->done);
-  CHECK(drain->at_ms == 8000);
+  CHECK(drain->t_ms == 8000);
   CHECK(drain->value == 0); // the owner never confirmed, the down did
   CHECK(b.out->cancels_received == std::vector<uint64_t>{1});
   // The cancel settled the latch; the pool's down message that followed was ignored.
@@ -488,7 +487,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   auto drain = ask<uint64_t>(*this, pool, pool_drain_atom::value);
   run_to(8000);
   REQUIRE(drain->done);
-  CHECK(drain->at_ms == 8000);
+  CHECK(drain->t_ms == 8000);
   CHECK(drain->value == 0);
   auto s = ask<io_pool_stats>(*this, pool, pool_stats_atom::value);
   run();
@@ -507,8 +506,7 @@ struct services {
 
 } // namespace
 
-TEST_CASE_FIXTURE(cafmesh::testing::fixture,
-                  "S12.54 pool teardown drains through its captured handle, and a stop without start never claims joined") {
+TEST_CASE_FIXTURE(cafmesh::testing::fixture, "S12.54 pool teardown drains through its captured handle, and a stop without start never claims joined") {
   auto svc = std::make_shared<services>();
   svc->pool = track(spawn_io_pool(sys));
   auto pool = svc->pool;
@@ -538,7 +536,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   auto sp2 = ask<caf::ok_atom>(*this, p2, stop_stage_atom::value, stages::first, true);
   run_for(60000ms);
   REQUIRE(sp2->done);
-  CHECK(sp2->at_ms == 0);
+  CHECK(sp2->t_ms == 0);
   CHECK_FALSE(sp2->err);
   CHECK(logs.count("pool teardown stopped without start", level::error) == 1);
   CHECK(logs.count("stopped without start") == 1);
@@ -566,7 +564,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK_FALSE(sp->done);
   run_to(3000);
   REQUIRE(sp->done);
-  CHECK(sp->at_ms == 3000);
+  CHECK(sp->t_ms == 3000);
   CHECK_FALSE(sp->err);
   auto e = logs.find("survived", level::error);
   REQUIRE(e.size() == 1);
@@ -588,7 +586,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK_FALSE(sp->done);
   run_to(30000);
   REQUIRE(sp->done);
-  CHECK(sp->at_ms == 30000);
+  CHECK(sp->t_ms == 30000);
   CHECK(logs.count("routing I/O pool did not finish draining within 30 s", level::error) == 1);
   run_to(70000); // the pool's drain ends at 68 s with residual 2; nobody logs it as survivors
   CHECK(logs.count("survived") == 0);

@@ -16,7 +16,7 @@
 #include "cafmesh/lifecycle/stage.hpp"
 #include "cafmesh/testing/fixture.hpp"
 
-#include "quiescence_test_util.hpp"
+#include "cafmesh/testing/ask.hpp"
 
 using namespace std::chrono_literals;
 using namespace cafmesh::lifecycle;
@@ -122,7 +122,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   auto a0 = ask<caf::ok_atom>(*this, g, q_await_atom::value);
   run();
   CHECK(a0->done);
-  CHECK(a0->at_ms == 0);
+  CHECK(a0->t_ms == 0);
   track_slot(g, 1, "dispatch -> a (delivery 1)");
   track_slot(g, 2, "dispatch -> b (delivery 2)");
   run();
@@ -135,9 +135,9 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   caf::anon_send(g, q_release_atom::value, uint64_t{2});
   run();
   CHECK(a1->done);
-  CHECK(a1->at_ms == 500);
+  CHECK(a1->t_ms == 500);
   CHECK(a2->done);
-  CHECK(a2->at_ms == 500);
+  CHECK(a2->t_ms == 500);
   CHECK_FALSE(a1->err);
 }
 
@@ -253,19 +253,18 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   auto r = ask<caf::ok_atom>(*this, b.participant, start_stage_atom::value, stages::active);
   run();
   CHECK(r->done);
-  CHECK(r->at_ms == 0);
+  CHECK(r->t_ms == 0);
   CHECK_FALSE(r->err);
   CHECK(next_timeout_ms() == -1);
   CHECK(logs.lines().empty());
 }
 
-TEST_CASE_FIXTURE(cafmesh::testing::fixture,
-                  "S12.11 nothing in flight: no hold, info no routing work in flight, no error") {
+TEST_CASE_FIXTURE(cafmesh::testing::fixture, "S12.11 nothing in flight: no hold, info no routing work in flight, no error") {
   auto b = make_bed(*this);
   auto r = stop(*this, b, true);
   run();
   CHECK(r->done);
-  CHECK(r->at_ms == 0);
+  CHECK(r->t_ms == 0);
   CHECK(r->from == b.participant.address());
   CHECK(logs.count("routing quiescence: no routing work in flight", level::info) == 1);
   CHECK(logs.count("holding") == 0);
@@ -273,8 +272,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK(next_timeout_ms() == -1); // no hold timer armed
 }
 
-TEST_CASE_FIXTURE(cafmesh::testing::fixture,
-                  "S12.12 a stuck leg with a 200 ms hold: the stop proceeds at 200 ms with the error line") {
+TEST_CASE_FIXTURE(cafmesh::testing::fixture, "S12.12 a stuck leg with a 200 ms hold: the stop proceeds at 200 ms with the error line") {
   auto b = make_bed(*this, 200);
   track_slot(b.gauge, 1, stuck_label);
   run();
@@ -287,7 +285,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK_FALSE(r->done);
   run_to(200);
   REQUIRE(r->done);
-  CHECK(r->at_ms == 200);
+  CHECK(r->t_ms == 200);
   CHECK_FALSE(r->err);
   auto errs = logs.find("did not land", level::error);
   REQUIRE(errs.size() == 1);
@@ -301,8 +299,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK(logs.count("work landed") == 0);
 }
 
-TEST_CASE_FIXTURE(cafmesh::testing::fixture,
-                  "S12.13 stuck legs from 0 s and 1 s: at 31 s the older one is listed first") {
+TEST_CASE_FIXTURE(cafmesh::testing::fixture, "S12.13 stuck legs from 0 s and 1 s: at 31 s the older one is listed first") {
   auto b = make_bed(*this);
   const std::string l0 = "dispatch -> acme/Stuck (delivery abc123)";
   const std::string l1 = "dispatch -> acme/Stuck2 (delivery def456)";
@@ -315,7 +312,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK_FALSE(r->done);
   run_to(31000);
   REQUIRE(r->done);
-  CHECK(r->at_ms == 31000);
+  CHECK(r->t_ms == 31000);
   auto errs = logs.find("did not land", level::error);
   REQUIRE(errs.size() == 1);
   auto& text = errs[0].text;
@@ -328,8 +325,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
                   + ", in flight 30.0s");
 }
 
-TEST_CASE_FIXTURE(cafmesh::testing::fixture,
-                  "S12.14 25 stuck legs: the error names 10 and ends with (+15 more)") {
+TEST_CASE_FIXTURE(cafmesh::testing::fixture, "S12.14 25 stuck legs: the error names 10 and ends with (+15 more)") {
   auto b = make_bed(*this);
   for (int i = 0; i < 25; ++i) {
     auto id = std::string(i < 10 ? "0" : "") + std::to_string(i);
@@ -351,15 +347,14 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK(text.find("acme/L00") < text.find("acme/L09"));
 }
 
-TEST_CASE_FIXTURE(cafmesh::testing::fixture,
-                  "S12.15 a non-graceful stop with one leg in flight answers at once with a warning") {
+TEST_CASE_FIXTURE(cafmesh::testing::fixture, "S12.15 a non-graceful stop with one leg in flight answers at once with a warning") {
   auto b = make_bed(*this);
   track_slot(b.gauge, 1, stuck_label);
   run_to(500);
   auto r = stop(*this, b, false);
   run();
   REQUIRE(r->done);
-  CHECK(r->at_ms == 500);
+  CHECK(r->t_ms == 500);
   auto w = logs.find("NON-gracefully", level::warning);
   REQUIRE(w.size() == 1);
   CHECK(w[0].text.find(stuck_label) != std::string::npos);
@@ -375,7 +370,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   auto r = stop(*this, b, false);
   run();
   REQUIRE(r->done);
-  CHECK(r->at_ms == 0);
+  CHECK(r->t_ms == 0);
   CHECK(logs.lines().empty());
 }
 
@@ -395,7 +390,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   caf::anon_send(b.gauge, q_release_atom::value, uint64_t{1});
   run();
   REQUIRE(r->done);
-  CHECK(r->at_ms == 1234);
+  CHECK(r->t_ms == 1234);
   CHECK(r->from == b.participant.address()); // answered from the participant's own turn
   CHECK(logs.count("routing quiescence: work landed after 1234 ms", level::info) == 1);
   run_to(40000); // the stale hold timer fires and is ignored
@@ -415,7 +410,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   caf::anon_send(b.participant, budget_expired_atom::value);
   run();
   REQUIRE(r->done);
-  CHECK(r->at_ms == 5000);
+  CHECK(r->t_ms == 5000);
   CHECK(logs.count("routing quiescence: shutdown budget expired while holding; releasing with "
                    "2 route leg(s) in flight",
                    level::warning)
@@ -449,8 +444,8 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   run_to(2000);
   REQUIRE(r1->done);
   REQUIRE(r2->done);
-  CHECK(r1->at_ms == 2000);
-  CHECK(r2->at_ms == 2000);
+  CHECK(r1->t_ms == 2000);
+  CHECK(r2->t_ms == 2000);
   auto errs = logs.find("did not land", level::error);
   REQUIRE(errs.size() == 1);
   CHECK(errs[0].text

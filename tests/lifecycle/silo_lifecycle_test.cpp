@@ -65,8 +65,7 @@ fault boom(std::string text) {
 
 // -- SPEC §12.2 lifecycle scenarios ---------------------------------------------
 
-TEST_CASE_FIXTURE(lc_fixture,
-                  "S12.01 start ascending with same stage together and stop descending with "
+TEST_CASE_FIXTURE(lc_fixture, "S12.01 start ascending with same stage together and stop descending with "
                   "same stage in parallel") {
   add(obs(2000, "mc-a", 1000, 0));
   add(obs(2000, "mc-b", 2000, 0));
@@ -108,8 +107,7 @@ TEST_CASE_FIXTURE(lc_fixture,
     CHECK(e.graceful);
 }
 
-TEST_CASE_FIXTURE(lc_fixture,
-                  "S12.02 a failing start waits for its stage and the stop covers the failed "
+TEST_CASE_FIXTURE(lc_fixture, "S12.02 a failing start waits for its stage and the stop covers the failed "
                   "stage but not the unstarted one") {
   add(obs(2000, "mc", 0, 0));
   auto fails = obs(10000, "app-fails");
@@ -148,8 +146,7 @@ TEST_CASE_FIXTURE(lc_fixture,
   CHECK(count_events(log, "stop", "membership") == 0);
 }
 
-TEST_CASE_FIXTURE(lc_fixture,
-                  "S12.03 two observers at 19998 stopping 5 s each finish the stage after 5 s "
+TEST_CASE_FIXTURE(lc_fixture, "S12.03 two observers at 19998 stopping 5 s each finish the stage after 5 s "
                   "and 4000 waits for both") {
   add(obs(4000, "directory", 0, 0));
   add(obs(19998, "catalog-a", 0, 5000));
@@ -181,8 +178,7 @@ TEST_CASE_FIXTURE(lc_fixture,
         == 1);
 }
 
-TEST_CASE_FIXTURE(lc_fixture,
-                  "S12.04 an observer stop fault is logged as continuing to stop and every "
+TEST_CASE_FIXTURE(lc_fixture, "S12.04 an observer stop fault is logged as continuing to stop and every "
                   "lower stage still stops") {
   add(obs(stages::first, "pool", 0, 0));
   add(obs(2000, "mc", 0, 0));
@@ -211,8 +207,7 @@ TEST_CASE_FIXTURE(lc_fixture,
   CHECK(find_event(log, "stop", "pool").st == stages::first);
 }
 
-TEST_CASE_FIXTURE(lc_fixture,
-                  "S12.05 a non-graceful stop reaches every observer and an expired host "
+TEST_CASE_FIXTURE(lc_fixture, "S12.05 a non-graceful stop reaches every observer and an expired host "
                   "budget turns every lower stage non-graceful") {
   SUBCASE("graceful = false reaches every observer, none skipped") {
     add(obs(stages::first, "pool", 0, 0));
@@ -273,8 +268,7 @@ TEST_CASE_FIXTURE(lc_fixture,
   }
 }
 
-TEST_CASE_FIXTURE(lc_fixture,
-                  "S12.06 no subject deadline and single use and a stop without start") {
+TEST_CASE_FIXTURE(lc_fixture, "S12.06 no subject deadline and single use and a stop without start") {
   SUBCASE("an observer that never answers its stop blocks the stop for 1 h and more") {
     add(obs(10000, "app", 0, 0));
     auto stuck = obs(19998, "stuck");

@@ -14,6 +14,7 @@
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/lifecycle/atoms.hpp"
 #include "cafmesh/lifecycle/observer.hpp"
+#include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/fixture.hpp"
 
 namespace cafmesh::lifecycle::test {
@@ -160,39 +161,9 @@ inline lifecycle_observer_actor spawn_observer(testing::fixture& fx, observer_co
   return caf::actor_cast<lifecycle_observer_actor>(a);
 }
 
-/// The recorded answer to one request.
-struct reply {
-  bool done = false;
-  caf::error err; ///< empty on success
-  int64_t t_ms = -1;
-  bool ok() const { return done && !err; }
-  /// The fault code of an error answer.
-  mesh_errc code() const { return to_fault(err).code; }
-};
-
+/// The recorded answer to one request (see cafmesh/testing/ask.hpp).
+using reply = testing::reply<>;
 using reply_ptr = std::shared_ptr<reply>;
-
-/// Sends `xs...` as a request (no deadline) to `dest` from a tracked helper actor and
-/// records the `ok_atom` answer or the error with the virtual time it arrived.
-template <class Handle, class... Ts>
-reply_ptr ask(testing::fixture& fx, const Handle& dest, Ts... xs) {
-  auto r = std::make_shared<reply>();
-  auto f = &fx;
-  auto helper = fx.sys.spawn([=](caf::event_based_actor* self) {
-    self->request(dest, caf::infinite, xs...)
-      .then(
-        [=](caf::ok_atom) {
-          r->done = true;
-          r->t_ms = f->now_ms();
-        },
-        [=](caf::error& e) {
-          r->done = true;
-          r->err = std::move(e);
-          r->t_ms = f->now_ms();
-        });
-  });
-  fx.track(helper);
-  return r;
-}
+using testing::ask;
 
 } // namespace cafmesh::lifecycle::test

@@ -105,7 +105,11 @@ caf::error to_error(const fault& x);
 /// `receiver_departed` (the receiver's silo is missing from the latest snapshot or
 /// superseded), else `activation_deactivated` with recorded = unknown; connection-level
 /// codes and the exit reasons `remote_link_unreachable` / `unreachable` -> `departed_silo`;
-/// anything else -> `application` with the rendered CAF error as text.
+/// anything else -> `application` with the rendered CAF error as text (CAF's own
+/// `to_string`, e.g. `system_error(unexpected_message)`; an empty error, which
+/// is no error at all, gives `application` with text `none`).
+/// Exit reasons travel with category atom `exit`, `sec` codes with `system`. A `mesh` error
+/// without a fault in its context yields a fault of its code whose text is the code's name.
 fault to_fault(const caf::error& e, bool receiver_departed = false);
 
 /// Makes `caf::error e = mesh_errc::x;` work: an error with the code and an empty fault

@@ -21,14 +21,21 @@ struct address {
   /// The path `type/id` without hosts.
   std::string path() const { return type + "/" + id; }
 
-  /// Renders `type/id` followed by `~host` for every host.
+  /// Renders `type/id` followed by `~host` for every host, e.g. `client/7f3a~portal/alice`;
+  /// the empty address renders as the empty string.
   std::string to_string() const;
+
+  /// This address hosted by `host`: `host`'s path and then its own hosts are appended to the
+  /// chain, so `client/7f3a`.hosted_by(`portal/alice~mesh/m1`) is
+  /// `client/7f3a~portal/alice~mesh/m1`.
+  address hosted_by(const address& host) const;
 
   /// True for the default-constructed address.
   bool empty() const { return type.empty() && id.empty() && hosts.empty(); }
 
-  /// Parses `type/id[~host...]`; answers false (and leaves `out` untouched) when `text` has
-  /// no `/` in its first segment or an empty type or id.
+  /// Parses `type/id[~host...]`: the text is split at every `~`; each segment splits at its
+  /// first `/` into type and id (so the id may contain `/`). Answers false (and leaves `out`
+  /// untouched) when a segment has no `/`, an empty type or an empty id.
   static bool parse(const std::string& text, address& out);
 
   /// Parses or throws `std::invalid_argument` (for literals in code and tests).
@@ -47,9 +54,14 @@ struct address {
 /// Renders like `address::to_string`.
 inline std::string to_string(const address& x) { return x.to_string(); }
 
-/// The routing target for `a` (SPEC §2.1): follow the host chain to the outermost host; if
-/// that host's type is `mesh_type` (default `mesh`), `a` itself (without hosts) is the
-/// target, otherwise the outermost host is. An unhosted address is its own host address.
+/// The routing target ("host address") for `a` (SPEC §2.1): follow the host chain to the
+/// outermost host; if that host's type is `mesh_type` (default `mesh`), `a` itself,
+/// unchanged and with its host chain, is the target; otherwise the outermost host (an
+/// unhosted address) is. An unhosted address is its own host address. Examples:
+/// `node/Org/Acme` -> itself; `portal/alice/tab1~mesh/m1` -> itself;
+/// `client/7f3a~portal/alice` -> `portal/alice`; `client/7f3a~portal/alice~mesh/m1` -> itself;
+/// `client/7f3a~mesh/m1~portal/alice` -> `portal/alice`. A host string that does not parse
+/// as an address (only possible for hand-built values) yields `a` itself.
 address host_address(const address& a, const std::string& mesh_type = "mesh");
 
 template <class Inspector>

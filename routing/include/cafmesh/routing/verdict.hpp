@@ -22,6 +22,9 @@ enum class delivery_state : uint8_t {
 /// Renders the state's name, e.g. `forwarded`.
 std::string to_string(delivery_state x);
 
+/// Parses a state's name; answers false (leaving `out` untouched) for an unknown name.
+bool from_string(const std::string& name, delivery_state& out);
+
 /// A NACK's classification (SPEC §2.7).
 enum class verdict : uint8_t {
   shutting_down = 0, ///< transient: the target or path is leaving; ask again later
@@ -43,7 +46,7 @@ enum class verdict : uint8_t {
 /// Renders the verdict's wire name, e.g. `shutting_down`.
 std::string to_string(verdict x);
 
-/// Parses a wire name; answers false for an unknown name.
+/// Parses a wire name; answers false (leaving `out` untouched) for an unknown name.
 bool from_string(const std::string& name, verdict& out);
 
 /// True for `shutting_down` and `unavailable` (SPEC §2.7 "transient").

@@ -1,0 +1,114 @@
+# cmake -P driver of the `install_and_consume` integration test (see tests.cmake).
+# Inputs: CAFMESH_BUILD_DIR, CAFMESH_CONFIG, CAFMESH_LIBDIR, CONSUMER_SOURCE_DIR, WORK_DIR,
+# GENERATOR, CXX_COMPILER.
+cmake_minimum_required(VERSION 3.25)
+
+foreach(var IN ITEMS CAFMESH_BUILD_DIR CAFMESH_LIBDIR CONSUMER_SOURCE_DIR WORK_DIR GENERATOR)
+  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
+    message(FATAL_ERROR "install_and_consume: ${var} not set")
+  endif()
+endforeach()
+if("${CAFMESH_CONFIG}" STREQUAL "")
+  set(CAFMESH_CONFIG Release)
+endif()
+
+set(prefix "${WORK_DIR}/prefix")
+set(consumer_build "${WORK_DIR}/consumer-build")
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+
+# Runs a command; fails the test with its output unless it exits 0. Output in `<out_var>`.
+function(run_step what out_var)
+  execute_process(COMMAND ${ARGN}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "install_and_consume: ${what} failed (${rc})\n${out}\n${err}")
+  endif()
+  set(${out_var} "${out}${err}" PARENT_SCOPE)
+endfunction()
+
+# 1. Install.
+run_step("cmake --install" install_log
+  "${CMAKE_COMMAND}" --install "${CAFMESH_BUILD_DIR}" --prefix "${prefix}"
+  --config "${CAFMESH_CONFIG}")
+set(pkg_dir "${prefix}/${CAFMESH_LIBDIR}/cmake/cafmesh")
+foreach(f IN ITEMS
+    "${pkg_dir}/cafmeshConfig.cmake"
+    "${pkg_dir}/cafmeshConfigVersion.cmake"
+    "${pkg_dir}/cafmeshTargets.cmake"
+    "${pkg_dir}/FindCAF.cmake"
+    "${prefix}/${CAFMESH_LIBDIR}/libcafmesh_config.a"
+    "${prefix}/${CAFMESH_LIBDIR}/libcafmesh_actors.a"
+    "${prefix}/${CAFMESH_LIBDIR}/libcafmesh_lifecycle.a"
+    "${prefix}/${CAFMESH_LIBDIR}/libcafmesh_routing.a"
+    "${prefix}/include/cafmesh/config/mesh_config.hpp"
+    "${prefix}/include/cafmesh/actors/fault.hpp"
+    "${prefix}/include/cafmesh/actors/ids.hpp"
+    "${prefix}/include/cafmesh/lifecycle/stage.hpp"
+    "${prefix}/include/cafmesh/routing/envelope.hpp"
+    "${prefix}/include/cafmesh/routing/register_types.hpp")
+  if(NOT EXISTS "${f}")
+    message(FATAL_ERROR "install_and_consume: not installed: ${f}\n${install_log}")
+  endif()
+endforeach()
+# The test support library is not part of the package.
+if(EXISTS "${prefix}/include/cafmesh/testing")
+  message(FATAL_ERROR "install_and_consume: test support headers were installed")
+endif()
+
+# 2. The version file: 0.1 and 0.1.0 accepted; another minor or major refused.
+function(check_version requested expect)
+  set(PACKAGE_FIND_VERSION "${requested}")
+  string(REPLACE "." ";" parts "${requested}.0.0")
+  list(GET parts 0 PACKAGE_FIND_VERSION_MAJOR)
+  list(GET parts 1 PACKAGE_FIND_VERSION_MINOR)
+  list(GET parts 2 PACKAGE_FIND_VERSION_PATCH)
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+  include("${pkg_dir}/cafmeshConfigVersion.cmake")
+  if(NOT "${PACKAGE_VERSION_COMPATIBLE}" STREQUAL "${expect}")
+    message(FATAL_ERROR "install_and_consume: version ${PACKAGE_VERSION} compatible with "
+                        "${requested}: ${PACKAGE_VERSION_COMPATIBLE}, expected ${expect}")
+  endif()
+endfunction()
+check_version(0.1 TRUE)
+check_version(0.1.0 TRUE)
+check_version(0.2 FALSE)
+check_version(1.0 FALSE)
+
+# 3. Configure the consumer against the installed tree only.
+set(compiler_arg "")
+if(NOT "${CXX_COMPILER}" STREQUAL "")
+  set(compiler_arg "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}")
+endif()
+run_step("configuring the consumer" configure_log
+  "${CMAKE_COMMAND}" -S "${CONSUMER_SOURCE_DIR}" -B "${consumer_build}" -G "${GENERATOR}"
+  -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" ${compiler_arg}
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+string(FIND "${configure_log}" "consumer: cafmesh_DIR=${pkg_dir}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "install_and_consume: cafmesh was not found in ${pkg_dir}\n${configure_log}")
+endif()
+string(FIND "${configure_log}" "consumer: cafmesh_VERSION=0.1.0" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "install_and_consume: wrong cafmesh version\n${configure_log}")
+endif()
+string(REGEX MATCH "consumer: CAF_VERSION=0\\.17\\.[0-9]+" caf_line "${configure_log}")
+if(caf_line STREQUAL "")
+  message(FATAL_ERROR "install_and_consume: CAF 0.17 not found via FindCAF\n${configure_log}")
+endif()
+
+# 4. Build and run it.
+run_step("building the consumer" build_log
+  "${CMAKE_COMMAND}" --build "${consumer_build}" --config Release)
+run_step("running the consumer" run_log "${consumer_build}/cafmesh_consumer")
+set(expected
+"envelope cafmesh.envelope(\"consumer-1\", client/7f3a~portal/alice, node/Org/Acme, forwarded, {\"count\" = \"3\"}, none, [mesh/m1], \"ping\", \"{}\", *\"s-1\", false, none)
+host portal/alice
+error mesh_error(departed_silo, connect failed <- socket closed)
+roundtrip equal
+")
+if(NOT run_log STREQUAL expected)
+  message(FATAL_ERROR "install_and_consume: unexpected consumer output\n--- got\n${run_log}"
+                      "--- expected\n${expected}")
+endif()
+message(STATUS "install_and_consume: installed to ${prefix}, consumer built and ran:\n${run_log}")
