@@ -130,3 +130,88 @@ TEST_CASE_FIXTURE(fixture, "S12.07 a silo with probes stops gracefully in the SP
   CHECK(v->value.find(a)->status == silo_status::dead);
   CHECK(logs.count("mesh teardown", log::level::error) == 0);
 }
+
+namespace {
+
+/// The statuses of `s` in the snapshots `rec` (an `echo` subscribed to an agent or the
+/// oracle) received, without repeats, in arrival order.
+std::vector<std::string> statuses_seen(const caf::actor& rec, const silo_address& s) {
+  std::vector<std::string> out;
+  for (auto& m : fixture::state_of<echo_state>(rec).received) {
+    if (!m.match_elements<mb_snapshot_atom, membership_snapshot>())
+      continue;
+    auto row = m.get_as<membership_snapshot>(1).find(s);
+    if (row == nullptr)
+      continue;
+    if (out.empty() || out.back() != to_string(row->status))
+      out.push_back(to_string(row->status));
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(fixture, "A whole 3-silo simulated stop (silo + host + participants) completes with the stage order of S12.07 in the trace") {
+  silo_world w{*this};
+  std::vector<silo_address> xs{w.add_silo("a").addr, w.add_silo("b").addr,
+                               w.add_silo("c").addr};
+  REQUIRE(w.last_start->ok());
+  // One recorder per silo agent and one on the oracle: what every other silo sees.
+  std::map<silo_address, caf::actor> rec;
+  for (auto& s : xs) {
+    rec[s] = track(sys.spawn(echo));
+    caf::anon_send(w.at(s).agent, mb_subscribe_atom::value, rec[s]);
+  }
+  auto oracle_rec = track(sys.spawn(echo));
+  caf::anon_send(w.oracle, mb_subscribe_atom::value, oracle_rec);
+  run();
+  std::vector<int64_t> stop_ms;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    run_for(std::chrono::seconds(1));
+    auto t0 = now_ms();
+    auto stopped = w.stop(xs[i], true);
+    REQUIRE(run_until([&] { return stopped->done; }, std::chrono::minutes(10)));
+    REQUIRE(stopped->ok());
+    stop_ms.push_back(stopped->t_ms);
+    check_s1207_order(w, xs[i], t0);
+    // Every silo still running saw the stopping one go ShuttingDown, then Dead.
+    for (size_t j = i + 1; j < xs.size(); ++j) {
+      INFO("observer " << xs[j].to_string() << " of " << xs[i].to_string());
+      CHECK(statuses_seen(rec[xs[j]], xs[i])
+            == std::vector<std::string>{"Active", "ShuttingDown", "Dead"});
+    }
+    CHECK(statuses_seen(oracle_rec, xs[i])
+          == std::vector<std::string>{"Active", "ShuttingDown", "Dead"});
+    // The host ran its teardown after the silo stop: the probe answers torn_down.
+    auto probe_r = testing::ask<probe_answer>(*this, w.registry, lifecycle::probe_runtime_atom::value,
+                                              xs[i].to_string());
+    run();
+    REQUIRE(probe_r->ok());
+    CHECK(probe_r->value == probe_answer::torn_down);
+  }
+  // One after another: each stop answered before the next began (1 s apart, latency 0).
+  CHECK(stop_ms == std::vector<int64_t>{stop_ms[0], stop_ms[0] + 1000, stop_ms[0] + 2000});
+  auto last = testing::ask<membership_snapshot>(*this, w.oracle, mb_get_atom::value);
+  run();
+  REQUIRE(last->ok());
+  CHECK(last->value.active_set().empty());
+}
+
+TEST_CASE_FIXTURE(fixture, "silo world: restart brings a silo back with the next generation while the old one stays Dead") {
+  silo_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto stopped = w.stop(a, true);
+  REQUIRE(run_until([&] { return stopped->done; }, std::chrono::minutes(10)));
+  auto a2 = w.restart(a).addr;
+  REQUIRE(w.last_start->ok());
+  CHECK(a2.host == a.host);
+  CHECK(a2.port == a.port);
+  CHECK(a2.generation > b.generation);
+  auto v = w.view_of(b);
+  run();
+  REQUIRE(v->ok());
+  CHECK(v->value.find(a)->status == silo_status::dead);
+  CHECK(v->value.find(a2)->status == silo_status::active);
+  CHECK(v->value.active_set() == std::vector<silo_address>{a2, b});
+}
