@@ -215,3 +215,91 @@ TEST_CASE_FIXTURE(fixture, "silo world: restart brings a silo back with the next
   CHECK(v->value.find(a2)->status == silo_status::active);
   CHECK(v->value.active_set() == std::vector<silo_address>{a2, b});
 }
+
+TEST_CASE_FIXTURE(fixture, "S12.09 GrainDeactivation abandons a 40 s turn at 30 s, reroutes held messages with forward count + 1 and lets the routing grain go at once") {
+  silo_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto& sa = w.at(a);
+  auto p = track(sys.spawn(probe, static_cast<fixture*>(this)));
+  auto& answers = state_of<probe_state>(p).answers;
+  auto answer = [&](const std::string& tag) -> const probe_answer_rec* {
+    for (auto& x : answers)
+      if (x.tag == tag)
+        return &x;
+    return nullptr;
+  };
+  grain_id slow{"slow", "x"};
+  grain_id router{"routing", "default"};
+  // The routing grain's activation on A, through a real route request (lands at once).
+  auto d = make_delivery("d1", "node/Org/Acme");
+  d.sender = routing::address::from("client/1");
+  caf::anon_send(p, probe_ask_atom::value, sa.placement,
+                 caf::make_message(pl_call_atom::value, router, int32_t{0},
+                                   caf::make_message(routing::hg_route_atom::value, d)),
+                 int64_t{0}, std::string{"route"});
+  // slow/x on A (prefer-local), in a 40 s turn.
+  caf::anon_send(p, probe_ask_atom::value, sa.placement,
+                 caf::make_message(pl_call_atom::value, slow, int32_t{0},
+                                   caf::make_message(pt_slow_atom::value, int64_t{40000})),
+                 int64_t{0}, std::string{"turn40"});
+  run();
+  REQUIRE(answer("route") != nullptr);
+  REQUIRE(!answer("route")->error);
+  auto& cat = state_of<catalog_state>(sa.catalog);
+  REQUIRE(cat.by_grain.count(slow) == 1);
+  REQUIRE(cat.by_grain.count(router) == 1);
+  auto tag = activation_tag{cat.by_grain[slow].front()};
+  CHECK(cat.activations.at(tag.value).turn_open);
+  // Graceful stop of A; run the instant of the stop only (no timer fires).
+  auto t0 = now_ms();
+  auto stopped = w.stop(a, true);
+  run();
+  REQUIRE(w.first(a, ev::shutting_down_published).t_ms == t0);
+  // Stage 19998 runs: the routing grain's activation is already gone, slow/x deactivates.
+  CHECK(cat.by_grain.count(router) == 0);
+  REQUIRE(cat.by_grain.count(slow) == 1);
+  CHECK(cat.activations.at(tag.value).deactivating);
+  // Messages queued to the deactivating activation: forward counts 0, 1 and 2.
+  for (int32_t fwd : {0, 1, 2})
+    caf::anon_send(p, probe_ask_atom::value, sa.catalog,
+                   caf::make_message(ct_invoke_atom::value, slow, tag, fwd,
+                                     caf::make_message(pt_echo_atom::value, 10 + fwd)),
+                   int64_t{0}, "fwd" + std::to_string(fwd));
+  run();
+  CHECK(answer("fwd0") == nullptr);
+  CHECK(cat.activations.at(tag.value).queue.size() == 3);
+  // The 40 s turn is abandoned at 30 s with a warning.
+  REQUIRE(run_until([&] { return answer("fwd2") != nullptr; }, std::chrono::minutes(1)));
+  auto ab = logs.find("abandoned", log::level::warning);
+  REQUIRE(ab.size() == 1);
+  CHECK(ab[0].t_ms == t0 + 30000);
+  CHECK(ab[0].text.find(tag.to_string()) != std::string::npos);
+  CHECK(cat.stats.abandoned == 1);
+  CHECK(cat.stats.rerouted == 3);
+  REQUIRE(run_until([&] { return answer("fwd0") && answer("fwd1"); }, std::chrono::minutes(1)));
+  // Rerouted with forward count + 1 to a new activation on B (the other Active silo).
+  for (auto [t, x] : {std::pair{"fwd0", 20}, std::pair{"fwd1", 22}}) {
+    auto r = answer(t);
+    INFO(std::string{t} << ": " << to_fault(r->error).text);
+    REQUIRE(!r->error);
+    REQUIRE(r->reply.match_elements<std::string, int>());
+    CHECK(r->reply.get_as<std::string>(0) == b.to_string());
+    CHECK(r->reply.get_as<int>(1) == x);
+    CHECK(r->t_ms == t0 + 30000);
+  }
+  auto& cat_b = state_of<catalog_state>(w.at(b).catalog);
+  CHECK(cat_b.by_grain.count(slow) == 1);
+  // Forwarded twice already: the reroute (count 3) is refused `rejected`.
+  auto r2 = answer("fwd2");
+  REQUIRE(r2->error);
+  CHECK(to_fault(r2->error).code == mesh_errc::rejected);
+  CHECK(to_fault(r2->error).text.find("forward count 3 exceeds placement.max_forward_count = 2")
+        != std::string::npos);
+  CHECK(r2->t_ms == t0 + 30000);
+  // The stop then completes (19998 ended at 30 s).
+  REQUIRE(run_until([&] { return stopped->done; }, std::chrono::minutes(10)));
+  CHECK(stopped->ok());
+  CHECK(w.first(a, ev::all_deactivated).t_ms == t0 + 30000);
+  check_s1207_order(w, a, t0);
+}
