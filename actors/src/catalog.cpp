@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/request_any.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 
 namespace cafmesh {
@@ -43,16 +44,13 @@ namespace {
 
 using ct_actor = caf::stateful_actor<catalog_state>;
 
-template <class Timeout, class F>
-void ask_any(ct_actor* self, const caf::actor& h, Timeout timeout, caf::message msg, F done) {
-  self->request(h, timeout, std::move(msg))
-    .then([=](pl_never_atom) mutable { done(caf::make_message(pl_never_atom::value), caf::error{}); },
-          [=](caf::error& e) mutable {
-            if (e == caf::sec::unexpected_response)
-              done(e.context(), caf::error{});
-            else
-              done(caf::message{}, std::move(e));
-          });
+/// `request_any` with one completion: `done(reply, error)`, exactly one of them set.
+template <class F>
+void ask_any(ct_actor* self, const caf::actor& h, int64_t timeout_ms, caf::message msg, F done) {
+  request_any(
+    self, h, timeout_ms, std::move(msg),
+    [done](caf::message m) mutable { done(std::move(m), caf::error{}); },
+    [done](caf::error e) mutable { done(caf::message{}, std::move(e)); });
 }
 
 std::string tag_of(const catalog_activation& a) {
@@ -133,7 +131,7 @@ void reroute(ct_actor* self, const grain_id& g, catalog_turn turn) {
   ++st.stats.rerouted;
   ++st.reroutes_in_flight;
   auto rp = turn.rp;
-  ask_any(self, st.placement, caf::infinite,
+  ask_any(self, st.placement, 0,
           caf::make_message(pl_call_atom::value, g, turn.forward_count + 1, std::move(turn.payload)),
           [=](caf::message reply, caf::error err) mutable {
             --self->state.reroutes_in_flight;
@@ -217,7 +215,7 @@ void pump(ct_actor* self, uint32_t tag) {
   st.last_forward_count = turn.forward_count;
   ++a.idle_seq; // a pending idle timer is stale now
   auto rp = turn.rp;
-  ask_any(self, a.actor, caf::infinite, std::move(turn.payload),
+  ask_any(self, a.actor, 0, std::move(turn.payload),
           [=](caf::message reply, caf::error err) mutable {
             if (err)
               rp.deliver(to_error(to_fault(err)));

@@ -8,6 +8,7 @@
 #include "cafmesh/actors/catalog.hpp"
 #include "cafmesh/actors/directory.hpp"
 #include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/request_any.hpp"
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 
@@ -49,19 +50,13 @@ std::string seconds_text(int64_t ms) {
   return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
 }
 
-/// Asks `h` with `msg` and calls `done(reply, error)` with the reply's elements or the
-/// error. CAF 0.17 has no catch-all response handler: a handler that never matches turns
-/// every real reply into `unexpected_response`, whose context is the reply itself.
-template <class Timeout, class F>
-void ask_any(pl_actor* self, const caf::actor& h, Timeout timeout, caf::message msg, F done) {
-  self->request(h, timeout, std::move(msg))
-    .then([=](pl_never_atom) mutable { done(caf::make_message(pl_never_atom::value), caf::error{}); },
-          [=](caf::error& e) mutable {
-            if (e == caf::sec::unexpected_response)
-              done(e.context(), caf::error{});
-            else
-              done(caf::message{}, std::move(e));
-          });
+/// `request_any` with one completion: `done(reply, error)`, exactly one of them set.
+template <class F>
+void ask_any(pl_actor* self, const caf::actor& h, int64_t timeout_ms, caf::message msg, F done) {
+  request_any(
+    self, h, timeout_ms, std::move(msg),
+    [done](caf::message m) mutable { done(std::move(m), caf::error{}); },
+    [done](caf::error e) mutable { done(caf::message{}, std::move(e)); });
 }
 
 caf::error shutting_down_error(const placement_state& st) {
@@ -95,7 +90,7 @@ void send_to(pl_actor* self, const grain_id& g, const silo_address& s, activatio
                         std::move(w.payload));
   auto rp = w.rp;
   auto timeout_ms = st.cfg.response_timeout_ms;
-  ask_any(self, st.centre, std::chrono::milliseconds(timeout_ms), std::move(call),
+  ask_any(self, st.centre, timeout_ms, std::move(call),
           [=](caf::message reply, caf::error err) mutable {
             if (!err) {
               rp.deliver(std::move(reply));
@@ -206,7 +201,8 @@ void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
     return;
   }
   ++st.stats.activations;
-  self->request(st.centre, caf::infinite,
+  // Bounded by the item's budget: the item has failed by then anyway.
+  self->request(st.centre, std::chrono::milliseconds(st.cfg.timeout_ms),
                 make_call(target, component::catalog, ct_activate_atom::value, g))
     .then(
       [=](activation_address& a) {
@@ -246,27 +242,27 @@ void start_lookup(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
         start_lookup(self, idx, g, id);
         return;
       }
-        auto& st = self->state;
-        auto item = find_item(self, idx, g, id);
-        if (candidates_for(st, item->info).empty()) {
-          // Nothing Active could host it, and without an Active silo the directory cannot
-          // answer either: fail now instead of waiting for the deadline.
-          ++st.stats.no_candidate;
-          fail_item(self, idx, g,
-                    no_candidate_fault(st.view, item->info.type,
-                                       std::to_string(item->info.interface_version)));
-          return;
-        }
-        st.log.debug("lookup of " + g.to_string() + " failed, retrying: " + to_fault(e).render());
-        self->delayed_send(self, std::chrono::milliseconds(self->state.cfg.unstable_retry_ms),
-                           pl_retry_atom::value, static_cast<uint64_t>(idx), g, id);
+      auto& st = self->state;
+      auto item = find_item(self, idx, g, id);
+      if (candidates_for(st, item->info).empty()) {
+        // Nothing Active could host it, and without an Active silo the directory cannot
+        // answer either: fail now instead of waiting for the deadline.
+        ++st.stats.no_candidate;
+        fail_item(self, idx, g,
+                  no_candidate_fault(st.view, item->info.type,
+                                     std::to_string(item->info.interface_version)));
+        return;
+      }
+      st.log.debug("lookup of " + g.to_string() + " failed, retrying: " + to_fault(e).render());
+      self->delayed_send(self, std::chrono::milliseconds(st.cfg.unstable_retry_ms),
+                         pl_retry_atom::value, static_cast<uint64_t>(idx), g, id);
       });
 }
 
 } // namespace
 
-static caf::behavior placement_service(pl_actor* self, placement_config cfg, grain_registry_ptr registry,
-                                caf::actor centre) {
+static caf::behavior placement_service(pl_actor* self, placement_config cfg,
+                                       grain_registry_ptr registry, caf::actor centre) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   if (st.cfg.worker_count < 1)
@@ -335,9 +331,12 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg, gra
       item.waiters.push_back(std::move(w));
       items.emplace(g, std::move(item));
       ++st.stats.items_created;
-      self->delayed_send(self, std::chrono::milliseconds(st.cfg.timeout_ms),
-                         pl_deadline_atom::value, static_cast<uint64_t>(idx), g, id);
+      // A null-directory lookup completes inside this call (no message at all); only an
+      // item still pending afterwards needs its deadline timer.
       start_lookup(self, idx, g, id);
+      if (find_item(self, idx, g, id) != nullptr)
+        self->delayed_send(self, std::chrono::milliseconds(st.cfg.timeout_ms),
+                           pl_deadline_atom::value, static_cast<uint64_t>(idx), g, id);
       return rp;
     },
     [=](pl_deadline_atom, uint64_t idx, const grain_id& g, uint64_t id) {

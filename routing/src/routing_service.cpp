@@ -129,8 +129,10 @@ void client_failed_attempt(rs_actor* self, uint64_t id, uint64_t tok, fault f) {
   if (i == st.dispatches.end() || i->second.token != tok)
     return;
   if (contains_code(f, mesh_errc::silo_unavailable) || contains_code(f, mesh_errc::departed_silo)) {
-    if (!st.gateway.empty())
+    if (!st.gateway.empty()) {
       st.log.info("re-homing away from gateway " + st.gateway.to_string() + ": " + f.render());
+      st.avoided.insert(st.gateway);
+    }
     st.gateway = silo_address{};
   }
   auto d = i->second.retry.next(f);
@@ -153,8 +155,14 @@ void client_attempt(rs_actor* self, uint64_t id) {
   dsp.attempt_ms.push_back(now);
   st.attempts_by_id[dsp.env.id].push_back(now);
   ++st.stats.client_attempts;
-  if (st.gateway.empty() && !st.gateways.empty())
-    st.gateway = st.gateways[st.rng() % st.gateways.size()];
+  if (st.gateway.empty() && !st.gateways.empty()) {
+    std::vector<silo_address> fresh;
+    for (auto& g : st.gateways)
+      if (st.avoided.count(g) == 0)
+        fresh.push_back(g);
+    auto& pool = fresh.empty() ? st.gateways : fresh;
+    st.gateway = pool[st.rng() % pool.size()];
+  }
   if (st.gateway.empty() || !st.opts.centre) {
     fault f{mesh_errc::no_compatible_silo,
             "no active silo is compatible with grain type routing (interface version 1); "
@@ -345,6 +353,12 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
     [=](mb_snapshot_atom, const membership_snapshot& v) {
       auto& st = self->state;
       st.gateways = v.active_set();
+      for (auto i = st.avoided.begin(); i != st.avoided.end();) {
+        if (!v.is_active(*i))
+          i = st.avoided.erase(i);
+        else
+          ++i;
+      }
       if (!st.gateway.empty() && !v.is_active(st.gateway)) {
         st.log.info("gateway " + st.gateway.to_string() + " left the active set; re-homing");
         st.gateway = silo_address{};

@@ -594,6 +594,10 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: a burst of stateless-worker calls at o
   }
   CHECK(w.catalog_of(a).stats.activated == 1); // local limit 1: one activation, turns queued
   CHECK(w.catalog_of(a).stats.turns == 20);
+  // The null directory answered inside each call: no work item kept a deadline timer; the
+  // clock holds only the 20 response timeouts and the probe's 20 request timeouts (CAF 0.17
+  // keeps request timeouts after the reply); with a deadline per item it would hold 60.
+  CHECK(sched.clock().schedule().size() == 40);
 }
 
 TEST_CASE_FIXTURE(sc_fixture, "placement: the random strategy takes candidates ordered by rendered address at index next() mod n of the silo's seeded PRNG") {
@@ -611,4 +615,57 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: the random strategy takes candidates o
   }
   std::set<silo_address> used(picks.begin(), picks.end());
   CHECK(used.size() == 3); // the sequence reaches every candidate, A included
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "placement: two silos placing one grain at once on different silos end on the registration winner, the loser deactivates") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto c = w.add_silo("c").addr;
+  auto pa = expected_picks(a, 1, {a, b, c}, 1)[0];
+  auto pb = expected_picks(b, 1, {a, b, c}, 1)[0];
+  REQUIRE(pa != pb); // the two placements activate on different silos
+  auto p = spawn_probe();
+  grain_id g{"messagehub", "Org/Race"};
+  call(p, w.at(a).placement, g, echo(1), "from-a");
+  call(p, w.at(b).placement, g, echo(2), "from-b");
+  REQUIRE(run_until([&] { return answered(p, 2); }));
+  auto sa = served_by(*answer(p, "from-a"));
+  auto sb = served_by(*answer(p, "from-b"));
+  CHECK(sa == sb);
+  CHECK((sa == pa.to_string() || sa == pb.to_string()));
+  size_t live = 0, gone = 0;
+  for (auto s : {a, b, c}) {
+    live += w.catalog_of(s).activations.size();
+    gone += w.catalog_of(s).stats.deactivated;
+  }
+  CHECK(live == 1);
+  CHECK(gone == 1);
+  CHECK(w.placement_of(a).cache.get(g)->silo.to_string() == sa);
+  CHECK(w.placement_of(b).cache.get(g)->silo.to_string() == sa);
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "placement: with 1-5 ms link latency the placement timeout still fires 30 s after the item was created and calls elsewhere land") {
+  sim_network_config net;
+  net.seed = 7;
+  net.link_latency_min_ms = 1;
+  net.link_latency_max_ms = 5;
+  placement_world w{*this, net};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto c = w.add_silo("c").addr;
+  auto hub = owned_by(w.active_set(), c, "messagehub");
+  auto ok = owned_by(w.active_set(), b, "podhub");
+  w.stall(c);
+  auto p = spawn_probe();
+  run_to(now_ms() + 3);
+  auto t0 = now_ms();
+  call(p, w.at(a).placement, hub, echo(1), "hub");
+  call(p, w.at(a).placement, ok, echo(2), "ok");
+  REQUIRE(run_until([&] { return answered(p, 2); }));
+  CHECK(to_fault(answer(p, "hub")->error).code == mesh_errc::placement_timeout);
+  CHECK(answer(p, "hub")->t_ms == t0 + 30000);
+  CHECK_FALSE(answer(p, "ok")->error);
+  CHECK(served_by(*answer(p, "ok")) == a.to_string()); // prefer-local; its owner B was asked
+  CHECK(answer(p, "ok")->t_ms > t0);
 }

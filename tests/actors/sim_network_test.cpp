@@ -258,6 +258,25 @@ TEST_CASE_FIXTURE(net_fixture, "sim_network: an announced type survives the seri
   CHECK(ans[1].reply.get_as<grain_id>(0) == grain_id{"messagehub", "Org/Acme"});
 }
 
+TEST_CASE_FIXTURE(net_fixture, "sim_network: a reply holding an unannounced type reaches the caller as an error") {
+  sim_world w{*this, sim_network_config{1, 2, 2}};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  auto bad_replier = track(sys.spawn([]() -> caf::behavior {
+    return {[](echo_atom, int x) { return unannounced{x}; }};
+  }));
+  w.reg(b, component::test, bad_replier);
+  auto p = spawn_probe();
+  run();
+  ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 5), "bad reply");
+  run_until([&] { return !probe_of(p).answers.empty(); });
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 1);
+  CHECK(ans[0].t_ms == 4);
+  CHECK(ans[0].error == caf::sec::unknown_type);
+  CHECK(w.net_state().count("n2 Sb:11111@2 -> Sa:11111@1 #1 test resp (cannot serialize: type not announced") == 1);
+}
+
 namespace {
 
 uint64_t exchange_digest(testing::fixture& fx, uint64_t seed) {

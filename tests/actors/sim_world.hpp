@@ -135,6 +135,20 @@ public:
     return members[s];
   }
 
+  /// Adds a pure client process: message centre and membership agent (the centre
+  /// subscribed to it), no partition; it never joins. Returned as a `sim_silo` whose
+  /// `partition` is null.
+  sim_silo& add_client(const std::string& host, uint16_t port = 30000) {
+    auto s = add_silo(host, port);
+    sim_silo m;
+    m.addr = s;
+    m.mc = centres[s];
+    m.agent = fx_.track(spawn_membership_agent(fx_.sys, s, oracle));
+    caf::anon_send(m.agent, mb_subscribe_atom::value, m.mc);
+    members[s] = m;
+    return members[s];
+  }
+
   /// Joins `s` (Joining) with `manifest`, then makes it Active; runs until both applied.
   void join_active(const silo_address& s,
                    std::vector<grain_type_info> manifest = default_manifest(),
@@ -152,7 +166,8 @@ public:
     caf::anon_send(net, sim_kill_atom::value, s);
     if (auto i = members.find(s); i != members.end()) {
       caf::anon_send_exit(i->second.agent, caf::exit_reason::kill);
-      caf::anon_send_exit(i->second.partition, caf::exit_reason::kill);
+      if (i->second.partition)
+        caf::anon_send_exit(i->second.partition, caf::exit_reason::kill);
     }
     caf::anon_send_exit(centres.at(s), caf::exit_reason::kill);
     fx_.run();

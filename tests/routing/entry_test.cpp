@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "cafmesh/lifecycle/host.hpp"
+#include "cafmesh/lifecycle/quiescence_participant.hpp"
+#include "cafmesh/lifecycle/silo_lifecycle.hpp"
+#include "cafmesh/routing/size_guard.hpp"
 #include "entry_world.hpp"
 
 using namespace cafmesh;
@@ -371,4 +375,243 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: a node hub whose hub was disposed re
   CHECK(contains(o.message, owner_refusal_text("node/Org/Acme", tag)));
   run();
   CHECK(w.catalog_of(a.addr).by_grain.count(g) == 0);
+}
+
+TEST_CASE_FIXTURE(testing::fixture, "entry: after the stopping signal with 5 legs in flight a co-hosted delivery is NACKed without placement and a pure client is refused silo_unavailable, re-homed and lands") {
+  entry_world w(*this);
+  entry_silo_options opt;
+  opt.gateway_proxy = true;
+  opt.port_proxy = true;
+  opt.gauge = true;
+  auto& a = w.add_silo("a", opt);
+  auto joining = opt;
+  joining.activate = false;
+  joining.port_proxy = false;
+  joining.gauge = false;
+  auto& b = w.add_silo("b", joining);
+  auto c = w.add_client("client");
+  auto ch = w.add_hub(c.routing, "client/c1");
+  // Warm-up: only A is Active, so the client homes on gateway A.
+  caf::anon_send(ch, ep_post_atom::value, make_delivery("w1", "node/Org/Acme"));
+  REQUIRE(run_until([&] { return received_count(built_hub(w, "Org/Acme")) == 1; }, 20s));
+  CHECK(service_of(c.routing).gateway == a.addr);
+  w.set_status(b.addr, silo_status::active);
+  auto h = w.add_hub(a.routing, "portal/h1");
+  // 5 legs in flight on A (their grain calls never answer).
+  auto& px = state_of<port_proxy_state>(a.proxy);
+  for (int i = 1; i <= 5; ++i) {
+    auto id = "l" + std::to_string(i);
+    px.hold.insert(id);
+    caf::anon_send(h, ep_post_atom::value, make_delivery(id, "node/Org/L" + std::to_string(i)));
+  }
+  run();
+  std::vector<uint64_t> samples;
+  auto sample = [&] {
+    auto n = ask<uint64_t>(*this, caf::actor_cast<caf::actor>(a.gauge), lifecycle::q_count_atom::value);
+    REQUIRE(n);
+    samples.push_back(*n);
+  };
+  sample();
+  CHECK(samples.back() == 5);
+  signal_stopping(*this, a);
+  sample();
+  auto a_calls = w.placement_of(a.addr).stats.calls;
+  auto a_gw = state_of<gateway_proxy_state>(a.gateway).calls_ms.size();
+  // The co-hosted hub: NACK shutting_down, no placement on A.
+  caf::anon_send(h, ep_post_atom::value, make_delivery("h2", "node/Org/Acme"));
+  run();
+  REQUIRE(hub_of(h).outcomes.size() == 1);
+  CHECK(hub_of(h).outcomes[0].verdict == verdict::shutting_down);
+  CHECK(w.placement_of(a.addr).stats.calls == a_calls);
+  sample();
+  // The pure client: refused by A's router core, re-sent through B, lands.
+  auto refused_before = core_stats(*this, a).refused_stopping;
+  caf::anon_send(ch, ep_post_atom::value, make_delivery("c2", "node/Org/Acme"));
+  REQUIRE(run_until([&] { return received_count(built_hub(w, "Org/Acme")) == 2; }, 20s));
+  CHECK(core_stats(*this, a).refused_stopping == refused_before + 1);
+  CHECK(state_of<gateway_proxy_state>(a.gateway).calls_ms.size() == a_gw + 1);
+  CHECK(state_of<gateway_proxy_state>(b.gateway).calls_ms.size() == 1);
+  CHECK(service_of(c.routing).gateway == b.addr);
+  auto& att = service_of(c.routing).attempts_by_id["c2"];
+  REQUIRE(att.size() == 2);
+  CHECK(att[1] - att[0] == 200);
+  CHECK(core_stats(*this, b).accepted == 1);
+  sample();
+  run_for(10s);
+  sample();
+  CHECK(hub_of(ch).outcomes.empty());
+  for (size_t i = 1; i < samples.size(); ++i)
+    CHECK(samples[i] <= samples[i - 1]);
+  CHECK(samples.back() == 5);
+}
+
+TEST_CASE_FIXTURE(testing::fixture, "entry: the hub endpoint passes one outcome per delivery id and drops duplicates with the debug line") {
+  entry_world w(*this);
+  auto& a = w.add_silo("a");
+  auto h = w.add_hub(a.routing, "portal/h1");
+  auto nack_for = [](const std::string& id, const std::string& nid) {
+    envelope orig = make_delivery(id, "node/Org/Acme");
+    orig.sender = address::from("portal/h1");
+    auto f = make_delivery_failure(orig, "Delivery to 'node/Org/Acme' failed: test",
+                                   verdict::shutting_down);
+    return make_nack_envelope(f, nid, address::from("router/x"));
+  };
+  // One-way post NACKed twice (two transports): one outcome, one duplicate dropped.
+  caf::anon_send(h, hb_in_atom::value, nack_for("p1", "n1"));
+  caf::anon_send(h, hb_in_atom::value, nack_for("p1", "n2"));
+  run();
+  // A request answered, then a late NACK: only the response.
+  caf::anon_send(h, ep_request_atom::value, make_delivery("q1", "node/Org/Acme"), int64_t{60000});
+  run();
+  envelope resp;
+  resp.id = "q1-response";
+  resp.sender = address::from("node/Org/Acme");
+  resp.target = address::from("portal/h1");
+  resp.request_id = std::string{"q1"};
+  resp.payload_json = "{}";
+  caf::anon_send(h, hb_in_atom::value, resp);
+  caf::anon_send(h, hb_in_atom::value, nack_for("q1", "n3"));
+  run_for(61s);
+  auto& os = hub_of(h).outcomes;
+  REQUIRE(os.size() == 2);
+  CHECK(os[0].id == "p1");
+  CHECK(os[0].kind == "nack");
+  CHECK(os[1].id == "q1");
+  CHECK(os[1].kind == "response");
+  CHECK(hub_of(h).tracker.duplicates_dropped() == 2);
+  CHECK(logs.count("duplicate outcome for delivery p1 dropped", log::level::debug) == 1);
+  CHECK(logs.count("duplicate outcome for delivery q1 dropped", log::level::debug) == 1);
+}
+
+TEST_CASE_FIXTURE(testing::fixture, "S12.19 during A's graceful stop hold a co-hosted delivery is NACKed without placement and a pure client's is refused, re-homed and lands while A's gauge never rises") {
+  entry_world w(*this);
+  entry_silo_options opt;
+  opt.gateway_proxy = true;
+  opt.port_proxy = true;
+  opt.gauge = true;
+  auto& a = w.add_silo("a", opt);
+  auto joining = opt;
+  joining.activate = false;
+  joining.port_proxy = false;
+  joining.gauge = false;
+  auto& b = w.add_silo("b", joining);
+  auto c = w.add_client("client");
+  auto ch = w.add_hub(c.routing, "client/c1");
+  caf::anon_send(ch, ep_post_atom::value, make_delivery("w1", "node/Org/Acme"));
+  REQUIRE(run_until([&] { return received_count(built_hub(w, "Org/Acme")) == 1; }, 20s));
+  REQUIRE(service_of(c.routing).gateway == a.addr); // the client's gateway is A
+  w.set_status(b.addr, silo_status::active);
+  // Silo A's host: lifecycle subject with the quiescence participant at Active (20000).
+  auto subject = track(lifecycle::spawn_silo_lifecycle(sys, {a.addr.to_string(), 1000}));
+  auto participant = track(lifecycle::spawn_quiescence_participant(sys, a.gauge, {}));
+  REQUIRE(ask<caf::ok_atom>(*this, caf::actor_cast<caf::actor>(subject),
+                            lifecycle::subscribe_atom::value, lifecycle::stage{20000},
+                            std::string{"quiescence"}, participant));
+  lifecycle::host_options ho;
+  ho.silo_name = a.addr.to_string();
+  ho.subject = subject;
+  ho.budgets.shutdown_budget_ms = 60000; // the 30 s hold expires first
+  ho.recipients = {caf::actor_cast<lifecycle::stopping_recipient_actor>(a.routing),
+                   caf::actor_cast<lifecycle::stopping_recipient_actor>(a.core),
+                   caf::actor_cast<lifecycle::stopping_recipient_actor>(a.claimer)};
+  auto host = track(lifecycle::spawn_host(sys, ho));
+  REQUIRE(ask<caf::ok_atom>(*this, caf::actor_cast<caf::actor>(host), lifecycle::host_start_atom::value));
+  // 5 legs in flight on A.
+  auto h = w.add_hub(a.routing, "portal/h1");
+  auto& px = state_of<port_proxy_state>(a.proxy);
+  for (int i = 1; i <= 5; ++i) {
+    auto id = "l" + std::to_string(i);
+    px.hold.insert(id);
+    caf::anon_send(h, ep_post_atom::value, make_delivery(id, "node/Org/L" + std::to_string(i)));
+  }
+  run();
+  std::vector<uint64_t> samples;
+  auto sample = [&] {
+    auto n = ask<uint64_t>(*this, caf::actor_cast<caf::actor>(a.gauge), lifecycle::q_count_atom::value);
+    REQUIRE(n);
+    samples.push_back(*n);
+  };
+  sample();
+  REQUIRE(samples.back() == 5);
+  // Graceful stop: stopping signal, then the hold at Active.
+  caf::anon_send(host, lifecycle::host_halt_atom::value, true);
+  run_for(1s);
+  sample();
+  auto phase = ask<lifecycle::host_phase>(*this, caf::actor_cast<caf::actor>(host), lifecycle::host_state_atom::value);
+  REQUIRE(phase);
+  CHECK(*phase == lifecycle::host_phase::stopping_silo);
+  auto a_calls = w.placement_of(a.addr).stats.calls;
+  auto a_gw = state_of<gateway_proxy_state>(a.gateway).calls_ms.size();
+  caf::anon_send(h, ep_post_atom::value, make_delivery("h2", "node/Org/Acme"));
+  run();
+  sample();
+  REQUIRE(hub_of(h).outcomes.size() == 1);
+  CHECK(hub_of(h).outcomes[0].id == "h2");
+  CHECK(hub_of(h).outcomes[0].verdict == verdict::shutting_down);
+  CHECK(contains(hub_of(h).outcomes[0].message, "Host is shutting down, cannot route to node/Org/Acme"));
+  CHECK(w.placement_of(a.addr).stats.calls == a_calls);
+  caf::anon_send(ch, ep_post_atom::value, make_delivery("c2", "node/Org/Acme"));
+  REQUIRE(run_until([&] { return received_count(built_hub(w, "Org/Acme")) == 2; }, 20s));
+  sample();
+  CHECK(core_stats(*this, a).refused_stopping == 1);
+  CHECK(logs.count("is leaving; route elsewhere") >= 1);
+  CHECK(state_of<gateway_proxy_state>(a.gateway).calls_ms.size() == a_gw + 1);
+  CHECK(state_of<gateway_proxy_state>(b.gateway).calls_ms.size() == 1);
+  CHECK(service_of(c.routing).gateway == b.addr);
+  CHECK(core_stats(*this, b).accepted == 1);
+  CHECK(hub_of(built_hub(w, "Org/Acme")).received[1].env.id == "c2");
+  run_for(5s);
+  sample();
+  CHECK(hub_of(ch).outcomes.empty());
+  for (size_t i = 1; i < samples.size(); ++i)
+    CHECK(samples[i] <= samples[i - 1]);
+  // The hold ends at its 30 s budget (the 5 legs never land) and the stop completes.
+  REQUIRE(run_until([&] {
+    auto p = ask<lifecycle::host_phase>(*this, caf::actor_cast<caf::actor>(host), lifecycle::host_state_atom::value);
+    return p && *p == lifecycle::host_phase::torn_down;
+  }, 60s));
+  CHECK(logs.count("5 route leg(s) did not land") == 1);
+}
+
+TEST_CASE_FIXTURE(testing::fixture, "entry: a pure client refuses a payload at the grain-call limit with one NACK rejected and dispatches one below it") {
+  entry_world w(*this);
+  w.add_silo("a");
+  auto c = w.add_client("client", 1000);
+  auto ch = w.add_hub(c.routing, "client/c1");
+  auto big = make_delivery("s1", "node/Org/Acme");
+  big.payload_json = std::string(1000, 'x');
+  auto small = make_delivery("s2", "node/Org/Acme");
+  small.payload_json = std::string(999, 'x');
+  caf::anon_send(ch, ep_post_atom::value, big);
+  caf::anon_send(ch, ep_post_atom::value, small);
+  REQUIRE(run_until([&] { return received_count(built_hub(w, "Org/Acme")) == 1; }, 20s));
+  run_for(1s);
+  auto& hs = hub_of(ch);
+  REQUIRE(hs.outcomes.size() == 1);
+  CHECK(hs.outcomes[0].id == "s1");
+  CHECK(hs.outcomes[0].verdict == verdict::rejected);
+  CHECK(is_failed_and_nacked(hs.entry_answers[0]));
+  CHECK(hub_of(built_hub(w, "Org/Acme")).received[0].env.id == "s2");
+  CHECK(service_of(c.routing).stats.size_refused == 1);
+  CHECK(service_of(c.routing).stats.client_attempts == 1);
+  CHECK(logs.count("1,000", log::level::error) == 1);
+}
+
+TEST_CASE_FIXTURE(testing::fixture, "entry: a node hub is exempt from idle collection while building and collected once its hub is ready") {
+  entry_world w(*this);
+  entry_silo_options opt;
+  opt.hub_build_delay_ms = 500;
+  opt.idle_deactivation_ms = 100;
+  auto& a = w.add_silo("a", opt);
+  auto h = w.add_hub(a.routing, "portal/h1");
+  auto t0 = now_ms();
+  caf::anon_send(h, ep_post_atom::value, make_delivery("d1", "node/Org/Acme"));
+  run_to(t0 + 450);
+  auto g = node_hub_grain("Org/Acme");
+  CHECK(w.catalog_of(a.addr).by_grain.count(g) == 1); // idle for 450 ms, still there
+  REQUIRE(run_until([&] { return received_count(built_hub(w, "Org/Acme")) == 1; }, 5s));
+  CHECK(hub_of(built_hub(w, "Org/Acme")).received[0].t_ms >= 0);
+  run_to(t0 + 2000);
+  CHECK(hub_of(h).outcomes.empty());
+  CHECK(w.catalog_of(a.addr).by_grain.count(g) == 0); // unpinned: collected when idle
 }

@@ -19,6 +19,7 @@
 
 #include "../actors/placement_world.hpp"
 #include "cafmesh/lifecycle/io_pool.hpp"
+#include "cafmesh/lifecycle/routing_quiescence.hpp"
 #include "cafmesh/lifecycle/stopping_recipient.hpp"
 #include "cafmesh/routing/hub_endpoint.hpp"
 #include "cafmesh/routing/hub_grains.hpp"
@@ -112,6 +113,8 @@ inline caf::behavior test_resolver(caf::event_based_actor*) {
 struct port_proxy_state {
   caf::actor real;
   std::set<std::string> reject_first; ///< delivery ids whose first attempt is `rejected`
+  std::set<std::string> hold;         ///< delivery ids never answered (legs stay in flight)
+  std::vector<caf::response_promise> held;
   std::map<std::string, int> attempts;
   struct event {
     uint64_t seq;
@@ -138,6 +141,10 @@ inline caf::behavior port_proxy(caf::stateful_actor<port_proxy_state>* self, caf
       auto& st = self->state;
       auto id = d.id;
       note(id, "attempt");
+      if (st.hold.count(id) != 0) {
+        st.held.push_back(self->make_response_promise());
+        return st.held.back();
+      }
       if (st.attempts[id]++ == 0 && st.reject_first.count(id) != 0) {
         note(id, "rejected");
         return to_error(fault{mesh_errc::rejected, "turned away by the activation (test)"});
@@ -203,6 +210,7 @@ struct entry_silo {
   grain_port_actor grains;
   caf::actor proxy; ///< the port proxy, if any
   lifecycle::io_pool_actor pool;
+  lifecycle::routing_quiescence_actor gauge;
   router_core_actor core;
 };
 
@@ -211,6 +219,8 @@ struct entry_silo_options {
   bool port_proxy = false;
   bool gateway_proxy = false;
   int64_t hub_build_delay_ms = 0;
+  bool gauge = false; ///< give the router core a quiescence gauge
+  int64_t idle_deactivation_ms = 0; ///< catalog idle collection (0: off)
 };
 
 struct client_process {
@@ -245,6 +255,7 @@ public:
     s.placement = fx_.track(spawn_placement_service(sys, pc, s.registry, s.centre));
     catalog_config cc;
     cc.self = s.addr;
+    cc.idle_deactivation_ms = opt.idle_deactivation_ms;
     s.catalog = fx_.track(spawn_catalog(sys, cc, s.registry, s.centre, s.placement));
     routing_service_options ro;
     ro.role = config::process_role::silo_host;
@@ -264,6 +275,10 @@ public:
     co.resolver = caf::actor_cast<path_resolver_actor>(s.resolver);
     co.local_routes = caf::actor_cast<local_route_port_actor>(s.routing);
     co.pool = s.pool;
+    if (opt.gauge) {
+      s.gauge = fx_.track(lifecycle::spawn_routing_quiescence(sys));
+      co.gauge = s.gauge;
+    }
     s.core = fx_.track(spawn_router_core(sys, co));
     caf::anon_send(s.routing, rs_core_atom::value, s.core);
     s.hubs = fx_.track(sys.spawn(test_hub_factory, s.routing, std::string{"node"}));
@@ -292,7 +307,7 @@ public:
     return silos.back();
   }
 
-  client_process add_client(const std::string& host) {
+  client_process add_client(const std::string& host, int64_t grain_call_limit_bytes = 104857600) {
     auto& sys = fx_.sys;
     client_process c;
     c.addr = net_.add_silo(host);
@@ -301,6 +316,7 @@ public:
     caf::anon_send(c.agent, mb_subscribe_atom::value, c.centre);
     routing_service_options ro;
     ro.role = config::process_role::pure_client;
+    ro.size.grain_call_body_limit_bytes = grain_call_limit_bytes;
     ro.process_name = c.addr.to_string();
     ro.centre = c.centre;
     c.routing = caf::actor_cast<caf::actor>(fx_.track(spawn_routing_service(sys, ro)));

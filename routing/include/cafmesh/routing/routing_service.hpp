@@ -33,7 +33,8 @@
 ///    choosing a gateway from the active set (none: fault `no_compatible_silo`) and bounded
 ///    by placement + response timeout (a timeout is `response_timeout`), retried under the
 ///    client policy (SPEC §7.5) while resendable; a gateway answering `silo_unavailable` or
-///    `departed_silo` is dropped (re-homing); a dispatch taking longer than
+///    `departed_silo` is dropped and avoided while another Active gateway exists (re-homing,
+///    SPEC §4.4); a dispatch taking longer than
 ///    `client.slow_dispatch_log_ms` is logged at info ("slow dispatch"); on final failure,
 ///    if `may_answer`, NACK `shutting_down` "Host is shutting down, cannot route to
 ///    {target}" when stopping at that moment, else `classify(fault)` "Delivery to '{target}'
@@ -47,6 +48,7 @@
 #include <deque>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -149,6 +151,9 @@ struct routing_service_state {
   // pure_client
   std::vector<silo_address> gateways; ///< the active set of the latest snapshot
   silo_address gateway;               ///< current gateway (empty: choose)
+  /// Gateways that refused (`silo_unavailable`) or departed: not chosen again while
+  /// another Active gateway exists (SPEC §4.4 "re-homes to another gateway").
+  std::set<silo_address> avoided;
   std::mt19937_64 rng;
   std::map<uint64_t, client_dispatch> dispatches;
   std::map<std::string, std::vector<int64_t>> attempts_by_id; ///< delivery id -> attempt ms
