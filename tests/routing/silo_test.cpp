@@ -303,3 +303,164 @@ TEST_CASE_FIXTURE(fixture, "S12.09 GrainDeactivation abandons a 40 s turn at 30 
   CHECK(w.first(a, ev::all_deactivated).t_ms == t0 + 30000);
   check_s1207_order(w, a, t0);
 }
+
+namespace {
+
+using s1208_done_atom = caf::atom_constant<caf::atom("ts8done")>;
+
+/// A path resolver answering `node/{prefix}` after `delay_ms` (legs wait in resolution).
+caf::behavior slow_resolver(caf::event_based_actor* self, int64_t delay_ms) {
+  auto held = std::make_shared<std::deque<std::pair<std::string, caf::response_promise>>>();
+  return {
+    [=](routing::pr_resolve_atom, const std::string& path) -> caf::response_promise {
+      held->emplace_back(path, self->make_response_promise());
+      self->delayed_send(self, std::chrono::milliseconds(delay_ms), s1208_done_atom::value);
+      return held->back().second;
+    },
+    [=](s1208_done_atom) {
+      auto [path, rp] = held->front();
+      held->pop_front();
+      routing::resolve_result r;
+      if (path.rfind("node/", 0) == 0) {
+        r.found = true;
+        r.node_prefix = path.substr(5);
+      }
+      rp.deliver(r);
+    },
+  };
+}
+
+/// Mesh teardown taking `delay_ms`; logs "test teardown: started" / "test teardown: done".
+caf::behavior slow_teardown(caf::event_based_actor* self, int64_t delay_ms) {
+  auto held = std::make_shared<caf::response_promise>();
+  return {
+    [=](lifecycle::host_teardown_atom, int64_t) -> caf::response_promise {
+      log::get("test").info("test teardown: started");
+      *held = self->make_response_promise();
+      self->delayed_send(self, std::chrono::milliseconds(delay_ms), s1208_done_atom::value);
+      return *held;
+    },
+    [=](s1208_done_atom) {
+      log::get("test").info("test teardown: done");
+      held->deliver(std::string{});
+    },
+  };
+}
+
+/// Observer probe: logs "probe {name}: stop_stage" when its stop arrives; answers at once.
+caf::behavior stage_probe(caf::event_based_actor*, std::string name) {
+  return {
+    [=](lifecycle::start_stage_atom, lifecycle::stage) { return caf::ok_atom::value; },
+    [=](lifecycle::stop_stage_atom, lifecycle::stage, bool) {
+      log::get("test").info("probe " + name + ": stop_stage");
+      return caf::ok_atom::value;
+    },
+    [=](lifecycle::budget_expired_atom) {},
+  };
+}
+
+/// Index of the first captured line containing `needle`, or -1.
+long index_of(const std::vector<log::line>& ls, const std::string& needle) {
+  for (size_t i = 0; i < ls.size(); ++i)
+    if (ls[i].text.find(needle) != std::string::npos)
+      return static_cast<long>(i);
+  return -1;
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(fixture, "S12.08 a silo host under traffic acknowledges host_stopping before any stop_stage, tears down after the lifecycle stop and reports torn_down after the teardown") {
+  silo_world w{*this};
+  auto resolver = track(sys.spawn(slow_resolver, int64_t{2000}));
+  auto teardown = track(sys.spawn(slow_teardown, int64_t{1500}));
+  silo_world_options o;
+  o.resolver = resolver;
+  o.teardown = caf::actor_cast<lifecycle::mesh_teardown_actor>(teardown);
+  // Probe observers at the highest and lowest stages.
+  auto top = track(sys.spawn(stage_probe, std::string{"20000"}));
+  auto bottom = track(sys.spawn(stage_probe, std::string{"First"}));
+  o.probes.emplace_back(lifecycle::stages::active, "probe-active",
+                        caf::actor_cast<lifecycle::lifecycle_observer_actor>(top));
+  o.probes.emplace_back(lifecycle::stages::first, "probe-first",
+                        caf::actor_cast<lifecycle::lifecycle_observer_actor>(bottom));
+  auto a = w.add_silo("a", o).addr;
+  w.add_silo("b");
+  REQUIRE(w.last_start->ok());
+  auto& sa = w.at(a);
+  // Traffic: 5 deliveries from a co-hosted hub, each leg waiting 2 s in path resolution.
+  auto hub = track(routing::spawn_hub_endpoint(sys, routing::address::from("portal/h1"), sa.routing));
+  caf::anon_send(sa.routing, routing::rs_register_atom::value,
+                 routing::address::from("portal/h1"), hub);
+  run();
+  std::vector<std::shared_ptr<testing::reply<routing::envelope>>> sent;
+  for (int i = 0; i < 5; ++i) {
+    auto d = make_delivery("s1208-" + std::to_string(i), "node/Org/Acme");
+    d.sender = routing::address::from("portal/h1");
+    sent.push_back(testing::ask<routing::envelope>(*this, sa.routing, routing::rs_deliver_atom::value, d));
+  }
+  run();
+  for (auto& r : sent) {
+    REQUIRE(r->ok());
+    CHECK(r->value.state == routing::delivery_state::forwarded);
+  }
+  auto count = testing::ask<uint64_t>(*this, sa.gauge, lifecycle::q_count_atom::value);
+  run();
+  REQUIRE(count->ok());
+  REQUIRE(count->value == 5);
+  logs.clear();
+  auto t0 = now_ms();
+  auto stopped = w.stop(a, true);
+  // While the teardown step runs, the runtime still answers alive.
+  REQUIRE(run_until([&] { return logs.count("test teardown: started") == 1; }));
+  auto t_teardown = now_ms();
+  auto during = testing::ask<probe_answer>(*this, w.registry, lifecycle::probe_runtime_atom::value, a.to_string());
+  run();
+  REQUIRE(during->ok());
+  CHECK(during->value == probe_answer::alive);
+  REQUIRE(run_until([&] { return stopped->done; }));
+  REQUIRE(stopped->ok());
+  auto after = testing::ask<probe_answer>(*this, w.registry, lifecycle::probe_runtime_atom::value, a.to_string());
+  run();
+  REQUIRE(after->ok());
+  CHECK(after->value == probe_answer::torn_down);
+  auto ls = logs.lines();
+  auto ack_rs = index_of(ls, "routing service: stopping signal received");
+  auto ack_rc = index_of(ls, "router core: stopping signal received");
+  auto all_acked = index_of(ls, "stopping signal acknowledged by all 3 recipient(s)");
+  auto first_stop = index_of(ls, "probe 20000: stop_stage");
+  auto lowest_stop = index_of(ls, "probe First: stop_stage");
+  auto lc_stopped = index_of(ls, "silo lifecycle stopped");
+  auto td_start = index_of(ls, "test teardown: started");
+  auto td_done = index_of(ls, "test teardown: done");
+  auto torn = index_of(ls, "runtime probe now answers torn_down");
+  REQUIRE(ack_rs >= 0);
+  REQUIRE(ack_rc >= 0);
+  REQUIRE(first_stop >= 0);
+  CHECK(ack_rs < first_stop);
+  CHECK(ack_rc < first_stop);
+  CHECK(all_acked < first_stop);
+  // No stage saw stop_stage before the acknowledgements: the quiescence line comes after too.
+  CHECK(all_acked < index_of(ls, "routing quiescence: holding silo stop for 5 route leg(s)"));
+  // The legs land (resolution answers at t0 + 2 s) while the stop holds at Active.
+  auto landed = logs.find("routing quiescence: work landed after 2000 ms");
+  REQUIRE(landed.size() == 1);
+  CHECK(landed[0].t_ms == t0 + 2000);
+  // Teardown only after the lifecycle stop answered; torn_down only after the teardown.
+  REQUIRE(lowest_stop >= 0);
+  REQUIRE(lc_stopped >= 0);
+  CHECK(lowest_stop < lc_stopped);
+  CHECK(lc_stopped < td_start);
+  CHECK(td_start < td_done);
+  CHECK(td_done < torn);
+  CHECK(t_teardown == t0 + 2000);
+  CHECK(stopped->t_ms == t0 + 3500);
+  CHECK(logs.count("mesh teardown clean") == 1);
+  // The traffic landed: the node hub got all 5, in order, and the sender saw no NACK.
+  std::vector<std::string> got;
+  for (auto& e : w.silos)
+    for (auto& kv : state_of<test_hub_factory_state>(e.hubs).hubs)
+      for (auto& r : hub_of(kv.second).received)
+        got.push_back(r.env.id);
+  CHECK(got == std::vector<std::string>{"s1208-0", "s1208-1", "s1208-2", "s1208-3", "s1208-4"});
+  CHECK(hub_of(hub).outcomes.empty());
+}

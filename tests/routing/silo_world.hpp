@@ -11,13 +11,16 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <tuple>
 #include <string>
 #include <vector>
 
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/sim_network.hpp"
+#include "cafmesh/lifecycle/quiescence_atoms.hpp"
 #include "cafmesh/lifecycle/runtime_registry.hpp"
+#include "cafmesh/lifecycle/stage.hpp"
 #include "cafmesh/routing/silo.hpp"
 #include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/fixture.hpp"
@@ -41,6 +44,13 @@ struct silo_world_options {
   /// `slowsw` (stateless worker, limit 1, `slow_grain`).
   std::function<void(grain_registry&, const silo_address&)> grains;
   std::function<void(config::mesh_config&)> configure;
+  /// The application's path resolver; null: `test_resolver`.
+  caf::actor resolver;
+  /// The process's mesh teardown (host step 4); null: none.
+  lifecycle::mesh_teardown_actor teardown;
+  /// Extra observers subscribed to the subject before the start (stage, name, observer).
+  std::vector<std::tuple<lifecycle::stage, std::string, lifecycle::lifecycle_observer_actor>>
+    probes;
 };
 
 /// A pure client of the world: message centre, agent, routing service, and a recorder
@@ -79,7 +89,8 @@ public:
     so.oracle = oracle;
     so.registry = registry;
     so.subscribe_quiescence = o.subscribe_quiescence;
-    auto resolver = fx_.track(fx_.sys.spawn(test_resolver));
+    auto resolver = o.resolver ? o.resolver : fx_.track(fx_.sys.spawn(test_resolver));
+    so.teardown = o.teardown;
     so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
     auto self_addr = so.self;
     if (!o.grains)
@@ -98,6 +109,8 @@ public:
     e.s.slots->hubs = caf::actor_cast<routing::hub_factory_actor>(e.hubs);
     silos.push_back(std::move(e));
     auto& s = silos.back().s;
+    for (auto& [stg, nm, obs] : o.probes)
+      caf::anon_send(s.subject, lifecycle::subscribe_atom::value, stg, nm, obs);
     fx_.run();
     if (o.start) {
       auto r = testing::ask(fx_, s.host, lifecycle::host_start_atom::value);
