@@ -464,3 +464,41 @@ TEST_CASE_FIXTURE(fixture, "S12.08 a silo host under traffic acknowledges host_s
   CHECK(got == std::vector<std::string>{"s1208-0", "s1208-1", "s1208-2", "s1208-3", "s1208-4"});
   CHECK(hub_of(hub).outcomes.empty());
 }
+
+TEST_CASE_FIXTURE(fixture, "silo: a non-graceful host stop publishes Stopping then Dead, does not hold and still stops every stage in order (SPEC 3.8)") {
+  silo_world w{*this};
+  auto resolver = track(sys.spawn(slow_resolver, int64_t{2000}));
+  silo_world_options o;
+  o.resolver = resolver;
+  auto a = w.add_silo("a", o).addr;
+  auto b = w.add_silo("b").addr;
+  auto& sa = w.at(a);
+  auto d = make_delivery("ng-1", "node/Org/Acme");
+  d.sender = routing::address::from("portal/h1");
+  auto r = testing::ask<routing::envelope>(*this, sa.routing, routing::rs_deliver_atom::value, d);
+  run();
+  REQUIRE(r->ok());
+  logs.clear();
+  auto t0 = now_ms();
+  auto stopped = w.stop(a, false);
+  REQUIRE(run_until([&] { return stopped->done; }));
+  REQUIRE(stopped->ok());
+  auto warn = logs.find("NON-gracefully", log::level::warning);
+  REQUIRE(warn.size() == 1);
+  CHECK(warn[0].text.find("dispatch -> node/Org/Acme (delivery ng-1)") != std::string::npos);
+  CHECK(warn[0].t_ms == t0);
+  CHECK(w.first(a, ev::shutting_down_published).index == -1);
+  long prev = -1;
+  for (auto needle : {ev::stop_send, ev::stopping_published, ev::all_deactivated,
+                      ev::messages_blocked, ev::placement_stopped, ev::dead_published,
+                      ev::centre_stopped, "routing I/O pool joined"}) {
+    auto h = w.first(a, needle);
+    INFO(needle);
+    REQUIRE(h.index > prev);
+    prev = h.index;
+  }
+  auto v = w.view_of(b);
+  run();
+  REQUIRE(v->ok());
+  CHECK(v->value.find(a)->status == silo_status::dead);
+}
