@@ -290,6 +290,8 @@ TEST_CASE_FIXTURE(fixture, "S12.09 GrainDeactivation abandons a 40 s turn at 30 
   }
   auto& cat_b = state_of<catalog_state>(w.at(b).catalog);
   CHECK(cat_b.by_grain.count(slow) == 1);
+  // The last turn on B was the message queued with forward count 1: it arrived with 2.
+  CHECK(cat_b.last_forward_count == 2);
   // Forwarded twice already: the reroute (count 3) is refused `rejected`.
   auto r2 = answer("fwd2");
   REQUIRE(r2->error);
@@ -501,4 +503,67 @@ TEST_CASE_FIXTURE(fixture, "silo: a non-graceful host stop publishes Stopping th
   run();
   REQUIRE(v->ok());
   CHECK(v->value.find(a)->status == silo_status::dead);
+}
+
+namespace {
+
+struct oracle_gate_state {
+  bool hold_shutting_down = true;
+  std::vector<caf::response_promise> held;
+  static inline const char* name = "test.oracle_gate";
+};
+
+/// Between one agent and the oracle: passes everything, but never answers (nor forwards)
+/// a ShuttingDown publication while `hold_shutting_down` is set.
+caf::behavior oracle_gate(caf::stateful_actor<oracle_gate_state>* self, caf::actor oracle) {
+  return {
+    [=](mb_subscribe_atom a, const caf::actor& sub) { self->send(oracle, a, sub); },
+    [=](mb_join_atom a, membership_row& row) -> caf::response_promise {
+      auto rp = self->make_response_promise();
+      self->request(oracle, caf::infinite, a, std::move(row))
+        .then([=](uint64_t v) mutable { rp.deliver(v); },
+              [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
+      return rp;
+    },
+    [=](mb_status_atom a, const silo_address& s, silo_status to) -> caf::response_promise {
+      auto rp = self->make_response_promise();
+      if (to == silo_status::shutting_down && self->state.hold_shutting_down) {
+        self->state.held.push_back(rp);
+        return rp;
+      }
+      self->request(oracle, caf::infinite, a, s, to)
+        .then([=](uint64_t v) mutable { rp.deliver(v); },
+              [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
+      return rp;
+    },
+  };
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(fixture, "silo: when the ShuttingDown publication loses its 5 s grace window the silo warns and publishes Stopping (SPEC 3.5 BecomeActive)") {
+  silo_world w{*this};
+  auto gate = track(sys.spawn(oracle_gate, w.oracle));
+  silo_world_options o;
+  o.oracle = gate;
+  auto a = w.add_silo("a", o).addr;
+  w.add_silo("b");
+  REQUIRE(w.last_start->ok());
+  auto oracle_rec = track(sys.spawn(echo));
+  caf::anon_send(w.oracle, mb_subscribe_atom::value, oracle_rec);
+  run();
+  logs.clear();
+  auto t0 = now_ms();
+  auto stopped = w.stop(a, true);
+  REQUIRE(run_until([&] { return stopped->done; }));
+  REQUIRE(stopped->ok());
+  auto warn = logs.find("ShuttingDown not published within 5000 ms", log::level::warning);
+  REQUIRE(warn.size() == 1);
+  CHECK(warn[0].t_ms == t0 + 5000);
+  CHECK(warn[0].text.find("publishing Stopping") != std::string::npos);
+  CHECK(w.first(a, ev::shutting_down_published).index == -1);
+  CHECK(w.first(a, ev::stopping_published).t_ms == t0 + 5000);
+  CHECK(w.first(a, ev::stopping_published).index < w.first(a, ev::all_deactivated).index);
+  CHECK(w.first(a, ev::dead_published).t_ms == t0 + 5000);
+  CHECK(statuses_seen(oracle_rec, a) == std::vector<std::string>{"Active", "Stopping", "Dead"});
 }

@@ -46,6 +46,8 @@ struct silo_world_options {
   std::function<void(config::mesh_config&)> configure;
   /// The application's path resolver; null: `test_resolver`.
   caf::actor resolver;
+  /// The oracle this silo's agent talks to; null: the world's oracle.
+  caf::actor oracle;
   /// The process's mesh teardown (host step 4); null: none.
   lifecycle::mesh_teardown_actor teardown;
   /// Extra observers subscribed to the subject before the start (stage, name, observer).
@@ -86,7 +88,7 @@ public:
       o.configure(so.cfg);
     so.self = silo_address{host, port, ++generation_};
     so.link = net;
-    so.oracle = oracle;
+    so.oracle = o.oracle ? o.oracle : oracle;
     so.registry = registry;
     so.subscribe_quiescence = o.subscribe_quiescence;
     auto resolver = o.resolver ? o.resolver : fx_.track(fx_.sys.spawn(test_resolver));
