@@ -173,7 +173,7 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
   register_routing_grains(*s.registry, s.slots);
   if (opts.grains)
     opts.grains(*s.registry);
-  s.centre = spawn_message_center(sys, s.addr, opts.link);
+  s.centre = opts.centre ? opts.centre : spawn_message_center(sys, s.addr, opts.link);
   s.agent = spawn_membership_agent(sys, s.addr, opts.oracle);
   caf::anon_send(s.agent, mb_subscribe_atom::value, s.centre);
   s.partition = spawn_directory_partition(sys, s.addr, s.centre, s.agent,

@@ -91,8 +91,13 @@ struct silo_options {
   config::mesh_config cfg;
   /// This silo (host, port, generation).
   silo_address self;
-  /// The link: a `spawn_sim_network` handle (simulation).
+  /// The link: a `spawn_sim_network` handle (simulation); the silo's message centre is
+  /// spawned on it.
   caf::actor link;
+  /// Network mode: an already published message centre (`spawn_network_message_center`,
+  /// which blocks while binding and must therefore be called by the application). When set,
+  /// `link` is ignored and this centre is used (and stopped at RuntimeInitialize).
+  caf::actor centre;
   /// The membership oracle (the actor itself in simulation).
   caf::actor oracle;
   /// The application's hub factory (node hubs) and path resolver (SPEC §6.1).
