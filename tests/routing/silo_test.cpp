@@ -567,3 +567,53 @@ TEST_CASE_FIXTURE(fixture, "silo: when the ShuttingDown publication loses its 5 
   CHECK(w.first(a, ev::dead_published).t_ms == t0 + 5000);
   CHECK(statuses_seen(oracle_rec, a) == std::vector<std::string>{"Active", "Stopping", "Dead"});
 }
+
+TEST_CASE_FIXTURE(fixture, "silo: the gateway part serves pure clients only between the Active start and the GrainDeactivation stop") {
+  silo_world w{*this};
+  silo_world_options o;
+  o.start = false;
+  auto a = w.add_silo("a", o).addr;
+  auto& sa = w.at(a);
+  auto d = make_delivery("gw-1", "node/Org/Acme");
+  d.sender = routing::address::from("client/c1");
+  auto route_call = [&](const routing::envelope& e) {
+    return caf::make_message(pl_call_atom::value, grain_id{"routing", "default"}, int32_t{0},
+                             caf::make_message(routing::hg_route_atom::value, e));
+  };
+  auto p = track(sys.spawn(probe, static_cast<fixture*>(this)));
+  auto& answers = state_of<probe_state>(p).answers;
+  caf::anon_send(p, probe_ask_atom::value, sa.gateway, route_call(d), int64_t{0}, std::string{"before"});
+  run();
+  REQUIRE(answers.size() == 1);
+  CHECK(to_fault(answers[0].error).code == mesh_errc::silo_unavailable);
+  CHECK(to_fault(answers[0].error).text == "gateway " + a.to_string() + " is not accepting client messages");
+  auto started = testing::ask(*this, sa.host, lifecycle::host_start_atom::value);
+  run();
+  REQUIRE(started->ok());
+  // A pure client connected to A: its delivery lands through the gateway and routing/default.
+  auto c = w.add_client("c", a);
+  auto hub = track(routing::spawn_hub_endpoint(sys, routing::address::from("client/c1"), c.routing));
+  caf::anon_send(c.routing, routing::rs_register_atom::value, routing::address::from("client/c1"), hub);
+  run();
+  auto sent = testing::ask<routing::envelope>(*this, c.routing, routing::rs_deliver_atom::value, d);
+  run_for(std::chrono::seconds(1));
+  REQUIRE(sent->ok());
+  CHECK(sent->value.state == routing::delivery_state::forwarded);
+  std::vector<std::string> got;
+  for (auto& kv : state_of<test_hub_factory_state>(w.entry(a).hubs).hubs)
+    for (auto& r : hub_of(kv.second).received)
+      got.push_back(r.env.id);
+  CHECK(got == std::vector<std::string>{"gw-1"});
+  // Stop the lifecycle alone (no host step 5: the actors stay up to be asked).
+  auto lc = testing::ask(*this, sa.subject, lifecycle::run_stop_atom::value, true);
+  REQUIRE(run_until([&] { return lc->done; }));
+  INFO(to_fault(lc->err).text);
+  REQUIRE(lc->ok());
+  CHECK(state_of<echo_state>(c.inbox).received.size() == 1);
+  auto d2 = make_delivery("gw-2", "node/Org/Acme");
+  caf::anon_send(p, probe_ask_atom::value, sa.gateway, route_call(d2), int64_t{0}, std::string{"after"});
+  run();
+  REQUIRE(answers.size() == 2);
+  CHECK(to_fault(answers[1].error).code == mesh_errc::silo_unavailable);
+  CHECK(w.first(a, ev::gateway_closed).index > w.first(a, ev::all_deactivated).index);
+}
