@@ -118,7 +118,7 @@ catalog_activation& create(ct_actor* self, const grain_id& g, const grain_type& 
 
 void check_all_gone(ct_actor* self) {
   auto& st = self->state;
-  if (!st.activations.empty() || st.all_gone.empty())
+  if (!st.activations.empty() || st.reroutes_in_flight > 0 || st.all_gone.empty())
     return;
   auto waiters = std::move(st.all_gone);
   st.all_gone.clear();
@@ -129,10 +129,13 @@ void check_all_gone(ct_actor* self) {
 void reroute(ct_actor* self, const grain_id& g, catalog_turn turn) {
   auto& st = self->state;
   ++st.stats.rerouted;
+  ++st.reroutes_in_flight;
   auto rp = turn.rp;
   ask_any(self, st.placement, 0,
           caf::make_message(pl_call_atom::value, g, turn.forward_count + 1, std::move(turn.payload)),
           [=](caf::message reply, caf::error err) mutable {
+            --self->state.reroutes_in_flight;
+            check_all_gone(self);
             if (err)
               rp.deliver(std::move(err));
             else

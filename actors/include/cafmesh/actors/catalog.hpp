@@ -34,7 +34,8 @@
 /// - `(ct_deact_all_atom) -> ok_atom`: SPEC §3.5 stage 19998: every activation deactivates
 ///   in parallel; each finishes its current turn; one still in its turn after
 ///   `deactivation_timeout_ms` is abandoned (killed) with a warning "… abandoned …".
-///   Answers when every activation is gone.
+///   Answers when every activation is gone and every held message it rerouted has been
+///   answered (each reroute is bounded by placement's own timeouts).
 /// - Activation side (sent by an activation to the catalog, which it learns as the sender
 ///   of its turns): `(ct_self_atom) -> activation_tag`: the asking activation's own tag
 ///   (error `not_found` from anyone else); `(ct_leave_atom)` one-way: the asking activation
@@ -141,6 +142,9 @@ struct catalog_state {
   std::map<uint32_t, grain_id> departed;            ///< tags that lived here and left
   std::map<grain_id, std::string> failures;         ///< the activation-failure registry
   std::vector<caf::response_promise> all_gone;      ///< `ct_deact_all` waiters
+  /// Held messages rerouted through placement and not answered yet; `ct_deact_all` waits
+  /// for them too, so the placement stop at stage 2001 cannot fail a reroute (S12.09).
+  uint64_t reroutes_in_flight = 0;
   int32_t last_forward_count = -1;                  ///< forward count of the last turn started
   catalog_stats stats;
   log::logger log = log::get("catalog");

@@ -1,0 +1,223 @@
+#pragma once
+
+/// @file
+/// Test world of whole silos (SPEC §12.1): N silos built by `spawn_silo` (every per-silo
+/// actor, the lifecycle subject with the SPEC §3.5 wiring, and the host), plus pure clients,
+/// on one fixture with one `sim_network` and one membership oracle. Per silo: start, kill,
+/// stop(graceful) through the host, restart with the next generation. The lifecycle trace is
+/// the fixture's log capture (every line with its virtual ms); `trace_of(silo)` keeps the
+/// lines of one silo. To be promoted into cafmesh::testing by the lead.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <tuple>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/sim_network.hpp"
+#include "cafmesh/lifecycle/quiescence_atoms.hpp"
+#include "cafmesh/lifecycle/runtime_registry.hpp"
+#include "cafmesh/lifecycle/stage.hpp"
+#include "cafmesh/routing/silo.hpp"
+#include "cafmesh/testing/ask.hpp"
+#include "cafmesh/testing/fixture.hpp"
+#include "entry_world.hpp"
+
+namespace cafmesh::test {
+
+/// One silo of the world, with the test hub factory and path resolver it was given.
+struct world_entry {
+  routing::silo s;
+  caf::actor hubs;
+  caf::actor resolver;
+  bool gone = false; ///< killed or stopped
+};
+
+/// Options of one silo of a `silo_world`.
+struct silo_world_options {
+  bool start = true;                 ///< start the host and run until started
+  bool subscribe_quiescence = true;  ///< SPEC §8.2 negative control
+  /// Application grain types; empty: `slow` (single, prefer-local, `slow_grain`) and
+  /// `slowsw` (stateless worker, limit 1, `slow_grain`).
+  std::function<void(grain_registry&, const silo_address&)> grains;
+  std::function<void(config::mesh_config&)> configure;
+  /// The application's path resolver; null: `test_resolver`.
+  caf::actor resolver;
+  /// The oracle this silo's agent talks to; null: the world's oracle.
+  caf::actor oracle;
+  /// The process's mesh teardown (host step 4); null: none.
+  lifecycle::mesh_teardown_actor teardown;
+  /// Extra observers subscribed to the subject before the start (stage, name, observer).
+  std::vector<std::tuple<lifecycle::stage, std::string, lifecycle::lifecycle_observer_actor>>
+    probes;
+};
+
+/// A pure client of the world: message centre, agent, routing service, and a recorder
+/// registered as its component `client` (stop-send lands there).
+struct world_client {
+  silo_address addr;
+  caf::actor centre, agent, routing, inbox;
+};
+
+class silo_world {
+public:
+  explicit silo_world(testing::fixture& fx, uint64_t seed = 1) : fx_(fx) {
+    cfg.simulation.seed = seed;
+    cfg.simulation.link_latency_min_ms = 0;
+    cfg.simulation.link_latency_max_ms = 0;
+    sim_network_config nc;
+    nc.seed = seed;
+    nc.link_latency_min_ms = 0;
+    nc.link_latency_max_ms = 0;
+    net = fx_.track(spawn_sim_network(fx_.sys, nc));
+    oracle = fx_.track(
+      spawn_membership_oracle(fx_.sys, {cfg.simulation.failure_detection_ms}, net));
+    registry = fx_.track(lifecycle::spawn_runtime_registry(fx_.sys));
+  }
+
+  /// Builds a silo at `host:port` with the next generation; by default starts it (host
+  /// start) and runs until every stage started.
+  routing::silo& add_silo(const std::string& host, silo_world_options o = {},
+                          uint16_t port = 11111) {
+    routing::silo_options so;
+    so.cfg = cfg;
+    if (o.configure)
+      o.configure(so.cfg);
+    so.self = silo_address{host, port, ++generation_};
+    so.link = net;
+    so.oracle = o.oracle ? o.oracle : oracle;
+    so.registry = registry;
+    so.subscribe_quiescence = o.subscribe_quiescence;
+    auto resolver = o.resolver ? o.resolver : fx_.track(fx_.sys.spawn(test_resolver));
+    so.teardown = o.teardown;
+    so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
+    auto self_addr = so.self;
+    if (!o.grains)
+      o.grains = [](grain_registry& r, const silo_address& s) {
+        r.add_single("slow", placement_strategy::prefer_local, slow_grain(s));
+        r.add_stateless("slowsw", 1, slow_grain(s));
+      };
+    so.grains = [g = o.grains, self_addr](grain_registry& r) { g(r, self_addr); };
+    world_entry e;
+    e.s = routing::spawn_silo(fx_.sys, so);
+    for (auto& a : e.s.all())
+      if (a)
+        fx_.track(a);
+    e.resolver = resolver;
+    e.hubs = fx_.track(fx_.sys.spawn(test_hub_factory, e.s.routing, std::string{"node"}));
+    e.s.slots->hubs = caf::actor_cast<routing::hub_factory_actor>(e.hubs);
+    silos.push_back(std::move(e));
+    auto& s = silos.back().s;
+    for (auto& [stg, nm, obs] : o.probes)
+      caf::anon_send(s.subject, lifecycle::subscribe_atom::value, stg, nm, obs);
+    fx_.run();
+    if (o.start) {
+      auto r = testing::ask(fx_, s.host, lifecycle::host_start_atom::value);
+      fx_.run();
+      last_start = r;
+    }
+    return s;
+  }
+
+  /// A pure client connected to gateway `gw` (SPEC §4.4).
+  world_client add_client(const std::string& host, const silo_address& gw) {
+    world_client c;
+    c.addr = silo_address{host, 11111, ++generation_};
+    c.centre = fx_.track(spawn_message_center(fx_.sys, c.addr, net));
+    c.agent = fx_.track(spawn_membership_agent(fx_.sys, c.addr, oracle));
+    caf::anon_send(c.agent, mb_subscribe_atom::value, c.centre);
+    routing::routing_service_options ro;
+    ro.role = config::process_role::pure_client;
+    ro.process_name = c.addr.to_string();
+    ro.centre = c.centre;
+    c.routing = caf::actor_cast<caf::actor>(fx_.track(routing::spawn_routing_service(fx_.sys, ro)));
+    caf::anon_send(c.agent, mb_subscribe_atom::value, c.routing);
+    c.inbox = fx_.track(fx_.sys.spawn(echo));
+    caf::anon_send(c.centre, mc_register_atom::value, component::client, c.inbox);
+    fx_.run();
+    caf::anon_send(c.centre, mc_send_atom::value, gw, component::gateway,
+                   caf::make_message(routing::gw_connect_atom::value, c.addr));
+    fx_.run();
+    clients.push_back(c);
+    return c;
+  }
+
+  world_entry& entry(const silo_address& a) {
+    for (auto& e : silos)
+      if (e.s.addr == a)
+        return e;
+    throw std::logic_error("no such silo");
+  }
+  routing::silo& at(const silo_address& a) { return entry(a).s; }
+
+  /// Host stop (SPEC §12.1 `stop(silo, graceful)`); the reply records when it answered.
+  std::shared_ptr<testing::reply<caf::ok_atom>> stop(const silo_address& a, bool graceful) {
+    auto r = testing::ask(fx_, at(a).host, lifecycle::host_halt_atom::value, graceful);
+    entry(a).gone = true;
+    return r;
+  }
+
+  /// Kills `a` (SPEC §12.1 `kill`): the network drops its traffic and its actors exit
+  /// without a lifecycle stop.
+  void kill(const silo_address& a) {
+    caf::anon_send(net, sim_kill_atom::value, a);
+    at(a).stop_all();
+    entry(a).gone = true;
+    fx_.run();
+  }
+
+  /// Restarts `a` (SPEC §12.1 `restart`): kills it if still alive, then a new silo on the
+  /// same host and port with the next generation.
+  routing::silo& restart(const silo_address& a, silo_world_options o = {}) {
+    if (!entry(a).gone)
+      kill(a);
+    return add_silo(a.host, std::move(o), a.port);
+  }
+
+  /// Asks the membership view of `a`'s agent (run the fixture to let it arrive).
+  std::shared_ptr<testing::reply<membership_snapshot>> view_of(const silo_address& a) {
+    return testing::ask<membership_snapshot>(fx_, at(a).agent, mb_get_atom::value);
+  }
+
+  /// Every captured line of silo `a` (context `[{a}]`), in order.
+  std::vector<log::line> trace_of(const silo_address& a) const {
+    std::vector<log::line> out;
+    auto ctx = "[" + a.to_string() + "]";
+    for (auto& l : fx_.logs.lines())
+      if (l.text.find(ctx) != std::string::npos)
+        out.push_back(l);
+    return out;
+  }
+
+  /// The first line of `a`'s trace containing `needle` (t_ms -1 and empty if none), and its
+  /// position in the trace.
+  struct hit {
+    int64_t t_ms = -1;
+    long index = -1;
+    std::string text;
+  };
+  hit first(const silo_address& a, const std::string& needle) const {
+    auto tr = trace_of(a);
+    for (size_t i = 0; i < tr.size(); ++i)
+      if (tr[i].text.find(needle) != std::string::npos)
+        return {tr[i].t_ms, static_cast<long>(i), tr[i].text};
+    return {};
+  }
+
+  config::mesh_config cfg;
+  caf::actor net;
+  caf::actor oracle;
+  lifecycle::runtime_registry_actor registry;
+  std::deque<world_entry> silos;
+  std::vector<world_client> clients;
+  std::shared_ptr<testing::reply<caf::ok_atom>> last_start;
+
+private:
+  testing::fixture& fx_;
+  uint64_t generation_ = 0;
+};
+
+} // namespace cafmesh::test
