@@ -73,6 +73,7 @@ struct pool_state {
   io_pool_options opts;
   std::map<uint64_t, pool_leg> legs; ///< admitted and not gone
   std::deque<waiting_admission> waiting;
+  std::set<uint64_t> waiting_ids; ///< leg ids in `waiting`: O(log n) membership tests
   uint64_t permits_out = 0;
   pool_phase phase = pool_phase::open;
   uint64_t timer_gen = 0;
@@ -120,6 +121,7 @@ void grant_waiting(pool_pointer self) {
          && s.permits_out < static_cast<uint64_t>(s.opts.cap)) {
     auto next = std::move(s.waiting.front());
     s.waiting.pop_front();
+    s.waiting_ids.erase(next.leg_id);
     grant(self, next.leg_id, std::move(next.owner));
   }
 }
@@ -221,8 +223,14 @@ pool_actor_type::behavior_type pool_actor(pool_pointer self, io_pool_options opt
     auto& s = self->state;
     s.monitored.erase(dm.source);
     // Admissions still waiting for a dead owner can never start.
-    for (auto i = s.waiting.begin(); i != s.waiting.end();)
-      i = i->owner.address() == dm.source ? s.waiting.erase(i) : i + 1;
+    for (auto i = s.waiting.begin(); i != s.waiting.end();) {
+      if (i->owner.address() == dm.source) {
+        s.waiting_ids.erase(i->leg_id);
+        i = s.waiting.erase(i);
+      } else {
+        ++i;
+      }
+    }
     std::vector<uint64_t> dead;
     for (auto& kvp : s.legs) {
       auto& leg = kvp.second;
@@ -246,10 +254,7 @@ pool_actor_type::behavior_type pool_actor(pool_pointer self, io_pool_options opt
         refuse_drained(self, leg_id, owner);
         return;
       }
-      bool known = s.legs.count(leg_id) != 0;
-      for (auto& w : s.waiting)
-        known = known || w.leg_id == leg_id;
-      if (known) {
+      if (s.legs.count(leg_id) != 0 || s.waiting_ids.count(leg_id) != 0) {
         refuse(self, leg_id, owner,
                fault{mesh_errc::invalid_operation,
                      "leg id " + std::to_string(leg_id) + " is already admitted"});
@@ -258,8 +263,10 @@ pool_actor_type::behavior_type pool_actor(pool_pointer self, io_pool_options opt
       watch(self, owner);
       if (s.waiting.empty() && s.permits_out < static_cast<uint64_t>(s.opts.cap))
         grant(self, leg_id, std::move(owner));
-      else
+      else {
         s.waiting.push_back(waiting_admission{leg_id, std::move(owner)});
+        s.waiting_ids.insert(leg_id);
+      }
     },
     [=](pool_watch_atom, uint64_t leg_id, caf::actor& leg_actor) {
       auto& s = self->state;
@@ -282,11 +289,14 @@ pool_actor_type::behavior_type pool_actor(pool_pointer self, io_pool_options opt
     },
     [=](pool_ended_atom, uint64_t leg_id) {
       auto& s = self->state;
-      for (auto i = s.waiting.begin(); i != s.waiting.end(); ++i)
-        if (i->leg_id == leg_id) {
-          s.waiting.erase(i);
-          return;
-        }
+      if (s.waiting_ids.erase(leg_id) != 0) { // ended before it was admitted (rare)
+        for (auto i = s.waiting.begin(); i != s.waiting.end(); ++i)
+          if (i->leg_id == leg_id) {
+            s.waiting.erase(i);
+            break;
+          }
+        return;
+      }
       gone(self, leg_id);
     },
     [=](pool_drain_atom) -> caf::typed_response_promise<uint64_t> {
@@ -302,6 +312,7 @@ pool_actor_type::behavior_type pool_actor(pool_pointer self, io_pool_options opt
       s.phase = pool_phase::grace;
       auto refused = std::move(s.waiting);
       s.waiting.clear();
+      s.waiting_ids.clear();
       s.log.info("routing I/O pool: draining with " + std::to_string(s.legs.size())
                  + " leg(s) alive; " + std::to_string(refused.size())
                  + " waiting admission(s) refused");
