@@ -214,7 +214,7 @@ struct host_fixture : testing::fixture {
 
 // -- SPEC §12.2 S12.08 ------------------------------------------------------------
 
-TEST_CASE_FIXTURE(host_fixture, "S12.08 host stop: stopping signal acknowledged before any stop_stage, "
+TEST_CASE_FIXTURE(host_fixture, "host: (S12.08 with fake recipients) stopping signal acknowledged before any stop_stage, "
                   "teardown after the lifecycle stop, probe torn_down only after teardown") {
   add(obs(20000, "gateway", 0, 1000));
   add(obs(2000, "message-centre", 0, 700));

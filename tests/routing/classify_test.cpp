@@ -448,7 +448,7 @@ TEST_CASE("S12.36 classify shutting_down implies resendable implies transient fo
 
 // -- the result arm and the text rule -----------------------------------------------
 
-TEST_CASE("S12.29 carried verdicts beat the text, each failed result gives one NACK with its "
+TEST_CASE("classify: result arm of S12.29, carried verdicts beat the text, each failed result gives one NACK with its "
           "carried verdict and text, a failed-and-NACKed result gives none") {
   auto r1 = judge_result(failed_result("\"Hub is shutting down\"", "\"shutting_down\""));
   CHECK(r1.nack());
@@ -477,7 +477,7 @@ TEST_CASE("S12.29 carried verdicts beat the text, each failed result gives one N
   CHECK(r5.action == result_action::already_nacked);
 }
 
-TEST_CASE("S12.30 the text rule matches is shutting down also inside a JSON string literal, "
+TEST_CASE("classify: result arm of S12.30, the text rule matches is shutting down also inside a JSON string literal, "
           "No node found stays failed") {
   const std::string owner =
     "Hub portal/x is shutting down (activation #00c0ffee)… Rejecting now.";
