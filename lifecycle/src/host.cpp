@@ -134,6 +134,20 @@ void signal_acked(self_ptr self) {
   stop_silo(self);
 }
 
+/// A non-graceful stop requested while a graceful one runs (e.g. a second SIGTERM): the rest
+/// of the stop runs non-gracefully, exactly as if the shutdown budget had expired (SPEC §3.3
+/// rule 5): observers with an open stop get `shutdown_budget_expired`, later stages get
+/// graceful = false. Before the silo stop began, the silo stop simply starts non-graceful.
+void escalate(self_ptr self) {
+  auto& st = self->state;
+  st.graceful = false;
+  st.lg.warning("non-graceful stop requested while stopping gracefully: escalating");
+  if (st.phase == host_phase::stopping_silo && !st.budget_expired && st.opts.subject) {
+    st.budget_expired = true;
+    self->send(st.opts.subject, budget_expired_atom::value);
+  }
+}
+
 /// Step 1: the stopping signal; nothing else happens before every recipient answered.
 void begin_stop(self_ptr self, bool graceful) {
   auto& st = self->state;
@@ -206,6 +220,8 @@ host_impl_actor::behavior_type host_impl(self_ptr self, host_options opts) {
       st.stop_rps.push_back(rp);
       if (st.phase == host_phase::running)
         begin_stop(self, graceful);
+      else if (!graceful && st.graceful)
+        escalate(self);
       return rp;
     },
     [=](host_state_atom) { return self->state.phase; },

@@ -111,8 +111,8 @@ signal_stop_guard install_signal_stop(caf::actor_system&, host_actor host) {
         return;
       auto k = ++raw->forwarded;
       lg.info(k == 1 ? "stop signal received: stopping the host gracefully"
-                     : "stop signal received again: the host is already stopping");
-      caf::anon_send(host, host_halt_atom::value, true);
+                     : "stop signal received again: stopping the host NON-gracefully");
+      caf::anon_send(host, host_halt_atom::value, k == 1);
     }
   });
   guard.impl_ = std::move(p);

@@ -292,6 +292,38 @@ TEST_CASE_FIXTURE(host_fixture, "host: (S12.08 with fake recipients) stopping si
   CHECK(logs.count("shutdown budget") == 0);
 }
 
+TEST_CASE_FIXTURE(host_fixture, "host: a non-graceful halt during a graceful stop escalates like an expired budget") {
+  add(obs(20000, "quiescence", 0, 1000));
+  add(obs(19998, "catalog", 0, 40000));
+  add(obs(2000, "message-centre", 0, 0));
+  host_options opts;
+  opts.subject = subject;
+  auto h = host(opts);
+  auto started = ask(*this, h, host_start_atom::value);
+  run();
+  REQUIRE(started->ok());
+  auto first = ask(*this, h, host_halt_atom::value, true);
+  run_to(5000);
+  CHECK(events(log, "budget").empty());
+  auto second = ask(*this, h, host_halt_atom::value, false);
+  run();
+  auto budget = events(log, "budget");
+  REQUIRE(budget.size() == 1);
+  CHECK(budget[0].name == "catalog");
+  CHECK(budget[0].t_ms == 5000);
+  CHECK(logs.count("escalating", log::level::warning) == 1);
+  REQUIRE(run_until([&] { return first->done && second->done; }));
+  CHECK(first->ok());
+  CHECK(second->ok());
+  CHECK(first->t_ms == second->t_ms);
+  auto mc = find_event(log, "stop", "message-centre");
+  CHECK(mc.t_ms == 41000);
+  CHECK_FALSE(mc.graceful);
+  // The 30 s budget timer later finds the budget already spent: no second forward.
+  run_for(std::chrono::seconds(60));
+  CHECK(events(log, "budget").size() == 1);
+}
+
 // -- host budget (SPEC §3.7 step 2, §3.3 rule 5; the host half of S12.05) ---------------
 
 TEST_CASE_FIXTURE(host_fixture,
