@@ -25,8 +25,13 @@ int64_t retry_policy::delay_ms(int64_t n, uint32_t hint_ms) const {
   } else {
     // base * 2^n without overflow: stop doubling once the cap is reached.
     int64_t d = base_ms;
-    for (int64_t i = 0; i < n && d < cap_ms; ++i)
+    for (int64_t i = 0; i < n && d < cap_ms; ++i) {
+      if (d > cap_ms / 2) { // doubling would pass the cap (and could overflow int64)
+        d = cap_ms;
+        break;
+      }
       d *= 2;
+    }
     schedule = std::min(d, cap_ms);
   }
   return std::min(std::max(schedule, static_cast<int64_t>(hint_ms)), cap_ms);

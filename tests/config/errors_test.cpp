@@ -206,3 +206,14 @@ TEST_CASE("config: load_file reads and validates a file") {
   CHECK_FALSE(r.ok);
   CHECK(r.message() == R"(/pool/cap: expected an integer >= 1, got "many")");
 }
+
+TEST_CASE("config: a value nested 100,000 levels deep is refused with a bounded preview, no crash") {
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto r = cafmesh::config::parse(R"({"mesh":{"process_role":"silo_host"},"routing":{"retry_max":)"
+                                  + deep + "}}");
+  REQUIRE_FALSE(r.ok);
+  REQUIRE(r.errors.size() == 1);
+  CHECK(r.errors[0]
+        == "/routing/retry_max: expected an integer >= 0, got "
+             + std::string(57, '[') + "...");
+}

@@ -326,8 +326,7 @@ TEST_CASE_FIXTURE(host_fixture, "host: a non-graceful halt during a graceful sto
 
 // -- host budget (SPEC §3.7 step 2, §3.3 rule 5; the host half of S12.05) ---------------
 
-TEST_CASE_FIXTURE(host_fixture,
-                  "host: the 30 s shutdown budget reaches the 19998 observer at 30 s and lower "
+TEST_CASE_FIXTURE(host_fixture, "S12.05 (host half) the real host's 30 s shutdown budget reaches the 19998 observer at 30 s and lower "
                   "stages stop non-gracefully") {
   add(obs(20000, "quiescence", 0, 1000));
   add(obs(19998, "catalog", 0, 40000));

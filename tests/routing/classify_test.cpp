@@ -257,7 +257,7 @@ TEST_CASE("classify: S12.31 departed_silo, silo_unavailable, directory_unstable 
   }
 }
 
-TEST_CASE("S12.32 rejected, application unable to connect, extension_missing, overloaded, "
+TEST_CASE("classify: S12.32 verdicts, rejected, application unable to connect, extension_missing, overloaded, "
           "invalid_operation and response_timeout classify failed") {
   const std::vector<fault> cases = {
     F(mesh_errc::rejected),
@@ -278,7 +278,7 @@ TEST_CASE("S12.32 rejected, application unable to connect, extension_missing, ov
   CHECK_FALSE(is_transient(cases[1]));
 }
 
-TEST_CASE("S12.33 activation_deactivated recorded no is shutting_down alone and in a two-cause "
+TEST_CASE("classify: S12.33 verdicts, activation_deactivated recorded no is shutting_down alone and in a two-cause "
           "tree, recorded yes and unknown are failed") {
   CHECK(classify(deact(tri_bool::no)) == verdict::shutting_down);
   CHECK(classify(aggregate({F(mesh_errc::application), deact(tri_bool::no)}))

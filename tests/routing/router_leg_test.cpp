@@ -186,7 +186,7 @@ TEST_CASE_FIXTURE(fixture, "router: a grain port that never answers ends the att
   CHECK(lines[0].t_ms - t0 == 60000);
 }
 
-TEST_CASE_FIXTURE(fixture, "S12.26 a stalled directory owner costs at most two placement-timeout attempts") {
+TEST_CASE_FIXTURE(fixture, "router: the S12.26 leg logic with a fake port timing placement out at 30 s costs at most two placement-timeout attempts") {
   // Still stalled: two attempts, one NACK `unavailable`.
   bed b(*this);
   b.start();

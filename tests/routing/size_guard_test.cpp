@@ -178,8 +178,13 @@ TEST_CASE("S12.53 an oversized echo becomes a note under 4,096 characters keepin
     euros += "€";
   auto eu = delivery_of(2, "eu-1");
   eu.payload_json = "\"" + euros + "\"";
-  CHECK(payload_bytes(eu) == 1200002);
-  CHECK(euros.size() == 1200000);
+  CHECK(payload_bytes(eu) == 1200002); // as a JSON string literal: the two quotes count
+  // The 400,000 euro signs themselves are measured as 1,200,000 bytes (never 400,000
+  // characters) and refused against the 1,048,576-byte stream block.
+  auto raw = delivery_of(2, "eu-raw");
+  raw.payload_json = euros;
+  CHECK(payload_bytes(raw) == 1200000);
+  CHECK(check_size(raw, size_crossing::stream_block, config::size_section{}).refused);
   auto ec = check_size(eu, size_crossing::stream_block, config::size_section{});
   CHECK(ec.refused);
   CHECK(size_refusal_log_line(eu, ec).find("1,200,002") != std::string::npos);

@@ -13,7 +13,14 @@ namespace {
 CLI::Validator unsigned_integer() {
   return CLI::Validator(
     [](std::string& text) -> std::string {
-      if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos)
+      // Digits only, and no more than 2^64 - 1 (CLI11 would clamp larger values silently).
+      static const std::string max_text = "18446744073709551615";
+      auto digits = text.find_first_not_of('0') == std::string::npos
+                      ? std::string{"0"}
+                      : text.substr(text.find_first_not_of('0'));
+      if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos
+          && (digits.size() < max_text.size()
+              || (digits.size() == max_text.size() && digits <= max_text)))
         return {};
       return "expected an integer from 0 to 18446744073709551615, got " + text;
     },

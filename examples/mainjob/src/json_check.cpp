@@ -1,5 +1,7 @@
 #include "json_check.hpp"
 
+#include "cafmesh/config/json_preview.hpp"
+
 #include <algorithm>
 
 namespace cafmesh::mainjob::detail {
@@ -40,11 +42,9 @@ std::string escape(const std::string& token) {
   return out;
 }
 
+/// The compact JSON of a found value, cut to `shown_max_chars` characters.
 std::string shown(const json& v) {
-  auto text = v.dump();
-  if (text.size() > shown_max_chars)
-    text = text.substr(0, shown_max_chars - 3) + "...";
-  return text;
+  return cafmesh::config::json_preview(v, shown_max_chars);
 }
 
 void refuse(error_list& errs, const std::string& ptr, const std::string& what,

@@ -15,6 +15,10 @@ using namespace detail;
 namespace {
 
 constexpr int64_t rate_max = 1000000;
+/// One day of traffic at most, and at most this many planned deliveries: the plan is held in
+/// memory, so its size must stay bounded whatever the command line says.
+constexpr int64_t duration_max_s = 86400;
+constexpr int64_t planned_max = 20000000;
 constexpr int64_t payload_max = 1048575; // below the stream block limit (SPEC §9.2)
 constexpr int64_t silos_max = 16;
 
@@ -63,7 +67,7 @@ public:
                   }},
                  {"duration_s", false, "",
                   [&](const json& v, const std::string& p) {
-                    read_integer(v, p, 1, int64_max / 1000, s.duration_s, errs_);
+                    read_integer(v, p, 1, duration_max_s, s.duration_s, errs_);
                   }},
                  {"rate_per_s", false, "",
                   [&](const json& v, const std::string& p) {
@@ -309,6 +313,10 @@ void check_relations(const scenario& s, error_list& errs) {
     if (!names_silo(s, s.roll.order[i]))
       refuse(errs, "/roll/order/" + std::to_string(i), "one of the silos (" + silo_list(s) + ")",
              json(s.roll.order[i]).dump());
+  if (s.duration_s * s.rate_per_s > planned_max)
+    refuse(errs, "/rate_per_s",
+           "at most " + std::to_string(planned_max) + " planned deliveries (duration_s * rate_per_s)",
+           std::to_string(s.rate_per_s));
   if (!s.roll.order.empty() && s.roll.first_stop_at_ms >= s.duration_s * 1000)
     refuse(errs, "/roll/first_stop_at_ms",
            "an integer < duration_s * 1000 (" + std::to_string(s.duration_s * 1000) + ")",
@@ -393,8 +401,8 @@ std::vector<std::string> apply_overrides(scenario& s, const scenario_overrides& 
   if (o.seed)
     candidate.seed = *o.seed;
   if (o.duration_s) {
-    if (*o.duration_s < 1 || *o.duration_s > int64_max / 1000)
-      refuse(errs, "--duration-s", integer_what(1, int64_max / 1000),
+    if (*o.duration_s < 1 || *o.duration_s > duration_max_s)
+      refuse(errs, "--duration-s", integer_what(1, duration_max_s),
              std::to_string(*o.duration_s));
     else
       candidate.duration_s = *o.duration_s;
@@ -405,6 +413,11 @@ std::vector<std::string> apply_overrides(scenario& s, const scenario_overrides& 
     else
       candidate.rate_per_s = *o.rate_per_s;
   }
+  if (errs.empty() && candidate.duration_s * candidate.rate_per_s > planned_max)
+    refuse(errs, "--duration-s",
+           "at most " + std::to_string(planned_max) + " planned deliveries (duration_s * rate_per_s)",
+           std::to_string(candidate.duration_s) + " s at " + std::to_string(candidate.rate_per_s)
+             + "/s");
   if (errs.empty() && with_roll && o.duration_s && !candidate.roll.order.empty()
       && candidate.roll.first_stop_at_ms >= candidate.duration_s * 1000)
     refuse(errs, "--duration-s",

@@ -182,7 +182,7 @@ TEST_CASE("mainjob scenario: overrides --seed --duration-s --rate") {
   auto before = to_json_text(s);
   CHECK(apply_overrides(s, {std::nullopt, 0, 0})
         == std::vector<std::string>{
-          "--duration-s: expected an integer from 1 to 9223372036854775, got 0",
+          "--duration-s: expected an integer from 1 to 86400, got 0",
           "--rate: expected an integer from 1 to 1000000, got 0"});
   CHECK(apply_overrides(s, {std::nullopt, 5, std::nullopt})
         == std::vector<std::string>{
