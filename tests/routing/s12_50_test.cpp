@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -192,6 +193,12 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.50 bypass off: with the routing/default
     run_to(t0 + 70000); // past every placement and response bound
     auto& svc = service_of(c.routing);
     CHECK(hub_of(hub).received.size() == burst_size);
+    std::set<std::string> ids; // each of d0..d330 landed exactly once
+    for (auto& r : hub_of(hub).received)
+      ids.insert(r.env.id);
+    CHECK(ids.size() == burst_size);
+    CHECK(ids.count("d0") == 1);
+    CHECK(ids.count("d330") == 1);
     CHECK(hub_of(ch).outcomes.empty());
     CHECK(svc.stats.client_attempts == burst_size); // one attempt each, no retry
     CHECK(svc.stats.client_accepted == burst_size);
