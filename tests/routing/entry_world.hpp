@@ -221,6 +221,7 @@ struct entry_silo_options {
   int64_t hub_build_delay_ms = 0;
   bool gauge = false; ///< give the router core a quiescence gauge
   int64_t idle_deactivation_ms = 0; ///< catalog idle collection (0: off)
+  bool bypass = true; ///< `directory.stateless_worker_bypass` of placement and catalog (§5.3)
 };
 
 struct client_process {
@@ -252,9 +253,11 @@ public:
     register_routing_grains(*s.registry, s.slots);
     placement_config pc;
     pc.self = s.addr;
+    pc.stateless_worker_bypass = opt.bypass;
     s.placement = fx_.track(spawn_placement_service(sys, pc, s.registry, s.centre));
     catalog_config cc;
     cc.self = s.addr;
+    cc.stateless_worker_bypass = opt.bypass;
     cc.idle_deactivation_ms = opt.idle_deactivation_ms;
     s.catalog = fx_.track(spawn_catalog(sys, cc, s.registry, s.centre, s.placement));
     routing_service_options ro;
@@ -342,6 +345,23 @@ public:
   void set_status(const silo_address& s, silo_status to) {
     caf::anon_send(at(s).agent, mb_status_atom::value, to);
     fx_.run();
+  }
+
+  /// Stalls `s` (undetectable: membership never notices, it stays Active); runs.
+  void stall(const silo_address& s) {
+    caf::anon_send(net_.net, sim_stall_atom::value, s, false);
+    fx_.run();
+  }
+
+  /// Homes pure client `c` on gateway `s` (the client keeps it while it stays Active and
+  /// does not refuse; SPEC §4.4). Must be a silo of the latest active set.
+  void home(const client_process& c, const silo_address& s) {
+    testing::fixture::state_of<routing_service_state>(c.routing).gateway = s;
+  }
+
+  /// The active set as silo `s`'s placement sees it (the ring's members, SPEC §5.1).
+  std::vector<silo_address> active_set(const silo_address& s) {
+    return placement_of(s).view.active_set();
   }
 
   entry_silo& at(const silo_address& a) {
