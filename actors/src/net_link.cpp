@@ -305,7 +305,7 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
   self
     ->request(st.mm, std::chrono::milliseconds(st.cfg.failure_detection_ms),
               caf::publish_atom::value, st.cfg.port,
-              caf::actor_cast<caf::strong_actor_ptr>(self), no_ifs, st.cfg.host, false)
+              caf::actor_cast<caf::strong_actor_ptr>(self), no_ifs, st.cfg.host, true) // SO_REUSEADDR: a restart on its old port must bind while killed connections sit in TIME_WAIT
     .then(
       [=](uint16_t port) {
         auto& st = self->state;
