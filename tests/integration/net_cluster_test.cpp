@@ -274,7 +274,8 @@ std::string ring_owner(const std::vector<std::string>& addrs, const std::string&
 
 /// Sends `grain echo {key}` to `n` and returns what it answered: the hosting silo's
 /// rendered address, or `ERR {code}: {text}`; "" if no answer within the step bound.
-std::string grain_echo(child& n, const std::string& key) {
+/// `instance` (if given) receives the activation's `#{actor id}` on that silo.
+std::string grain_echo(child& n, const std::string& key, std::string* instance = nullptr) {
   auto mark = n.lines.size();
   auto ok = "GRAIN echo/" + key + " ";
   auto bad = "GRAINERR echo/" + key + " ";
@@ -285,7 +286,13 @@ std::string grain_echo(child& n, const std::string& key) {
   if (!i)
     return "";
   auto& l = n.lines[*i];
-  return l.rfind(ok, 0) == 0 ? l.substr(ok.size()) : "ERR " + l.substr(bad.size());
+  if (l.rfind(bad, 0) == 0)
+    return "ERR " + l.substr(bad.size());
+  auto rest = l.substr(ok.size());
+  auto sp = rest.find(" #");
+  if (instance)
+    *instance = sp == std::string::npos ? "" : rest.substr(sp + 1);
+  return rest.substr(0, sp);
 }
 
 } // namespace
@@ -335,9 +342,17 @@ TEST_CASE("net cluster: grain calls cross silo processes and never reach a resta
                   << " on C " << c_addr << " (" << next_key << " keys tried)");
   // Single activation cluster-wide: B and C reach the same activation through the
   // directory (their own placement caches are empty for this key).
-  CHECK(grain_echo(*b, b_key) == b_addr);
-  CHECK(grain_echo(*c, b_key) == b_addr);
-  CHECK(grain_echo(*b, c_keys.front()) == c_addr);
+  std::string b_inst;
+  std::string inst;
+  REQUIRE(grain_echo(*a, b_key, &b_inst) == b_addr);
+  CHECK(grain_echo(*b, b_key, &inst) == b_addr);
+  CHECK(inst == b_inst);
+  CHECK(grain_echo(*c, b_key, &inst) == b_addr);
+  CHECK(inst == b_inst);
+  std::string c_inst;
+  REQUIRE(grain_echo(*a, c_keys.front(), &c_inst) == c_addr);
+  CHECK(grain_echo(*b, c_keys.front(), &inst) == c_addr);
+  CHECK(inst == c_inst);
 
   // -- C is killed (SIGKILL) and declared Dead --------------------------------------
   auto a_mark = a->lines.size();
@@ -374,11 +389,12 @@ TEST_CASE("net cluster: grain calls cross silo processes and never reach a resta
   // died with it, so a caller whose lookup misses places the key again. Only "a live silo
   // answers" is asserted; a second activation is reported with the directory owners.
   for (auto* n : {a.get(), c.get()}) {
-    auto host = grain_echo(*n, b_key);
+    auto host = grain_echo(*n, b_key, &inst);
     CHECK_MESSAGE((host == a_addr || host == b_addr || host == c2_addr),
                   "echo/" << b_key << " from " << n->name << " answered '" << host << "'");
-    if (host != b_addr)
-      MESSAGE("echo/" << b_key << " (activation on B) answered " << host << " from " << n->name
+    if (host != b_addr || inst != b_inst)
+      MESSAGE("echo/" << b_key << " (activation " << b_inst << " on B) answered " << host << " "
+                      << inst << " from " << n->name
                       << ": directory owner over {A,B,C} " << ring_owner({a_addr, b_addr, c_addr}, b_key)
                       << ", over {A,B,C2} " << ring_owner({a_addr, b_addr, c2_addr}, b_key)
                       << " (A " << a_addr << ", B " << b_addr << ", C " << c_addr << ", C2 "

@@ -13,13 +13,14 @@
 //   `CLIENT` (a `pure_client`: it never joins, but its agent receives every snapshot);
 //   `SNAP v{n} | {silo} {status}[ gateway] | ...` for every snapshot the agent applies;
 //   `REPLY {text}` / `CALLERR {rendered error}` for `call` commands;
-//   `GRAIN {type}/{key} {silo}` / `GRAINERR {type}/{key} {code}: {fault text}` for `grain`
-//   commands ({silo}: the rendered address of the silo hosting the activation that
-//   answered, as the activation itself reports it);  `STOPPED` at the end.
+//   `GRAIN {type}/{key} {silo} #{n}` / `GRAINERR {type}/{key} {code}: {fault text}` for
+//   `grain` commands ({silo}: the rendered address of the silo hosting the activation that
+//   answered, as the activation itself reports it; {n}: the activation's CAF actor id in
+//   that process, so two activations on one silo differ);  `STOPPED` at the end.
 // stdin commands: `call {host} {port} {generation} {text}` (a call to that silo's echo);
 // `grain {type} {key}`: a grain call through this process's placement service (silo hosts
 // only; type `echo` is single-activation with random placement, `pecho` single-activation
-// prefer-local, both answering `(silo, key)`);
+// prefer-local, both answering `(silo, actor id)`);
 // `stop` or end of input: graceful leave (ShuttingDown, then Dead), exit code 0.
 // Exit code 2: bad usage or config; 3: start-up failed. The node dies with its parent
 // (PR_SET_PDEATHSIG), so a crashed driver leaves no process behind.
@@ -81,12 +82,12 @@ caf::behavior echo(caf::event_based_actor*, cafmesh::silo_address self_addr) {
   };
 }
 
-/// Grain `echo`/`pecho`: `(nn_where_atom) -> (std::string silo, std::string key)`.
+/// Grain `echo`/`pecho`: `(nn_where_atom) -> (std::string silo, uint64_t actor id)`.
 cafmesh::activation_factory where_grain(const cafmesh::silo_address& s) {
   auto name = s.to_string();
-  return [name](caf::event_based_actor*, const cafmesh::grain_id& id) -> caf::behavior {
-    auto key = id.key;
-    return {[name, key](nn_where_atom) { return caf::make_message(name, key); }};
+  return [name](caf::event_based_actor* self, const cafmesh::grain_id&) -> caf::behavior {
+    auto instance = static_cast<uint64_t>(self->id());
+    return {[name, instance](nn_where_atom) { return caf::make_message(name, instance); }};
   };
 }
 
@@ -195,8 +196,9 @@ int main(int argc, char** argv) {
           self->request(placement, caf::infinite, cafmesh::pl_call_atom::value, id, int32_t{0},
                         caf::make_message(nn_where_atom::value))
             .receive(
-              [&](const std::string& host_silo, const std::string&) {
-                say("GRAIN " + id.to_string() + " " + host_silo);
+              [&](const std::string& host_silo, uint64_t instance) {
+                say("GRAIN " + id.to_string() + " " + host_silo + " #"
+                    + std::to_string(instance));
               },
               [&](caf::error& e) {
                 auto f = cafmesh::to_fault(e);
