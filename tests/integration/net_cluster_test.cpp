@@ -4,6 +4,9 @@
 // leaves gracefully, one is killed with SIGKILL and restarted on its old port with a higher
 // generation, and a stopped (SIGSTOP) one is detected by heartbeat silence. A pure client
 // process receives the snapshots without joining and calls a silo.
+// A second case makes grain calls (placement service + catalog + directory in every node)
+// across the processes: a key placed on B from A, a kill -9 of C and its restart with a
+// higher generation, after which no answer names the old C and a fresh key reaches the new C.
 // Every wait is bounded, and every child is killed (SIGKILL) and reaped when the test ends
 // for any reason, so nothing can hang CI or leak processes.
 
