@@ -7,6 +7,8 @@
 // A second case makes grain calls (placement service + catalog + directory in every node)
 // across the processes: a key placed on B from A, a kill -9 of C and its restart with a
 // higher generation, after which no answer names the old C and a fresh key reaches the new C.
+// With CAFMESH_NET_DEBUG set in the environment the nodes log at debug level (`log.level`)
+// and the grain case keeps its temporary directory (configs and stderr logs).
 // Every wait is bounded, and every child is killed (SIGKILL) and reaped when the test ends
 // for any reason, so nothing can hang CI or leak processes.
 
@@ -193,7 +195,8 @@ std::string write_config(const std::string& dir, const std::string& name, uint16
       << R"(  "network": {"host": "127.0.0.1", "port": )" << port
       << R"(, "primary_host": "127.0.0.1", "primary_port": )" << primary_port
       << R"(, "heartbeat_interval_ms": )" << heartbeat_interval_ms
-      << R"(, "failure_detection_ms": )" << failure_detection_ms << "}\n}\n";
+      << R"(, "failure_detection_ms": )" << failure_detection_ms << "}"
+      << (std::getenv("CAFMESH_NET_DEBUG") ? ",\n  \"log\": {\"level\": \"debug\"}\n}\n" : "\n}\n");
   return path;
 }
 
@@ -442,7 +445,8 @@ TEST_CASE("net cluster: grain calls cross silo processes and never reach a resta
   }
   MESSAGE("grain cluster test took " << ms_since(t0) << " ms");
   std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+  if (!std::getenv("CAFMESH_NET_DEBUG"))
+    std::filesystem::remove_all(dir, ec);
 }
 
 TEST_CASE("net cluster: 3 silo processes join through the primary, leave, crash and restart") {

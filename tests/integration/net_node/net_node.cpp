@@ -43,6 +43,7 @@
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/grain_call.hpp"
 #include "cafmesh/actors/grain_registry.hpp"
+#include "cafmesh/actors/log.hpp"
 #include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/actors/net_process.hpp"
@@ -108,6 +109,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const auto& mc = loaded.value;
+  cafmesh::log::configure(mc.log); // `log.level` of the config file (stderr)
   auto generation = static_cast<uint64_t>(
     std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::system_clock::now().time_since_epoch())
