@@ -302,10 +302,12 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
     st.oracle_is_local = true;
   }
   std::set<std::string> no_ifs;
+  // reuse_addr (SO_REUSEADDR): a silo restarted on its old port must bind while the
+  // connections of its killed predecessor sit in TIME_WAIT.
   self
     ->request(st.mm, std::chrono::milliseconds(st.cfg.failure_detection_ms),
               caf::publish_atom::value, st.cfg.port,
-              caf::actor_cast<caf::strong_actor_ptr>(self), no_ifs, st.cfg.host, false)
+              caf::actor_cast<caf::strong_actor_ptr>(self), no_ifs, st.cfg.host, true)
     .then(
       [=](uint16_t port) {
         auto& st = self->state;
