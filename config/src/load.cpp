@@ -1,4 +1,5 @@
 #include "cafmesh/config/load.hpp"
+#include "cafmesh/config/text.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -54,21 +55,7 @@ std::string joined(const std::vector<std::string>& names, const std::string& quo
   return out;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
+using cafmesh::config::edit_distance;
 
 /// `{ptr}: unknown key, did you mean "x"?` when a known key is at most 2 edits away, else
 /// `{ptr}: unknown key, known keys: a, b, ...`.
@@ -511,19 +498,9 @@ load_result parse(const std::string& json_text) {
 
 load_result load_file(const std::string& path) {
   std::string text;
-  int read_errno = 0;
-  if (auto* file = std::fopen(path.c_str(), "rb"); file != nullptr) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), file)) > 0)
-      text.append(buf, n);
-    read_errno = std::ferror(file) != 0 ? errno : 0;
-    std::fclose(file);
-    if (read_errno == 0)
-      return parse(text);
-  } else {
-    read_errno = errno;
-  }
+  int read_errno = cafmesh::config::read_text_file(path, text);
+  if (read_errno == 0)
+    return parse(text);
   load_result result;
   result.errors.push_back("cannot read config file \"" + path + "\": "
                           + std::strerror(read_errno));

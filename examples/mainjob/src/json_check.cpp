@@ -1,4 +1,5 @@
 #include "json_check.hpp"
+#include "cafmesh/config/text.hpp"
 
 #include "cafmesh/config/json_preview.hpp"
 
@@ -17,21 +18,7 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
+using cafmesh::config::edit_distance;
 
 } // namespace
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "cafmesh/config/text.hpp"
 #include "cafmesh/mainjob/default_scenario_text.hpp"
 #include "json_check.hpp"
 
@@ -366,19 +367,9 @@ scenario_result parse_scenario(const std::string& json_text) {
 
 scenario_result load_scenario_file(const std::string& path) {
   std::string text;
-  int read_errno = 0;
-  if (auto* file = std::fopen(path.c_str(), "rb"); file != nullptr) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), file)) > 0)
-      text.append(buf, n);
-    read_errno = std::ferror(file) != 0 ? errno : 0;
-    std::fclose(file);
-    if (read_errno == 0)
-      return parse_scenario(text);
-  } else {
-    read_errno = errno;
-  }
+  int read_errno = cafmesh::config::read_text_file(path, text);
+  if (read_errno == 0)
+    return parse_scenario(text);
   scenario_result result;
   result.errors.push_back("cannot read scenario file \"" + path
                           + "\": " + std::strerror(read_errno));

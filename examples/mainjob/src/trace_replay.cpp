@@ -1,4 +1,5 @@
 #include "cafmesh/mainjob/trace_replay.hpp"
+#include "cafmesh/config/text.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -126,19 +127,9 @@ trace_result parse_trace(const std::string& text) {
 
 trace_result load_trace_file(const std::string& path) {
   std::string text;
-  int read_errno = 0;
-  if (auto* file = std::fopen(path.c_str(), "rb"); file != nullptr) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), file)) > 0)
-      text.append(buf, n);
-    read_errno = std::ferror(file) != 0 ? errno : 0;
-    std::fclose(file);
-    if (read_errno == 0)
-      return parse_trace(text);
-  } else {
-    read_errno = errno;
-  }
+  int read_errno = cafmesh::config::read_text_file(path, text);
+  if (read_errno == 0)
+    return parse_trace(text);
   trace_result result;
   result.errors.push_back("cannot read trace file \"" + path + "\": " + std::strerror(read_errno));
   return result;
