@@ -17,34 +17,49 @@ void net_process::stop() const {
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
-caf::expected<net_process> start_net_process(caf::actor_system& sys,
-                                             const config::network_section& net,
-                                             uint64_t generation, int64_t timeout_ms) {
-  net_process p;
+caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
+                                           const config::network_section& net,
+                                           uint64_t generation, int64_t timeout_ms) {
+  net_endpoint ep;
   bool primary = net.primary_port == 0;
   caf::actor oracle;
   if (primary)
     oracle = spawn_membership_oracle(sys, membership_oracle_config{oracle_detection_ms(net)});
-  p.link = spawn_net_link(sys, net, oracle);
+  ep.link = spawn_net_link(sys, net, oracle);
   caf::error err;
   uint16_t port = 0;
   {
     caf::scoped_actor self{sys};
-    self->request(p.link, std::chrono::milliseconds(timeout_ms), nl_port_atom::value)
+    self->request(ep.link, std::chrono::milliseconds(timeout_ms), nl_port_atom::value)
       .receive([&](uint16_t x) { port = x; }, [&](caf::error& e) { err = std::move(e); });
   }
   if (err) {
-    p.oracle = oracle;
-    p.stop();
+    for (auto& a : {ep.link, oracle})
+      if (a)
+        caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     return err;
   }
-  p.addr = silo_address{net.host, port, generation};
+  ep.addr = silo_address{net.host, port, generation};
+  ep.oracle = primary ? oracle : spawn_oracle_relay(sys, ep.link);
+  return ep;
+}
+
+caf::expected<net_process> start_net_process(caf::actor_system& sys,
+                                             const config::network_section& net,
+                                             uint64_t generation, int64_t timeout_ms) {
+  auto ep = start_net_link(sys, net, generation, timeout_ms);
+  if (!ep)
+    return ep.error();
+  bool primary = net.primary_port == 0;
+  net_process p;
+  p.addr = ep->addr;
+  p.link = ep->link;
+  p.oracle = ep->oracle;
   p.centre = spawn_message_center(sys, p.addr, p.link);
-  p.oracle = primary ? oracle : spawn_oracle_relay(sys, p.link);
   p.agent = spawn_membership_agent(sys, p.addr, p.oracle);
   caf::anon_send(p.centre, mc_register_atom::value, component::membership, p.agent);
   if (primary)
-    caf::anon_send(p.centre, mc_register_atom::value, component::oracle, oracle);
+    caf::anon_send(p.centre, mc_register_atom::value, component::oracle, p.oracle);
   caf::anon_send(p.agent, mb_subscribe_atom::value, p.centre);
   return p;
 }

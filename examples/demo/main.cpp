@@ -1,11 +1,12 @@
 // cafmesh-demo: the rolling-restart demo (issue "The main job", item 3).
 //
-// What it does today: parses the command line, loads the scenario (a file, or the embedded
-// roll-three-silos default), applies --seed/--duration-s/--rate, validates every process's
-// configuration, and can print the effective scenario (--print-scenario) or write the paced
-// schedule as a trace file (--plan-out). Running the scenario needs the mesh (silos over CAF
-// io, routing, lifecycle), which is not built yet: it then prints what it would run, says so
-// and exits 3 without writing any report (examples/README.md, "Exit codes").
+// Parses the command line, loads the scenario (a file, or the embedded roll-three-silos
+// default), applies --seed/--duration-s/--rate, validates every process's configuration, and
+// can print the effective scenario (--print-scenario) or write the paced schedule as a trace
+// file (--plan-out). Otherwise it runs the scenario on the in-process mesh (net_mesh.hpp:
+// every silo its own actor system over loopback TCP, plus a pure-client system), prints the
+// progress and the final report (table; JSON with --report) and exits with the report's code
+// (examples/README.md, "Exit codes"). --processes is not built yet (exit 3).
 
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 
 #include "cafmesh/config/load.hpp"
 #include "cafmesh/mainjob/cli.hpp"
+#include "cafmesh/mainjob/net_mesh.hpp"
 #include "cafmesh/mainjob/report.hpp"
 #include "cafmesh/mainjob/trace_replay.hpp"
 #include "cafmesh/mainjob/traffic.hpp"
@@ -120,8 +122,32 @@ int main(int argc, char** argv) {
             << " deliveries/s: " << plan.size() << " paced deliveries planned over "
             << s.traffic.streams << " streams\n"
             << "roll:      " << joined(s.roll.order) << "\n";
-  std::cerr << "cafmesh-demo: running the scenario needs the mesh (silos over CAF io, "
-               "membership, routing), which is not built yet; nothing was started and no "
-               "report was written.\n";
-  return exit_codes::mesh_not_built;
+  if (opts.processes) {
+    std::cerr << "cafmesh-demo: --processes (one cafmesh-node process per silo) is not built "
+                 "yet; run without it for the in-process mesh. Nothing was started.\n";
+    return exit_codes::mesh_not_built;
+  }
+  run_settings rs;
+  rs.progress = opts.progress;
+  rs.is_tty = ::isatty(STDOUT_FILENO) != 0;
+  rs.out = &std::cout;
+  bool written = true;
+  rs.on_report = [&](const report& r) {
+    std::cout << render_table(r);
+    std::cout.flush();
+    if (opts.report_path) {
+      std::ofstream out{*opts.report_path};
+      out << render_json(r);
+      out.flush();
+      if (!out) {
+        std::cerr << "cafmesh-demo: cannot write report file \"" << *opts.report_path
+                  << "\"\n";
+        written = false;
+      }
+    }
+  };
+  auto result = run_in_process(s, rs);
+  if (!result || !written)
+    return exit_codes::failed;
+  return result->exit_code;
 }

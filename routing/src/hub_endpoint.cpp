@@ -33,9 +33,23 @@ void arm(ep_actor* self) {
   self->delayed_send(self, std::chrono::milliseconds(delay), ep_tick_atom::value);
 }
 
+void notify(ep_actor* self, const std::string& kind, const std::string& id, verdict v,
+            const std::string& text) {
+  auto& st = self->state;
+  if (st.observer)
+    self->send(st.observer, ep_event_atom::value, kind, id, static_cast<uint8_t>(v), text);
+}
+
+/// Tells the observer about a tracker decision other than `deliver`.
+void dropped(ep_actor* self, outcome_action act, const std::string& id) {
+  if (act == outcome_action::duplicate)
+    notify(self, "duplicate", id, verdict::failed, "");
+}
+
 void record(ep_actor* self, hub_outcome o) {
   auto& st = self->state;
   st.log.debug("outcome " + o.kind + " for delivery " + o.id);
+  notify(self, o.kind, o.id, o.verdict, o.message);
   st.outcomes.push_back(std::move(o));
 }
 
@@ -55,9 +69,64 @@ void on_entry_answer(ep_actor* self, const envelope& answer, bool request) {
   }
 }
 
-caf::behavior hub_endpoint(ep_actor* self, address me, caf::actor routing,
-                           config::routing_section cfg, bool respond) {
+/// An envelope for this hub (local-route hand-over or node-hub hand-over): a NACK, a
+/// response, or a delivery (recorded; answered with a response when `respond` is on and
+/// the delivery may be answered).
+void take_in(ep_actor* self, envelope& d) {
   auto& st = self->state;
+  auto now = now_ms(self);
+  if (d.payload_type == delivery_failure_payload_type) {
+    delivery_failure f;
+    if (!from_json_text(d.payload_json, f)) {
+      st.log.warning("unreadable NACK " + d.id + " dropped");
+      return;
+    }
+    auto act = st.tracker.on_nack(f.request_id, now);
+    if (act == outcome_action::deliver)
+      record(self, hub_outcome{now, f.request_id, "nack", f.verdict, f.target_unserved,
+                               f.message});
+    else
+      dropped(self, act, f.request_id);
+    return;
+  }
+  if (d.request_id) {
+    auto act = st.tracker.on_response(*d.request_id, now);
+    if (act == outcome_action::deliver)
+      record(self, hub_outcome{now, *d.request_id, "response", verdict::failed, false, ""});
+    else
+      dropped(self, act, *d.request_id);
+    return;
+  }
+  notify(self, "received", d.id, verdict::failed, "");
+  st.received.push_back(hub_received{now, d});
+  if (st.respond && !d.sender.empty() && may_answer(d)) {
+    envelope r;
+    r.id = d.id + "-response";
+    r.sender = st.self_address;
+    r.target = d.sender;
+    r.request_id = d.id;
+    r.payload_type = "response";
+    r.payload_json = "{}";
+    self->request(st.routing, caf::infinite, rs_deliver_atom::value, std::move(r))
+      .then([](envelope&) {}, [](caf::error&) {});
+  }
+}
+
+/// The routing service did not answer the entry at all (it is gone): the delivery was never
+/// accepted, and this is its terminal outcome (`entry_failed`, the error as message).
+void on_entry_error(ep_actor* self, const std::string& id, const caf::error& e) {
+  auto& st = self->state;
+  auto now = now_ms(self);
+  auto act = st.tracker.on_nack(id, now);
+  if (act == outcome_action::deliver)
+    record(self, hub_outcome{now, id, "entry_failed", verdict::failed, false,
+                             "routing service unreachable: " + self->system().render(e)});
+}
+
+caf::behavior hub_endpoint(ep_actor* self, address me, caf::actor routing,
+                           config::routing_section cfg, bool respond, caf::actor observer) {
+  auto& st = self->state;
+  st.observer = std::move(observer);
   st.self_address = me;
   st.routing = std::move(routing);
   st.respond = respond;
@@ -71,54 +140,27 @@ caf::behavior hub_endpoint(ep_actor* self, address me, caf::actor routing,
         d.sender = st.self_address;
       st.tracker.track_request(d.id, now + timeout_ms, now);
       arm(self);
+      auto id = d.id;
       self->request(st.routing, caf::infinite, rs_deliver_atom::value, std::move(d))
-        .then([=](envelope& a) { on_entry_answer(self, a, true); }, [](caf::error&) {});
+        .then([=](envelope& a) { on_entry_answer(self, a, true); },
+              [=](caf::error& e) { on_entry_error(self, id, e); });
     },
     [=](ep_post_atom, envelope& d) {
       auto& st = self->state;
       if (d.sender.empty())
         d.sender = st.self_address;
+      auto id = d.id;
       self->request(st.routing, caf::infinite, rs_deliver_atom::value, std::move(d))
-        .then([=](envelope& a) { on_entry_answer(self, a, false); }, [](caf::error&) {});
+        .then([=](envelope& a) { on_entry_answer(self, a, false); },
+              [=](caf::error& e) { on_entry_error(self, id, e); });
     },
-    [=](hb_in_atom, envelope& d) {
-      auto& st = self->state;
-      auto now = now_ms(self);
-      if (d.payload_type == delivery_failure_payload_type) {
-        delivery_failure f;
-        if (!from_json_text(d.payload_json, f)) {
-          st.log.warning("unreadable NACK " + d.id + " dropped");
-          return;
-        }
-        if (st.tracker.on_nack(f.request_id, now) == outcome_action::deliver)
-          record(self, hub_outcome{now, f.request_id, "nack", f.verdict, f.target_unserved,
-                                   f.message});
-        return;
-      }
-      if (d.request_id) {
-        if (st.tracker.on_response(*d.request_id, now) == outcome_action::deliver)
-          record(self, hub_outcome{now, *d.request_id, "response", verdict::failed, false, ""});
-        return;
-      }
-      st.received.push_back(hub_received{now, d});
-      if (st.respond && !d.sender.empty()) {
-        envelope r;
-        r.id = d.id + "-response";
-        r.sender = st.self_address;
-        r.target = d.sender;
-        r.request_id = d.id;
-        r.payload_type = "response";
-        r.payload_json = "{}";
-        self->request(st.routing, caf::infinite, rs_deliver_atom::value, std::move(r))
-          .then([](envelope&) {}, [](caf::error&) {});
-      }
-    },
+    [=](hb_in_atom, envelope& d) { take_in(self, d); },
     [=](hb_deliver_atom, envelope& d) {
-      auto& st = self->state;
-      st.received.push_back(hub_received{now_ms(self), d});
+      take_in(self, d);
       d.state = delivery_state::processed;
       return d;
     },
+    [=](ep_rehome_atom, caf::actor& routing) { self->state.routing = std::move(routing); },
     [=](ep_tick_atom) {
       auto& st = self->state;
       st.timer_armed = false;
@@ -133,8 +175,10 @@ caf::behavior hub_endpoint(ep_actor* self, address me, caf::actor routing,
 } // namespace
 
 caf::actor spawn_hub_endpoint(caf::actor_system& sys, address self_address, caf::actor routing,
-                              const config::routing_section& cfg, bool respond) {
-  return sys.spawn(hub_endpoint, std::move(self_address), std::move(routing), cfg, respond);
+                              const config::routing_section& cfg, bool respond,
+                              caf::actor observer) {
+  return sys.spawn(hub_endpoint, std::move(self_address), std::move(routing), cfg, respond,
+                   std::move(observer));
 }
 
 } // namespace cafmesh::routing

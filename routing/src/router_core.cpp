@@ -9,6 +9,7 @@
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/sec.hpp>
+#include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -17,6 +18,7 @@
 #include "cafmesh/lifecycle/leg_latch.hpp"
 #include "cafmesh/lifecycle/routing_quiescence.hpp"
 #include "cafmesh/routing/classify.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/ordered_route_dispatcher.hpp"
 #include "cafmesh/routing/refusal_log.hpp"
 #include "cafmesh/routing/retry_policy.hpp"
@@ -247,6 +249,9 @@ bool post_nack(pointer self, const envelope& original, verdict v, const std::str
   auto& s = self->state;
   if (original.sender.empty() || !may_answer(original)) {
     ++s.stats.suppressed_failures;
+    if (s.opts.failure_observer && !original.sender.empty())
+      caf::anon_send(s.opts.failure_observer, ep_event_atom::value, std::string{"suppressed"},
+                     original.id, static_cast<uint8_t>(v), text);
     auto d = s.refusals.record(host_address(original.target, s.opts.mesh_type).to_string(),
                                original.sender.to_string(), now_ms(self));
     if (d.log)

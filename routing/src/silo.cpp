@@ -195,6 +195,7 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
   co.registry = opts.registry;
   co.grains = s.grains;
   co.resolver = opts.resolver;
+  co.failure_observer = opts.failure_observer;
   co.local_routes = caf::actor_cast<local_route_port_actor>(s.routing);
   s.core = spawn_router_core(sys, co);
   s.slots->core = s.core;

@@ -167,6 +167,7 @@ std::string render_table(const report& r) {
   rows.push_back({"requests re-sent", std::to_string(in.traffic.requests_resent)});
   rows.push_back({"request chains exhausted", std::to_string(in.traffic.request_resends_exhausted)});
   rows.push_back({"fresh Fulls after NACK", std::to_string(in.traffic.fresh_fulls_after_nack)});
+  rows.push_back({"fresh Full chains exhausted", std::to_string(in.traffic.fresh_fulls_exhausted)});
   out << columns(rows, "  ");
   if (!in.silos.empty()) {
     std::vector<std::vector<std::string>> silo_rows{
@@ -240,7 +241,8 @@ std::string render_json(const report& r) {
   j["traffic"] = json{{"paced", in.traffic.paced},
                       {"requests_resent", in.traffic.requests_resent},
                       {"request_resends_exhausted", in.traffic.request_resends_exhausted},
-                      {"fresh_fulls_after_nack", in.traffic.fresh_fulls_after_nack}};
+                      {"fresh_fulls_after_nack", in.traffic.fresh_fulls_after_nack},
+                      {"fresh_fulls_exhausted", in.traffic.fresh_fulls_exhausted}};
   json kinds = json::object();
   for (auto& [k, c] : l.by_kind)
     kinds[to_string(k)] = counts_json(c);

@@ -76,6 +76,11 @@ std::vector<planned_delivery> reactor::on_outcome(const planned_delivery& d,
   next.id = prefix_ + "-r" + std::to_string(next_id_);
   next.t_ms = now_ms;
   if (d.kind == delivery_kind::frame) {
+    if (d.attempt >= max_resends_) {
+      ++counters_.fresh_fulls_exhausted;
+      return out;
+    }
+    next.attempt = d.attempt + 1;
     next.frame = streams_.full(d.sender, d.stream);
     ++counters_.fresh_fulls_after_nack;
   } else if (d.kind == delivery_kind::request) {

@@ -46,6 +46,21 @@ struct net_process {
   void stop() const;
 };
 
+/// The network endpoint of one process: its link, listening, and its view of the oracle.
+struct net_endpoint {
+  silo_address addr;  ///< (net.host, bound port, generation)
+  caf::actor link;
+  caf::actor oracle;  ///< the oracle (primary) or the relay standing for it
+};
+
+/// The first half of `start_net_process`: the oracle (primary only), the link, the bound
+/// port, and on other processes the oracle relay. Builders of whole silos
+/// (`routing::start_net_silo`) and pure clients spawn their own centre and agent on it.
+/// Same errors as `start_net_process`.
+caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
+                                           const config::network_section& net,
+                                           uint64_t generation, int64_t timeout_ms = 10000);
+
 /// Builds the process as described in the file comment. Fails with the link's publish
 /// error (e.g. `cannot_open_port`) or `request_timeout` when the port is not bound within
 /// `timeout_ms`; every actor spawned so far has then been sent an exit.

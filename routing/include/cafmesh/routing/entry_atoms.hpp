@@ -45,5 +45,14 @@ using pc_retry_atom = caf::atom_constant<caf::atom("pcretry")>;
 using ep_request_atom = caf::atom_constant<caf::atom("eprequest")>;
 using ep_post_atom = caf::atom_constant<caf::atom("eppost")>;
 using ep_tick_atom = caf::atom_constant<caf::atom("eptick")>;
+/// Hub endpoint -> its observer, one-way: `(ep_event_atom, std::string kind, std::string id,
+/// uint8_t verdict, std::string text)`; kind `received` (a delivery landed here), `response`,
+/// `nack`, `deadline`, `entry_failed` (terminal outcomes passed to the application) or
+/// `duplicate` (a later outcome the tracker dropped). `verdict`: `routing::verdict` as an
+/// integer, meaningful for `nack`.
+using ep_event_atom = caf::atom_constant<caf::atom("epevent")>;
+/// `(ep_rehome_atom, caf::actor routing)` one-way: the hub endpoint sends through `routing`
+/// from now on (its process moved the hub to another routing service).
+using ep_rehome_atom = caf::atom_constant<caf::atom("eprehome")>;
 
 } // namespace cafmesh::routing

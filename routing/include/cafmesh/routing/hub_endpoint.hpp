@@ -63,12 +63,16 @@ struct hub_endpoint_state {
   bool timer_armed = false;
   int64_t timer_due_ms = 0;
   log::logger log;
+  caf::actor observer; ///< receives `ep_event_atom` messages (entry_atoms.hpp); may be null
   static const char* name;
 };
 
 /// Spawns a hub endpoint for `self_address` sending through `routing` (a routing service).
 /// It does NOT register itself: register it with `rs_register_atom` (tests do so).
+/// `observer`, when set, is told every received delivery and every outcome as it happens
+/// (`ep_event_atom`, entry_atoms.hpp), e.g. by a traffic driver.
 caf::actor spawn_hub_endpoint(caf::actor_system& sys, address self_address, caf::actor routing,
-                              const config::routing_section& cfg = {}, bool respond = false);
+                              const config::routing_section& cfg = {}, bool respond = false,
+                              caf::actor observer = caf::actor{});
 
 } // namespace cafmesh::routing

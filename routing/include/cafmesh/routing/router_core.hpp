@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include <caf/actor.hpp>
+
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/lifecycle/io_pool_actor.hpp"
@@ -63,6 +65,10 @@ struct router_core_options {
   path_resolver_actor resolver;
   stream_port_actor streams;
   local_route_port_actor local_routes;
+  /// Told every failure of an answer-suppressed delivery (no NACK may answer it, SPEC §6.11
+  /// step 1): `(ep_event_atom, "suppressed", delivery id, uint8_t verdict, text)` one-way
+  /// (entry_atoms.hpp), e.g. by a traffic driver keeping an outcome ledger. May be null.
+  caf::actor failure_observer;
 
   /// The options from a whole configuration (sections routing, size, placement,
   /// grain_call); handles stay null.

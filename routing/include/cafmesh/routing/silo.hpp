@@ -100,6 +100,8 @@ struct silo_options {
   caf::actor centre;
   /// The membership oracle (the actor itself in simulation).
   caf::actor oracle;
+  /// Passed to the router core (`router_core_options::failure_observer`); may be null.
+  caf::actor failure_observer;
   /// The application's hub factory (node hubs) and path resolver (SPEC §6.1).
   hub_factory_actor hubs;
   path_resolver_actor resolver;

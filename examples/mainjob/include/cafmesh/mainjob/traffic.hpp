@@ -23,7 +23,8 @@
 /// Reactions (`on_outcome`), delivered at once, on top of the paced rate:
 /// - a frame NACKed with a transient verdict (shutting_down, unavailable): the owner sends
 ///   that subscriber a fresh `full` at the stream's current version and state, instead of
-///   re-sending the frame (one per NACK);
+///   re-sending the frame (one per NACK), at most `request_max_resends` Fulls in a row for
+///   one NACKed frame (a Full NACKed after that counts in `fresh_fulls_exhausted`);
 /// - a request NACKed `shutting_down` or `unavailable`: re-sent as a NEW delivery (new id,
 ///   same sender, target and payload size), at most `request_max_resends` times per original
 ///   request; the re-send after that is not made and the chain counts as exhausted;
@@ -61,7 +62,7 @@ struct planned_delivery {
   std::string payload_type;     ///< `demo.frame`, `demo.heartbeat`, `demo.request`, `demo.post`
   std::optional<routing::sync_frame> frame; ///< frames: kind, owner version, state or ops
   std::string chain;            ///< requests: id of the original request of a re-send chain
-  int64_t attempt = 0;          ///< requests: 0 for the original, n for the n-th re-send
+  int64_t attempt = 0;          ///< requests and frames: 0 for the original, n for the n-th re-send or fresh Full
 
   /// The ledger record of this delivery once accepted at `accepted_ms`.
   accepted_delivery accepted(int64_t accepted_ms) const;
@@ -79,11 +80,13 @@ struct traffic_counters {
   uint64_t fresh_fulls_after_nack = 0; ///< Fulls sent instead of re-sending a NACKed frame
   uint64_t requests_resent = 0;        ///< re-sends made
   uint64_t request_resends_exhausted = 0; ///< chains whose last allowed re-send got a transient NACK too
+  uint64_t fresh_fulls_exhausted = 0; ///< frame chains whose last allowed fresh Full got a transient NACK too
 
   friend bool operator==(const traffic_counters& x, const traffic_counters& y) {
     return x.paced == y.paced && x.fresh_fulls_after_nack == y.fresh_fulls_after_nack
            && x.requests_resent == y.requests_resent
-           && x.request_resends_exhausted == y.request_resends_exhausted;
+           && x.request_resends_exhausted == y.request_resends_exhausted
+           && x.fresh_fulls_exhausted == y.fresh_fulls_exhausted;
   }
 };
 

@@ -1,0 +1,65 @@
+#pragma once
+
+/// @file
+/// The in-process mesh of cafmesh-demo (issue "The main job", item 3): the scenario's silos,
+/// each its own CAF actor system whose message centre talks to the others over loopback TCP
+/// through the io middleman (`routing::start_net_silo`), plus one pure-client actor system,
+/// all in this process, driven by `demo_driver` in wall-clock time.
+///
+/// ## Topology
+/// - **Client system** (`client-1`): the membership oracle's host (the network's primary:
+///   the silos are rolled, so none of them may host it; it plays the part of Orleans'
+///   membership table), a pure client (message centre, membership agent, routing service with
+///   role `pure_client` on its own network link) and the application's hubs: portal hubs
+///   whose `portal_origin` is a client, registered as local routes of the client's routing
+///   service; node hubs `node/Org/N{i}` (answer requests) and owner hubs `node/Owner/O{i}`.
+/// - **Silo systems** A, B, C …: one `start_net_silo` each, with a hub factory that hands
+///   the node-hub grains the application's hub for their prefix (an in-process hand-over,
+///   as an embedding application's factory would) and a path resolver for `node/{prefix}`.
+///   Every silo-to-silo and client-to-gateway message crosses TCP.
+///
+/// ## Hubs and homes
+/// Owner hubs send their frames through the co-hosted entry (SPEC §6.2) of a home silo
+/// (owner i starts on silo i % n), where they are registered as local routes; node hubs send
+/// their responses through a home silo too. When a silo is stopped its node hubs move at
+/// once to the next available silo; its owner hubs hold their frames until the silo's stage
+/// Active has stopped (the quiescence hold released: every leg the old home accepted has
+/// ended) and then move, so a stream's frames never enter two router cores at once and
+/// per-stream order holds across the move (SPEC §6.8, §10).
+///
+/// ## Timing and the end of the run
+/// The driver's clock is milliseconds since the traffic started (steady clock). Once the
+/// paced traffic, the roll and the faults are done, the run waits for the last outcomes up
+/// to `drain_timeout_ms`; anything still without a terminal outcome then counts as lost.
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <optional>
+
+#include "cafmesh/mainjob/progress.hpp"
+#include "cafmesh/mainjob/report.hpp"
+#include "cafmesh/mainjob/scenario.hpp"
+
+namespace cafmesh::mainjob {
+
+/// How `run_in_process` reports progress and ends.
+struct run_settings {
+  progress_mode progress = progress_mode::automatic; ///< `--progress`
+  bool is_tty = false;                               ///< standard output is a terminal
+  std::ostream* out = nullptr;                       ///< progress lines; null: none
+  int64_t drain_timeout_ms = 60000; ///< after the traffic: bound of the wait for outcomes
+  int64_t progress_interval_ms = 1000; ///< plain progress lines (a terminal: 250 ms)
+  /// Called with the report as soon as it is made, before the mesh is torn down.
+  std::function<void(const report&)> on_report;
+  /// Bound of the teardown after the report: when the actor systems are not down by then,
+  /// the process exits at once (`std::_Exit`) with the report's exit code.
+  int64_t teardown_timeout_ms = 20000;
+};
+
+/// Runs scenario `s` on the in-process mesh (see the file comment) and evaluates it. None
+/// when the mesh could not start (a port that cannot be bound, a silo whose start failed
+/// within 30 s): the reason is printed on standard error and no traffic was sent.
+std::optional<report> run_in_process(const scenario& s, const run_settings& rs);
+
+} // namespace cafmesh::mainjob
