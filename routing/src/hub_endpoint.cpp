@@ -55,6 +55,22 @@ void on_entry_answer(ep_actor* self, const envelope& answer, bool request) {
   }
 }
 
+/// With `respond` on, answers a delivery that has a sender with a response envelope.
+void respond_to(ep_actor* self, const envelope& d) {
+  auto& st = self->state;
+  if (!st.respond || d.sender.empty())
+    return;
+  envelope r;
+  r.id = d.id + "-response";
+  r.sender = st.self_address;
+  r.target = d.sender;
+  r.request_id = d.id;
+  r.payload_type = "response";
+  r.payload_json = "{}";
+  self->request(st.routing, caf::infinite, rs_deliver_atom::value, std::move(r))
+    .then([](envelope&) {}, [](caf::error&) {});
+}
+
 caf::behavior hub_endpoint(ep_actor* self, address me, caf::actor routing,
                            config::routing_section cfg, bool respond) {
   auto& st = self->state;
@@ -101,21 +117,12 @@ caf::behavior hub_endpoint(ep_actor* self, address me, caf::actor routing,
         return;
       }
       st.received.push_back(hub_received{now, d});
-      if (st.respond && !d.sender.empty()) {
-        envelope r;
-        r.id = d.id + "-response";
-        r.sender = st.self_address;
-        r.target = d.sender;
-        r.request_id = d.id;
-        r.payload_type = "response";
-        r.payload_json = "{}";
-        self->request(st.routing, caf::infinite, rs_deliver_atom::value, std::move(r))
-          .then([](envelope&) {}, [](caf::error&) {});
-      }
+      respond_to(self, d);
     },
     [=](hb_deliver_atom, envelope& d) {
       auto& st = self->state;
       st.received.push_back(hub_received{now_ms(self), d});
+      respond_to(self, d);
       d.state = delivery_state::processed;
       return d;
     },

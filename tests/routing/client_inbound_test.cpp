@@ -1,0 +1,263 @@
+// Pure-client inbound attach (SPEC §6.2 "Pure client inbound attach", §4.4 gateways and
+// stop-send, §6.10 pod hubs, §6.11 NACK rung c): hubs hosted in a pure client receive
+// deliveries, responses and NACKs through a pod hub on the client's gateway silo.
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "silo_world.hpp"
+
+using namespace cafmesh;
+using namespace cafmesh::test;
+using namespace std::chrono_literals;
+using testing::fixture;
+
+namespace {
+
+const std::string portal_path = "portal/user1/tab1";
+
+caf::actor add_hub(fixture& fx, const caf::actor& routing, const std::string& addr,
+                   bool respond = false) {
+  auto a = routing::address::from(addr);
+  auto h = fx.track(routing::spawn_hub_endpoint(fx.sys, a, routing, {}, respond));
+  caf::anon_send(routing, routing::rs_register_atom::value, a, h);
+  return h;
+}
+
+std::vector<std::string> received_ids(const caf::actor& hub) {
+  std::vector<std::string> out;
+  for (auto& r : hub_of(hub).received)
+    out.push_back(r.env.id);
+  return out;
+}
+
+/// The fixture's virtual ms as actor-clock ms (what actor states record).
+int64_t clock_ms(fixture& fx, int64_t virtual_ms) {
+  using namespace std::chrono;
+  auto now = duration_cast<milliseconds>(fx.sys.clock().now().time_since_epoch()).count();
+  return now - fx.now_ms() + virtual_ms;
+}
+
+size_t activations_of(const routing::silo& s, const grain_id& g) {
+  auto& cat = fixture::state_of<catalog_state>(s.catalog);
+  auto i = cat.by_grain.find(g);
+  return i == cat.by_grain.end() ? 0 : i->second.size();
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(fixture, "client inbound: a post and a stream frame from a silo hub land at a pure-client portal in order") {
+  silo_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto c = w.add_client("c", a);
+  auto portal = add_hub(*this, c.routing, portal_path);
+  run();
+  auto& svc = service_of(c.routing);
+  REQUIRE(svc.inbound.count(portal_path) == 1);
+  auto& in = svc.inbound.at(portal_path);
+  CHECK(in.attached);
+  CHECK_FALSE(in.first);
+  CHECK(in.attempt_ms.size() == 1);
+  CHECK(in.attached_at == std::vector<silo_address>{a});
+  // The gateway attached the pod hub on its own silo (prefer-local) and knows the client.
+  CHECK(activations_of(w.at(a), grain_id{"podhub", portal_path}) == 1);
+  CHECK(activations_of(w.at(b), grain_id{"podhub", portal_path}) == 0);
+  auto clients = testing::ask<std::vector<silo_address>>(*this, w.at(a).gateway,
+                                                          routing::gw_clients_atom::value);
+  run();
+  REQUIRE(clients->ok());
+  CHECK(clients->value == std::vector<silo_address>{c.addr});
+  // A co-hosted hub on silo A posts, then sends a stream frame (ordering key set).
+  auto sender = add_hub(*this, w.at(a).routing, "node/Org/Sender");
+  run();
+  caf::anon_send(sender, routing::ep_post_atom::value, make_delivery("post-1", portal_path));
+  caf::anon_send(sender, routing::ep_post_atom::value,
+                 make_delivery("frame-1", portal_path, "stream-1"));
+  run_for(1s);
+  CHECK(received_ids(portal) == std::vector<std::string>{"post-1", "frame-1"});
+  REQUIRE(hub_of(portal).received.size() == 2);
+  CHECK_FALSE(hub_of(portal).received[0].env.ordering_key);
+  REQUIRE(hub_of(portal).received[1].env.ordering_key);
+  CHECK(*hub_of(portal).received[1].env.ordering_key == "stream-1");
+  CHECK(hub_of(sender).outcomes.empty());
+  CHECK(svc.stats.lr_delivered == 2);
+  CHECK(svc.stats.lr_refused == 0);
+}
+
+TEST_CASE_FIXTURE(fixture, "client inbound: a client request gets its response at the client and a NACK reaches its tracker") {
+  silo_world w{*this};
+  auto a = w.add_silo("a").addr;
+  w.add_silo("b");
+  for (auto& e : w.silos)
+    state_of<test_hub_factory_state>(e.hubs).respond = true;
+  auto c = w.add_client("c", a);
+  auto portal = add_hub(*this, c.routing, portal_path);
+  run();
+  REQUIRE(service_of(c.routing).inbound.at(portal_path).attached);
+  // A request to a node hub: the response travels node hub -> its silo's router core ->
+  // podhub/portal/user1/tab1 on the gateway -> the client.
+  caf::anon_send(portal, routing::ep_request_atom::value, make_delivery("req-1", "node/Org/Acme"),
+                 int64_t{60000});
+  run_for(2s);
+  auto& hub = hub_of(portal);
+  REQUIRE(hub.outcomes.size() == 1);
+  CHECK(hub.outcomes[0].id == "req-1");
+  CHECK(hub.outcomes[0].kind == "response");
+  // A request to an address no node serves: the router core's NACK reaches the client
+  // through the pod hub (SPEC §6.11 rung c).
+  caf::anon_send(portal, routing::ep_request_atom::value, make_delivery("req-2", "nowhere/x"),
+                 int64_t{60000});
+  run_for(2s);
+  REQUIRE(hub.outcomes.size() == 2);
+  CHECK(hub.outcomes[1].id == "req-2");
+  CHECK(hub.outcomes[1].kind == "nack");
+  CHECK(hub.outcomes[1].verdict == routing::verdict::not_found);
+  CHECK(hub.outcomes[1].message.find("No node found at 'nowhere/x'") != std::string::npos);
+  CHECK(hub.tracker.pending_count() == 0);
+  CHECK(service_of(c.routing).stats.lr_delivered == 2);
+  // Nothing more arrives later (one terminal outcome each).
+  run_for(60s);
+  CHECK(hub.outcomes.size() == 2);
+}
+
+TEST_CASE_FIXTURE(fixture, "client inbound: 200 frames on one stream reach a client portal in send order") {
+  silo_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto c = w.add_client("c", a);
+  auto portal = add_hub(*this, c.routing, portal_path);
+  auto sender = add_hub(*this, w.at(b).routing, "node/Org/Sender");
+  run();
+  std::vector<std::string> sent;
+  for (int i = 0; i < 200; ++i) {
+    sent.push_back("f-" + std::to_string(i));
+    caf::anon_send(sender, routing::ep_post_atom::value,
+                   make_delivery(sent.back(), portal_path, "stream-1"));
+  }
+  run_for(10s);
+  CHECK(received_ids(portal) == sent);
+  CHECK(hub_of(sender).outcomes.empty());
+  CHECK(service_of(c.routing).stats.lr_delivered == 200);
+}
+
+TEST_CASE_FIXTURE(fixture, "client inbound: a gateway stopped under a frame flow re-homes the client and no frame is lost") {
+  silo_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto c = w.add_client("c", a);
+  auto portal = add_hub(*this, c.routing, portal_path);
+  auto sender = add_hub(*this, w.at(b).routing, "node/Org/Sender");
+  run();
+  auto& svc = service_of(c.routing);
+  REQUIRE(svc.inbound.at(portal_path).attached_at == std::vector<silo_address>{a});
+  std::vector<std::pair<std::string, int64_t>> sent;
+  auto send_one = [&] {
+    auto id = "f-" + std::to_string(sent.size());
+    sent.emplace_back(id, now_ms());
+    caf::anon_send(sender, routing::ep_post_atom::value, make_delivery(id, portal_path, "s1"));
+  };
+  for (int i = 0; i < 10; ++i) {
+    send_one();
+    run_for(20ms);
+  }
+  // A burst is queued on the stream when the stop begins, and another right behind it.
+  for (int i = 0; i < 40; ++i)
+    send_one();
+  auto stopped = w.stop(a, true);
+  for (int i = 0; i < 40; ++i)
+    send_one();
+  for (int i = 0; i < 20; ++i) {
+    send_one();
+    run_for(20ms);
+  }
+  REQUIRE(run_until([&] { return stopped->done; }, std::chrono::minutes(2)));
+  CHECK(stopped->ok());
+  for (int i = 0; i < 20; ++i) {
+    send_one();
+    run_for(20ms);
+  }
+  run_for(60s);
+  // The client got stop-send from A, re-homed and re-attached at B.
+  CHECK(svc.stats.stop_sends == 1);
+  CHECK(state_of<echo_state>(c.inbox).received.size() == 1);
+  CHECK(svc.gateway == b);
+  auto& in = svc.inbound.at(portal_path);
+  REQUIRE(in.attached_at.size() >= 2);
+  CHECK(in.attached_at.front() == a);
+  CHECK(in.attached_at.back() == b);
+  CHECK(in.attached);
+  // Every frame has exactly one terminal result: landed at the client or NACKed.
+  std::map<std::string, int> landed, nacked;
+  for (auto& r : hub_of(portal).received)
+    ++landed[r.env.id];
+  for (auto& o : hub_of(sender).outcomes)
+    if (o.kind == "nack")
+      ++nacked[o.id];
+  int n_landed = 0, n_nacked = 0;
+  for (auto& [id, t] : sent) {
+    INFO(id);
+    CHECK(landed[id] + nacked[id] == 1);
+    n_landed += landed[id];
+    n_nacked += nacked[id];
+  }
+  CHECK(n_landed + n_nacked == 130);
+  MESSAGE("landed " << n_landed << ", NACKed " << n_nacked);
+
+  // Frames sent after the re-attach at B all land.
+  int64_t t_reattach = -1;
+  for (size_t i = 0; i < in.attached_at.size(); ++i)
+    if (in.attached_at[i] == b) {
+      t_reattach = in.attached_ms[i];
+      break;
+    }
+  REQUIRE(t_reattach >= 0);
+  int after = 0;
+  for (auto& [id, t] : sent)
+    if (clock_ms(*this, t) > t_reattach) {
+      ++after;
+      INFO(id);
+      CHECK(landed[id] == 1);
+    }
+  CHECK(after >= 20);
+  CHECK(hub_of(sender).outcomes.size() == static_cast<size_t>(n_nacked));
+}
+
+TEST_CASE_FIXTURE(fixture, "client inbound: the attach retries under the attach policy without an Active gateway and gives up with one error line") {
+  silo_world w{*this};
+  auto c = w.add_client("c", silo_address{});
+  run();
+  logs.clear();
+  auto t0 = now_ms();
+  auto portal = add_hub(*this, c.routing, portal_path);
+  run();
+  // A dispatch issued while the first attach is pending waits for it.
+  run_for(100ms);
+  caf::anon_send(portal, routing::ep_post_atom::value, make_delivery("wait-1", "node/Org/Acme"));
+  run_for(20s);
+  auto& svc = service_of(c.routing);
+  auto& in = svc.inbound.at(portal_path);
+  auto t = [&](int64_t ms) { return clock_ms(*this, t0 + ms); };
+  CHECK(in.attempt_ms == std::vector<int64_t>{t(0), t(250), t(750), t(1750), t(3750), t(7750)});
+  CHECK_FALSE(in.attached);
+  CHECK_FALSE(in.first);
+  CHECK(svc.stats.attach_gave_up == 1);
+  auto lines = logs.find("inbound attach of portal/user1/tab1 gave up after 6 attempt(s)",
+                         log::level::error);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].t_ms == t0 + 7750);
+  CHECK(logs.count_level(log::level::error) == 1);
+  // The waiting dispatch started once the attach had given up, then ran its own policy.
+  CHECK(svc.stats.gated == 1);
+  REQUIRE(svc.attempts_by_id.count("wait-1") == 1);
+  CHECK(svc.attempts_by_id["wait-1"].front() == t(7750));
+  auto& hub = hub_of(portal);
+  REQUIRE(hub.outcomes.size() == 1);
+  CHECK(hub.outcomes[0].id == "wait-1");
+  CHECK(hub.outcomes[0].kind == "nack");
+  CHECK(hub.outcomes[0].t_ms == t(7750 + 6200));
+}
