@@ -25,6 +25,7 @@
 #include "cafmesh/lifecycle/silo_lifecycle.hpp"
 #include "cafmesh/lifecycle/stage.hpp"
 #include "cafmesh/lifecycle/stopping_recipient.hpp"
+#include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/router_core.hpp"
 #include "cafmesh/routing/routing_service.hpp"
 
@@ -51,6 +52,32 @@ struct gateway_state {
   uint64_t detaches = 0;
   static inline const char* name = "cafmesh.gateway";
 };
+
+/// Attempts at one inbound attach inside the gateway: an activation that was leaving when
+/// the call reached it (`activation_deactivated`) is re-resolved at once, so a client
+/// re-homing while deliveries churn a not-here activation does not wait for its own
+/// 250 ms backoff (SPEC §6.6 "transient hub conditions re-resolve").
+constexpr int gateway_attach_attempts = 4;
+
+void gateway_attach(caf::stateful_actor<gateway_state>* self, grain_id g, silo_address client,
+                    caf::typed_response_promise<bool> rp, int attempt) {
+  auto& st = self->state;
+  // Bypass the directory cache: the attach must reach the directory (SPEC §6.10).
+  self->send(st.placement, pl_inval_atom::value, g);
+  self
+    ->request(st.placement, caf::infinite, pl_call_atom::value, g, int32_t{0},
+              caf::make_message(ph_attach_client_atom::value, client))
+    .then([=](bool ok) mutable { rp.deliver(ok); },
+          [=](caf::error& e) mutable {
+            auto f = to_fault(e);
+            if (attempt < gateway_attach_attempts
+                && contains_code(f, mesh_errc::activation_deactivated)) {
+              gateway_attach(self, g, client, rp, attempt + 1);
+              return;
+            }
+            rp.deliver(std::move(e));
+          });
+}
 
 caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, silo_address s,
                            caf::actor placement, caf::actor centre) {
@@ -87,12 +114,9 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, silo_addres
       ++st.attaches;
       auto key = host_address(path).path();
       st.attached[key] = client;
-      auto g = pod_hub_grain(key);
-      // Bypass the directory cache: the attach must reach the directory (SPEC §6.10).
-      self->send(st.placement, pl_inval_atom::value, g);
-      self->delegate(st.placement, pl_call_atom::value, g, int32_t{0},
-                     caf::make_message(ph_attach_client_atom::value, client));
-      return caf::delegated<bool>{};
+      auto rp = self->make_response_promise<bool>();
+      gateway_attach(self, pod_hub_grain(key), client, rp, 1);
+      return rp;
     },
     [=](gw_detach_atom, const silo_address& client,
         const address& path) -> caf::result<caf::ok_atom> {
