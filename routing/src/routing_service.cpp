@@ -509,9 +509,19 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
         auto at = i->second.at;
         auto path = i->second.addr;
         st.inbound.erase(i);
-        if (!at.empty() && st.opts.centre && !st.stopping)
-          self->send(st.opts.centre, mc_send_atom::value, at, component::gateway,
-                     caf::make_message(gw_detach_atom::value, st.opts.self_silo, path));
+        if (!at.empty() && st.opts.centre && !st.stopping) {
+          auto lg = st.log;
+          auto bound = std::chrono::milliseconds(st.opts.placement_timeout_ms
+                                                 + st.opts.grain_response_timeout_ms);
+          self->request(st.opts.centre, bound,
+                        make_call(at, component::gateway, gw_detach_atom::value,
+                                  st.opts.self_silo, path))
+            .then([](caf::ok_atom) {},
+                  [=](caf::error& e) {
+                    lg.info("detach of " + key + " at gateway " + at.to_string()
+                            + " failed: " + to_fault(e).render());
+                  });
+        }
         release_gate(self);
       }
       return caf::ok_atom::value;

@@ -322,3 +322,31 @@ TEST_CASE_FIXTURE(fixture, "client inbound: the attach retries under the attach 
   CHECK(hub.outcomes[0].kind == "nack");
   CHECK(hub.outcomes[0].t_ms == t(7750 + 6200));
 }
+
+TEST_CASE_FIXTURE(fixture, "client inbound: unregistering a client portal detaches its pod hub and a later post is NACKed not-here") {
+  silo_world w{*this};
+  auto a = w.add_silo("a").addr;
+  w.add_silo("b");
+  auto c = w.add_client("c", a);
+  auto portal = add_hub(*this, c.routing, portal_path);
+  auto sender = add_hub(*this, w.at(a).routing, "node/Org/Sender");
+  run();
+  REQUIRE(service_of(c.routing).inbound.at(portal_path).attached);
+  REQUIRE(activations_of(w.at(a), grain_id{"podhub", portal_path}) == 1);
+  caf::anon_send(c.routing, routing::rs_unregister_atom::value,
+                 routing::address::from(portal_path));
+  run();
+  CHECK(service_of(c.routing).inbound.count(portal_path) == 0);
+  CHECK(activations_of(w.at(a), grain_id{"podhub", portal_path}) == 0);
+  caf::anon_send(sender, routing::ep_post_atom::value, make_delivery("late-1", portal_path));
+  run_for(1s);
+  CHECK(hub_of(portal).received.empty());
+  auto& out = hub_of(sender).outcomes;
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].id == "late-1");
+  CHECK(out[0].kind == "nack");
+  CHECK(out[0].verdict == routing::verdict::shutting_down);
+  CHECK(out[0].target_unserved);
+  CHECK(out[0].message
+        == "No silo serves hub 'portal/user1/tab1' (answered by " + a.to_string() + "); retry");
+}
