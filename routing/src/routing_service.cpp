@@ -1,5 +1,6 @@
 #include "cafmesh/routing/routing_service.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -25,6 +26,8 @@ routing_service_options routing_service_options::from(const config::mesh_config&
   out.grain_response_timeout_ms = cfg.grain_call.response_timeout_ms;
   out.placement_timeout_attempts = cfg.routing.placement_timeout_attempts;
   out.seed = cfg.simulation.seed;
+  out.stream_routed_address_types = cfg.routing.stream_routed_address_types;
+  out.attach = cfg.attach;
   return out;
 }
 
@@ -83,6 +86,182 @@ envelope accepted(envelope d) {
 // -- pure client ---------------------------------------------------------------------
 
 void client_attempt(rs_actor* self, uint64_t id);
+void reassert_all(rs_actor* self, bool idle_only);
+
+/// Picks a gateway if there is none (SPEC §4.4: at random from the active set, avoiding
+/// gateways that refused or said stop-send while another exists) and connects to it.
+void ensure_gateway(rs_actor* self) {
+  auto& st = self->state;
+  if (!st.gateway.empty() || st.gateways.empty())
+    return;
+  std::vector<silo_address> fresh;
+  for (auto& g : st.gateways)
+    if (st.avoided.count(g) == 0)
+      fresh.push_back(g);
+  auto& pool = fresh.empty() ? st.gateways : fresh;
+  st.gateway = pool[st.rng() % pool.size()];
+  if (st.opts.inbound_attach && st.opts.centre) {
+    st.log.info("homed on gateway " + st.gateway.to_string());
+    self->send(st.opts.centre, mc_send_atom::value, st.gateway, component::gateway,
+               caf::make_message(gw_connect_atom::value, st.opts.self_silo));
+  }
+}
+
+/// Drops gateway `gw` if it is the current one (re-homing, SPEC §4.4): it is avoided while
+/// another Active gateway exists, and every inbound path is attached again elsewhere.
+void drop_gateway(rs_actor* self, const silo_address& gw, const std::string& why) {
+  auto& st = self->state;
+  if (gw.empty())
+    return;
+  st.avoided.insert(gw);
+  if (st.gateway != gw)
+    return;
+  ++st.stats.rehomes;
+  st.log.info("re-homing away from gateway " + gw.to_string() + ": " + why);
+  st.gateway = silo_address{};
+  reassert_all(self, true);
+}
+
+bool any_first_pending(rs_actor* self) {
+  for (auto& kv : self->state.inbound)
+    if (kv.second.first)
+      return true;
+  return false;
+}
+
+/// Starts the dispatches that waited for a first attach, in arrival order, once no first
+/// assertion is pending (SPEC §6.2: dispatch no longer waits after the attach completed).
+void release_gate(rs_actor* self) {
+  auto& st = self->state;
+  if (any_first_pending(self))
+    return;
+  auto waiting = std::move(st.gated);
+  st.gated.clear();
+  for (auto id : waiting)
+    client_attempt(self, id);
+}
+
+/// The current assertion of `key` completed (attached, refused or given up).
+void attach_done(rs_actor* self, const std::string& key) {
+  auto& st = self->state;
+  auto i = st.inbound.find(key);
+  if (i == st.inbound.end() || !i->second.first)
+    return;
+  i->second.first = false;
+  release_gate(self);
+}
+
+void attach_attempt(rs_actor* self, const std::string& key);
+
+void attach_failed(rs_actor* self, const std::string& key, uint64_t tok, const fault& f) {
+  auto& st = self->state;
+  auto i = st.inbound.find(key);
+  if (i == st.inbound.end() || i->second.token != tok)
+    return;
+  i->second.attached = false;
+  auto d = i->second.retry.next(f);
+  auto attempts = i->second.retry.attempts() - (d.retry ? 1 : 0);
+  // A refusing or departed gateway is dropped; this path stays busy and retries below (on
+  // the next gateway), the idle paths re-attach at once.
+  if (contains_code(f, mesh_errc::silo_unavailable) || contains_code(f, mesh_errc::departed_silo))
+    drop_gateway(self, st.gateway, f.render());
+  i = st.inbound.find(key);
+  if (i == st.inbound.end())
+    return;
+  if (!d.retry) {
+    ++st.stats.attach_gave_up;
+    i->second.busy = false;
+    st.log.error("inbound attach of " + key + " gave up after " + std::to_string(attempts)
+                 + " attempt(s): " + f.render());
+    attach_done(self, key);
+    return;
+  }
+  st.log.debug("inbound attach of " + key + " failed (" + f.render() + "); retry in "
+               + std::to_string(d.delay_ms) + " ms");
+  self->delayed_send(self, std::chrono::milliseconds(d.delay_ms), rs_attach_retry_atom::value,
+                     key, i->second.token);
+}
+
+void attach_attempt(rs_actor* self, const std::string& key) {
+  auto& st = self->state;
+  auto i = st.inbound.find(key);
+  if (i == st.inbound.end())
+    return;
+  if (st.stopping) {
+    attach_done(self, key);
+    return;
+  }
+  auto& r = i->second;
+  auto tok = ++r.token;
+  r.busy = true;
+  r.attempt_ms.push_back(now_ms(self));
+  ++st.stats.attach_attempts;
+  ensure_gateway(self);
+  if (st.gateway.empty() || !st.opts.centre) {
+    fault f{mesh_errc::no_compatible_silo,
+            "no active silo is compatible with grain type podhub (interface version 1); "
+            "no Active gateway silo is known to this client"};
+    attach_failed(self, key, tok, f);
+    return;
+  }
+  auto gw = st.gateway;
+  auto call = make_call(gw, component::gateway, gw_attach_atom::value, st.opts.self_silo,
+                        r.addr);
+  auto bound = std::chrono::milliseconds(st.opts.placement_timeout_ms
+                                         + st.opts.grain_response_timeout_ms);
+  self->request(st.opts.centre, bound, std::move(call))
+    .then(
+      [=](bool ok) {
+        auto& st = self->state;
+        auto j = st.inbound.find(key);
+        if (j == st.inbound.end() || j->second.token != tok)
+          return;
+        auto& r = j->second;
+        r.attached = ok;
+        r.busy = false;
+        if (ok) {
+          ++st.stats.attach_ok;
+          r.at = gw;
+          r.attached_at.push_back(gw);
+          r.attached_ms.push_back(now_ms(self));
+          st.log.info("inbound path " + key + " attached at gateway " + gw.to_string());
+        } else {
+          st.log.warning("inbound attach of " + key + " refused by gateway " + gw.to_string());
+        }
+        attach_done(self, key);
+      },
+      [=](caf::error& e) { attach_failed(self, key, tok, to_fault(e)); });
+}
+
+/// Starts a fresh assertion of `key` (new attach budget).
+void assert_attach(rs_actor* self, const std::string& key) {
+  auto& st = self->state;
+  auto i = st.inbound.find(key);
+  if (i == st.inbound.end())
+    return;
+  if (st.stopping) {
+    attach_done(self, key);
+    return;
+  }
+  i->second.retry = retry_state{attach_policy(st.opts.attach, st.opts.placement_timeout_attempts)};
+  attach_attempt(self, key);
+}
+
+/// Asserts every inbound path again; with `idle_only`, only the paths not in an
+/// assertion right now (re-homing: a busy path's own next attempt goes to the new gateway).
+void reassert_all(rs_actor* self, bool idle_only) {
+  std::vector<std::string> keys;
+  for (auto& kv : self->state.inbound)
+    if (!idle_only || !kv.second.busy)
+      keys.push_back(kv.first);
+  for (auto& k : keys)
+    assert_attach(self, k);
+}
+
+bool is_stream_routed(rs_actor* self, const address& host) {
+  auto& types = self->state.opts.stream_routed_address_types;
+  return std::find(types.begin(), types.end(), host.type) != types.end();
+}
 
 void client_finish(rs_actor* self, uint64_t id, bool ok, const fault* f) {
   auto& st = self->state;
@@ -128,13 +307,8 @@ void client_failed_attempt(rs_actor* self, uint64_t id, uint64_t tok, fault f) {
   auto i = st.dispatches.find(id);
   if (i == st.dispatches.end() || i->second.token != tok)
     return;
-  if (contains_code(f, mesh_errc::silo_unavailable) || contains_code(f, mesh_errc::departed_silo)) {
-    if (!st.gateway.empty()) {
-      st.log.info("re-homing away from gateway " + st.gateway.to_string() + ": " + f.render());
-      st.avoided.insert(st.gateway);
-    }
-    st.gateway = silo_address{};
-  }
+  if (contains_code(f, mesh_errc::silo_unavailable) || contains_code(f, mesh_errc::departed_silo))
+    drop_gateway(self, st.gateway, f.render());
   auto d = i->second.retry.next(f);
   if (!d.retry) {
     client_finish(self, id, false, &f);
@@ -155,14 +329,7 @@ void client_attempt(rs_actor* self, uint64_t id) {
   dsp.attempt_ms.push_back(now);
   st.attempts_by_id[dsp.env.id].push_back(now);
   ++st.stats.client_attempts;
-  if (st.gateway.empty() && !st.gateways.empty()) {
-    std::vector<silo_address> fresh;
-    for (auto& g : st.gateways)
-      if (st.avoided.count(g) == 0)
-        fresh.push_back(g);
-    auto& pool = fresh.empty() ? st.gateways : fresh;
-    st.gateway = pool[st.rng() % pool.size()];
-  }
+  ensure_gateway(self);
   if (st.gateway.empty() || !st.opts.centre) {
     fault f{mesh_errc::no_compatible_silo,
             "no active silo is compatible with grain type routing (interface version 1); "
@@ -302,6 +469,11 @@ envelope deliver(rs_actor* self, envelope d) {
   dsp.retry = retry_state{client_policy(st.opts.client, st.opts.placement_timeout_attempts)};
   dsp.started_ms = now_ms(self);
   st.dispatches.emplace(id, std::move(dsp));
+  if (!st.gated.empty() || any_first_pending(self)) {
+    ++st.stats.gated;
+    st.gated.push_back(id);
+    return answer;
+  }
   client_attempt(self, id);
   return answer;
 }
@@ -316,21 +488,90 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
   return {
     [=](rs_deliver_atom, envelope& d) -> envelope { return deliver(self, std::move(d)); },
     [=](rs_register_atom, const address& a, caf::actor& h) {
-      self->state.routes[route_key(self, a)] = std::move(h);
+      auto& st = self->state;
+      auto key = route_key(self, a);
+      st.routes[key] = std::move(h);
+      auto host = host_address(a, st.opts.mesh_type);
+      if (st.opts.role == config::process_role::pure_client && st.opts.inbound_attach
+          && is_stream_routed(self, host) && st.inbound.count(key) == 0 && !st.stopping) {
+        auto& r = st.inbound[key];
+        r.addr = host;
+        assert_attach(self, key);
+      }
       return caf::ok_atom::value;
     },
     [=](rs_unregister_atom, const address& a) {
-      self->state.routes.erase(route_key(self, a));
+      auto& st = self->state;
+      auto key = route_key(self, a);
+      st.routes.erase(key);
+      auto i = st.inbound.find(key);
+      if (i != st.inbound.end()) {
+        auto at = i->second.at;
+        auto path = i->second.addr;
+        st.inbound.erase(i);
+        if (!at.empty() && st.opts.centre && !st.stopping) {
+          auto lg = st.log;
+          auto bound = std::chrono::milliseconds(st.opts.placement_timeout_ms
+                                                 + st.opts.grain_response_timeout_ms);
+          self->request(st.opts.centre, bound,
+                        make_call(at, component::gateway, gw_detach_atom::value,
+                                  st.opts.self_silo, path))
+            .then([](caf::ok_atom) {},
+                  [=](caf::error& e) {
+                    lg.info("detach of " + key + " at gateway " + at.to_string()
+                            + " failed: " + to_fault(e).render());
+                  });
+        }
+        release_gate(self);
+      }
       return caf::ok_atom::value;
     },
     [=](rs_has_route_atom, const address& a) { return find_route(self, a) != nullptr; },
     [=](lr_deliver_atom, envelope& d) {
       auto h = find_route(self, d.target);
-      if (h == nullptr)
+      if (h == nullptr) {
+        ++self->state.stats.lr_refused;
         return false;
+      }
       ++self->state.stats.lr_delivered;
       self->send(*h, hb_in_atom::value, std::move(d));
       return true;
+    },
+    [=](gw_stop_send_atom a, const silo_address& gw) {
+      auto& st = self->state;
+      ++st.stats.stop_sends;
+      if (st.opts.events)
+        self->send(st.opts.events, a, gw);
+      st.log.info("stop-send from gateway " + gw.to_string());
+      drop_gateway(self, gw, "stop-send");
+    },
+    [=](rs_reattach_atom, const address& a) {
+      auto& st = self->state;
+      auto key = route_key(self, a);
+      if (st.inbound.count(key) == 0)
+        return;
+      st.log.info("pod hub of " + key + " was deactivated; attaching again");
+      assert_attach(self, key);
+    },
+    [=](rs_home_atom, const silo_address& gw) {
+      auto& st = self->state;
+      if (st.gateway != gw) {
+        st.gateway = silo_address{};
+        st.avoided.erase(gw);
+        auto saved = st.gateways;
+        st.gateways = {gw};
+        ensure_gateway(self);
+        st.gateways = saved.empty() ? std::vector<silo_address>{gw} : saved;
+        reassert_all(self, false);
+      }
+      return caf::ok_atom::value;
+    },
+    [=](rs_attach_retry_atom, const std::string& key, uint64_t tok) {
+      auto& st = self->state;
+      auto i = st.inbound.find(key);
+      if (i == st.inbound.end() || i->second.token != tok)
+        return;
+      attach_attempt(self, key);
     },
     [=](lifecycle::host_stopping_atom) {
       auto& st = self->state;
@@ -338,6 +579,13 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
         st.stopping = true;
         st.log.info("routing service: stopping signal received; deliveries that miss the "
                     "local route table are NACKed shutting_down");
+        // Nothing is attached any more; pending first attaches complete now.
+        for (auto& kv : st.inbound) {
+          ++kv.second.token;
+          kv.second.busy = false;
+          kv.second.first = false;
+        }
+        release_gate(self);
       }
       return caf::ok_atom::value;
     },
@@ -361,8 +609,12 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
       }
       if (!st.gateway.empty() && !v.is_active(st.gateway)) {
         st.log.info("gateway " + st.gateway.to_string() + " left the active set; re-homing");
+        ++st.stats.rehomes;
         st.gateway = silo_address{};
       }
+      // SPEC §6.2, §6.10: every snapshot re-asserts the inbound attaches.
+      if (!st.stopping)
+        reassert_all(self, false);
     },
     [=](rs_retry_atom, uint64_t id, uint64_t tok) {
       auto& st = self->state;

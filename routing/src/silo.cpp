@@ -1,6 +1,7 @@
 #include "cafmesh/routing/silo.hpp"
 
 #include <chrono>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -24,6 +25,7 @@
 #include "cafmesh/lifecycle/silo_lifecycle.hpp"
 #include "cafmesh/lifecycle/stage.hpp"
 #include "cafmesh/lifecycle/stopping_recipient.hpp"
+#include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/router_core.hpp"
 #include "cafmesh/routing/routing_service.hpp"
 
@@ -43,9 +45,39 @@ struct gateway_state {
   caf::actor centre;
   bool open = false;      ///< stage Active started
   bool accepting = true;  ///< false after the GrainDeactivation stop
+  bool stop_sent = false; ///< stop-send went out: no new inbound attach
   std::set<silo_address> clients;
+  std::map<std::string, silo_address> attached; ///< host path -> client that attached it
+  uint64_t attaches = 0;  ///< inbound attaches taken
+  uint64_t detaches = 0;
   static inline const char* name = "cafmesh.gateway";
 };
+
+/// Attempts at one inbound attach inside the gateway: an activation that was leaving when
+/// the call reached it (`activation_deactivated`) is re-resolved at once, so a client
+/// re-homing while deliveries churn a not-here activation does not wait for its own
+/// 250 ms backoff (SPEC §6.6 "transient hub conditions re-resolve").
+constexpr int gateway_attach_attempts = 4;
+
+void gateway_attach(caf::stateful_actor<gateway_state>* self, grain_id g, silo_address client,
+                    caf::typed_response_promise<bool> rp, int attempt) {
+  auto& st = self->state;
+  // Bypass the directory cache: the attach must reach the directory (SPEC §6.10).
+  self->send(st.placement, pl_inval_atom::value, g);
+  self
+    ->request(st.placement, caf::infinite, pl_call_atom::value, g, int32_t{0},
+              caf::make_message(ph_attach_client_atom::value, client))
+    .then([=](bool ok) mutable { rp.deliver(ok); },
+          [=](caf::error& e) mutable {
+            auto f = to_fault(e);
+            if (attempt < gateway_attach_attempts
+                && contains_code(f, mesh_errc::activation_deactivated)) {
+              gateway_attach(self, g, client, rp, attempt + 1);
+              return;
+            }
+            rp.deliver(std::move(e));
+          });
+}
 
 caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, silo_address s,
                            caf::actor placement, caf::actor centre) {
@@ -65,10 +97,43 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, silo_addres
     },
     [=](gw_open_atom) {
       self->state.open = true;
+      self->state.stop_sent = false;
       return caf::ok_atom::value;
+    },
+    [=](gw_attach_atom, const silo_address& client,
+        const address& path) -> caf::result<bool> {
+      // SPEC §6.2 "Pure client inbound attach": the pod hub of the client's path, through
+      // this silo's placement (prefer-local puts a new activation here).
+      auto& st = self->state;
+      if (!st.open || !st.accepting || st.stop_sent)
+        return to_error(fault{mesh_errc::silo_unavailable,
+                              "gateway " + st.self.to_string()
+                                + (st.stop_sent ? " is leaving; attach elsewhere"
+                                                : " is not accepting client messages")});
+      st.clients.insert(client);
+      ++st.attaches;
+      auto key = host_address(path).path();
+      st.attached[key] = client;
+      auto rp = self->make_response_promise<bool>();
+      gateway_attach(self, pod_hub_grain(key), client, rp, 1);
+      return rp;
+    },
+    [=](gw_detach_atom, const silo_address& client,
+        const address& path) -> caf::result<caf::ok_atom> {
+      auto& st = self->state;
+      ++st.detaches;
+      auto key = host_address(path).path();
+      auto i = st.attached.find(key);
+      if (i != st.attached.end() && i->second == client)
+        st.attached.erase(i);
+      auto g = pod_hub_grain(key);
+      self->delegate(st.placement, pl_call_atom::value, g, int32_t{0},
+                     caf::make_message(ph_detach_client_atom::value, client));
+      return caf::delegated<caf::ok_atom>{};
     },
     [=](gw_stop_send_atom, bool) {
       auto& st = self->state;
+      st.stop_sent = true;
       for (auto& c : st.clients)
         self->send(st.centre, mc_send_atom::value, c, component::client,
                    caf::make_message(gw_stop_send_atom::value, st.self));
@@ -79,6 +144,11 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, silo_addres
       return caf::ok_atom::value;
     },
     [=](gw_connect_atom, const silo_address& client) { self->state.clients.insert(client); },
+    [=](gw_lookup_atom, const address& path) {
+      auto& m = self->state.attached;
+      auto i = m.find(host_address(path).path());
+      return i == m.end() ? silo_address{} : i->second;
+    },
     [=](gw_clients_atom) {
       auto& c = self->state.clients;
       return std::vector<silo_address>(c.begin(), c.end());
@@ -201,8 +271,10 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
   s.slots->core = s.core;
   s.slots->routing = s.routing;
   s.slots->hubs = opts.hubs;
+  s.slots->centre = s.centre;
   s.claimer = spawn_pod_hub_claimer(sys, s.placement, s.routing, cfg.attach, name);
   s.gateway = sys.spawn(gateway_part, s.addr, s.placement, s.centre);
+  s.slots->gateway = s.gateway;
 
   // -- stage observers (SPEC §3.5)
   auto centre = s.centre;

@@ -37,6 +37,7 @@ struct test_hub_factory_state {
   std::string type = "node";          ///< address type of built hubs: `{type}/{key}`
   int64_t delay_ms = 0;               ///< build time
   std::set<std::string> fail;         ///< keys whose build fails `application`
+  bool respond = false;               ///< built hubs answer requests with a response
   std::vector<std::string> built;     ///< keys built, in order
   std::map<std::string, caf::actor> hubs;
   static inline const char* name = "test.hub_factory";
@@ -84,7 +85,7 @@ inline caf::behavior test_hub_factory(caf::stateful_actor<test_hub_factory_state
         address::parse(key, a);
       else
         a = address{st.type, key, {}};
-      auto hub = spawn_hub_endpoint(self->system(), a, st.routing);
+      auto hub = spawn_hub_endpoint(self->system(), a, st.routing, {}, st.respond);
       self->link_to(hub);
       st.built.push_back(key);
       st.hubs[key] = hub;

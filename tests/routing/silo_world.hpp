@@ -21,6 +21,7 @@
 #include "cafmesh/lifecycle/quiescence_atoms.hpp"
 #include "cafmesh/lifecycle/runtime_registry.hpp"
 #include "cafmesh/lifecycle/stage.hpp"
+#include "cafmesh/routing/pure_client.hpp"
 #include "cafmesh/routing/silo.hpp"
 #include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/fixture.hpp"
@@ -55,8 +56,8 @@ struct silo_world_options {
     probes;
 };
 
-/// A pure client of the world: message centre, agent, routing service, and a recorder
-/// registered as its component `client` (stop-send lands there).
+/// A pure client of the world (`spawn_pure_client`): message centre, agent, routing service
+/// (component `client`), and a recorder that gets a copy of every stop-send.
 struct world_client {
   silo_address addr;
   caf::actor centre, agent, routing, inbox;
@@ -122,25 +123,31 @@ public:
     return s;
   }
 
-  /// A pure client connected to gateway `gw` (SPEC §4.4).
-  world_client add_client(const std::string& host, const silo_address& gw) {
+  /// A pure client (`spawn_pure_client`) homed on gateway `gw` (SPEC §4.4); an empty `gw`
+  /// leaves the choice to the client (at random from the active set). Its stop-sends are
+  /// also copied to `inbox`.
+  world_client add_client(const std::string& host, const silo_address& gw,
+                          std::function<void(config::mesh_config&)> configure = nullptr) {
     world_client c;
     c.addr = silo_address{host, 11111, ++generation_};
-    c.centre = fx_.track(spawn_message_center(fx_.sys, c.addr, net));
-    c.agent = fx_.track(spawn_membership_agent(fx_.sys, c.addr, oracle));
-    caf::anon_send(c.agent, mb_subscribe_atom::value, c.centre);
-    routing::routing_service_options ro;
-    ro.role = config::process_role::pure_client;
-    ro.process_name = c.addr.to_string();
-    ro.centre = c.centre;
-    c.routing = caf::actor_cast<caf::actor>(fx_.track(routing::spawn_routing_service(fx_.sys, ro)));
-    caf::anon_send(c.agent, mb_subscribe_atom::value, c.routing);
     c.inbox = fx_.track(fx_.sys.spawn(echo));
-    caf::anon_send(c.centre, mc_register_atom::value, component::client, c.inbox);
+    routing::pure_client_options po;
+    po.cfg = cfg;
+    if (configure)
+      configure(po.cfg);
+    po.self = c.addr;
+    po.link = net;
+    po.oracle = oracle;
+    po.events = c.inbox;
+    auto pc = routing::spawn_pure_client(fx_.sys, po);
+    c.centre = fx_.track(pc.centre);
+    c.agent = fx_.track(pc.agent);
+    c.routing = fx_.track(pc.routing);
     fx_.run();
-    caf::anon_send(c.centre, mc_send_atom::value, gw, component::gateway,
-                   caf::make_message(routing::gw_connect_atom::value, c.addr));
-    fx_.run();
+    if (!gw.empty()) {
+      caf::anon_send(c.routing, routing::rs_home_atom::value, gw);
+      fx_.run();
+    }
     clients.push_back(c);
     return c;
   }

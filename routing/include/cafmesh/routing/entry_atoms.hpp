@@ -19,6 +19,15 @@ using rs_core_atom = caf::atom_constant<caf::atom("rscore")>;
 using rs_role_atom = caf::atom_constant<caf::atom("rsrole")>;
 using rs_set_role_atom = caf::atom_constant<caf::atom("rssetrole")>;
 using rs_retry_atom = caf::atom_constant<caf::atom("rsretry")>;
+/// `(rs_attach_retry_atom, std::string host_path, uint64_t token)`: pure-client inbound
+/// attach retry timer (SPEC §6.2, §7.5 attach policy).
+using rs_attach_retry_atom = caf::atom_constant<caf::atom("rsattretry")>;
+/// `(rs_reattach_atom, address path)` one-way, on a pure client's component `client`: the
+/// pod hub of `path` was deactivated on its silo; assert the attach again.
+using rs_reattach_atom = caf::atom_constant<caf::atom("rsreattach")>;
+/// `(rs_home_atom, silo_address gateway) -> ok`: a pure client homes on `gateway` (connects
+/// there and re-attaches its inbound paths) until it re-homes (SPEC §4.4).
+using rs_home_atom = caf::atom_constant<caf::atom("rshome")>;
 
 // -- hubs (hub_protocol.hpp) ---------------------------------------------------------------
 /// `(hb_in_atom, envelope)` one-way: an envelope handed to an in-process handler.
@@ -35,6 +44,12 @@ using hg_route_atom = caf::atom_constant<caf::atom("hgroute")>;
 using hg_deliver_atom = caf::atom_constant<caf::atom("hgdeliver")>;
 using ph_attach_atom = caf::atom_constant<caf::atom("phattach")>;
 using ph_detach_atom = caf::atom_constant<caf::atom("phdetach")>;
+/// `(ph_attach_client_atom, silo_address client) -> bool`: the pod hub serves a hub hosted
+/// in pure client `client` (SPEC §6.2 "Pure client inbound attach"); pins the activation.
+using ph_attach_client_atom = caf::atom_constant<caf::atom("phattachcl")>;
+/// `(ph_detach_client_atom, silo_address client) -> ok`: the client unregistered the hub;
+/// the activation deactivates if `client` is the one it serves.
+using ph_detach_client_atom = caf::atom_constant<caf::atom("phdetachcl")>;
 
 // -- pod-hub claimer (hub_grains.hpp) ------------------------------------------------------
 using pc_claim_atom = caf::atom_constant<caf::atom("pcclaim")>;

@@ -16,7 +16,8 @@
 ///   in `received`; a delivery that is itself a request is answered with a response envelope
 ///   when `respond` is on).
 /// - `(hb_deliver_atom, envelope) -> envelope`: a node hub's hand-over: recorded in
-///   `received`, answered with state `processed`.
+///   `received`, answered with state `processed` (and, with `respond` on, answered with a
+///   response envelope to its sender as for `hb_in`).
 /// Outcomes passed to the application are recorded in `outcomes`; duplicates are dropped by
 /// the tracker with the debug line "duplicate outcome for delivery {id} dropped".
 

@@ -33,6 +33,23 @@
 ///   over (`lr_deliver_atom` on the routing service) and answer `forwarded`; otherwise the
 ///   error `pod_hub_not_here` (`fault::silo` = this silo) and the activation deactivates;
 ///   `(ph_detach_atom) -> ok`: deactivates (SPEC §6.10).
+///   **Client-hosted pod hubs** (SPEC §6.2 "Pure client inbound attach"): `(ph_attach_client_atom,
+///   silo_address client) -> bool`: from now on the hub lives in pure client `client`
+///   (idempotent; the latest client wins): always true, pins the activation. `deliver` then
+///   hands the envelope to the client: `mc_call(client, component::client, (lr_deliver_atom,
+///   envelope))` through this silo's message centre, awaited inside the turn
+///   (`request(...).await`: the non-reentrant activation never reorders a channel) and
+///   bounded by `client_handover_timeout_ms`: true -> `forwarded`; false, `departed_silo` or
+///   `silo_unavailable` -> the client is forgotten, `pod_hub_not_here` (the client's fault as
+///   its cause) and the activation deactivates; a timeout -> `response_timeout` (the client
+///   may hold it: never answered not-here). `(ph_detach_client_atom, client) -> ok`: the
+///   client unregistered: forgotten and deactivated if it is the one served. Deactivated
+///   while serving a client, the activation tells it `(rs_reattach_atom, path)` (one-way, its
+///   component `client`), so the client attaches again at once. With neither a client nor a
+///   local route, `deliver` asks the silo's gateway part (`gw_lookup_atom`) for a client that
+///   attached the path there and, if there is one, adopts it (as if attached) before
+///   answering `pod_hub_not_here`: a delivery that created the activation just before the
+///   client's attach (re-homing) still reaches the client.
 ///
 /// ## Grain-delivery adapter (`grain_port_actor`, router_ports.hpp)
 /// One attempt per `gp_deliver` (`pl_call` on the silo's placement service with
@@ -77,6 +94,14 @@ struct silo_routing_slots {
   caf::actor routing;        ///< the silo process's routing service
   hub_factory_actor hubs;    ///< node hubs: the application's hub factory
   int64_t hub_build_timeout_ms = 30000;
+  /// The silo's message centre: pod hubs reach client-hosted hubs through it (SPEC §6.2).
+  caf::actor centre;
+  /// The silo's gateway part (`gw_lookup_atom`); null: none.
+  caf::actor gateway;
+  /// Bound of one pod-hub hand-over to a pure client (`lr_deliver` through the centres).
+  /// Interpretation: the SPEC gives no number; 10,000 ms (as the subscriber probe) keeps it
+  /// well inside the leg's 30,000 ms response timeout.
+  int64_t client_handover_timeout_ms = 10000;
   std::string mesh_type = "mesh";
 };
 

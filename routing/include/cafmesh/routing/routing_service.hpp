@@ -18,7 +18,29 @@
 /// | `(rs_core_atom, router_core_actor)` | `silo_host`: the co-hosted router core (set once, before traffic) |
 /// | `(rs_role_atom) -> std::string` | the role's name |
 /// | `(rs_set_role_atom, std::string) -> ok` | always refused `config_invalid` ("the process role is declared once at start and cannot change") |
-/// | `(mb_snapshot_atom, membership_snapshot)` | `pure_client`: the gateway list (the active set, SPEC §4.4) |
+/// | `(mb_snapshot_atom, membership_snapshot)` | `pure_client`: the gateway list (the active set, SPEC §4.4); every inbound attach is asserted again |
+/// | `(gw_stop_send_atom, silo_address gateway)` | `pure_client`: stop-send from a gateway (SPEC §4.4): avoid it, re-home, re-attach |
+/// | `(rs_reattach_atom, address path)` | `pure_client`: the pod hub of `path` was deactivated; assert its attach again |
+/// | `(rs_home_atom, silo_address gateway) -> ok` | `pure_client`: home on `gateway` now (connect, re-attach) |
+///
+/// ## Pure-client inbound attach (SPEC §6.2, §4.4, §6.10; `inbound_attach` on)
+/// Every local route whose host address type is in `stream_routed_address_types` is
+/// attached at the client's current gateway: `mc_call(gateway, component::gateway,
+/// (gw_attach_atom, self_silo, host path))`, bounded by placement + response timeout, under
+/// the attach policy (SPEC §7.5: 5 retries, min(250·2ⁿ, 4,000) ms, any transient fault).
+/// The gateway attaches `podhub/{path}` (prefer-local: on the gateway silo) to this client;
+/// the pod hub then hands every delivery to this service as `(lr_deliver_atom, envelope)`
+/// through the message centres (the service is the client's component `client`). An
+/// assertion starts at registration, on every membership snapshot, after every re-homing
+/// and on `rs_reattach`; each has a fresh budget. A refused attach (`false`) is not
+/// retried; a give-up logs one error "inbound attach of {path} gave up after {n}
+/// attempt(s): {fault}". While the **first** assertion of some path is pending, outbound
+/// dispatches wait (in arrival order) and start when no first assertion is pending any
+/// more. Choosing a gateway sends it `gw_connect`. A gateway is dropped (and avoided while
+/// another Active one exists) on stop-send, on `silo_unavailable` / `departed_silo` from an
+/// attach or a dispatch, and when it leaves the active set; the next attempt picks another
+/// and every path is attached there again. Unregistering a route sends `gw_detach` to the
+/// gateway it was attached at. After the stopping signal nothing is attached any more.
 ///
 /// Order of checks in `deliver` (SPEC §6.2):
 /// 1. local route table hit (target reduced to its host address): `(hb_in_atom, envelope)`
@@ -67,6 +89,7 @@
 #include "cafmesh/routing/address.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/envelope.hpp"
+#include "cafmesh/routing/gateway_atoms.hpp"
 #include "cafmesh/routing/hub_protocol.hpp"
 #include "cafmesh/routing/retry_policy.hpp"
 #include "cafmesh/routing/router_core_actor.hpp"
@@ -85,7 +108,10 @@ using routing_service_actor = caf::typed_actor<
   caf::reacts_to<rs_core_atom, router_core_actor>,
   caf::replies_to<rs_role_atom>::with<std::string>,
   caf::replies_to<rs_set_role_atom, std::string>::with<caf::ok_atom>,
-  caf::reacts_to<mb_snapshot_atom, membership_snapshot>>;
+  caf::reacts_to<mb_snapshot_atom, membership_snapshot>,
+  caf::reacts_to<gw_stop_send_atom, silo_address>,
+  caf::reacts_to<rs_reattach_atom, address>,
+  caf::replies_to<rs_home_atom, silo_address>::with<caf::ok_atom>>;
 
 /// Settings of one routing service.
 struct routing_service_options {
@@ -109,9 +135,22 @@ struct routing_service_options {
   /// monolith: the hub factory (key = the target's rendered host path).
   hub_factory_actor hubs;
   int64_t hub_build_timeout_ms = 30000; ///< monolith: bound of one hub build
+  /// pure_client: attach stream-routed local routes at the gateway (SPEC §6.2). Off by
+  /// default so that hand-built test clients without a gateway part stay unchanged;
+  /// `spawn_pure_client` turns it on.
+  bool inbound_attach = false;
+  /// pure_client: this client's silo address (named in `gw_attach` / `gw_connect`).
+  silo_address self_silo;
+  /// `routing.stream_routed_address_types` (SPEC §2.1): which local routes are attached.
+  std::vector<std::string> stream_routed_address_types{"portal", "client", "cache", "mesh"};
+  config::attach_section attach; ///< attach policy (SPEC §7.5)
+  /// pure_client: also receives every stop-send `(gw_stop_send_atom, silo_address)` the
+  /// service gets (applications, tests); null: none.
+  caf::actor events;
 
   /// Options from a whole configuration (role, name, size, client, placement, grain_call,
-  /// simulation seed); handles stay null.
+  /// simulation seed, `routing.stream_routed_address_types`, attach); handles stay null and
+  /// `inbound_attach` stays off.
   static routing_service_options from(const config::mesh_config& cfg);
 };
 
@@ -130,6 +169,27 @@ struct routing_service_stats {
   uint64_t hubs_built = 0;        ///< monolith hubs created
   uint64_t monolith_nacks = 0;    ///< monolith NACKs posted (shutting down, build failed)
   uint64_t lr_delivered = 0;      ///< `lr_deliver` answered true
+  uint64_t lr_refused = 0;        ///< `lr_deliver` answered false
+  uint64_t attach_attempts = 0;   ///< gw_attach calls (each retry counts)
+  uint64_t attach_ok = 0;         ///< attaches answered true
+  uint64_t attach_gave_up = 0;    ///< assertions given up (logged at error)
+  uint64_t gated = 0;             ///< dispatches that waited for a first attach
+  uint64_t stop_sends = 0;        ///< stop-sends received
+  uint64_t rehomes = 0;           ///< gateways dropped (stop-send, refusal, departure)
+};
+
+/// One inbound path of a pure client (SPEC §6.2 "Pure client inbound attach").
+struct inbound_route {
+  address addr;                       ///< the registered address
+  retry_state retry{retry_policy{}};  ///< the current assertion's budget
+  uint64_t token = 0;                 ///< invalidates stale answers and timers
+  bool first = true;                  ///< the first assertion has not completed yet
+  bool attached = false;              ///< the last assertion succeeded
+  bool busy = false;                  ///< an attempt or a retry timer is outstanding
+  silo_address at;                    ///< the gateway it was last attached at
+  std::vector<int64_t> attempt_ms;    ///< virtual ms of every attach attempt (tests)
+  std::vector<silo_address> attached_at; ///< gateway of every successful attach, in order
+  std::vector<int64_t> attached_ms;      ///< virtual ms of every successful attach
 };
 
 /// One pure-client dispatch in progress.
@@ -157,6 +217,8 @@ struct routing_service_state {
   std::mt19937_64 rng;
   std::map<uint64_t, client_dispatch> dispatches;
   std::map<std::string, std::vector<int64_t>> attempts_by_id; ///< delivery id -> attempt ms
+  std::map<std::string, inbound_route> inbound; ///< host path -> inbound attach
+  std::deque<uint64_t> gated;  ///< dispatches waiting for a first attach, in arrival order
   // monolith
   std::map<std::string, std::deque<envelope>> building; ///< host path -> waiting deliveries
   routing_service_stats stats;

@@ -40,27 +40,13 @@
 #include "cafmesh/lifecycle/observer.hpp"
 #include "cafmesh/lifecycle/routing_quiescence_actor.hpp"
 #include "cafmesh/lifecycle/runtime_registry.hpp"
+#include "cafmesh/routing/gateway_atoms.hpp"
 #include "cafmesh/routing/hub_grains.hpp"
 #include "cafmesh/routing/hub_protocol.hpp"
 #include "cafmesh/routing/router_core_actor.hpp"
 #include "cafmesh/routing/router_ports.hpp"
 
 namespace cafmesh::routing {
-
-/// Gateway part: `(gw_open_atom) -> ok` opens it to pure clients (stage Active start).
-using gw_open_atom = caf::atom_constant<caf::atom("gwopen")>;
-/// Gateway part: `(gw_stop_send_atom, bool graceful) -> size_t` sends stop-send to every
-/// connected pure client (graceful only) and answers how many were told.
-using gw_stop_send_atom = caf::atom_constant<caf::atom("gwstopsend")>;
-/// Gateway part: `(gw_close_atom) -> ok`: no client message is accepted any more.
-using gw_close_atom = caf::atom_constant<caf::atom("gwclose")>;
-/// Gateway part: `(gw_connect_atom, silo_address client)` one-way from a pure client (via
-/// `mc_send`, component `gateway`): the client is connected to this gateway (SPEC §4.4).
-/// The pure client receives stop-send as `(gw_stop_send_atom, silo_address gateway)` on its
-/// component `client`.
-using gw_connect_atom = caf::atom_constant<caf::atom("gwconnect")>;
-/// Gateway part: `(gw_clients_atom) -> std::vector<silo_address>` (diagnostics).
-using gw_clients_atom = caf::atom_constant<caf::atom("gwclients")>;
 
 /// The info texts of the silo's stage actions (SPEC §3.5), each logged once by logger
 /// `silo` with the silo as context, in the order a graceful stop produces them.
