@@ -96,8 +96,15 @@ void demo_driver::terminal(const std::string& id, const observed_outcome& o, int
     submit(std::move(next), t_ms);
 }
 
+void demo_driver::count_in_stop() {
+  if (step_ == roll_step::stopping && !stops_.empty())
+    ++stops_.back().landed_during_stop;
+}
+
 void demo_driver::on_landed(const std::string& id, int64_t t_ms) {
   ledger_.landed(id, t_ms);
+  if (open_.count(id) > 0 && open_.at(id).kind != delivery_kind::request)
+    count_in_stop();
   auto i = open_.find(id);
   if (i == open_.end())
     return;
@@ -121,6 +128,8 @@ void demo_driver::on_landed(const std::string& id, int64_t t_ms) {
 
 void demo_driver::on_response(const std::string& id, int64_t t_ms) {
   ledger_.response(id, t_ms);
+  if (open_.count(id) > 0)
+    count_in_stop();
   terminal(id, {outcome_kind::response, routing::verdict::failed}, t_ms);
 }
 

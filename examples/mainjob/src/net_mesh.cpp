@@ -28,6 +28,7 @@
 #include "cafmesh/routing/hub_endpoint.hpp"
 #include "cafmesh/routing/hub_grains.hpp"
 #include "cafmesh/routing/net_silo.hpp"
+#include "cafmesh/routing/pure_client.hpp"
 #include "cafmesh/routing/register_types.hpp"
 #include "cafmesh/routing/router_ports.hpp"
 #include "cafmesh/routing/routing_service.hpp"
@@ -192,15 +193,13 @@ public:
     client_ep_ = *ep;
     primary_port = ep->addr.port;
     primary_port_ = primary_port;
-    client_centre_ = spawn_message_center(app_, ep->addr, ep->link);
-    client_agent_ = spawn_membership_agent(app_, ep->addr, ep->oracle);
-    caf::anon_send(client_agent_, mb_subscribe_atom::value, client_centre_);
-    auto ro = routing::routing_service_options::from(client_cfg_);
-    ro.role = config::process_role::pure_client;
-    ro.process_name = "client-1";
-    ro.centre = client_centre_;
-    client_routing_ = caf::actor_cast<caf::actor>(routing::spawn_routing_service(app_, ro));
-    caf::anon_send(client_agent_, mb_subscribe_atom::value, client_routing_);
+    routing::pure_client_options po;
+    po.cfg = client_cfg_;
+    po.self = ep->addr;
+    po.link = ep->link;
+    po.oracle = ep->oracle;
+    client_ = routing::spawn_pure_client(app_, po);
+    client_routing_ = client_.routing;
     return true;
   }
 
@@ -436,8 +435,8 @@ public:
   void shutdown() {
     for (auto& a : all_)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    for (auto& a : {client_routing_, client_agent_, client_centre_, client_ep_.link,
-                    client_ep_.oracle})
+    client_.stop_all();
+    for (auto& a : {client_ep_.link, client_ep_.oracle})
       if (a)
         caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     for (auto& [name, slot] : silos_) {
@@ -520,7 +519,8 @@ private:
   config::mesh_config client_cfg_;
   net_endpoint client_ep_;
   uint16_t primary_port_ = 0;
-  caf::actor client_centre_, client_agent_, client_routing_;
+  routing::pure_client client_;
+  caf::actor client_routing_;
   std::map<std::string, silo_slot> silos_;
   std::map<std::string, std::vector<caf::actor>> node_hubs_; ///< by home silo
   std::map<std::string, sender_hub> senders_;

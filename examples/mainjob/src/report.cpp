@@ -104,6 +104,9 @@ report make_report(report_input in) {
       sample_text(l.multiple_terminal, l.multiple_terminal_ids));
   add("no NACK for an answer-suppressed delivery", l.nacks_on_suppressed == 0,
       std::to_string(l.nacks_on_suppressed));
+  for (auto& st : in.silos)
+    add("deliveries landed while " + st.name + " stopped > 0", st.landed_during_stop > 0,
+        std::to_string(st.landed_during_stop));
   if (in.mirrors_diverged)
     add("every mirror ends equal to its owner", *in.mirrors_diverged == 0,
         std::to_string(*in.mirrors_diverged));
@@ -171,13 +174,14 @@ std::string render_table(const report& r) {
   out << columns(rows, "  ");
   if (!in.silos.empty()) {
     std::vector<std::vector<std::string>> silo_rows{
-      {"silo", "generation", "stop at ms", "quiescence hold ms", "stop ms"}};
+      {"silo", "generation", "stop at ms", "quiescence hold ms", "stop ms", "landed in stop"}};
     for (auto& s : in.silos)
       silo_rows.push_back({s.name,
                            std::to_string(s.generation_before) + " -> "
                              + optional_text(s.generation_after),
                            std::to_string(s.stop_started_ms), optional_text(s.quiescence_hold_ms),
-                           optional_text(s.stop_duration_ms)});
+                           optional_text(s.stop_duration_ms),
+                           std::to_string(s.landed_during_stop)});
     out << "\n" << columns(silo_rows, "  ");
   }
   if (!l.by_origin.empty()) {
@@ -258,7 +262,8 @@ std::string render_json(const report& r) {
                          {"generation_after", optional_json(s.generation_after)},
                          {"stop_started_ms", s.stop_started_ms},
                          {"quiescence_hold_ms", optional_json(s.quiescence_hold_ms)},
-                         {"stop_duration_ms", optional_json(s.stop_duration_ms)}});
+                         {"stop_duration_ms", optional_json(s.stop_duration_ms)},
+                         {"landed_during_stop", s.landed_during_stop}});
   j["silos"] = silos;
   json checks = json::array();
   for (auto& c : r.checks)

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "cafmesh/mainjob/report.hpp"
@@ -32,8 +34,8 @@ report_input clean_input() {
   in.ledger = l.summarize();
   in.traffic.paced = 3;
   in.traffic.requests_resent = 1;
-  in.silos.push_back({"A", 1, 4, 5000, 120, 850});
-  in.silos.push_back({"B", 2, std::nullopt, 9000, std::nullopt, std::nullopt});
+  in.silos.push_back({"A", 1, 4, 5000, 120, 850, 12});
+  in.silos.push_back({"B", 2, std::nullopt, 9000, std::nullopt, std::nullopt, 3});
   in.expect = default_scenario().expect;
   return in;
 }
@@ -51,6 +53,7 @@ TEST_CASE("mainjob report: clean run passes with exit code 0") {
         == std::vector<std::string>{
           "lost = 0", "order violations = 0", "stale frames dropped = 0",
           "one terminal outcome per delivery", "no NACK for an answer-suppressed delivery",
+          "deliveries landed while A stopped > 0", "deliveries landed while B stopped > 0",
           "NACKed failed <= 0", "NACKed not_found <= 0", "NACKed rejected <= 0",
           "NACKed routing_loop <= 0", "NACKed unauthorized <= 0", "NACKed forbidden <= 0",
           "request chains exhausted <= 0", "no NACK text contains \"no active silo\"",
@@ -131,13 +134,28 @@ TEST_CASE("mainjob report: JSON shape") {
                           {"generation_after", 4},
                           {"stop_started_ms", 5000},
                           {"quiescence_hold_ms", 120},
-                          {"stop_duration_ms", 850}});
+                          {"stop_duration_ms", 850},
+                          {"landed_during_stop", 12}});
   CHECK(j["silos"][1]["generation_after"].is_null());
   CHECK(j["silos"][1]["quiescence_hold_ms"].is_null());
   CHECK(j["checks"][0] == nlohmann::json{{"name", "lost = 0"}, {"ok", true}, {"detail", "0"}});
   CHECK(j["mirrors_diverged"].is_null());
   CHECK(j["passed"] == true);
   CHECK(j["exit_code"] == 0);
+}
+
+TEST_CASE("mainjob report: a silo stop during which nothing landed fails the run") {
+  auto in = clean_input();
+  in.silos[1].landed_during_stop = 0;
+  auto r = make_report(in);
+  CHECK_FALSE(r.passed);
+  CHECK(r.exit_code == 1);
+  auto failed = std::count_if(r.checks.begin(), r.checks.end(), [](auto& c) { return !c.ok; });
+  CHECK(failed == 1);
+  auto i = std::find_if(r.checks.begin(), r.checks.end(), [](auto& c) { return !c.ok; });
+  REQUIRE(i != r.checks.end());
+  CHECK(i->name == "deliveries landed while B stopped > 0");
+  CHECK(i->detail == "0");
 }
 
 TEST_CASE("mainjob report: table text") {
@@ -148,9 +166,9 @@ TEST_CASE("mainjob report: table text") {
   CHECK(text.find("  accepted                       3\n") != std::string::npos);
   CHECK(text.find("    shutting_down                1\n") != std::string::npos);
   CHECK(text.find("  latency p50 / p99 (ms)         3 / 5 (2 samples)\n") != std::string::npos);
-  CHECK(text.find("  A     1 -> 4      5000        120                 850\n")
+  CHECK(text.find("  A     1 -> 4      5000        120                 850      12\n")
         != std::string::npos);
-  CHECK(text.find("  B     2 -> -      9000        -                   -\n")
+  CHECK(text.find("  B     2 -> -      9000        -                   -        3\n")
         != std::string::npos);
   CHECK(text.find("  PASS  lost = 0") != std::string::npos);
   CHECK(text.substr(text.size() - 23) == "\nresult: PASS (exit 0)\n");
