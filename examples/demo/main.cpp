@@ -131,6 +131,15 @@ int main(int argc, char** argv) {
   rs.progress = opts.progress;
   rs.is_tty = ::isatty(STDOUT_FILENO) != 0;
   rs.out = &std::cout;
+  std::ofstream ledger_file;
+  if (opts.ledger_path) {
+    ledger_file.open(*opts.ledger_path);
+    if (!ledger_file) {
+      std::cerr << "cafmesh-demo: cannot write ledger file \"" << *opts.ledger_path << "\"\n";
+      return exit_codes::usage;
+    }
+    rs.ledger_out = &ledger_file;
+  }
   bool written = true;
   rs.on_report = [&](const report& r) {
     std::cout << render_table(r);

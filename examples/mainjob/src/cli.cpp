@@ -124,6 +124,10 @@ void setup_demo_cli(CLI::App& app, demo_options& o) {
        "--report", [&o](const std::string& v) { o.report_path = v; },
        "Also write the final report as JSON (schema in examples/mainjob/REPORT.md)")
     ->type_name("FILE");
+  app.add_option_function<std::string>(
+       "--ledger", [&o](const std::string& v) { o.ledger_path = v; },
+       "Write every ledger event (accepted, landed, NACK, ...) as JSON lines to FILE")
+    ->type_name("FILE");
   app.add_flag("--print-scenario", o.print_scenario,
                "Print the effective scenario (overrides applied) as JSON and exit");
   app.add_option_function<std::string>(

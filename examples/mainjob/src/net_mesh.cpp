@@ -554,6 +554,7 @@ std::optional<report> run_in_process(const scenario& s, const run_settings& rs) 
     if (ok)
       mesh.build_hubs();
     demo_driver driver{s, mesh, "in_process"};
+    driver.write_ledger_events_to(rs.ledger_out);
     auto t0 = clock_type::now();
     auto now_ms = [&] {
       return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0)

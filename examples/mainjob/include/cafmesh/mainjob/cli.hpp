@@ -40,6 +40,7 @@ struct demo_options {
   bool processes = false;                   ///< `--processes`
   scenario_overrides overrides;             ///< `--seed`, `--duration-s`, `--rate`
   std::optional<std::string> report_path;   ///< `--report FILE`
+  std::optional<std::string> ledger_path;   ///< `--ledger FILE` (ledger events, JSON lines)
   bool print_scenario = false;              ///< `--print-scenario`
   std::optional<std::string> plan_out;      ///< `--plan-out FILE`
   progress_mode progress = progress_mode::automatic; ///< `--progress MODE`

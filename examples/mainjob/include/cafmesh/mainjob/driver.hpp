@@ -122,6 +122,10 @@ public:
   report finish();
 
   const outcome_ledger& ledger() const { return ledger_; }
+
+  /// Appends every later ledger event to `out` as a JSON line (`outcome_ledger::
+  /// write_events_to`); nullptr stops.
+  void write_ledger_events_to(std::ostream* out) { ledger_.write_events_to(out); }
   const std::vector<silo_stop_record>& stops() const { return stops_; }
 
   /// Mirrors whose version or state differs from their owner's (after `finish`, or now).

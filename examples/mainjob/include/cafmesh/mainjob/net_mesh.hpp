@@ -48,6 +48,7 @@ struct run_settings {
   progress_mode progress = progress_mode::automatic; ///< `--progress`
   bool is_tty = false;                               ///< standard output is a terminal
   std::ostream* out = nullptr;                       ///< progress lines; null: none
+  std::ostream* ledger_out = nullptr; ///< every ledger event as a JSON line; null: none
   int64_t drain_timeout_ms = 60000; ///< after the traffic: bound of the wait for outcomes
   int64_t progress_interval_ms = 1000; ///< plain progress lines (a terminal: 250 ms)
   /// Called with the report as soon as it is made, before the mesh is torn down.
