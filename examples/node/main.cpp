@@ -1,19 +1,150 @@
 // cafmesh-node: one cafmesh process over CAF io (issue "The main job", item 1).
 //
-// What it does today: parses the command line, loads and validates the configuration
-// (refusals exit 2 with the loader's messages), prints it with --print-config, applies the
-// log section and then says plainly that running a silo, pure client or monolith over CAF io
-// is not built yet, exiting 3 (examples/README.md, "Exit codes"). It starts nothing.
+// Loads and validates the configuration (refusals exit 2 with the loader's messages), prints
+// it with --print-config, applies the log section and runs the process by
+// `mesh.process_role`:
+// - `silo_host`: a whole silo (`routing::start_net_silo`: network link on `network.host`:
+//   `network.port`, membership through the primary at `network.primary_host`:
+//   `network.primary_port`, or hosting the oracle when `primary_port` is 0), started through
+//   its host. SIGTERM/SIGINT = graceful host stop (SPEC §3.7); a second signal = non-graceful.
+//   Exit 0 once the host reports the silo torn down.
+// - `pure_client`: network link, message centre, membership agent and routing service
+//   (`routing::spawn_pure_client`); it joins nothing and stops on SIGTERM/SIGINT, exit 0.
+// - `monolith`: not built yet (exit 3).
+// Standard output, one line each: `ADDR {silo address}` once listening, `ACTIVE` (silo
+// Active) or `CLIENT` (pure client running), `STOPPED` at the end. Start-up failures exit 1.
+// The application's node hubs are not part of this executable: a delivery to a node hub is
+// NACKed `not_found` by the hub factory ("cafmesh-node hosts no application hubs").
 
+#include <csignal>
+#include <chrono>
 #include <iostream>
+#include <thread>
 
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/net_process.hpp"
 #include "cafmesh/config/load.hpp"
+#include "cafmesh/lifecycle/host.hpp"
 #include "cafmesh/mainjob/cli.hpp"
 #include "cafmesh/mainjob/report.hpp"
+#include "cafmesh/routing/net_silo.hpp"
+#include "cafmesh/routing/pure_client.hpp"
+#include "cafmesh/routing/register_types.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::mainjob;
+
+namespace {
+
+uint64_t wall_generation() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count());
+}
+
+void say(const std::string& line) {
+  std::cout << line << std::endl;
+}
+
+/// No application hubs in this executable.
+caf::behavior no_hubs(caf::event_based_actor*) {
+  return {
+    [](routing::hf_build_atom, const std::string& key) -> caf::result<caf::actor> {
+      return to_error(fault{mesh_errc::not_found,
+                            "cafmesh-node hosts no application hubs (asked for '" + key + "')"});
+    },
+  };
+}
+
+/// `node/{prefix}` names the mesh node `{prefix}`.
+caf::behavior node_resolver(caf::event_based_actor*) {
+  return {
+    [](routing::pr_resolve_atom, const std::string& path) {
+      routing::resolve_result r;
+      if (path.rfind("node/", 0) == 0) {
+        r.found = true;
+        r.node_prefix = path.substr(5);
+      }
+      return r;
+    },
+  };
+}
+
+int run_silo(caf::actor_system& sys, const config::mesh_config& mc, log::logger& lg) {
+  routing::silo_options so;
+  so.cfg = mc;
+  auto hubs = sys.spawn(no_hubs);
+  auto resolver = sys.spawn(node_resolver);
+  so.hubs = caf::actor_cast<routing::hub_factory_actor>(hubs);
+  so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
+  auto stop_helpers = [&] {
+    caf::anon_send_exit(hubs, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(resolver, caf::exit_reason::user_shutdown);
+  };
+  auto started = routing::start_net_silo(sys, so, wall_generation());
+  if (!started) {
+    lg.error("network endpoint failed: " + sys.render(started.error()));
+    stop_helpers();
+    return exit_codes::failed;
+  }
+  auto& ns = *started;
+  say("ADDR " + ns.s.addr.to_string());
+  caf::scoped_actor self{sys};
+  caf::error err;
+  self->request(ns.s.host, caf::infinite, lifecycle::host_start_atom::value)
+    .receive([](caf::ok_atom) {}, [&](caf::error& e) { err = e; });
+  if (err) {
+    lg.error("silo start failed: " + to_fault(err).render());
+    ns.stop_all();
+    stop_helpers();
+    return exit_codes::failed;
+  }
+  say("ACTIVE");
+  auto guard = lifecycle::install_signal_stop(sys, ns.s.host);
+  for (;;) {
+    auto phase = lifecycle::host_phase::idle;
+    self->request(ns.s.host, std::chrono::seconds(5), lifecycle::host_state_atom::value)
+      .receive([&](lifecycle::host_phase p) { phase = p; }, [](caf::error&) {});
+    if (phase == lifecycle::host_phase::torn_down)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ns.stop_all();
+  stop_helpers();
+  return exit_codes::ok;
+}
+
+int run_client(caf::actor_system& sys, const config::mesh_config& mc, log::logger& lg,
+               sigset_t& signals) {
+  auto ep = start_net_link(sys, mc.network, wall_generation());
+  if (!ep) {
+    lg.error("network endpoint failed: " + sys.render(ep.error()));
+    return exit_codes::failed;
+  }
+  routing::pure_client_options po;
+  po.cfg = mc;
+  po.self = ep->addr;
+  po.link = ep->link;
+  po.oracle = ep->oracle;
+  auto client = routing::spawn_pure_client(sys, po);
+  say("ADDR " + client.addr.to_string());
+  say("CLIENT");
+  int sig = 0;
+  sigwait(&signals, &sig);
+  lg.info(std::string{"signal "} + (sig == SIGTERM ? "SIGTERM" : "SIGINT")
+          + ": stopping the pure client");
+  client.stop_all();
+  for (auto& a : {ep->link, ep->oracle})
+    if (a)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  return exit_codes::ok;
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"", "cafmesh-node"};
@@ -31,13 +162,34 @@ int main(int argc, char** argv) {
     std::cout << config::to_json_text(loaded.value);
     return exit_codes::ok;
   }
-  log::configure(loaded.value.log);
+  const auto& mc = loaded.value;
+  log::configure(mc.log);
   auto lg = log::get("node");
-  auto role = config::to_string(loaded.value.mesh.role);
+  auto role = config::to_string(mc.mesh.role);
   lg.info("configuration " + opts.config_path + " loaded: process_role " + role + ", name \""
-          + loaded.value.mesh.name + "\"");
-  lg.error("running a " + role
-           + " over CAF io is not built yet (silos, membership over the network and routing "
-             "are still being built); nothing was started");
-  return exit_codes::mesh_not_built;
+          + mc.mesh.name + "\"");
+  if (mc.mesh.role == config::process_role::monolith) {
+    lg.error("running a monolith over CAF io is not built yet; nothing was started");
+    return exit_codes::mesh_not_built;
+  }
+  // A pure client waits for its signal with sigwait: block both before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  if (mc.mesh.role == config::process_role::pure_client) {
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  }
+  caf::actor_system_config cfg;
+  register_types(cfg);
+  cfg.load<caf::io::middleman>();
+  cfg.set("logger.verbosity", caf::atom("quiet"));
+  int rc = exit_codes::ok;
+  {
+    caf::actor_system sys{cfg};
+    rc = mc.mesh.role == config::process_role::silo_host ? run_silo(sys, mc, lg)
+                                                         : run_client(sys, mc, lg, signals);
+  }
+  say("STOPPED");
+  return rc;
 }
