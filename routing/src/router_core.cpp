@@ -988,6 +988,8 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       out.deepest = snap.deepest;
       out.deepest_channel = snap.deepest_channel;
       out.max_dispatch_depth = s.disp.max_depth();
+      for (auto& kv : s.legs)
+        out.in_flight_ids.push_back(kv.second.env.id);
       return out;
     },
     // -- internal --

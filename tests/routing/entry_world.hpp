@@ -353,6 +353,12 @@ public:
     fx_.run();
   }
 
+  /// Ends the stall of `s`: its held frames are delivered at this instant; runs.
+  void unstall(const silo_address& s) {
+    caf::anon_send(net_.net, sim_unstall_atom::value, s);
+    fx_.run();
+  }
+
   /// Homes pure client `c` on gateway `s` (the client keeps it while it stays Active and
   /// does not refuse; SPEC §4.4). Must be a silo of the latest active set.
   void home(const client_process& c, const silo_address& s) {
