@@ -210,8 +210,17 @@ TEST_CASE_FIXTURE(fixture, "S12.59 silo C stalled undetected for 12 virtual minu
     INFO("delivery " << r.id);
     CHECK(received_count(hubs[r.key].hub, r.id) == 1);
   }
-  for (auto& [key, h] : hubs)
+  for (auto& [key, h] : hubs) {
     CHECK(hub_of(h.hub).received.size() == 1 + 72 * 4); // the warm-up + 72 ticks x 4 senders
+    // Unaffected: each landed at the instant it was sent (zero link latency).
+    for (auto& r : hub_of(h.hub).received) {
+      if (r.env.id.rfind("warm-", 0) == 0)
+        continue;
+      auto tick = std::stoi(r.env.id.substr(3, r.env.id.find('-', 3) - 3));
+      INFO("delivery " << r.env.id);
+      CHECK(r.t_ms - off == t0 + tick * 10000);
+    }
+  }
   // routing/default on A and B unaffected: every client delivery accepted at the first try.
   for (auto* c : {&ca, &cb}) {
     auto& svc = service_of(c->c.routing);
