@@ -162,6 +162,15 @@ TEST_CASE_FIXTURE(fixture, "S12.61 silo B killed while legs on A target node hub
         CHECK(r.t_ms - off == tk + 10750);
     CHECK(received_anywhere(w, id) == 1);
   }
+  // Every failed attempt of the five legs on A was departed_silo: six each, retried.
+  for (auto id : {"a1", "a2", "ar", "a3", "a4"}) {
+    INFO("delivery " << id);
+    size_t departed = 0;
+    for (auto& l : logs.find(std::string{"delivery "} + id + ": attempt "))
+      if (contains(l.text, "failed (silo " + b.to_string() + " has departed"))
+        ++departed;
+    CHECK(departed == 6);
+  }
   auto core_a1 = core_stats(*this, w, a);
   CHECK(core_a1.accepted - core_a0.accepted == 5);
   CHECK(core_a1.nacked - core_a0.nacked == 3);
