@@ -106,18 +106,21 @@ TEST_CASE_FIXTURE(fixture, "S12.61 silo B killed while legs on A target node hub
   caf::anon_send(ha, ep_post_atom::value, make_delivery("a2", "node/" + on_b[1]));
   caf::anon_send(ha, ep_request_atom::value, make_delivery("ar", "node/" + on_b[0]),
                  int64_t{60000});
-  caf::anon_send(pb.hub, ep_request_atom::value, make_delivery("pr", "node/" + off_b),
+  caf::anon_send(pb.hub, ep_request_atom::value, make_delivery("pr1", "node/" + off_b),
                  int64_t{30000});
-  caf::anon_send(pb.hub, ep_post_atom::value, make_delivery("pp", "node/" + off_b));
+  caf::anon_send(pb.hub, ep_post_atom::value, make_delivery("pp1", "node/" + off_b));
+  caf::anon_send(pb.hub, ep_request_atom::value, make_delivery("pr2", "node/" + off_b),
+                 int64_t{45000});
+  caf::anon_send(pb.hub, ep_post_atom::value, make_delivery("pp2", "node/" + off_b));
   run();
   run_to(ts + 100);
   auto tk = now_ms();
   // B accepted the client's two deliveries (answered `forwarded`) and holds their legs.
   auto& svc = service_of(pb.c.routing);
-  CHECK(svc.stats.client_accepted == 2);
+  CHECK(svc.stats.client_accepted == 4);
   CHECK(core_stats(*this, w, a).in_flight - core_a0.in_flight == 3);
   auto lost = kill_recording_losses(*this, w, b);
-  CHECK(lost == std::vector<std::string>{"pr", "pp"});
+  CHECK(lost == std::vector<std::string>{"pr1", "pp1", "pr2", "pp2"});
   for (auto& x : {std::make_pair(a, b), std::make_pair(b, a), std::make_pair(b, c)})
     set_delay(*this, w, x.first, x.second, 0);
   // Legs started on A after the kill, while B is still Active in membership.
@@ -177,20 +180,26 @@ TEST_CASE_FIXTURE(fixture, "S12.61 silo B killed while legs on A target node hub
   CHECK(core_a1.landed - core_a0.landed == 2);
   CHECK(core_a1.grain_attempts - core_a0.grain_attempts == 5 * 7);
   CHECK(core_a1.in_flight == 0);
-  // What B had accepted itself: the request ends at its sender's deadline (30 s), once;
-  // the one-way post has no outcome and is recorded lost with the crash; neither landed.
-  auto pr = outcomes_for(pb.hub, "pr");
-  REQUIRE(pr.size() == 1);
-  CHECK(pr[0].kind == "deadline");
-  CHECK(pr[0].t_ms - off == ts + 30000);
-  CHECK(outcomes_for(pb.hub, "pp").empty());
-  CHECK(hub_of(pb.hub).outcomes.size() == 1);
-  CHECK(received_anywhere(w, "pr") == 0);
-  CHECK(received_anywhere(w, "pp") == 0);
+  // What B had accepted itself: each request ends at its sender's deadline (30 s, 45 s),
+  // once; the one-way posts have no outcome and are recorded lost with the crash; none
+  // landed.
   auto& net = testing::fixture::state_of<sim_network_state>(w.net);
-  CHECK(net.count(lost_line(b, "pp")) == 1);
-  CHECK(net.count(lost_line(b, "pr")) == 1);
-  CHECK(net.count("lost with the crash") == 2); // the only loss
+  for (auto [id, deadline_ms] : {std::make_pair("pr1", 30000), std::make_pair("pr2", 45000)}) {
+    INFO("request " << id);
+    auto pr = outcomes_for(pb.hub, id);
+    REQUIRE(pr.size() == 1);
+    CHECK(pr[0].kind == "deadline");
+    CHECK(pr[0].t_ms - off == ts + deadline_ms);
+    CHECK(received_anywhere(w, id) == 0);
+  }
+  for (auto id : {"pp1", "pp2"}) {
+    INFO("post " << id);
+    CHECK(outcomes_for(pb.hub, id).empty());
+    CHECK(received_anywhere(w, id) == 0);
+    CHECK(net.count(lost_line(b, id)) == 1);
+  }
+  CHECK(hub_of(pb.hub).outcomes.size() == 2);
+  CHECK(net.count("lost with the crash") == 4); // the only loss: what B held
   // Every other delivery has exactly one terminal outcome or landing.
   CHECK(hub_of(ha).outcomes.size() == 3);
   MESSAGE("hubs on B: " << on_b[0] << ", " << on_b[1] << "; re-activated on "
