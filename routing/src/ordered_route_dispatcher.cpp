@@ -50,8 +50,12 @@ private:
 
 bool ordered_route_dispatcher::enqueue(const ordering_channel& ch, leg_id leg) {
   depth_guard guard{*this};
-  if (legs_.count(leg) > 0)
+  if (contains(leg))
     return false;
+  if (!fifo_) {
+    unordered_.insert(leg);
+    return true;
+  }
   auto i = channels_.find(ch);
   bool is_new = i == channels_.end();
   if (is_new) {
@@ -66,6 +70,8 @@ bool ordered_route_dispatcher::enqueue(const ordering_channel& ch, leg_id leg) {
 
 std::optional<leg_id> ordered_route_dispatcher::on_terminal(leg_id leg) {
   depth_guard guard{*this};
+  if (unordered_.erase(leg) > 0)
+    return std::nullopt;
   auto li = legs_.find(leg);
   if (li == legs_.end())
     return std::nullopt;

@@ -223,6 +223,9 @@ struct entry_silo_options {
   bool gauge = false; ///< give the router core a quiescence gauge
   int64_t idle_deactivation_ms = 0; ///< catalog idle collection (0: off)
   bool bypass = true; ///< `directory.stateless_worker_bypass` of placement and catalog (§5.3)
+  /// The router core's per-channel FIFO (SPEC §6.8); false only for the S12.57 negative
+  /// control.
+  bool per_channel_fifo = true;
 };
 
 struct client_process {
@@ -275,6 +278,7 @@ public:
     s.resolver = fx_.track(sys.spawn(test_resolver));
     router_core_options co;
     co.silo = s.addr;
+    co.per_channel_fifo = opt.per_channel_fifo;
     co.grains = port;
     co.resolver = caf::actor_cast<path_resolver_actor>(s.resolver);
     co.local_routes = caf::actor_cast<local_route_port_actor>(s.routing);
@@ -351,6 +355,12 @@ public:
   /// Stalls `s` (undetectable: membership never notices, it stays Active); runs.
   void stall(const silo_address& s) {
     caf::anon_send(net_.net, sim_stall_atom::value, s, false);
+    fx_.run();
+  }
+
+  /// Ends the stall of `s`: its held frames are delivered at this instant; runs.
+  void unstall(const silo_address& s) {
+    caf::anon_send(net_.net, sim_unstall_atom::value, s);
     fx_.run();
   }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -90,6 +91,20 @@ std::string to_string(const queue_snapshot& x);
 /// ```
 class ordered_route_dispatcher {
 public:
+  /// A dispatcher with per-channel FIFO (the only production shape).
+  ordered_route_dispatcher() = default;
+
+  /// Test-only negative control (SPEC §12.2 S12.57): with `per_channel_fifo` false, every
+  /// `enqueue` answers true (each leg is admitted at once, nothing waits behind a head) and
+  /// `on_terminal` never answers a next leg; such legs belong to no channel (they do not
+  /// appear in `snapshot`). Never false outside tests: it breaks SPEC §6.8 and §10.
+  explicit ordered_route_dispatcher(bool per_channel_fifo) : fifo_(per_channel_fifo) {
+    // nop
+  }
+
+  /// False only for the S12.57 negative control.
+  bool per_channel_fifo() const { return fifo_; }
+
   /// Appends `leg` to `ch`. Answers true when `leg` is now the channel's head (the owner
   /// admits it at once), false when it waits behind a running head. A `leg` id the
   /// dispatcher already holds is refused: nothing changes and the answer is false (ids must
@@ -109,10 +124,12 @@ public:
   size_t channel_count() const { return channels_.size(); }
 
   /// Number of legs held (heads and queued).
-  size_t leg_count() const { return legs_.size(); }
+  size_t leg_count() const { return legs_.size() + unordered_.size(); }
 
   /// True if `leg` is held (as head or queued).
-  bool contains(leg_id leg) const { return legs_.count(leg) > 0; }
+  bool contains(leg_id leg) const {
+    return legs_.count(leg) > 0 || unordered_.count(leg) > 0;
+  }
 
   /// True if `leg` is its channel's head.
   bool is_head(leg_id leg) const;
@@ -150,6 +167,8 @@ private:
   std::map<std::string, size_t> destinations_; ///< destination -> number of its channels
   int depth_ = 0;
   int max_depth_ = 0;
+  bool fifo_ = true;
+  std::set<leg_id> unordered_; ///< legs admitted without a channel (FIFO disabled)
 };
 
 } // namespace cafmesh::routing

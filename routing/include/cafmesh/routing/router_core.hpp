@@ -52,6 +52,9 @@ struct router_core_options {
   int64_t runtime_probe_timeout_ms = 1000;
   /// The mesh's own address type for host-address reduction (SPEC §2.1).
   std::string mesh_type = "mesh";
+  /// Per-channel FIFO of the ordered route dispatcher (SPEC §6.8). Test-only negative
+  /// control (SPEC §12.2 S12.57): false admits every stream-routed leg at once.
+  bool per_channel_fifo = true;
 
   /// The silo's quiescence gauge (SPEC §8.1).
   lifecycle::routing_quiescence_actor gauge;

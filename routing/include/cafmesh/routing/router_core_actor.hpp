@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <caf/meta/type_name.hpp>
 #include <caf/replies_to.hpp>
@@ -74,6 +75,10 @@ struct router_core_stats {
   uint64_t nacks_stream = 0;      ///< published on rung d (stream)
   uint64_t nacks_failed = 0;      ///< every rung failed ("BOTH transports failed") or gave up
   uint64_t suppressed_failures = 0; ///< `cafmesh.routing.suppressed_failures` (SPEC §2.4)
+  // -- diagnostics --
+  /// Delivery ids of the accepted legs not yet terminated, in acceptance order: what a crash
+  /// of this silo would lose (SPEC §12.2 S12.61; the simulation records them as lost).
+  std::vector<std::string> in_flight_ids;
 };
 
 template <class Inspector>
@@ -85,7 +90,7 @@ typename Inspector::result_type inspect(Inspector& f, router_core_stats& x) {
            x.routing_loops, x.terminal_events, x.landed, x.nacked, x.abandoned, x.crashed,
            x.refused, x.grain_attempts, x.nacks_posted, x.nacks_pool_refused, x.nacks_local,
            x.nacks_node_hub, x.nacks_pod_hub, x.nacks_stream, x.nacks_failed,
-           x.suppressed_failures);
+           x.suppressed_failures, x.in_flight_ids);
 }
 
 /// The router core's public protocol (see the file comment). It is a
