@@ -106,7 +106,7 @@ int run_silo(caf::actor_system& sys, const config::mesh_config& mc, log::logger&
   say("ACTIVE");
   auto guard = lifecycle::install_signal_stop(sys, ns.s.host);
   for (;;) {
-    auto phase = lifecycle::host_phase::idle;
+    auto phase = lifecycle::host_phase::running;
     self->request(ns.s.host, std::chrono::seconds(5), lifecycle::host_state_atom::value)
       .receive([&](lifecycle::host_phase p) { phase = p; }, [](caf::error&) {});
     if (phase == lifecycle::host_phase::torn_down)
