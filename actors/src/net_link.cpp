@@ -67,6 +67,10 @@ struct net_link_state {
   uint64_t next_attempt = 1;
   uint64_t primary_failures = 0; ///< failed connects to the primary since the last success
   bool ticking = false;
+  bool stalled = false;        ///< `nl_stall_atom`: frames held both ways
+  bool stall_detected = false; ///< the stall also silences the heartbeats
+  std::vector<wire_frame> held_out; ///< from the centre, while stalled
+  std::vector<wire_frame> held_in;  ///< from peers, while stalled
   log::logger log;
   static const char* name;
 };
@@ -278,6 +282,10 @@ void tick(link_actor* self) {
     auto& p = kv.second;
     if (p.phase != peer_phase::up)
       continue;
+    if (st.stalled && st.stall_detected) {
+      p.last_heard = now; // a frozen process does not suspect its peers either
+      continue;
+    }
     self->send(p.link, nl_beat_atom::value, st.self_addr);
     if (!p.suspected && now - p.last_heard > limit) {
       p.suspected = true;
@@ -364,7 +372,35 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
         tick(self);
       }
     },
-    [=](sim_frame_atom, wire_frame& f) { route(self, std::move(f)); },
+    [=](sim_frame_atom, wire_frame& f) {
+      auto& st = self->state;
+      if (st.stalled) {
+        st.held_out.push_back(std::move(f));
+        return;
+      }
+      route(self, std::move(f));
+    },
+    [=](nl_stall_atom, bool on, bool detected) {
+      auto& st = self->state;
+      st.log.info(on ? std::string{"stall begins ("} + (detected ? "detected" : "undetected")
+                         + ")"
+                     : "stall ends: " + std::to_string(st.held_out.size()) + " frame(s) out, "
+                         + std::to_string(st.held_in.size()) + " in");
+      st.stalled = on;
+      st.stall_detected = on && detected;
+      if (on)
+        return caf::ok_atom::value;
+      auto out = std::move(st.held_out);
+      auto in = std::move(st.held_in);
+      st.held_out.clear();
+      st.held_in.clear();
+      for (auto& f : out)
+        route(self, std::move(f));
+      for (auto& f : in)
+        if (st.centre)
+          self->send(st.centre, mc_frame_atom::value, std::move(f));
+      return caf::ok_atom::value;
+    },
     [=](nl_hello_atom, const silo_address& addr,
         const caf::actor& link) -> caf::result<silo_address, caf::actor> {
       auto& st = self->state;
@@ -382,11 +418,20 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
     },
     [=](nl_frame_atom, wire_frame& f) {
       auto& st = self->state;
+      if (st.stalled) {
+        if (!st.stall_detected)
+          heard(self, f.src);
+        st.held_in.push_back(std::move(f));
+        return;
+      }
       heard(self, f.src);
       if (st.centre)
         self->send(st.centre, mc_frame_atom::value, std::move(f));
     },
-    [=](nl_beat_atom, const silo_address& s) { heard(self, s); },
+    [=](nl_beat_atom, const silo_address& s) {
+      if (!(self->state.stalled && self->state.stall_detected))
+        heard(self, s);
+    },
     [=](nl_tick_atom) { tick(self); },
     [=](nl_oracle_atom) -> caf::result<caf::actor> {
       auto& st = self->state;

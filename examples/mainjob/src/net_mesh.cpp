@@ -17,6 +17,7 @@
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/actors/net_link.hpp"
 #include "cafmesh/actors/net_process.hpp"
 #include "cafmesh/lifecycle/atoms.hpp"
 #include "cafmesh/lifecycle/host.hpp"
@@ -368,15 +369,18 @@ public:
       start_failures_++;
   }
 
-  void stall_silo(const std::string& name, bool) override {
-    // The network link has no stall switch; a stall is only simulated (SPEC §12.1).
-    std::cerr << "cafmesh-demo: stall of " << name
-              << " is not available on the real network (simulation only); ignored\n";
-    silos_[name].stalled = true;
+  void stall_silo(const std::string& name, bool detected) override {
+    auto& slot = silos_[name];
+    slot.stalled = true;
+    if (slot.current)
+      caf::anon_send(slot.current->ns.endpoint.link, nl_stall_atom::value, true, detected);
   }
 
   void unstall_silo(const std::string& name) override {
-    silos_[name].stalled = false;
+    auto& slot = silos_[name];
+    slot.stalled = false;
+    if (slot.current)
+      caf::anon_send(slot.current->ns.endpoint.link, nl_stall_atom::value, false, false);
   }
 
   // -- events ---------------------------------------------------------------------------

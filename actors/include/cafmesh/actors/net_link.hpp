@@ -91,6 +91,13 @@ using nl_beat_atom = caf::atom_constant<caf::atom("nlbeat")>;
 using nl_tick_atom = caf::atom_constant<caf::atom("nltick")>;
 using nl_oracle_atom = caf::atom_constant<caf::atom("nloracle")>;
 using nl_peers_atom = caf::atom_constant<caf::atom("nlpeers")>;
+/// `(nl_stall_atom, bool on, bool detected) -> ok`: fault injection on the real network (the
+/// SPEC §12.1 `stall`, for demos and tests): while on, every frame the centre sends and every
+/// frame a peer sends is held, in order, and handed on when the stall ends. `detected`: the
+/// link also stops its heartbeats and ignores the peers', so the failure detector declares
+/// the silo Dead after `failure_detection_ms`; otherwise heartbeats continue and the stall
+/// goes undetected (S12.59).
+using nl_stall_atom = caf::atom_constant<caf::atom("nlstall")>;
 
 /// Silence (ms) after which a peer is suspected: `min(2 * heartbeat_interval_ms,
 /// failure_detection_ms / 2)`, at least 1.
