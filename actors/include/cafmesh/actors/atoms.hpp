@@ -55,6 +55,7 @@ using dir_register_atom = caf::atom_constant<caf::atom("dirreg")>;
 using dir_unregister_atom = caf::atom_constant<caf::atom("dirunreg")>;
 using dir_unreg_silo_atom = caf::atom_constant<caf::atom("dirunsilo")>;
 using dir_handoff_atom = caf::atom_constant<caf::atom("dirhandoff")>;
+using dir_lost_atom = caf::atom_constant<caf::atom("dirlost")>;
 using dir_entries_atom = caf::atom_constant<caf::atom("direntries")>;
 using dir_invalidate_atom = caf::atom_constant<caf::atom("dirinval")>;
 using dir_get_atom = caf::atom_constant<caf::atom("dirget")>;
