@@ -21,7 +21,6 @@ using mc_gone_atom = caf::atom_constant<caf::atom("mcgone")>;
 using mc_block_atom = caf::atom_constant<caf::atom("mcblock")>;
 using mc_whoami_atom = caf::atom_constant<caf::atom("mcwhoami")>;
 using mc_stats_atom = caf::atom_constant<caf::atom("mcstats")>;
-using mc_self_atom = caf::atom_constant<caf::atom("mcself")>;
 using mc_never_atom = caf::atom_constant<caf::atom("mcnever")>;
 
 // -- simulated network (sim_network.hpp) -----------------------------------------
