@@ -759,3 +759,74 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off entry colliding with a reg
   run_until([] { return false; }, 100ms);
   CHECK(got.size() == 1);
 }
+
+TEST_CASE_FIXTURE(dir_fixture, "directory: when a killed silo restarts, a peer's cache and client drop every entry on or owned by the old generation and send it no lookup") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  auto& c = w.add_member("c");
+  for (auto s : {a.addr, b.addr, c.addr})
+    w.join_active(s);
+  auto user = spawn_user(w, a);
+  run();
+  auto& us = user_of(user);
+  auto c1 = c.addr;
+  hash_ring ring1{{a.addr, b.addr, c1}};
+  // Four grains hosted on C (owned by A), four owned by C (hosted on B), four on A owned by A.
+  std::vector<activation_address> on_c, owned_by_c, plain;
+  for (int i = 0; i < 100000 && (on_c.size() < 4 || owned_by_c.size() < 4 || plain.size() < 4); ++i) {
+    grain_id g{"messagehub", std::to_string(i) + "/r"};
+    auto o = *ring1.owner(g);
+    if (o == c1 && owned_by_c.size() < 4)
+      owned_by_c.push_back(act(g, b.addr, 200 + i));
+    else if (o == a.addr && on_c.size() < 4)
+      on_c.push_back(act(g, c1, 300 + i));
+    else if (o == a.addr && plain.size() < 4)
+      plain.push_back(act(g, a.addr, 400 + i));
+  }
+  REQUIRE(owned_by_c.size() == 4);
+  std::vector<activation_address> all;
+  for (auto* v : {&on_c, &owned_by_c, &plain})
+    all.insert(all.end(), v->begin(), v->end());
+  for (auto& x : all)
+    caf::anon_send(user, user_reg_atom::value, x);
+  run_until([&] { return us.winners.size() == all.size(); });
+  for (auto& x : all)
+    caf::anon_send(user, user_lookup_atom::value, x.grain);
+  run_until([&] { return us.lookups.size() == all.size(); });
+  REQUIRE(us.cache.size() == all.size());
+  // C is killed and restarts with the next generation; its join supersedes C1 (Dead in the
+  // same snapshot that adds C2 as Joining).
+  us.dropped.clear();
+  auto& c2 = w.restart(c1);
+  REQUIRE(c2.addr.generation > c1.generation);
+  caf::anon_send(c2.agent, mb_join_atom::value, default_manifest(), true);
+  run_until([] { return false; }, 100ms);
+  // Dropped: every entry on C1 and every entry C1 owned; the rest survive.
+  std::set<grain_id> dropped, expected;
+  for (auto& x : us.dropped)
+    dropped.insert(x.grain);
+  for (auto* v : {&on_c, &owned_by_c})
+    for (auto& x : *v)
+      expected.insert(x.grain);
+  CHECK(dropped == expected);
+  CHECK(us.cache.size() == plain.size());
+  CHECK(us.client.ring() == hash_ring{{a.addr, b.addr}});
+  // Lookups now go by the ring {A, B}: none reaches C1; the grains on C1 are unregistered
+  // everywhere (every partition dropped them).
+  auto mark = w.net_state().trace.size();
+  us.lookups.clear();
+  for (auto& x : on_c)
+    caf::anon_send(user, user_lookup_atom::value, x.grain);
+  run_until([&] { return us.lookups.size() == on_c.size(); });
+  for (auto& l : us.lookups)
+    CHECK_FALSE(l.second.registered);
+  CHECK(lines_after(w, mark, "-> " + c1.to_string(), "") == 0);
+  // Once C2 is Active the client's ring names C2, never C1.
+  w.set_status(c2.addr, silo_status::active);
+  run_until([] { return false; }, 100ms);
+  CHECK(us.client.ring() == hash_ring{{a.addr, b.addr, c2.addr}});
+  for (auto& m : us.client.ring().members())
+    CHECK(m != c1);
+  CHECK(us.errors.empty());
+}
