@@ -471,6 +471,19 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
       deactivate(self, t.value, deactivation_reason::request);
       return rp;
     },
+    [=](dir_lost_atom, const activation_address& loser, const activation_address& winner) {
+      // The directory kept another activation of this grain (a hand-off collision, SPEC
+      // §5.2 first-wins): this one deactivates and its held messages go to the winner.
+      auto& st = self->state;
+      auto i = st.activations.find(loser.tag.value);
+      if (loser.silo != st.cfg.self || i == st.activations.end()
+          || i->second.grain != loser.grain || i->second.stateless || i->second.deactivating)
+        return;
+      st.log.warning(tag_of(i->second) + " lost its registration to " + winner.to_string());
+      if (i->second.registering.pending())
+        i->second.registering.deliver(winner);
+      deactivate(self, loser.tag.value, deactivation_reason::lost_registration);
+    },
     [=](ct_deact_all_atom) -> caf::response_promise {
       auto& st = self->state;
       auto rp = self->make_response_promise();

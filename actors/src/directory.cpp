@@ -228,13 +228,22 @@ void directory_client::unregister(caf::event_based_actor* self, const activation
 
 namespace {
 
+/// One entry of a partition, with the version of the ring by which it was placed here:
+/// the partition's own version for a registration, the sender's for a hand-off.
+struct held_entry {
+  activation_address address;
+  uint64_t ring_version = 0;
+};
+
 struct partition_state {
   silo_address self_addr;
   caf::actor mc;
   int64_t points = 16;
   uint64_t version = 0;
+  membership_snapshot view;   ///< the latest snapshot applied
+  bool leaving = false;       ///< own silo terminating in `view`: owns nothing any more
   hash_ring ring;
-  std::map<grain_id, activation_address> entries;
+  std::map<grain_id, held_entry> entries;
   uint64_t handoffs_sent = 0;
   log::logger log;
   static const char* name;
@@ -251,11 +260,55 @@ bool owns(const partition_state& st, const grain_id& g) {
 
 void drop_silo(partition_state& st, const silo_address& s) {
   for (auto i = st.entries.begin(); i != st.entries.end();) {
-    if (i->second.silo == s)
+    if (i->second.address.silo == s)
       i = st.entries.erase(i);
     else
       ++i;
   }
+}
+
+/// Entries to move, per new owner, with the ring version each hand-off carries.
+using moves = std::map<silo_address, std::pair<uint64_t, std::vector<activation_address>>>;
+
+void add_move(moves& out, const silo_address& to, const activation_address& a,
+              uint64_t ring_version) {
+  auto& slot = out[to];
+  slot.first = std::max(slot.first, ring_version);
+  slot.second.push_back(a);
+}
+
+/// Sends one `dir_handoff` per new owner.
+void send_moves(partition_actor* self, moves& out, const char* what) {
+  auto& st = self->state;
+  for (auto& kv : out) {
+    ++st.handoffs_sent;
+    st.log.debug(std::string{what} + " " + std::to_string(kv.second.second.size())
+                 + " entries to " + kv.first.to_string() + " (ring v"
+                 + std::to_string(kv.second.first) + ")");
+    self->send(st.mc, mc_send_atom::value, kv.first, component::directory,
+               caf::make_message(dir_handoff_atom::value, kv.second.first,
+                                 std::move(kv.second.second)));
+  }
+}
+
+/// Keeps `a` here (first-wins): an entry already held for the same grain id stays, and the
+/// catalog of the other activation's silo is told it lost (SPEC §5.2 first-wins; the
+/// loser deactivates and reroutes to the winner).
+void merge(partition_actor* self, const activation_address& a, uint64_t ring_version) {
+  auto& st = self->state;
+  auto i = st.entries.find(a.grain);
+  if (i == st.entries.end()) {
+    st.entries.emplace(a.grain, held_entry{a, ring_version});
+    return;
+  }
+  auto& held = i->second;
+  held.ring_version = std::max(held.ring_version, ring_version);
+  if (held.address == a)
+    return;
+  st.log.warning("hand-off of " + a.to_string() + " lost to " + held.address.to_string()
+                 + ": registered here first");
+  self->send(st.mc, mc_send_atom::value, a.silo, component::catalog,
+             caf::make_message(dir_lost_atom::value, a, held.address));
 }
 
 void apply_snapshot(partition_actor* self, const membership_snapshot& snap) {
@@ -263,29 +316,60 @@ void apply_snapshot(partition_actor* self, const membership_snapshot& snap) {
   if (snap.version < st.version)
     return;
   st.version = snap.version;
-  for (const auto& r : snap.rows)
-    if (r.status == silo_status::dead)
-      drop_silo(st, r.silo);
+  st.view = snap;
+  auto own = snap.find(st.self_addr);
+  st.leaving = own != nullptr && is_terminating(own->status);
+  for (auto i = st.entries.begin(); i != st.entries.end();) {
+    if (snap.departed(i->second.address.silo))
+      i = st.entries.erase(i);
+    else
+      ++i;
+  }
   st.ring = hash_ring::of(snap, st.points);
   if (st.ring.empty())
     return; // nobody to hand to: keep everything until a ring exists again
-  std::map<silo_address, std::vector<activation_address>> moving;
+  // Re-home only by this ring change: an entry placed here by an older ring than this one
+  // moves to its owner; one placed by this ring or a newer one (a hand-off that overtook
+  // this snapshot) stays until a newer ring. A leaving partition owns nothing: it hands
+  // everything on. Every move carries a ring version at least the entry's, so an entry
+  // never travels back to a partition by an older ring (no ping-pong).
+  moves out;
   for (auto i = st.entries.begin(); i != st.entries.end();) {
-    auto o = st.ring.owner(i->first);
-    if (*o != st.self_addr) {
-      moving[*o].push_back(i->second);
+    auto o = *st.ring.owner(i->first);
+    auto& e = i->second;
+    if (o == st.self_addr) {
+      e.ring_version = std::max(e.ring_version, st.version);
+      ++i;
+    } else if (st.leaving || e.ring_version < st.version) {
+      add_move(out, o, e.address, std::max(e.ring_version, st.version));
       i = st.entries.erase(i);
     } else {
       ++i;
     }
   }
-  for (auto& kv : moving) {
-    ++st.handoffs_sent;
-    st.log.debug("handing " + std::to_string(kv.second.size()) + " entries to "
-                 + kv.first.to_string());
-    self->send(st.mc, mc_send_atom::value, kv.first, component::directory,
-               caf::make_message(dir_handoff_atom::value, std::move(kv.second)));
+  send_moves(self, out, "handing");
+}
+
+/// A hand-off from another partition whose ring (version `ring_version`) says this one owns
+/// the entries. Entries on departed silos are dropped. An entry from an older ring than
+/// this partition's that this ring gives to another silo is forwarded once to that owner,
+/// with this ring's version (the receiver never sends it back by an older ring); every
+/// other entry is kept, first-wins.
+void receive_handoff(partition_actor* self, uint64_t ring_version,
+                     const std::vector<activation_address>& xs) {
+  auto& st = self->state;
+  moves out;
+  for (const auto& a : xs) {
+    if (st.view.departed(a.silo))
+      continue;
+    auto o = st.ring.owner(a.grain);
+    bool forward = o && *o != st.self_addr && (st.leaving || ring_version < st.version);
+    if (forward)
+      add_move(out, *o, a, std::max(ring_version, st.version));
+    else
+      merge(self, a, ring_version);
   }
+  send_moves(self, out, "forwarding");
 }
 
 caf::behavior directory_partition(partition_actor* self, silo_address self_addr, caf::actor mc,
@@ -303,21 +387,21 @@ caf::behavior directory_partition(partition_actor* self, silo_address self_addr,
       auto i = st.entries.find(g);
       if (i == st.entries.end())
         return lookup_result{};
-      return lookup_result{true, i->second};
+      return lookup_result{true, i->second.address};
     },
     [=](dir_register_atom, const activation_address& a) -> caf::result<activation_address> {
       auto& st = self->state;
       if (!owns(st, a.grain))
         return directory_unstable_error(st.self_addr, a.grain);
-      auto ins = st.entries.emplace(a.grain, a);
-      return ins.first->second;
+      auto ins = st.entries.emplace(a.grain, held_entry{a, st.version});
+      return ins.first->second.address;
     },
     [=](dir_unregister_atom, const activation_address& a) -> caf::result<caf::ok_atom> {
       auto& st = self->state;
       if (!owns(st, a.grain))
         return directory_unstable_error(st.self_addr, a.grain);
       auto i = st.entries.find(a.grain);
-      if (i != st.entries.end() && i->second == a)
+      if (i != st.entries.end() && i->second.address == a)
         st.entries.erase(i);
       return caf::ok_atom::value;
     },
@@ -325,14 +409,13 @@ caf::behavior directory_partition(partition_actor* self, silo_address self_addr,
       drop_silo(self->state, s);
       return caf::ok_atom::value;
     },
-    [=](dir_handoff_atom, const std::vector<activation_address>& xs) {
-      for (const auto& a : xs)
-        self->state.entries.emplace(a.grain, a); // first wins
+    [=](dir_handoff_atom, uint64_t ring_version, const std::vector<activation_address>& xs) {
+      receive_handoff(self, ring_version, xs);
     },
     [=](dir_entries_atom) {
       std::vector<activation_address> out;
       for (const auto& kv : self->state.entries)
-        out.push_back(kv.second);
+        out.push_back(kv.second.address);
       return out;
     },
     [=](mb_snapshot_atom, const membership_snapshot& snap) { apply_snapshot(self, snap); },

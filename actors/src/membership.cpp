@@ -8,8 +8,6 @@
 
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
-#include "cafmesh/actors/message_center.hpp"
-#include "cafmesh/actors/request_any.hpp"
 
 namespace cafmesh {
 
@@ -147,10 +145,8 @@ caf::error refused(mesh_errc code, std::string text) {
 struct oracle_state {
   membership_oracle_config cfg;
   caf::actor net; ///< the sim_network, whose trace records every snapshot
-  caf::actor mc;  ///< network mode: the hosting silo's message centre
   membership_snapshot snap;
   std::vector<caf::actor> subscribers;
-  std::set<silo_address> remote_subscribers; ///< pushed through `mc` to `membership`
   std::set<silo_address> silent;         ///< currently silent silos
   std::map<silo_address, uint64_t> epoch; ///< bumps on every silence change
   log::logger log;
@@ -172,15 +168,6 @@ void publish(oracle_actor* self) {
   }
   for (auto& sub : st.subscribers)
     self->send(sub, mb_snapshot_atom::value, st.snap);
-  for (auto i = st.remote_subscribers.begin(); i != st.remote_subscribers.end();) {
-    if (st.snap.departed(*i)) {
-      i = st.remote_subscribers.erase(i);
-      continue;
-    }
-    self->send(st.mc, mc_send_atom::value, *i, component::membership,
-               caf::make_message(mb_snapshot_atom::value, st.snap));
-    ++i;
-  }
 }
 
 /// Applies one transition; answers an error if refused. `changed` tells if a snapshot
@@ -227,12 +214,9 @@ void on_silence(oracle_actor* self, const silo_address& s, bool alive) {
 }
 
 caf::behavior membership_oracle(oracle_actor* self, membership_oracle_config cfg,
-                                caf::actor net, caf::actor mc) {
+                                caf::actor net) {
   self->state.cfg = cfg;
   self->state.net = net;
-  self->state.mc = mc;
-  if (mc)
-    self->send(mc, sim_watch_atom::value, caf::actor_cast<caf::actor>(self));
   self->state.log = log::get("membership");
   if (net)
     self->send(net, sim_watch_atom::value, caf::actor_cast<caf::actor>(self));
@@ -287,15 +271,6 @@ caf::behavior membership_oracle(oracle_actor* self, membership_oracle_config cfg
       self->monitor(sub);
       if (self->state.snap.version > 0)
         self->send(sub, mb_snapshot_atom::value, self->state.snap);
-    },
-    [=](mb_subscribe_atom, const silo_address& s) {
-      auto& st = self->state;
-      if (!st.mc || st.snap.departed(s))
-        return;
-      st.remote_subscribers.insert(s);
-      if (st.snap.version > 0)
-        self->send(st.mc, mc_send_atom::value, s, component::membership,
-                   caf::make_message(mb_snapshot_atom::value, st.snap));
     },
     [=](mb_get_atom) { return self->state.snap; },
     [=](sim_watch_atom, const silo_address& s, bool alive) { on_silence(self, s, alive); },
@@ -424,83 +399,11 @@ caf::behavior membership_agent(agent_actor* self, silo_address self_addr, caf::a
   };
 }
 
-// -- oracle client (network mode) ------------------------------------------------------
-
-struct oracle_client_state {
-  silo_address self_addr;
-  silo_address primary;
-  caf::actor mc;
-  std::vector<caf::actor> subscribers;
-  bool subscribed = false;
-  static const char* name;
-};
-
-const char* oracle_client_state::name = "cafmesh.oracle_client";
-
-using oracle_client_actor = caf::stateful_actor<oracle_client_state>;
-
-/// Relays one request to the oracle on the primary silo and its answer back.
-caf::response_promise relay(oracle_client_actor* self, caf::message msg) {
-  auto rp = self->make_response_promise();
-  request_any(
-    self, self->state.mc, 0,
-    caf::make_message(mc_call_atom::value, self->state.primary, component::oracle, std::move(msg)),
-    [rp](caf::message reply) mutable { rp.deliver(std::move(reply)); },
-    [rp](caf::error e) mutable { rp.deliver(std::move(e)); });
-  return rp;
-}
-
-caf::behavior oracle_client(oracle_client_actor* self, silo_address self_addr, caf::actor mc,
-                            silo_address primary) {
-  self->state.self_addr = self_addr;
-  self->state.mc = mc;
-  self->state.primary = primary;
-  return {
-    [=](mb_join_atom, membership_row& row) {
-      return relay(self, caf::make_message(mb_join_atom::value, std::move(row)));
-    },
-    [=](mb_status_atom, const silo_address& s, silo_status to) {
-      return relay(self, caf::make_message(mb_status_atom::value, s, to));
-    },
-    [=](mb_dead_atom, const silo_address& s) {
-      return relay(self, caf::make_message(mb_dead_atom::value, s));
-    },
-    [=](mb_get_atom) { return relay(self, caf::make_message(mb_get_atom::value)); },
-    [=](mb_subscribe_atom, const caf::actor& sub) {
-      auto& st = self->state;
-      st.subscribers.push_back(sub);
-      if (!st.subscribed) {
-        st.subscribed = true;
-        self->send(st.mc, mc_send_atom::value, st.primary, component::oracle,
-                   caf::make_message(mb_subscribe_atom::value, st.self_addr));
-      }
-    },
-    [=](mb_snapshot_atom, const membership_snapshot& snap) {
-      for (auto& sub : self->state.subscribers)
-        self->send(sub, mb_snapshot_atom::value, snap);
-    },
-  };
-}
-
 } // namespace
 
 caf::actor spawn_membership_oracle(caf::actor_system& sys, membership_oracle_config cfg,
                                    const caf::actor& net) {
-  return sys.spawn(membership_oracle, cfg, net, caf::actor{});
-}
-
-caf::actor spawn_hosted_membership_oracle(caf::actor_system& sys, membership_oracle_config cfg,
-                                          const caf::actor& mc) {
-  auto oracle = sys.spawn(membership_oracle, cfg, caf::actor{}, mc);
-  caf::anon_send(mc, mc_register_atom::value, component::oracle, oracle);
-  return oracle;
-}
-
-caf::actor spawn_oracle_client(caf::actor_system& sys, const silo_address& self_addr,
-                               const caf::actor& mc, const silo_address& primary) {
-  auto client = sys.spawn(oracle_client, self_addr, mc, primary);
-  caf::anon_send(mc, mc_register_atom::value, component::membership, client);
-  return client;
+  return sys.spawn(membership_oracle, cfg, net);
 }
 
 caf::actor spawn_membership_agent(caf::actor_system& sys, const silo_address& self_addr,

@@ -4,7 +4,6 @@
 #include <set>
 
 #include <caf/all.hpp>
-#include <caf/io/all.hpp>
 
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
@@ -62,12 +61,7 @@ struct pending_call {
 
 struct message_center_state {
   silo_address self_addr;
-  caf::actor net;  ///< the sim_network; null in network mode
-  /// Network mode: the peer centres' handles (proxies), and frames waiting for a connect.
-  std::map<silo_address, caf::actor> links;
-  std::map<silo_address, std::vector<wire_frame>> connecting;
-  /// Network mode: told `(sim_watch_atom, silo, false)` when a link goes down.
-  std::vector<caf::actor> watchers;
+  caf::actor net;  ///< the link: a `sim_network` or a `net_link`
   std::map<component, caf::actor> components;
   std::map<uint64_t, pending_call> pending;
   uint64_t next_id = 1;
@@ -103,58 +97,12 @@ void ask_any(mc_actor* self, const caf::actor& h, caf::message payload, F done) 
     [done](caf::error e) mutable { done(caf::message{}, std::move(e)); });
 }
 
-void fail_frame(mc_actor* self, const wire_frame& f);
 void mark_departed(mc_actor* self, const silo_address& s);
-
-/// Network mode: connects to the centre published at `dst.host:dst.port` through the
-/// middleman's asynchronous `connect` and flushes the frames queued meanwhile.
-void connect_to(mc_actor* self, const silo_address& dst) {
-  auto mm = self->system().middleman().actor_handle();
-  self->request(mm, caf::infinite, caf::connect_atom::value, dst.host, dst.port)
-    .then(
-      [=](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
-        auto& st = self->state;
-        auto queued = std::move(st.connecting[dst]);
-        st.connecting.erase(dst);
-        if (!ptr) {
-          st.log.info("no message centre published at " + dst.host + ":"
-                      + std::to_string(dst.port));
-          for (auto& f : queued)
-            fail_frame(self, f);
-          return;
-        }
-        auto peer = caf::actor_cast<caf::actor>(ptr);
-        self->monitor(peer);
-        st.links[dst] = peer;
-        for (auto& f : queued)
-          self->send(peer, mc_frame_atom::value, std::move(f));
-      },
-      [=](caf::error& e) {
-        auto& st = self->state;
-        st.log.info("cannot connect to " + dst.to_string() + ": " + self->system().render(e));
-        auto queued = std::move(st.connecting[dst]);
-        st.connecting.erase(dst);
-        for (auto& f : queued)
-          fail_frame(self, f);
-      });
-}
 
 void transmit(mc_actor* self, wire_frame f) {
   auto& st = self->state;
   ++st.stats.frames_out;
-  if (st.net) {
-    self->send(st.net, sim_frame_atom::value, std::move(f));
-    return;
-  }
-  if (auto i = st.links.find(f.dst); i != st.links.end()) {
-    self->send(i->second, mc_frame_atom::value, std::move(f));
-    return;
-  }
-  auto dst = f.dst;
-  auto& q = st.connecting[dst];
-  q.push_back(std::move(f));
-  if (q.size() == 1)
-    connect_to(self, dst);
+  self->send(st.net, sim_frame_atom::value, std::move(f));
 }
 
 void respond(mc_actor* self, const wire_frame& req, caf::message reply, caf::error err) {
@@ -183,7 +131,7 @@ void fail_pending_to(mc_actor* self, const silo_address& s) {
   st.stats.pending_calls = st.pending.size();
 }
 
-/// A frame this centre sent could not reach its destination (bounce, failed connect).
+/// A frame this centre sent could not reach its destination (the link bounced it).
 void fail_frame(mc_actor* self, const wire_frame& f) {
   if (!f.is_response && f.correlation_id != 0)
     mark_departed(self, f.dst);
@@ -201,13 +149,6 @@ void mark_departed(mc_actor* self, const silo_address& s) {
 void on_inbound(mc_actor* self, wire_frame& f) {
   auto& st = self->state;
   ++st.stats.frames_in;
-  if (!st.net && !st.links.count(f.src) && st.departed.count(f.src) == 0) {
-    // Network mode: the sender's proxy is the link back to it.
-    if (auto peer = caf::actor_cast<caf::actor>(self->current_sender())) {
-      self->monitor(peer);
-      st.links[f.src] = peer;
-    }
-  }
   if (f.is_response) {
     auto i = st.pending.find(f.correlation_id);
     if (i == st.pending.end())
@@ -265,20 +206,6 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, caf::actor 
   st.self_addr = self_addr;
   st.net = std::move(net);
   st.log = log::get("message_center").with_context(self_addr.to_string());
-  self->set_down_handler([=](caf::down_msg& dm) {
-    auto& st = self->state;
-    std::vector<silo_address> peers; // one proxy may serve several generations' addresses
-    for (const auto& kv : st.links)
-      if (kv.second.address() == dm.source)
-        peers.push_back(kv.first);
-    for (const auto& peer : peers) {
-      st.links.erase(peer);
-      st.log.info("link to " + peer.to_string() + " down: " + self->system().render(dm.reason));
-      mark_departed(self, peer);
-      for (auto& w : st.watchers)
-        self->send(w, sim_watch_atom::value, peer, false);
-    }
-  });
   return {
     [=](mc_register_atom, component c, caf::actor h) {
       self->state.components[c] = std::move(h);
@@ -349,10 +276,6 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, caf::actor 
     },
     [=](mc_frame_atom, wire_frame& f) { on_inbound(self, f); },
     [=](mc_bounce_atom, const wire_frame& f) { fail_frame(self, f); },
-    [=](mc_self_atom, const silo_address& s) {
-      self->state.self_addr = s;
-      self->state.log = log::get("message_center").with_context(s.to_string());
-    },
     [=](mc_gone_atom, const silo_address& s) { mark_departed(self, s); },
     [=](mb_snapshot_atom, const membership_snapshot& snap) {
       std::set<silo_address> gone;
@@ -370,7 +293,6 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, caf::actor 
       return caf::ok_atom::value;
     },
     [=](mc_whoami_atom) { return self->state.self_addr; },
-    [=](sim_watch_atom, const caf::actor& w) { self->state.watchers.push_back(w); },
     [=](mc_stats_atom) { return self->state.stats; },
   };
 }
@@ -382,22 +304,6 @@ caf::actor spawn_message_center(caf::actor_system& sys, const silo_address& self
   auto mc = sys.spawn(message_center, self_addr, net);
   caf::anon_send(net, sim_attach_atom::value, self_addr, mc);
   return mc;
-}
-
-caf::expected<std::pair<caf::actor, silo_address>>
-start_network_message_center(caf::actor_system& sys, const std::string& host, uint16_t port,
-                             uint64_t generation) {
-  silo_address provisional{host, port, generation};
-  auto mc = sys.spawn(message_center, provisional, caf::actor{});
-  auto bound = sys.middleman().publish(mc, port, host.c_str());
-  if (!bound) {
-    caf::anon_send_exit(mc, caf::exit_reason::user_shutdown);
-    return std::move(bound.error());
-  }
-  silo_address addr{host, *bound, generation};
-  // Nobody knows `addr` before we return it, so this arrives before any frame for it.
-  caf::anon_send(mc, mc_self_atom::value, addr);
-  return std::make_pair(mc, addr);
 }
 
 } // namespace cafmesh

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 
 #include <doctest/doctest.h>
@@ -308,7 +309,13 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a partition hands the entries it does
     held.push_back(act(owned_by(now, b.addr, i), b.addr, i));
     held.push_back(act(owned_by(now, c.addr, i), c.addr, 10 + i));
   }
-  caf::anon_send(a.partition, dir_handoff_atom::value, held);
+  // Handed by a ring of a's own version: a keeps them until a newer ring.
+  auto p0 = spawn_probe();
+  ask(p0, a.agent, caf::make_message(mb_get_atom::value), "view");
+  run();
+  REQUIRE(probe_of(p0).answers.size() == 1);
+  auto v = probe_of(p0).answers[0].reply.get_as<membership_snapshot>(0).version;
+  caf::anon_send(a.partition, dir_handoff_atom::value, v, held);
   run();
   auto mark = w.net_state().trace.size();
   w.join_active(d.addr);
@@ -519,4 +526,307 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: the cache actor answers, invalidates 
   run();
   REQUIRE(ans.size() == 6);
   CHECK_FALSE(ans[5].reply.get_as<lookup_result>(0).registered);
+}
+
+// -- hand-off during a restart (SPEC §5.1-§5.2, README "hand-off bounce") ------------------
+
+namespace {
+
+/// Trace lines after `mark` that contain both `a` and `b`.
+size_t lines_after(sim_world& w, size_t mark, const std::string& a, const std::string& b) {
+  auto& t = w.net_state().trace;
+  size_t n = 0;
+  for (size_t i = mark; i < t.size(); ++i)
+    if (t[i].find(a) != std::string::npos && t[i].find(b) != std::string::npos)
+      ++n;
+  return n;
+}
+
+/// The snapshots a probe subscribed to the oracle recorded, in arrival order.
+std::vector<membership_snapshot> recorded_snapshots(probe_state& ps) {
+  std::vector<membership_snapshot> out;
+  for (auto& kv : ps.told)
+    if (kv.second.match_elements<mb_snapshot_atom, membership_snapshot>())
+      out.push_back(kv.second.get_as<membership_snapshot>(1));
+  return out;
+}
+
+/// The first grain id `messagehub/{i}/h` for which `pred` holds (keys varying early spread
+/// over the ring better than `k{i}`); fails the test if none of the first 100,000 does.
+template <class Pred>
+grain_id find_key(Pred pred) {
+  for (int i = 0; i < 100000; ++i) {
+    grain_id g{"messagehub", std::to_string(i) + "/h"};
+    if (pred(g))
+      return g;
+  }
+  FAIL("no key satisfies the predicate");
+  return {};
+}
+
+std::vector<activation_address> entries_of(dir_fixture& fx, const caf::actor& partition) {
+  auto p = fx.spawn_probe();
+  fx.ask(p, partition, caf::make_message(dir_entries_atom::value), "entries");
+  fx.run();
+  auto& ans = fx.probe_of(p).answers;
+  REQUIRE(ans.size() == 1);
+  return ans[0].reply.get_as<std::vector<activation_address>>(0);
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(dir_fixture, "directory: a restarted silo's partition keeps a hand-off that arrives before its own snapshots and bounces nothing back") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  auto& c = w.add_member("c");
+  for (auto s : {a.addr, b.addr, c.addr})
+    w.join_active(s);
+  auto user = spawn_user(w, a);
+  run();
+  // C is killed and declared Dead: the ring is {A, B}.
+  auto c_addr = c.addr;
+  w.kill(c_addr);
+  caf::anon_send(w.oracle, mb_dead_atom::value, c_addr);
+  run_until([] { return false; }, 100ms);
+  // C restarts with the next generation. Its partition is not subscribed to its agent: the
+  // test hands it its snapshots itself, after the hand-offs from A and B have reached it.
+  auto c2 = w.add_silo("c", 11111);
+  REQUIRE(c2.generation > c_addr.generation);
+  auto c2_agent = track(spawn_membership_agent(sys, c2, w.oracle));
+  caf::anon_send(c2_agent, mb_subscribe_atom::value, w.centres[c2]);
+  auto c2_part = track(spawn_directory_partition(sys, c2, w.centres[c2], caf::actor{}));
+  auto rec = spawn_probe();
+  caf::anon_send(w.oracle, mb_subscribe_atom::value, rec);
+  run();
+  // Six grains that C2 owns in the final ring {A, B, C2}, registered now (ring {A, B}) with
+  // activations on A and B.
+  hash_ring final_ring{{a.addr, b.addr, c2}};
+  std::vector<activation_address> regs;
+  for (int i = 0; i < 6; ++i) {
+    regs.push_back(act(owned_by(final_ring, c2, i), i % 2 == 0 ? a.addr : b.addr, 100 + i));
+    caf::anon_send(user, user_reg_atom::value, regs.back());
+  }
+  run_until([&] { return user_of(user).winners.size() == 6; });
+  std::sort(regs.begin(), regs.end(),
+            [](const activation_address& x, const activation_address& y) { return x.grain < y.grain; });
+  auto winners = user_of(user).winners;
+  std::sort(winners.begin(), winners.end(),
+            [](const activation_address& x, const activation_address& y) { return x.grain < y.grain; });
+  REQUIRE(winners == regs);
+  // C2 joins and becomes Active; A and B hand C2 its entries (one message each at most).
+  auto mark = w.net_state().trace.size();
+  caf::anon_send(c2_agent, mb_join_atom::value, default_manifest(), true);
+  run();
+  caf::anon_send(c2_agent, mb_status_atom::value, silo_status::active);
+  run_until([] { return false; }, 100ms);
+  auto to_c2 = " -> " + c2.to_string() + " #0 directory send";
+  CHECK(lines_after(w, mark, " deliver ", to_c2) >= 1);
+  CHECK(entries_of(*this, c2_part).size() == 6);
+  // Only now does C2's partition see its snapshots: first the stale one in which C2 is
+  // Joining (ring {A, B}), then the one in which it is Active.
+  auto snaps = recorded_snapshots(probe_of(rec));
+  membership_snapshot joining, active;
+  for (auto& s : snaps) {
+    if (auto r = s.find(c2); r != nullptr && r->status == silo_status::joining && joining.version == 0)
+      joining = s;
+    if (s.is_active(c2) && active.version == 0)
+      active = s;
+  }
+  REQUIRE(joining.version > 0);
+  REQUIRE(active.version > joining.version);
+  mark = w.net_state().trace.size();
+  caf::anon_send(c2_part, mb_snapshot_atom::value, joining);
+  run_until([] { return false; }, 100ms);
+  caf::anon_send(c2_part, mb_snapshot_atom::value, active);
+  run_until([] { return false; }, 100ms);
+  // Nothing bounced: C2 sent no hand-off, A and B hold none of C2's entries, C2 holds all.
+  CHECK(lines_after(w, mark, c2.to_string() + " -> ", "directory send +") == 0);
+  auto held = entries_of(*this, c2_part);
+  CHECK(held == regs);
+  CHECK(entries_of(*this, a.partition).empty());
+  CHECK(entries_of(*this, b.partition).empty());
+  // A lookup through A's ring finds every original activation: none would be placed twice.
+  auto& us = user_of(user);
+  for (auto& x : regs) {
+    us.cache.invalidate(x.grain);
+    caf::anon_send(user, user_lookup_atom::value, x.grain);
+  }
+  run_until([&] { return us.lookups.size() == 6; });
+  REQUIRE(us.lookups.size() == 6);
+  std::vector<activation_address> found;
+  for (auto& l : us.lookups) {
+    CHECK(l.second.registered);
+    found.push_back(l.second.address);
+  }
+  std::sort(found.begin(), found.end(),
+            [](const activation_address& x, const activation_address& y) { return x.grain < y.grain; });
+  CHECK(found == regs);
+  CHECK(us.errors.empty());
+}
+
+TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off from an older ring is forwarded once to its owner, one from a newer ring is kept until the receiver's ring is newer") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  auto& c = w.add_member("c");
+  auto& d = w.add_member("d");
+  for (auto s : {a.addr, b.addr, c.addr})
+    w.join_active(s);
+  auto p = spawn_probe();
+  ask(p, a.agent, caf::make_message(mb_get_atom::value), "view");
+  run();
+  REQUIRE(probe_of(p).answers.size() == 1);
+  auto v = probe_of(p).answers[0].reply.get_as<membership_snapshot>(0).version;
+  REQUIRE(v >= 6);
+  hash_ring ring{{a.addr, b.addr, c.addr}};
+  hash_ring with_d{{a.addr, b.addr, c.addr, d.addr}};
+  // (1) From an older ring (version 1) for a key B owns (also once D is in): A forwards it
+  // to B in one message, B keeps it (its ring agrees), nothing comes back.
+  auto e_b = act(find_key([&](const grain_id& x) {
+                   return ring.owner(x) == b.addr && with_d.owner(x) == b.addr;
+                 }),
+                 c.addr, 7);
+  auto mark = w.net_state().trace.size();
+  caf::anon_send(a.partition, dir_handoff_atom::value, uint64_t{1},
+                 std::vector<activation_address>{e_b});
+  run_until([] { return false; }, 100ms);
+  CHECK(lines_after(w, mark, "Sa:11111@1 -> Sb:11111@2 #0 directory send +", "") == 1);
+  CHECK(lines_after(w, mark, "directory send +", "") == 1);
+  CHECK(entries_of(*this, a.partition).empty());
+  CHECK(entries_of(*this, b.partition) == std::vector<activation_address>{e_b});
+  // (2) From a newer ring (version v + 1: D is about to join) for a key A owns now and D
+  // will own: B keeps it and sends nothing ...
+  auto g = find_key([&](const grain_id& x) {
+    return ring.owner(x) == a.addr && with_d.owner(x) == d.addr;
+  });
+  auto e_d = act(g, b.addr, 8);
+  auto both = e_b.grain < e_d.grain ? std::vector<activation_address>{e_b, e_d}
+                                    : std::vector<activation_address>{e_d, e_b};
+  mark = w.net_state().trace.size();
+  caf::anon_send(b.partition, dir_handoff_atom::value, v + 1, std::vector<activation_address>{e_d});
+  run_until([] { return false; }, 100ms);
+  CHECK(lines_after(w, mark, "directory send +", "") == 0);
+  CHECK(entries_of(*this, b.partition) == both);
+  // ... through D's Joining snapshot (version v + 1, not newer than the entry's ring), and
+  // hands it to D, its owner, at the first newer ring (D Active, version v + 2).
+  caf::anon_send(d.agent, mb_join_atom::value, default_manifest(), true);
+  run_until([] { return false; }, 100ms);
+  CHECK(lines_after(w, mark, "directory send +", "") == 0);
+  CHECK(entries_of(*this, b.partition) == both);
+  w.set_status(d.addr, silo_status::active);
+  run_until([] { return false; }, 100ms);
+  CHECK(lines_after(w, mark, "Sb:11111@2 -> Sd:11111@4 #0 directory send +", "") == 1);
+  CHECK(entries_of(*this, b.partition) == std::vector<activation_address>{e_b});
+  auto at_d = entries_of(*this, d.partition);
+  CHECK(std::count(at_d.begin(), at_d.end(), e_d) == 1);
+}
+
+TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off entry colliding with a registration keeps the registered one and tells the other activation's catalog it lost") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  auto& c = w.add_member("c");
+  for (auto s : {a.addr, b.addr, c.addr})
+    w.join_active(s);
+  auto cat_a = track(sys.spawn(echo));
+  w.reg(a.addr, component::catalog, cat_a);
+  auto user = spawn_user(w, b);
+  run();
+  hash_ring ring{{a.addr, b.addr, c.addr}};
+  auto g = find_key([&](const grain_id& x) { return ring.owner(x) == c.addr; });
+  auto registered = act(g, b.addr, 2);
+  caf::anon_send(user, user_reg_atom::value, registered);
+  run_until([&] { return user_of(user).winners.size() == 1; });
+  // A hand-off (from the current ring) brings another activation of the same grain, on A.
+  auto other = act(g, a.addr, 1);
+  auto p = spawn_probe();
+  ask(p, a.agent, caf::make_message(mb_get_atom::value), "view");
+  run();
+  auto v = probe_of(p).answers.at(0).reply.get_as<membership_snapshot>(0).version;
+  caf::anon_send(c.partition, dir_handoff_atom::value, v, std::vector<activation_address>{other});
+  run_until([] { return false; }, 100ms);
+  CHECK(entries_of(*this, c.partition) == std::vector<activation_address>{registered});
+  // A's catalog hears `(dir_lost, loser, winner)` exactly once.
+  auto& got = state_of<echo_state>(cat_a).received;
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].match_elements<dir_lost_atom, activation_address, activation_address>());
+  CHECK(got[0].get_as<activation_address>(1) == other);
+  CHECK(got[0].get_as<activation_address>(2) == registered);
+  CHECK(logs.count("hand-off of " + other.to_string() + " lost to " + registered.to_string()) == 1);
+  // The same entry again is no collision: nothing more is sent.
+  caf::anon_send(c.partition, dir_handoff_atom::value, v, std::vector<activation_address>{registered});
+  run_until([] { return false; }, 100ms);
+  CHECK(got.size() == 1);
+}
+
+TEST_CASE_FIXTURE(dir_fixture, "directory: when a killed silo restarts, a peer's cache and client drop every entry on or owned by the old generation and send it no lookup") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  auto& c = w.add_member("c");
+  for (auto s : {a.addr, b.addr, c.addr})
+    w.join_active(s);
+  auto user = spawn_user(w, a);
+  run();
+  auto& us = user_of(user);
+  auto c1 = c.addr;
+  hash_ring ring1{{a.addr, b.addr, c1}};
+  // Four grains hosted on C (owned by A), four owned by C (hosted on B), four on A owned by A.
+  std::vector<activation_address> on_c, owned_by_c, plain;
+  for (int i = 0; i < 100000 && (on_c.size() < 4 || owned_by_c.size() < 4 || plain.size() < 4); ++i) {
+    grain_id g{"messagehub", std::to_string(i) + "/r"};
+    auto o = *ring1.owner(g);
+    if (o == c1 && owned_by_c.size() < 4)
+      owned_by_c.push_back(act(g, b.addr, 200 + i));
+    else if (o == a.addr && on_c.size() < 4)
+      on_c.push_back(act(g, c1, 300 + i));
+    else if (o == a.addr && plain.size() < 4)
+      plain.push_back(act(g, a.addr, 400 + i));
+  }
+  REQUIRE(owned_by_c.size() == 4);
+  std::vector<activation_address> all;
+  for (auto* v : {&on_c, &owned_by_c, &plain})
+    all.insert(all.end(), v->begin(), v->end());
+  for (auto& x : all)
+    caf::anon_send(user, user_reg_atom::value, x);
+  run_until([&] { return us.winners.size() == all.size(); });
+  for (auto& x : all)
+    caf::anon_send(user, user_lookup_atom::value, x.grain);
+  run_until([&] { return us.lookups.size() == all.size(); });
+  REQUIRE(us.cache.size() == all.size());
+  // C is killed and restarts with the next generation; its join supersedes C1 (Dead in the
+  // same snapshot that adds C2 as Joining).
+  us.dropped.clear();
+  auto& c2 = w.restart(c1);
+  REQUIRE(c2.addr.generation > c1.generation);
+  caf::anon_send(c2.agent, mb_join_atom::value, default_manifest(), true);
+  run_until([] { return false; }, 100ms);
+  // Dropped: every entry on C1 and every entry C1 owned; the rest survive.
+  std::set<grain_id> dropped, expected;
+  for (auto& x : us.dropped)
+    dropped.insert(x.grain);
+  for (auto* v : {&on_c, &owned_by_c})
+    for (auto& x : *v)
+      expected.insert(x.grain);
+  CHECK(dropped == expected);
+  CHECK(us.cache.size() == plain.size());
+  CHECK(us.client.ring() == hash_ring{{a.addr, b.addr}});
+  // Lookups now go by the ring {A, B}: none reaches C1; the grains on C1 are unregistered
+  // everywhere (every partition dropped them).
+  auto mark = w.net_state().trace.size();
+  us.lookups.clear();
+  for (auto& x : on_c)
+    caf::anon_send(user, user_lookup_atom::value, x.grain);
+  run_until([&] { return us.lookups.size() == on_c.size(); });
+  for (auto& l : us.lookups)
+    CHECK_FALSE(l.second.registered);
+  CHECK(lines_after(w, mark, "-> " + c1.to_string(), "") == 0);
+  // Once C2 is Active the client's ring names C2, never C1.
+  w.set_status(c2.addr, silo_status::active);
+  run_until([] { return false; }, 100ms);
+  CHECK(us.client.ring() == hash_ring{{a.addr, b.addr, c2.addr}});
+  for (auto& m : us.client.ring().members())
+    CHECK(m != c1);
+  CHECK(us.errors.empty());
 }

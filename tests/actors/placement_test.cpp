@@ -184,3 +184,46 @@ TEST_CASE_FIXTURE(pl_fixture, "placement: work items are spread over worker_coun
   CHECK(st.stats.items_created == 8);
   CHECK(st.stats.joined == 8);
 }
+
+TEST_CASE_FIXTURE(pl_fixture, "catalog: an activation told it lost its registration deactivates (lost_registration) and a later call reaches the winner") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto p = spawn_probe();
+  grain_id g{"podhub", "portal/bob"};
+  call(p, w.at(a).placement, g, echo(1), "first");
+  REQUIRE(run_until([&] { return answered(p, 1); }));
+  REQUIRE(served_by(*answer(p, "first")) == a.to_string());
+  auto& cat = w.catalog_of(a);
+  REQUIRE(cat.activations.size() == 1);
+  activation_address mine{g, a, cat.activations.begin()->second.tag};
+  // The directory kept an activation on B instead (as after a hand-off collision): B's
+  // activation is registered at the owner, and A's catalog is told its own one lost.
+  auto owner = ring_owner({a, b}, g);
+  auto q = spawn_probe();
+  caf::anon_send(q, probe_ask_atom::value, w.at(a).centre,
+                 make_call(owner, component::directory, dir_unregister_atom::value, mine),
+                 int64_t{60000}, std::string{"unreg"});
+  REQUIRE(run_until([&] { return probe_of(q).answers.size() == 1; }));
+  caf::anon_send(q, probe_ask_atom::value, w.at(b).catalog,
+                 caf::make_message(ct_activate_atom::value, g), int64_t{60000},
+                 std::string{"activate on b"});
+  REQUIRE(run_until([&] { return probe_of(q).answers.size() == 2; }));
+  REQUIRE_FALSE(probe_of(q).answers[1].error);
+  auto winner = probe_of(q).answers[1].reply.get_as<activation_address>(0);
+  REQUIRE(winner.silo == b);
+  caf::anon_send(w.at(a).catalog, dir_lost_atom::value, mine, winner);
+  run();
+  CHECK(cat.activations.empty());
+  CHECK(cat.stats.deactivated == 1);
+  CHECK(logs.count(mine.tag.to_string() + " of " + g.to_string() + " lost its registration to "
+                   + winner.to_string()) == 1);
+  // A's placement cache was invalidated: the next call from A reaches B's activation.
+  call(p, w.at(a).placement, g, echo(2), "second");
+  REQUIRE(run_until([&] { return answered(p, 2); }));
+  CHECK(served_by(*answer(p, "second")) == b.to_string());
+  // A stale notice (the activation is gone, or the tag never lived here) changes nothing.
+  caf::anon_send(w.at(a).catalog, dir_lost_atom::value, mine, winner);
+  run();
+  CHECK(cat.stats.deactivated == 1);
+}

@@ -319,6 +319,42 @@ TEST_CASE("net link: when B's actor system shuts down, A's pending and later cal
              [&](caf::error& e) { FAIL(a.sys->render(e)); });
 }
 
+TEST_CASE("net link: when B's centre exits while B's system lives, A's pending call fails departed_silo naming B and later calls fail at once") {
+  net_silo a{1};
+  net_silo b{1};
+  auto b_addr = b.addr;
+  caf::scoped_actor self{*a.sys};
+  auto probe = std::make_unique<caf::scoped_actor>(*b.sys);
+  b.add_component(component::test, b.sys->spawn(echo, caf::actor{*probe}));
+  auto pending = self->request(a.centre, wait_bound,
+                               cafmesh::make_call(b_addr, component::test, nt_hold_atom::value));
+  bool held = false;
+  (*probe)->receive([&](nt_hold_atom) { held = true; },
+                    caf::after(wait_bound) >> [&] { FAIL("the call never reached B"); });
+  REQUIRE(held);
+  // Only B's centre goes; B's link exits with it (it monitors its centre), so A's link
+  // sees B's link go down.
+  auto t0 = std::chrono::steady_clock::now();
+  caf::anon_send_exit(b.centre, caf::exit_reason::user_shutdown);
+  bool departed = false;
+  pending.receive([&](caf::message&) { FAIL("the held call cannot be answered"); },
+                  [&](caf::error& e) {
+                    auto f = cafmesh::to_fault(e);
+                    departed = f.code == mesh_errc::departed_silo;
+                    CHECK(f.silo == caf::optional<silo_address>{b_addr});
+                  });
+  CHECK(departed);
+  CHECK(std::chrono::steady_clock::now() - t0 < wait_bound);
+  auto t1 = std::chrono::steady_clock::now();
+  self->request(a.centre, wait_bound,
+                cafmesh::make_call(b_addr, component::test, nt_hold_atom::value))
+    .receive([&](caf::message&) { FAIL("B is gone"); },
+             [&](caf::error& e) {
+               CHECK(cafmesh::to_fault(e).code == mesh_errc::departed_silo);
+             });
+  CHECK(std::chrono::steady_clock::now() - t1 < 1s);
+}
+
 TEST_CASE("net link: 2000 one-way frames arrive in order and calls round-trip (measured)") {
   net_silo a{1};
   net_silo b{1};

@@ -59,21 +59,28 @@ struct node {
     caf::anon_send(p.agent, cafmesh::mb_subscribe_atom::value, caf::actor{*probe});
   }
 
-  /// Joins and becomes Active through the agent.
-  void join() {
+  /// Joins (with the gateway flag `gateway`) and becomes Active through the agent; answers
+  /// the two versions the oracle answered.
+  std::vector<uint64_t> join(bool gateway = true) {
     caf::scoped_actor self{*sys};
+    std::vector<uint64_t> versions;
     for (int step = 0; step < 2; ++step) {
       bool ok = false;
+      auto on_ok = [&](uint64_t v) {
+        versions.push_back(v);
+        ok = true;
+      };
       auto on_err = [&](caf::error& e) { FAIL("membership step failed: " << sys->render(e)); };
       if (step == 0)
         self->request(p.agent, wait_bound, cafmesh::mb_join_atom::value,
-                      std::vector<cafmesh::grain_type_info>{}, true)
-          .receive([&](uint64_t) { ok = true; }, on_err);
+                      std::vector<cafmesh::grain_type_info>{}, gateway)
+          .receive(on_ok, on_err);
       else
         self->request(p.agent, wait_bound, cafmesh::mb_status_atom::value, silo_status::active)
-          .receive([&](uint64_t) { ok = true; }, on_err);
+          .receive(on_ok, on_err);
       REQUIRE(ok);
     }
+    return versions;
   }
 
   /// Receives snapshots until one satisfies `pred` (true) or `wait_bound` passes (false).
@@ -241,4 +248,39 @@ TEST_CASE("net membership: a silo started before its primary joins once the prim
   auto both = active_set_is({primary.p.addr, b.p.addr});
   CHECK(primary.await(both));
   CHECK(b.await(both));
+}
+
+TEST_CASE("net membership: versions count 1 to 4 over two joins, a non-gateway silo is no gateway, and after B's death the active set is the primary alone") {
+  node primary{fast_network(0), 1};
+  node b{fast_network(primary.p.addr.port), 1};
+  CHECK(primary.join() == std::vector<uint64_t>{1, 2});
+  CHECK(b.join(false) == std::vector<uint64_t>{3, 4});
+  auto both = active_set_is({primary.p.addr, b.p.addr});
+  auto is_v4 = [](const membership_snapshot& s) { return s.version == 4; };
+  REQUIRE(primary.await(is_v4));
+  auto v4 = *std::find_if(primary.seen.begin(), primary.seen.end(), is_v4);
+  CHECK(both(v4));
+  CHECK(v4.is_active(primary.p.addr));
+  CHECK(v4.is_active(b.p.addr));
+  CHECK(v4.gateways() == std::vector<silo_address>{primary.p.addr});
+  // B's agent holds the same view (pushed over the network).
+  {
+    caf::scoped_actor self{*b.sys};
+    self->request(b.p.agent, wait_bound, cafmesh::mb_get_atom::value)
+      .receive([&](const membership_snapshot& s) {
+                 CHECK(s.version == 4);
+                 CHECK(s.gateways() == std::vector<silo_address>{primary.p.addr});
+               },
+               [&](caf::error& e) { FAIL(b.sys->render(e)); });
+  }
+  auto b_addr = b.p.addr;
+  b.shutdown();
+  auto b_dead = [&](const membership_snapshot& s) {
+    auto r = s.find(b_addr);
+    return r != nullptr && r->status == silo_status::dead;
+  };
+  REQUIRE(primary.await(b_dead));
+  auto dead = *std::find_if(primary.seen.begin(), primary.seen.end(), b_dead);
+  CHECK(dead.active_set() == std::vector<silo_address>{primary.p.addr});
+  CHECK(dead.gateways() == std::vector<silo_address>{primary.p.addr});
 }

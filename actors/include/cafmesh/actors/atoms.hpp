@@ -21,7 +21,6 @@ using mc_gone_atom = caf::atom_constant<caf::atom("mcgone")>;
 using mc_block_atom = caf::atom_constant<caf::atom("mcblock")>;
 using mc_whoami_atom = caf::atom_constant<caf::atom("mcwhoami")>;
 using mc_stats_atom = caf::atom_constant<caf::atom("mcstats")>;
-using mc_self_atom = caf::atom_constant<caf::atom("mcself")>;
 using mc_never_atom = caf::atom_constant<caf::atom("mcnever")>;
 
 // -- simulated network (sim_network.hpp) -----------------------------------------
@@ -55,6 +54,7 @@ using dir_register_atom = caf::atom_constant<caf::atom("dirreg")>;
 using dir_unregister_atom = caf::atom_constant<caf::atom("dirunreg")>;
 using dir_unreg_silo_atom = caf::atom_constant<caf::atom("dirunsilo")>;
 using dir_handoff_atom = caf::atom_constant<caf::atom("dirhandoff")>;
+using dir_lost_atom = caf::atom_constant<caf::atom("dirlost")>;
 using dir_entries_atom = caf::atom_constant<caf::atom("direntries")>;
 using dir_invalidate_atom = caf::atom_constant<caf::atom("dirinval")>;
 using dir_get_atom = caf::atom_constant<caf::atom("dirget")>;

@@ -31,6 +31,12 @@
 ///   if activating `g` failed here, no if `t` lived here and left, unknown otherwise.
 /// - `(ct_deact_atom, activation_tag t) -> ok_atom`: deactivate one activation (answers
 ///   once it is gone).
+/// - `(dir_lost_atom, activation_address loser, activation_address winner)` one-way, from
+///   a directory partition that kept `winner` when a hand-off brought `loser` (SPEC §5.2
+///   first-wins across a hand-off): if `loser` lives here and is not deactivating, it
+///   deactivates (reason `lost_registration`, warning "{tag} of {g} lost its registration
+///   to {winner}") and its held messages are rerouted; a pending `ct_activate` of it is
+///   answered `winner`. A stale notice changes nothing.
 /// - `(ct_deact_all_atom) -> ok_atom`: SPEC §3.5 stage 19998: every activation deactivates
 ///   in parallel; each finishes its current turn; one still in its turn after
 ///   `deactivation_timeout_ms` is abandoned (killed) with a warning "… abandoned …".

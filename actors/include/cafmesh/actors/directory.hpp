@@ -19,14 +19,31 @@
 ///   (an empty ring owns nothing);
 /// - `(dir_unreg_silo_atom, silo_address s) -> ok_atom`: drops every entry on silo `s`. The
 ///   partition also does this itself for every silo a snapshot shows Dead;
-/// - `(dir_handoff_atom, std::vector<activation_address>)` one-way from another partition:
-///   merges the entries, first-wins per grain id;
+/// - `(dir_handoff_atom, uint64_t ring_version, std::vector<activation_address>)` one-way
+///   from another partition whose ring (the snapshot of version `ring_version`) gives this
+///   partition the entries. Entries on silos this partition's view shows departed are
+///   dropped. If this partition's ring is older than or as old as `ring_version`, or gives
+///   the grain id to this silo, the entry is kept (even when its current ring gives it to
+///   another silo: a hand-off may overtake the receiver's own snapshot, as at a restart);
+///   otherwise (this ring is newer and gives it to another silo, or this silo is leaving)
+///   it is forwarded once to that owner, one message per owner, carrying this ring's
+///   version. Kept entries merge first-wins: an entry already held for the same grain id
+///   stays, and the other activation's catalog is told it lost, one-way through the centre:
+///   `(dir_lost_atom, activation_address loser, activation_address winner)` to component
+///   `catalog` on the loser's silo (catalog.hpp), with a warning "hand-off of {loser} lost
+///   to {winner}";
 /// - `(dir_entries_atom) -> std::vector<activation_address>`: every entry (diagnostics);
 /// - `(mb_snapshot_atom, membership_snapshot)`: rebuilds the ring from the active set; drops
-///   entries on Dead silos; hands every entry it no longer owns to the new owner, **one
-///   `dir_handoff` message per new owner** (through the message centre, component
-///   `directory`). A partition whose own silo left the active set owns nothing and hands
-///   off everything; with an empty ring it keeps its entries.
+///   entries on departed silos (Dead, or superseded by a newer generation); re-homes
+///   entries **only here, at its own ring change**: every entry it does not own that was
+///   placed here by an older ring than this one (a registration carries the ring version it
+///   was made under, a hand-off its sender's) goes to its owner, **one `dir_handoff`
+///   message per new owner** (through the message centre, component `directory`), carrying
+///   this ring's version (at least the entries'). An entry placed by this ring or a newer
+///   one stays until a newer ring. A partition whose own silo is leaving (ShuttingDown,
+///   Stopping, Dead in its view) owns nothing and hands off everything; with an empty ring
+///   it keeps its entries. No entry ever moves back by an older ring than the one that
+///   moved it, so hand-offs cannot ping-pong.
 ///
 /// ## directory_cache actor (one per silo)
 /// A `directory_cache` object behind a protocol: `(dir_get_atom, grain_id) -> lookup_result`,

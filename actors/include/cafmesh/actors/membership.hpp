@@ -174,29 +174,15 @@ struct membership_oracle_config {
 };
 
 /// Spawns the cluster's membership oracle. If `net` is a `sim_network`, the oracle
-/// subscribes to its silence events and runs the failure detector described above.
+/// subscribes to its silence events and runs the failure detector described above. In
+/// network mode the primary process spawns it without `net` and hands it to its
+/// `net_link`, which reports silences to it the same way (net_link.hpp, net_process.hpp).
 caf::actor spawn_membership_oracle(caf::actor_system& sys, membership_oracle_config cfg,
                                    const caf::actor& net = caf::actor{});
 
-/// Network mode: spawns the cluster's oracle on the primary silo whose message centre is
-/// `mc`, registered there as component `oracle`. Remote agents reach it through their
-/// `spawn_oracle_client`; it also accepts `(mb_subscribe_atom, silo_address s)` and pushes
-/// every snapshot to component `membership` on `s` (until `s` is departed). Failure
-/// detection: when `mc`'s link to a silo goes down, that silo is declared Dead after
-/// `failure_detection_ms` (a graceful leave has published Dead before).
-caf::actor spawn_hosted_membership_oracle(caf::actor_system& sys, membership_oracle_config cfg,
-                                          const caf::actor& mc);
-
-/// Network mode: a local stand-in for the oracle hosted on silo `primary`, with the oracle's
-/// protocol (join, status, dead, get, subscribe with a local actor). Requests are relayed as
-/// calls through `mc`; it registers itself with `mc` as component `membership` and passes
-/// every pushed snapshot to its local subscribers. Give it to `spawn_membership_agent` as
-/// the oracle (also on the primary silo itself).
-caf::actor spawn_oracle_client(caf::actor_system& sys, const silo_address& self_addr,
-                               const caf::actor& mc, const silo_address& primary);
-
 /// Spawns the membership agent of the process `self_addr`, talking to `oracle` (the oracle
-/// actor itself in simulation, a `spawn_oracle_client` in network mode). The agent
+/// actor itself in simulation and on the primary process, a `spawn_oracle_relay`
+/// (net_link.hpp) on the other processes in network mode). The agent
 /// subscribes to the oracle at once.
 caf::actor spawn_membership_agent(caf::actor_system& sys, const silo_address& self_addr,
                                   const caf::actor& oracle);

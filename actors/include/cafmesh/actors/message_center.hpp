@@ -9,15 +9,13 @@
 /// component, payload); the centre wraps it into a `wire_frame` and passes it over a **link**
 /// to the peer's centre, which dispatches it to the component registered under that name.
 ///
-/// Links: in simulation every frame goes to the `sim_network` actor (sim_network.hpp), which
-/// applies latency, per-link FIFO, the serialisation round trip and fault injection on the
-/// virtual clock. In network mode (`start_network_message_center`) each centre is published
-/// over CAF io at its silo address's host and port; the first frame for a peer connects to
-/// `dst.host:dst.port` through the middleman's asynchronous `connect` (frames queue
-/// meanwhile), an inbound frame adopts its sender's proxy as the link back, and every link
-/// is monitored: when it goes down, every pending call to that peer fails `departed_silo`.
-/// A failed connect fails the queued calls `departed_silo`. A peer centre of another
-/// generation on the same endpoint answers `departed_silo` itself.
+/// Links: the centre hands every outbound frame to its **link** `net` and receives inbound
+/// frames, bounces and departures from it (link protocol below). In simulation the link is
+/// the `sim_network` actor (sim_network.hpp), which applies latency, per-link FIFO, the
+/// serialisation round trip and fault injection on the virtual clock. In network mode it is
+/// a `net_link` (net_link.hpp: CAF io sockets, heartbeats, silence detection; a whole
+/// process is wired by `start_net_process`, net_process.hpp). The centre behaves the same
+/// with either link.
 ///
 /// ## Protocol (untyped `caf::actor`)
 ///
@@ -61,9 +59,6 @@
 ///   `silo_unavailable` ("silo {S} is not accepting application messages"); an inbound
 ///   one-way application message is dropped and logged. System traffic still passes.
 /// - `(mc_whoami_atom) -> silo_address`.
-/// - `(sim_watch_atom, caf::actor w)`: network mode: `w` receives `(sim_watch_atom,
-///   silo_address, false)` whenever a link to a peer goes down (the membership oracle's
-///   failure detector on the primary silo).
 /// - `(mc_stats_atom) -> message_center_stats`.
 /// Link side (used by links, not by components):
 /// - `(mc_frame_atom, wire_frame)`: a frame arriving from a link;
@@ -153,20 +148,12 @@ typename Inspector::result_type inspect(Inspector& f, message_center_stats& x) {
            x.local_calls, x.pending_calls, x.departed_fails, x.blocked);
 }
 
-/// Spawns the message centre of the process whose address is `self_addr`, linked to the
-/// simulated network `net` (a `spawn_sim_network` handle). The centre is attached to `net`
-/// before this function returns, so frames to it never race its registration.
+/// Spawns the message centre of the process whose address is `self_addr`, using the link
+/// `net`: a `spawn_sim_network` handle in simulation, a `spawn_net_link` handle in network
+/// mode. The centre is attached to `net` before this function returns, so frames to it
+/// never race its registration.
 caf::actor spawn_message_center(caf::actor_system& sys, const silo_address& self_addr,
                                 const caf::actor& net);
-
-/// Network mode: spawns a message centre, publishes it with CAF io on `host:port` (port 0:
-/// chosen by the OS) and answers the centre and its address `S{host}:{bound port}@{generation}`.
-/// Call it outside any actor (it blocks while binding); the actor system needs the io
-/// middleman loaded and every cafmesh type announced on both sides. A published actor keeps
-/// `~actor_system` waiting: exit the centre when done.
-caf::expected<std::pair<caf::actor, silo_address>>
-start_network_message_center(caf::actor_system& sys, const std::string& host, uint16_t port,
-                             uint64_t generation);
 
 /// Builds the request a component sends to its centre for a call:
 /// `(mc_call_atom, dst, c, make_message(xs...))`.

@@ -5,15 +5,11 @@
 /// each process is its own CAF actor system, and the frames between message centres travel
 /// over CAF's io middleman on real sockets.
 ///
-/// Two network modes coexist in the substrate. (1) `start_network_message_center`
-/// (message_center.hpp) publishes the centre itself and connects centre to centre, with
-/// `spawn_hosted_membership_oracle` / `spawn_oracle_client` (membership.hpp) relaying the
-/// oracle through the centres; it detects a failure only when a connection drops, and a
-/// joining silo must know the primary's full address, generation included. (2) The link
-/// below keeps the centre exactly as in simulation (the link is its `net`), adds heartbeats
-/// and silence detection (a frozen or partitioned peer whose connection stays up), and
-/// learns the primary's oracle from `network.primary_host`:`network.primary_port` alone
-/// (net_process.hpp wires a whole process this way).
+/// This is the substrate's only network mode: the link below keeps the centre exactly as
+/// in simulation (the link is its `net`), adds heartbeats and silence detection (a frozen
+/// or partitioned peer whose connection stays up), and learns the primary's oracle from
+/// `network.primary_host`:`network.primary_port` alone (net_process.hpp wires a whole
+/// process this way).
 ///
 /// ## The link
 /// One `net_link` actor per process stands where the `sim_network` stands in simulation:
