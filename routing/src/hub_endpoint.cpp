@@ -97,6 +97,10 @@ void take_in(ep_actor* self, envelope& d) {
       dropped(self, act, *d.request_id);
     return;
   }
+  if (auto act = st.taken.on_nack(d.id, now); act != outcome_action::deliver) {
+    dropped(self, act, d.id);
+    return;
+  }
   notify(self, "received", d.id, verdict::failed, "");
   st.received.push_back(hub_received{now, d});
   if (st.respond && !d.sender.empty() && may_answer(d)) {
@@ -132,6 +136,7 @@ caf::behavior hub_endpoint(ep_actor* self, address me, caf::actor routing,
   st.respond = respond;
   st.log = log::get("hub_endpoint").with_context(me.to_string());
   st.tracker = outcome_tracker{cfg, st.log};
+  st.taken = outcome_tracker{cfg, st.log};
   return {
     [=](ep_request_atom, envelope& d, int64_t timeout_ms) {
       auto& st = self->state;

@@ -19,7 +19,9 @@
 ///   `received`, answered with state `processed` (and, with `respond` on, answered with a
 ///   response envelope to its sender as for `hb_in`).
 /// Outcomes passed to the application are recorded in `outcomes`; duplicates are dropped by
-/// the tracker with the debug line "duplicate outcome for delivery {id} dropped".
+/// the tracker with the debug line "duplicate outcome for delivery {id} dropped". A delivery
+/// whose id this hub already took in (a retried hand-over whose first copy landed) is
+/// dropped the same way, never recorded or answered twice.
 
 #include <cstdint>
 #include <string>
@@ -57,6 +59,10 @@ struct hub_endpoint_state {
   address self_address;
   caf::actor routing;
   outcome_tracker tracker;
+  /// Receiver side: delivery ids already taken in (same window and bound as `tracker`). A
+  /// delivery repeated by a retry whose first copy landed but whose acknowledgement was lost
+  /// (at-least-once hand-over) is dropped here, told to the observer as `duplicate`.
+  outcome_tracker taken;
   bool respond = false;
   std::vector<hub_outcome> outcomes;
   std::vector<hub_received> received;

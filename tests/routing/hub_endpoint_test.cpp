@@ -1,0 +1,64 @@
+// Tests for the hub endpoint's receiver side (hub_endpoint.hpp): a delivery repeated by a
+// retried hand-over is taken in once, and the observer is told what happened.
+
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/routing/entry_atoms.hpp"
+#include "cafmesh/routing/hub_endpoint.hpp"
+#include "cafmesh/routing/hub_protocol.hpp"
+#include "cafmesh/testing/ask.hpp"
+#include "cafmesh/testing/fixture.hpp"
+
+using namespace cafmesh;
+using namespace cafmesh::routing;
+
+namespace {
+
+struct event_log {
+  std::vector<std::string> lines; ///< "{kind} {id}"
+};
+
+caf::behavior event_recorder(caf::event_based_actor*, std::shared_ptr<event_log> log) {
+  return {
+    [=](ep_event_atom, const std::string& kind, const std::string& id, uint8_t,
+        const std::string&) { log->lines.push_back(kind + " " + id); },
+  };
+}
+
+envelope frame(const std::string& id) {
+  envelope e;
+  e.id = id;
+  e.sender = address::from("node/Owner/O1");
+  e.target = address::from("portal/user1/tab1");
+  e.payload_type = "demo.frame";
+  e.payload_json = "{}";
+  e.ordering_key = std::string{"stream-1"};
+  return e;
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: a delivery handed over twice is taken in once and the second copy is reported as a duplicate") {
+  auto log = std::make_shared<event_log>();
+  auto rec = track(sys.spawn(event_recorder, log));
+  auto ep = track(spawn_hub_endpoint(sys, address::from("portal/user1/tab1"), caf::actor{},
+                                     config::routing_section{}, false, rec));
+  caf::anon_send(ep, hb_in_atom::value, frame("d-1"));
+  caf::anon_send(ep, hb_in_atom::value, frame("d-2"));
+  caf::anon_send(ep, hb_in_atom::value, frame("d-1")); // the retried copy
+  run();
+  // A node-hub hand-over of the same id is answered processed but not taken in again.
+  auto answer = testing::ask<envelope>(*this, ep, hb_deliver_atom::value, frame("d-2"));
+  run();
+  REQUIRE(answer->done);
+  CHECK(answer->value.state == delivery_state::processed);
+  CHECK(state_of<hub_endpoint_state>(ep).received.size() == 2);
+  CHECK(log->lines
+        == std::vector<std::string>{"received d-1", "received d-2", "duplicate d-1",
+                                    "duplicate d-2"});
+}
