@@ -97,8 +97,10 @@ void demo_driver::terminal(const std::string& id, const observed_outcome& o, int
 }
 
 void demo_driver::count_in_stop() {
-  if (step_ == roll_step::stopping && !stops_.empty())
-    ++stops_.back().landed_during_stop;
+  bool out = step_ == roll_step::stopping || step_ == roll_step::wait_restart
+             || step_ == roll_step::starting;
+  if (out && !stops_.empty())
+    ++stops_.back().landed_while_out;
 }
 
 void demo_driver::on_landed(const std::string& id, int64_t t_ms) {

@@ -105,8 +105,8 @@ report make_report(report_input in) {
   add("no NACK for an answer-suppressed delivery", l.nacks_on_suppressed == 0,
       std::to_string(l.nacks_on_suppressed));
   for (auto& st : in.silos)
-    add("deliveries landed while " + st.name + " stopped > 0", st.landed_during_stop > 0,
-        std::to_string(st.landed_during_stop));
+    add("deliveries landed while " + st.name + " was out > 0", st.landed_while_out > 0,
+        std::to_string(st.landed_while_out));
   if (in.mirrors_diverged)
     add("every mirror ends equal to its owner", *in.mirrors_diverged == 0,
         std::to_string(*in.mirrors_diverged));
@@ -174,14 +174,14 @@ std::string render_table(const report& r) {
   out << columns(rows, "  ");
   if (!in.silos.empty()) {
     std::vector<std::vector<std::string>> silo_rows{
-      {"silo", "generation", "stop at ms", "quiescence hold ms", "stop ms", "landed in stop"}};
+      {"silo", "generation", "stop at ms", "quiescence hold ms", "stop ms", "landed while out"}};
     for (auto& s : in.silos)
       silo_rows.push_back({s.name,
                            std::to_string(s.generation_before) + " -> "
                              + optional_text(s.generation_after),
                            std::to_string(s.stop_started_ms), optional_text(s.quiescence_hold_ms),
                            optional_text(s.stop_duration_ms),
-                           std::to_string(s.landed_during_stop)});
+                           std::to_string(s.landed_while_out)});
     out << "\n" << columns(silo_rows, "  ");
   }
   if (!l.by_origin.empty()) {
@@ -263,7 +263,7 @@ std::string render_json(const report& r) {
                          {"stop_started_ms", s.stop_started_ms},
                          {"quiescence_hold_ms", optional_json(s.quiescence_hold_ms)},
                          {"stop_duration_ms", optional_json(s.stop_duration_ms)},
-                         {"landed_during_stop", s.landed_during_stop}});
+                         {"landed_while_out", s.landed_while_out}});
   j["silos"] = silos;
   json checks = json::array();
   for (auto& c : r.checks)

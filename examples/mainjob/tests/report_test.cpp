@@ -53,7 +53,7 @@ TEST_CASE("mainjob report: clean run passes with exit code 0") {
         == std::vector<std::string>{
           "lost = 0", "order violations = 0", "stale frames dropped = 0",
           "one terminal outcome per delivery", "no NACK for an answer-suppressed delivery",
-          "deliveries landed while A stopped > 0", "deliveries landed while B stopped > 0",
+          "deliveries landed while A was out > 0", "deliveries landed while B was out > 0",
           "NACKed failed <= 0", "NACKed not_found <= 0", "NACKed rejected <= 0",
           "NACKed routing_loop <= 0", "NACKed unauthorized <= 0", "NACKed forbidden <= 0",
           "request chains exhausted <= 0", "no NACK text contains \"no active silo\"",
@@ -135,7 +135,7 @@ TEST_CASE("mainjob report: JSON shape") {
                           {"stop_started_ms", 5000},
                           {"quiescence_hold_ms", 120},
                           {"stop_duration_ms", 850},
-                          {"landed_during_stop", 12}});
+                          {"landed_while_out", 12}});
   CHECK(j["silos"][1]["generation_after"].is_null());
   CHECK(j["silos"][1]["quiescence_hold_ms"].is_null());
   CHECK(j["checks"][0] == nlohmann::json{{"name", "lost = 0"}, {"ok", true}, {"detail", "0"}});
@@ -146,7 +146,7 @@ TEST_CASE("mainjob report: JSON shape") {
 
 TEST_CASE("mainjob report: a silo stop during which nothing landed fails the run") {
   auto in = clean_input();
-  in.silos[1].landed_during_stop = 0;
+  in.silos[1].landed_while_out = 0;
   auto r = make_report(in);
   CHECK_FALSE(r.passed);
   CHECK(r.exit_code == 1);
@@ -154,7 +154,7 @@ TEST_CASE("mainjob report: a silo stop during which nothing landed fails the run
   CHECK(failed == 1);
   auto i = std::find_if(r.checks.begin(), r.checks.end(), [](auto& c) { return !c.ok; });
   REQUIRE(i != r.checks.end());
-  CHECK(i->name == "deliveries landed while B stopped > 0");
+  CHECK(i->name == "deliveries landed while B was out > 0");
   CHECK(i->detail == "0");
 }
 

@@ -137,7 +137,8 @@ private:
   void submit(planned_delivery d, int64_t now_ms);
   void terminal(const std::string& id, const observed_outcome& o, int64_t t_ms);
   void roll_advance(int64_t now_ms);
-  /// Counts a landing in the stop record of the silo being stopped, if any.
+  /// Counts a landing in the stop record of the silo being rolled (from its stopping signal
+  /// until its new generation is Active), if any.
   void count_in_stop();
 
   scenario s_;

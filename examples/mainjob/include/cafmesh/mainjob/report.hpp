@@ -43,14 +43,14 @@ struct silo_stop_record {
   int64_t stop_started_ms = 0;      ///< when the stopping signal was sent, since traffic start
   std::optional<int64_t> quiescence_hold_ms; ///< how long the quiescence participant held (§8.2)
   std::optional<int64_t> stop_duration_ms;   ///< stopping signal -> host stop complete (§3.7)
-  uint64_t landed_during_stop = 0; ///< deliveries landed (or answered) while this stop ran
+  uint64_t landed_while_out = 0; ///< deliveries landed (or answered) from the stopping signal until the new generation was Active
 
   friend bool operator==(const silo_stop_record& x, const silo_stop_record& y) {
     return x.name == y.name && x.generation_before == y.generation_before
            && x.generation_after == y.generation_after && x.stop_started_ms == y.stop_started_ms
            && x.quiescence_hold_ms == y.quiescence_hold_ms
            && x.stop_duration_ms == y.stop_duration_ms
-           && x.landed_during_stop == y.landed_during_stop;
+           && x.landed_while_out == y.landed_while_out;
   }
 };
 
