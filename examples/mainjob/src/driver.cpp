@@ -34,6 +34,24 @@ void demo_driver::submit(planned_delivery d, int64_t now_ms) {
 void demo_driver::advance(int64_t now_ms) {
   for (auto& d : gen_.take_due(now_ms))
     submit(std::move(d), now_ms);
+  while (!deferred_.empty() && deferred_.begin()->first <= now_ms) {
+    auto d = std::move(deferred_.begin()->second);
+    deferred_.erase(deferred_.begin());
+    if (d.kind == delivery_kind::frame && d.frame) {
+      // A fresh Full carries the stream as it is when it leaves, not when it was NACKed;
+      // one whose receiver's mirror already equals the stream (version and state) is not sent.
+      auto full = gen_.streams().full(d.sender, d.stream);
+      auto m = mirrors_.find({d.target, d.stream});
+      if (m != mirrors_.end() && m->second.second.version() == full.version
+          && m->second.second.state() == full.state) {
+        ++fulls_superseded_;
+        continue;
+      }
+      d.frame = std::move(full);
+    }
+    d.t_ms = now_ms;
+    submit(std::move(d), now_ms);
+  }
   while (fault_pos_ < fault_steps_.size() && fault_steps_[fault_pos_].first <= now_ms) {
     auto [index, begin] = fault_steps_[fault_pos_++].second;
     auto& f = s_.faults[index];
@@ -80,6 +98,8 @@ std::optional<int64_t> demo_driver::next_wakeup_ms() const {
   auto consider = [&](int64_t t) { out = out ? std::min(*out, t) : t; };
   if (fault_pos_ < fault_steps_.size())
     consider(fault_steps_[fault_pos_].first);
+  if (!deferred_.empty())
+    consider(deferred_.begin()->first);
   if (step_ == roll_step::wait_stop || step_ == roll_step::wait_restart
       || step_ == roll_step::wait_next)
     consider(roll_due_ms_);
@@ -92,8 +112,12 @@ void demo_driver::terminal(const std::string& id, const observed_outcome& o, int
     return; // a second outcome: the ledger counts it, nobody reacts twice
   auto d = std::move(i->second);
   open_.erase(i);
-  for (auto& next : gen_.on_outcome(d, o, t_ms))
-    submit(std::move(next), t_ms);
+  for (auto& next : gen_.on_outcome(d, o, t_ms)) {
+    if (next.t_ms > t_ms)
+      deferred_.emplace(next.t_ms, std::move(next));
+    else
+      submit(std::move(next), t_ms);
+  }
 }
 
 void demo_driver::count_in_stop() {
@@ -187,7 +211,8 @@ void demo_driver::on_silo(const silo_event& e, int64_t t_ms) {
 }
 
 bool demo_driver::traffic_done() const {
-  return !gen_.next_due_ms() && step_ == roll_step::done && fault_pos_ == fault_steps_.size();
+  return !gen_.next_due_ms() && deferred_.empty() && step_ == roll_step::done
+         && fault_pos_ == fault_steps_.size();
 }
 
 bool demo_driver::quiescent() const {

@@ -67,6 +67,14 @@ reactor::reactor(std::string id_prefix, int64_t request_max_resends)
   // nop
 }
 
+int64_t reaction_delay_ms(int64_t attempt) {
+  if (attempt <= 1)
+    return 250;
+  if (attempt >= 6)
+    return 4000;
+  return std::min<int64_t>(int64_t{250} << (attempt - 1), 4000);
+}
+
 std::vector<planned_delivery> reactor::on_outcome(const planned_delivery& d,
                                                   const observed_outcome& o, int64_t now_ms) {
   std::vector<planned_delivery> out;
@@ -74,7 +82,6 @@ std::vector<planned_delivery> reactor::on_outcome(const planned_delivery& d,
     return out;
   auto next = d;
   next.id = prefix_ + "-r" + std::to_string(next_id_);
-  next.t_ms = now_ms;
   if (d.kind == delivery_kind::frame) {
     if (d.attempt >= max_resends_) {
       ++counters_.fresh_fulls_exhausted;
@@ -94,6 +101,7 @@ std::vector<planned_delivery> reactor::on_outcome(const planned_delivery& d,
   } else {
     return out; // one-way posts are not re-sent
   }
+  next.t_ms = now_ms + reaction_delay_ms(next.attempt);
   ++next_id_;
   out.push_back(std::move(next));
   return out;

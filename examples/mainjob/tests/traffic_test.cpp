@@ -159,7 +159,7 @@ TEST_CASE("mainjob traffic: a transiently NACKed frame is answered by a fresh Fu
   REQUIRE(reaction.size() == 1);
   auto& full = reaction[0];
   CHECK(full.id == "demo-r1");
-  CHECK(full.t_ms == 250);
+  CHECK(full.t_ms == 250 + 250); // the first reaction of a chain waits 250 ms
   CHECK(full.kind == delivery_kind::frame);
   CHECK(full.sender == nacked.sender);
   CHECK(full.target == nacked.target);
@@ -197,7 +197,8 @@ TEST_CASE("mainjob traffic: a request NACKed shutting_down or unavailable is re-
     CHECK(next[0].chain == "demo-1");
     CHECK(next[0].sender == d.sender);
     CHECK(next[0].target == d.target);
-    CHECK(next[0].t_ms == 100 * attempt);
+    // due reaction_delay_ms(n) after the NACK: 250, 500, 1000, 2000, 4000 ms
+    CHECK(next[0].t_ms == 100 * attempt + std::min<int64_t>(int64_t{250} << (attempt - 1), 4000));
     d = next[0];
     ids.push_back(d.id);
   }
@@ -244,4 +245,11 @@ TEST_CASE("mainjob traffic: payloads are valid JSON of at least payload_bytes") 
   planned_delivery p;
   p.frame = routing::sync_frame::patch(9, {routing::sync_op::set("k1", "9")});
   CHECK(render_payload(p) == R"({"v":9,"ops":[{"op":"set","key":"k1","value":9}]})");
+}
+
+TEST_CASE("mainjob traffic: reactions wait 250, 500, 1000, 2000 and 4000 ms (the attach policy), then 4000") {
+  std::vector<int64_t> got;
+  for (int64_t n = 1; n <= 7; ++n)
+    got.push_back(reaction_delay_ms(n));
+  CHECK(got == std::vector<int64_t>{250, 500, 1000, 2000, 4000, 4000, 4000});
 }

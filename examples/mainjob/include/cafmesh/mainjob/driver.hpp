@@ -161,6 +161,9 @@ private:
   std::vector<std::pair<int64_t, std::pair<size_t, bool>>> fault_steps_;
   size_t fault_pos_ = 0;
   rate_meter meter_;
+  /// Reactions not yet due (traffic.hpp: each waits `reaction_delay_ms`), by due time.
+  std::multimap<int64_t, planned_delivery> deferred_;
+  uint64_t fulls_superseded_ = 0; ///< deferred Fulls not sent: the mirror already equalled the stream
 };
 
 } // namespace cafmesh::mainjob

@@ -20,7 +20,9 @@
 /// - request: portal hub `next() % portal_hubs` -> node hub `next() % node_hubs`.
 /// The schedule is a function of the scenario alone: reactions draw no random numbers.
 ///
-/// Reactions (`on_outcome`), delivered at once, on top of the paced rate:
+/// Reactions (`on_outcome`), on top of the paced rate, each due `reaction_delay_ms(n)` after
+/// the NACK for the n-th reaction of its chain (250, 500, 1,000, 2,000, 4,000 ms: the attach
+/// policy of SPEC §7.5, so that a chain outlives a silo's restart):
 /// - a frame NACKed with a transient verdict (shutting_down, unavailable): the owner sends
 ///   that subscriber a fresh `full` at the stream's current version and state, instead of
 ///   re-sending the frame (one per NACK), at most `request_max_resends` Fulls in a row for
@@ -67,6 +69,9 @@ struct planned_delivery {
   /// The ledger record of this delivery once accepted at `accepted_ms`.
   accepted_delivery accepted(int64_t accepted_ms) const;
 };
+
+/// Delay (ms) of the n-th reaction of a chain (n from 1): min(250 * 2^(n-1), 4000).
+int64_t reaction_delay_ms(int64_t attempt);
 
 /// The terminal outcome the driver observed for a delivery (input to `on_outcome`).
 struct observed_outcome {
