@@ -116,15 +116,20 @@ void take_in(ep_actor* self, envelope& d) {
   }
 }
 
-/// The routing service did not answer the entry at all (it is gone): the delivery was never
-/// accepted, and this is its terminal outcome (`entry_failed`, the error as message).
-void on_entry_error(ep_actor* self, const std::string& id, const caf::error& e) {
+/// The routing service did not answer the entry at all: this hub's host is gone (its
+/// routing service exited with the silo). The delivery was never accepted; its terminal
+/// outcome is `entry_failed` with verdict `shutting_down`, as the entry itself answers while
+/// its host stops (SPEC §6.2 step 2): "Host is shutting down, cannot route to {target}".
+void on_entry_error(ep_actor* self, const std::string& id, const address& target,
+                    const caf::error& e) {
   auto& st = self->state;
   auto now = now_ms(self);
   auto act = st.tracker.on_nack(id, now);
   if (act == outcome_action::deliver)
-    record(self, hub_outcome{now, id, "entry_failed", verdict::failed, false,
-                             "routing service unreachable: " + self->system().render(e)});
+    record(self, hub_outcome{now, id, "entry_failed", verdict::shutting_down, false,
+                             "Host is shutting down, cannot route to " + target.to_string()
+                               + " (routing service unreachable: "
+                               + self->system().render(e) + ")"});
 }
 
 caf::behavior hub_endpoint(ep_actor* self, address me, caf::actor routing,
@@ -146,18 +151,20 @@ caf::behavior hub_endpoint(ep_actor* self, address me, caf::actor routing,
       st.tracker.track_request(d.id, now + timeout_ms, now);
       arm(self);
       auto id = d.id;
+      auto target = d.target;
       self->request(st.routing, caf::infinite, rs_deliver_atom::value, std::move(d))
         .then([=](envelope& a) { on_entry_answer(self, a, true); },
-              [=](caf::error& e) { on_entry_error(self, id, e); });
+              [=](caf::error& e) { on_entry_error(self, id, target, e); });
     },
     [=](ep_post_atom, envelope& d) {
       auto& st = self->state;
       if (d.sender.empty())
         d.sender = st.self_address;
       auto id = d.id;
+      auto target = d.target;
       self->request(st.routing, caf::infinite, rs_deliver_atom::value, std::move(d))
         .then([=](envelope& a) { on_entry_answer(self, a, false); },
-              [=](caf::error& e) { on_entry_error(self, id, e); });
+              [=](caf::error& e) { on_entry_error(self, id, target, e); });
     },
     [=](hb_in_atom, envelope& d) { take_in(self, d); },
     [=](hb_deliver_atom, envelope& d) {

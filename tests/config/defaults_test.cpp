@@ -333,7 +333,7 @@ const char* distinct_text = R"({
 
 /// examples/config/, found from this file's place in the source tree.
 std::filesystem::path examples_dir() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "examples"
+  return std::filesystem::path(CAFMESH_SOURCE_DIR) / "examples"
          / "config";
 }
 

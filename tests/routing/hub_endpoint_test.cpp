@@ -62,3 +62,20 @@ TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: a delivery handed over twice 
         == std::vector<std::string>{"received d-1", "received d-2", "duplicate d-1",
                                     "duplicate d-2"});
 }
+
+TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: a send through a routing service that is gone ends at once in entry_failed shutting_down") {
+  auto log = std::make_shared<event_log>();
+  auto rec = track(sys.spawn(event_recorder, log));
+  auto gone = sys.spawn([](caf::event_based_actor* self) { self->quit(); });
+  run();
+  auto ep = track(spawn_hub_endpoint(sys, address::from("portal/user1/tab1"), gone,
+                                     config::routing_section{}, false, rec));
+  caf::anon_send(ep, ep_post_atom::value, frame("p-1"));
+  run();
+  auto& st = state_of<hub_endpoint_state>(ep);
+  REQUIRE(st.outcomes.size() == 1);
+  CHECK(st.outcomes[0].kind == "entry_failed");
+  CHECK(st.outcomes[0].verdict == verdict::shutting_down);
+  CHECK(st.outcomes[0].message.rfind("Host is shutting down, cannot route to portal/user1/tab1 (routing service unreachable: ", 0) == 0);
+  CHECK(log->lines == std::vector<std::string>{"entry_failed p-1"});
+}

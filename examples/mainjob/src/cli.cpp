@@ -52,8 +52,8 @@ std::string exit_code_help() {
          + std::to_string(exit_codes::usage)
          + " bad command line, configuration, scenario or trace file; "
          + std::to_string(exit_codes::mesh_not_built)
-         + " the run needs the mesh (silos over CAF io, routing, lifecycle), which is not "
-           "built yet.\n";
+         + " the requested run is not built yet (cafmesh-demo --processes, cafmesh-client "
+           "traffic, a monolith in cafmesh-node).\n";
 }
 
 void setup_node_cli(CLI::App& app, node_options& o) {

@@ -632,7 +632,7 @@ std::optional<report> run_in_process(const scenario& s, const run_settings& rs) 
             else if (kind == "suppressed")
               driver.on_suppressed_failure(id, verdict, text, t);
             else if (kind == "entry_failed") {
-              auto vv = routing::text_rule(text);
+              auto vv = verdict != routing::verdict::failed ? verdict : routing::text_rule(text);
               if (mesh.is_suppressed(id))
                 driver.on_suppressed_failure(id, vv, text, t);
               else
