@@ -32,6 +32,7 @@
 #include "cafmesh/mainjob/cli.hpp"
 #include "cafmesh/mainjob/report.hpp"
 #include "cafmesh/routing/net_silo.hpp"
+#include "cafmesh/routing/node_path_resolver.hpp"
 #include "cafmesh/routing/pure_client.hpp"
 #include "cafmesh/routing/register_types.hpp"
 
@@ -60,25 +61,11 @@ caf::behavior no_hubs(caf::event_based_actor*) {
   };
 }
 
-/// `node/{prefix}` names the mesh node `{prefix}`.
-caf::behavior node_resolver(caf::event_based_actor*) {
-  return {
-    [](routing::pr_resolve_atom, const std::string& path) {
-      routing::resolve_result r;
-      if (path.rfind("node/", 0) == 0) {
-        r.found = true;
-        r.node_prefix = path.substr(5);
-      }
-      return r;
-    },
-  };
-}
-
 int run_silo(caf::actor_system& sys, const config::mesh_config& mc, log::logger& lg) {
   routing::silo_options so;
   so.cfg = mc;
   auto hubs = sys.spawn(no_hubs);
-  auto resolver = sys.spawn(node_resolver);
+  auto resolver = caf::actor_cast<caf::actor>(routing::spawn_node_path_resolver(sys));
   so.hubs = caf::actor_cast<routing::hub_factory_actor>(hubs);
   so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
   auto stop_helpers = [&] {

@@ -29,6 +29,7 @@
 #include "cafmesh/routing/hub_endpoint.hpp"
 #include "cafmesh/routing/hub_grains.hpp"
 #include "cafmesh/routing/net_silo.hpp"
+#include "cafmesh/routing/node_path_resolver.hpp"
 #include "cafmesh/routing/pure_client.hpp"
 #include "cafmesh/routing/register_types.hpp"
 #include "cafmesh/routing/router_ports.hpp"
@@ -80,20 +81,6 @@ caf::behavior hub_factory(caf::event_based_actor*,
       if (i == hubs->end())
         return to_error(fault{mesh_errc::not_found, "the demo has no hub '" + key + "'"});
       return i->second;
-    },
-  };
-}
-
-/// The application's path resolver: `node/{prefix}` is the mesh node `{prefix}`.
-caf::behavior path_resolver(caf::event_based_actor*) {
-  return {
-    [](routing::pr_resolve_atom, const std::string& path) {
-      routing::resolve_result r;
-      if (path.rfind("node/", 0) == 0) {
-        r.found = true;
-        r.node_prefix = path.substr(5);
-      }
-      return r;
     },
   };
 }
@@ -276,7 +263,7 @@ public:
     routing::silo_options so;
     so.cfg = cfg;
     auto factory = sys.spawn(hub_factory, hubs_);
-    auto resolver = sys.spawn(path_resolver);
+    auto resolver = caf::actor_cast<caf::actor>(routing::spawn_node_path_resolver(sys));
     so.hubs = caf::actor_cast<routing::hub_factory_actor>(factory);
     so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
     so.failure_observer = main_;
