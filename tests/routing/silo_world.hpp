@@ -51,6 +51,8 @@ struct silo_world_options {
   caf::actor oracle;
   /// The process's mesh teardown (host step 4); null: none.
   lifecycle::mesh_teardown_actor teardown;
+  /// The router core's failure observer (`silo_options::failure_observer`); null: none.
+  caf::actor failure_observer;
   /// Extra observers subscribed to the subject before the start (stage, name, observer).
   std::vector<std::tuple<lifecycle::stage, std::string, lifecycle::lifecycle_observer_actor>>
     probes;
@@ -94,6 +96,7 @@ public:
     so.subscribe_quiescence = o.subscribe_quiescence;
     auto resolver = o.resolver ? o.resolver : fx_.track(fx_.sys.spawn(test_resolver));
     so.teardown = o.teardown;
+    so.failure_observer = o.failure_observer;
     so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
     auto self_addr = so.self;
     if (!o.grains)
