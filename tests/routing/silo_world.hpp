@@ -67,14 +67,18 @@ struct world_client {
 
 class silo_world {
 public:
-  explicit silo_world(testing::fixture& fx, uint64_t seed = 1) : fx_(fx) {
+  /// Link latencies default to 0 (exact timings, SPEC §12.1); a scenario that needs the
+  /// network to take time passes a range in ms.
+  explicit silo_world(testing::fixture& fx, uint64_t seed = 1, int64_t latency_min_ms = 0,
+                      int64_t latency_max_ms = 0)
+    : fx_(fx) {
     cfg.simulation.seed = seed;
-    cfg.simulation.link_latency_min_ms = 0;
-    cfg.simulation.link_latency_max_ms = 0;
+    cfg.simulation.link_latency_min_ms = latency_min_ms;
+    cfg.simulation.link_latency_max_ms = latency_max_ms;
     sim_network_config nc;
     nc.seed = seed;
-    nc.link_latency_min_ms = 0;
-    nc.link_latency_max_ms = 0;
+    nc.link_latency_min_ms = latency_min_ms;
+    nc.link_latency_max_ms = latency_max_ms;
     net = fx_.track(spawn_sim_network(fx_.sys, nc));
     oracle = fx_.track(
       spawn_membership_oracle(fx_.sys, {cfg.simulation.failure_detection_ms}, net));
