@@ -296,6 +296,7 @@ void register_activation(ct_actor* self, uint32_t tag) {
     if (j == self->state.activations.end())
       return;
     auto rp = j->second.registering;
+    j->second.registering = caf::response_promise{}; // registered: no longer pending
     if (err || winner != mine)
       deactivate(self, tag, deactivation_reason::lost_registration);
     if (err)
