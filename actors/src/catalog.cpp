@@ -296,6 +296,7 @@ void register_activation(ct_actor* self, uint32_t tag) {
     if (j == self->state.activations.end())
       return;
     auto rp = j->second.registering;
+    j->second.registering = caf::response_promise{}; // registered: no longer pending
     if (err || winner != mine)
       deactivate(self, tag, deactivation_reason::lost_registration);
     if (err)
@@ -318,6 +319,30 @@ void register_activation(ct_actor* self, uint32_t tag) {
       }
       answer(to_error(f), activation_address{});
     });
+}
+
+/// Asked to activate a grain that is already active here: placement found no directory
+/// entry for it, which a ring change can lose (a hand-off that never arrived, SPEC §6.10).
+/// Registers the activation again (first wins) before answering, so the claim that asked
+/// repairs the directory instead of answering an address nobody else can find. If another
+/// activation won meanwhile, this one deactivates (`lost_registration`) and the winner is
+/// the answer, as for a first registration. A directory that cannot be reached leaves the
+/// answer as before: this activation.
+void reassert_registration(ct_actor* self, uint32_t tag, caf::response_promise rp) {
+  auto& st = self->state;
+  auto i = st.activations.find(tag);
+  activation_address mine{i->second.grain, st.cfg.self, i->second.tag};
+  st.dir.register_activation(
+    self, mine,
+    [=](activation_address winner) mutable {
+      if (winner != mine) {
+        self->state.log.info("activation " + mine.to_string() + " lost its directory entry to "
+                             + winner.to_string());
+        deactivate(self, tag, deactivation_reason::lost_registration);
+      }
+      rp.deliver(winner);
+    },
+    [=](caf::error) mutable { rp.deliver(mine); });
 }
 
 /// The activation that sent the current message, or nullptr.
@@ -392,7 +417,12 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
         for (auto v : bg->second) {
           auto& a = st.activations.at(v);
           if (!a.deactivating) {
-            rp.deliver(activation_address{g, st.cfg.self, a.tag});
+            if (a.registering.pending()) {
+              // Its first registration is still running; the directory is about to know it.
+              rp.deliver(activation_address{g, st.cfg.self, a.tag});
+              return rp;
+            }
+            reassert_registration(self, v, rp);
             return rp;
           }
         }

@@ -66,6 +66,9 @@ struct message_center_state {
   std::map<uint64_t, pending_call> pending;
   uint64_t next_id = 1;
   std::set<silo_address> departed;
+  /// Simulation: departed silos whose frames on the wire are awaited (`sim_flush_atom`)
+  /// before the calls to them fail.
+  std::set<silo_address> flushing;
   bool block_application = false;
   message_center_stats stats;
   log::logger log;
@@ -131,12 +134,44 @@ void fail_pending_to(mc_actor* self, const silo_address& s) {
   st.stats.pending_calls = st.pending.size();
 }
 
-/// A frame this centre sent could not reach its destination (the link bounced it).
+/// `s` can answer no more: no new call goes to it. Network mode: the calls waiting for it
+/// fail at once. Simulation: they fail once the frames `s` sent us before it left have
+/// arrived (`sim_flush_atom`): a graceful stop's last answers must not be overtaken by the
+/// news of its departure (a membership snapshot does not travel over the wire, a bounce
+/// travels on the other link), or a call its target already processed fails
+/// `departed_silo` and is retried. The network answers at once for a killed silo.
+void depart(mc_actor* self, const silo_address& s) {
+  auto& st = self->state;
+  if (st.flushing.count(s) > 0)
+    return;
+  if (!st.net || s == st.self_addr || st.departed.count(s) > 0) {
+    mark_departed(self, s);
+    return;
+  }
+  st.departed.insert(s);
+  st.flushing.insert(s);
+  auto done = [=] {
+    self->state.flushing.erase(s);
+    fail_pending_to(self, s);
+  };
+  self->request(st.net, caf::infinite, sim_flush_atom::value, s, st.self_addr)
+    .then([=](caf::ok_atom) { done(); }, [=](caf::error&) { done(); });
+}
+
+/// A frame this centre sent could not reach its destination (bounce, failed connect).
 void fail_frame(mc_actor* self, const wire_frame& f) {
-  if (!f.is_response && f.correlation_id != 0)
-    mark_departed(self, f.dst);
-  else if (f.dst != self->state.self_addr)
-    self->state.departed.insert(f.dst);
+  auto& st = self->state;
+  if (!f.is_response && f.correlation_id != 0) {
+    if (auto i = st.pending.find(f.correlation_id); i != st.pending.end()) {
+      ++st.stats.departed_fails;
+      i->second.rp.deliver(departed_error(f.dst));
+      st.pending.erase(i);
+      st.stats.pending_calls = st.pending.size();
+    }
+    depart(self, f.dst);
+  } else if (f.dst != st.self_addr) {
+    st.departed.insert(f.dst);
+  }
 }
 
 void mark_departed(mc_actor* self, const silo_address& s) {
@@ -286,7 +321,7 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, caf::actor 
         if (snap.departed(kv.second.dst))
           gone.insert(kv.second.dst);
       for (const auto& s : gone)
-        mark_departed(self, s);
+        depart(self, s);
     },
     [=](mc_block_atom, bool on) {
       self->state.block_application = on;

@@ -120,7 +120,7 @@ void deliver(net_actor* self, sim_frame& sf) {
   auto& st = self->state;
   const auto& h = sf.header;
   bool is_request = !h.is_response && h.correlation_id != 0;
-  if (st.dead.count(h.src) > 0) {
+  if (st.killed.count(h.src) > 0) {
     note(self, "lost", sf.text);
     return;
   }
@@ -151,6 +151,17 @@ void deliver(net_actor* self, sim_frame& sf) {
   self->send(dst->second, mc_frame_atom::value, std::move(f));
 }
 
+/// Answers every `sim_flush_atom` caller waiting on link `k`.
+void release_flush_waiters(net_actor* self, const link_key& k) {
+  auto i = self->state.flush_waiters.find(k);
+  if (i == self->state.flush_waiters.end())
+    return;
+  auto waiters = std::move(i->second);
+  self->state.flush_waiters.erase(i);
+  for (auto& rp : waiters)
+    rp.deliver(caf::ok_atom::value);
+}
+
 /// Delivers every frame at the head of link `k` that is due and allowed to pass.
 void pump(net_actor* self, const link_key& k) {
   auto& st = self->state;
@@ -160,16 +171,25 @@ void pump(net_actor* self, const link_key& k) {
   auto& q = i->second.queue;
   auto now = now_ms(self);
   while (!q.empty() && q.front().due_ms <= now) {
-    if (!link_open(st, k) && st.dead.count(k.first) == 0 && st.dead.count(k.second) == 0) {
+    if (!link_open(st, k) && st.killed.count(k.first) == 0 && st.dead.count(k.second) == 0) {
       if (!q.front().held) {
         q.front().held = true;
         note(self, "hold", q.front().text);
       }
+      release_flush_waiters(self, k); // a held link delivers nothing soon
       return;
     }
     auto sf = std::move(q.front());
     q.pop_front();
     deliver(self, sf);
+  }
+  if (q.empty())
+    release_flush_waiters(self, k);
+  if (q.empty() && st.gone_after.erase(k) > 0) {
+    // The departed centre's last frame on this link arrived: now the peer sees it go.
+    auto peer = st.centres.find(k.second);
+    if (peer != st.centres.end() && st.dead.count(k.second) == 0)
+      self->send(peer->second, mc_gone_atom::value, k.first);
   }
 }
 
@@ -280,10 +300,17 @@ caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
         continue;
       auto gone = kv.first;
       bool was_dead = !st.dead.insert(gone).second;
+      bool was_killed = st.killed.count(gone) > 0;
       note(self, "gone", gone.to_string());
-      for (auto& other : st.centres)
-        if (other.first != gone && st.dead.count(other.first) == 0)
+      for (auto& other : st.centres) {
+        if (other.first == gone || st.dead.count(other.first) > 0)
+          continue;
+        auto l = st.links.find(link_key{gone, other.first});
+        if (!was_killed && l != st.links.end() && !l->second.queue.empty())
+          st.gone_after.insert(link_key{gone, other.first}); // after its frames (pump)
+        else
           self->send(other.second, mc_gone_atom::value, gone);
+      }
       if (!was_dead)
         tell_watchers(self, gone, false);
       break;
@@ -294,6 +321,7 @@ caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
     [=](sim_attach_atom, const silo_address& s, const caf::actor& mc) {
       self->state.centres[s] = mc;
       self->state.dead.erase(s);
+      self->state.killed.erase(s);
       self->monitor(mc);
     },
     [=](sim_frame_atom, wire_frame& f) { accept(self, f); },
@@ -344,11 +372,24 @@ caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
       return caf::ok_atom::value;
     },
     [=](sim_kill_atom, const silo_address& s) {
+      self->state.killed.insert(s);
       if (self->state.dead.insert(s).second)
         tell_watchers(self, s, false);
       note(self, "kill", s.to_string());
       pump_all(self);
       return caf::ok_atom::value;
+    },
+    [=](sim_flush_atom, const silo_address& src,
+        const silo_address& dst) -> caf::result<caf::ok_atom> {
+      auto& st = self->state;
+      link_key k{src, dst};
+      auto l = st.links.find(k);
+      if (l == st.links.end() || l->second.queue.empty() || st.killed.count(src) > 0
+          || !link_open(st, k))
+        return caf::ok_atom::value;
+      auto rp = self->make_response_promise<caf::ok_atom>();
+      st.flush_waiters[k].push_back(rp);
+      return rp;
     },
     [=](sim_note_atom, const std::string& text) { note(self, "note", text); },
     [=](sim_watch_atom, const caf::actor& w) { self->state.watchers.push_back(w); },

@@ -51,6 +51,8 @@ struct silo_world_options {
   caf::actor oracle;
   /// The process's mesh teardown (host step 4); null: none.
   lifecycle::mesh_teardown_actor teardown;
+  /// The router core's failure observer (`silo_options::failure_observer`); null: none.
+  caf::actor failure_observer;
   /// Extra observers subscribed to the subject before the start (stage, name, observer).
   std::vector<std::tuple<lifecycle::stage, std::string, lifecycle::lifecycle_observer_actor>>
     probes;
@@ -65,14 +67,18 @@ struct world_client {
 
 class silo_world {
 public:
-  explicit silo_world(testing::fixture& fx, uint64_t seed = 1) : fx_(fx) {
+  /// Link latencies default to 0 (exact timings, SPEC §12.1); a scenario that needs the
+  /// network to take time passes a range in ms.
+  explicit silo_world(testing::fixture& fx, uint64_t seed = 1, int64_t latency_min_ms = 0,
+                      int64_t latency_max_ms = 0)
+    : fx_(fx) {
     cfg.simulation.seed = seed;
-    cfg.simulation.link_latency_min_ms = 0;
-    cfg.simulation.link_latency_max_ms = 0;
+    cfg.simulation.link_latency_min_ms = latency_min_ms;
+    cfg.simulation.link_latency_max_ms = latency_max_ms;
     sim_network_config nc;
     nc.seed = seed;
-    nc.link_latency_min_ms = 0;
-    nc.link_latency_max_ms = 0;
+    nc.link_latency_min_ms = latency_min_ms;
+    nc.link_latency_max_ms = latency_max_ms;
     net = fx_.track(spawn_sim_network(fx_.sys, nc));
     oracle = fx_.track(
       spawn_membership_oracle(fx_.sys, {cfg.simulation.failure_detection_ms}, net));
@@ -94,6 +100,7 @@ public:
     so.subscribe_quiescence = o.subscribe_quiescence;
     auto resolver = o.resolver ? o.resolver : fx_.track(fx_.sys.spawn(test_resolver));
     so.teardown = o.teardown;
+    so.failure_observer = o.failure_observer;
     so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
     auto self_addr = so.self;
     if (!o.grains)

@@ -12,7 +12,10 @@
 ///   registration attempt failing `directory_unstable` or timing out is retried every
 ///   100 ms within `activation_timeout_ms`, then the activation leaves and the error is
 ///   answered). If an
-///   activation of `g` already lives here, answers it. If another activation won the
+///   activation of `g` already lives here, registers it again first (placement asks only
+///   after a directory miss, and a ring change can lose an entry: SPEC §6.10) and answers
+///   the winner (this one, or another that won and this one deactivates; this one when the
+///   directory cannot be reached). If another activation won the
 ///   registration, the new one deactivates at once and the winner is answered. Errors:
 ///   `silo_unavailable` "silo {S} is not active, refusing to activate {g}" when this silo
 ///   is not Active in its latest view; `activation_deactivated` recorded = yes with the

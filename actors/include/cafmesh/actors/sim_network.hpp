@@ -23,12 +23,17 @@
 ///   still reach each other locally. `drop(rule)` or `drop(predicate)` discards the next `count` frames matching the rule (the caller of
 ///   a dropped request sees only its own timeout). `delay(src, dst, min, max)` overrides a
 ///   link's latency range. `kill(s)`: from now on frames from `s` are discarded (`lost`),
-///   requests to `s` bounce (their callers fail `departed_silo`), other frames to `s` are
-///   `lost`; the world makes `s`'s actors exit.
+///   those already on the wire included, requests to `s` bounce (their callers fail
+///   `departed_silo`), other frames to `s` are `lost`; the world makes `s`'s actors exit.
 /// - **Departure**: the network monitors every attached centre. When one exits, every
 ///   other attached centre receives `(mc_gone_atom, silo)`, as a real peer sees its
 ///   connection drop; a request frame for a silo that is not attached (or dead) is
 ///   bounced to its source centre (`mc_bounce_atom`), which fails it `departed_silo`.
+///   A centre that exits without a `kill` (a graceful stop) closes its links as TCP does:
+///   the frames it sent before exiting are still delivered in link order, and each peer
+///   is told `mc_gone_atom` only after the last of them on its link, so an answer sent
+///   before the exit is never overtaken by the departure (a pending call would fail
+///   `departed_silo` and be retried although its target already processed it).
 /// - **Trace**: every event is one line `"{t_ms} {event} {frame or subject}"`, a frame
 ///   written `n{seq} {src} -> {dst} #{correlation id} {component} {req|resp|send}` (seq numbers
 ///   frames in order of arrival at the network; a `send` line ends ` +{latency}ms`), with t_ms the
@@ -53,6 +58,11 @@
 ///   when a silo falls silent (killed, its centre exited, or a detectable stall began) and
 ///   `(sim_watch_atom, silo_address, true)` when a detectable stall ends on a live silo —
 ///   membership's failure detector (membership.hpp) watches these;
+/// - `(sim_flush_atom, silo_address src, silo_address dst) -> ok_atom`: answered once every
+///   frame already on the wire from `src` to `dst` has been delivered (at once when there
+///   is none, when `src` was killed, or while the link is held by a stall or partition).
+///   A message centre that learns from a membership snapshot that `src` departed asks this
+///   before failing its calls to `src`, so an answer already sent is not overtaken.
 /// - `(sim_trace_atom) -> std::vector<std::string>`; `(sim_digest_atom) -> uint64_t`.
 
 #include <cstdint>
@@ -67,6 +77,7 @@
 
 #include <caf/actor.hpp>
 #include <caf/actor_clock.hpp>
+#include <caf/response_promise.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/fwd.hpp>
 #include <caf/meta/type_name.hpp>
@@ -134,6 +145,14 @@ struct sim_network_state {
   caf::actor_clock::time_point origin;
   std::map<silo_address, caf::actor> centres;
   std::set<silo_address> dead;
+  std::set<silo_address> killed; ///< `kill`ed: their frames on the wire are discarded
+  /// Links (gone, peer) whose frames already on the wire must reach the peer before it is
+  /// told that `gone` departed (`mc_gone_atom`), as TCP delivers written data before the
+  /// connection's end.
+  std::set<std::pair<silo_address, silo_address>> gone_after;
+  /// `sim_flush_atom` callers waiting for a link's frames on the wire to be delivered.
+  std::map<std::pair<silo_address, silo_address>, std::vector<caf::response_promise>>
+    flush_waiters;
   std::set<silo_address> stalled;
   std::set<silo_address> detectable_stalls; ///< stalls the failure detector may notice
   std::set<std::pair<silo_address, silo_address>> partitions; ///< (lesser, greater)
