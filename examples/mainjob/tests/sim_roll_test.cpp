@@ -785,7 +785,7 @@ void check_s12_58(const sim_run& r, const scenario& s) {
     REQUIRE(st.generation_after);
     CHECK(*st.generation_after > st.generation_before);
     CHECK(st.stop_duration_ms);
-    CHECK(st.landed_during_stop > 0);
+    CHECK(st.landed_while_out > 0);
   }
   CHECK(r.stops == s.roll.order.size());
   CHECK(r.stop_log_failures.empty());
@@ -813,9 +813,9 @@ std::string numbers(const sim_run& r) {
     o << routing::to_string(v) << ": " << n << " ";
   o << "}, requests re-sent " << r.rep.input.traffic.requests_resent << ", fresh Fulls "
     << r.rep.input.traffic.fresh_fulls_after_nack << ", request deadlines (landed, response lost) "
-    << r.deadlines << ", landed during stops";
+    << r.deadlines << ", landed while out";
   for (auto& st : r.rep.input.silos)
-    o << " " << st.name << "=" << st.landed_during_stop << " (hold "
+    o << " " << st.name << "=" << st.landed_while_out << " (hold "
       << (st.quiescence_hold_ms ? std::to_string(*st.quiescence_hold_ms) : "-") << " ms)";
   o << ", virtual end " << r.end_ms << " ms, real " << r.real_ms << " ms";
   return o.str();
