@@ -13,7 +13,7 @@
 #include "cafmesh/actors/directory.hpp"
 #include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/fixture.hpp"
-#include "placement_world.hpp"
+#include "cafmesh/testing/placement_world.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::test;

@@ -9,8 +9,8 @@
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/placement.hpp"
 #include "cafmesh/testing/fixture.hpp"
-#include "placement_world.hpp"
-#include "sim_world.hpp"
+#include "cafmesh/testing/placement_world.hpp"
+#include "cafmesh/testing/sim_world.hpp"
 
 using namespace std::chrono_literals;
 using namespace cafmesh;

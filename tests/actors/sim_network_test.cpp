@@ -8,7 +8,7 @@
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/actors/sim_network.hpp"
 #include "cafmesh/testing/fixture.hpp"
-#include "sim_world.hpp"
+#include "cafmesh/testing/sim_world.hpp"
 
 using namespace std::chrono_literals;
 using namespace cafmesh;

@@ -51,10 +51,15 @@ foreach(f IN ITEMS
     message(FATAL_ERROR "install_and_consume: not installed: ${f}\n${install_log}")
   endif()
 endforeach()
-# The test support library is not part of the package.
-if(EXISTS "${prefix}/include/cafmesh/testing")
-  message(FATAL_ERROR "install_and_consume: test support headers were installed")
-endif()
+# The test bed is part of the package (cafmesh::testing): fixture and simulated worlds.
+foreach(f
+    "${prefix}/${CAFMESH_LIBDIR}/libcafmesh_testing.a"
+    "${prefix}/include/cafmesh/testing/fixture.hpp"
+    "${prefix}/include/cafmesh/testing/silo_world.hpp")
+  if(NOT EXISTS "${f}")
+    message(FATAL_ERROR "install_and_consume: not installed: ${f}\n${install_log}")
+  endif()
+endforeach()
 
 # 2. The version file: 0.1 and 0.1.0 accepted; another minor or major refused.
 function(check_version requested expect)

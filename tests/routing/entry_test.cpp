@@ -11,7 +11,7 @@
 #include "cafmesh/lifecycle/quiescence_participant.hpp"
 #include "cafmesh/lifecycle/silo_lifecycle.hpp"
 #include "cafmesh/routing/size_guard.hpp"
-#include "entry_world.hpp"
+#include "cafmesh/testing/entry_world.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::test;

@@ -7,7 +7,7 @@
 #include <doctest/doctest.h>
 
 #include "cafmesh/routing/hub_endpoint.hpp"
-#include "silo_world.hpp"
+#include "cafmesh/testing/silo_world.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::test;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cafmesh/actors/ids.hpp"
-#include "entry_world.hpp"
+#include "cafmesh/testing/entry_world.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::test;

@@ -16,7 +16,7 @@
 
 #include "cafmesh/routing/ordered_route_dispatcher.hpp"
 #include "cafmesh/routing/sync_guard.hpp"
-#include "entry_world.hpp"
+#include "cafmesh/testing/entry_world.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::routing;

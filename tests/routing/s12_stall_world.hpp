@@ -12,9 +12,9 @@
 
 #include <caf/all.hpp>
 
-#include "../actors/placement_world.hpp"
+#include "cafmesh/testing/placement_world.hpp"
 #include "cafmesh/routing/router_core_actor.hpp"
-#include "silo_world.hpp"
+#include "cafmesh/testing/silo_world.hpp"
 
 namespace cafmesh::test {
 

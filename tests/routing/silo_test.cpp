@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "silo_world.hpp"
+#include "cafmesh/testing/silo_world.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::test;

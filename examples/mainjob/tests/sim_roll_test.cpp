@@ -50,7 +50,7 @@
 #include "cafmesh/routing/hub_endpoint.hpp"
 #include "cafmesh/routing/hub_grains.hpp"
 #include "cafmesh/testing/fixture.hpp"
-#include "silo_world.hpp"
+#include "cafmesh/testing/silo_world.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::mainjob;

@@ -17,7 +17,7 @@
 
 #include <caf/all.hpp>
 
-#include "../actors/placement_world.hpp"
+#include "cafmesh/testing/placement_world.hpp"
 #include "cafmesh/lifecycle/io_pool.hpp"
 #include "cafmesh/lifecycle/routing_quiescence.hpp"
 #include "cafmesh/lifecycle/stopping_recipient.hpp"

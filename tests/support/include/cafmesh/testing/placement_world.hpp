@@ -28,7 +28,7 @@
 #include "cafmesh/actors/placement_atoms.hpp"
 #include "cafmesh/actors/sim_network.hpp"
 #include "cafmesh/testing/fixture.hpp"
-#include "sim_world.hpp"
+#include "cafmesh/testing/sim_world.hpp"
 
 namespace cafmesh::test {
 

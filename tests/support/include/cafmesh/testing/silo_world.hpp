@@ -6,7 +6,7 @@
 /// on one fixture with one `sim_network` and one membership oracle. Per silo: start, kill,
 /// stop(graceful) through the host, restart with the next generation. The lifecycle trace is
 /// the fixture's log capture (every line with its virtual ms); `trace_of(silo)` keeps the
-/// lines of one silo. To be promoted into cafmesh::testing by the lead.
+/// lines of one silo. Part of cafmesh::testing (installed): link it to test an application's grains and hubs on whole simulated silos.
 
 #include <cstdint>
 #include <deque>
@@ -25,7 +25,7 @@
 #include "cafmesh/routing/silo.hpp"
 #include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/fixture.hpp"
-#include "entry_world.hpp"
+#include "cafmesh/testing/entry_world.hpp"
 
 namespace cafmesh::test {
 
