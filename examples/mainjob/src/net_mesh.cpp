@@ -24,6 +24,7 @@
 #include "cafmesh/lifecycle/observer.hpp"
 #include "cafmesh/lifecycle/stage.hpp"
 #include "cafmesh/mainjob/driver.hpp"
+#include "cafmesh/mainjob/mesh_parts.hpp"
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/hub_endpoint.hpp"
@@ -39,9 +40,6 @@ namespace cafmesh::mainjob {
 
 namespace {
 
-/// `(dm_stage_atom, std::string silo, uint64_t generation, bool starting, int32_t stage)`:
-/// a probe saw a stage of that silo start or stop.
-using dm_stage_atom = caf::atom_constant<caf::atom("dmstage")>;
 /// `(dm_up_atom, std::string silo, uint64_t generation, bool ok)`: host start answered.
 using dm_up_atom = caf::atom_constant<caf::atom("dmup")>;
 /// `(dm_down_atom, std::string silo, uint64_t generation)`: host stop answered.
@@ -55,35 +53,6 @@ const std::vector<lifecycle::stage> probe_stages{
   lifecycle::stages::grain_deactivation, lifecycle::stages::application_services,
   lifecycle::stages::runtime_services, lifecycle::stages::runtime_initialize_plus_1,
   lifecycle::stages::runtime_initialize};
-
-/// A lifecycle observer that tells `main` of every start and stop of its stage.
-caf::behavior stage_probe(caf::event_based_actor* self, caf::actor main, std::string silo,
-                          uint64_t generation) {
-  return {
-    [=](lifecycle::start_stage_atom, lifecycle::stage st) {
-      self->send(main, dm_stage_atom::value, silo, generation, true, st);
-      return caf::ok_atom::value;
-    },
-    [=](lifecycle::stop_stage_atom, lifecycle::stage st, bool) {
-      self->send(main, dm_stage_atom::value, silo, generation, false, st);
-      return caf::ok_atom::value;
-    },
-    [](lifecycle::budget_expired_atom) {},
-  };
-}
-
-/// The application's hub factory of one silo: hands out the hubs of the application system.
-caf::behavior hub_factory(caf::event_based_actor*,
-                          std::shared_ptr<const std::map<std::string, caf::actor>> hubs) {
-  return {
-    [=](routing::hf_build_atom, const std::string& key) -> caf::result<caf::actor> {
-      auto i = hubs->find(key);
-      if (i == hubs->end())
-        return to_error(fault{mesh_errc::not_found, "the demo has no hub '" + key + "'"});
-      return i->second;
-    },
-  };
-}
 
 /// Asks `host` one thing and tells `main` the answer; then quits.
 template <class Atom, class... Ts>
@@ -262,7 +231,7 @@ public:
     cfg.network.primary_port = primary_port_;
     routing::silo_options so;
     so.cfg = cfg;
-    auto factory = sys.spawn(hub_factory, hubs_);
+    auto factory = caf::actor_cast<caf::actor>(spawn_hub_map_factory(sys, hubs_));
     auto resolver = caf::actor_cast<caf::actor>(routing::spawn_node_path_resolver(sys));
     so.hubs = caf::actor_cast<routing::hub_factory_actor>(factory);
     so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
@@ -278,7 +247,7 @@ public:
     }
     run->ns = *started;
     run->extras = {factory, resolver};
-    auto probe = sys.spawn(stage_probe, main_, name, run->generation);
+    auto probe = caf::actor_cast<caf::actor>(spawn_stage_probe(sys, main_, name, run->generation));
     run->extras.push_back(probe);
     for (auto st : probe_stages)
       caf::anon_send(run->ns.s.subject, lifecycle::subscribe_atom::value, st,
@@ -569,7 +538,7 @@ std::optional<report> run_in_process(const scenario& s, const run_settings& rs) 
           driver.on_silo(silo_event{name, gen, roll_phase::active, std::nullopt, std::nullopt},
                          0);
         },
-        [&](dm_stage_atom, const std::string&, uint64_t, bool, int32_t) { got = true; },
+        [&](mp_stage_atom, const std::string&, uint64_t, bool, int32_t) { got = true; },
         [&](routing::ep_event_atom, const std::string&, const std::string&, uint8_t,
             const std::string&) { got = true; },
         caf::after(std::chrono::seconds(30)) >> [&] { failed_start = true; });
@@ -626,7 +595,7 @@ std::optional<report> run_in_process(const scenario& s, const run_settings& rs) 
                 driver.on_nack(id, vv, text, t);
             }
           },
-          [&](dm_stage_atom, const std::string& name, uint64_t gen, bool starting,
+          [&](mp_stage_atom, const std::string& name, uint64_t gen, bool starting,
               int32_t st) {
             got = true;
             auto t = now_ms();

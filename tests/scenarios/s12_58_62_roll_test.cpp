@@ -43,6 +43,7 @@
 #include "cafmesh/lifecycle/observer.hpp"
 #include "cafmesh/lifecycle/stage.hpp"
 #include "cafmesh/mainjob/driver.hpp"
+#include "cafmesh/mainjob/mesh_parts.hpp"
 #include "cafmesh/mainjob/scenario.hpp"
 #include "cafmesh/mainjob/traffic.hpp"
 #include "cafmesh/routing/classify.hpp"
@@ -59,8 +60,6 @@ namespace {
 
 using testing::fixture;
 
-/// `(sr_stage_atom, std::string silo, uint64_t generation, bool starting, int32_t stage)`.
-using sr_stage_atom = caf::atom_constant<caf::atom("srstage")>;
 /// `(sr_up_atom, std::string silo, uint64_t generation, bool ok)`: host start answered.
 using sr_up_atom = caf::atom_constant<caf::atom("srup")>;
 /// `(sr_down_atom, std::string silo, uint64_t generation)`: host stop answered.
@@ -102,7 +101,7 @@ caf::behavior recorder(caf::stateful_actor<recorder_state>* self, fixture* fx) {
       e.text = text;
       self->state.events.push_back(std::move(e));
     },
-    [=](sr_stage_atom, const std::string& silo, uint64_t gen, bool starting, int32_t st) {
+    [=](mp_stage_atom, const std::string& silo, uint64_t gen, bool starting, int32_t st) {
       sim_event e;
       e.kind = sim_event::what::stage;
       e.t_ms = now();
@@ -128,35 +127,6 @@ caf::behavior recorder(caf::stateful_actor<recorder_state>* self, fixture* fx) {
       e.a = silo;
       e.generation = gen;
       self->state.events.push_back(std::move(e));
-    },
-  };
-}
-
-/// A lifecycle observer that tells the recorder of every start and stop of its stage.
-caf::behavior stage_probe(caf::event_based_actor* self, caf::actor rec, std::string silo,
-                          uint64_t generation) {
-  return {
-    [=](lifecycle::start_stage_atom, lifecycle::stage st) {
-      self->send(rec, sr_stage_atom::value, silo, generation, true, st);
-      return caf::ok_atom::value;
-    },
-    [=](lifecycle::stop_stage_atom, lifecycle::stage st, bool) {
-      self->send(rec, sr_stage_atom::value, silo, generation, false, st);
-      return caf::ok_atom::value;
-    },
-    [](lifecycle::budget_expired_atom) {},
-  };
-}
-
-/// The application's hub factory of one silo: hands out the application's node hubs.
-caf::behavior hub_factory(caf::event_based_actor*,
-                          std::shared_ptr<const std::map<std::string, caf::actor>> hubs) {
-  return {
-    [=](routing::hf_build_atom, const std::string& key) -> caf::result<caf::actor> {
-      auto i = hubs->find(key);
-      if (i == hubs->end())
-        return to_error(fault{mesh_errc::not_found, "the test has no hub '" + key + "'"});
-      return i->second;
     },
   };
 }
@@ -388,10 +358,10 @@ private:
     else
       s = &w_.restart(i->second, o);
     current_[name] = s->addr;
-    auto factory = fx_.track(fx_.sys.spawn(hub_factory, hubs_));
+    auto factory = fx_.track(caf::actor_cast<caf::actor>(spawn_hub_map_factory(fx_.sys, hubs_)));
     s->slots->hubs = caf::actor_cast<routing::hub_factory_actor>(factory);
     auto gen = s->addr.generation;
-    auto probe = fx_.track(fx_.sys.spawn(stage_probe, rec_, name, gen));
+    auto probe = fx_.track(caf::actor_cast<caf::actor>(spawn_stage_probe(fx_.sys, rec_, name, gen)));
     for (auto st : probe_stages)
       caf::anon_send(s->subject, lifecycle::subscribe_atom::value, st,
                      std::string{"test-probe"},
