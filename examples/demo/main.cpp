@@ -6,7 +6,8 @@
 // file (--plan-out). Otherwise it runs the scenario on the in-process mesh (net_mesh.hpp:
 // every silo its own actor system over loopback TCP, plus a pure-client system), prints the
 // progress and the final report (table; JSON with --report) and exits with the report's code
-// (examples/README.md, "Exit codes"). --processes is not built yet (exit 3).
+// (examples/README.md, "Exit codes"). With --processes every silo is a cafmesh-node process
+// (--node-binary, default: next to this executable) and this process is the pure client.
 
 #include <unistd.h>
 
@@ -122,11 +123,6 @@ int main(int argc, char** argv) {
             << " deliveries/s: " << plan.size() << " paced deliveries planned over "
             << s.traffic.streams << " streams\n"
             << "roll:      " << joined(s.roll.order) << "\n";
-  if (opts.processes) {
-    std::cerr << "cafmesh-demo: --processes (one cafmesh-node process per silo) is not built "
-                 "yet; run without it for the in-process mesh. Nothing was started.\n";
-    return exit_codes::mesh_not_built;
-  }
   run_settings rs;
   rs.progress = opts.progress;
   rs.is_tty = ::isatty(STDOUT_FILENO) != 0;
@@ -155,7 +151,7 @@ int main(int argc, char** argv) {
       }
     }
   };
-  auto result = run_in_process(s, rs);
+  auto result = opts.processes ? run_processes(s, rs, node_binary) : run_in_process(s, rs);
   if (!result || !written)
     return exit_codes::failed;
   return result->exit_code;

@@ -11,6 +11,8 @@
 // - `pure_client`: network link, message centre, membership agent and routing service
 //   (`routing::spawn_pure_client`); it joins nothing and stops on SIGTERM/SIGINT, exit 0.
 // - `monolith`: not built yet (exit 3).
+// With `--demo-control HOST:PORT --demo-silo NAME` (set by `cafmesh-demo --processes`) a
+// silo_host runs as one silo of the demo's multi-process mesh instead (demo_process.hpp).
 // Standard output, one line each: `ADDR {silo address}` once listening, `ACTIVE` (silo
 // Active) or `CLIENT` (pure client running), `STOPPED` at the end. Start-up failures exit 1.
 // The application's node hubs are not part of this executable: a delivery to a node hub is
@@ -30,6 +32,7 @@
 #include "cafmesh/config/load.hpp"
 #include "cafmesh/lifecycle/host.hpp"
 #include "cafmesh/mainjob/cli.hpp"
+#include "cafmesh/mainjob/demo_process.hpp"
 #include "cafmesh/mainjob/report.hpp"
 #include "cafmesh/routing/net_silo.hpp"
 #include "cafmesh/routing/node_path_resolver.hpp"
@@ -167,15 +170,27 @@ int main(int argc, char** argv) {
     sigaddset(&signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   }
+  std::optional<demo_link> demo;
+  if (opts.demo_control) {
+    demo = parse_demo_link(*opts.demo_control, opts.demo_silo);
+    if (!demo || mc.mesh.role != config::process_role::silo_host) {
+      std::cerr << "cafmesh-node: --demo-control needs HOST:PORT, --demo-silo and a silo_host "
+                   "configuration\n";
+      return exit_codes::usage;
+    }
+  }
   caf::actor_system_config cfg;
-  register_types(cfg);
+  register_demo_types(cfg);
   cfg.load<caf::io::middleman>();
   cfg.set("logger.verbosity", caf::atom("quiet"));
   int rc = exit_codes::ok;
   {
     caf::actor_system sys{cfg};
-    rc = mc.mesh.role == config::process_role::silo_host ? run_silo(sys, mc, lg)
-                                                         : run_client(sys, mc, lg, signals);
+    if (demo)
+      rc = run_demo_silo(sys, mc, *demo, wall_generation(), lg);
+    else
+      rc = mc.mesh.role == config::process_role::silo_host ? run_silo(sys, mc, lg)
+                                                           : run_client(sys, mc, lg, signals);
   }
   say("STOPPED");
   return rc;

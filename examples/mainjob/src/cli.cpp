@@ -52,7 +52,7 @@ std::string exit_code_help() {
          + std::to_string(exit_codes::usage)
          + " bad command line, configuration, scenario or trace file; "
          + std::to_string(exit_codes::mesh_not_built)
-         + " the requested run is not built yet (cafmesh-demo --processes, cafmesh-client "
+         + " the requested run is not built yet (cafmesh-client "
            "traffic, a monolith in cafmesh-node).\n";
 }
 
@@ -67,6 +67,16 @@ void setup_node_cli(CLI::App& app, node_options& o) {
     ->type_name("FILE");
   app.add_flag("--print-config", o.print_config,
                "Print the effective configuration (every key, defaults filled in) and exit");
+  auto ctl = app.add_option_function<std::string>(
+                  "--demo-control", [&o](const std::string& x) { o.demo_control = x; },
+                  "Run as one silo of cafmesh-demo --processes: the demo's control actor "
+                  "(set by cafmesh-demo; the silo hosts the demo's co-hosted hubs)")
+               ->type_name("HOST:PORT");
+  app.add_option("--demo-silo", o.demo_silo,
+                 "With --demo-control: the scenario's name of this silo (e.g. A)")
+    ->type_name("NAME")
+    ->needs(ctl);
+  ctl->needs("--demo-silo");
   app.footer(exit_code_help());
 }
 

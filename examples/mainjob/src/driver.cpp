@@ -255,6 +255,7 @@ report demo_driver::finish() {
   in.silos = stops_;
   in.expect = s_.expect;
   in.mirrors_diverged = mirrors_diverged();
+  in.entries = entries_;
   return make_report(std::move(in));
 }
 

@@ -1,11 +1,21 @@
 #include "cafmesh/mainjob/net_mesh.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <unordered_set>
@@ -19,10 +29,12 @@
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/actors/net_link.hpp"
 #include "cafmesh/actors/net_process.hpp"
+#include "cafmesh/config/load.hpp"
 #include "cafmesh/lifecycle/atoms.hpp"
 #include "cafmesh/lifecycle/host.hpp"
 #include "cafmesh/lifecycle/observer.hpp"
 #include "cafmesh/lifecycle/stage.hpp"
+#include "cafmesh/mainjob/demo_process.hpp"
 #include "cafmesh/mainjob/driver.hpp"
 #include "cafmesh/mainjob/mesh_parts.hpp"
 #include "cafmesh/routing/classify.hpp"
@@ -36,23 +48,18 @@
 #include "cafmesh/routing/router_ports.hpp"
 #include "cafmesh/routing/routing_service.hpp"
 
+extern char** environ;
+
 namespace cafmesh::mainjob {
 
 namespace {
 
-/// `(dm_up_atom, std::string silo, uint64_t generation, bool ok)`: host start answered.
-using dm_up_atom = caf::atom_constant<caf::atom("dmup")>;
 /// `(dm_down_atom, std::string silo, uint64_t generation)`: host stop answered.
 using dm_down_atom = caf::atom_constant<caf::atom("dmdown")>;
+/// `(dm_target_atom, caf::actor)`: an owner-hub proxy forwards to this hub from now on.
+using dm_target_atom = caf::atom_constant<caf::atom("dmtarget")>;
 
 using clock_type = std::chrono::steady_clock;
-
-/// The stages the probe watches (for the progress line and the owners' move).
-const std::vector<lifecycle::stage> probe_stages{
-  lifecycle::stages::active,           lifecycle::stages::become_active,
-  lifecycle::stages::grain_deactivation, lifecycle::stages::application_services,
-  lifecycle::stages::runtime_services, lifecycle::stages::runtime_initialize_plus_1,
-  lifecycle::stages::runtime_initialize};
 
 /// Asks `host` one thing and tells `main` the answer; then quits.
 template <class Atom, class... Ts>
@@ -78,7 +85,7 @@ struct process {
   std::unique_ptr<caf::actor_system> sys;
 
   process() : cfg(std::make_unique<caf::actor_system_config>()) {
-    register_types(*cfg);
+    register_demo_types(*cfg);
     cfg->load<caf::io::middleman>();
     cfg->set("scheduler.max-threads", size_t{2});
     cfg->set("logger.verbosity", caf::atom("quiet"));
@@ -123,7 +130,42 @@ struct sender_hub {
   std::deque<std::pair<routing::envelope, int64_t>> held; ///< (envelope, deadline ms or -1)
 };
 
-class in_process_mesh : public mesh_port {
+/// A live mesh the run loop (`run_live`) drives: the driver's `mesh_port` plus the events
+/// and the teardown the loop needs.
+class live_mesh : public mesh_port {
+public:
+  /// Was `id` sent answer-suppressed?
+  virtual bool is_suppressed(const std::string& id) const = 0;
+
+  /// Silo `name` is Active.
+  virtual void silo_up(const std::string& name) = 0;
+
+  /// The Active stage of `name` stopped: its legs ended; owners move.
+  virtual void active_stopped(const std::string& name) = 0;
+
+  /// A silo process said hello (`--processes` only).
+  virtual void on_hello(const std::string&, uint64_t, caf::actor, caf::actor, caf::actor) {
+    // nop
+  }
+
+  /// Silos whose stop completed since the last call, as (name, generation), detected
+  /// without a message (a process exit); `failed` is set when a silo ended unexpectedly.
+  virtual std::vector<std::pair<std::string, uint64_t>> poll_stops(bool& failed) {
+    failed = false;
+    return {};
+  }
+
+  /// The sender entries measured in the mesh's processes (none: not measured).
+  virtual std::vector<entry_use> entries(caf::scoped_actor&) { return {}; }
+
+  /// Stops everything (bounded); the application system is the caller's.
+  virtual void teardown(caf::scoped_actor& self) = 0;
+
+  /// Stops everything after a failed start.
+  virtual void abandon(caf::scoped_actor& self) { teardown(self); }
+};
+
+class in_process_mesh : public live_mesh {
 public:
   in_process_mesh(const scenario& s, caf::actor_system& app, caf::actor main)
     : s_(s), app_(app), main_(std::move(main)) {
@@ -249,7 +291,7 @@ public:
     run->extras = {factory, resolver};
     auto probe = caf::actor_cast<caf::actor>(spawn_stage_probe(sys, main_, name, run->generation));
     run->extras.push_back(probe);
-    for (auto st : probe_stages)
+    for (auto st : demo_probe_stages())
       caf::anon_send(run->ns.s.subject, lifecycle::subscribe_atom::value, st,
                      std::string{"demo-probe"},
                      caf::actor_cast<lifecycle::lifecycle_observer_actor>(probe));
@@ -341,16 +383,14 @@ public:
 
   // -- events ---------------------------------------------------------------------------
 
-  /// The Active stage of `name` stopped: its legs ended; owners move.
-  void active_stopped(const std::string& name) {
+  void active_stopped(const std::string& name) override {
     auto next = next_available(name);
     if (next.empty())
       return; // no other silo: they move when one is Active again
     move_owners(name, next);
   }
 
-  /// Silo `name` is Active (generation `gen`).
-  void silo_up(const std::string& name) {
+  void silo_up(const std::string& name) override {
     silos_[name].available = true;
     // Owners stranded without any available silo move here.
     for (auto& [text, h] : senders_)
@@ -364,13 +404,21 @@ public:
       }
   }
 
-  bool is_suppressed(const std::string& id) const { return suppressed_.count(id) > 0; }
+  bool is_suppressed(const std::string& id) const override { return suppressed_.count(id) > 0; }
 
-  size_t start_failures() const { return start_failures_; }
+  void abandon(caf::scoped_actor&) override { shutdown(); }
 
-  uint64_t generation_of(const std::string& name) {
-    auto& slot = silos_[name];
-    return slot.current ? slot.current->generation : 0;
+  void teardown(caf::scoped_actor& self) override {
+    auto asked = halt_all();
+    for (size_t got = 0; got < asked;) {
+      bool any = false;
+      self->receive([&](dm_down_atom, const std::string&, uint64_t) { any = true; ++got; },
+                    [&](caf::message&) { any = true; },
+                    caf::after(std::chrono::seconds(10)) >> [] {});
+      if (!any)
+        break;
+    }
+    shutdown();
   }
 
   /// Stops every current silo non-gracefully through its host (catalog deactivation
@@ -497,6 +545,865 @@ bool ends_with(const std::string& x, const std::string& suffix) {
          && x.compare(x.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// -- the multi-process mesh (`--processes`) -------------------------------------------
+
+/// Process ids of the running node processes: the teardown watchdog kills them before it
+/// ends the demo, so that no node outlives a demo that gave up.
+std::mutex children_mtx;
+std::set<pid_t> children;
+
+void add_child(pid_t pid) {
+  std::lock_guard<std::mutex> guard{children_mtx};
+  children.insert(pid);
+}
+
+void remove_child(pid_t pid) {
+  std::lock_guard<std::mutex> guard{children_mtx};
+  children.erase(pid);
+}
+
+void kill_children() {
+  std::lock_guard<std::mutex> guard{children_mtx};
+  for (auto pid : children)
+    ::kill(pid, SIGKILL);
+}
+
+/// The demo's control actor (demo_process.hpp): answers joins with the hub map and passes
+/// every event of the node processes on to `main`.
+caf::behavior demo_control(caf::event_based_actor* self, caf::actor main,
+                           std::shared_ptr<const hub_map> hubs) {
+  return {
+    [=](dp_join_atom, const std::string&) {
+      std::vector<std::string> keys;
+      std::vector<caf::actor> handles;
+      for (auto& [k, v] : *hubs) {
+        keys.push_back(k);
+        handles.push_back(v);
+      }
+      return caf::make_message(std::move(keys), std::move(handles),
+                               caf::actor_cast<caf::actor>(self));
+    },
+    [=](dp_hello_atom a, std::string& silo, uint64_t gen, caf::actor& agent,
+        caf::actor& routing, caf::actor& link) {
+      self->send(main, a, std::move(silo), gen, std::move(agent), std::move(routing),
+                 std::move(link));
+    },
+    [=](routing::ep_event_atom a, std::string& kind, std::string& id, uint8_t v,
+        std::string& text) {
+      self->send(main, a, std::move(kind), std::move(id), v, std::move(text));
+    },
+    [=](mp_stage_atom a, std::string& silo, uint64_t gen, bool starting, int32_t st) {
+      self->send(main, a, std::move(silo), gen, starting, st);
+    },
+    [=](dm_up_atom a, std::string& silo, uint64_t gen, bool ok) {
+      self->send(main, a, std::move(silo), gen, ok);
+    },
+  };
+}
+
+/// Stands in the hub map for an owner hub that lives in a node process and moves between
+/// them: forwards to the current one.
+caf::behavior owner_proxy(caf::event_based_actor* self) {
+  auto target = std::make_shared<caf::actor>();
+  return {
+    [=](dm_target_atom, caf::actor& t) { *target = std::move(t); },
+    [=](routing::hb_in_atom a, routing::envelope& e) {
+      if (*target)
+        self->send(*target, a, std::move(e));
+    },
+    [=](routing::hb_deliver_atom a, routing::envelope& e) -> caf::result<routing::envelope> {
+      if (!*target)
+        return to_error(fault{mesh_errc::silo_unavailable, "the owner hub has no process yet"});
+      auto rp = self->make_response_promise<routing::envelope>();
+      self->request(*target, caf::infinite, a, std::move(e))
+        .then([=](routing::envelope& r) mutable { rp.deliver(std::move(r)); },
+              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      return rp;
+    },
+  };
+}
+
+/// One `cafmesh-node` process (one incarnation of a scenario silo).
+struct node_proc {
+  pid_t pid = -1;
+  int index = 0;             ///< incarnation number of its silo, from 1
+  uint64_t generation = 0;   ///< from its hello
+  caf::actor agent;
+  caf::actor routing;
+  caf::actor link;
+  bool stopping = false;     ///< SIGTERM sent
+  bool exited = false;
+  int status = 0;            ///< exit code, or 128 + signal
+  bool measured = false;     ///< its entry counters were read
+};
+
+struct proc_slot {
+  std::unique_ptr<node_proc> current;
+  std::vector<std::unique_ptr<node_proc>> past;
+  bool available = false;
+  int incarnations = 0;
+};
+
+class process_mesh : public live_mesh {
+public:
+  process_mesh(const scenario& s, caf::actor_system& app, caf::actor main,
+               std::string node_binary)
+    : s_(s), app_(app), main_(std::move(main)), node_binary_(std::move(node_binary)) {
+    // nop
+  }
+
+  /// Starts the client system's parts, the control actor and the demo-side hubs, then one
+  /// node process per silo; false on failure (printed).
+  bool start() {
+    auto loaded = process_config(s_, config::process_role::silo_host, "client-1");
+    if (!loaded.ok) {
+      std::cerr << "cafmesh-demo: client configuration: " << loaded.message() << "\n";
+      return false;
+    }
+    client_cfg_ = loaded.value;
+    client_cfg_.mesh.role = config::process_role::pure_client;
+    client_cfg_.network.host = "127.0.0.1";
+    client_cfg_.network.port = 0;
+    client_cfg_.network.primary_port = 0; // the demo hosts the oracle
+    auto ep = start_net_link(app_, client_cfg_.network, wall_ms());
+    if (!ep) {
+      std::cerr << "cafmesh-demo: client network endpoint: " << app_.render(ep.error())
+                << "\n";
+      return false;
+    }
+    client_ep_ = *ep;
+    primary_port_ = ep->addr.port;
+    routing::pure_client_options po;
+    po.cfg = client_cfg_;
+    po.self = ep->addr;
+    po.link = ep->link;
+    po.oracle = ep->oracle;
+    client_ = routing::spawn_pure_client(app_, po);
+    client_routing_ = client_.routing;
+    build_hubs();
+    control_ = app_.spawn(demo_control, main_, std::shared_ptr<const hub_map>(hubs_));
+    auto port = app_.middleman().publish(control_, 0, "127.0.0.1");
+    if (!port) {
+      std::cerr << "cafmesh-demo: cannot publish the control actor: " << app_.render(port.error())
+                << "\n";
+      return false;
+    }
+    control_port_ = *port;
+    char tmpl[] = "/tmp/cafmesh-demo-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) {
+      std::cerr << "cafmesh-demo: cannot create a directory for the node files\n";
+      return false;
+    }
+    dir_ = tmpl;
+    for (auto& name : s_.silos)
+      if (!launch(name))
+        return false;
+    return true;
+  }
+
+  // -- mesh_port ----------------------------------------------------------------------
+
+  void submit(const planned_delivery& d) override {
+    auto i = senders_.find(d.sender);
+    if (i == senders_.end()) {
+      std::cerr << "cafmesh-demo: no sender hub " << d.sender << "\n";
+      return;
+    }
+    routing::envelope e;
+    e.id = d.id;
+    e.sender = i->second.addr;
+    e.target = routing::address::from(d.target);
+    e.payload_type = d.payload_type;
+    e.payload_json = render_payload(d);
+    if (!d.stream.empty())
+      e.ordering_key = d.stream;
+    e.answer_suppressed = d.answer_suppressed;
+    if (d.answer_suppressed)
+      suppressed_.insert(d.id);
+    int64_t deadline = d.kind == delivery_kind::request ? s_.traffic.request_deadline_ms : -1;
+    auto& h = i->second;
+    if (h.moving || !h.ep) {
+      h.held.emplace_back(std::move(e), deadline);
+      return;
+    }
+    send(h, std::move(e), deadline);
+  }
+
+  void stop_silo(const std::string& name) override {
+    auto& slot = slots_[name];
+    slot.available = false;
+    if (!slot.current)
+      return;
+    auto next = next_available(name);
+    for (auto& ep : node_hubs_[name])
+      if (!next.empty()) {
+        caf::anon_send(ep, routing::ep_rehome_atom::value, routing_of(next));
+        node_hubs_[next].push_back(ep);
+      }
+    if (!next.empty())
+      node_hubs_[name].clear();
+    for (auto& [text, h] : senders_)
+      if (h.owner && h.home == name)
+        h.moving = true;
+    slot.current->stopping = true;
+    ::kill(slot.current->pid, SIGTERM); // graceful host stop (SPEC §3.7)
+  }
+
+  void restart_silo(const std::string& name) override {
+    auto& slot = slots_[name];
+    if (slot.current)
+      slot.past.push_back(std::move(slot.current));
+    if (!launch(name))
+      start_failures_++;
+  }
+
+  void stall_silo(const std::string& name, bool detected) override {
+    auto& slot = slots_[name];
+    if (slot.current && slot.current->link)
+      caf::anon_send(slot.current->link, nl_stall_atom::value, true, detected);
+  }
+
+  void unstall_silo(const std::string& name) override {
+    auto& slot = slots_[name];
+    if (slot.current && slot.current->link)
+      caf::anon_send(slot.current->link, nl_stall_atom::value, false, false);
+  }
+
+  // -- live_mesh ----------------------------------------------------------------------
+
+  bool is_suppressed(const std::string& id) const override { return suppressed_.count(id) > 0; }
+
+  void on_hello(const std::string& name, uint64_t gen, caf::actor agent, caf::actor routing,
+                caf::actor link) override {
+    auto& slot = slots_[name];
+    if (!slot.current)
+      return;
+    auto& p = *slot.current;
+    p.generation = gen;
+    p.agent = std::move(agent);
+    p.routing = std::move(routing);
+    p.link = std::move(link);
+    // Node hubs homed here send their responses through this silo's co-hosted entry.
+    for (auto& ep : node_hubs_[name])
+      caf::anon_send(ep, routing::ep_rehome_atom::value, p.routing);
+    // Owner hubs homed here that have no process yet (the first start) live here now; so do
+    // this silo's co-hosted portal hubs (every incarnation: claimed once it is Active).
+    for (auto& [text, h] : senders_) {
+      if (h.home != name)
+        continue;
+      if (h.owner && !h.ep)
+        place(h, name, false);
+      else if (!h.owner) {
+        h.moving = true; // held until Active
+        place(h, name, true);
+      }
+    }
+  }
+
+  void silo_up(const std::string& name) override {
+    slots_[name].available = true;
+    for (auto& [text, h] : senders_)
+      if (h.owner && h.moving && !slots_[h.home].available)
+        move_owner(h, name);
+    for (auto& [text, h] : senders_)
+      if (!h.owner && h.home == name && h.ep) {
+        caf::anon_send(agent_of(name), dp_claim_atom::value, h.addr);
+        release(h);
+      }
+  }
+
+  void active_stopped(const std::string& name) override {
+    // Nothing co-hosted enters this silo any more: read its entry's counters now.
+    auto& slot = slots_[name];
+    if (slot.current)
+      measure(*slot.current, name);
+    // Its co-hosted portal hubs wait for the next incarnation.
+    for (auto& [text, h] : senders_)
+      if (!h.owner && h.home == name)
+        h.moving = true;
+    auto next = next_available(name);
+    if (next.empty())
+      return;
+    for (auto& [text, h] : senders_)
+      if (h.owner && h.home == name && h.moving)
+        move_owner(h, next);
+  }
+
+  std::vector<std::pair<std::string, uint64_t>> poll_stops(bool& failed) override {
+    failed = false;
+    std::vector<std::pair<std::string, uint64_t>> out;
+    for (auto& entry : slots_) {
+      const std::string& name = entry.first;
+      auto& slot = entry.second;
+      auto check = [&](node_proc& p, bool current) {
+        if (p.exited)
+          return;
+        int st = 0;
+        if (::waitpid(p.pid, &st, WNOHANG) != p.pid)
+          return;
+        p.exited = true;
+        remove_child(p.pid);
+        p.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (!p.stopping || p.status != 0) {
+          std::cerr << "cafmesh-demo: node process of silo " << name << " (pid " << p.pid
+                    << ") exited with " << p.status << (p.stopping ? "" : " unexpectedly")
+                    << "; its output: " << log_path(name, p.index) << "\n";
+          ++unclean_exits_;
+        }
+        if (!p.stopping)
+          failed = true;
+        if (current && p.stopping)
+          out.emplace_back(name, p.generation);
+      };
+      for (auto& p : slot.past)
+        check(*p, false);
+      if (slot.current)
+        check(*slot.current, true);
+    }
+    return out;
+  }
+
+  std::vector<entry_use> entries(caf::scoped_actor& self) override {
+    std::vector<entry_use> out;
+    for (auto& name : s_.silos) {
+      auto& slot = slots_[name];
+      if (slot.current)
+        measure(*slot.current, name);
+    }
+    for (auto& name : s_.silos)
+      for (auto& e : measured_[name])
+        out.push_back(e);
+    entry_use c;
+    c.process = "client-1 (cafmesh-demo)";
+    c.entry = "pure_client";
+    std::set<std::string> origins;
+    for (auto& [text, h] : senders_)
+      if (h.home.empty())
+        origins.insert(h.origin);
+    for (auto& o : origins)
+      c.origins += (c.origins.empty() ? "" : ", ") + o;
+    self
+      ->request(caf::actor_cast<caf::actor>(client_routing_), std::chrono::seconds(5),
+                routing::rs_stats_atom::value)
+      .receive(
+        [&](const routing::routing_service_stats& x) {
+          c.delivered = x.delivered;
+          c.routing_default_calls = x.client_attempts;
+        },
+        [&](caf::error& e) {
+          std::cerr << "cafmesh-demo: the client's entry counters: " << app_.render(e) << "\n";
+        });
+    out.push_back(std::move(c));
+    return out;
+  }
+
+  void teardown(caf::scoped_actor& self) override {
+    // Graceful stop of every node still running (nothing is in flight any more), bounded.
+    for (auto& [name, slot] : slots_)
+      if (slot.current && !slot.current->exited) {
+        slot.current->stopping = true;
+        ::kill(slot.current->pid, SIGTERM);
+      }
+    auto until = clock_type::now() + std::chrono::seconds(10);
+    for (;;) {
+      bool failed = false;
+      poll_stops(failed);
+      if (all_exited() || clock_type::now() >= until)
+        break;
+      self->receive([](caf::message&) {},
+                    caf::after(std::chrono::milliseconds(50)) >> [] {});
+    }
+    for (auto& [name, slot] : slots_)
+      for (auto* p : procs(slot))
+        if (!p->exited) {
+          std::cerr << "cafmesh-demo: node process of silo " << name << " (pid " << p->pid
+                    << ") did not stop within 10 s; killed\n";
+          ::kill(p->pid, SIGKILL);
+          ::waitpid(p->pid, nullptr, 0);
+          p->exited = true;
+          remove_child(p->pid);
+          ++unclean_exits_;
+        }
+    for (auto& a : all_)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    client_.stop_all();
+    for (auto& a : {client_ep_.link, client_ep_.oracle, control_})
+      if (a)
+        caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    if (unclean_exits_ == 0 && start_failures_ == 0 && !dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+    }
+  }
+
+  size_t unclean_exits() const { return unclean_exits_; }
+  size_t start_failures() const { return start_failures_; }
+
+private:
+  struct sender {
+    routing::address addr;
+    std::string origin;
+    caf::actor ep;          ///< current endpoint (null: no process yet)
+    caf::actor proxy;       ///< owners: their entry in the hub map
+    bool owner = false;
+    std::string home;       ///< silo whose process hosts it ("" = the demo's client)
+    bool moving = false;    ///< frames held (see `in_process_mesh`)
+    std::deque<std::pair<routing::envelope, int64_t>> held;
+  };
+
+  static uint64_t wall_ms() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+  }
+
+  static std::vector<node_proc*> procs(proc_slot& slot) {
+    std::vector<node_proc*> out;
+    for (auto& p : slot.past)
+      out.push_back(p.get());
+    if (slot.current)
+      out.push_back(slot.current.get());
+    return out;
+  }
+
+  bool all_exited() {
+    for (auto& [name, slot] : slots_)
+      for (auto* p : procs(slot))
+        if (!p->exited)
+          return false;
+    return true;
+  }
+
+  std::string log_path(const std::string& name, int index) const {
+    return dir_ + "/silo-" + name + "-" + std::to_string(index) + ".log";
+  }
+
+  /// The demo-side hubs: node hubs (application hubs answering requests), owner proxies and
+  /// the client's portal hubs. Co-hosted hubs are placed when their silo says hello.
+  void build_hubs() {
+    auto n = static_cast<int64_t>(s_.silos.size());
+    auto& t = s_.traffic;
+    for (int64_t i = 0; i < t.node_hubs; ++i) {
+      auto a = routing::address::from(node_hub_address(i));
+      auto home = s_.silos[static_cast<size_t>(i % n)];
+      // Responses go through the client until the home silo said hello.
+      auto ep = routing::spawn_hub_endpoint(app_, a, client_routing_, client_cfg_.routing,
+                                            true, main_);
+      node_hubs_[home].push_back(ep);
+      (*hubs_)[node_hub_address(i).substr(5)] = ep;
+      all_.push_back(ep);
+    }
+    for (int64_t i = 0; i < t.owner_hubs; ++i) {
+      auto text = owner_hub_address(i);
+      sender h;
+      h.addr = routing::address::from(text);
+      h.origin = "grain";
+      h.owner = true;
+      h.home = s_.silos[static_cast<size_t>(i % n)];
+      h.proxy = app_.spawn(owner_proxy);
+      (*hubs_)[text.substr(5)] = h.proxy;
+      all_.push_back(h.proxy);
+      senders_.emplace(text, std::move(h));
+    }
+    for (int64_t i = 0; i < t.portal_hubs; ++i) {
+      auto text = portal_hub_address(i);
+      sender h;
+      h.addr = routing::address::from(text);
+      h.origin = portal_origin(s_, i);
+      if (h.origin.rfind("silo:", 0) == 0) {
+        h.home = h.origin.substr(5);
+      } else {
+        h.ep = routing::spawn_hub_endpoint(app_, h.addr, client_routing_, client_cfg_.routing,
+                                           false, main_);
+        caf::anon_send(client_routing_, routing::rs_register_atom::value, h.addr, h.ep);
+        all_.push_back(h.ep);
+      }
+      senders_.emplace(text, std::move(h));
+    }
+  }
+
+  /// Starts the next incarnation of silo `name` as a `cafmesh-node` process.
+  bool launch(const std::string& name) {
+    auto& slot = slots_[name];
+    auto loaded = process_config(s_, config::process_role::silo_host, "silo-" + name);
+    if (!loaded.ok) {
+      std::cerr << "cafmesh-demo: configuration of silo " << name << ": " << loaded.message()
+                << "\n";
+      return false;
+    }
+    auto cfg = loaded.value;
+    cfg.network.host = "127.0.0.1";
+    cfg.network.port = 0; // the OS chooses; the silo announces its address itself
+    cfg.network.primary_host = "127.0.0.1";
+    cfg.network.primary_port = primary_port_;
+    auto index = ++slot.incarnations;
+    auto cfg_path = dir_ + "/silo-" + name + "-" + std::to_string(index) + ".json";
+    {
+      std::ofstream out{cfg_path};
+      out << config::to_json_text(cfg);
+      out.flush();
+      if (!out) {
+        std::cerr << "cafmesh-demo: cannot write " << cfg_path << "\n";
+        return false;
+      }
+    }
+    auto out_path = log_path(name, index);
+    std::vector<std::string> args{node_binary_,   "--config",    cfg_path,
+                                  "--demo-control", "127.0.0.1:" + std::to_string(control_port_),
+                                  "--demo-silo",  name};
+    std::vector<char*> argv;
+    for (auto& a : args)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    pid_t pid = -1;
+    auto rc = ::posix_spawn(&pid, node_binary_.c_str(), &fa, &attr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0) {
+      std::cerr << "cafmesh-demo: cannot start " << node_binary_ << ": " << std::strerror(rc)
+                << "\n";
+      return false;
+    }
+    add_child(pid);
+    slot.current = std::make_unique<node_proc>();
+    slot.current->pid = pid;
+    slot.current->index = index;
+    return true;
+  }
+
+  caf::actor routing_of(const std::string& name) {
+    auto& slot = slots_[name];
+    return slot.current ? slot.current->routing : caf::actor{};
+  }
+
+  caf::actor agent_of(const std::string& name) {
+    auto& slot = slots_[name];
+    return slot.current ? slot.current->agent : caf::actor{};
+  }
+
+  std::string next_available(const std::string& name) const {
+    auto i = std::find(s_.silos.begin(), s_.silos.end(), name);
+    auto start = i == s_.silos.end() ? 0 : static_cast<size_t>(i - s_.silos.begin());
+    for (size_t k = 1; k <= s_.silos.size(); ++k) {
+      auto& cand = s_.silos[(start + k) % s_.silos.size()];
+      auto j = slots_.find(cand);
+      if (cand != name && j != slots_.end() && j->second.available)
+        return cand;
+    }
+    return {};
+  }
+
+  /// Spawns `h`'s endpoint in the process of silo `name` (co-hosted there). Blocking: the
+  /// agent answers within milliseconds.
+  void place(sender& h, const std::string& name, bool keep_held) {
+    auto agent = agent_of(name);
+    if (!agent)
+      return;
+    caf::scoped_actor self{app_};
+    caf::actor ep;
+    self->request(agent, std::chrono::seconds(10), dp_spawn_atom::value, h.addr)
+      .receive([&](caf::actor& x) { ep = std::move(x); },
+               [&](caf::error& e) {
+                 std::cerr << "cafmesh-demo: cannot place hub " << h.addr.to_string()
+                           << " on silo " << name << ": " << app_.render(e) << "\n";
+               });
+    if (!ep)
+      return;
+    h.ep = ep;
+    h.home = name;
+    if (h.proxy)
+      caf::anon_send(h.proxy, dm_target_atom::value, ep);
+    if (!keep_held)
+      release(h);
+  }
+
+  void release(sender& h) {
+    h.moving = false;
+    while (!h.held.empty()) {
+      auto [e, deadline] = std::move(h.held.front());
+      h.held.pop_front();
+      send(h, std::move(e), deadline);
+    }
+  }
+
+  void move_owner(sender& h, const std::string& to) {
+    place(h, to, false);
+  }
+
+  void send(sender& h, routing::envelope e, int64_t deadline) {
+    if (deadline >= 0)
+      caf::anon_send(h.ep, routing::ep_request_atom::value, std::move(e), deadline);
+    else
+      caf::anon_send(h.ep, routing::ep_post_atom::value, std::move(e));
+  }
+
+  /// Reads the counters of `p`'s co-hosted entry once (bounded, blocking).
+  void measure(node_proc& p, const std::string& name) {
+    if (p.measured || !p.agent || p.exited)
+      return;
+    p.measured = true;
+    entry_use e;
+    e.process = "silo " + name + " gen " + std::to_string(p.generation) + " (pid "
+                + std::to_string(p.pid) + ")";
+    e.entry = "co-hosted";
+    e.origins = "grain";
+    for (auto& [text, h] : senders_)
+      if (!h.owner && h.origin == "silo:" + name) {
+        e.origins += ", silo:" + name;
+        break;
+      }
+    bool ok = false;
+    caf::scoped_actor self{app_};
+    self->request(p.agent, std::chrono::seconds(5), dp_stats_atom::value)
+      .receive(
+        [&](const routing::routing_service_stats& x) {
+          ok = true;
+          e.delivered = x.delivered;
+          e.routing_default_calls = x.client_attempts;
+        },
+        [&](caf::error& err) {
+          std::cerr << "cafmesh-demo: entry counters of silo " << name << ": "
+                    << app_.render(err) << "\n";
+        });
+    if (ok)
+      measured_[name].push_back(std::move(e));
+  }
+
+  scenario s_;
+  caf::actor_system& app_;
+  caf::actor main_;
+  std::string node_binary_;
+  config::mesh_config client_cfg_;
+  net_endpoint client_ep_;
+  uint16_t primary_port_ = 0;
+  uint16_t control_port_ = 0;
+  caf::actor control_;
+  std::string dir_;
+  routing::pure_client client_;
+  caf::actor client_routing_;
+  std::map<std::string, proc_slot> slots_;
+  std::map<std::string, std::vector<caf::actor>> node_hubs_; ///< by home silo
+  std::map<std::string, sender> senders_;
+  std::shared_ptr<hub_map> hubs_ = std::make_shared<hub_map>();
+  std::vector<caf::actor> all_;
+  std::unordered_set<std::string> suppressed_;
+  std::map<std::string, std::vector<entry_use>> measured_;
+  size_t start_failures_ = 0;
+  size_t unclean_exits_ = 0;
+};
+
+/// The run loop shared by both live meshes: waits until every silo is Active, paces the
+/// driver in wall-clock time, feeds it the mesh's events, reports and tears down.
+std::optional<report> run_live(const scenario& s, const run_settings& rs, caf::scoped_actor& self,
+                               live_mesh& mesh, bool ok, const std::string& mode) {
+  std::optional<report> out;
+  demo_driver driver{s, mesh, mode};
+  driver.write_ledger_events_to(rs.ledger_out);
+  auto t0 = clock_type::now();
+  auto now_ms = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0)
+      .count();
+  };
+  // Wait until every silo is Active before the traffic starts (bounded).
+  size_t up = 0;
+  bool failed_start = !ok;
+  auto start_deadline = clock_type::now() + std::chrono::seconds(30);
+  while (ok && up < s.silos.size()) {
+    bool got = false;
+    self->receive(
+      [&](dm_up_atom, const std::string& name, uint64_t gen, bool started) {
+        got = true;
+        if (!started) {
+          std::cerr << "cafmesh-demo: silo " << name << " failed to start\n";
+          failed_start = true;
+          return;
+        }
+        ++up;
+        mesh.silo_up(name);
+        driver.on_silo(silo_event{name, gen, roll_phase::active, std::nullopt, std::nullopt},
+                       0);
+      },
+      [&](dp_hello_atom, const std::string& name, uint64_t gen, caf::actor& agent,
+          caf::actor& routing, caf::actor& link) {
+        got = true;
+        mesh.on_hello(name, gen, std::move(agent), std::move(routing), std::move(link));
+      },
+      [&](mp_stage_atom, const std::string&, uint64_t, bool, int32_t) { got = true; },
+      [&](routing::ep_event_atom, const std::string&, const std::string&, uint8_t,
+          const std::string&) { got = true; },
+      caf::after(std::chrono::milliseconds(100)) >> [] {});
+    bool died = false;
+    mesh.poll_stops(died);
+    if (died || clock_type::now() >= start_deadline)
+      failed_start = true;
+    if (failed_start)
+      break;
+    (void) got;
+  }
+  if (failed_start) {
+    std::cerr << "cafmesh-demo: the mesh did not start; no traffic was sent\n";
+    mesh.abandon(self);
+    return std::nullopt;
+  }
+  // Let the pod-hub claims and the client's first snapshot settle (bounded, 1 s).
+  for (auto until = clock_type::now() + std::chrono::seconds(1); clock_type::now() < until;)
+    self->receive([](caf::message&) {}, caf::after(std::chrono::milliseconds(50)) >> [] {});
+  t0 = clock_type::now();
+  auto mode_p = resolve(rs.progress, rs.is_tty);
+  auto interval = rs.is_tty ? std::min<int64_t>(250, rs.progress_interval_ms)
+                            : rs.progress_interval_ms;
+  int64_t next_progress = interval;
+  std::optional<int64_t> drain_deadline;
+  std::map<std::string, int64_t> stop_started;  // silo -> when its stop began
+  std::map<std::string, int64_t> active_stopped; // silo -> when stage Active's stop ended
+  bool drained_out = false;
+  auto on_down = [&](const std::string& name, uint64_t gen) {
+    auto t = now_ms();
+    std::optional<int64_t> hold;
+    auto a = stop_started.find(name);
+    auto b = active_stopped.find(name);
+    if (a != stop_started.end() && b != active_stopped.end() && b->second >= a->second)
+      hold = b->second - a->second;
+    driver.on_silo(silo_event{name, gen, roll_phase::stopped, std::nullopt, hold}, t);
+  };
+  auto handle_events = [&](std::chrono::milliseconds wait) {
+    bool first = true;
+    for (int n = 0; n < 4096; ++n) {
+      bool got = false;
+      self->receive(
+        [&](routing::ep_event_atom, const std::string& kind, const std::string& id, uint8_t v,
+            const std::string& text) {
+          got = true;
+          if (ends_with(id, "-response"))
+            return; // the node hubs' own responses are not scenario deliveries
+          auto t = now_ms();
+          auto verdict = static_cast<routing::verdict>(v);
+          if (kind == "received")
+            driver.on_landed(id, t);
+          else if (kind == "response")
+            driver.on_response(id, t);
+          else if (kind == "nack")
+            driver.on_nack(id, verdict, text, t);
+          else if (kind == "deadline")
+            driver.on_deadline(id, t);
+          else if (kind == "duplicate")
+            driver.on_duplicate_dropped(id, t);
+          else if (kind == "suppressed")
+            driver.on_suppressed_failure(id, verdict, text, t);
+          else if (kind == "entry_failed") {
+            auto vv = verdict != routing::verdict::failed ? verdict : routing::text_rule(text);
+            if (mesh.is_suppressed(id))
+              driver.on_suppressed_failure(id, vv, text, t);
+            else
+              driver.on_nack(id, vv, text, t);
+          }
+        },
+        [&](mp_stage_atom, const std::string& name, uint64_t gen, bool starting, int32_t st) {
+          got = true;
+          auto t = now_ms();
+          if (!starting && st == lifecycle::stages::become_active) {
+            active_stopped[name] = t;
+            mesh.active_stopped(name);
+          }
+          driver.on_silo(silo_event{name, gen,
+                                    starting ? roll_phase::starting : roll_phase::stopping, st,
+                                    std::nullopt},
+                         t);
+        },
+        [&](dp_hello_atom, const std::string& name, uint64_t gen, caf::actor& agent,
+            caf::actor& routing, caf::actor& link) {
+          got = true;
+          mesh.on_hello(name, gen, std::move(agent), std::move(routing), std::move(link));
+        },
+        [&](dm_up_atom, const std::string& name, uint64_t gen, bool started) {
+          got = true;
+          if (!started) {
+            std::cerr << "cafmesh-demo: silo " << name << " (generation " << gen
+                      << ") failed to start\n";
+            return;
+          }
+          mesh.silo_up(name);
+          driver.on_silo(silo_event{name, gen, roll_phase::active, std::nullopt, std::nullopt},
+                         now_ms());
+        },
+        [&](dm_down_atom, const std::string& name, uint64_t gen) {
+          got = true;
+          on_down(name, gen);
+        },
+        caf::after(first ? wait : std::chrono::milliseconds(0)) >> [] {});
+      first = false;
+      if (!got)
+        break;
+    }
+    bool died = false;
+    for (auto& [name, gen] : mesh.poll_stops(died))
+      on_down(name, gen);
+  };
+  for (;;) {
+    auto now = now_ms();
+    auto before = driver.stops().size();
+    driver.advance(now);
+    if (driver.stops().size() > before)
+      stop_started[driver.stops().back().name] = now;
+    if (now >= next_progress) {
+      if (rs.out && mode_p != progress_mode::off) {
+        *rs.out << progress_text(driver.progress(now), mode_p);
+        rs.out->flush();
+      }
+      next_progress = now + interval;
+    }
+    if (driver.traffic_done()) {
+      if (!drain_deadline)
+        drain_deadline = now + rs.drain_timeout_ms;
+      if (driver.quiescent())
+        break;
+      if (now >= *drain_deadline) {
+        drained_out = true;
+        break;
+      }
+    }
+    int64_t wait = next_progress - now;
+    if (auto w = driver.next_wakeup_ms())
+      wait = std::min(wait, *w - now);
+    wait = std::clamp<int64_t>(wait, 0, 50);
+    handle_events(std::chrono::milliseconds(wait));
+  }
+  if (rs.out && mode_p == progress_mode::terminal)
+    *rs.out << "\n";
+  if (drained_out)
+    std::cerr << "cafmesh-demo: " << driver.ledger().in_flight()
+              << " deliveries still had no terminal outcome " << rs.drain_timeout_ms
+              << " ms after the traffic ended\n";
+  driver.set_entries(mesh.entries(self));
+  out = driver.finish();
+  if (rs.on_report)
+    rs.on_report(*out);
+  // Teardown, bounded: a watchdog ends the process with the report's exit code if the
+  // actor systems do not come down within `teardown_timeout_ms`.
+  auto code = out->exit_code;
+  auto bound = rs.teardown_timeout_ms;
+  std::thread([code, bound] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(bound));
+    std::cerr << "cafmesh-demo: teardown took longer than " << bound
+              << " ms; exiting with the report's code " << code << "\n";
+    kill_children();
+    std::_Exit(code);
+  }).detach();
+  mesh.teardown(self);
+  return out;
+}
+
 } // namespace
 
 std::optional<report> run_in_process(const scenario& s, const run_settings& rs) {
@@ -513,186 +1420,24 @@ std::optional<report> run_in_process(const scenario& s, const run_settings& rs) 
       ok = ok && mesh.start_silo(name);
     if (ok)
       mesh.build_hubs();
-    demo_driver driver{s, mesh, "in_process"};
-    driver.write_ledger_events_to(rs.ledger_out);
-    auto t0 = clock_type::now();
-    auto now_ms = [&] {
-      return std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - t0)
-        .count();
-    };
-    // Wait until every silo is Active before the traffic starts (bounded).
-    size_t up = 0;
-    bool failed_start = !ok;
-    while (ok && up < s.silos.size()) {
-      bool got = false;
-      self->receive(
-        [&](dm_up_atom, const std::string& name, uint64_t gen, bool started) {
-          got = true;
-          if (!started) {
-            std::cerr << "cafmesh-demo: silo " << name << " failed to start\n";
-            failed_start = true;
-            return;
-          }
-          ++up;
-          mesh.silo_up(name);
-          driver.on_silo(silo_event{name, gen, roll_phase::active, std::nullopt, std::nullopt},
-                         0);
-        },
-        [&](mp_stage_atom, const std::string&, uint64_t, bool, int32_t) { got = true; },
-        [&](routing::ep_event_atom, const std::string&, const std::string&, uint8_t,
-            const std::string&) { got = true; },
-        caf::after(std::chrono::seconds(30)) >> [&] { failed_start = true; });
-      if (failed_start || !got)
-        break;
-    }
-    if (failed_start) {
-      std::cerr << "cafmesh-demo: the mesh did not start; no traffic was sent\n";
-      mesh.shutdown();
-      return std::nullopt;
-    }
-    // Let the pod-hub claims and the client's first snapshot settle (bounded, 1 s).
-    for (auto until = clock_type::now() + std::chrono::seconds(1); clock_type::now() < until;)
-      self->receive([](caf::message&) {},
-                    caf::after(std::chrono::milliseconds(50)) >> [] {});
-    t0 = clock_type::now();
-    auto mode = resolve(rs.progress, rs.is_tty);
-    auto interval = rs.is_tty ? std::min<int64_t>(250, rs.progress_interval_ms)
-                              : rs.progress_interval_ms;
-    int64_t next_progress = interval;
-    std::optional<int64_t> drain_deadline;
-    std::map<std::string, int64_t> stop_started;  // silo -> when its stop began
-    std::map<std::string, int64_t> active_stopped; // silo -> when stage Active's stop ended
-    bool drained_out = false;
-    auto handle_events = [&](std::chrono::milliseconds wait) {
-      bool first = true;
-      for (int n = 0; n < 4096; ++n) {
-        bool got = false;
-        self->receive(
-          [&](routing::ep_event_atom, const std::string& kind, const std::string& id,
-              uint8_t v, const std::string& text) {
-            got = true;
-            if (ends_with(id, "-response"))
-              return; // the node hubs' own responses are not scenario deliveries
-            auto t = now_ms();
-            auto verdict = static_cast<routing::verdict>(v);
-            if (kind == "received")
-              driver.on_landed(id, t);
-            else if (kind == "response")
-              driver.on_response(id, t);
-            else if (kind == "nack")
-              driver.on_nack(id, verdict, text, t);
-            else if (kind == "deadline")
-              driver.on_deadline(id, t);
-            else if (kind == "duplicate")
-              driver.on_duplicate_dropped(id, t);
-            else if (kind == "suppressed")
-              driver.on_suppressed_failure(id, verdict, text, t);
-            else if (kind == "entry_failed") {
-              auto vv = verdict != routing::verdict::failed ? verdict : routing::text_rule(text);
-              if (mesh.is_suppressed(id))
-                driver.on_suppressed_failure(id, vv, text, t);
-              else
-                driver.on_nack(id, vv, text, t);
-            }
-          },
-          [&](mp_stage_atom, const std::string& name, uint64_t gen, bool starting,
-              int32_t st) {
-            got = true;
-            auto t = now_ms();
-            if (!starting && st == lifecycle::stages::become_active) {
-              active_stopped[name] = t;
-              mesh.active_stopped(name);
-            }
-            driver.on_silo(silo_event{name, gen,
-                                      starting ? roll_phase::starting : roll_phase::stopping,
-                                      st, std::nullopt},
-                           t);
-          },
-          [&](dm_up_atom, const std::string& name, uint64_t gen, bool started) {
-            got = true;
-            if (!started) {
-              std::cerr << "cafmesh-demo: silo " << name << " (generation " << gen
-                        << ") failed to start\n";
-              return;
-            }
-            mesh.silo_up(name);
-            driver.on_silo(
-              silo_event{name, gen, roll_phase::active, std::nullopt, std::nullopt}, now_ms());
-          },
-          [&](dm_down_atom, const std::string& name, uint64_t gen) {
-            got = true;
-            auto t = now_ms();
-            std::optional<int64_t> hold;
-            auto a = stop_started.find(name);
-            auto b = active_stopped.find(name);
-            if (a != stop_started.end() && b != active_stopped.end() && b->second >= a->second)
-              hold = b->second - a->second;
-            driver.on_silo(silo_event{name, gen, roll_phase::stopped, std::nullopt, hold}, t);
-          },
-          caf::after(first ? wait : std::chrono::milliseconds(0)) >> [] {});
-        first = false;
-        if (!got)
-          break;
-      }
-    };
-    for (;;) {
-      auto now = now_ms();
-      auto before = driver.stops().size();
-      driver.advance(now);
-      if (driver.stops().size() > before)
-        stop_started[driver.stops().back().name] = now;
-      if (now >= next_progress) {
-        if (rs.out && mode != progress_mode::off) {
-          *rs.out << progress_text(driver.progress(now), mode);
-          rs.out->flush();
-        }
-        next_progress = now + interval;
-      }
-      if (driver.traffic_done()) {
-        if (!drain_deadline)
-          drain_deadline = now + rs.drain_timeout_ms;
-        if (driver.quiescent())
-          break;
-        if (now >= *drain_deadline) {
-          drained_out = true;
-          break;
-        }
-      }
-      int64_t wait = next_progress - now;
-      if (auto w = driver.next_wakeup_ms())
-        wait = std::min(wait, *w - now);
-      wait = std::clamp<int64_t>(wait, 0, 50);
-      handle_events(std::chrono::milliseconds(wait));
-    }
-    if (rs.out && mode == progress_mode::terminal)
-      *rs.out << "\n";
-    if (drained_out)
-      std::cerr << "cafmesh-demo: " << driver.ledger().in_flight()
-                << " deliveries still had no terminal outcome " << rs.drain_timeout_ms
-                << " ms after the traffic ended\n";
-    out = driver.finish();
-    if (rs.on_report)
-      rs.on_report(*out);
-    // Teardown, bounded: a watchdog ends the process with the report's exit code if the
-    // actor systems do not come down within `teardown_timeout_ms`.
-    auto code = out->exit_code;
-    auto bound = rs.teardown_timeout_ms;
-    std::thread([code, bound] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(bound));
-      std::cerr << "cafmesh-demo: teardown took longer than " << bound
-                << " ms; exiting with the report's code " << code << "\n";
-      std::_Exit(code);
-    }).detach();
-    auto asked = mesh.halt_all();
-    for (size_t got = 0; got < asked;) {
-      bool any = false;
-      self->receive([&](dm_down_atom, const std::string&, uint64_t) { any = true; ++got; },
-                    [&](caf::message&) { any = true; },
-                    caf::after(std::chrono::seconds(10)) >> [] {});
-      if (!any)
-        break;
-    }
-    mesh.shutdown();
+    out = run_live(s, rs, self, mesh, ok, "in_process");
+  }
+  return out;
+}
+
+std::optional<report> run_processes(const scenario& s, const run_settings& rs,
+                                    const std::string& node_binary) {
+  process app;
+  auto& sys = *app.sys;
+  std::optional<report> out;
+  {
+    caf::scoped_actor self{sys};
+    process_mesh mesh{s, sys, caf::actor_cast<caf::actor>(self), node_binary};
+    bool ok = mesh.start();
+    out = run_live(s, rs, self, mesh, ok, "processes");
+    if (out && mesh.unclean_exits() > 0)
+      std::cerr << "cafmesh-demo: " << mesh.unclean_exits()
+                << " node process(es) did not exit cleanly\n";
   }
   return out;
 }

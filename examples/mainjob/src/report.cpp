@@ -110,6 +110,18 @@ report make_report(report_input in) {
   if (in.mirrors_diverged)
     add("every mirror ends equal to its owner", *in.mirrors_diverged == 0,
         std::to_string(*in.mirrors_diverged));
+  {
+    uint64_t calls = 0;
+    size_t co_hosted = 0;
+    for (auto& e : in.entries)
+      if (e.entry == "co-hosted") {
+        ++co_hosted;
+        calls += e.routing_default_calls;
+      }
+    if (co_hosted > 0)
+      add("routing/default calls from co-hosted entries = 0", calls == 0,
+          std::to_string(calls) + " (" + std::to_string(co_hosted) + " silo entries)");
+  }
   for (auto& [v, n] : in.expect.max_nacked) {
     auto got = count_of(l.nacked_by_verdict, v);
     add("NACKed " + routing::to_string(v) + " <= " + std::to_string(n),
@@ -193,6 +205,14 @@ std::string render_table(const report& r) {
                              std::to_string(c.suppressed_failures), std::to_string(c.lost)});
     out << "\n" << columns(origin_rows, "  ");
   }
+  if (!in.entries.empty()) {
+    std::vector<std::vector<std::string>> entry_rows{
+      {"entry process", "origins", "entry", "deliveries", "routing/default calls"}};
+    for (auto& e : in.entries)
+      entry_rows.push_back({e.process, e.origins, e.entry, std::to_string(e.delivered),
+                            std::to_string(e.routing_default_calls)});
+    out << "\n" << columns(entry_rows, "  ");
+  }
   out << "\n";
   std::vector<std::vector<std::string>> check_rows;
   for (auto& c : r.checks)
@@ -265,6 +285,14 @@ std::string render_json(const report& r) {
                          {"stop_duration_ms", optional_json(s.stop_duration_ms)},
                          {"landed_while_out", s.landed_while_out}});
   j["silos"] = silos;
+  json entries = json::array();
+  for (auto& e : in.entries)
+    entries.push_back(json{{"process", e.process},
+                           {"origins", e.origins},
+                           {"entry", e.entry},
+                           {"delivered", e.delivered},
+                           {"routing_default_calls", e.routing_default_calls}});
+  j["entries"] = entries;
   json checks = json::array();
   for (auto& c : r.checks)
     checks.push_back(json{{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});

@@ -111,7 +111,7 @@ TEST_CASE("mainjob report: JSON shape") {
   CHECK(keys
         == std::vector<std::string>{
           "accepted", "by_kind", "by_origin", "checks", "deadlines", "duplicate_accepts",
-          "duplicate_outcomes_dropped", "duration_s", "exit_code", "landed", "latency_ms", "lost",
+          "duplicate_outcomes_dropped", "duration_s", "entries", "exit_code", "landed", "latency_ms", "lost",
           "lost_sample", "mirrors_diverged", "mode", "multiple_terminal_outcomes",
           "multiple_terminal_sample",
           "nacked", "nacked_total", "nacks_on_answer_suppressed", "order_violation_sample",
@@ -142,6 +142,45 @@ TEST_CASE("mainjob report: JSON shape") {
   CHECK(j["mirrors_diverged"].is_null());
   CHECK(j["passed"] == true);
   CHECK(j["exit_code"] == 0);
+}
+
+TEST_CASE("mainjob report: the entries measured in the processes, routing/default from a co-hosted entry fails the run") {
+  auto in = clean_input();
+  auto unmeasured = make_report(in);
+  CHECK(std::none_of(unmeasured.checks.begin(), unmeasured.checks.end(), [](auto& c) {
+    return c.name == "routing/default calls from co-hosted entries = 0";
+  }));
+  in.entries.push_back({"silo A gen 7 (pid 11)", "grain", "co-hosted", 900, 0});
+  in.entries.push_back({"silo B gen 8 (pid 12)", "grain", "co-hosted", 800, 0});
+  in.entries.push_back({"client-1 (cafmesh-demo)", "client:1", "pure_client", 100, 104});
+  auto r = make_report(in);
+  auto check = std::find_if(r.checks.begin(), r.checks.end(), [](auto& c) {
+    return c.name == "routing/default calls from co-hosted entries = 0";
+  });
+  REQUIRE(check != r.checks.end());
+  CHECK(check->ok);
+  CHECK(check->detail == "0 (2 silo entries)");
+  CHECK(r.exit_code == exit_codes::ok);
+  auto text = render_table(r);
+  CHECK(text.find("entry process") != std::string::npos);
+  CHECK(text.find("client-1 (cafmesh-demo)  client:1  pure_client  100         104")
+        != std::string::npos);
+  auto j = nlohmann::json::parse(render_json(r));
+  CHECK(j["entries"].size() == 3);
+  CHECK(j["entries"][2] == nlohmann::json{{"process", "client-1 (cafmesh-demo)"},
+                                          {"origins", "client:1"},
+                                          {"entry", "pure_client"},
+                                          {"delivered", 100},
+                                          {"routing_default_calls", 104}});
+  in.entries[1].routing_default_calls = 3;
+  auto bad = make_report(in);
+  check = std::find_if(bad.checks.begin(), bad.checks.end(), [](auto& c) {
+    return c.name == "routing/default calls from co-hosted entries = 0";
+  });
+  REQUIRE(check != bad.checks.end());
+  CHECK_FALSE(check->ok);
+  CHECK(check->detail == "3 (2 silo entries)");
+  CHECK(bad.exit_code == exit_codes::failed);
 }
 
 TEST_CASE("mainjob report: a silo stop during which nothing landed fails the run") {

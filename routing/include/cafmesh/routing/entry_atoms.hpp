@@ -28,6 +28,8 @@ using rs_reattach_atom = caf::atom_constant<caf::atom("rsreattach")>;
 /// `(rs_home_atom, silo_address gateway) -> ok`: a pure client homes on `gateway` (connects
 /// there and re-attaches its inbound paths) until it re-homes (SPEC §4.4).
 using rs_home_atom = caf::atom_constant<caf::atom("rshome")>;
+/// `(rs_stats_atom) -> routing_service_stats`: the routing service's counters (diagnostics).
+using rs_stats_atom = caf::atom_constant<caf::atom("rsstats")>;
 
 // -- hubs (hub_protocol.hpp) ---------------------------------------------------------------
 /// `(hb_in_atom, envelope)` one-way: an envelope handed to an in-process handler.

@@ -22,6 +22,7 @@
 /// | `(gw_stop_send_atom, silo_address gateway)` | `pure_client`: stop-send from a gateway (SPEC §4.4): avoid it, re-home, re-attach |
 /// | `(rs_reattach_atom, address path)` | `pure_client`: the pod hub of `path` was deactivated; assert its attach again |
 /// | `(rs_home_atom, silo_address gateway) -> ok` | `pure_client`: home on `gateway` now (connect, re-attach) |
+/// | `(rs_stats_atom) -> routing_service_stats` | the counters below (diagnostics; not part of the typed view) |
 ///
 /// ## Pure-client inbound attach (SPEC §6.2, §4.4, §6.10; `inbound_attach` on)
 /// Every local route whose host address type is in `stream_routed_address_types` is
@@ -177,6 +178,15 @@ struct routing_service_stats {
   uint64_t stop_sends = 0;        ///< stop-sends received
   uint64_t rehomes = 0;           ///< gateways dropped (stop-send, refusal, departure)
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, routing_service_stats& x) {
+  return f(caf::meta::type_name("cafmesh.routing_service_stats"), x.delivered, x.local_hits,
+           x.stopping_nacks, x.stopping_refused, x.size_refused, x.to_core, x.client_dispatches,
+           x.client_attempts, x.client_accepted, x.client_failed, x.hubs_built, x.monolith_nacks,
+           x.lr_delivered, x.lr_refused, x.attach_attempts, x.attach_ok, x.attach_gave_up,
+           x.gated, x.stop_sends, x.rehomes);
+}
 
 /// One inbound path of a pure client (SPEC §6.2 "Pure client inbound attach").
 struct inbound_route {

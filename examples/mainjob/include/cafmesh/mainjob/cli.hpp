@@ -21,6 +21,9 @@ namespace cafmesh::mainjob {
 struct node_options {
   std::string config_path;   ///< `--config FILE` (required)
   bool print_config = false; ///< `--print-config`
+  /// `--demo-control HOST:PORT`: run as a silo of `cafmesh-demo --processes` (demo_process.hpp)
+  std::optional<std::string> demo_control;
+  std::string demo_silo;     ///< `--demo-silo NAME`: the scenario's silo name (with the above)
 };
 
 /// cafmesh-client's options.

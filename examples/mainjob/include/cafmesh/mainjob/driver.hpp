@@ -118,6 +118,10 @@ public:
   /// The progress sample at `now_ms` (the rate meter is fed here).
   progress_sample progress(int64_t now_ms);
 
+  /// Sets the sender entries measured in the mesh's processes (`report_input::entries`);
+  /// call before `finish`.
+  void set_entries(std::vector<entry_use> xs) { entries_ = std::move(xs); }
+
   /// Evaluates the run: ledger summary, counters, roll records, mirrors.
   report finish();
 
@@ -163,6 +167,7 @@ private:
   rate_meter meter_;
   /// Reactions not yet due (traffic.hpp: each waits `reaction_delay_ms`), by due time.
   std::multimap<int64_t, planned_delivery> deferred_;
+  std::vector<entry_use> entries_;
   uint64_t fulls_superseded_ = 0; ///< deferred Fulls not sent: the mirror already equalled the stream
 };
 

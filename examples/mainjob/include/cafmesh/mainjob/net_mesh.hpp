@@ -63,4 +63,19 @@ struct run_settings {
 /// within 30 s): the reason is printed on standard error and no traffic was sent.
 std::optional<report> run_in_process(const scenario& s, const run_settings& rs);
 
+/// Runs scenario `s` on the multi-process mesh (`cafmesh-demo --processes`, issues #5/#6):
+/// every silo is a `cafmesh-node` process started from `node_binary` (demo_process.hpp; its
+/// configuration file and output go to a fresh `/tmp/cafmesh-demo-*` directory, removed
+/// after a clean run), this process is the pure client: it hosts the oracle (the primary),
+/// the client's portal hubs, the node hubs and the driver. Owner hubs (and co-hosted portal
+/// hubs) live in their home silo's process and send through its co-hosted entry; the demo
+/// reaches them and receives their events through CAF io. A roll stop is SIGTERM to the
+/// node process (graceful host stop); the stop has ended when the process exits; the restart
+/// is a new process with a new generation. Owners homed on a stopping silo move (a new hub
+/// endpoint in the next available silo's process) once its stage Active has stopped. The
+/// report's `entries` are read from every silo's routing service. None when the mesh could
+/// not start (printed).
+std::optional<report> run_processes(const scenario& s, const run_settings& rs,
+                                    const std::string& node_binary);
+
 } // namespace cafmesh::mainjob

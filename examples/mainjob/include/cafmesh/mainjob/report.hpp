@@ -8,7 +8,8 @@
 /// Checks, in this order. Fixed (every scenario): `lost = 0`, `order violations = 0`,
 /// `stale frames dropped = 0`, `one terminal outcome per delivery` (no delivery with two or
 /// more), `no NACK for an answer-suppressed delivery` (SPEC §2.4), and when measured
-/// `every mirror ends equal to its owner` (SPEC S12.58). Then the scenario's
+/// `every mirror ends equal to its owner` (SPEC S12.58) and `routing/default calls from
+/// co-hosted entries = 0` (SPEC §6.2, `report_input::entries`). Then the scenario's
 /// `expect` section: `NACKed {verdict} <= {n}` per `max_nacked` entry, `NACKed {verdict} >=
 /// {n}` per `min_nacked` entry, `request chains exhausted <= {n}`, and
 /// `no NACK text contains "{text}"` per forbidden text. The report passes iff every check
@@ -54,6 +55,21 @@ struct silo_stop_record {
   }
 };
 
+/// One sender entry of the mesh as its process counted it (SPEC §6.2): the routing service a
+/// group of origins sent through, with two of its counters (`routing_service_stats`).
+struct entry_use {
+  std::string process;  ///< e.g. `silo A gen 1764465600123` or `client-1`
+  std::string origins;  ///< ledger origins that send through it, e.g. `grain` or `client:1`
+  std::string entry;    ///< `co-hosted` (silo routing service -> router core) or `pure_client`
+  uint64_t delivered = 0;             ///< deliveries the entry took (`delivered`)
+  uint64_t routing_default_calls = 0; ///< calls it made to `routing/default` (`client_attempts`)
+
+  friend bool operator==(const entry_use& x, const entry_use& y) {
+    return x.process == y.process && x.origins == y.origins && x.entry == y.entry
+           && x.delivered == y.delivered && x.routing_default_calls == y.routing_default_calls;
+  }
+};
+
 /// Everything a report is made of.
 struct report_input {
   std::string scenario_name;
@@ -68,6 +84,10 @@ struct report_input {
   /// Receivers' mirrors whose final version or state differs from their owner's (SPEC S12.58
   /// "every mirror ... ends equal to its owner's state"); none when not measured.
   std::optional<uint64_t> mirrors_diverged;
+  /// Every sender entry, measured in its process (`cafmesh-demo --processes`); empty when not
+  /// measured. With a `co-hosted` one the check `routing/default calls from co-hosted
+  /// entries = 0` is added (SPEC §6.2: co-hosted hubs never place routing/default).
+  std::vector<entry_use> entries;
 };
 
 /// One evaluated check.

@@ -1,0 +1,175 @@
+#include "cafmesh/mainjob/demo_process.hpp"
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/lifecycle/atoms.hpp"
+#include "cafmesh/lifecycle/host.hpp"
+#include "cafmesh/mainjob/mesh_parts.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
+#include "cafmesh/routing/hub_endpoint.hpp"
+#include "cafmesh/routing/hub_grains.hpp"
+#include "cafmesh/routing/net_silo.hpp"
+#include "cafmesh/routing/node_path_resolver.hpp"
+#include "cafmesh/routing/register_types.hpp"
+#include "cafmesh/routing/routing_service.hpp"
+
+namespace cafmesh::mainjob {
+
+const std::vector<lifecycle::stage>& demo_probe_stages() {
+  static const std::vector<lifecycle::stage> xs{
+    lifecycle::stages::active,           lifecycle::stages::become_active,
+    lifecycle::stages::grain_deactivation, lifecycle::stages::application_services,
+    lifecycle::stages::runtime_services, lifecycle::stages::runtime_initialize_plus_1,
+    lifecycle::stages::runtime_initialize};
+  return xs;
+}
+
+void register_demo_types(caf::actor_system_config& cfg) {
+  register_types(cfg);
+  cfg.add_message_type<routing::routing_service_stats>("cafmesh.routing_service_stats");
+}
+
+std::optional<demo_link> parse_demo_link(const std::string& host_port, const std::string& silo) {
+  auto colon = host_port.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 >= host_port.size() || silo.empty())
+    return std::nullopt;
+  uint32_t port = 0;
+  for (auto c : host_port.substr(colon + 1)) {
+    if (c < '0' || c > '9')
+      return std::nullopt;
+    port = port * 10 + static_cast<uint32_t>(c - '0');
+    if (port > 65535)
+      return std::nullopt;
+  }
+  if (port == 0)
+    return std::nullopt;
+  return demo_link{host_port.substr(0, colon), static_cast<uint16_t>(port), silo};
+}
+
+namespace {
+
+struct agent_state {
+  std::vector<caf::actor> endpoints; ///< every hub endpoint spawned here
+  static inline const char* name = "cafmesh.demo_agent";
+};
+
+caf::behavior demo_agent(caf::stateful_actor<agent_state>* self, caf::actor routing,
+                         caf::actor claimer, config::routing_section cfg, caf::actor sink) {
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    for (auto& ep : self->state.endpoints)
+      self->send_exit(ep, caf::exit_reason::user_shutdown);
+    self->quit(msg.reason);
+  });
+  return {
+    [=](dp_spawn_atom, const routing::address& a) -> caf::result<caf::actor> {
+      auto ep = routing::spawn_hub_endpoint(self->system(), a, routing, cfg, false, sink);
+      self->state.endpoints.push_back(ep);
+      auto rp = self->make_response_promise<caf::actor>();
+      self->request(routing, std::chrono::seconds(10), routing::rs_register_atom::value, a, ep)
+        .then([=](caf::ok_atom) mutable { rp.deliver(ep); },
+              [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
+      return rp;
+    },
+    [=](dp_claim_atom, const routing::address& a) {
+      self->send(claimer, routing::pc_claim_atom::value, a);
+    },
+    [=](dp_stats_atom) -> caf::result<routing::routing_service_stats> {
+      auto rp = self->make_response_promise<routing::routing_service_stats>();
+      self->request(routing, std::chrono::seconds(5), routing::rs_stats_atom::value)
+        .then([=](const routing::routing_service_stats& x) mutable { rp.deliver(x); },
+              [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
+      return rp;
+    },
+  };
+}
+
+} // namespace
+
+int run_demo_silo(caf::actor_system& sys, const config::mesh_config& mc, const demo_link& link,
+                  uint64_t generation, log::logger& lg) {
+  auto control = sys.middleman().remote_actor(link.host, link.port);
+  if (!control) {
+    lg.error("cannot reach cafmesh-demo at " + link.host + ":" + std::to_string(link.port)
+             + ": " + sys.render(control.error()));
+    return 1;
+  }
+  caf::scoped_actor self{sys};
+  auto hubs = std::make_shared<hub_map>();
+  caf::actor sink;
+  caf::error err;
+  self->request(*control, std::chrono::seconds(10), dp_join_atom::value, link.silo)
+    .receive(
+      [&](const std::vector<std::string>& keys, const std::vector<caf::actor>& handles,
+          const caf::actor& s) {
+        for (size_t i = 0; i < keys.size() && i < handles.size(); ++i)
+          (*hubs)[keys[i]] = handles[i];
+        sink = s;
+      },
+      [&](caf::error& e) { err = e; });
+  if (err || !sink) {
+    lg.error("cafmesh-demo did not answer the join of silo " + link.silo + ": "
+             + sys.render(err));
+    return 1;
+  }
+  routing::silo_options so;
+  so.cfg = mc;
+  auto factory = caf::actor_cast<caf::actor>(
+    spawn_hub_map_factory(sys, std::shared_ptr<const hub_map>(hubs)));
+  auto resolver = caf::actor_cast<caf::actor>(routing::spawn_node_path_resolver(sys));
+  so.hubs = caf::actor_cast<routing::hub_factory_actor>(factory);
+  so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
+  std::vector<caf::actor> extras{factory, resolver};
+  auto stop_extras = [&] {
+    for (auto& a : extras)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  };
+  auto started = routing::start_net_silo(sys, so, generation);
+  if (!started) {
+    lg.error("network endpoint failed: " + sys.render(started.error()));
+    stop_extras();
+    return 1;
+  }
+  auto& ns = *started;
+  std::cout << "ADDR " << ns.s.addr.to_string() << std::endl;
+  auto probe = caf::actor_cast<caf::actor>(spawn_stage_probe(sys, sink, link.silo, generation));
+  extras.push_back(probe);
+  for (auto st : demo_probe_stages())
+    caf::anon_send(ns.s.subject, lifecycle::subscribe_atom::value, st,
+                   std::string{"demo-probe"},
+                   caf::actor_cast<lifecycle::lifecycle_observer_actor>(probe));
+  auto agent = sys.spawn(demo_agent, ns.s.routing, ns.s.claimer, mc.routing, sink);
+  extras.push_back(agent);
+  self->send(*control, dp_hello_atom::value, link.silo, generation, agent, ns.s.routing,
+             ns.endpoint.link);
+  self->request(ns.s.host, caf::infinite, lifecycle::host_start_atom::value)
+    .receive([](caf::ok_atom) {}, [&](caf::error& e) { err = e; });
+  self->send(sink, dm_up_atom::value, link.silo, generation, !err);
+  if (err) {
+    lg.error("silo start failed: " + to_fault(err).render());
+    ns.stop_all();
+    stop_extras();
+    return 1;
+  }
+  std::cout << "ACTIVE" << std::endl;
+  auto guard = lifecycle::install_signal_stop(sys, ns.s.host);
+  for (;;) {
+    auto phase = lifecycle::host_phase::running;
+    self->request(ns.s.host, std::chrono::seconds(5), lifecycle::host_state_atom::value)
+      .receive([&](lifecycle::host_phase p) { phase = p; }, [](caf::error&) {});
+    if (phase == lifecycle::host_phase::torn_down)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ns.stop_all();
+  stop_extras();
+  return 0;
+}
+
+} // namespace cafmesh::mainjob
