@@ -41,6 +41,10 @@ void add_overrides(CLI::App& app, scenario_overrides& o, std::vector<CLI::Option
     "--rate", [&o](const int64_t& v) { o.rate_per_s = v; },
     "Paced deliveries per second, 1 to 1000000 (overrides \"rate_per_s\")")
                     ->type_name("N"));
+  added.push_back(app.add_option_function<int64_t>(
+    "--request-deadline-ms", [&o](const int64_t& v) { o.request_deadline_ms = v; },
+    "Deadline of every request in ms, >= 1 (overrides \"traffic.request_deadline_ms\")")
+                    ->type_name("MS"));
 }
 
 } // namespace

@@ -155,6 +155,12 @@ public:
     return {};
   }
 
+  /// Node processes stopped by the roll that exited so far, and how many not with 0 (none:
+  /// not measured).
+  virtual std::optional<std::pair<uint64_t, uint64_t>> node_exits() const {
+    return std::nullopt;
+  }
+
   /// The sender entries measured in the mesh's processes (none: not measured).
   virtual std::vector<entry_use> entries(caf::scoped_actor&) { return {}; }
 
@@ -852,8 +858,16 @@ public:
         }
         if (!p.stopping)
           failed = true;
-        if (current && p.stopping)
+        if (current && p.stopping) {
           out.emplace_back(name, p.generation);
+          if (!tearing_down_) {
+            ++rolled_exits_;
+            if (p.status != 0)
+              ++rolled_unclean_;
+          }
+        } else if (!p.stopping && !tearing_down_) {
+          ++rolled_unclean_; // a silo process that ended on its own
+        }
       };
       for (auto& p : slot.past)
         check(*p, false);
@@ -897,7 +911,12 @@ public:
     return out;
   }
 
+  std::optional<std::pair<uint64_t, uint64_t>> node_exits() const override {
+    return std::make_pair(rolled_exits_, rolled_unclean_);
+  }
+
   void teardown(caf::scoped_actor& self) override {
+    tearing_down_ = true;
     // Graceful stop of every node still running (nothing is in flight any more), bounded.
     for (auto& [name, slot] : slots_)
       if (slot.current && !slot.current->exited) {
@@ -1201,6 +1220,9 @@ private:
   std::map<std::string, std::vector<entry_use>> measured_;
   size_t start_failures_ = 0;
   size_t unclean_exits_ = 0;
+  uint64_t rolled_exits_ = 0;
+  uint64_t rolled_unclean_ = 0;
+  bool tearing_down_ = false;
 };
 
 /// The run loop shared by both live meshes: waits until every silo is Active, paces the
@@ -1387,6 +1409,12 @@ std::optional<report> run_live(const scenario& s, const run_settings& rs, caf::s
               << " ms after the traffic ended\n";
   driver.set_entries(mesh.entries(self));
   out = driver.finish();
+  if (auto exits = mesh.node_exits()) {
+    auto in = out->input;
+    in.node_exits = exits->first;
+    in.node_exits_unclean = exits->second;
+    out = make_report(std::move(in));
+  }
   if (rs.on_report)
     rs.on_report(*out);
   // Teardown, bounded: a watchdog ends the process with the report's exit code if the

@@ -122,6 +122,10 @@ report make_report(report_input in) {
       add("routing/default calls from co-hosted entries = 0", calls == 0,
           std::to_string(calls) + " (" + std::to_string(co_hosted) + " silo entries)");
   }
+  if (in.node_exits)
+    add("every rolled node process exited 0", in.node_exits_unclean == 0,
+        std::to_string(in.node_exits_unclean) + " of " + std::to_string(*in.node_exits)
+          + " did not");
   for (auto& [v, n] : in.expect.max_nacked) {
     auto got = count_of(l.nacked_by_verdict, v);
     add("NACKed " + routing::to_string(v) + " <= " + std::to_string(n),
@@ -204,6 +208,12 @@ std::string render_table(const report& r) {
                              std::to_string(c.nacked), std::to_string(c.deadlines),
                              std::to_string(c.suppressed_failures), std::to_string(c.lost)});
     out << "\n" << columns(origin_rows, "  ");
+  }
+  if (in.node_exits) {
+    std::vector<std::vector<std::string>> exit_rows{
+      {"rolled node processes exited", std::to_string(*in.node_exits)},
+      {"  not with exit code 0", std::to_string(in.node_exits_unclean)}};
+    out << "\n" << columns(exit_rows, "  ");
   }
   if (!in.entries.empty()) {
     std::vector<std::vector<std::string>> entry_rows{
@@ -293,6 +303,9 @@ std::string render_json(const report& r) {
                            {"delivered", e.delivered},
                            {"routing_default_calls", e.routing_default_calls}});
   j["entries"] = entries;
+  j["node_exits"] = in.node_exits ? json{{"stopped", *in.node_exits},
+                                         {"unclean", in.node_exits_unclean}}
+                                  : json(nullptr);
   json checks = json::array();
   for (auto& c : r.checks)
     checks.push_back(json{{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}});

@@ -404,6 +404,13 @@ std::vector<std::string> apply_overrides(scenario& s, const scenario_overrides& 
     else
       candidate.rate_per_s = *o.rate_per_s;
   }
+  if (o.request_deadline_ms) {
+    if (*o.request_deadline_ms < 1)
+      refuse(errs, "--request-deadline-ms", "an integer >= 1",
+             std::to_string(*o.request_deadline_ms));
+    else
+      candidate.traffic.request_deadline_ms = *o.request_deadline_ms;
+  }
   if (errs.empty() && candidate.duration_s * candidate.rate_per_s > planned_max)
     refuse(errs, "--duration-s",
            "at most " + std::to_string(planned_max) + " planned deliveries (duration_s * rate_per_s)",

@@ -114,7 +114,8 @@ TEST_CASE("mainjob report: JSON shape") {
           "duplicate_outcomes_dropped", "duration_s", "entries", "exit_code", "landed", "latency_ms", "lost",
           "lost_sample", "mirrors_diverged", "mode", "multiple_terminal_outcomes",
           "multiple_terminal_sample",
-          "nacked", "nacked_total", "nacks_on_answer_suppressed", "order_violation_sample",
+          "nacked", "nacked_total", "nacks_on_answer_suppressed", "node_exits",
+          "order_violation_sample",
           "order_violations", "passed", "rate_per_s", "scenario", "schema", "seed", "silos",
           "stale_drops", "suppressed_failures", "suppressed_failures_total", "traffic",
           "unknown_outcomes"});
@@ -181,6 +182,25 @@ TEST_CASE("mainjob report: the entries measured in the processes, routing/defaul
   CHECK_FALSE(check->ok);
   CHECK(check->detail == "3 (2 silo entries)");
   CHECK(bad.exit_code == exit_codes::failed);
+}
+
+TEST_CASE("mainjob report: a rolled node process that did not exit 0 fails the run") {
+  auto in = clean_input();
+  CHECK(nlohmann::json::parse(render_json(make_report(in)))["node_exits"].is_null());
+  in.node_exits = 3;
+  auto r = make_report(in);
+  auto check = std::find_if(r.checks.begin(), r.checks.end(), [](auto& c) {
+    return c.name == "every rolled node process exited 0";
+  });
+  REQUIRE(check != r.checks.end());
+  CHECK(check->ok);
+  CHECK(check->detail == "0 of 3 did not");
+  CHECK(nlohmann::json::parse(render_json(r))["node_exits"]
+        == nlohmann::json{{"stopped", 3}, {"unclean", 0}});
+  in.node_exits_unclean = 1;
+  auto bad = make_report(in);
+  CHECK(bad.exit_code == exit_codes::failed);
+  CHECK(render_table(bad).find("FAIL  every rolled node process exited 0") != std::string::npos);
 }
 
 TEST_CASE("mainjob report: a silo stop during which nothing landed fails the run") {

@@ -175,21 +175,33 @@ TEST_CASE("mainjob scenario: expect names NACK verdicts only") {
 
 TEST_CASE("mainjob scenario: overrides --seed --duration-s --rate") {
   auto s = default_scenario();
-  CHECK(apply_overrides(s, {7u, 30, 500}).empty());
+  CHECK(apply_overrides(s, {7u, 30, 500, std::nullopt}).empty());
   CHECK(s.seed == 7);
   CHECK(s.duration_s == 30);
   CHECK(s.rate_per_s == 500);
   auto before = to_json_text(s);
-  CHECK(apply_overrides(s, {std::nullopt, 0, 0})
+  CHECK(apply_overrides(s, {std::nullopt, 0, 0, std::nullopt})
         == std::vector<std::string>{
           "--duration-s: expected an integer from 1 to 86400, got 0",
           "--rate: expected an integer from 1 to 1000000, got 0"});
-  CHECK(apply_overrides(s, {std::nullopt, 5, std::nullopt})
+  CHECK(apply_overrides(s, {std::nullopt, 5, std::nullopt, std::nullopt})
         == std::vector<std::string>{
           "--duration-s: expected more than roll.first_stop_at_ms (5000 ms) of traffic, got 5 s"});
   CHECK(to_json_text(s) == before); // refused overrides change nothing
-  CHECK(apply_overrides(s, {std::nullopt, 5, std::nullopt}, false).empty()); // no roll: fine
+  CHECK(apply_overrides(s, {std::nullopt, 5, std::nullopt, std::nullopt}, false).empty()); // no roll: fine
   CHECK(s.duration_s == 5);
+}
+
+TEST_CASE("mainjob scenario: override --request-deadline-ms") {
+  auto s = default_scenario();
+  scenario_overrides o;
+  o.request_deadline_ms = 10000;
+  CHECK(apply_overrides(s, o).empty());
+  CHECK(s.traffic.request_deadline_ms == 10000);
+  o.request_deadline_ms = 0;
+  CHECK(apply_overrides(s, o)
+        == std::vector<std::string>{"--request-deadline-ms: expected an integer >= 1, got 0"});
+  CHECK(s.traffic.request_deadline_ms == 10000);
 }
 
 TEST_CASE("mainjob scenario: hub addresses and sender placement") {

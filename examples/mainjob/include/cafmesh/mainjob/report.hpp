@@ -9,7 +9,8 @@
 /// `stale frames dropped = 0`, `one terminal outcome per delivery` (no delivery with two or
 /// more), `no NACK for an answer-suppressed delivery` (SPEC §2.4), and when measured
 /// `every mirror ends equal to its owner` (SPEC S12.58) and `routing/default calls from
-/// co-hosted entries = 0` (SPEC §6.2, `report_input::entries`). Then the scenario's
+/// co-hosted entries = 0` (SPEC §6.2, `report_input::entries`) and `every rolled node
+/// process exited 0` (`report_input::node_exits`). Then the scenario's
 /// `expect` section: `NACKed {verdict} <= {n}` per `max_nacked` entry, `NACKed {verdict} >=
 /// {n}` per `min_nacked` entry, `request chains exhausted <= {n}`, and
 /// `no NACK text contains "{text}"` per forbidden text. The report passes iff every check
@@ -88,6 +89,11 @@ struct report_input {
   /// measured. With a `co-hosted` one the check `routing/default calls from co-hosted
   /// entries = 0` is added (SPEC §6.2: co-hosted hubs never place routing/default).
   std::vector<entry_use> entries;
+  /// `cafmesh-demo --processes`: node processes stopped by the roll (SIGTERM) that exited
+  /// during the run, and how many of them did not exit 0; none when not measured. When
+  /// measured the check `every rolled node process exited 0` is added.
+  std::optional<uint64_t> node_exits;
+  uint64_t node_exits_unclean = 0;
 };
 
 /// One evaluated check.

@@ -143,6 +143,7 @@ struct scenario_overrides {
   std::optional<uint64_t> seed;
   std::optional<int64_t> duration_s;
   std::optional<int64_t> rate_per_s;
+  std::optional<int64_t> request_deadline_ms; ///< `--request-deadline-ms` (traffic.request_deadline_ms)
 };
 
 /// Applies `o` to `s` and re-checks what they touch. Errors name the option:
