@@ -18,6 +18,8 @@
 // The application's node hubs are not part of this executable: a delivery to a node hub is
 // NACKed `not_found` by the hub factory ("cafmesh-node hosts no application hubs").
 
+#include <sys/prctl.h>
+
 #include <csignal>
 #include <chrono>
 #include <iostream>
@@ -179,6 +181,8 @@ int main(int argc, char** argv) {
       return exit_codes::usage;
     }
   }
+  if (demo)
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM); // a demo that dies stops its silos (graceful stop)
   caf::actor_system_config cfg;
   register_demo_types(cfg);
   cfg.load<caf::io::middleman>();

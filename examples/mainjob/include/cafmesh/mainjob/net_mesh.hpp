@@ -27,6 +27,12 @@
 /// ended) and then move, so a stream's frames never enter two router cores at once and
 /// per-stream order holds across the move (SPEC §6.8, §10).
 ///
+/// ## `--processes`
+/// `run_processes` runs the same driver on a mesh whose silos are `cafmesh-node` processes
+/// (demo_process.hpp has the protocol): this process keeps the client system, the node hubs
+/// and the driver; owner hubs (and co-hosted portal hubs) live in their home silo's process.
+/// A roll stop is SIGTERM; a stop has ended when the process has exited.
+///
 /// ## Timing and the end of the run
 /// The driver's clock is milliseconds since the traffic started (steady clock). Once the
 /// paced traffic, the roll and the faults are done, the run waits for the last outcomes up
