@@ -12,7 +12,7 @@
 namespace cafmesh::routing {
 
 void pure_client::stop_all() const {
-  for (auto& a : {routing, agent, centre})
+  for (auto& a : {routing, caf::actor_cast<caf::actor>(streams), agent, centre})
     if (a)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
@@ -34,6 +34,10 @@ pure_client spawn_pure_client(caf::actor_system& sys, pure_client_options opts) 
   c.routing = caf::actor_cast<caf::actor>(spawn_routing_service(sys, std::move(ro)));
   caf::anon_send(c.centre, mc_register_atom::value, component::client, c.routing);
   caf::anon_send(c.agent, mb_subscribe_atom::value, c.routing);
+  c.streams = spawn_stream_transport(
+    sys, {opts.self, c.centre, opts.cfg.routing.stream_transport_timeout_ms, {}});
+  caf::anon_send(c.agent, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(c.streams));
+  caf::anon_send(c.streams, st_start_atom::value);
   return c;
 }
 

@@ -33,13 +33,21 @@ struct transport_state {
   bool started = false;
   /// Rendered address -> live subscribers of this process.
   std::map<std::string, std::vector<caf::actor>> subs;
-  std::set<silo_address> peers;
+  std::set<silo_address> peers;   ///< named at spawn or by `st_peer_atom`
+  std::set<silo_address> members; ///< silos of the latest snapshot, not departed
   stream_transport_stats stats;
 };
 
 const char* transport_state::name = "cafmesh.stream_transport";
 
 using pointer = stream_transport_actor::stateful_pointer<transport_state>;
+
+/// Every process this transport asks, in address order.
+std::set<silo_address> all_peers(pointer self) {
+  auto out = self->state.peers;
+  out.insert(self->state.members.begin(), self->state.members.end());
+  return out;
+}
 
 /// Answers of the peers asked for one probe or publish (shared by their continuations).
 struct join_state {
@@ -103,13 +111,14 @@ void on_probe(pointer self, const address& a, caf::typed_response_promise<bool> 
     rp.deliver(true);
     return;
   }
-  if (!s.opts.centre || s.peers.empty()) {
+  auto peers = all_peers(self);
+  if (!s.opts.centre || peers.empty()) {
     ++s.stats.probes_none;
     rp.deliver(false);
     return;
   }
   auto j = std::make_shared<join_state>();
-  j->waiting = s.peers.size();
+  j->waiting = peers.size();
   auto settle = [=]() mutable {
     if (j->done || j->waiting > 0)
       return;
@@ -123,7 +132,7 @@ void on_probe(pointer self, const address& a, caf::typed_response_promise<bool> 
     ++self->state.stats.probes_none;
     rp.deliver(false);
   };
-  for (auto& peer : s.peers) {
+  for (auto& peer : peers) {
     auto name = peer.to_string();
     self
       ->request(s.opts.centre, ms(s.opts.transport_timeout_ms),
@@ -184,12 +193,13 @@ void on_publish(pointer self, const address& a, const envelope& e,
     self->state.log.warning(text + " (delivery " + e.id + ")");
     rp.deliver(to_error(fault{mesh_errc::not_found, text}));
   };
-  if (!s.opts.centre || s.peers.empty()) {
+  auto peers = all_peers(self);
+  if (!s.opts.centre || peers.empty()) {
     settle();
     return;
   }
-  j->waiting = s.peers.size();
-  for (auto& peer : s.peers) {
+  j->waiting = peers.size();
+  for (auto& peer : peers) {
     auto name = peer.to_string();
     self
       ->request(s.opts.centre, ms(s.opts.transport_timeout_ms),
@@ -312,6 +322,14 @@ stream_transport_actor::behavior_type stream_transport(pointer self,
         self->state.peers.insert(std::move(p));
     },
     [=](st_unpeer_atom, silo_address& p) { self->state.peers.erase(p); },
+    [=](mb_snapshot_atom, membership_snapshot& snap) {
+      auto& s = self->state;
+      s.members.clear();
+      for (auto& row : snap.rows)
+        if (row.silo != s.opts.self && row.status != silo_status::dead
+            && !snap.departed(row.silo))
+          s.members.insert(row.silo);
+    },
     [=](st_has_atom, address& a) -> bool { return has_local(self, a); },
     [=](st_deliver_atom, address& a, envelope& e) -> bool {
       return deliver_local(self, a, e) > 0;

@@ -13,7 +13,9 @@
 /// reached through the process's message centre (component `stream`), so in simulation every
 /// frame crosses `sim_network` and runs on the virtual clock, deterministic under the test
 /// coordinator. The transport knows its **peers** (the processes whose transports it asks):
-/// given at spawn and changed with `st_peer_atom` / `st_unpeer_atom`.
+/// the silos of the latest membership snapshot that have not departed (subscribe the
+/// transport to the process's membership agent; SPEC §4.2), plus processes named at spawn or
+/// with `st_peer_atom` (a gateway names its pure clients) until `st_unpeer_atom`.
 ///
 /// - **Probe** `(sp_probe_atom, address) -> bool` (router_ports.hpp): `true` at once if a
 ///   local subscriber of the address is alive; otherwise every peer is asked
@@ -51,7 +53,8 @@
 /// | `(st_start_atom)` | `ok_atom` | the process (silo: with its routing actors; client: at once); registers component `stream` at the centre; idempotent |
 /// | `(st_sub_atom, address, caf::actor subscriber)` | `ok_atom` | a hub or its owner; idempotent per (address, subscriber) |
 /// | `(st_unsub_atom, address, caf::actor subscriber)` | `ok_atom` | the same |
-/// | `(st_peer_atom, silo_address)` / `(st_unpeer_atom, silo_address)` | none | the process (membership changes); the own address is ignored |
+/// | `(st_peer_atom, silo_address)` / `(st_unpeer_atom, silo_address)` | none | the process (e.g. a gateway for its pure clients); the own address is ignored |
+/// | `(mb_snapshot_atom, membership_snapshot)` | none | the membership agent: the silos not departed become peers |
 /// | `(st_has_atom, address)` | `bool` | peers, through the centre |
 /// | `(st_deliver_atom, address, envelope)` | `bool` | peers, through the centre |
 /// | `(st_stats_atom)` | `stream_transport_stats` | tests, diagnostics |
@@ -68,6 +71,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/membership.hpp"
 #include "cafmesh/routing/address.hpp"
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/router_ports.hpp"
@@ -115,6 +119,7 @@ using stream_transport_actor = stream_port_actor::extend<
   caf::replies_to<st_unsub_atom, address, caf::actor>::with<caf::ok_atom>,
   caf::reacts_to<st_peer_atom, silo_address>,
   caf::reacts_to<st_unpeer_atom, silo_address>,
+  caf::reacts_to<mb_snapshot_atom, membership_snapshot>,
   caf::replies_to<st_has_atom, address>::with<bool>,
   caf::replies_to<st_deliver_atom, address, envelope>::with<bool>,
   caf::replies_to<st_stats_atom>::with<stream_transport_stats>>;
