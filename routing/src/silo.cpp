@@ -263,7 +263,11 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
                             s.placement);
   s.gauge = lifecycle::spawn_routing_quiescence(sys, {name});
   s.pool = lifecycle::spawn_io_pool(sys, lifecycle::io_pool_options::from(cfg.pool, name));
+  s.streams = spawn_stream_transport(
+    sys, {s.addr, s.centre, cfg.routing.stream_transport_timeout_ms, {}});
+  caf::anon_send(s.agent, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(s.streams));
   auto ro = routing_service_options::from(cfg);
+  ro.streams = s.streams;
   ro.role = config::process_role::silo_host;
   ro.process_name = name;
   s.routing = caf::actor_cast<caf::actor>(spawn_routing_service(sys, ro));
@@ -276,9 +280,6 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
   co.resolver = opts.resolver;
   co.failure_observer = opts.failure_observer;
   co.local_routes = caf::actor_cast<local_route_port_actor>(s.routing);
-  s.streams = spawn_stream_transport(
-    sys, {s.addr, s.centre, cfg.routing.stream_transport_timeout_ms, {}});
-  caf::anon_send(s.agent, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(s.streams));
   co.streams = caf::actor_cast<stream_port_actor>(s.streams);
   s.core = spawn_router_core(sys, co);
   s.slots->core = s.core;

@@ -51,3 +51,35 @@ TEST_CASE_FIXTURE(fixture, "stream transport in silos: a stream leg routed on si
   CHECK(tb->value.published == 1);
   CHECK(tb->value.probes_none == 1);
 }
+
+TEST_CASE_FIXTURE(fixture, "stream transport in silos: a hub registered at its routing service is subscribed while it stays registered") {
+  silo_world w{*this};
+  w.cfg.routing.client_hosted_address_types = {"app"};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  run();
+  // app/viewer registered as a local route of silo A: subscribed at A's transport
+  auto viewer_addr = routing::address::from("app/viewer");
+  auto viewer = track(routing::spawn_hub_endpoint(sys, viewer_addr, w.at(a).routing));
+  caf::anon_send(w.at(a).routing, routing::rs_register_atom::value, viewer_addr, viewer);
+  // the sender is a co-hosted hub of silo B
+  auto sender_addr = routing::address::from("node/Org/Sender");
+  auto sender = track(routing::spawn_hub_endpoint(sys, sender_addr, w.at(b).routing));
+  caf::anon_send(w.at(b).routing, routing::rs_register_atom::value, sender_addr, sender);
+  run();
+  caf::anon_send(sender, routing::ep_post_atom::value, make_delivery("v1", "app/viewer"));
+  run_for(1s);
+  REQUIRE(hub_of(viewer).received.size() == 1);
+  CHECK(hub_of(viewer).received[0].env.id == "v1");
+  CHECK(hub_of(sender).outcomes.empty());
+  // unregistered: unsubscribed, the next delivery finds nobody
+  caf::anon_send(w.at(a).routing, routing::rs_unregister_atom::value, viewer_addr);
+  run();
+  caf::anon_send(sender, routing::ep_post_atom::value, make_delivery("v2", "app/viewer"));
+  run_for(1s);
+  CHECK(hub_of(viewer).received.size() == 1);
+  REQUIRE(hub_of(sender).outcomes.size() == 1);
+  CHECK(hub_of(sender).outcomes[0].id == "v2");
+  CHECK(hub_of(sender).outcomes[0].verdict == routing::verdict::not_found);
+  CHECK(hub_of(sender).outcomes[0].target_unserved);
+}
