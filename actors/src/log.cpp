@@ -188,10 +188,16 @@ struct capture::sink_handle {
   std::shared_ptr<capture_sink> sink;
 };
 
-capture::capture(std::function<int64_t()> now_ms) : now_ms_(std::move(now_ms)) {
+capture::capture(std::function<int64_t()> now_ms)
+  : capture(std::move(now_ms), level::trace) {
+  // nop
+}
+
+capture::capture(std::function<int64_t()> now_ms, level min_level)
+  : now_ms_(std::move(now_ms)) {
   sink_ = std::make_shared<sink_handle>();
   sink_->sink = std::make_shared<capture_sink>(this);
-  sink_->sink->set_level(spdlog::level::trace);
+  sink_->sink->set_level(to_spd(min_level));
   global().dist->add_sink(sink_->sink);
 }
 

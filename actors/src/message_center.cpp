@@ -27,6 +27,7 @@ std::string to_string(component x) {
     case component::client: return "client";
     case component::pod_hub: return "pod_hub";
     case component::test: return "test";
+    case component::stream: return "stream";
     default: break;
   }
   return "component(" + std::to_string(static_cast<int>(x)) + ")";
@@ -40,6 +41,7 @@ bool is_application(component x) {
     case component::routing:
     case component::gateway:
     case component::pod_hub:
+    case component::stream:
       return true;
     default:
       return static_cast<uint8_t>(x) >= static_cast<uint8_t>(component::user_first);

@@ -12,17 +12,15 @@
 #include <nlohmann/json.hpp>
 
 #include "cafmesh/config/json_preview.hpp"
+#include "cafmesh/config/json_rules.hpp"
 
 namespace cafmesh::config {
 
 namespace {
 
-// ordered_json keeps the document's member order, so errors come in order of appearance.
-using json = nlohmann::ordered_json;
-using error_list = std::vector<std::string>;
-
-constexpr int64_t int64_max = std::numeric_limits<int64_t>::max();
-constexpr size_t shown_max_chars = 60;
+// ordered_json keeps the document's member order, so errors come in order of appearance;
+// escape, shown, refuse, refuse_unknown, in_range and duplicate_finder are the shared rules.
+using namespace cafmesh::config::json_rules;
 
 const std::vector<std::string> role_names{"silo_host", "pure_client", "monolith"};
 const std::vector<std::string> level_names{"trace",   "debug",    "info", "warning",
@@ -30,50 +28,11 @@ const std::vector<std::string> level_names{"trace",   "debug",    "info", "warni
 
 // -- error texts --------------------------------------------------------------
 
-/// One RFC 6901 reference token: `~` -> `~0`, `/` -> `~1`.
-std::string escape(const std::string& token) {
-  std::string out;
-  for (char c : token)
-    out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
-  return out;
-}
-
-/// The compact JSON of a found value, cut to `shown_max_chars` characters.
-std::string shown(const json& v) {
-  return cafmesh::config::json_preview(v, shown_max_chars);
-}
-
-void refuse(error_list& errs, const std::string& ptr, const std::string& what,
-            const std::string& got) {
-  errs.push_back(ptr + ": expected " + what + ", got " + got);
-}
-
 std::string joined(const std::vector<std::string>& names, const std::string& quote) {
   std::string out;
   for (auto& name : names)
     out += (out.empty() ? "" : ", ") + quote + name + quote;
   return out;
-}
-
-using cafmesh::config::edit_distance;
-
-/// `{ptr}: unknown key, did you mean "x"?` when a known key is at most 2 edits away, else
-/// `{ptr}: unknown key, known keys: a, b, ...`.
-void refuse_unknown(error_list& errs, const std::string& ptr, const std::string& name,
-                    const std::vector<std::string>& known) {
-  const std::string* best = nullptr;
-  size_t best_distance = 3;
-  for (auto& candidate : known) {
-    auto d = edit_distance(name, candidate);
-    if (d < best_distance) {
-      best = &candidate;
-      best_distance = d;
-    }
-  }
-  if (best != nullptr)
-    errs.push_back(ptr + ": unknown key, did you mean \"" + *best + "\"?");
-  else
-    errs.push_back(ptr + ": unknown key, known keys: " + joined(known, ""));
 }
 
 // -- value rules --------------------------------------------------------------
@@ -93,15 +52,6 @@ rule plain(std::string what, std::function<bool(const json&)> fits) {
           }};
 }
 
-bool in_range(const json& v, int64_t min, int64_t max) {
-  if (v.is_number_unsigned())
-    return v.get<uint64_t>() <= static_cast<uint64_t>(max)
-           && v.get<uint64_t>() >= static_cast<uint64_t>(std::max<int64_t>(min, 0));
-  return v.is_number_integer() && v.get<int64_t>() >= min && v.get<int64_t>() <= max;
-}
-
-/// An integer in [min, max], described as `>= min` while max is the int64 limit, except
-/// for a value beyond that limit.
 rule integer(int64_t min, int64_t max = int64_max) {
   auto range = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
   auto what = max == int64_max ? "an integer >= " + std::to_string(min) : range;
@@ -355,51 +305,6 @@ const schema& the_schema() {
 }
 
 // -- parsing ------------------------------------------------------------------
-
-/// Records the pointers of object keys given twice (nlohmann keeps the last one silently).
-/// Only paths made of object keys are tracked: the schema has no objects inside arrays.
-class duplicate_finder {
-public:
-  explicit duplicate_finder(std::set<std::string>& found) : found_(&found) {}
-
-  bool operator()(int depth, json::parse_event_t event, json& parsed) {
-    using ev = json::parse_event_t;
-    auto d = static_cast<size_t>(depth);
-    if (event == ev::object_start || event == ev::array_start) {
-      frames_.resize(d);
-      frames_.push_back({event == ev::object_start, {}, {}});
-    } else if (event == ev::object_end || event == ev::array_end) {
-      frames_.resize(d);
-    } else if (event == ev::key && !frames_.empty()) {
-      auto& top = frames_.back();
-      top.key = parsed.get<std::string>();
-      if (!top.keys.insert(top.key).second && all_objects())
-        found_->insert(pointer());
-    }
-    return true;
-  }
-
-private:
-  struct frame {
-    bool object;
-    std::string key;
-    std::set<std::string> keys;
-  };
-
-  bool all_objects() const {
-    return std::all_of(frames_.begin(), frames_.end(), [](auto& f) { return f.object; });
-  }
-
-  std::string pointer() const {
-    std::string out;
-    for (auto& f : frames_)
-      out += "/" + escape(f.key);
-    return out;
-  }
-
-  std::set<std::string>* found_;
-  std::vector<frame> frames_;
-};
 
 template <class Named>
 const Named* find_named(const std::vector<Named>& xs, const std::string& name) {

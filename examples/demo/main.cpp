@@ -11,9 +11,11 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <iostream>
 
+#include "cafmesh/actors/log.hpp"
 #include "cafmesh/config/load.hpp"
 #include "cafmesh/mainjob/cli.hpp"
 #include "cafmesh/mainjob/net_mesh.hpp"
@@ -25,6 +27,30 @@ using namespace cafmesh;
 using namespace cafmesh::mainjob;
 
 namespace {
+
+/// After a failed report: how many warnings and errors the run logged, every error line
+/// (the quiescence participant's "did not land" line is the only record of a stuck leg,
+/// SPEC §8.2) and the last warnings, so the cause is at the end of a CI log.
+void print_diagnostics(std::ostream& out, const std::vector<log::line>& lines) {
+  constexpr size_t max_errors = 20;
+  constexpr size_t max_warnings = 10;
+  std::vector<const log::line*> errors;
+  std::vector<const log::line*> warnings;
+  for (const auto& l : lines)
+    (l.lvl >= log::level::error ? errors : warnings).push_back(&l);
+  out << "diagnostics: " << errors.size() << " error line(s), " << warnings.size()
+      << " warning line(s) during the run\n";
+  auto show = [&](const std::vector<const log::line*>& xs, size_t cap, const char* what) {
+    size_t from = xs.size() > cap ? xs.size() - cap : 0;
+    if (from > 0)
+      out << "  (" << from << " earlier " << what << " line(s) not shown)\n";
+    for (size_t i = from; i < xs.size(); ++i)
+      out << "  +" << xs[i]->t_ms << " ms " << log::to_string(xs[i]->lvl) << " "
+          << xs[i]->component << ": " << xs[i]->text << "\n";
+  };
+  show(warnings, max_warnings, "warning");
+  show(errors, max_errors, "error");
+}
 
 std::string joined(const std::vector<std::string>& xs) {
   std::string out;
@@ -137,9 +163,22 @@ int main(int argc, char** argv) {
     rs.ledger_out = &ledger_file;
   }
   bool written = true;
+  // Warnings and errors of the whole run, for the diagnostic summary of a failed run.
+  auto run_t0 = std::chrono::steady_clock::now();
+  log::capture problems{[run_t0] {
+                          return static_cast<int64_t>(
+                            std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - run_t0)
+                              .count());
+                        },
+                        log::level::warning};
   rs.on_report = [&](const report& r) {
     std::cout << render_table(r);
+    if (r.exit_code != 0)
+      print_diagnostics(std::cout, problems.lines());
     std::cout.flush();
+    // The teardown's info lines would bury the report and its diagnostics in a CI log.
+    log::set_stderr_level(log::level::warning);
     if (opts.report_path) {
       std::ofstream out{*opts.report_path};
       out << render_json(r);

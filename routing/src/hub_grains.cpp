@@ -315,6 +315,8 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
           [=](bool has) mutable {
             if (has)
               pin(self, me, true);
+            else if (!*client)
+              leave(self, me); // not the owner's process: the retried claim places it anew
             rp.deliver(has);
           },
           [=](caf::error&) mutable { rp.deliver(false); });
@@ -439,6 +441,8 @@ caf::behavior grain_delivery(gd_actor* self, caf::actor placement) {
 
 using pc_actor = caf::stateful_actor<pod_hub_claimer_state>;
 
+void retry_claim(pc_actor* self, const std::string& key, uint64_t tok, const fault& f);
+
 void claim_attempt(pc_actor* self, const std::string& key) {
   auto& st = self->state;
   auto i = st.claims.find(key);
@@ -457,24 +461,42 @@ void claim_attempt(pc_actor* self, const std::string& key) {
         if (j == st.claims.end() || j->second.token != tok)
           return;
         j->second.attached = ok;
-        if (ok)
+        if (ok) {
           ++st.attached_ok;
-        else
-          st.log.warning("pod hub claim of " + key + " refused: no local route in this process");
+          return;
+        }
+        // The activation answering lives in a process without the local route (or the route
+        // is not registered yet): it deactivated itself, so a retry places the hub anew.
+        // Waiting for the next membership snapshot instead could leave the hub unserved
+        // for as long as the membership stays quiet.
+        st.log.warning("pod hub claim of " + key + " refused: no local route in this process");
+        if (st.stopping)
+          return;
+        fault f{mesh_errc::pod_hub_not_here,
+                "pod hub " + key + " refused the claim: no local route in its process"};
+        retry_claim(self, key, tok, f);
       },
       [=](caf::error& e) {
         auto& st = self->state;
         auto j = st.claims.find(key);
         if (j == st.claims.end() || j->second.token != tok || st.stopping)
           return;
-        auto f = to_fault(e);
-        auto d = j->second.retry.next(f);
-        if (!d.retry) {
-          st.log.error("pod hub claim of " + key + " gave up: " + f.render());
-          return;
-        }
-        self->delayed_send(self, ms(d.delay_ms), pc_retry_atom::value, key, tok);
+        retry_claim(self, key, tok, to_fault(e));
       });
+}
+
+/// Decides on a failed or refused claim attempt under the attach policy (SPEC §7.5).
+void retry_claim(pc_actor* self, const std::string& key, uint64_t tok, const fault& f) {
+  auto& st = self->state;
+  auto j = st.claims.find(key);
+  if (j == st.claims.end())
+    return;
+  auto d = j->second.retry.next(f);
+  if (!d.retry) {
+    st.log.error("pod hub claim of " + key + " gave up: " + f.render());
+    return;
+  }
+  self->delayed_send(self, ms(d.delay_ms), pc_retry_atom::value, key, tok);
 }
 
 /// Starts a fresh assertion of one claim (a new retry budget).

@@ -12,7 +12,7 @@
 namespace cafmesh::routing {
 
 void pure_client::stop_all() const {
-  for (auto& a : {routing, agent, centre})
+  for (auto& a : {routing, caf::actor_cast<caf::actor>(streams), agent, centre})
     if (a)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
@@ -23,7 +23,12 @@ pure_client spawn_pure_client(caf::actor_system& sys, pure_client_options opts) 
   c.centre = opts.centre ? opts.centre : spawn_message_center(sys, opts.self, opts.link);
   c.agent = spawn_membership_agent(sys, opts.self, opts.oracle);
   caf::anon_send(c.agent, mb_subscribe_atom::value, c.centre);
+  c.streams = spawn_stream_transport(
+    sys, {opts.self, c.centre, opts.cfg.routing.stream_transport_timeout_ms, {}});
+  caf::anon_send(c.agent, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(c.streams));
+  caf::anon_send(c.streams, st_start_atom::value);
   auto ro = routing_service_options::from(opts.cfg);
+  ro.streams = c.streams;
   ro.role = config::process_role::pure_client;
   if (opts.cfg.mesh.name.empty())
     ro.process_name = opts.self.to_string();

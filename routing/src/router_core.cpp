@@ -808,9 +808,18 @@ void leg_stream_probe(pointer self, uint64_t id) {
         }
         leg_stream_publish(self, id);
       },
-      [=](caf::error&) {
-        if (find_leg(self, id, tok) != nullptr)
-          leg_stream_publish(self, id); // silence counts as "yes"
+      [=](caf::error& e) {
+        auto leg = find_leg(self, id, tok);
+        if (leg == nullptr)
+          return;
+        // A transport that has not started cannot carry the leg: a composition fault
+        // (SPEC §6.5), not a silent probe.
+        auto f = to_fault(e);
+        if (f.code == mesh_errc::lifecycle_misuse) {
+          composition_fault(self, *leg, f.text);
+          return;
+        }
+        leg_stream_publish(self, id); // silence counts as "yes"
       });
 }
 

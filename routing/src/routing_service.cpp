@@ -490,8 +490,14 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
     [=](rs_register_atom, const address& a, caf::actor& h) {
       auto& st = self->state;
       auto key = route_key(self, a);
-      st.routes[key] = std::move(h);
       auto host = host_address(a, st.opts.mesh_type);
+      if (st.opts.streams) {
+        auto old = st.routes.find(key);
+        if (old != st.routes.end() && old->second != h)
+          caf::anon_send(st.opts.streams, st_unsub_atom::value, host, old->second);
+        caf::anon_send(st.opts.streams, st_sub_atom::value, host, h);
+      }
+      st.routes[key] = std::move(h);
       if (st.opts.role == config::process_role::pure_client && st.opts.inbound_attach
           && is_stream_routed(self, host) && st.inbound.count(key) == 0 && !st.stopping) {
         auto& r = st.inbound[key];
@@ -503,6 +509,12 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
     [=](rs_unregister_atom, const address& a) {
       auto& st = self->state;
       auto key = route_key(self, a);
+      if (st.opts.streams) {
+        auto old = st.routes.find(key);
+        if (old != st.routes.end())
+          caf::anon_send(st.opts.streams, st_unsub_atom::value,
+                         host_address(a, st.opts.mesh_type), old->second);
+      }
       st.routes.erase(key);
       auto i = st.inbound.find(key);
       if (i != st.inbound.end()) {

@@ -43,6 +43,7 @@ struct gateway_state {
   silo_address self;
   caf::actor placement;
   caf::actor centre;
+  stream_transport_actor streams; ///< told every client as a stream peer
   bool open = false;      ///< stage Active started
   bool accepting = true;  ///< false after the GrainDeactivation stop
   bool stop_sent = false; ///< stop-send went out: no new inbound attach
@@ -80,10 +81,17 @@ void gateway_attach(caf::stateful_actor<gateway_state>* self, grain_id g, silo_a
 }
 
 caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, silo_address s,
-                           caf::actor placement, caf::actor centre) {
+                           caf::actor placement, caf::actor centre,
+                           stream_transport_actor streams) {
   self->state.self = s;
   self->state.placement = std::move(placement);
   self->state.centre = std::move(centre);
+  self->state.streams = std::move(streams);
+  // A client of this gateway may host stream subscribers (SPEC §6.2 inbound stream).
+  auto add_client = [=](const silo_address& c) {
+    if (self->state.clients.insert(c).second && self->state.streams)
+      caf::anon_send(self->state.streams, st_peer_atom::value, c);
+  };
   return {
     [=](pl_call_atom a, const grain_id& g, int32_t fwd,
         caf::message& m) -> caf::result<caf::message> {
@@ -110,7 +118,7 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, silo_addres
                               "gateway " + st.self.to_string()
                                 + (st.stop_sent ? " is leaving; attach elsewhere"
                                                 : " is not accepting client messages")});
-      st.clients.insert(client);
+      add_client(client);
       ++st.attaches;
       auto key = host_address(path).path();
       st.attached[key] = client;
@@ -143,7 +151,7 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, silo_addres
       self->state.accepting = false;
       return caf::ok_atom::value;
     },
-    [=](gw_connect_atom, const silo_address& client) { self->state.clients.insert(client); },
+    [=](gw_connect_atom, const silo_address& client) { add_client(client); },
     [=](gw_lookup_atom, const address& path) {
       auto& m = self->state.attached;
       auto i = m.find(host_address(path).path());
@@ -214,6 +222,7 @@ std::vector<caf::actor> silo::all() const {
                              gateway,
                              caf::actor_cast<caf::actor>(grains),
                              caf::actor_cast<caf::actor>(core),
+                             caf::actor_cast<caf::actor>(streams),
                              caf::actor_cast<caf::actor>(pool),
                              caf::actor_cast<caf::actor>(gauge)};
   for (auto& o : observers)
@@ -254,7 +263,11 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
                             s.placement);
   s.gauge = lifecycle::spawn_routing_quiescence(sys, {name});
   s.pool = lifecycle::spawn_io_pool(sys, lifecycle::io_pool_options::from(cfg.pool, name));
+  s.streams = spawn_stream_transport(
+    sys, {s.addr, s.centre, cfg.routing.stream_transport_timeout_ms, {}});
+  caf::anon_send(s.agent, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(s.streams));
   auto ro = routing_service_options::from(cfg);
+  ro.streams = s.streams;
   ro.role = config::process_role::silo_host;
   ro.process_name = name;
   s.routing = caf::actor_cast<caf::actor>(spawn_routing_service(sys, ro));
@@ -267,13 +280,14 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
   co.resolver = opts.resolver;
   co.failure_observer = opts.failure_observer;
   co.local_routes = caf::actor_cast<local_route_port_actor>(s.routing);
+  co.streams = caf::actor_cast<stream_port_actor>(s.streams);
   s.core = spawn_router_core(sys, co);
   s.slots->core = s.core;
   s.slots->routing = s.routing;
   s.slots->hubs = opts.hubs;
   s.slots->centre = s.centre;
   s.claimer = spawn_pod_hub_claimer(sys, s.placement, s.routing, cfg.attach, name);
-  s.gateway = sys.spawn(gateway_part, s.addr, s.placement, s.centre);
+  s.gateway = sys.spawn(gateway_part, s.addr, s.placement, s.centre, s.streams);
   s.slots->gateway = s.gateway;
 
   // -- stage observers (SPEC §3.5)
@@ -286,6 +300,7 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
   auto gateway = s.gateway;
   auto routing = s.routing;
   auto core = s.core;
+  auto streams = s.streams;
   auto registry = s.registry;
   const bool is_gateway = opts.gateway;
   const bool quiescence_wired = opts.subscribe_quiescence;
@@ -383,6 +398,7 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
   auto app_obs = spawn_obs(
     [=](observer_ptr, bool, ok_promise rp) mutable {
       caf::anon_send(routing, rs_core_atom::value, core);
+      caf::anon_send(streams, st_start_atom::value);
       lg->info(ev::routing_ready);
       rp.deliver(caf::ok_atom::value);
     },

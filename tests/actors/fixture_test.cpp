@@ -82,3 +82,20 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   cfg.level = "info";
   cafmesh::log::configure(cfg);
 }
+
+TEST_CASE_FIXTURE(cafmesh::testing::fixture,
+                  "log: a capture with a minimum level keeps only lines at or above it") {
+  cafmesh::log::capture warnings{[] { return int64_t{7}; }, cafmesh::log::level::warning};
+  auto a = cafmesh::log::get("router_core");
+  a.debug("quiet");
+  a.info("still quiet");
+  a.warning("kept warning");
+  a.error("kept error");
+  auto kept = warnings.lines();
+  REQUIRE(kept.size() == 2);
+  CHECK(kept[0].text == "kept warning");
+  CHECK(kept[0].lvl == cafmesh::log::level::warning);
+  CHECK(kept[1].text == "kept error");
+  CHECK(kept[1].t_ms == 7);
+  CHECK(logs.lines().size() == 4); // the fixture's own capture still sees every level
+}

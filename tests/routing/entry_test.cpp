@@ -615,3 +615,47 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: a node hub is exempt from idle colle
   CHECK(hub_of(h).outcomes.empty());
   CHECK(w.catalog_of(a.addr).by_grain.count(g) == 0); // unpinned: collected when idle
 }
+
+TEST_CASE_FIXTURE(testing::fixture, "pod hub claim: a claim refused for want of a local route deactivates the activation and is retried under the attach policy until the route exists") {
+  entry_world w(*this);
+  auto& a = w.add_silo("a");
+  w.add_silo("b");
+  // A claims portal/late before its hub is registered: the activation placed on A answers
+  // false. It must not stay behind (pinned or not) to refuse the next claim, and the claim
+  // must not wait for a membership snapshot that may never come.
+  auto t0 = now_ms();
+  caf::anon_send(a.claimer, pc_claim_atom::value, address::from("portal/late"));
+  run_for(1000ms);
+  auto& cl = state_of<pod_hub_claimer_state>(a.claimer);
+  CHECK(cl.attached_ok == 0);
+  CHECK(w.catalog_of(a.addr).by_grain.count(pod_hub_grain("portal/late")) == 0);
+  // Attempts at 0, 250 and 750 ms (attach policy: min(250·2ⁿ, 4,000) ms).
+  CHECK(cl.attaches == 3);
+  CHECK(logs.count("pod hub claim of portal/late refused", log::level::warning) == 3);
+  // The hub registers at t0 + 1 s; the retry at 1,750 ms lands it, and nothing more is sent.
+  auto hub = w.add_hub(a.routing, "portal/late");
+  CHECK(now_ms() - t0 == 1000);
+  run_for(2000ms);
+  CHECK(cl.attaches == 4);
+  CHECK(cl.attached_ok == 1);
+  CHECK(w.catalog_of(a.addr).by_grain.count(pod_hub_grain("portal/late")) == 1);
+  CHECK(logs.count("pod hub claim of portal/late gave up", log::level::error) == 0);
+  run_for(10000ms);
+  CHECK(cl.attaches == 4);
+  CHECK(hub);
+}
+
+TEST_CASE_FIXTURE(testing::fixture, "pod hub claim: a claim whose route never comes gives up after the attach policy's 5 retries at 0, 250, 750, 1,750, 3,750 and 7,750 ms") {
+  entry_world w(*this);
+  auto& a = w.add_silo("a");
+  w.add_silo("b");
+  caf::anon_send(a.claimer, pc_claim_atom::value, address::from("portal/never"));
+  run_for(20000ms);
+  auto& cl = state_of<pod_hub_claimer_state>(a.claimer);
+  CHECK(cl.attaches == 6);
+  CHECK(cl.attached_ok == 0);
+  CHECK(logs.count("pod hub claim of portal/never refused", log::level::warning) == 6);
+  auto gave_up = logs.find("pod hub claim of portal/never gave up", log::level::error);
+  REQUIRE(gave_up.size() == 1);
+  CHECK(w.catalog_of(a.addr).by_grain.count(pod_hub_grain("portal/never")) == 0);
+}

@@ -817,3 +817,18 @@ TEST_CASE("S12.62 the simulated roll is deterministic with seed 42 and every see
     check_s12_58(r, si);
   }
 }
+
+TEST_CASE("S12.58 the simulated roll also holds with portal hubs co-hosted on the silos as well as in the pure clients (senders both), seed 42 and seeds 1 to 10") {
+  auto s = s12_58_scenario(42);
+  s.traffic.senders = sender_placement::both;
+  auto r = run_sim(s);
+  MESSAGE(numbers(r));
+  check_s12_58(r, s);
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    auto si = s12_58_scenario(seed);
+    si.traffic.senders = sender_placement::both;
+    auto ri = run_sim(si);
+    MESSAGE("seed " << seed << ": " << numbers(ri));
+    check_s12_58(ri, si);
+  }
+}

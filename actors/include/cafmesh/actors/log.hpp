@@ -87,6 +87,9 @@ struct line {
 class capture {
 public:
   explicit capture(std::function<int64_t()> now_ms);
+  /// Records only lines at `min_level` or above (e.g. a long live run keeping its warnings
+  /// and errors for a diagnostic summary without holding every debug line).
+  capture(std::function<int64_t()> now_ms, level min_level);
   ~capture();
   capture(const capture&) = delete;
   capture& operator=(const capture&) = delete;

@@ -98,6 +98,7 @@ enum class component : uint8_t {
   client = 10,     ///< a pure client's inbound side
   pod_hub = 11,    ///< pod-hub claims and deliveries
   test = 12,       ///< test probes
+  stream = 13,     ///< the process's stream transport (routing/stream_transport.hpp)
   user_first = 128,
 };
 
@@ -106,7 +107,7 @@ std::string to_string(component x);
 
 /// True for the components whose inbound traffic counts as application traffic, blocked
 /// at the stage-4000 stop (SPEC §3.5): `catalog`, `activation`, `router`, `routing`,
-/// `gateway`, `pod_hub` and every user component. Membership, oracle, directory, placement,
+/// `gateway`, `pod_hub`, `stream` and every user component. Membership, oracle, directory, placement,
 /// client and test traffic is system traffic and always passes.
 bool is_application(component x);
 

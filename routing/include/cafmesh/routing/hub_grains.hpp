@@ -28,7 +28,9 @@
 ///   Node-hub NACKs are posted through the silo's routing service (`rs_deliver_atom`, the
 ///   NACK envelope is answer-suppressed).
 /// - `podhub/{path}` (single activation, prefer-local): `(ph_attach_atom) -> bool`: true and
-///   pinned if this silo's process has a local route for `{path}`, else false (idempotent);
+///   pinned if this silo's process has a local route for `{path}`, else false and, unless it
+///   serves a pure client, the activation deactivates so a retried claim places it anew
+///   (idempotent);
 ///   `(hg_deliver_atom, envelope) -> envelope`: with the local route here hand the envelope
 ///   over (`lr_deliver_atom` on the routing service) and answer `forwarded`; otherwise the
 ///   error `pod_hub_not_here` (`fault::silo` = this silo) and the activation deactivates;
@@ -60,7 +62,13 @@
 /// ## Pod-hub claimer (one per silo_host process; `stopping_recipient_actor`)
 /// - `(pc_claim_atom, address)`: claim the pod hub of the address's host path: attach now and
 ///   on every membership snapshot, each assertion under the attach policy (SPEC §7.5,
-///   transient faults retried). An attach answered false (no local route) is not retried.
+///   transient faults retried). An attach answered false reached an activation in a process
+///   without the local route (or came before the route was registered): that activation
+///   deactivates itself and the claim is retried under the same policy as a transient
+///   `pod_hub_not_here` (cafmesh goes further than SPEC §6.10, which re-asserts only on the
+///   next snapshot: a quiet membership would leave the hub unserved), logging a warning
+///   "pod hub claim of {path} refused: no local route in this process" per refusal and the
+///   error "pod hub claim of {path} gave up: …" when the budget is spent.
 /// - `(pc_release_atom, address) -> ok`: detach, then remove the local route (SPEC §6.10).
 /// - `(mb_snapshot_atom, membership_snapshot)`: re-assert every claim.
 /// - `(host_stopping_atom) -> ok`: from now on neither attach nor detach.

@@ -22,6 +22,7 @@
 
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/config/mesh_config.hpp"
+#include "cafmesh/routing/stream_transport.hpp"
 
 namespace cafmesh::routing {
 
@@ -49,6 +50,10 @@ struct pure_client {
   caf::actor centre;
   caf::actor agent;
   caf::actor routing; ///< the routing service (component `client` of the centre)
+  /// The process's stream transport (stream_transport.hpp), started at once: a hub of this
+  /// client subscribes its address here (`st_sub_atom`) to be reachable by the stream leg
+  /// and NACK rung d (SPEC §6.5, §6.11); peers = the silos of the membership snapshots.
+  stream_transport_actor streams;
 
   /// Sends an exit (`user_shutdown`) to every actor of the client. Idempotent.
   void stop_all() const;

@@ -16,7 +16,7 @@
 /// |---|---|---|
 /// | `grain_port_actor` | the grain-call adapter (placement + catalog) | deliver, invalidate, invalidate_silo, activation error |
 /// | `path_resolver_actor` | the application (SPEC §6.1) | resolve |
-/// | `stream_port_actor` | the stream transport adapter | probe, publish |
+/// | `stream_port_actor` | the stream transport (stream_transport.hpp) | probe, publish |
 /// | `local_route_port_actor` | the routing service (it owns the local route table, §6.2) | local deliver |
 /// | runtime probe | `lifecycle::runtime_registry_actor` (existing) | probe_runtime |
 
@@ -130,6 +130,10 @@ using path_resolver_actor
 ///   (30 s) and answers a fault on failure; the router core guards each publish with
 ///   `routing.stream_post_timeout_ms` (60 s, "Stream post to '{addr}' never completed within
 ///   60 s").
+/// - Either message answered with `lifecycle_misuse` means the transport has not started:
+///   the stream leg ends in the composition fault of SPEC §6.5 (NACK `failed` "Routing to
+///   '{addr}' failed before the delivery could be attempted: the stream transport has not
+///   started"); on NACK rung d it is a publish failure like any other.
 using stream_port_actor = caf::typed_actor<
   caf::replies_to<sp_probe_atom, address>::with<bool>,
   caf::replies_to<sp_publish_atom, address, envelope>::with<caf::ok_atom>>;

@@ -95,6 +95,7 @@
 #include "cafmesh/routing/retry_policy.hpp"
 #include "cafmesh/routing/router_core_actor.hpp"
 #include "cafmesh/routing/router_ports.hpp"
+#include "cafmesh/routing/stream_transport.hpp"
 
 namespace cafmesh::routing {
 
@@ -145,6 +146,11 @@ struct routing_service_options {
   /// `routing.stream_routed_address_types` (SPEC §2.1): which local routes are attached.
   std::vector<std::string> stream_routed_address_types{"portal", "client", "cache", "mesh"};
   config::attach_section attach; ///< attach policy (SPEC §7.5)
+  /// The process's stream transport (stream_transport.hpp); null: none. Every local route
+  /// is subscribed there under its host address (`st_sub_atom`) while it is registered, so
+  /// the stream leg and NACK rung d reach this process's hubs (SPEC §6.5, §6.11, §6.2
+  /// "inbound stream"); re-registering an address moves the subscription to the new handler.
+  stream_transport_actor streams;
   /// pure_client: also receives every stop-send `(gw_stop_send_atom, silo_address)` the
   /// service gets (applications, tests); null: none.
   caf::actor events;

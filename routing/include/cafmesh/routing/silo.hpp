@@ -45,6 +45,7 @@
 #include "cafmesh/routing/hub_protocol.hpp"
 #include "cafmesh/routing/router_core_actor.hpp"
 #include "cafmesh/routing/router_ports.hpp"
+#include "cafmesh/routing/stream_transport.hpp"
 
 namespace cafmesh::routing {
 
@@ -121,6 +122,10 @@ struct silo {
   caf::actor gateway;   ///< gateway part (component `gateway`)
   grain_port_actor grains;
   router_core_actor core;
+  /// The process's stream transport (stream_transport.hpp): the router core's stream port,
+  /// peers = the silos of the membership snapshots plus the gateway's pure clients; started
+  /// with the routing actors at ApplicationServices.
+  stream_transport_actor streams;
   lifecycle::io_pool_actor pool;
   lifecycle::routing_quiescence_actor gauge;
   lifecycle::lifecycle_observer_actor quiescence;
@@ -138,7 +143,8 @@ struct silo {
 
 /// Spawns a whole silo (SPEC §3.5): message centre on `link`, membership agent, directory
 /// partition, placement service, catalog (built-in `routing`, `messagehub`, `podhub` plus
-/// `opts.grains`), grain-delivery adapter, routing I/O pool, quiescence gauge, router core,
+/// `opts.grains`), grain-delivery adapter, routing I/O pool, quiescence gauge, stream
+/// transport (started at ApplicationServices with the router core), router core,
 /// routing service (`silo_host`), pod-hub claimer, gateway part, the stage observers of the
 /// table above, the lifecycle subject with every observer subscribed, and the host (stopping
 /// recipients: routing service, router core, pod-hub claimer; teardown `opts.teardown`).

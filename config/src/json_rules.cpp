@@ -1,11 +1,11 @@
-#include "json_check.hpp"
+#include "cafmesh/config/json_rules.hpp"
 #include "cafmesh/config/text.hpp"
 
 #include "cafmesh/config/json_preview.hpp"
 
 #include <algorithm>
 
-namespace cafmesh::mainjob::detail {
+namespace cafmesh::config::json_rules {
 
 namespace {
 
@@ -169,4 +169,4 @@ bool read_object(const json& v, const std::string& ptr, const std::vector<field>
   return true;
 }
 
-} // namespace cafmesh::mainjob::detail
+} // namespace cafmesh::config::json_rules
