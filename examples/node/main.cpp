@@ -34,6 +34,7 @@
 #include "cafmesh/config/load.hpp"
 #include "cafmesh/lifecycle/host.hpp"
 #include "cafmesh/mainjob/cli.hpp"
+#include "cafmesh/mainjob/mesh_parts.hpp"
 #include "cafmesh/mainjob/demo_process.hpp"
 #include "cafmesh/mainjob/report.hpp"
 #include "cafmesh/routing/net_silo.hpp"
@@ -97,14 +98,7 @@ int run_silo(caf::actor_system& sys, const config::mesh_config& mc, log::logger&
   }
   say("ACTIVE");
   auto guard = lifecycle::install_signal_stop(sys, ns.s.host);
-  for (;;) {
-    auto phase = lifecycle::host_phase::running;
-    self->request(ns.s.host, std::chrono::seconds(5), lifecycle::host_state_atom::value)
-      .receive([&](lifecycle::host_phase p) { phase = p; }, [](caf::error&) {});
-    if (phase == lifecycle::host_phase::torn_down)
-      break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  wait_until_torn_down(sys, ns.s.host, 100);
   ns.stop_all();
   stop_helpers();
   return exit_codes::ok;

@@ -159,14 +159,7 @@ int run_demo_silo(caf::actor_system& sys, const config::mesh_config& mc, const d
   }
   std::cout << "ACTIVE" << std::endl;
   auto guard = lifecycle::install_signal_stop(sys, ns.s.host);
-  for (;;) {
-    auto phase = lifecycle::host_phase::running;
-    self->request(ns.s.host, std::chrono::seconds(5), lifecycle::host_state_atom::value)
-      .receive([&](lifecycle::host_phase p) { phase = p; }, [](caf::error&) {});
-    if (phase == lifecycle::host_phase::torn_down)
-      break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  wait_until_torn_down(sys, ns.s.host, 50);
   ns.stop_all();
   stop_extras();
   return 0;

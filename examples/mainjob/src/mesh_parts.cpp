@@ -1,5 +1,8 @@
 #include "cafmesh/mainjob/mesh_parts.hpp"
 
+#include <chrono>
+#include <thread>
+
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/fault.hpp"
@@ -37,6 +40,19 @@ routing::hub_factory_actor spawn_hub_map_factory(caf::actor_system& sys,
       },
     };
   });
+}
+
+void wait_until_torn_down(caf::actor_system& sys, const lifecycle::host_actor& host,
+                          int64_t poll_ms) {
+  caf::scoped_actor self{sys};
+  for (;;) {
+    auto phase = lifecycle::host_phase::running;
+    self->request(host, std::chrono::seconds(5), lifecycle::host_state_atom::value)
+      .receive([&](lifecycle::host_phase p) { phase = p; }, [](caf::error&) {});
+    if (phase == lifecycle::host_phase::torn_down)
+      return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
+  }
 }
 
 } // namespace cafmesh::mainjob

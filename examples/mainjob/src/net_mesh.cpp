@@ -319,15 +319,7 @@ public:
       std::cerr << "cafmesh-demo: no sender hub " << d.sender << "\n";
       return;
     }
-    routing::envelope e;
-    e.id = d.id;
-    e.sender = i->second.addr;
-    e.target = routing::address::from(d.target);
-    e.payload_type = d.payload_type;
-    e.payload_json = render_payload(d);
-    if (!d.stream.empty())
-      e.ordering_key = d.stream;
-    e.answer_suppressed = d.answer_suppressed;
+    auto e = to_envelope(d, i->second.addr);
     if (d.answer_suppressed)
       suppressed_.insert(d.id);
     int64_t deadline = d.kind == delivery_kind::request ? s_.traffic.request_deadline_ms : -1;
@@ -715,15 +707,7 @@ public:
       std::cerr << "cafmesh-demo: no sender hub " << d.sender << "\n";
       return;
     }
-    routing::envelope e;
-    e.id = d.id;
-    e.sender = i->second.addr;
-    e.target = routing::address::from(d.target);
-    e.payload_type = d.payload_type;
-    e.payload_json = render_payload(d);
-    if (!d.stream.empty())
-      e.ordering_key = d.stream;
-    e.answer_suppressed = d.answer_suppressed;
+    auto e = to_envelope(d, i->second.addr);
     if (d.answer_suppressed)
       suppressed_.insert(d.id);
     int64_t deadline = d.kind == delivery_kind::request ? s_.traffic.request_deadline_ms : -1;

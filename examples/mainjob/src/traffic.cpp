@@ -266,4 +266,17 @@ std::string render_payload(const planned_delivery& d) {
   return text;
 }
 
+routing::envelope to_envelope(const planned_delivery& d, const routing::address& sender) {
+  routing::envelope e;
+  e.id = d.id;
+  e.sender = sender;
+  e.target = routing::address::from(d.target);
+  e.payload_type = d.payload_type;
+  e.payload_json = render_payload(d);
+  if (!d.stream.empty())
+    e.ordering_key = d.stream;
+  e.answer_suppressed = d.answer_suppressed;
+  return e;
+}
+
 } // namespace cafmesh::mainjob

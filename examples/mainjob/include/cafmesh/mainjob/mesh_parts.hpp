@@ -14,6 +14,7 @@
 #include <caf/atom.hpp>
 #include <caf/fwd.hpp>
 
+#include "cafmesh/lifecycle/host.hpp"
 #include "cafmesh/lifecycle/observer.hpp"
 #include "cafmesh/routing/hub_protocol.hpp"
 
@@ -36,5 +37,11 @@ using hub_map = std::map<std::string, caf::actor>;
 /// it before traffic starts, never change it after.
 routing::hub_factory_actor spawn_hub_map_factory(caf::actor_system& sys,
                                                  std::shared_ptr<const hub_map> hubs);
+
+/// Blocks the calling (non-actor) thread until `host` reports `torn_down`, asking its state
+/// every `poll_ms` milliseconds (each ask bounded by 5 s): a process's main thread waiting
+/// for a signal-triggered graceful stop (SPEC §3.7) to finish.
+void wait_until_torn_down(caf::actor_system& sys, const lifecycle::host_actor& host,
+                          int64_t poll_ms);
 
 } // namespace cafmesh::mainjob

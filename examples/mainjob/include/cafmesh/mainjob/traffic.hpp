@@ -43,6 +43,7 @@
 
 #include "cafmesh/mainjob/ledger.hpp"
 #include "cafmesh/mainjob/scenario.hpp"
+#include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/sync_guard.hpp"
 
 namespace cafmesh::mainjob {
@@ -196,5 +197,10 @@ private:
 /// with a `"pad"` member to at least `payload_bytes` bytes; other kinds render
 /// `{"type":…,"id":…}` padded the same way. The result is valid JSON.
 std::string render_payload(const planned_delivery& d);
+
+/// The envelope hub `sender` sends for `d` (every mesh, live or simulated, packages a
+/// planned delivery the same way): id, target, payload type, `render_payload(d)`, the stream
+/// as ordering key (none for a stream-less delivery) and `d`'s answer suppression.
+routing::envelope to_envelope(const planned_delivery& d, const routing::address& sender);
 
 } // namespace cafmesh::mainjob
