@@ -122,8 +122,10 @@ struct silo_slot {
 
 /// An application hub that sends.
 struct sender_hub {
-  caf::actor ep;
+  caf::actor ep;          ///< current endpoint (null: its process is not there yet)
   routing::address addr;
+  std::string origin;     ///< ledger origin (`--processes`: "grain", "silo:X", "client:N")
+  caf::actor proxy;       ///< `--processes` owners: their entry in the hub map
   bool owner = false;
   std::string home;       ///< silo whose routing service it sends through ("" = client)
   bool moving = false;    ///< owner: frames held until the old home's Active stop ended
@@ -134,8 +136,32 @@ struct sender_hub {
 /// and the teardown the loop needs.
 class live_mesh : public mesh_port {
 public:
+  explicit live_mesh(const scenario& s)
+    : request_deadline_ms_(s.traffic.request_deadline_ms), silo_order_(s.silos) {
+    // nop
+  }
+
+  /// Sends `d` from its hub, or holds it while the hub is moving or not placed yet.
+  void submit(const planned_delivery& d) override {
+    auto i = senders_.find(d.sender);
+    if (i == senders_.end()) {
+      std::cerr << "cafmesh-demo: no sender hub " << d.sender << "\n";
+      return;
+    }
+    auto e = to_envelope(d, i->second.addr);
+    if (d.answer_suppressed)
+      suppressed_.insert(d.id);
+    int64_t deadline = d.kind == delivery_kind::request ? request_deadline_ms_ : -1;
+    auto& h = i->second;
+    if (h.moving || !h.ep) {
+      h.held.emplace_back(std::move(e), deadline);
+      return;
+    }
+    send(h, std::move(e), deadline);
+  }
+
   /// Was `id` sent answer-suppressed?
-  virtual bool is_suppressed(const std::string& id) const = 0;
+  bool is_suppressed(const std::string& id) const { return suppressed_.count(id) > 0; }
 
   /// Silo `name` is Active.
   virtual void silo_up(const std::string& name) = 0;
@@ -169,12 +195,70 @@ public:
 
   /// Stops everything after a failed start.
   virtual void abandon(caf::scoped_actor& self) { teardown(self); }
+
+protected:
+  /// The routing service of silo `name`'s current incarnation (null: none).
+  virtual caf::actor routing_of(const std::string& name) = 0;
+
+  /// Is silo `name` Active and not being stopped?
+  virtual bool is_available(const std::string& name) const = 0;
+
+  /// The first available silo after `name` in scenario order ("" if none).
+  std::string next_available(const std::string& name) const {
+    auto i = std::find(silo_order_.begin(), silo_order_.end(), name);
+    auto start = i == silo_order_.end() ? 0 : static_cast<size_t>(i - silo_order_.begin());
+    for (size_t k = 1; k <= silo_order_.size(); ++k) {
+      auto& cand = silo_order_[(start + k) % silo_order_.size()];
+      if (cand != name && is_available(cand))
+        return cand;
+    }
+    return {};
+  }
+
+  /// Silo `name` starts stopping: its node hubs answer through the next available silo from
+  /// now on, and its owners hold their frames until its Active stop has ended (file comment).
+  void begin_stop(const std::string& name) {
+    auto next = next_available(name);
+    if (!next.empty()) {
+      for (auto& ep : node_hubs_[name]) {
+        caf::anon_send(ep, routing::ep_rehome_atom::value, routing_of(next));
+        node_hubs_[next].push_back(ep);
+      }
+      node_hubs_[name].clear();
+    }
+    for (auto& [text, h] : senders_)
+      if (h.owner && h.home == name)
+        h.moving = true;
+  }
+
+  void send(sender_hub& h, routing::envelope e, int64_t deadline) {
+    if (deadline >= 0)
+      caf::anon_send(h.ep, routing::ep_request_atom::value, std::move(e), deadline);
+    else
+      caf::anon_send(h.ep, routing::ep_post_atom::value, std::move(e));
+  }
+
+  /// `h` may send again: its held frames leave in order.
+  void release_held(sender_hub& h) {
+    h.moving = false;
+    while (!h.held.empty()) {
+      auto [e, deadline] = std::move(h.held.front());
+      h.held.pop_front();
+      send(h, std::move(e), deadline);
+    }
+  }
+
+  int64_t request_deadline_ms_;
+  std::vector<std::string> silo_order_;
+  std::map<std::string, std::vector<caf::actor>> node_hubs_; ///< by home silo
+  std::map<std::string, sender_hub> senders_;
+  std::unordered_set<std::string> suppressed_;
 };
 
 class in_process_mesh : public live_mesh {
 public:
   in_process_mesh(const scenario& s, caf::actor_system& app, caf::actor main)
-    : s_(s), app_(app), main_(std::move(main)) {
+    : live_mesh(s), s_(s), app_(app), main_(std::move(main)) {
     // nop
   }
 
@@ -313,41 +397,12 @@ public:
 
   // -- mesh_port ----------------------------------------------------------------------
 
-  void submit(const planned_delivery& d) override {
-    auto i = senders_.find(d.sender);
-    if (i == senders_.end()) {
-      std::cerr << "cafmesh-demo: no sender hub " << d.sender << "\n";
-      return;
-    }
-    auto e = to_envelope(d, i->second.addr);
-    if (d.answer_suppressed)
-      suppressed_.insert(d.id);
-    int64_t deadline = d.kind == delivery_kind::request ? s_.traffic.request_deadline_ms : -1;
-    auto& h = i->second;
-    if (h.moving) {
-      h.held.emplace_back(std::move(e), deadline);
-      return;
-    }
-    send(h, std::move(e), deadline);
-  }
-
   void stop_silo(const std::string& name) override {
     auto& slot = silos_[name];
     slot.available = false;
     if (!slot.current)
       return;
-    // Node hubs answer through another silo from now on; owners wait (file comment).
-    auto next = next_available(name);
-    for (auto& ep : node_hubs_[name])
-      if (!next.empty()) {
-        caf::anon_send(ep, routing::ep_rehome_atom::value, routing_of(next));
-        node_hubs_[next].push_back(ep);
-      }
-    if (!next.empty())
-      node_hubs_[name].clear();
-    for (auto& [text, h] : senders_)
-      if (h.owner && h.home == name)
-        h.moving = true;
+    begin_stop(name);
     auto gen = slot.current->generation;
     ask_host(
       app_, slot.current->ns.s.host, main_,
@@ -402,7 +457,6 @@ public:
       }
   }
 
-  bool is_suppressed(const std::string& id) const override { return suppressed_.count(id) > 0; }
 
   void abandon(caf::scoped_actor&) override { shutdown(); }
 
@@ -467,28 +521,14 @@ private:
     return last_generation_;
   }
 
-  caf::actor routing_of(const std::string& name) {
+  caf::actor routing_of(const std::string& name) override {
     auto& slot = silos_[name];
     return slot.current ? slot.current->ns.s.routing : caf::actor{};
   }
 
-  std::string next_available(const std::string& name) const {
-    auto i = std::find(s_.silos.begin(), s_.silos.end(), name);
-    auto start = i == s_.silos.end() ? 0 : static_cast<size_t>(i - s_.silos.begin());
-    for (size_t k = 1; k <= s_.silos.size(); ++k) {
-      auto& cand = s_.silos[(start + k) % s_.silos.size()];
-      auto j = silos_.find(cand);
-      if (cand != name && j != silos_.end() && j->second.available)
-        return cand;
-    }
-    return {};
-  }
-
-  void send(sender_hub& h, routing::envelope e, int64_t deadline) {
-    if (deadline >= 0)
-      caf::anon_send(h.ep, routing::ep_request_atom::value, std::move(e), deadline);
-    else
-      caf::anon_send(h.ep, routing::ep_post_atom::value, std::move(e));
+  bool is_available(const std::string& name) const override {
+    auto i = silos_.find(name);
+    return i != silos_.end() && i->second.available;
   }
 
   void move_owners(const std::string& from, const std::string& to) {
@@ -499,15 +539,10 @@ private:
 
   void move_owner(sender_hub& h, const std::string& to) {
     h.home = to;
-    h.moving = false;
     auto r = routing_of(to);
     caf::anon_send(r, routing::rs_register_atom::value, h.addr, h.ep);
     caf::anon_send(h.ep, routing::ep_rehome_atom::value, r);
-    while (!h.held.empty()) {
-      auto [e, deadline] = std::move(h.held.front());
-      h.held.pop_front();
-      send(h, std::move(e), deadline);
-    }
+    release_held(h);
   }
 
   void attach_portal(sender_hub& h) {
@@ -528,12 +563,9 @@ private:
   routing::pure_client client_;
   caf::actor client_routing_;
   std::map<std::string, silo_slot> silos_;
-  std::map<std::string, std::vector<caf::actor>> node_hubs_; ///< by home silo
-  std::map<std::string, sender_hub> senders_;
   std::shared_ptr<std::map<std::string, caf::actor>> hubs_
     = std::make_shared<std::map<std::string, caf::actor>>();
   std::vector<caf::actor> all_;
-  std::unordered_set<std::string> suppressed_;
   uint64_t last_generation_ = 0;
   size_t start_failures_ = 0;
 };
@@ -646,7 +678,8 @@ class process_mesh : public live_mesh {
 public:
   process_mesh(const scenario& s, caf::actor_system& app, caf::actor main,
                std::string node_binary)
-    : s_(s), app_(app), main_(std::move(main)), node_binary_(std::move(node_binary)) {
+    : live_mesh(s), s_(s), app_(app), main_(std::move(main)),
+      node_binary_(std::move(node_binary)) {
     // nop
   }
 
@@ -701,40 +734,12 @@ public:
 
   // -- mesh_port ----------------------------------------------------------------------
 
-  void submit(const planned_delivery& d) override {
-    auto i = senders_.find(d.sender);
-    if (i == senders_.end()) {
-      std::cerr << "cafmesh-demo: no sender hub " << d.sender << "\n";
-      return;
-    }
-    auto e = to_envelope(d, i->second.addr);
-    if (d.answer_suppressed)
-      suppressed_.insert(d.id);
-    int64_t deadline = d.kind == delivery_kind::request ? s_.traffic.request_deadline_ms : -1;
-    auto& h = i->second;
-    if (h.moving || !h.ep) {
-      h.held.emplace_back(std::move(e), deadline);
-      return;
-    }
-    send(h, std::move(e), deadline);
-  }
-
   void stop_silo(const std::string& name) override {
     auto& slot = slots_[name];
     slot.available = false;
     if (!slot.current)
       return;
-    auto next = next_available(name);
-    for (auto& ep : node_hubs_[name])
-      if (!next.empty()) {
-        caf::anon_send(ep, routing::ep_rehome_atom::value, routing_of(next));
-        node_hubs_[next].push_back(ep);
-      }
-    if (!next.empty())
-      node_hubs_[name].clear();
-    for (auto& [text, h] : senders_)
-      if (h.owner && h.home == name)
-        h.moving = true;
+    begin_stop(name);
     slot.current->stopping = true;
     ::kill(slot.current->pid, SIGTERM); // graceful host stop (SPEC §3.7)
   }
@@ -761,7 +766,6 @@ public:
 
   // -- live_mesh ----------------------------------------------------------------------
 
-  bool is_suppressed(const std::string& id) const override { return suppressed_.count(id) > 0; }
 
   void on_hello(const std::string& name, uint64_t gen, caf::actor agent, caf::actor routing,
                 caf::actor link) override {
@@ -798,7 +802,7 @@ public:
     for (auto& [text, h] : senders_)
       if (!h.owner && h.home == name && h.ep) {
         caf::anon_send(agent_of(name), dp_claim_atom::value, h.addr);
-        release(h);
+        release_held(h);
       }
   }
 
@@ -943,17 +947,6 @@ public:
   size_t start_failures() const { return start_failures_; }
 
 private:
-  struct sender {
-    routing::address addr;
-    std::string origin;
-    caf::actor ep;          ///< current endpoint (null: no process yet)
-    caf::actor proxy;       ///< owners: their entry in the hub map
-    bool owner = false;
-    std::string home;       ///< silo whose process hosts it ("" = the demo's client)
-    bool moving = false;    ///< frames held (see `in_process_mesh`)
-    std::deque<std::pair<routing::envelope, int64_t>> held;
-  };
-
   static uint64_t wall_ms() {
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
@@ -998,7 +991,7 @@ private:
     }
     for (int64_t i = 0; i < t.owner_hubs; ++i) {
       auto text = owner_hub_address(i);
-      sender h;
+      sender_hub h;
       h.addr = routing::address::from(text);
       h.origin = "grain";
       h.owner = true;
@@ -1010,7 +1003,7 @@ private:
     }
     for (int64_t i = 0; i < t.portal_hubs; ++i) {
       auto text = portal_hub_address(i);
-      sender h;
+      sender_hub h;
       h.addr = routing::address::from(text);
       h.origin = portal_origin(s_, i);
       if (h.origin.rfind("silo:", 0) == 0) {
@@ -1085,9 +1078,14 @@ private:
     return true;
   }
 
-  caf::actor routing_of(const std::string& name) {
+  caf::actor routing_of(const std::string& name) override {
     auto& slot = slots_[name];
     return slot.current ? slot.current->routing : caf::actor{};
+  }
+
+  bool is_available(const std::string& name) const override {
+    auto i = slots_.find(name);
+    return i != slots_.end() && i->second.available;
   }
 
   caf::actor agent_of(const std::string& name) {
@@ -1095,21 +1093,9 @@ private:
     return slot.current ? slot.current->agent : caf::actor{};
   }
 
-  std::string next_available(const std::string& name) const {
-    auto i = std::find(s_.silos.begin(), s_.silos.end(), name);
-    auto start = i == s_.silos.end() ? 0 : static_cast<size_t>(i - s_.silos.begin());
-    for (size_t k = 1; k <= s_.silos.size(); ++k) {
-      auto& cand = s_.silos[(start + k) % s_.silos.size()];
-      auto j = slots_.find(cand);
-      if (cand != name && j != slots_.end() && j->second.available)
-        return cand;
-    }
-    return {};
-  }
-
   /// Spawns `h`'s endpoint in the process of silo `name` (co-hosted there). Blocking: the
   /// agent answers within milliseconds.
-  void place(sender& h, const std::string& name, bool keep_held) {
+  void place(sender_hub& h, const std::string& name, bool keep_held) {
     auto agent = agent_of(name);
     if (!agent)
       return;
@@ -1128,27 +1114,11 @@ private:
     if (h.proxy)
       caf::anon_send(h.proxy, dm_target_atom::value, ep);
     if (!keep_held)
-      release(h);
+      release_held(h);
   }
 
-  void release(sender& h) {
-    h.moving = false;
-    while (!h.held.empty()) {
-      auto [e, deadline] = std::move(h.held.front());
-      h.held.pop_front();
-      send(h, std::move(e), deadline);
-    }
-  }
-
-  void move_owner(sender& h, const std::string& to) {
+  void move_owner(sender_hub& h, const std::string& to) {
     place(h, to, false);
-  }
-
-  void send(sender& h, routing::envelope e, int64_t deadline) {
-    if (deadline >= 0)
-      caf::anon_send(h.ep, routing::ep_request_atom::value, std::move(e), deadline);
-    else
-      caf::anon_send(h.ep, routing::ep_post_atom::value, std::move(e));
   }
 
   /// Reads the counters of `p`'s co-hosted entry once (bounded, blocking).
@@ -1196,11 +1166,8 @@ private:
   routing::pure_client client_;
   caf::actor client_routing_;
   std::map<std::string, proc_slot> slots_;
-  std::map<std::string, std::vector<caf::actor>> node_hubs_; ///< by home silo
-  std::map<std::string, sender> senders_;
   std::shared_ptr<hub_map> hubs_ = std::make_shared<hub_map>();
   std::vector<caf::actor> all_;
-  std::unordered_set<std::string> suppressed_;
   std::map<std::string, std::vector<entry_use>> measured_;
   size_t start_failures_ = 0;
   size_t unclean_exits_ = 0;
