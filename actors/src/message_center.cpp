@@ -54,6 +54,37 @@ std::string wire_frame::describe() const {
          + " " + to_string(target) + " " + kind;
 }
 
+void arm_expiry(wire_frame& f, caf::actor_clock::time_point now) {
+  if (f.ttl_ms > 0)
+    f.expires_at = now + std::chrono::milliseconds(f.ttl_ms);
+}
+
+bool refresh_ttl(wire_frame& f, caf::actor_clock::time_point now) {
+  if (f.ttl_ms <= 0 || f.expires_at == caf::actor_clock::time_point{})
+    return true;
+  if (f.expired(now))
+    return f.is_response || f.correlation_id == 0;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(f.expires_at - now).count();
+  f.ttl_ms = std::max<int64_t>(left, 1);
+  return true;
+}
+
+wire_frame expired_response(const wire_frame& req, const std::string& where) {
+  wire_frame resp;
+  resp.src = req.dst;
+  resp.dst = req.src;
+  resp.correlation_id = req.correlation_id;
+  resp.target = req.target;
+  resp.is_response = true;
+  fault f{mesh_errc::response_timeout,
+          "call #" + std::to_string(req.correlation_id) + " to " + to_string(req.target)
+            + " on " + req.dst.to_string() + " expired " + where
+            + ": its caller stopped waiting after " + std::to_string(req.ttl_ms) + " ms"};
+  f.silo = req.dst;
+  resp.error = to_error(f);
+  return resp;
+}
+
 namespace {
 
 struct pending_call {
@@ -200,6 +231,16 @@ void on_inbound(mc_actor* self, wire_frame& f) {
     return;
   }
   bool is_request = f.correlation_id != 0;
+  if (is_request && f.expired(self->clock().now())) {
+    // Never start a call whose caller has stopped waiting (see `mc_call_atom` with a
+    // time-to-live): its response timeout is the delivery's outcome.
+    ++st.stats.expired;
+    auto resp = expired_response(f, "in transit");
+    st.log.warning("dropped an expired request from " + f.src.to_string() + ": "
+                   + to_fault(resp.error).text);
+    transmit(self, std::move(resp));
+    return;
+  }
   if (f.dst != st.self_addr) {
     // Addressed to another incarnation on our endpoint: that one has departed.
     if (is_request)
@@ -238,6 +279,52 @@ void on_inbound(mc_actor* self, wire_frame& f) {
           });
 }
 
+/// A call from a component of this silo (`mc_call_atom`), with a time-to-live when
+/// `ttl_ms` > 0.
+caf::response_promise start_call(mc_actor* self, const silo_address& dst, component c,
+                                 caf::message payload, int64_t ttl_ms) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise();
+  if (dst == st.self_addr) {
+    auto i = st.components.find(c);
+    if (i == st.components.end()) {
+      rp.deliver(unavailable_error(st.self_addr, "component " + to_string(c)
+                                                   + " is not registered on silo "
+                                                   + st.self_addr.to_string()));
+      return rp;
+    }
+    ++st.stats.local_calls;
+    ask_any(self, i->second, std::move(payload),
+            [=](caf::message reply, caf::error err) mutable {
+              if (err)
+                rp.deliver(std::move(err));
+              else
+                rp.deliver(std::move(reply));
+            });
+    return rp;
+  }
+  if (st.departed.count(dst) > 0) {
+    ++st.stats.departed_fails;
+    rp.deliver(departed_error(dst));
+    return rp;
+  }
+  auto id = st.next_id++;
+  wire_frame f;
+  f.src = st.self_addr;
+  f.dst = dst;
+  f.correlation_id = id;
+  f.target = c;
+  f.payload = std::move(payload);
+  if (ttl_ms > 0) {
+    f.ttl_ms = ttl_ms;
+    f.expires_at = self->clock().now() + std::chrono::milliseconds(ttl_ms);
+  }
+  st.pending.emplace(id, pending_call{rp, dst});
+  st.stats.pending_calls = st.pending.size();
+  transmit(self, std::move(f));
+  return rp;
+}
+
 caf::behavior message_center(mc_actor* self, silo_address self_addr, caf::actor net) {
   auto& st = self->state;
   st.self_addr = self_addr;
@@ -254,42 +341,11 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, caf::actor 
     },
     [=](mc_call_atom, const silo_address& dst, component c,
         caf::message& payload) -> caf::response_promise {
-      auto& st = self->state;
-      auto rp = self->make_response_promise();
-      if (dst == st.self_addr) {
-        auto i = st.components.find(c);
-        if (i == st.components.end()) {
-          rp.deliver(unavailable_error(st.self_addr, "component " + to_string(c)
-                                                       + " is not registered on silo "
-                                                       + st.self_addr.to_string()));
-          return rp;
-        }
-        ++st.stats.local_calls;
-        ask_any(self, i->second, std::move(payload),
-                [=](caf::message reply, caf::error err) mutable {
-                  if (err)
-                    rp.deliver(std::move(err));
-                  else
-                    rp.deliver(std::move(reply));
-                });
-        return rp;
-      }
-      if (st.departed.count(dst) > 0) {
-        ++st.stats.departed_fails;
-        rp.deliver(departed_error(dst));
-        return rp;
-      }
-      auto id = st.next_id++;
-      wire_frame f;
-      f.src = st.self_addr;
-      f.dst = dst;
-      f.correlation_id = id;
-      f.target = c;
-      f.payload = std::move(payload);
-      st.pending.emplace(id, pending_call{rp, dst});
-      st.stats.pending_calls = st.pending.size();
-      transmit(self, std::move(f));
-      return rp;
+      return start_call(self, dst, c, std::move(payload), 0);
+    },
+    [=](mc_call_atom, const silo_address& dst, component c, caf::message& payload,
+        int64_t ttl_ms) -> caf::response_promise {
+      return start_call(self, dst, c, std::move(payload), ttl_ms);
     },
     [=](mc_send_atom, const silo_address& dst, component c, caf::message& payload) {
       auto& st = self->state;

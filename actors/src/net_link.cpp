@@ -143,6 +143,13 @@ void connect(link_actor* self, const endpoint& ep);
 /// Sends `f` to the connected peer `p` at `ep`, or bounces it if its generation is gone.
 void deliver_to(link_actor* self, const endpoint& ep, peer& p, wire_frame f, bool fresh) {
   if (f.dst.generation == p.addr.generation) {
+    if (!refresh_ttl(f, self->clock().now())) {
+      // Its caller stopped waiting while the frame waited here (a stall, a connect).
+      if (self->state.centre)
+        self->send(self->state.centre, mc_frame_atom::value,
+                   expired_response(f, "before it left " + self->state.self_addr.to_string()));
+      return;
+    }
     self->send(p.link, nl_frame_atom::value, std::move(f));
     return;
   }
@@ -424,6 +431,7 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
     },
     [=](nl_frame_atom, wire_frame& f) {
       auto& st = self->state;
+      arm_expiry(f, self->clock().now());
       if (st.stalled) {
         if (!st.stall_detected)
           heard(self, f.src);

@@ -86,10 +86,10 @@ void invalidate(pl_actor* self, const grain_id& g, const silo_address& s, activa
 void send_to(pl_actor* self, const grain_id& g, const silo_address& s, activation_tag t,
              placement_waiter w) {
   auto& st = self->state;
-  auto call = make_call(s, component::activation, ct_invoke_atom::value, g, t, w.forward_count,
-                        std::move(w.payload));
-  auto rp = w.rp;
   auto timeout_ms = st.cfg.response_timeout_ms;
+  auto call = make_bounded_call(timeout_ms, s, component::activation, ct_invoke_atom::value, g,
+                                t, w.forward_count, std::move(w.payload));
+  auto rp = w.rp;
   ask_any(self, st.centre, timeout_ms, std::move(call),
           [=](caf::message reply, caf::error err) mutable {
             if (!err) {

@@ -146,6 +146,7 @@ void deliver(net_actor* self, sim_frame& sf) {
       bounce(self, h, err);
     return;
   }
+  f.expires_at = h.expires_at; // one virtual clock: time on the simulated wire counts
   ++st.frames_delivered;
   note(self, "deliver", sf.text);
   self->send(dst->second, mc_frame_atom::value, std::move(f));

@@ -261,8 +261,9 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
   auto to_client = [=](silo_address c, envelope d, caf::typed_response_promise<envelope> rp) {
     auto ack = d;
     self
-      ->request(slots->centre, ms(slots->client_handover_timeout_ms), mc_call_atom::value, c,
-                component::client, caf::make_message(lr_deliver_atom::value, std::move(d)))
+      ->request(slots->centre, ms(slots->client_handover_timeout_ms),
+                make_bounded_call(slots->client_handover_timeout_ms, c, component::client,
+                                  lr_deliver_atom::value, std::move(d)))
       .await(
         [=](bool took) mutable {
           if (took) {

@@ -122,6 +122,16 @@ void drop_gateway(rs_actor* self, const silo_address& gw, const std::string& why
   reassert_all(self, true);
 }
 
+/// A gateway call that failed this way says the gateway cannot serve this client now:
+/// it refused (`silo_unavailable`), is gone (`departed_silo`), or did not answer in time
+/// (`response_timeout`: cafmesh goes further than SPEC §4.4, a stalled gateway that the
+/// failure detector has not caught is left like a stopping one).
+bool gateway_failed(const fault& f) {
+  return contains_code(f, mesh_errc::silo_unavailable)
+         || contains_code(f, mesh_errc::departed_silo)
+         || contains_code(f, mesh_errc::response_timeout);
+}
+
 bool any_first_pending(rs_actor* self) {
   for (auto& kv : self->state.inbound)
     if (kv.second.first)
@@ -153,7 +163,8 @@ void attach_done(rs_actor* self, const std::string& key) {
 
 void attach_attempt(rs_actor* self, const std::string& key);
 
-void attach_failed(rs_actor* self, const std::string& key, uint64_t tok, const fault& f) {
+void attach_failed(rs_actor* self, const std::string& key, uint64_t tok, const fault& f,
+                   const silo_address& gw) {
   auto& st = self->state;
   auto i = st.inbound.find(key);
   if (i == st.inbound.end() || i->second.token != tok)
@@ -161,10 +172,10 @@ void attach_failed(rs_actor* self, const std::string& key, uint64_t tok, const f
   i->second.attached = false;
   auto d = i->second.retry.next(f);
   auto attempts = i->second.retry.attempts() - (d.retry ? 1 : 0);
-  // A refusing or departed gateway is dropped; this path stays busy and retries below (on
-  // the next gateway), the idle paths re-attach at once.
-  if (contains_code(f, mesh_errc::silo_unavailable) || contains_code(f, mesh_errc::departed_silo))
-    drop_gateway(self, st.gateway, f.render());
+  // A failed gateway (refusing, departed, silent) is dropped; this path stays busy and
+  // retries below (on the next gateway), the idle paths re-attach at once.
+  if (gateway_failed(f))
+    drop_gateway(self, gw, f.render());
   i = st.inbound.find(key);
   if (i == st.inbound.end())
     return;
@@ -201,7 +212,7 @@ void attach_attempt(rs_actor* self, const std::string& key) {
     fault f{mesh_errc::no_compatible_silo,
             "no active silo is compatible with grain type podhub (interface version 1); "
             "no Active gateway silo is known to this client"};
-    attach_failed(self, key, tok, f);
+    attach_failed(self, key, tok, f, silo_address{});
     return;
   }
   auto gw = st.gateway;
@@ -230,7 +241,7 @@ void attach_attempt(rs_actor* self, const std::string& key) {
         }
         attach_done(self, key);
       },
-      [=](caf::error& e) { attach_failed(self, key, tok, to_fault(e)); });
+      [=](caf::error& e) { attach_failed(self, key, tok, to_fault(e), gw); });
 }
 
 /// Starts a fresh assertion of `key` (new attach budget).
@@ -302,13 +313,14 @@ void client_finish(rs_actor* self, uint64_t id, bool ok, const fault* f) {
   st.dispatches.erase(i);
 }
 
-void client_failed_attempt(rs_actor* self, uint64_t id, uint64_t tok, fault f) {
+void client_failed_attempt(rs_actor* self, uint64_t id, uint64_t tok, fault f,
+                           const silo_address& gw) {
   auto& st = self->state;
   auto i = st.dispatches.find(id);
   if (i == st.dispatches.end() || i->second.token != tok)
     return;
-  if (contains_code(f, mesh_errc::silo_unavailable) || contains_code(f, mesh_errc::departed_silo))
-    drop_gateway(self, st.gateway, f.render());
+  if (gateway_failed(f))
+    drop_gateway(self, gw, f.render());
   auto d = i->second.retry.next(f);
   if (!d.retry) {
     client_finish(self, id, false, &f);
@@ -335,17 +347,18 @@ void client_attempt(rs_actor* self, uint64_t id) {
             "no active silo is compatible with grain type routing (interface version 1); "
             "no Active gateway silo is known to this client"};
     st.log.debug("dispatch of " + dsp.env.id + ": " + f.render());
-    client_failed_attempt(self, id, tok, std::move(f));
+    client_failed_attempt(self, id, tok, std::move(f), silo_address{});
     return;
   }
   auto gw = st.gateway;
-  auto call = make_call(gw, component::gateway, pl_call_atom::value, routing_grain_id(),
-                        int32_t{0}, caf::make_message(hg_route_atom::value, dsp.env));
   auto bound = std::chrono::milliseconds(st.opts.placement_timeout_ms
                                          + st.opts.grain_response_timeout_ms);
+  auto call = make_bounded_call(bound.count(), gw, component::gateway, pl_call_atom::value,
+                                routing_grain_id(), int32_t{0},
+                                caf::make_message(hg_route_atom::value, dsp.env));
   self->request(st.opts.centre, bound, std::move(call))
     .then([=](envelope&) { client_finish(self, id, true, nullptr); },
-          [=](caf::error& e) { client_failed_attempt(self, id, tok, to_fault(e)); });
+          [=](caf::error& e) { client_failed_attempt(self, id, tok, to_fault(e), gw); });
 }
 
 // -- monolith --------------------------------------------------------------------------

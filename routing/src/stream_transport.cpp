@@ -95,8 +95,10 @@ std::string bound_text(pointer self) {
   return lifecycle::render_budget(self->state.opts.transport_timeout_ms);
 }
 
-caf::message peer_call(const silo_address& peer, caf::message payload) {
-  return caf::make_message(mc_call_atom::value, peer, component::stream, std::move(payload));
+/// A call to `peer`'s stream transport that expires with the caller's wait (`ttl_ms`).
+caf::message peer_call(int64_t ttl_ms, const silo_address& peer, caf::message payload) {
+  return caf::make_message(mc_call_atom::value, peer, component::stream, std::move(payload),
+                           ttl_ms);
 }
 
 void on_probe(pointer self, const address& a, caf::typed_response_promise<bool> rp) {
@@ -136,7 +138,7 @@ void on_probe(pointer self, const address& a, caf::typed_response_promise<bool> 
     auto name = peer.to_string();
     self
       ->request(s.opts.centre, ms(s.opts.transport_timeout_ms),
-                peer_call(peer, caf::make_message(st_has_atom::value, a)))
+                peer_call(s.opts.transport_timeout_ms, peer, caf::make_message(st_has_atom::value, a)))
       .then(
         [=](bool yes) mutable {
           if (j->done)
@@ -203,7 +205,7 @@ void on_publish(pointer self, const address& a, const envelope& e,
     auto name = peer.to_string();
     self
       ->request(s.opts.centre, ms(s.opts.transport_timeout_ms),
-                peer_call(peer, caf::make_message(st_deliver_atom::value, a, e)))
+                peer_call(s.opts.transport_timeout_ms, peer, caf::make_message(st_deliver_atom::value, a, e)))
       .then(
         [=](bool took) mutable {
           if (j->done)

@@ -235,3 +235,93 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: a request to a killed silo bounce
   CHECK(fault_of(ans[0].error).code == mesh_errc::departed_silo);
   CHECK(w.net_state().count("bounce n1 Sa:11111@1 -> Sb:11111@2") == 1);
 }
+
+TEST_CASE("message_center: a frame's time-to-live is re-armed on arrival and refreshed when it leaves, an expired request is not sent") {
+  using clock_tp = caf::actor_clock::time_point;
+  clock_tp t0{std::chrono::seconds(100)};
+  wire_frame f;
+  f.correlation_id = 7;
+  f.target = component::activation;
+  f.src = silo_address{"10.0.0.1", 1, 1};
+  f.dst = silo_address{"10.0.0.2", 2, 1};
+  f.ttl_ms = 3000;
+  arm_expiry(f, t0);
+  CHECK(f.expires_at == t0 + 3000ms);
+  CHECK_FALSE(f.expired(t0 + 2999ms));
+  CHECK(f.expired(t0 + 3000ms));
+  // Held 1,200 ms in this process: it leaves with 1,800 ms to live.
+  CHECK(refresh_ttl(f, t0 + 1200ms));
+  CHECK(f.ttl_ms == 1800);
+  // Less than a millisecond left still leaves with 1 ms; at the deadline it is not sent.
+  f.ttl_ms = 3000;
+  CHECK(refresh_ttl(f, t0 + 2999ms + 500us));
+  CHECK(f.ttl_ms == 1);
+  f.ttl_ms = 3000;
+  CHECK_FALSE(refresh_ttl(f, t0 + 3000ms));
+  CHECK(f.ttl_ms == 3000);
+  auto resp = expired_response(f, "before it left " + f.src.to_string());
+  CHECK(resp.is_response);
+  CHECK(resp.correlation_id == 7);
+  CHECK(resp.src == f.dst);
+  CHECK(resp.dst == f.src);
+  auto why = to_fault(resp.error);
+  CHECK(why.code == mesh_errc::response_timeout);
+  CHECK(why.text
+        == "call #7 to activation on " + f.dst.to_string() + " expired before it left "
+             + f.src.to_string() + ": its caller stopped waiting after 3000 ms");
+  // Responses, one-way frames and frames without a time-to-live always leave.
+  wire_frame r = f;
+  r.is_response = true;
+  CHECK(refresh_ttl(r, t0 + 10s));
+  wire_frame plain;
+  plain.correlation_id = 8;
+  CHECK_FALSE(plain.expired(t0));
+  CHECK(refresh_ttl(plain, t0 + 10s));
+  CHECK(plain.ttl_ms == 0);
+}
+
+TEST_CASE_FIXTURE(mc_fixture, "message_center: a call whose time-to-live ran out while it was held never reaches its component and is answered response_timeout") {
+  sim_world w{*this, fixed_latency(2)};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  auto target = spawn_probe(); // component `test` on b: records what reaches it
+  w.reg(b, component::test, target);
+  auto p = spawn_probe();
+  run();
+  caf::anon_send(w.net, sim_stall_atom::value, b);
+  run();
+  ask(p, w.centres[a], make_bounded_call(3000, b, component::test, echo_atom::value, 5),
+      "bounded", 3000);
+  ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 6), "unbounded");
+  run_for(10s);
+  caf::anon_send(w.net, sim_unstall_atom::value, b);
+  run_until([&] { return probe_of(p).answers.size() == 2; });
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 2);
+  CHECK(ans[0].tag == "bounded");
+  CHECK(ans[0].t_ms == 3000);
+  CHECK(ans[0].error == caf::sec::request_timeout);
+  CHECK(ans[1].tag == "unbounded");
+  CHECK(ans[1].t_ms == 10002);
+  // Only the call without a time-to-live reached the component.
+  auto& told = probe_of(target).told;
+  REQUIRE(told.size() == 1);
+  CHECK(told[0].first == 10002 - 2);
+  CHECK(told[0].second.match_elements<echo_atom, int>());
+  CHECK(told[0].second.get_as<int>(1) == 6);
+  CHECK(logs.find("dropped an expired request from " + a.to_string() + ": call #1 to test on "
+                    + b.to_string() + " expired in transit: its caller stopped waiting after "
+                                      "3000 ms",
+                  log::level::warning)
+          .size()
+        == 1);
+  // The expired request's answer freed a's pending call; b counted it.
+  ask(p, w.centres[b], caf::make_message(mc_stats_atom::value), "stats b");
+  ask(p, w.centres[a], caf::make_message(mc_stats_atom::value), "stats a");
+  run_until([&] { return probe_of(p).answers.size() == 4; });
+  REQUIRE(ans.size() == 4);
+  REQUIRE(ans[2].reply.match_elements<message_center_stats>());
+  CHECK(ans[2].reply.get_as<message_center_stats>(0).expired == 1);
+  REQUIRE(ans[3].reply.match_elements<message_center_stats>());
+  CHECK(ans[3].reply.get_as<message_center_stats>(0).pending_calls == 0);
+}

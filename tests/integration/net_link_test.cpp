@@ -222,6 +222,66 @@ TEST_CASE("net link: a call through centre A reaches an echo component on B over
   }
 }
 
+TEST_CASE("net link: a call whose time-to-live runs out while a link holds it never reaches its component, held both ways") {
+  net_silo a{1};
+  net_silo b{1};
+  caf::scoped_actor probe{*b.sys};
+  b.add_component(component::test, b.sys->spawn(echo, caf::actor{probe}));
+  caf::scoped_actor self{*a.sys};
+  caf::scoped_actor sb{*b.sys};
+  auto stall = [&](caf::scoped_actor& s, const caf::actor& link, bool on) {
+    s->request(link, wait_bound, cafmesh::nl_stall_atom::value, on, false)
+      .receive([](caf::ok_atom) {}, [&](caf::error& e) { FAIL("stall: " << a.sys->render(e)); });
+  };
+  auto bounded_hold = [&](const char* what) {
+    self->request(a.centre, 300ms,
+                  cafmesh::make_bounded_call(300, b.addr, component::test, nt_hold_atom::value))
+      .receive([&](caf::message&) { FAIL(what << ": the held call cannot be answered"); },
+               [&](caf::error& e) { CHECK(e == caf::sec::request_timeout); });
+  };
+  auto centre_stats = [&](caf::scoped_actor& s, const caf::actor& centre) {
+    cafmesh::message_center_stats out;
+    s->request(centre, wait_bound, cafmesh::mc_stats_atom::value)
+      .receive([&](const cafmesh::message_center_stats& st) { out = st; },
+               [&](caf::error& e) { FAIL(a.sys->render(e)); });
+    return out;
+  };
+  // Make sure the connection is up before the stalls.
+  self->send(a.centre, cafmesh::mc_send_atom::value, b.addr, component::test,
+             caf::make_message(nt_note_atom::value, std::string{"warm-up"}));
+  probe->receive([&](nt_note_atom, const std::string&) {},
+                 caf::after(wait_bound) >> [&] { FAIL("warm-up note did not arrive"); });
+  for (auto held_at : {"B, inbound", "A, outbound"}) {
+    CAPTURE(held_at);
+    bool at_b = std::string{held_at} == "B, inbound";
+    if (at_b)
+      stall(sb, b.link, true);
+    else
+      stall(self, a.link, true);
+    bounded_hold(held_at); // A gives up after 300 ms
+    // Behind it on the same connection: a one-way note without a time-to-live.
+    self->send(a.centre, cafmesh::mc_send_atom::value, b.addr, component::test,
+               caf::make_message(nt_note_atom::value, std::string{held_at}));
+    // Let the frame's deadline pass in the holding process too.
+    probe->receive([&](nt_hold_atom) { FAIL("the held call reached B during the stall"); },
+                   caf::after(300ms) >> [] {});
+    if (at_b)
+      stall(sb, b.link, false);
+    else
+      stall(self, a.link, false);
+    // Frames arrive in order: the note comes, the expired call never does.
+    std::string note;
+    probe->receive([&](nt_hold_atom) { FAIL("the expired call reached B's component"); },
+                   [&](nt_note_atom, const std::string& text) { note = text; },
+                   caf::after(wait_bound) >> [&] { FAIL("the note did not arrive"); });
+    CHECK(note == held_at);
+  }
+  // Held at B: B's centre answered it expired (in transit). Held at A: A's link answered
+  // it without sending. Either way A's centre has no pending call left.
+  CHECK(centre_stats(sb, b.centre).expired == 1);
+  CHECK(centre_stats(self, a.centre).pending_calls == 0);
+}
+
 TEST_CASE("net link: a call to a wrong generation of a live endpoint fails departed_silo") {
   net_silo a{1};
   net_silo b{5};

@@ -423,3 +423,56 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a killed gateway is left when member
   MESSAGE("landed " << n_landed << ", NACKed " << n_nacked << ", sent after re-attach "
                     << after);
 }
+
+TEST_CASE_FIXTURE(fixture, "client inbound: a dispatch to an undetected stalled gateway ends in one NACK failed, the client re-homes and the timed-out call never starts on the gateway") {
+  silo_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto c = w.add_client("c", a);
+  auto portal = add_hub(*this, c.routing, portal_path);
+  run();
+  auto& svc = service_of(c.routing);
+  REQUIRE(svc.gateway == a);
+  REQUIRE(svc.inbound.at(portal_path).attached_at == std::vector<silo_address>{a});
+  caf::anon_send(w.net, sim_stall_atom::value, a, false); // undetected: a stays Active
+  run();
+  auto t_stall = now_ms();
+  caf::anon_send(portal, routing::ep_post_atom::value, make_delivery("p-1", "node/Org/Acme"));
+  // The dispatch's bound is placement + response timeout: 30,000 + 30,000 ms.
+  run_for(60s);
+  auto& hub = hub_of(portal);
+  REQUIRE(hub.outcomes.size() == 1);
+  CHECK(hub.outcomes[0].id == "p-1");
+  CHECK(hub.outcomes[0].kind == "nack");
+  CHECK(hub.outcomes[0].verdict == routing::verdict::failed);
+  CHECK(hub.outcomes[0].t_ms == clock_ms(*this, t_stall + 60000));
+  CHECK(svc.stats.client_failed == 1);
+  CHECK(svc.stats.client_attempts == 1); // a response timeout is not re-sent (SPEC §7.6)
+  // The client left a: the next dispatch goes through b.
+  CHECK(svc.gateway == b);
+  CHECK(svc.avoided.count(a) == 1);
+  CHECK(svc.stats.rehomes >= 1);
+  CHECK(logs.find("re-homing away from gateway " + a.to_string()).size() >= 1);
+  caf::anon_send(portal, routing::ep_post_atom::value, make_delivery("p-2", "node/Org/Acme"));
+  run_for(5s);
+  CHECK(svc.stats.client_accepted >= 1);
+  // The stall ends: the held call has expired and is dropped by a's centre; nothing for
+  // p-1 ever starts on a, and p-1 keeps its single outcome.
+  caf::anon_send(w.net, sim_unstall_atom::value, a);
+  run_for(60s);
+  auto stats = testing::ask<message_center_stats>(*this, w.at(a).centre, mc_stats_atom::value);
+  run();
+  REQUIRE(stats->ok());
+  CHECK(stats->value.expired >= 1);
+  CHECK(logs.find("dropped an expired request from " + c.addr.to_string(), log::level::warning)
+          .size()
+        >= 1);
+  size_t p1_outcomes = 0;
+  for (auto& o : hub.outcomes)
+    p1_outcomes += o.id == "p-1" ? 1 : 0;
+  CHECK(p1_outcomes == 1);
+  for (auto& e : w.silos)
+    for (auto& kv : state_of<test_hub_factory_state>(e.hubs).hubs)
+      for (auto& r : hub_of(kv.second).received)
+        CHECK(r.env.id != "p-1");
+}

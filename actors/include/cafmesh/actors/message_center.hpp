@@ -36,6 +36,22 @@
 ///   The centre sets **no timeout**: the caller bounds its own request to the centre
 ///   (`self->request(mc, timeout, mc_call_atom::value, ...)`). A pending call of a caller
 ///   that gave up stays in the centre until the reply, a bounce or a `mc_gone` frees it.
+/// - `(mc_call_atom, silo_address dst, component c, caf::message payload, int64_t ttl_ms)`
+///   (`make_bounded_call`): the same call with a **time-to-live**: the caller waits at most
+///   `ttl_ms` milliseconds (its own request timeout). The frame never reaches `c` once that
+///   time is up (SPEC §7.6 says a timed-out callee "may hold" the delivery; cafmesh goes
+///   further, as Orleans does with expired messages, and makes sure a remote callee never
+///   *starts* processing a call whose caller has stopped waiting, so a response timeout's
+///   NACK stays the delivery's only outcome whenever the call was still in transit):
+///   * a link that hands the frame on converts what is left of the deadline into the
+///     frame's `ttl_ms` (`refresh_ttl`); an expired request is not sent but answered at once
+///     with `response_timeout` ("... expired before it left ...");
+///   * a link that receives a frame derives the local deadline from `ttl_ms`
+///     (`arm_expiry`): time the frame spends held or queued in this process counts;
+///   * the receiving centre answers an expired request `response_timeout` ("... expired in
+///     transit ...") instead of dispatching it, counts it in `expired` and logs a warning.
+///   Time spent inside a peer's kernel buffers is not counted (no clocks are compared across
+///   processes). The local short-cut (`dst` == own silo) ignores the time-to-live.
 ///   `dst == own silo` short-cuts: the centre asks its local component directly (no frame,
 ///   no serialisation, never blocked); the reply comes back the same way.
 /// - `(mc_send_atom, silo_address dst, component c, caf::message payload)`: one-way; the
@@ -71,6 +87,7 @@
 #include <utility>
 
 #include <caf/actor.hpp>
+#include <caf/actor_clock.hpp>
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 #include <caf/fwd.hpp>
@@ -122,6 +139,17 @@ struct wire_frame {
   bool is_response = false;
   caf::message payload;
   caf::error error;
+  /// Requests only: milliseconds the caller still waited when the frame left its process;
+  /// 0 = the frame never expires (see `mc_call_atom` with a time-to-live).
+  int64_t ttl_ms = 0;
+  /// Process-local deadline derived from `ttl_ms` (never serialized); the default value
+  /// (the clock's epoch) means "no deadline".
+  caf::actor_clock::time_point expires_at{};
+
+  /// True for an expiring request whose deadline is at or before `now`.
+  bool expired(caf::actor_clock::time_point now) const {
+    return ttl_ms > 0 && expires_at != caf::actor_clock::time_point{} && now >= expires_at;
+  }
 
   /// One line for traces: `{src} -> {dst} #{id} {component} {req|resp|send}`.
   std::string describe() const;
@@ -130,8 +158,23 @@ struct wire_frame {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wire_frame& x) {
   return f(caf::meta::type_name("cafmesh.wire_frame"), x.src, x.dst, x.correlation_id,
-           x.target, x.is_response, x.payload, x.error);
+           x.target, x.is_response, x.payload, x.error, x.ttl_ms);
 }
+
+/// Link side of the time-to-live, on arrival: `f.expires_at = now + f.ttl_ms` when
+/// `f.ttl_ms > 0`.
+void arm_expiry(wire_frame& f, caf::actor_clock::time_point now);
+
+/// Link side of the time-to-live, before a frame leaves the process: sets `f.ttl_ms` to the
+/// whole milliseconds left until `f.expires_at` (at least 1). Answers false, changing
+/// nothing, when `f` is an expiring request that has expired (`wire_frame::expired`): the
+/// link then hands `expired_response(f, ...)` to its own centre instead of sending `f`.
+bool refresh_ttl(wire_frame& f, caf::actor_clock::time_point now);
+
+/// The answer to the expiring request `req` that was dropped: a response frame from
+/// `req.dst` to `req.src` carrying `response_timeout` with the text "call #{id} to
+/// {component} on {dst} expired {where}: its caller stopped waiting after {ttl} ms".
+wire_frame expired_response(const wire_frame& req, const std::string& where);
 
 /// Counters of one message centre (for tests and diagnostics).
 struct message_center_stats {
@@ -141,12 +184,13 @@ struct message_center_stats {
   uint64_t pending_calls = 0;   ///< remote calls awaiting their response now
   uint64_t departed_fails = 0;  ///< calls failed `departed_silo`
   uint64_t blocked = 0;         ///< inbound application messages refused while blocking
+  uint64_t expired = 0;         ///< inbound requests answered `response_timeout`, never dispatched
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, message_center_stats& x) {
   return f(caf::meta::type_name("cafmesh.message_center_stats"), x.frames_out, x.frames_in,
-           x.local_calls, x.pending_calls, x.departed_fails, x.blocked);
+           x.local_calls, x.pending_calls, x.departed_fails, x.blocked, x.expired);
 }
 
 /// Spawns the message centre of the process whose address is `self_addr`, using the link
@@ -161,6 +205,12 @@ caf::actor spawn_message_center(caf::actor_system& sys, const silo_address& self
 template <class... Ts>
 caf::message make_call(const silo_address& dst, component c, Ts&&... xs);
 
+/// Builds a call with a time-to-live: `(mc_call_atom, dst, c, make_message(xs...),
+/// ttl_ms)`. Pass the timeout (ms) the caller puts on its request to the centre.
+template <class... Ts>
+caf::message make_bounded_call(int64_t ttl_ms, const silo_address& dst, component c,
+                               Ts&&... xs);
+
 } // namespace cafmesh
 
 #include <caf/make_message.hpp>
@@ -171,6 +221,13 @@ template <class... Ts>
 caf::message make_call(const silo_address& dst, component c, Ts&&... xs) {
   return caf::make_message(mc_call_atom::value, dst, c,
                            caf::make_message(std::forward<Ts>(xs)...));
+}
+
+template <class... Ts>
+caf::message make_bounded_call(int64_t ttl_ms, const silo_address& dst, component c,
+                               Ts&&... xs) {
+  return caf::make_message(mc_call_atom::value, dst, c,
+                           caf::make_message(std::forward<Ts>(xs)...), ttl_ms);
 }
 
 } // namespace cafmesh

@@ -39,7 +39,10 @@
 /// dispatches wait (in arrival order) and start when no first assertion is pending any
 /// more. Choosing a gateway sends it `gw_connect`. A gateway is dropped (and avoided while
 /// another Active one exists) on stop-send, on `silo_unavailable` / `departed_silo` from an
-/// attach or a dispatch, and when it leaves the active set; the next attempt picks another
+/// attach or a dispatch, on a response timeout of an attach or a dispatch (cafmesh goes
+/// further than §4.4: a stalled gateway the failure detector has not caught is left like a
+/// stopping one; the timed-out delivery itself is not re-sent, §7.6), and when it leaves
+/// the active set; the next attempt picks another
 /// and every path is attached there again. Unregistering a route sends `gw_detach` to the
 /// gateway it was attached at. After the stopping signal nothing is attached any more.
 ///
@@ -56,8 +59,10 @@
 ///    choosing a gateway from the active set (none: fault `no_compatible_silo`) and bounded
 ///    by placement + response timeout (a timeout is `response_timeout`), retried under the
 ///    client policy (SPEC §7.5) while resendable; a gateway answering `silo_unavailable` or
-///    `departed_silo` is dropped and avoided while another Active gateway exists (re-homing,
-///    SPEC §4.4); a dispatch taking longer than
+///    `departed_silo`, or whose call ends in a response timeout, is dropped and avoided while
+///    another Active gateway exists (re-homing, SPEC §4.4); every attempt's call carries the
+///    attempt's bound as its time-to-live (message_center.hpp), so it never starts on the
+///    gateway after the client stopped waiting; a dispatch taking longer than
 ///    `client.slow_dispatch_log_ms` is logged at info ("slow dispatch"); on final failure,
 ///    if `may_answer`, NACK `shutting_down` "Host is shutting down, cannot route to
 ///    {target}" when stopping at that moment, else `classify(fault)` "Delivery to '{target}'
