@@ -36,6 +36,7 @@ pure_client spawn_pure_client(caf::actor_system& sys, pure_client_options opts) 
   ro.self_silo = opts.self;
   ro.inbound_attach = true;
   ro.events = opts.events;
+  ro.failure_observer = opts.failure_observer;
   c.routing = caf::actor_cast<caf::actor>(spawn_routing_service(sys, std::move(ro)));
   caf::anon_send(c.centre, mc_register_atom::value, component::client, c.routing);
   caf::anon_send(c.agent, mb_subscribe_atom::value, c.routing);

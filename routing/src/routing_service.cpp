@@ -291,8 +291,13 @@ void client_finish(rs_actor* self, uint64_t id, bool ok, const fault* f) {
     ++st.stats.client_failed;
     auto target = dsp.env.target.to_string();
     if (!may_answer(dsp.env)) {
+      auto text = f ? f->render() : std::string{};
       st.log.info("answer-suppressed delivery " + dsp.env.id + " to '" + target
-                  + "' failed: " + (f ? f->render() : std::string{}));
+                  + "' failed: " + text);
+      if (st.opts.failure_observer)
+        self->send(st.opts.failure_observer, ep_event_atom::value, std::string{"suppressed"},
+                   dsp.env.id, static_cast<uint8_t>(f ? classify(*f) : verdict::failed),
+                   "Delivery to '" + target + "' failed: " + text);
     } else {
       bool posted;
       if (st.stopping) {
@@ -358,7 +363,15 @@ void client_attempt(rs_actor* self, uint64_t id) {
                                 caf::make_message(hg_route_atom::value, dsp.env));
   self->request(st.opts.centre, bound, std::move(call))
     .then([=](envelope&) { client_finish(self, id, true, nullptr); },
-          [=](caf::error& e) { client_failed_attempt(self, id, tok, to_fault(e), gw); });
+          [=](caf::error& e) {
+            auto f = to_fault(e);
+            if (e == caf::sec::request_timeout)
+              f = fault{mesh_errc::response_timeout,
+                        "routing/default on gateway " + gw.to_string()
+                          + " did not answer: the call timed out after "
+                          + std::to_string(bound.count()) + " ms"};
+            client_failed_attempt(self, id, tok, std::move(f), gw);
+          });
 }
 
 // -- monolith --------------------------------------------------------------------------

@@ -125,6 +125,9 @@ int run_demo_silo(caf::actor_system& sys, const config::mesh_config& mc, const d
   auto resolver = caf::actor_cast<caf::actor>(routing::spawn_node_path_resolver(sys));
   so.hubs = caf::actor_cast<routing::hub_factory_actor>(factory);
   so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
+  // Router failures of answer-suppressed deliveries reach the demo's ledger (no NACK
+  // carries them, SPEC §6.11), as in the in-process mesh.
+  so.failure_observer = sink;
   std::vector<caf::actor> extras{factory, resolver};
   auto stop_extras = [&] {
     for (auto& a : extras)

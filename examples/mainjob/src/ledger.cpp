@@ -150,7 +150,7 @@ void outcome_ledger::nack(const std::string& id, routing::verdict v, const std::
   if (auto* r = find(id)) {
     if (r->d.answer_suppressed)
       ++nacks_on_suppressed_;
-    r->nack_texts.push_back(text);
+    r->nack_texts.emplace_back(v, text);
     add_terminal(*r, outcome_kind::nack, v);
   }
 }
@@ -175,7 +175,7 @@ void outcome_ledger::suppressed_failure(const std::string& id, routing::verdict 
     emit(j.dump());
   }
   if (auto* r = find(id)) {
-    r->nack_texts.push_back(text);
+    r->nack_texts.emplace_back(v, text);
     add_terminal(*r, outcome_kind::suppressed_failure, v);
   }
 }
@@ -244,14 +244,33 @@ ledger_summary outcome_ledger::summarize() const {
         ++s.nacked_by_verdict[v];
       else if (k == outcome_kind::suppressed_failure)
         ++s.suppressed_by_verdict[v];
-      if (r.terminal.size() > 1) {
+      auto is_landing = [](outcome_kind x) {
+        return x == outcome_kind::landed || x == outcome_kind::response;
+      };
+      auto timed_out = [&] {
+        if (r.nack_texts.empty())
+          return false;
+        auto& text = r.nack_texts.back().second;
+        return text.find("timed out") != std::string::npos
+               || text.find("expired") != std::string::npos;
+      };
+      if (r.terminal.size() == 2 && is_landing(r.terminal[0].first)
+          && (r.terminal[1].first == outcome_kind::nack
+              || r.terminal[1].first == outcome_kind::suppressed_failure)
+          && r.terminal[1].second == routing::verdict::failed && timed_out()) {
+        ++s.landed_then_timed_out;
+        if (s.landed_then_timed_out_ids.size() < ledger_summary::sample_max)
+          s.landed_then_timed_out_ids.push_back(r.d.id);
+      } else if (r.terminal.size() > 1) {
         ++s.multiple_terminal;
         if (s.multiple_terminal_ids.size() < ledger_summary::sample_max)
           s.multiple_terminal_ids.push_back(r.d.id);
       }
     }
-    for (auto& text : r.nack_texts)
+    for (auto& [v, text] : r.nack_texts) {
       s.nack_texts.insert(text);
+      s.nack_texts_by_verdict[v].insert(text);
+    }
     if (r.first_landing_ms)
       latencies.push_back(*r.first_landing_ms - r.d.accepted_ms);
   }

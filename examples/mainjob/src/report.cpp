@@ -152,6 +152,23 @@ report make_report(report_input in) {
     add("no NACK text contains \"" + text + "\"", hits.empty(),
         sample_text(hits.size(), shown_hits));
   }
+  for (auto& [v, texts] : in.expect.required_nack_texts) {
+    std::vector<std::string> misses;
+    if (auto i = l.nack_texts_by_verdict.find(v); i != l.nack_texts_by_verdict.end())
+      for (auto& seen : i->second)
+        if (std::none_of(texts.begin(), texts.end(), [&](const std::string& want) {
+              return seen.find(want) != std::string::npos;
+            }))
+          misses.push_back(seen);
+    auto total = misses.size();
+    if (misses.size() > ledger_summary::sample_max)
+      misses.resize(ledger_summary::sample_max);
+    std::string wanted;
+    for (auto& t : texts)
+      wanted += (wanted.empty() ? "\"" : " or \"") + t + "\"";
+    add("every " + routing::to_string(v) + " NACK text contains " + wanted, total == 0,
+        sample_text(total, misses));
+  }
   r.passed = std::all_of(r.checks.begin(), r.checks.end(), [](auto& c) { return c.ok; });
   r.exit_code = r.passed ? exit_codes::ok : exit_codes::failed;
   r.input = std::move(in);
@@ -176,6 +193,9 @@ std::string render_table(const report& r) {
     rows.push_back({"  " + routing::to_string(v), std::to_string(n)});
   rows.push_back({"lost", std::to_string(l.total.lost)});
   rows.push_back({"two or more terminal outcomes", std::to_string(l.multiple_terminal)});
+  if (l.landed_then_timed_out > 0)
+    rows.push_back({"landed, then a response timeout (§7.6)",
+                    std::to_string(l.landed_then_timed_out)});
   rows.push_back({"duplicate outcomes dropped", std::to_string(l.duplicates_dropped)});
   rows.push_back({"order violations", std::to_string(l.order_violations)});
   rows.push_back({"stale frames dropped", std::to_string(l.stale_drops)});
@@ -253,6 +273,8 @@ std::string render_json(const report& r) {
   j["lost_sample"] = l.lost_ids;
   j["multiple_terminal_outcomes"] = l.multiple_terminal;
   j["multiple_terminal_sample"] = l.multiple_terminal_ids;
+  j["landed_then_timed_out"] = l.landed_then_timed_out;
+  j["landed_then_timed_out_sample"] = l.landed_then_timed_out_ids;
   j["duplicate_outcomes_dropped"] = l.duplicates_dropped;
   j["order_violations"] = l.order_violations;
   json samples = json::array();

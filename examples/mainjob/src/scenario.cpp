@@ -153,7 +153,24 @@ private:
                       dups_, errs_);
         }},
        {"request_deadline_ms", false, "", integer(t.request_deadline_ms, 1)},
-       {"request_max_resends", false, "", integer(t.request_max_resends, 0, 1000)}},
+       {"request_max_resends", false, "", integer(t.request_max_resends, 0, 1000)},
+       {"bursts", false, "",
+        [&](const json& x, const std::string& p) {
+          if (!x.is_array()) {
+            refuse(errs_, p, "an array of bursts", shown(x));
+            return;
+          }
+          for (size_t i = 0; i < x.size(); ++i) {
+            burst_spec b;
+            read_object(x[i], p + "/" + std::to_string(i),
+                        {{"at_ms", true, "an integer >= 0", integer(b.at_ms, 0)},
+                         {"count", true, "an integer from 1 to 100000",
+                          integer(b.count, 1, 100000)},
+                         {"within_ms", false, "", integer(b.within_ms, 0)}},
+                        dups_, errs_);
+            t.bursts.push_back(b);
+          }
+        }}},
       dups_, errs_);
   }
 
@@ -267,17 +284,44 @@ private:
                   }},
                  {"forbidden_nack_texts", false, "",
                   [&](const json& x, const std::string& p) {
-                    if (!x.is_array()) {
-                      refuse(errs_, p, "an array of non-empty strings", shown(x));
+                    strings(x, p, e.forbidden_nack_texts);
+                  }},
+                 {"required_nack_texts", false, "",
+                  [&](const json& x, const std::string& p) {
+                    if (!x.is_object()) {
+                      refuse(errs_, p, "an object of NACK verdicts", shown(x));
                       return;
                     }
-                    for (size_t i = 0; i < x.size(); ++i) {
-                      std::string text;
-                      if (read_string(x[i], p + "/" + std::to_string(i), true, text, errs_))
-                        e.forbidden_nack_texts.push_back(text);
+                    for (auto& [name, texts] : x.items()) {
+                      auto at = p + "/" + escape(name);
+                      if (dups_.count(at) > 0)
+                        errs_.push_back(at + ": duplicate key");
+                      routing::verdict vd;
+                      if (!routing::from_string(name, vd) || vd == routing::verdict::ignored) {
+                        errs_.push_back(at + ": unknown key, expected a NACK verdict (SPEC §2.7)");
+                        continue;
+                      }
+                      std::vector<std::string> out;
+                      strings(texts, at, out);
+                      if (texts.is_array() && texts.empty())
+                        refuse(errs_, at, "a non-empty array of non-empty strings", "[]");
+                      else
+                        e.required_nack_texts[vd] = out;
                     }
                   }}},
                 dups_, errs_);
+  }
+
+  void strings(const json& x, const std::string& p, std::vector<std::string>& out) {
+    if (!x.is_array()) {
+      refuse(errs_, p, "an array of non-empty strings", shown(x));
+      return;
+    }
+    for (size_t i = 0; i < x.size(); ++i) {
+      std::string text;
+      if (read_string(x[i], p + "/" + std::to_string(i), true, text, errs_))
+        out.push_back(text);
+    }
   }
 
   const std::set<std::string>& dups_;
@@ -322,6 +366,11 @@ void check_relations(const scenario& s, error_list& errs) {
     refuse(errs, "/roll/first_stop_at_ms",
            "an integer < duration_s * 1000 (" + std::to_string(s.duration_s * 1000) + ")",
            std::to_string(s.roll.first_stop_at_ms));
+  for (size_t i = 0; i < t.bursts.size(); ++i)
+    if (t.bursts[i].at_ms >= s.duration_s * 1000)
+      refuse(errs, "/traffic/bursts/" + std::to_string(i) + "/at_ms",
+             "an integer < duration_s * 1000 (" + std::to_string(s.duration_s * 1000) + ")",
+             std::to_string(t.bursts[i].at_ms));
   for (size_t i = 0; i < s.faults.size(); ++i)
     if (!names_silo(s, s.faults[i].silo))
       refuse(errs, "/faults/" + std::to_string(i) + "/silo",
@@ -452,6 +501,10 @@ std::string to_json_text(const scenario& s) {
       {"request", t.payload_bytes.request}}},
     {"request_deadline_ms", t.request_deadline_ms},
     {"request_max_resends", t.request_max_resends}};
+  doc["traffic"]["bursts"] = json::array();
+  for (auto& b : t.bursts)
+    doc["traffic"]["bursts"].push_back(
+      json{{"at_ms", b.at_ms}, {"count", b.count}, {"within_ms", b.within_ms}});
   doc["roll"] = json{{"order", s.roll.order},
                      {"first_stop_at_ms", s.roll.first_stop_at_ms},
                      {"restart_delay_ms", s.roll.restart_delay_ms},
@@ -470,6 +523,9 @@ std::string to_json_text(const scenario& s) {
   if (s.expect.max_request_resends_exhausted)
     expect["max_request_resends_exhausted"] = *s.expect.max_request_resends_exhausted;
   expect["forbidden_nack_texts"] = s.expect.forbidden_nack_texts;
+  expect["required_nack_texts"] = json::object();
+  for (auto& [v, texts] : s.expect.required_nack_texts)
+    expect["required_nack_texts"][routing::to_string(v)] = texts;
   doc["expect"] = expect;
   return doc.dump(2) + "\n";
 }

@@ -115,7 +115,26 @@ traffic_generator::traffic_generator(const scenario& s, std::string id_prefix)
     rng_(s.seed ^ fnv1a64("traffic")),
     end_ms_(s.duration_s * 1000),
     reactor_(prefix_, s.traffic.request_max_resends) {
-  // nop
+  auto& t = s_.traffic;
+  uint64_t n = 1;
+  for (auto& b : t.bursts) {
+    for (int64_t k = 0; k < b.count; ++k) {
+      planned_delivery d;
+      d.id = prefix_ + "-b" + std::to_string(n++);
+      d.t_ms = b.at_ms + k * b.within_ms / b.count;
+      d.kind = delivery_kind::request;
+      d.sender = portal_hub_address(k % t.portal_hubs);
+      d.target = node_hub_address(k % t.node_hubs);
+      d.origin = portal_origin(s_, k % t.portal_hubs);
+      d.payload_bytes = t.payload_bytes.request;
+      d.payload_type = "demo.request";
+      bursts_.push_back(std::move(d));
+    }
+  }
+  std::stable_sort(bursts_.begin(), bursts_.end(),
+                   [](const planned_delivery& x, const planned_delivery& y) {
+                     return x.t_ms < y.t_ms;
+                   });
 }
 
 int64_t traffic_generator::slot_ms(uint64_t slot) const {
@@ -197,16 +216,26 @@ void traffic_generator::generate_event() {
 }
 
 std::optional<int64_t> traffic_generator::next_due_ms() const {
+  std::optional<int64_t> paced;
   if (buffer_pos_ < buffer_.size())
-    return buffer_[buffer_pos_].t_ms;
-  auto t = slot_ms(slot_);
-  if (t < end_ms_)
-    return t;
-  return std::nullopt;
+    paced = buffer_[buffer_pos_].t_ms;
+  else if (auto t = slot_ms(slot_); t < end_ms_)
+    paced = t;
+  if (burst_pos_ < bursts_.size()) {
+    auto b = bursts_[burst_pos_].t_ms;
+    return paced ? std::min(*paced, b) : b;
+  }
+  return paced;
 }
 
 std::vector<planned_delivery> traffic_generator::take_due(int64_t now_ms) {
   std::vector<planned_delivery> out;
+  auto take_bursts = [&](int64_t until_ms) {
+    while (burst_pos_ < bursts_.size() && bursts_[burst_pos_].t_ms <= until_ms) {
+      out.push_back(std::move(bursts_[burst_pos_++]));
+      ++reactor_.counters().burst;
+    }
+  };
   for (;;) {
     if (buffer_pos_ == buffer_.size()) {
       auto t = slot_ms(slot_);
@@ -217,10 +246,12 @@ std::vector<planned_delivery> traffic_generator::take_due(int64_t now_ms) {
     auto& next = buffer_[buffer_pos_];
     if (next.t_ms > now_ms)
       break;
+    take_bursts(next.t_ms - 1);
     out.push_back(std::move(next));
     ++buffer_pos_;
     ++reactor_.counters().paced;
   }
+  take_bursts(now_ms);
   return out;
 }
 

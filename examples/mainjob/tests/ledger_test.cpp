@@ -214,3 +214,34 @@ TEST_CASE("mainjob ledger: the event file reads back into the same summary") {
   CHECK(read_event_line(R"({"t_ms":1,"event":"nack","id":"x","verdict":"meh","text":""})", back)
         == "expected \"verdict\" to be a verdict, got \"meh\"");
 }
+
+TEST_CASE("mainjob ledger: a landing followed by a response-timeout failure is the SPEC 7.6 ambiguity, any other second outcome is not") {
+  outcome_ledger l;
+  l.accept(frame("f1", "portal/u2/tab1", "stream-1", 1, 0));
+  l.accept(heartbeat("h1", 0));
+  l.accept(frame("f2", "portal/u2/tab1", "stream-1", 2, 0));
+  l.accept(frame("f3", "portal/u2/tab1", "stream-1", 3, 0));
+  l.accept(request("r1", 0));
+  // The answers were held after the landings: the senders were told failed by a timeout.
+  l.landed("f1", 3);
+  l.nack("f1", verdict::failed, "grain call to podhub/portal/u2/tab1 timed out after 3 s", 3003);
+  l.landed("h1", 4);
+  l.suppressed_failure("h1", verdict::failed,
+                       "call #9 to activation on S1:1@1 expired in transit: its caller stopped "
+                       "waiting after 3000 ms",
+                       3004);
+  // Not the ambiguity: a failure that is no timeout, and a timeout NACK before the landing.
+  l.landed("f2", 5);
+  l.nack("f2", verdict::failed, "boom", 6);
+  l.nack("f3", verdict::failed, "grain call to podhub/portal/u2/tab1 timed out after 3 s", 3000);
+  l.landed("f3", 3500);
+  l.response("r1", 7);
+  l.nack("r1", verdict::shutting_down, "Host is shutting down (timed out)", 8);
+  auto s = l.summarize();
+  CHECK(s.landed_then_timed_out == 2);
+  CHECK(s.landed_then_timed_out_ids == std::vector<std::string>{"f1", "h1"});
+  CHECK(s.multiple_terminal == 3);
+  CHECK(s.multiple_terminal_ids == std::vector<std::string>{"f2", "f3", "r1"});
+  CHECK(s.total.landed == 4);
+  CHECK(s.total.lost == 0);
+}

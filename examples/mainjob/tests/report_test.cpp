@@ -111,7 +111,8 @@ TEST_CASE("mainjob report: JSON shape") {
   CHECK(keys
         == std::vector<std::string>{
           "accepted", "by_kind", "by_origin", "checks", "deadlines", "duplicate_accepts",
-          "duplicate_outcomes_dropped", "duration_s", "entries", "exit_code", "landed", "latency_ms", "lost",
+          "duplicate_outcomes_dropped", "duration_s", "entries", "exit_code", "landed",
+          "landed_then_timed_out", "landed_then_timed_out_sample", "latency_ms", "lost",
           "lost_sample", "mirrors_diverged", "mode", "multiple_terminal_outcomes",
           "multiple_terminal_sample",
           "nacked", "nacked_total", "nacks_on_answer_suppressed", "node_exits",
@@ -231,4 +232,28 @@ TEST_CASE("mainjob report: table text") {
         != std::string::npos);
   CHECK(text.find("  PASS  lost = 0") != std::string::npos);
   CHECK(text.substr(text.size() - 23) == "\nresult: PASS (exit 0)\n");
+}
+
+TEST_CASE("mainjob report: every NACK of a verdict with required texts must contain one of them") {
+  auto in = clean_input();
+  in.expect.required_nack_texts[verdict::failed] = {"timed out", "expired"};
+  in.ledger.nack_texts_by_verdict[verdict::failed] = {
+    "grain call to messagehub/Org/N10 timed out after 3 s",
+    "call #7 to activation on S127.0.0.1:1@1 expired in transit"};
+  in.ledger.nack_texts_by_verdict[verdict::shutting_down] = {"Host is shutting down"};
+  auto ok = make_report(in);
+  std::map<std::string, std::pair<bool, std::string>> by_name;
+  for (auto& c : ok.checks)
+    by_name[c.name] = {c.ok, c.detail};
+  CHECK(by_name.at("every failed NACK text contains \"timed out\" or \"expired\"")
+        == std::make_pair(true, std::string{"0"}));
+  CHECK(ok.exit_code == 0);
+  in.ledger.nack_texts_by_verdict[verdict::failed].insert("Delivery to 'x' failed: boom");
+  auto bad = make_report(in);
+  by_name.clear();
+  for (auto& c : bad.checks)
+    by_name[c.name] = {c.ok, c.detail};
+  CHECK(by_name.at("every failed NACK text contains \"timed out\" or \"expired\"")
+        == std::make_pair(false, std::string{"1 (Delivery to 'x' failed: boom)"}));
+  CHECK(bad.exit_code == 1);
 }

@@ -66,7 +66,14 @@ TEST_CASE("mainjob scenario: the shipped scenarios differ where they say") {
   CHECK(stalled.value.faults[0].at_ms == 5000);
   CHECK(stalled.value.faults[0].for_ms == 90000);
   CHECK_FALSE(stalled.value.faults[0].detected);
-  CHECK(stalled.value.expect.min_nacked.at(routing::verdict::unavailable) == 1);
+  REQUIRE(stalled.value.traffic.bursts.size() == 1);
+  CHECK(stalled.value.traffic.bursts[0].count == 331);
+  CHECK(stalled.value.traffic.bursts[0].within_ms == 50);
+  CHECK(stalled.value.traffic.bursts[0].at_ms == 20000); // 15 s into the stall
+  CHECK(stalled.value.expect.forbidden_nack_texts
+        == std::vector<std::string>{"placement of routing/default"});
+  CHECK(stalled.value.expect.required_nack_texts.at(routing::verdict::failed)
+        == std::vector<std::string>{"timed out", "expired"});
   auto mixed = load_scenario_file(std::string{CAFMESH_SCENARIO_DIR} + "/co-hosted-vs-client.json");
   REQUIRE(mixed.ok);
   CHECK(mixed.value.traffic.senders == sender_placement::both);
@@ -217,4 +224,30 @@ TEST_CASE("mainjob scenario: hub addresses and sender placement") {
   s.pure_clients = 2;
   CHECK(portal_origin(s, 4) == "silo:C");   // even: silo (4 / 2) % 3
   CHECK(portal_origin(s, 3) == "client:2"); // odd: client (3 / 2) % 2 + 1
+}
+
+TEST_CASE("mainjob scenario: traffic bursts and required NACK texts are validated and round-trip") {
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","traffic":{"bursts":[{"at_ms":1000,"count":0},{"count":5}]}})")
+        == std::vector<std::string>{
+          "/traffic/bursts/0/count: expected an integer from 1 to 100000, got 0",
+          "/traffic/bursts/1/at_ms: expected an integer >= 0, got nothing"});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","duration_s":5,"traffic":{"bursts":[{"at_ms":5000,"count":3}]}})")
+        == std::vector<std::string>{
+          "/traffic/bursts/0/at_ms: expected an integer < duration_s * 1000 (5000), got 5000"});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","expect":{"required_nack_texts":{"failed":[],"late":["x"],"unavailable":"timed out"}}})")
+        == std::vector<std::string>{
+          "/expect/required_nack_texts/failed: expected a non-empty array of non-empty strings, got []",
+          "/expect/required_nack_texts/late: unknown key, expected a NACK verdict (SPEC §2.7)",
+          "/expect/required_nack_texts/unavailable: expected an array of non-empty strings, got \"timed out\""});
+  auto r = parse_scenario(R"({"name":"x","expected_outcome":"y","traffic":{"bursts":[{"at_ms":1500,"count":331}]},"expect":{"required_nack_texts":{"failed":["timed out","expired"]}}})");
+  REQUIRE_MESSAGE(r.ok, r.message());
+  REQUIRE(r.value.traffic.bursts.size() == 1);
+  CHECK(r.value.traffic.bursts[0].at_ms == 1500);
+  CHECK(r.value.traffic.bursts[0].count == 331);
+  CHECK(r.value.traffic.bursts[0].within_ms == 50);
+  CHECK(r.value.expect.required_nack_texts.at(routing::verdict::failed)
+        == std::vector<std::string>{"timed out", "expired"});
+  auto back = parse_scenario(to_json_text(r.value));
+  REQUIRE_MESSAGE(back.ok, back.message());
+  CHECK(to_json_text(back.value) == to_json_text(r.value));
 }

@@ -253,3 +253,49 @@ TEST_CASE("mainjob traffic: reactions wait 250, 500, 1000, 2000 and 4000 ms (the
     got.push_back(reaction_delay_ms(n));
   CHECK(got == std::vector<int64_t>{250, 500, 1000, 2000, 4000, 4000, 4000});
 }
+
+TEST_CASE("mainjob traffic: a burst of 331 requests comes on top of the paced schedule, evenly within 50 ms, and leaves the paced schedule unchanged") {
+  auto plain = small();
+  auto with = small();
+  with.traffic.bursts.push_back({1000, 331, 50});
+  traffic_generator a{plain}, b{with};
+  auto pa = a.take_all();
+  auto pb = b.take_all();
+  std::vector<planned_delivery> paced, burst;
+  for (auto& d : pb)
+    (d.id.rfind("demo-b", 0) == 0 ? burst : paced).push_back(d);
+  CHECK(fingerprint(paced) == fingerprint(pa));
+  REQUIRE(burst.size() == 331);
+  CHECK(b.counters().burst == 331);
+  CHECK(b.counters().paced == a.counters().paced);
+  for (size_t k = 0; k < burst.size(); ++k) {
+    CAPTURE(k);
+    auto& d = burst[k];
+    CHECK(d.id == "demo-b" + std::to_string(k + 1));
+    CHECK(d.t_ms == 1000 + static_cast<int64_t>(k) * 50 / 331);
+    CHECK(d.kind == delivery_kind::request);
+    CHECK(d.sender == portal_hub_address(static_cast<int64_t>(k) % 5));
+    CHECK(d.target == node_hub_address(static_cast<int64_t>(k) % 3));
+    CHECK(d.payload_type == "demo.request");
+  }
+  CHECK(burst.front().t_ms == 1000);
+  CHECK(burst.back().t_ms == 1049);
+  // Merged by due time, a paced delivery first when both are due at the same ms.
+  for (size_t i = 1; i < pb.size(); ++i)
+    CHECK(pb[i - 1].t_ms <= pb[i].t_ms);
+  auto first_burst = std::find_if(pb.begin(), pb.end(),
+                                  [](auto& d) { return d.id == "demo-b1"; });
+  REQUIRE(first_burst != pb.end());
+  REQUIRE(first_burst != pb.begin());
+  CHECK(std::prev(first_burst)->t_ms == 1000);
+  CHECK(std::prev(first_burst)->id.rfind("demo-b", 0) != 0);
+  // take_due hands out the burst when it is due, not before.
+  traffic_generator c{with};
+  auto early = c.take_due(999);
+  CHECK(std::none_of(early.begin(), early.end(),
+                     [](auto& d) { return d.id.rfind("demo-b", 0) == 0; }));
+  CHECK(c.next_due_ms() == std::optional<int64_t>{1000});
+  auto at = c.take_due(1010);
+  CHECK(std::count_if(at.begin(), at.end(), [](auto& d) { return d.id.rfind("demo-b", 0) == 0; })
+        == 331 * 11 / 50 + 1);
+}

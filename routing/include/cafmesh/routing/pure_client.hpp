@@ -42,6 +42,9 @@ struct pure_client_options {
   caf::actor centre;
   /// Optional: also receives every stop-send `(gw_stop_send_atom, silo_address gateway)`.
   caf::actor events;
+  /// Optional: told the final failure of every answer-suppressed dispatch
+  /// (`routing_service_options::failure_observer`).
+  caf::actor failure_observer;
 };
 
 /// One assembled pure client.

@@ -159,6 +159,10 @@ struct routing_service_options {
   /// pure_client: also receives every stop-send `(gw_stop_send_atom, silo_address)` the
   /// service gets (applications, tests); null: none.
   caf::actor events;
+  /// pure_client: told `(ep_event_atom, "suppressed", delivery id, uint8_t verdict, text)`
+  /// when the dispatch of an answer-suppressed delivery fails for good (no NACK may carry
+  /// it, SPEC §6.11), as the router core tells its `failure_observer`; null: none.
+  caf::actor failure_observer;
 
   /// Options from a whole configuration (role, name, size, client, placement, grain_call,
   /// simulation seed, `routing.stream_routed_address_types`, attach); handles stay null and

@@ -14,7 +14,9 @@
 ///    prefix -> hub, the demo's node hubs and owner-hub proxies, remote handles) and the
 ///    actor that takes the node's events;
 /// 2. starts its silo (`routing::start_net_silo`, port 0: the OS chooses) with a hub factory
-///    over that map, subscribes a stage probe (`spawn_stage_probe`, sink = `sink`) at
+///    over that map and `sink` as the router core's failure observer (router failures of
+///    answer-suppressed deliveries, which no NACK carries, reach the demo's ledger as
+///    `ep_event` "suppressed"), subscribes a stage probe (`spawn_stage_probe`, sink = `sink`) at
 ///    `demo_probe_stages()`, spawns its *agent* and tells the control
 ///    `(dp_hello_atom, std::string silo, uint64_t generation, caf::actor agent,
 ///    caf::actor routing, caf::actor link)` (the silo's routing service and network link:

@@ -107,6 +107,13 @@ struct ledger_summary {
   std::vector<std::string> lost_ids;
   uint64_t multiple_terminal = 0; ///< deliveries with more than one terminal outcome
   std::vector<std::string> multiple_terminal_ids;
+  /// Deliveries that landed and whose sender was then told `failed` by a response timeout
+  /// (a NACK or suppressed failure whose text says "timed out" or "expired"): the answer
+  /// was held or lost after the landing. SPEC §7.6: "the callee may already hold the
+  /// delivery"; the landing is the outcome, the sender's failure is its one report, so
+  /// these do not count in `multiple_terminal`. Any other second outcome does.
+  uint64_t landed_then_timed_out = 0;
+  std::vector<std::string> landed_then_timed_out_ids;
   uint64_t duplicates_dropped = 0; ///< later outcomes the senders' trackers dropped (§6.12)
   uint64_t order_violations = 0;
   std::vector<order_violation> order_violation_samples;
@@ -115,6 +122,8 @@ struct ledger_summary {
   uint64_t duplicate_accepts = 0;  ///< `accept` for an id already accepted
   uint64_t nacks_on_suppressed = 0; ///< NACKs for answer-suppressed deliveries (never allowed)
   std::set<std::string> nack_texts; ///< every distinct NACK and suppressed-failure text
+  /// The same texts by verdict.
+  std::map<routing::verdict, std::set<std::string>> nack_texts_by_verdict;
   uint64_t latency_samples = 0;   ///< deliveries with a landing
   std::optional<int64_t> latency_p50_ms; ///< first landing - accepted, nearest rank
   std::optional<int64_t> latency_p99_ms;
@@ -190,7 +199,7 @@ private:
   struct record {
     accepted_delivery d;
     std::vector<std::pair<outcome_kind, routing::verdict>> terminal;
-    std::vector<std::string> nack_texts;
+    std::vector<std::pair<routing::verdict, std::string>> nack_texts;
     std::optional<int64_t> first_landing_ms;
     uint64_t landings = 0;
   };

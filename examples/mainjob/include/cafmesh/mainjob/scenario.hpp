@@ -49,6 +49,17 @@ struct payload_sizes {
   int64_t request = 128;
 };
 
+/// One burst (`traffic.bursts`): `count` requests from the portal hubs to the node hubs,
+/// spread evenly over `within_ms` from `at_ms` (SPEC §5.6 "a busy cluster": 331 deliveries
+/// within about 50 ms). Delivery k of a burst (k from 0) is due at
+/// `at_ms + k * within_ms / count`, from portal hub `k % portal_hubs` to node hub
+/// `k % node_hubs`; bursts are on top of the paced rate and draw no random numbers.
+struct burst_spec {
+  int64_t at_ms = 0;      ///< since the traffic started; < duration_s * 1000
+  int64_t count = 1;      ///< 1 .. 100,000
+  int64_t within_ms = 50; ///< >= 0
+};
+
 /// Section `traffic`.
 struct traffic_spec {
   int64_t streams = 100;               ///< owned streams; stream s is owned by owner hub s % owner_hubs
@@ -61,6 +72,7 @@ struct traffic_spec {
   payload_sizes payload_bytes;
   int64_t request_deadline_ms = 30000; ///< the sender's deadline per request delivery (SPEC §6.12)
   int64_t request_max_resends = 5;     ///< re-sends after shutting_down / unavailable (SPEC §12.1)
+  std::vector<burst_spec> bursts;      ///< request bursts on top of the paced rate
 };
 
 /// Section `roll`: each silo in `order` in turn is stopped gracefully (SPEC §3.7) and
@@ -92,6 +104,10 @@ struct expectation {
   std::map<routing::verdict, int64_t> min_nacked; ///< at least this many NACKs per verdict
   std::optional<int64_t> max_request_resends_exhausted; ///< requests still transient after all re-sends
   std::vector<std::string> forbidden_nack_texts; ///< no NACK message may contain any of these
+  /// Every NACK (and suppressed failure) with this verdict must contain one of these texts,
+  /// e.g. `failed` -> {"timed out", "expired"}: the only failures allowed are response
+  /// timeouts (SPEC §7.6).
+  std::map<routing::verdict, std::vector<std::string>> required_nack_texts;
 };
 
 /// One scenario (see the file comment and examples/scenarios/README.md).

@@ -33,6 +33,11 @@
 /// - every other outcome: nothing.
 /// Paced ids are `{id_prefix}-{n}` and reaction ids `{id_prefix}-r{n}` (n from 1 each), so
 /// the paced schedule, ids included, does not depend on the outcomes.
+///
+/// Bursts (`traffic.bursts`, scenario.hpp `burst_spec`) come on top of the paced schedule:
+/// requests with ids `{id_prefix}-b{n}` (n from 1, in burst order), merged into `take_due`
+/// by due time (a paced delivery first when both are due at the same ms); they leave the
+/// paced schedule and its random draws unchanged.
 
 #include <cstdint>
 #include <map>
@@ -83,13 +88,15 @@ struct observed_outcome {
 /// Counters of the generator's reactions.
 struct traffic_counters {
   uint64_t paced = 0;                  ///< paced deliveries produced so far
+  uint64_t burst = 0;                  ///< burst deliveries produced so far
   uint64_t fresh_fulls_after_nack = 0; ///< Fulls sent instead of re-sending a NACKed frame
   uint64_t requests_resent = 0;        ///< re-sends made
   uint64_t request_resends_exhausted = 0; ///< chains whose last allowed re-send got a transient NACK too
   uint64_t fresh_fulls_exhausted = 0; ///< frame chains whose last allowed fresh Full got a transient NACK too
 
   friend bool operator==(const traffic_counters& x, const traffic_counters& y) {
-    return x.paced == y.paced && x.fresh_fulls_after_nack == y.fresh_fulls_after_nack
+    return x.paced == y.paced && x.burst == y.burst
+           && x.fresh_fulls_after_nack == y.fresh_fulls_after_nack
            && x.requests_resent == y.requests_resent
            && x.request_resends_exhausted == y.request_resends_exhausted
            && x.fresh_fulls_exhausted == y.fresh_fulls_exhausted;
@@ -150,10 +157,11 @@ class traffic_generator {
 public:
   explicit traffic_generator(const scenario& s, std::string id_prefix = "demo");
 
-  /// Due time of the next paced delivery, none once the schedule is exhausted.
+  /// Due time of the next paced or burst delivery, none once both are exhausted.
   std::optional<int64_t> next_due_ms() const;
 
-  /// Takes every paced delivery due at or before `now_ms`, in schedule order.
+  /// Takes every paced and burst delivery due at or before `now_ms`, by due time (paced
+  /// ones in schedule order).
   std::vector<planned_delivery> take_due(int64_t now_ms);
 
   /// Takes the whole remaining schedule (for plans and tests).
@@ -190,6 +198,8 @@ private:
   int64_t initial_subscriber_ = 0;
   std::vector<planned_delivery> buffer_; ///< deliveries of the current event, not yet taken
   size_t buffer_pos_ = 0;
+  std::vector<planned_delivery> bursts_; ///< every burst delivery, by due time
+  size_t burst_pos_ = 0;
   reactor reactor_;
 };
 
