@@ -17,6 +17,7 @@
 /// holds; exit code 0 then, else 1 (`exit_codes::failed`).
 
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -121,5 +122,10 @@ std::string render_table(const report& r);
 /// The report as JSON (schema `cafmesh.demo.report/1`, see REPORT.md), 2-space indent,
 /// ending in a newline.
 std::string render_json(const report& r);
+
+/// Writes `render_json(r)` to `path`. False, after the line `{program}: cannot write report
+/// file "{path}"` on `err`, when the file cannot be written.
+bool write_report_file(const std::string& path, const report& r, const std::string& program,
+                       std::ostream& err);
 
 } // namespace cafmesh::mainjob
