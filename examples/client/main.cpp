@@ -2,7 +2,7 @@
 // file and writes every outcome to a ledger file (issue "The main job", item 2; issue #6).
 //
 // Parses the command line, loads the configuration (which must declare mesh.process_role
-// "pure_client" and name the cluster's primary in network.primary_host/primary_port), loads
+// "pure_client"; the loader requires network.primary_port, the cluster's primary), loads
 // the scenario (or the trace file, errors naming the line). With --plan-out it writes the
 // paced schedule as a trace file; else it runs (client_mesh.hpp): joins the cluster, waits
 // until its membership shows an Active gateway silo (--wait-active-s, exit 1 without one),
@@ -130,12 +130,6 @@ int main(int argc, char** argv) {
   }
   if (opts.plan_out)
     return write_plan(*opts.plan_out, plan);
-  if (loaded.value.network.primary_port == 0) {
-    std::cerr << "cafmesh-client: " << opts.config_path
-              << ": /network/primary_port: expected the port of the cluster's primary "
-                 "(> 0), got 0\n";
-    return exit_codes::usage;
-  }
   std::ofstream ledger{opts.ledger_path};
   if (!ledger) {
     std::cerr << "cafmesh-client: cannot write ledger file \"" << opts.ledger_path << "\"\n";

@@ -5,12 +5,15 @@
 # of SCENARIO, then SIGTERM to every node. Passes (exit 0) when the client exits 0, its
 # report shows landed > 0, lost 0 and no NACK, the ledger file has one `accepted` line and
 # one terminal-outcome line per accepted delivery, and every node exits 0 after SIGTERM.
+# With MODE `trace` the client first writes SCENARIO's paced schedule as a trace file
+# (`--plan-out`) and then replays it (`--trace`) instead of sending the scenario.
 #
-#   client_cluster_run.sh NODE_BINARY CLIENT_BINARY SCENARIO
+#   client_cluster_run.sh NODE_BINARY CLIENT_BINARY SCENARIO [scenario|trace]
 set -u
 node_bin=$1
 client_bin=$2
 scenario=$3
+mode=${4:-scenario}
 dir=$(mktemp -d /tmp/cafmesh-client-test-XXXXXX)
 pids=()
 
@@ -63,8 +66,14 @@ cat > "$dir/client.json" <<EOF
  "network":{"host":"127.0.0.1","port":0,"primary_host":"127.0.0.1","primary_port":$port},
  "log":{"level":"warning"}}
 EOF
+traffic=(--scenario "$scenario")
+if [ "$mode" = trace ]; then
+  "$client_bin" --config "$dir/client.json" --scenario "$scenario" --plan-out "$dir/plan.jsonl" \
+    > "$dir/plan.log" 2>&1 || fail "--plan-out failed"
+  traffic=(--trace "$dir/plan.jsonl")
+fi
 start=$(date +%s)
-"$client_bin" --config "$dir/client.json" --scenario "$scenario" --ledger "$dir/ledger.jsonl" \
+"$client_bin" --config "$dir/client.json" "${traffic[@]}" --ledger "$dir/ledger.jsonl" \
   --report "$dir/report.json" --wait-active-s 30 > "$dir/client.log" 2>&1
 rc=$?
 echo "client_cluster_run: cafmesh-client exited $rc after $(($(date +%s) - start)) s"

@@ -89,6 +89,9 @@ public:
 
   /// Replays `trace` (cafmesh-client `--trace`) instead of the scenario's paced schedule;
   /// `s` gives the rest (name, roll, faults, expectations; its traffic section is unused).
+  /// The report of a replay does not measure mirrors (`report_input::mirrors_diverged` is
+  /// none): each frame line steps its stream's clock (trace_replay.hpp), so two targets of
+  /// one stream each see every other version and cannot end equal to the owner.
   demo_driver(const scenario& s, mesh_port& mesh, std::string mode, trace_replay trace);
 
   /// Submits every delivery due at `now_ms` and fires due roll and fault steps.
