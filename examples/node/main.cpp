@@ -18,7 +18,8 @@
 // Application hubs: without `--app` none (a delivery to a node hub is NACKed `not_found` by the
 // hub factory, "cafmesh-node hosts no application hubs"); with `--app echo` a silo hosts an
 // echo hub for every node hub it is asked for (`spawn_echo_hub_factory`, mesh_parts.hpp),
-// answering every request with a response: the peer of cafmesh-client.
+// answering every request (every delivery that may be answered) with a response: the peer
+// of cafmesh-client.
 
 #include <sys/prctl.h>
 

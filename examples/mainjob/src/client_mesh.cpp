@@ -238,12 +238,8 @@ client_result run_client(const config::mesh_config& mc, const client_traffic& t,
   auto receive_one = [&](std::chrono::milliseconds wait) {
     bool got = false;
     self->receive(
-      [&](routing::ep_event_atom, const std::string& kind, const std::string& id, uint8_t v,
-          const std::string& text) {
-        got = true;
-        driver.on_hub_event(kind, id, static_cast<routing::verdict>(v), text,
-                            mesh.is_suppressed(id), now_ms());
-      },
+      hub_event_handler(
+        driver, [&](const std::string& id) { return mesh.is_suppressed(id); }, now_ms, got),
       [&](caf::message&) { got = true; }, caf::after(wait) >> [] {});
     return got;
   };

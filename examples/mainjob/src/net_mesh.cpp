@@ -1233,12 +1233,8 @@ std::optional<report> run_live(const scenario& s, const run_settings& rs, caf::s
   auto receive_one = [&](std::chrono::milliseconds wait) {
     bool got = false;
     self->receive(
-        [&](routing::ep_event_atom, const std::string& kind, const std::string& id, uint8_t v,
-            const std::string& text) {
-          got = true;
-          driver.on_hub_event(kind, id, static_cast<routing::verdict>(v), text,
-                              mesh.is_suppressed(id), now_ms());
-        },
+        hub_event_handler(
+          driver, [&](const std::string& id) { return mesh.is_suppressed(id); }, now_ms, got),
         [&](mp_stage_atom, const std::string& name, uint64_t gen, bool starting, int32_t st) {
           got = true;
           auto t = now_ms();

@@ -45,6 +45,22 @@ struct client_run {
   }
 };
 
+/// Advances `d` every ms-step from 0 to `until_ms` and lets the mesh answer what the client
+/// could observe: requests get their response, deliveries to hosted hubs land.
+void run_observable(demo_driver& d, remote_targets_mesh& m, int64_t until_ms, int64_t step_ms) {
+  for (int64_t now = 0; now <= until_ms; now += step_ms) {
+    auto before = m.submitted.size();
+    d.advance(now);
+    for (auto i = before; i < m.submitted.size(); ++i) {
+      auto& p = m.submitted[i];
+      if (p.kind == delivery_kind::request)
+        d.on_response(p.id, now);
+      else if (m.hosted.count(p.target) > 0)
+        d.on_landed(p.id, now);
+    }
+  }
+}
+
 } // namespace
 
 TEST_CASE("client: a scenario with a roll, faults or co-hosted senders is refused with its pointer") {
@@ -103,17 +119,7 @@ TEST_CASE("client: heartbeats to remote node hubs end unconfirmed, neither lande
   std::ostringstream events;
   d.write_ledger_events_to(&events);
   // Every delivery the client can observe succeeds: frames land, requests are answered.
-  for (int64_t now = 0; now <= 1100; now += 10) {
-    auto before = m.submitted.size();
-    d.advance(now);
-    for (auto i = before; i < m.submitted.size(); ++i) {
-      auto& p = m.submitted[i];
-      if (p.kind == delivery_kind::request)
-        d.on_response(p.id, now);
-      else if (m.hosted.count(p.target) > 0)
-        d.on_landed(p.id, now);
-    }
-  }
+  run_observable(d, m, 1100, 10);
   uint64_t heartbeats = 0;
   for (auto& p : m.submitted)
     if (p.answer_suppressed)
@@ -185,17 +191,7 @@ TEST_CASE("client: a trace replay through the driver records every line once and
   m.hosted = {"node/Owner/O1", "portal/a/t", "portal/b/t"};
   auto s = tests::small_scenario();
   demo_driver d{s, m, "client", trace_replay{trace.entries, "c1", "client:c1"}};
-  for (int64_t now = 0; now <= 3; ++now) {
-    auto before = m.submitted.size();
-    d.advance(now);
-    for (auto i = before; i < m.submitted.size(); ++i) {
-      auto& p = m.submitted[i];
-      if (p.kind == delivery_kind::request)
-        d.on_response(p.id, now);
-      else
-        d.on_landed(p.id, now);
-    }
-  }
+  run_observable(d, m, 3, 1);
   std::vector<std::string> ids;
   for (auto& p : m.submitted)
     ids.push_back(p.id + " " + p.origin);
