@@ -1,17 +1,24 @@
 // cafmesh-client: a pure client that sends the scenario's traffic mix or replays a trace
-// file and writes every outcome to a ledger file (issue "The main job", item 2).
+// file and writes every outcome to a ledger file (issue "The main job", item 2; issue #6).
 //
-// What it does today: parses the command line, loads the configuration (which must declare
-// mesh.process_role "pure_client"), loads the scenario (or validates the trace file, with
-// errors naming the line), and with --plan-out writes the paced schedule as a trace file.
-// Sending traffic needs the mesh, which is not built yet: without --plan-out or
-// --print-config it says so and exits 3 (examples/README.md, "Exit codes").
+// Parses the command line, loads the configuration (which must declare mesh.process_role
+// "pure_client"; the loader requires network.primary_port, the cluster's primary), loads
+// the scenario (or the trace file, errors naming the line). With --plan-out it writes the
+// paced schedule as a trace file; else it runs (client_mesh.hpp): joins the cluster, waits
+// until its membership shows an Active gateway silo (--wait-active-s, exit 1 without one),
+// sends, writes every ledger event to --ledger, prints the report (and --report as JSON)
+// and exits with the report's code: 0 only when every check passes (examples/README.md).
+// A scenario with a roll or faults, or with senders other than pure_client, exits 2.
 
 #include <fstream>
 #include <iostream>
+#include <limits>
+
+#include <unistd.h>
 
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/config/load.hpp"
+#include "cafmesh/mainjob/client_mesh.hpp"
 #include "cafmesh/mainjob/cli.hpp"
 #include "cafmesh/mainjob/report.hpp"
 #include "cafmesh/mainjob/trace_replay.hpp"
@@ -61,6 +68,9 @@ int main(int argc, char** argv) {
     return exit_codes::ok;
   }
   auto name = loaded.value.mesh.name.empty() ? std::string{"client"} : loaded.value.mesh.name;
+  client_traffic traffic;
+  traffic.id_prefix = name;
+  traffic.origin = "client:" + name;
   std::vector<planned_delivery> plan;
   if (opts.trace_path) {
     auto trace = load_trace_file(*opts.trace_path);
@@ -70,9 +80,20 @@ int main(int argc, char** argv) {
       return exit_codes::usage;
     }
     if (opts.plan_out) {
-      trace_replay replay{trace.entries, name, "client:" + name};
+      trace_replay replay{trace.entries, name, traffic.origin};
       plan = replay.take_due(std::numeric_limits<int64_t>::max());
     }
+    // The run's name and request settings: the embedded scenario's, without roll or faults.
+    auto sc = parse_scenario(default_scenario_text());
+    traffic.s = sc.value;
+    traffic.s.name = "trace " + *opts.trace_path;
+    traffic.s.roll.order.clear();
+    traffic.s.faults.clear();
+    traffic.s.expect = expectation{};
+    int64_t last_ms = trace.entries.empty() ? 0 : trace.entries.back().t_ms;
+    traffic.s.duration_s = last_ms / 1000 + 1;
+    traffic.s.rate_per_s = static_cast<int64_t>(trace.entries.size()) / traffic.s.duration_s;
+    traffic.trace = std::move(trace.entries);
   } else {
     auto sc = opts.scenario_path ? load_scenario_file(*opts.scenario_path)
                                  : parse_scenario(default_scenario_text());
@@ -88,17 +109,49 @@ int main(int argc, char** argv) {
         std::cerr << "cafmesh-client: " << e << "\n";
       return exit_codes::usage;
     }
+    if (!opts.scenario_path) {
+      // The embedded default is the demo's roll: the client sends its traffic mix only.
+      sc.value.roll.order.clear();
+      sc.value.faults.clear();
+    }
     if (opts.plan_out) {
       traffic_generator gen{sc.value, name};
       plan = gen.take_all();
     }
+    if (auto errs = client_scenario_errors(sc.value); !errs.empty() && !opts.plan_out) {
+      std::cerr << "cafmesh-client: scenario "
+                << (opts.scenario_path ? *opts.scenario_path : std::string{"(embedded)"})
+                << " cannot run from a client:\n";
+      for (auto& e : errs)
+        std::cerr << e << "\n";
+      return exit_codes::usage;
+    }
+    traffic.s = std::move(sc.value);
   }
   if (opts.plan_out)
     return write_plan(*opts.plan_out, plan);
+  std::ofstream ledger{opts.ledger_path};
+  if (!ledger) {
+    std::cerr << "cafmesh-client: cannot write ledger file \"" << opts.ledger_path << "\"\n";
+    return exit_codes::usage;
+  }
   log::configure(loaded.value.log);
-  log::get("client").error(
-    "sending traffic needs the mesh (a gateway silo over CAF io and routing), which is not "
-    "built yet; nothing was sent and no ledger was written to "
-    + opts.ledger_path);
-  return exit_codes::mesh_not_built;
+  client_run_settings rs;
+  rs.pace.out = &std::cout;
+  rs.pace.is_tty = ::isatty(STDOUT_FILENO) != 0;
+  rs.ledger_out = &ledger;
+  rs.wait_active_ms = opts.wait_active_s * 1000;
+  int report_rc = exit_codes::ok;
+  rs.on_report = [&](const report& r) {
+    ledger.flush();
+    std::cout << render_table(r);
+    std::cout.flush();
+    if (opts.report_path && !write_report_file(*opts.report_path, r, "cafmesh-client", std::cerr))
+      report_rc = exit_codes::failed;
+  };
+  auto result = run_client(loaded.value, traffic, rs);
+  ledger.flush();
+  if (!result.rep)
+    return exit_codes::failed;
+  return report_rc != exit_codes::ok ? report_rc : result.exit_code;
 }

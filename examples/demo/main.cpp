@@ -179,16 +179,8 @@ int main(int argc, char** argv) {
     std::cout.flush();
     // The teardown's info lines would bury the report and its diagnostics in a CI log.
     log::set_stderr_level(log::level::warning);
-    if (opts.report_path) {
-      std::ofstream out{*opts.report_path};
-      out << render_json(r);
-      out.flush();
-      if (!out) {
-        std::cerr << "cafmesh-demo: cannot write report file \"" << *opts.report_path
-                  << "\"\n";
-        written = false;
-      }
-    }
+    if (opts.report_path)
+      written = write_report_file(*opts.report_path, r, "cafmesh-demo", std::cerr);
   };
   auto result = opts.processes ? run_processes(s, rs, node_binary) : run_in_process(s, rs);
   if (!result || !written)

@@ -15,8 +15,11 @@
 // silo_host runs as one silo of the demo's multi-process mesh instead (demo_process.hpp).
 // Standard output, one line each: `ADDR {silo address}` once listening, `ACTIVE` (silo
 // Active) or `CLIENT` (pure client running), `STOPPED` at the end. Start-up failures exit 1.
-// The application's node hubs are not part of this executable: a delivery to a node hub is
-// NACKed `not_found` by the hub factory ("cafmesh-node hosts no application hubs").
+// Application hubs: without `--app` none (a delivery to a node hub is NACKed `not_found` by the
+// hub factory, "cafmesh-node hosts no application hubs"); with `--app echo` a silo hosts an
+// echo hub for every node hub it is asked for (`spawn_echo_hub_factory`, mesh_parts.hpp),
+// answering every request (every delivery that may be answered) with a response: the peer
+// of cafmesh-client.
 
 #include <sys/prctl.h>
 
@@ -67,10 +70,11 @@ caf::behavior no_hubs(caf::event_based_actor*) {
   };
 }
 
-int run_silo(caf::actor_system& sys, const config::mesh_config& mc, log::logger& lg) {
+int run_silo(caf::actor_system& sys, const config::mesh_config& mc, const std::string& app,
+             log::logger& lg) {
   routing::silo_options so;
   so.cfg = mc;
-  auto hubs = sys.spawn(no_hubs);
+  auto hubs = app == "echo" ? spawn_echo_hub_factory(sys, mc.routing) : sys.spawn(no_hubs);
   auto resolver = caf::actor_cast<caf::actor>(routing::spawn_node_path_resolver(sys));
   so.hubs = caf::actor_cast<routing::hub_factory_actor>(hubs);
   so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
@@ -85,6 +89,8 @@ int run_silo(caf::actor_system& sys, const config::mesh_config& mc, log::logger&
     return exit_codes::failed;
   }
   auto& ns = *started;
+  if (app == "echo")
+    caf::anon_send(hubs, mp_routing_atom::value, caf::actor_cast<caf::actor>(ns.s.routing));
   say("ADDR " + ns.s.addr.to_string());
   caf::scoped_actor self{sys};
   caf::error err;
@@ -111,12 +117,7 @@ int run_client(caf::actor_system& sys, const config::mesh_config& mc, log::logge
     lg.error("network endpoint failed: " + sys.render(ep.error()));
     return exit_codes::failed;
   }
-  routing::pure_client_options po;
-  po.cfg = mc;
-  po.self = ep->addr;
-  po.link = ep->link;
-  po.oracle = ep->oracle;
-  auto client = routing::spawn_pure_client(sys, po);
+  auto client = spawn_pure_client_on(sys, mc, *ep);
   say("ADDR " + client.addr.to_string());
   say("CLIENT");
   int sig = 0;
@@ -154,6 +155,10 @@ int main(int argc, char** argv) {
   auto role = config::to_string(mc.mesh.role);
   lg.info("configuration " + opts.config_path + " loaded: process_role " + role + ", name \""
           + mc.mesh.name + "\"");
+  if (!opts.app.empty() && mc.mesh.role != config::process_role::silo_host) {
+    std::cerr << "cafmesh-node: --app needs a silo_host configuration\n";
+    return exit_codes::usage;
+  }
   if (mc.mesh.role == config::process_role::monolith) {
     lg.error("running a monolith over CAF io is not built yet; nothing was started");
     return exit_codes::mesh_not_built;
@@ -187,7 +192,7 @@ int main(int argc, char** argv) {
     if (demo)
       rc = run_demo_silo(sys, mc, *demo, wall_generation(), lg);
     else
-      rc = mc.mesh.role == config::process_role::silo_host ? run_silo(sys, mc, lg)
+      rc = mc.mesh.role == config::process_role::silo_host ? run_silo(sys, mc, opts.app, lg)
                                                            : run_client(sys, mc, lg, signals);
   }
   say("STOPPED");

@@ -56,8 +56,7 @@ std::string exit_code_help() {
          + std::to_string(exit_codes::usage)
          + " bad command line, configuration, scenario or trace file; "
          + std::to_string(exit_codes::mesh_not_built)
-         + " the requested run is not built yet (cafmesh-client "
-           "traffic, a monolith in cafmesh-node).\n";
+         + " the requested run is not built yet (a monolith in cafmesh-node).\n";
 }
 
 void setup_node_cli(CLI::App& app, node_options& o) {
@@ -81,6 +80,13 @@ void setup_node_cli(CLI::App& app, node_options& o) {
     ->type_name("NAME")
     ->needs(ctl);
   ctl->needs("--demo-silo");
+  app.add_option("--app", o.app,
+                 "Application hubs a silo hosts: \"echo\" = a hub endpoint for every node "
+                 "hub it is asked for, answering each request with a response (the peer of "
+                 "cafmesh-client); default none (node hubs are NACKed not_found)")
+    ->check(CLI::IsMember({"echo"}))
+    ->type_name("NAME")
+    ->excludes(ctl);
   app.footer(exit_code_help());
 }
 
@@ -96,8 +102,9 @@ void setup_client_cli(CLI::App& app, client_options& o) {
   auto* scenario_opt =
     app.add_option_function<std::string>(
          "--scenario", [&o](const std::string& v) { o.scenario_path = v; },
-         "Scenario file whose \"traffic\" section gives the mix (default: the embedded "
-         "roll-three-silos scenario)")
+         "Scenario file whose \"traffic\" section gives the mix; it may have no roll and no "
+         "faults (a client cannot stop or stall silos; exit 2) and its traffic.senders must "
+         "be pure_client (default: the embedded roll-three-silos scenario without its roll)")
       ->type_name("FILE");
   auto* trace_opt =
     app.add_option_function<std::string>(
@@ -113,6 +120,15 @@ void setup_client_cli(CLI::App& app, client_options& o) {
   app.add_option("--ledger", o.ledger_path,
                  "Outcome ledger file (JSON lines, one per event; default ledger.jsonl)")
     ->type_name("FILE");
+  app.add_option_function<std::string>(
+       "--report", [&o](const std::string& v) { o.report_path = v; },
+       "Also write the final report as JSON (schema: examples/mainjob/REPORT.md)")
+    ->type_name("FILE");
+  app.add_option("--wait-active-s", o.wait_active_s,
+                 "Seconds to wait for at least one Active silo before sending (exit 1 "
+                 "without one; default 30)")
+    ->check(CLI::Range(1, 3600))
+    ->type_name("N");
   app.add_option_function<std::string>(
        "--plan-out", [&o](const std::string& v) { o.plan_out = v; },
        "Write the paced schedule as a trace file and exit without sending anything")

@@ -3,17 +3,37 @@
 #include <algorithm>
 #include <limits>
 
+#include "cafmesh/routing/classify.hpp"
+
 namespace cafmesh::mainjob {
 
 mesh_port::~mesh_port() {
   // nop
 }
 
-demo_driver::demo_driver(const scenario& s, mesh_port& mesh, std::string mode)
+bool mesh_port::observes_success(const planned_delivery&) const {
+  return true;
+}
+
+demo_driver::demo_driver(const scenario& s, mesh_port& mesh, std::string mode,
+                         std::string id_prefix)
+  : demo_driver(s, mesh, std::move(mode),
+                source_type{traffic_generator{s, std::move(id_prefix)}}) {
+  // nop
+}
+
+demo_driver::demo_driver(const scenario& s, mesh_port& mesh, std::string mode,
+                         trace_replay trace)
+  : demo_driver(s, mesh, std::move(mode), source_type{std::move(trace)}) {
+  // nop
+}
+
+demo_driver::demo_driver(const scenario& s, mesh_port& mesh, std::string mode,
+                         source_type source)
   : s_(s),
     mesh_(mesh),
     mode_(std::move(mode)),
-    gen_(s, "demo"),
+    source_(std::move(source)),
     step_(s.roll.order.empty() ? roll_step::done : roll_step::wait_stop),
     roll_due_ms_(s.roll.first_stop_at_ms) {
   for (size_t i = 0; i < s.faults.size(); ++i) {
@@ -24,15 +44,39 @@ demo_driver::demo_driver(const scenario& s, mesh_port& mesh, std::string mode)
                    [](auto& x, auto& y) { return x.first < y.first; });
 }
 
+std::optional<int64_t> demo_driver::next_due_ms() const {
+  return std::visit([](auto& x) { return x.next_due_ms(); }, source_);
+}
+
+std::vector<planned_delivery> demo_driver::take_due(int64_t now_ms) {
+  return std::visit([&](auto& x) { return x.take_due(now_ms); }, source_);
+}
+
+std::vector<planned_delivery> demo_driver::on_outcome(const planned_delivery& d,
+                                                      const observed_outcome& o,
+                                                      int64_t now_ms) {
+  return std::visit([&](auto& x) { return x.on_outcome(d, o, now_ms); }, source_);
+}
+
+const owner_streams& demo_driver::streams() const {
+  return std::visit([](auto& x) -> const owner_streams& { return x.streams(); }, source_);
+}
+
+traffic_counters demo_driver::counters() const {
+  return std::visit([](auto& x) { return x.counters(); }, source_);
+}
+
 void demo_driver::submit(planned_delivery d, int64_t now_ms) {
   ledger_.accept(d.accepted(now_ms));
+  if (!mesh_.observes_success(d))
+    unobservable_.insert(d.id);
   mesh_.submit(d);
   auto id = d.id;
   open_.emplace(std::move(id), std::move(d));
 }
 
 void demo_driver::advance(int64_t now_ms) {
-  for (auto& d : gen_.take_due(now_ms))
+  for (auto& d : take_due(now_ms))
     submit(std::move(d), now_ms);
   while (!deferred_.empty() && deferred_.begin()->first <= now_ms) {
     auto d = std::move(deferred_.begin()->second);
@@ -40,7 +84,7 @@ void demo_driver::advance(int64_t now_ms) {
     if (d.kind == delivery_kind::frame && d.frame) {
       // A fresh Full carries the stream as it is when it leaves, not when it was NACKed;
       // one whose receiver's mirror already equals the stream (version and state) is not sent.
-      auto full = gen_.streams().full(d.sender, d.stream);
+      auto full = streams().full(d.sender, d.stream);
       auto m = mirrors_.find({d.target, d.stream});
       if (m != mirrors_.end() && m->second.second.version() == full.version
           && m->second.second.state() == full.state) {
@@ -94,7 +138,7 @@ void demo_driver::roll_advance(int64_t now_ms) {
 }
 
 std::optional<int64_t> demo_driver::next_wakeup_ms() const {
-  std::optional<int64_t> out = gen_.next_due_ms();
+  std::optional<int64_t> out = next_due_ms();
   auto consider = [&](int64_t t) { out = out ? std::min(*out, t) : t; };
   if (fault_pos_ < fault_steps_.size())
     consider(fault_steps_[fault_pos_].first);
@@ -112,7 +156,8 @@ void demo_driver::terminal(const std::string& id, const observed_outcome& o, int
     return; // a second outcome: the ledger counts it, nobody reacts twice
   auto d = std::move(i->second);
   open_.erase(i);
-  for (auto& next : gen_.on_outcome(d, o, t_ms)) {
+  unobservable_.erase(id);
+  for (auto& next : on_outcome(d, o, t_ms)) {
     if (next.t_ms > t_ms)
       deferred_.emplace(next.t_ms, std::move(next));
     else
@@ -180,6 +225,35 @@ void demo_driver::on_duplicate_dropped(const std::string& id, int64_t t_ms) {
   ledger_.duplicate_dropped(id, t_ms);
 }
 
+void demo_driver::on_hub_event(const std::string& kind, const std::string& id,
+                               routing::verdict v, const std::string& text,
+                               bool answer_suppressed, int64_t t_ms) {
+  static const std::string response_suffix = "-response";
+  if (id.size() >= response_suffix.size()
+      && id.compare(id.size() - response_suffix.size(), response_suffix.size(), response_suffix)
+           == 0)
+    return;
+  if (kind == "received")
+    on_landed(id, t_ms);
+  else if (kind == "response")
+    on_response(id, t_ms);
+  else if (kind == "nack")
+    on_nack(id, v, text, t_ms);
+  else if (kind == "deadline")
+    on_deadline(id, t_ms);
+  else if (kind == "duplicate")
+    on_duplicate_dropped(id, t_ms);
+  else if (kind == "suppressed")
+    on_suppressed_failure(id, v, text, t_ms);
+  else if (kind == "entry_failed") {
+    auto vv = v != routing::verdict::failed ? v : routing::text_rule(text);
+    if (answer_suppressed)
+      on_suppressed_failure(id, vv, text, t_ms);
+    else
+      on_nack(id, vv, text, t_ms);
+  }
+}
+
 void demo_driver::on_silo(const silo_event& e, int64_t t_ms) {
   generation_[e.silo] = std::max(generation_[e.silo], e.generation);
   if (step_ == roll_step::done || step_ == roll_step::wait_stop || !roll_status_
@@ -211,12 +285,21 @@ void demo_driver::on_silo(const silo_event& e, int64_t t_ms) {
 }
 
 bool demo_driver::traffic_done() const {
-  return !gen_.next_due_ms() && deferred_.empty() && step_ == roll_step::done
+  return !next_due_ms() && deferred_.empty() && step_ == roll_step::done
          && fault_pos_ == fault_steps_.size();
 }
 
 bool demo_driver::quiescent() const {
-  return traffic_done() && ledger_.in_flight() == 0;
+  return traffic_done() && ledger_.in_flight() == unobservable_.size();
+}
+
+void demo_driver::mark_unconfirmed(int64_t now_ms) {
+  auto ids = std::move(unobservable_);
+  unobservable_.clear();
+  for (auto& id : ids) {
+    ledger_.unconfirmed(id, now_ms);
+    open_.erase(id);
+  }
 }
 
 progress_sample demo_driver::progress(int64_t now_ms) {
@@ -236,8 +319,8 @@ uint64_t demo_driver::mirrors_diverged() const {
   for (auto& [key, entry] : mirrors_) {
     auto& [owner, m] = entry;
     auto& stream = key.second;
-    if (m.version() != gen_.streams().version(owner, stream)
-        || m.state() != gen_.streams().state(owner, stream))
+    if (m.version() != streams().version(owner, stream)
+        || m.state() != streams().state(owner, stream))
       ++n;
   }
   return n;
@@ -251,10 +334,13 @@ report demo_driver::finish() {
   in.rate_per_s = s_.rate_per_s;
   in.mode = mode_;
   in.ledger = ledger_.summarize();
-  in.traffic = gen_.counters();
+  in.traffic = counters();
   in.silos = stops_;
   in.expect = s_.expect;
-  in.mirrors_diverged = mirrors_diverged();
+  // A replay steps a stream's clock per trace line, so two targets of one stream each see
+  // every other version: their mirrors cannot end equal to the owner (not measured).
+  if (std::holds_alternative<traffic_generator>(source_))
+    in.mirrors_diverged = mirrors_diverged();
   in.entries = entries_;
   return make_report(std::move(in));
 }

@@ -13,7 +13,7 @@ using json = nlohmann::ordered_json;
 
 const std::vector<std::string> kind_names{"request", "post", "frame"};
 const std::vector<std::string> outcome_names{"landed", "response", "nack", "deadline",
-                                             "suppressed_failure"};
+                                             "suppressed_failure", "unconfirmed"};
 
 json head(int64_t t_ms, const char* event) {
   json j = json::object();
@@ -180,6 +180,16 @@ void outcome_ledger::suppressed_failure(const std::string& id, routing::verdict 
   }
 }
 
+void outcome_ledger::unconfirmed(const std::string& id, int64_t t_ms) {
+  if (sink_ != nullptr) {
+    auto j = head(t_ms, "unconfirmed");
+    j["id"] = id;
+    emit(j.dump());
+  }
+  if (auto* r = find(id))
+    add_terminal(*r, outcome_kind::unconfirmed, routing::verdict::ignored);
+}
+
 void outcome_ledger::duplicate_dropped(const std::string& id, int64_t t_ms) {
   if (sink_ != nullptr) {
     auto j = head(t_ms, "duplicate_dropped");
@@ -229,6 +239,9 @@ ledger_summary outcome_ledger::summarize() const {
           break;
         case outcome_kind::suppressed_failure:
           ++c.suppressed_failures;
+          break;
+        case outcome_kind::unconfirmed:
+          ++c.unconfirmed;
           break;
       }
     };
@@ -360,6 +373,8 @@ std::string read_event_line(const std::string& line, outcome_ledger& ledger) {
     ledger.deadline(id, t_ms);
   } else if (event == "duplicate_dropped") {
     ledger.duplicate_dropped(id, t_ms);
+  } else if (event == "unconfirmed") {
+    ledger.unconfirmed(id, t_ms);
   } else if (event == "nack" || event == "suppressed_failure") {
     routing::verdict v;
     std::string text;
@@ -373,7 +388,7 @@ std::string read_event_line(const std::string& line, outcome_ledger& ledger) {
       ledger.suppressed_failure(id, v, text, t_ms);
   } else {
     return "expected \"event\" to be one of accepted, landed, response, nack, deadline, "
-           "suppressed_failure, duplicate_dropped, stale_dropped, got \""
+           "suppressed_failure, unconfirmed, duplicate_dropped, stale_dropped, got \""
            + event + "\"";
   }
   return {};

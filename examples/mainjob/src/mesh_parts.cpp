@@ -6,6 +6,9 @@
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/fault.hpp"
+#include "cafmesh/routing/address.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
+#include "cafmesh/routing/hub_endpoint.hpp"
 
 namespace cafmesh::mainjob {
 
@@ -40,6 +43,50 @@ routing::hub_factory_actor spawn_hub_map_factory(caf::actor_system& sys,
       },
     };
   });
+}
+
+namespace {
+
+struct echo_factory_state {
+  caf::actor routing;
+  std::map<std::string, caf::actor> hubs;
+  static const char* name;
+};
+
+const char* echo_factory_state::name = "echo-hub-factory";
+
+} // namespace
+
+caf::actor spawn_echo_hub_factory(caf::actor_system& sys, const config::routing_section& cfg) {
+  return sys.spawn([cfg](caf::stateful_actor<echo_factory_state>* self) -> caf::behavior {
+    return {
+      [=](mp_routing_atom, caf::actor& routing) { self->state.routing = std::move(routing); },
+      [=](routing::hf_build_atom, const std::string& key) -> caf::result<caf::actor> {
+        auto& st = self->state;
+        if (auto i = st.hubs.find(key); i != st.hubs.end())
+          return i->second;
+        if (!st.routing)
+          return to_error(fault{mesh_errc::silo_unavailable,
+                                "the echo application has no routing service yet"});
+        auto addr = routing::address::from("node/" + key);
+        auto ep = routing::spawn_hub_endpoint(self->system(), addr, st.routing, cfg, true);
+        self->link_to(ep);
+        caf::anon_send(st.routing, routing::rs_register_atom::value, addr, ep);
+        st.hubs.emplace(key, ep);
+        return ep;
+      },
+    };
+  });
+}
+
+routing::pure_client spawn_pure_client_on(caf::actor_system& sys, const config::mesh_config& mc,
+                                          const net_endpoint& ep) {
+  routing::pure_client_options po;
+  po.cfg = mc;
+  po.self = ep.addr;
+  po.link = ep.link;
+  po.oracle = ep.oracle;
+  return routing::spawn_pure_client(sys, po);
 }
 
 void wait_until_torn_down(caf::actor_system& sys, const lifecycle::host_actor& host,

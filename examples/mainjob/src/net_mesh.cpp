@@ -37,6 +37,7 @@
 #include "cafmesh/mainjob/demo_process.hpp"
 #include "cafmesh/mainjob/driver.hpp"
 #include "cafmesh/mainjob/mesh_parts.hpp"
+#include "cafmesh/mainjob/run_loop.hpp"
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/hub_endpoint.hpp"
@@ -282,12 +283,7 @@ public:
     client_ep_ = *ep;
     primary_port = ep->addr.port;
     primary_port_ = primary_port;
-    routing::pure_client_options po;
-    po.cfg = client_cfg_;
-    po.self = ep->addr;
-    po.link = ep->link;
-    po.oracle = ep->oracle;
-    client_ = routing::spawn_pure_client(app_, po);
+    client_ = spawn_pure_client_on(app_, client_cfg_, *ep);
     client_routing_ = client_.routing;
     return true;
   }
@@ -570,11 +566,6 @@ private:
   size_t start_failures_ = 0;
 };
 
-bool ends_with(const std::string& x, const std::string& suffix) {
-  return x.size() >= suffix.size()
-         && x.compare(x.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // -- the multi-process mesh (`--processes`) -------------------------------------------
 
 /// Process ids of the running node processes: the teardown watchdog kills them before it
@@ -704,12 +695,7 @@ public:
     }
     client_ep_ = *ep;
     primary_port_ = ep->addr.port;
-    routing::pure_client_options po;
-    po.cfg = client_cfg_;
-    po.self = ep->addr;
-    po.link = ep->link;
-    po.oracle = ep->oracle;
-    client_ = routing::spawn_pure_client(app_, po);
+    client_ = spawn_pure_client_on(app_, client_cfg_, *ep);
     client_routing_ = client_.routing;
     build_hubs();
     control_ = app_.spawn(demo_control, main_, std::shared_ptr<const hub_map>(hubs_));
@@ -1233,14 +1219,8 @@ std::optional<report> run_live(const scenario& s, const run_settings& rs, caf::s
   for (auto until = clock_type::now() + std::chrono::seconds(1); clock_type::now() < until;)
     self->receive([](caf::message&) {}, caf::after(std::chrono::milliseconds(50)) >> [] {});
   t0 = clock_type::now();
-  auto mode_p = resolve(rs.progress, rs.is_tty);
-  auto interval = rs.is_tty ? std::min<int64_t>(250, rs.progress_interval_ms)
-                            : rs.progress_interval_ms;
-  int64_t next_progress = interval;
-  std::optional<int64_t> drain_deadline;
   std::map<std::string, int64_t> stop_started;  // silo -> when its stop began
   std::map<std::string, int64_t> active_stopped; // silo -> when stage Active's stop ended
-  bool drained_out = false;
   auto on_down = [&](const std::string& name, uint64_t gen) {
     auto t = now_ms();
     std::optional<int64_t> hold;
@@ -1250,38 +1230,11 @@ std::optional<report> run_live(const scenario& s, const run_settings& rs, caf::s
       hold = b->second - a->second;
     driver.on_silo(silo_event{name, gen, roll_phase::stopped, std::nullopt, hold}, t);
   };
-  auto handle_events = [&](std::chrono::milliseconds wait) {
-    bool first = true;
-    for (int n = 0; n < 4096; ++n) {
-      bool got = false;
-      self->receive(
-        [&](routing::ep_event_atom, const std::string& kind, const std::string& id, uint8_t v,
-            const std::string& text) {
-          got = true;
-          if (ends_with(id, "-response"))
-            return; // the node hubs' own responses are not scenario deliveries
-          auto t = now_ms();
-          auto verdict = static_cast<routing::verdict>(v);
-          if (kind == "received")
-            driver.on_landed(id, t);
-          else if (kind == "response")
-            driver.on_response(id, t);
-          else if (kind == "nack")
-            driver.on_nack(id, verdict, text, t);
-          else if (kind == "deadline")
-            driver.on_deadline(id, t);
-          else if (kind == "duplicate")
-            driver.on_duplicate_dropped(id, t);
-          else if (kind == "suppressed")
-            driver.on_suppressed_failure(id, verdict, text, t);
-          else if (kind == "entry_failed") {
-            auto vv = verdict != routing::verdict::failed ? verdict : routing::text_rule(text);
-            if (mesh.is_suppressed(id))
-              driver.on_suppressed_failure(id, vv, text, t);
-            else
-              driver.on_nack(id, vv, text, t);
-          }
-        },
+  auto receive_one = [&](std::chrono::milliseconds wait) {
+    bool got = false;
+    self->receive(
+        hub_event_handler(
+          driver, [&](const std::string& id) { return mesh.is_suppressed(id); }, now_ms, got),
         [&](mp_stage_atom, const std::string& name, uint64_t gen, bool starting, int32_t st) {
           got = true;
           auto t = now_ms();
@@ -1314,50 +1267,28 @@ std::optional<report> run_live(const scenario& s, const run_settings& rs, caf::s
           got = true;
           on_down(name, gen);
         },
-        caf::after(first ? wait : std::chrono::milliseconds(0)) >> [] {});
-      first = false;
-      if (!got)
-        break;
-    }
+        caf::after(wait) >> [] {});
+    return got;
+  };
+  auto handle_events = [&](std::chrono::milliseconds wait) {
+    receive_batch(wait, receive_one);
     bool died = false;
     for (auto& [name, gen] : mesh.poll_stops(died))
       on_down(name, gen);
   };
-  for (;;) {
-    auto now = now_ms();
-    auto before = driver.stops().size();
-    driver.advance(now);
-    if (driver.stops().size() > before)
+  pace_settings ps;
+  ps.progress = rs.progress;
+  ps.is_tty = rs.is_tty;
+  ps.out = rs.out;
+  ps.progress_interval_ms = rs.progress_interval_ms;
+  ps.drain_timeout_ms = rs.drain_timeout_ms;
+  size_t stops_seen = 0;
+  pace_driver(driver, ps, "cafmesh-demo", now_ms, handle_events, [&](int64_t now) {
+    if (driver.stops().size() > stops_seen) {
+      stops_seen = driver.stops().size();
       stop_started[driver.stops().back().name] = now;
-    if (now >= next_progress) {
-      if (rs.out && mode_p != progress_mode::off) {
-        *rs.out << progress_text(driver.progress(now), mode_p);
-        rs.out->flush();
-      }
-      next_progress = now + interval;
     }
-    if (driver.traffic_done()) {
-      if (!drain_deadline)
-        drain_deadline = now + rs.drain_timeout_ms;
-      if (driver.quiescent())
-        break;
-      if (now >= *drain_deadline) {
-        drained_out = true;
-        break;
-      }
-    }
-    int64_t wait = next_progress - now;
-    if (auto w = driver.next_wakeup_ms())
-      wait = std::min(wait, *w - now);
-    wait = std::clamp<int64_t>(wait, 0, 50);
-    handle_events(std::chrono::milliseconds(wait));
-  }
-  if (rs.out && mode_p == progress_mode::terminal)
-    *rs.out << "\n";
-  if (drained_out)
-    std::cerr << "cafmesh-demo: " << driver.ledger().in_flight()
-              << " deliveries still had no terminal outcome " << rs.drain_timeout_ms
-              << " ms after the traffic ended\n";
+  });
   driver.set_entries(mesh.entries(self));
   out = driver.finish();
   if (auto exits = mesh.node_exits()) {
@@ -1370,15 +1301,7 @@ std::optional<report> run_live(const scenario& s, const run_settings& rs, caf::s
     rs.on_report(*out);
   // Teardown, bounded: a watchdog ends the process with the report's exit code if the
   // actor systems do not come down within `teardown_timeout_ms`.
-  auto code = out->exit_code;
-  auto bound = rs.teardown_timeout_ms;
-  std::thread([code, bound] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(bound));
-    std::cerr << "cafmesh-demo: teardown took longer than " << bound
-              << " ms; exiting with the report's code " << code << "\n";
-    kill_children();
-    std::_Exit(code);
-  }).detach();
+  arm_teardown_watchdog("cafmesh-demo", out->exit_code, rs.teardown_timeout_ms, kill_children);
   mesh.teardown(self);
   return out;
 }

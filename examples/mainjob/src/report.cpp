@@ -1,6 +1,7 @@
 #include "cafmesh/mainjob/report.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -42,6 +43,7 @@ json counts_json(const outcome_counts& c) {
   j["nacked"] = c.nacked;
   j["deadlines"] = c.deadlines;
   j["suppressed_failures"] = c.suppressed_failures;
+  j["unconfirmed"] = c.unconfirmed;
   j["lost"] = c.lost;
   return j;
 }
@@ -191,6 +193,9 @@ std::string render_table(const report& r) {
   rows.push_back({"suppressed failures", std::to_string(total_of(l.suppressed_by_verdict))});
   for (auto& [v, n] : l.suppressed_by_verdict)
     rows.push_back({"  " + routing::to_string(v), std::to_string(n)});
+  if (l.total.unconfirmed > 0)
+    rows.push_back({"unconfirmed (one-way, no observable outcome)",
+                    std::to_string(l.total.unconfirmed)});
   rows.push_back({"lost", std::to_string(l.total.lost)});
   rows.push_back({"two or more terminal outcomes", std::to_string(l.multiple_terminal)});
   if (l.landed_then_timed_out > 0)
@@ -223,10 +228,15 @@ std::string render_table(const report& r) {
   if (!l.by_origin.empty()) {
     std::vector<std::vector<std::string>> origin_rows{
       {"origin", "accepted", "landed", "NACKed", "deadlines", "suppressed", "lost"}};
-    for (auto& [origin, c] : l.by_origin)
+    if (l.total.unconfirmed > 0)
+      origin_rows.front().insert(origin_rows.front().end() - 1, "unconfirmed");
+    for (auto& [origin, c] : l.by_origin) {
       origin_rows.push_back({origin, std::to_string(c.accepted), std::to_string(c.landed),
                              std::to_string(c.nacked), std::to_string(c.deadlines),
                              std::to_string(c.suppressed_failures), std::to_string(c.lost)});
+      if (l.total.unconfirmed > 0)
+        origin_rows.back().insert(origin_rows.back().end() - 1, std::to_string(c.unconfirmed));
+    }
     out << "\n" << columns(origin_rows, "  ");
   }
   if (in.node_exits) {
@@ -269,6 +279,7 @@ std::string render_json(const report& r) {
   j["deadlines"] = l.total.deadlines;
   j["suppressed_failures"] = verdicts_json(l.suppressed_by_verdict);
   j["suppressed_failures_total"] = total_of(l.suppressed_by_verdict);
+  j["unconfirmed"] = l.total.unconfirmed;
   j["lost"] = l.total.lost;
   j["lost_sample"] = l.lost_ids;
   j["multiple_terminal_outcomes"] = l.multiple_terminal;
@@ -335,6 +346,17 @@ std::string render_json(const report& r) {
   j["passed"] = r.passed;
   j["exit_code"] = r.exit_code;
   return j.dump(2) + "\n";
+}
+
+bool write_report_file(const std::string& path, const report& r, const std::string& program,
+                       std::ostream& err) {
+  std::ofstream out{path};
+  out << render_json(r);
+  out.flush();
+  if (out)
+    return true;
+  err << program << ": cannot write report file \"" << path << "\"\n";
+  return false;
 }
 
 } // namespace cafmesh::mainjob

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "cafmesh/mainjob/driver.hpp"
+#include "small_scenario.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::mainjob;
@@ -27,15 +28,7 @@ struct scripted_mesh : mesh_port {
 };
 
 scenario small() {
-  auto s = default_scenario();
-  s.duration_s = 1;
-  s.rate_per_s = 50;
-  s.traffic.streams = 3;
-  s.traffic.owner_hubs = 2;
-  s.traffic.portal_hubs = 4;
-  s.traffic.node_hubs = 2;
-  s.roll.order.clear();
-  return s;
+  return tests::small_scenario();
 }
 
 using answer_fn = std::function<void(demo_driver&, const planned_delivery&, int64_t)>;

@@ -210,7 +210,7 @@ TEST_CASE("mainjob ledger: the event file reads back into the same summary") {
   CHECK(a.suppressed_by_verdict == b.suppressed_by_verdict);
   CHECK(read_event_line(R"({"t_ms":1,"event":"exploded","id":"x"})", back)
         == "expected \"event\" to be one of accepted, landed, response, nack, deadline, "
-           "suppressed_failure, duplicate_dropped, stale_dropped, got \"exploded\"");
+           "suppressed_failure, unconfirmed, duplicate_dropped, stale_dropped, got \"exploded\"");
   CHECK(read_event_line(R"({"t_ms":1,"event":"nack","id":"x","verdict":"meh","text":""})", back)
         == "expected \"verdict\" to be a verdict, got \"meh\"");
 }

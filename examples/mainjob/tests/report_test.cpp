@@ -119,7 +119,7 @@ TEST_CASE("mainjob report: JSON shape") {
           "order_violation_sample",
           "order_violations", "passed", "rate_per_s", "scenario", "schema", "seed", "silos",
           "stale_drops", "suppressed_failures", "suppressed_failures_total", "traffic",
-          "unknown_outcomes"});
+          "unconfirmed", "unknown_outcomes"});
   CHECK(j["schema"] == "cafmesh.demo.report/1");
   CHECK(j["accepted"] == 3);
   CHECK(j["landed"] == 2);

@@ -24,6 +24,9 @@ struct node_options {
   /// `--demo-control HOST:PORT`: run as a silo of `cafmesh-demo --processes` (demo_process.hpp)
   std::optional<std::string> demo_control;
   std::string demo_silo;     ///< `--demo-silo NAME`: the scenario's silo name (with the above)
+  /// `--app NAME`: application hubs a silo hosts; "" = none (not_found), `echo` =
+  /// `spawn_echo_hub_factory` (mesh_parts.hpp)
+  std::string app;
 };
 
 /// cafmesh-client's options.
@@ -34,6 +37,8 @@ struct client_options {
   std::optional<std::string> trace_path;   ///< `--trace FILE` (replay instead of the mix)
   std::string ledger_path = "ledger.jsonl"; ///< `--ledger FILE`
   std::optional<std::string> plan_out;     ///< `--plan-out FILE`
+  std::optional<std::string> report_path;  ///< `--report FILE` (the report as JSON)
+  int64_t wait_active_s = 30;              ///< `--wait-active-s N`: bound of the wait for an Active silo
   scenario_overrides overrides;            ///< `--seed`, `--duration-s`, `--rate`
 };
 

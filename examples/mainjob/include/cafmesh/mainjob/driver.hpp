@@ -9,8 +9,8 @@
 /// faults, feeds the progress line, and builds the final report.
 ///
 /// The mesh plugs in through `mesh_port` (commands) and the `on_*` calls (events). No CAF,
-/// no threads, no clock of its own: the caller passes the time (actor clock) in. Until the
-/// mesh exists nothing implements `mesh_port` outside the unit tests.
+/// no threads, no clock of its own: the caller passes the time (actor clock) in. The meshes
+/// of net_mesh.hpp and client_mesh.hpp implement `mesh_port`.
 ///
 /// Acceptance: the driver records every delivery in the ledger when it hands it to the mesh
 /// (stricter than SPEC's "accepted": a delivery the mesh refuses must still reach one
@@ -23,15 +23,18 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "cafmesh/mainjob/ledger.hpp"
 #include "cafmesh/mainjob/progress.hpp"
 #include "cafmesh/mainjob/report.hpp"
 #include "cafmesh/mainjob/scenario.hpp"
+#include "cafmesh/mainjob/trace_replay.hpp"
 #include "cafmesh/mainjob/traffic.hpp"
 #include "cafmesh/routing/sync_guard.hpp"
 
@@ -59,6 +62,12 @@ public:
 
   /// End a stall.
   virtual void unstall_silo(const std::string& name) = 0;
+
+  /// Can the driver learn that `d` succeeded? True (the default) when the mesh reports its
+  /// landing or response; false for a one-way delivery to a hub whose landing this process
+  /// cannot see (a pure client's post or heartbeat to another process's hub): such a
+  /// delivery ends in a NACK or, at the end of the run, `unconfirmed` (`mark_unconfirmed`).
+  virtual bool observes_success(const planned_delivery& d) const;
 };
 
 /// A silo's lifecycle progress as the mesh reports it.
@@ -73,8 +82,17 @@ struct silo_event {
 /// The driver (see the file comment). Single-threaded.
 class demo_driver {
 public:
-  /// `mode` goes into the report (`in_process` or `processes`).
-  demo_driver(const scenario& s, mesh_port& mesh, std::string mode);
+  /// `mode` goes into the report (`in_process`, `processes` or `client`); paced ids are
+  /// `{id_prefix}-{n}`, reactions `{id_prefix}-r{n}` (traffic.hpp).
+  demo_driver(const scenario& s, mesh_port& mesh, std::string mode,
+              std::string id_prefix = "demo");
+
+  /// Replays `trace` (cafmesh-client `--trace`) instead of the scenario's paced schedule;
+  /// `s` gives the rest (name, roll, faults, expectations; its traffic section is unused).
+  /// The report of a replay does not measure mirrors (`report_input::mirrors_diverged` is
+  /// none): each frame line steps its stream's clock (trace_replay.hpp), so two targets of
+  /// one stream each see every other version and cannot end equal to the owner.
+  demo_driver(const scenario& s, mesh_port& mesh, std::string mode, trace_replay trace);
 
   /// Submits every delivery due at `now_ms` and fires due roll and fault steps.
   void advance(int64_t now_ms);
@@ -104,6 +122,15 @@ public:
   /// A sender's tracker dropped a later outcome for `id`.
   void on_duplicate_dropped(const std::string& id, int64_t t_ms);
 
+  /// One event of a hub endpoint's observer (`routing::ep_event_atom`: `kind` `received`,
+  /// `response`, `nack`, `deadline`, `duplicate`, `suppressed` or `entry_failed`; `v` the
+  /// verdict) passed to the matching `on_*` call. An entry failure is a NACK, or a
+  /// suppressed failure when `answer_suppressed` (its verdict from the text rule, SPEC §7.4,
+  /// when the entry gave `failed`). Ids ending in `-response` (the responses node hubs send)
+  /// are not scenario deliveries and are ignored.
+  void on_hub_event(const std::string& kind, const std::string& id, routing::verdict v,
+                    const std::string& text, bool answer_suppressed, int64_t t_ms);
+
   /// A silo's lifecycle progress (any silo; the roll reacts to the one it is rolling).
   void on_silo(const silo_event& e, int64_t t_ms);
 
@@ -112,8 +139,16 @@ public:
   /// True once the paced schedule is exhausted, the roll is complete and every fault ended.
   bool traffic_done() const;
 
-  /// True when `traffic_done` and no delivery is in flight.
+  /// True when `traffic_done` and no delivery is in flight whose success the mesh observes
+  /// (`mesh_port::observes_success`): the others may still get a NACK, or end unconfirmed.
   bool quiescent() const;
+
+  /// Deliveries in flight whose success the mesh cannot observe.
+  size_t unobservable_in_flight() const { return unobservable_.size(); }
+
+  /// Records `unconfirmed` at `now_ms` for every delivery in flight whose success the mesh
+  /// cannot observe (call once at the end of the run, before `finish`).
+  void mark_unconfirmed(int64_t now_ms);
 
   /// The progress sample at `now_ms` (the rate meter is fed here).
   progress_sample progress(int64_t now_ms);
@@ -137,6 +172,9 @@ public:
 
 private:
   enum class roll_step { wait_stop, stopping, wait_restart, starting, wait_next, done };
+  using source_type = std::variant<traffic_generator, trace_replay>;
+
+  demo_driver(const scenario& s, mesh_port& mesh, std::string mode, source_type source);
 
   void submit(planned_delivery d, int64_t now_ms);
   void terminal(const std::string& id, const observed_outcome& o, int64_t t_ms);
@@ -145,12 +183,21 @@ private:
   /// until its new generation is Active), if any.
   void count_in_stop();
 
+  // The schedule source (generator or trace replay).
+  std::optional<int64_t> next_due_ms() const;
+  std::vector<planned_delivery> take_due(int64_t now_ms);
+  std::vector<planned_delivery> on_outcome(const planned_delivery& d, const observed_outcome& o,
+                                           int64_t now_ms);
+  const owner_streams& streams() const;
+  traffic_counters counters() const;
+
   scenario s_;
   mesh_port& mesh_;
   std::string mode_;
-  traffic_generator gen_;
+  source_type source_;
   outcome_ledger ledger_;
   std::unordered_map<std::string, planned_delivery> open_; ///< submitted, no terminal outcome
+  std::set<std::string> unobservable_; ///< open ids whose success the mesh cannot observe
   /// (target, stream) -> (owner, mirror)
   std::map<std::pair<std::string, std::string>, std::pair<std::string, routing::delta_mirror>>
     mirrors_;

@@ -13,7 +13,11 @@
 ///   the target is recorded (latency) but is not the sender's outcome;
 /// - one-way post or stream frame that may be answered: its landing, or its NACK;
 /// - answer-suppressed post (heartbeat): its landing, or the router failure recorded with
-///   its verdict (`suppressed_failure`, SPEC S12.58); a NACK for it is an anomaly.
+///   its verdict (`suppressed_failure`, SPEC S12.58); a NACK for it is an anomaly;
+/// - a one-way delivery whose success the sender cannot observe (a pure client's heartbeat
+///   or post to a hub in another process: a landing there sends nothing back, SPEC §6.11,
+///   §6.12) that got no NACK by the end of the run: `unconfirmed` (recorded by the driver at
+///   the end, `demo_driver::mark_unconfirmed`). Counted apart: neither landed nor lost.
 /// Checks: lost = accepted with no terminal outcome; more than one terminal outcome (two
 /// landings of one post count too); per-(target, stream) order violations = a frame landing
 /// with version v after a landing of the same stream at that target with version v' > v.
@@ -58,9 +62,16 @@ struct accepted_delivery {
 };
 
 /// The kinds of terminal outcome.
-enum class outcome_kind : uint8_t { landed, response, nack, deadline, suppressed_failure };
+enum class outcome_kind : uint8_t {
+  landed,
+  response,
+  nack,
+  deadline,
+  suppressed_failure,
+  unconfirmed, ///< no observable outcome at the sender by the end of the run (file comment)
+};
 
-/// Renders `landed`, `response`, `nack`, `deadline` or `suppressed_failure`.
+/// Renders `landed`, `response`, `nack`, `deadline`, `suppressed_failure` or `unconfirmed`.
 std::string to_string(outcome_kind x);
 
 /// A frame landing that broke per-stream order.
@@ -85,11 +96,13 @@ struct outcome_counts {
   uint64_t nacked = 0;   ///< terminal outcome NACK
   uint64_t deadlines = 0;
   uint64_t suppressed_failures = 0;
+  uint64_t unconfirmed = 0; ///< one-way, success unobservable, no NACK by the end (not lost)
   uint64_t lost = 0;
 
   friend bool operator==(const outcome_counts& x, const outcome_counts& y) {
     return x.accepted == y.accepted && x.landed == y.landed && x.nacked == y.nacked
            && x.deadlines == y.deadlines && x.suppressed_failures == y.suppressed_failures
+           && x.unconfirmed == y.unconfirmed
            && x.lost == y.lost;
   }
 };
@@ -141,7 +154,7 @@ std::optional<int64_t> nearest_rank(std::vector<int64_t> values, int percent);
 /// "id":…}`, `{"t_ms":…,"event":"response","id":…}`, `{"t_ms":…,"event":"nack","id":…,
 /// "verdict":…,"text":…}`, `{"t_ms":…,"event":"deadline","id":…}`,
 /// `{"t_ms":…,"event":"suppressed_failure","id":…,"verdict":…,"text":…}`,
-/// `{"t_ms":…,"event":"duplicate_dropped","id":…}`, `{"t_ms":…,"event":"stale_dropped",
+/// `{"t_ms":…,"event":"duplicate_dropped","id":…}`, `{"t_ms":…,"event":"unconfirmed","id":…}`, `{"t_ms":…,"event":"stale_dropped",
 /// "target":…,"stream":…,"version":…}`. `read_event_line` parses them back.
 class outcome_ledger {
 public:
@@ -169,6 +182,10 @@ public:
   /// The router recorded the failure of answer-suppressed delivery `id` (no NACK is sent).
   void suppressed_failure(const std::string& id, routing::verdict v, const std::string& text,
                           int64_t t_ms);
+
+  /// One-way delivery `id`, whose success its sender cannot observe, had no NACK by the end
+  /// of the run (see the file comment): terminal outcome `unconfirmed`.
+  void unconfirmed(const std::string& id, int64_t t_ms);
 
   /// A sender's tracker dropped a later outcome for `id` (SPEC §6.12).
   void duplicate_dropped(const std::string& id, int64_t t_ms);

@@ -3,7 +3,8 @@
 /// @file
 /// Actors every `mesh_port` implementation of the main job needs (the live in-process mesh,
 /// net_mesh.hpp, and the simulated one of the S12.58 / S12.62 tests): a lifecycle probe that
-/// reports a silo's stages, and a hub factory over a fixed map of application hubs.
+/// reports a silo's stages, a hub factory over a fixed map of application hubs, and the
+/// echo application of `cafmesh-node --app echo`.
 
 #include <cstdint>
 #include <map>
@@ -14,9 +15,14 @@
 #include <caf/atom.hpp>
 #include <caf/fwd.hpp>
 
+#include "cafmesh/actors/net_process.hpp"
+#include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/lifecycle/host.hpp"
+#include "cafmesh/mainjob/driver.hpp"
 #include "cafmesh/lifecycle/observer.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/hub_protocol.hpp"
+#include "cafmesh/routing/pure_client.hpp"
 
 namespace cafmesh::mainjob {
 
@@ -37,6 +43,41 @@ using hub_map = std::map<std::string, caf::actor>;
 /// it before traffic starts, never change it after.
 routing::hub_factory_actor spawn_hub_map_factory(caf::actor_system& sys,
                                                  std::shared_ptr<const hub_map> hubs);
+
+/// `(mp_routing_atom, caf::actor routing)` one-way, to an echo hub factory: the silo's
+/// routing service (set it before the silo starts).
+using mp_routing_atom = caf::atom_constant<caf::atom("mprouting")>;
+
+/// Spawns the hub factory of `cafmesh-node --app echo` (SPEC §6.9): for every key it is
+/// asked for (`node/{key}`), on the first request, a `routing::hub_endpoint` with `respond`
+/// on (a delivery handed over that may be answered, e.g. a request, is answered with a
+/// response envelope sent to its sender through the routing service), registered as a
+/// local route of the routing service given by `mp_routing_atom`; later requests for the
+/// key answer the same hub. Before the routing
+/// service is known it answers `silo_unavailable`. The hubs are linked to the factory and
+/// exit with it. The result is an untyped actor; `caf::actor_cast` it to
+/// `routing::hub_factory_actor` for `silo_options::hubs`.
+caf::actor spawn_echo_hub_factory(caf::actor_system& sys, const config::routing_section& cfg);
+
+/// Spawns the pure client of a process (`routing::spawn_pure_client`: centre, agent, routing
+/// service with inbound attach) on its network endpoint `ep` (`start_net_link`), configured
+/// by `mc`. The caller owns the actors (`stop_all`, and exit `ep`'s link and oracle).
+routing::pure_client spawn_pure_client_on(caf::actor_system& sys, const config::mesh_config& mc,
+                                          const net_endpoint& ep);
+
+/// A `receive` handler for a live run loop: passes each hub endpoint event
+/// (`routing::ep_event_atom`, entry_atoms.hpp) to `driver.on_hub_event` at `now_ms()`,
+/// answer-suppressed as `suppressed(id)` says, and sets `got`.
+template <class Suppressed, class Now>
+auto hub_event_handler(demo_driver& driver, Suppressed suppressed, Now now_ms, bool& got) {
+  return [&driver, suppressed, now_ms, &got](routing::ep_event_atom, const std::string& kind,
+                                             const std::string& id, uint8_t v,
+                                             const std::string& text) {
+    got = true;
+    driver.on_hub_event(kind, id, static_cast<routing::verdict>(v), text, suppressed(id),
+                        now_ms());
+  };
+}
 
 /// Blocks the calling (non-actor) thread until `host` reports `torn_down`, asking its state
 /// every `poll_ms` milliseconds (each ask bounded by 5 s): a process's main thread waiting

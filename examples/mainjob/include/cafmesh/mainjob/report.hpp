@@ -17,6 +17,7 @@
 /// holds; exit code 0 then, else 1 (`exit_codes::failed`).
 
 #include <cstdint>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,7 +34,7 @@ namespace exit_codes {
 inline constexpr int ok = 0;             ///< clean: checks passed / clean stop / printed what was asked
 inline constexpr int failed = 1;         ///< a report check failed / the stop was not clean
 inline constexpr int usage = 2;          ///< bad command line, configuration, scenario or trace file
-inline constexpr int mesh_not_built = 3; ///< the requested run is not built yet (`--processes`, client traffic, monolith node)
+inline constexpr int mesh_not_built = 3; ///< the requested run is not built yet (a monolith node)
 
 } // namespace exit_codes
 
@@ -77,7 +78,7 @@ struct report_input {
   uint64_t seed = 0;
   int64_t duration_s = 0;
   int64_t rate_per_s = 0;
-  std::string mode; ///< `in_process` or `processes`
+  std::string mode; ///< `in_process`, `processes` or `client`
   ledger_summary ledger;
   traffic_counters traffic;
   std::vector<silo_stop_record> silos;
@@ -121,5 +122,10 @@ std::string render_table(const report& r);
 /// The report as JSON (schema `cafmesh.demo.report/1`, see REPORT.md), 2-space indent,
 /// ending in a newline.
 std::string render_json(const report& r);
+
+/// Writes `render_json(r)` to `path`. False, after the line `{program}: cannot write report
+/// file "{path}"` on `err`, when the file cannot be written.
+bool write_report_file(const std::string& path, const report& r, const std::string& program,
+                       std::ostream& err);
 
 } // namespace cafmesh::mainjob
