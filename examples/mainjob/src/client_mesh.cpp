@@ -174,8 +174,9 @@ client_result run_client(const config::mesh_config& mc, const client_traffic& t,
         caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     return result;
   }
-  auto client = spawn_pure_client_on(sys, mc, *ep);
-  auto owners = spawn_pure_client_on(sys, owners_cfg, *ep2);
+  // Final failures of answer-suppressed dispatches come to the run loop (`suppressed`).
+  auto client = spawn_pure_client_on(sys, mc, *ep, caf::actor_cast<caf::actor>(self));
+  auto owners = spawn_pure_client_on(sys, owners_cfg, *ep2, caf::actor_cast<caf::actor>(self));
   std::vector<caf::actor> hub_actors;
   auto stop_everything = [&] {
     for (auto& a : hub_actors)

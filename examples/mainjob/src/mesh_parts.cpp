@@ -80,8 +80,9 @@ caf::actor spawn_echo_hub_factory(caf::actor_system& sys, const config::routing_
 }
 
 routing::pure_client spawn_pure_client_on(caf::actor_system& sys, const config::mesh_config& mc,
-                                          const net_endpoint& ep) {
+                                          const net_endpoint& ep, caf::actor failure_observer) {
   routing::pure_client_options po;
+  po.failure_observer = std::move(failure_observer);
   po.cfg = mc;
   po.self = ep.addr;
   po.link = ep.link;

@@ -29,6 +29,7 @@
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/actors/net_link.hpp"
 #include "cafmesh/actors/net_process.hpp"
+#include "cafmesh/actors/system_teardown.hpp"
 #include "cafmesh/config/load.hpp"
 #include "cafmesh/lifecycle/atoms.hpp"
 #include "cafmesh/lifecycle/host.hpp"
@@ -97,6 +98,18 @@ struct process {
     sys.reset(); // before its configuration
   }
 };
+
+/// Destroys the actor systems of `procs` together (system_teardown.hpp: one after another,
+/// a system waits for a thread of another system that still refers to its logger), then
+/// their configurations.
+void destroy_together(std::vector<std::unique_ptr<process>>& procs) {
+  std::vector<std::unique_ptr<caf::actor_system>> systems;
+  for (auto& p : procs)
+    if (p)
+      systems.push_back(std::move(p->sys));
+  destroy_systems_together(systems);
+  procs.clear();
+}
 
 /// One incarnation of a scenario silo.
 struct silo_run {
@@ -283,7 +296,7 @@ public:
     client_ep_ = *ep;
     primary_port = ep->addr.port;
     primary_port_ = primary_port;
-    client_ = spawn_pure_client_on(app_, client_cfg_, *ep);
+    client_ = spawn_pure_client_on(app_, client_cfg_, *ep, main_);
     client_routing_ = client_.routing;
     return true;
   }
@@ -371,6 +384,7 @@ public:
                 << "\n";
       caf::anon_send_exit(factory, caf::exit_reason::user_shutdown);
       caf::anon_send_exit(resolver, caf::exit_reason::user_shutdown);
+      retired_.push_back(std::move(run->proc));
       return false;
     }
     run->ns = *started;
@@ -486,8 +500,8 @@ public:
     return n;
   }
 
-  /// Stops everything and destroys every silo system (the application system is the
-  /// caller's).
+  /// Tells every actor to exit and drops this mesh's handles into the silo systems; the
+  /// systems themselves wait in `take_systems` (the application system is the caller's).
   void shutdown() {
     for (auto& a : all_)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
@@ -500,9 +514,17 @@ public:
         slot.current->stop_all();
         slot.past.push_back(std::move(slot.current));
       }
+      for (auto& run : slot.past)
+        retired_.push_back(std::move(run->proc));
+      slot.past.clear(); // the handles, before their systems
     }
-    for (auto& [name, slot] : silos_)
-      slot.past.clear();
+  }
+
+  /// The silo systems (every incarnation, all actors told to exit by `shutdown`), to be
+  /// destroyed together with the application system (`destroy_together`).
+  std::vector<std::unique_ptr<process>> take_systems() {
+    shutdown(); // idempotent; a no-op after teardown
+    return std::move(retired_);
   }
 
 private:
@@ -562,6 +584,7 @@ private:
   std::shared_ptr<std::map<std::string, caf::actor>> hubs_
     = std::make_shared<std::map<std::string, caf::actor>>();
   std::vector<caf::actor> all_;
+  std::vector<std::unique_ptr<process>> retired_; ///< silo systems, for `take_systems`
   uint64_t last_generation_ = 0;
   size_t start_failures_ = 0;
 };
@@ -695,7 +718,7 @@ public:
     }
     client_ep_ = *ep;
     primary_port_ = ep->addr.port;
-    client_ = spawn_pure_client_on(app_, client_cfg_, *ep);
+    client_ = spawn_pure_client_on(app_, client_cfg_, *ep, main_);
     client_routing_ = client_.routing;
     build_hubs();
     control_ = app_.spawn(demo_control, main_, std::shared_ptr<const hub_map>(hubs_));
@@ -1300,7 +1323,9 @@ std::optional<report> run_live(const scenario& s, const run_settings& rs, caf::s
   if (rs.on_report)
     rs.on_report(*out);
   // Teardown, bounded: a watchdog ends the process with the report's exit code if the
-  // actor systems do not come down within `teardown_timeout_ms`.
+  // actor systems do not come down within `teardown_timeout_ms` (a safety net: it also
+  // covers `run_in_process` destroying the systems after this returns; a normal run ends
+  // long before it fires).
   arm_teardown_watchdog("cafmesh-demo", out->exit_code, rs.teardown_timeout_ms, kill_children);
   mesh.teardown(self);
   return out;
@@ -1309,8 +1334,9 @@ std::optional<report> run_live(const scenario& s, const run_settings& rs, caf::s
 } // namespace
 
 std::optional<report> run_in_process(const scenario& s, const run_settings& rs) {
-  process app;
-  auto& sys = *app.sys;
+  std::vector<std::unique_ptr<process>> systems;
+  systems.push_back(std::make_unique<process>());
+  auto& sys = *systems.front()->sys;
   std::optional<report> out;
   {
     caf::scoped_actor self{sys};
@@ -1323,7 +1349,13 @@ std::optional<report> run_in_process(const scenario& s, const run_settings& rs) 
     if (ok)
       mesh.build_hubs();
     out = run_live(s, rs, self, mesh, ok, "in_process");
+    for (auto& p : mesh.take_systems())
+      systems.push_back(std::move(p));
   }
+  // The application system and every silo system come down together (still under the
+  // teardown watchdog run_live started): the application's workers ran silo actors that
+  // spawned, and refer to those silos' loggers until they end (system_teardown.hpp).
+  destroy_together(systems);
   return out;
 }
 

@@ -62,8 +62,11 @@ caf::actor spawn_echo_hub_factory(caf::actor_system& sys, const config::routing_
 /// Spawns the pure client of a process (`routing::spawn_pure_client`: centre, agent, routing
 /// service with inbound attach) on its network endpoint `ep` (`start_net_link`), configured
 /// by `mc`. The caller owns the actors (`stop_all`, and exit `ep`'s link and oracle).
+/// `failure_observer` (may be null) is told the final failure of every answer-suppressed
+/// dispatch (`routing::pure_client_options::failure_observer`).
 routing::pure_client spawn_pure_client_on(caf::actor_system& sys, const config::mesh_config& mc,
-                                          const net_endpoint& ep);
+                                          const net_endpoint& ep,
+                                          caf::actor failure_observer = {});
 
 /// A `receive` handler for a live run loop: passes each hub endpoint event
 /// (`routing::ep_event_atom`, entry_atoms.hpp) to `driver.on_hub_event` at `now_ms()`,
