@@ -4,7 +4,7 @@
 /// The main job's scenario model (issue "The main job", items 3–4): what cafmesh-demo and
 /// cafmesh-client run — topology, traffic mix and rate, the rolling restart, injected faults,
 /// configuration overrides and the stated expected outcome. Loaded from JSON with strict
-/// validation; examples/scenarios/README.md documents every key, and the files there are the
+/// validation; examples/README.md ("Scenarios") documents every key, and the files there are the
 /// shipped scenarios. `default_scenario_text()` is examples/scenarios/roll-three-silos.json,
 /// compiled in at build time (so the file and the embedded default cannot drift).
 ///
@@ -110,7 +110,7 @@ struct expectation {
   std::map<routing::verdict, std::vector<std::string>> required_nack_texts;
 };
 
-/// One scenario (see the file comment and examples/scenarios/README.md).
+/// One scenario (see the file comment and examples/README.md, "Scenarios").
 struct scenario {
   std::string name;             ///< required, non-empty
   std::string description;
