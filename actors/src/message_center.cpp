@@ -69,13 +69,18 @@ bool refresh_ttl(wire_frame& f, caf::actor_clock::time_point now) {
   return true;
 }
 
-wire_frame expired_response(const wire_frame& req, const std::string& where) {
+wire_frame response_to(const wire_frame& req) {
   wire_frame resp;
   resp.src = req.dst;
   resp.dst = req.src;
   resp.correlation_id = req.correlation_id;
   resp.target = req.target;
   resp.is_response = true;
+  return resp;
+}
+
+wire_frame expired_response(const wire_frame& req, const std::string& where) {
+  auto resp = response_to(req);
   fault f{mesh_errc::response_timeout,
           "call #" + std::to_string(req.correlation_id) + " to " + to_string(req.target)
             + " on " + req.dst.to_string() + " expired " + where
@@ -142,12 +147,8 @@ void transmit(mc_actor* self, wire_frame f) {
 }
 
 void respond(mc_actor* self, const wire_frame& req, caf::message reply, caf::error err) {
-  wire_frame resp;
+  auto resp = response_to(req);
   resp.src = self->state.self_addr;
-  resp.dst = req.src;
-  resp.correlation_id = req.correlation_id;
-  resp.target = req.target;
-  resp.is_response = true;
   resp.payload = std::move(reply);
   resp.error = std::move(err);
   transmit(self, std::move(resp));

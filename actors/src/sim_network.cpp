@@ -103,12 +103,7 @@ void bounce(net_actor* self, const wire_frame& header, caf::error err) {
     return;
   if (err) {
     // The frame itself could not cross the wire: answer the request with the error.
-    wire_frame resp;
-    resp.src = header.dst;
-    resp.dst = header.src;
-    resp.correlation_id = header.correlation_id;
-    resp.target = header.target;
-    resp.is_response = true;
+    auto resp = response_to(header);
     resp.error = std::move(err);
     self->send(src->second, mc_frame_atom::value, std::move(resp));
   } else {

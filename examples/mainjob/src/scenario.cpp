@@ -249,13 +249,15 @@ private:
       s.config_json = v.dump();
   }
 
-  void verdict_counts(const json& x, const std::string& p,
-                      std::map<routing::verdict, int64_t>& out) {
+  /// An object keyed by NACK verdicts: calls `each(value, pointer, verdict)` for every key
+  /// that names one, refusing other keys and duplicates.
+  template <class F>
+  void by_verdict(const json& x, const std::string& p, const char* what, F each) {
     if (!x.is_object()) {
-      refuse(errs_, p, "an object of verdict -> count", shown(x));
+      refuse(errs_, p, what, shown(x));
       return;
     }
-    for (auto& [name, count] : x.items()) {
+    for (auto& [name, value] : x.items()) {
       auto at = p + "/" + escape(name);
       if (dups_.count(at) > 0)
         errs_.push_back(at + ": duplicate key");
@@ -264,10 +266,18 @@ private:
         errs_.push_back(at + ": unknown key, expected a NACK verdict (SPEC §2.7)");
         continue;
       }
-      int64_t n = 0;
-      if (read_integer(count, at, 0, int64_max, n, errs_))
-        out[vd] = n;
+      each(value, at, vd);
     }
+  }
+
+  void verdict_counts(const json& x, const std::string& p,
+                      std::map<routing::verdict, int64_t>& out) {
+    by_verdict(x, p, "an object of verdict -> count",
+               [&](const json& count, const std::string& at, routing::verdict vd) {
+                 int64_t n = 0;
+                 if (read_integer(count, at, 0, int64_max, n, errs_))
+                   out[vd] = n;
+               });
   }
 
   void expect(const json& v, const std::string& ptr, expectation& e) {
@@ -288,26 +298,16 @@ private:
                   }},
                  {"required_nack_texts", false, "",
                   [&](const json& x, const std::string& p) {
-                    if (!x.is_object()) {
-                      refuse(errs_, p, "an object of NACK verdicts", shown(x));
-                      return;
-                    }
-                    for (auto& [name, texts] : x.items()) {
-                      auto at = p + "/" + escape(name);
-                      if (dups_.count(at) > 0)
-                        errs_.push_back(at + ": duplicate key");
-                      routing::verdict vd;
-                      if (!routing::from_string(name, vd) || vd == routing::verdict::ignored) {
-                        errs_.push_back(at + ": unknown key, expected a NACK verdict (SPEC §2.7)");
-                        continue;
-                      }
-                      std::vector<std::string> out;
-                      strings(texts, at, out);
-                      if (texts.is_array() && texts.empty())
-                        refuse(errs_, at, "a non-empty array of non-empty strings", "[]");
-                      else
-                        e.required_nack_texts[vd] = out;
-                    }
+                    by_verdict(x, p, "an object of NACK verdicts",
+                               [&](const json& texts, const std::string& at, routing::verdict vd) {
+                                 std::vector<std::string> out;
+                                 strings(texts, at, out);
+                                 if (texts.is_array() && texts.empty())
+                                   refuse(errs_, at, "a non-empty array of non-empty strings",
+                                          "[]");
+                                 else
+                                   e.required_nack_texts[vd] = out;
+                               });
                   }}},
                 dups_, errs_);
   }

@@ -161,6 +161,10 @@ typename Inspector::result_type inspect(Inspector& f, wire_frame& x) {
            x.target, x.is_response, x.payload, x.error, x.ttl_ms);
 }
 
+/// The header of the response to request `req`: from `req.dst` to `req.src`, same
+/// correlation id and component, `is_response` set; payload and error empty.
+wire_frame response_to(const wire_frame& req);
+
 /// Link side of the time-to-live, on arrival: `f.expires_at = now + f.ttl_ms` when
 /// `f.ttl_ms > 0`.
 void arm_expiry(wire_frame& f, caf::actor_clock::time_point now);
