@@ -267,7 +267,8 @@ void expire_deadlines(pointer self, int64_t fired_due) {
 template <class T, class Dest, class OnValue, class OnError, class... Ts>
 void bounded_request(pointer self, const Dest& dest, ms bound, OnValue on_value,
                      OnError on_error, Ts&&... xs) {
-  auto h = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
+  auto h = self->template request<caf::message_priority::high>(dest, caf::infinite,
+                                                               std::forward<Ts>(xs)...);
   auto k = add_deadline(self, h.id(), bound);
   h.then(
     [=](T& y) mutable {

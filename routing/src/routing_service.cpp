@@ -433,13 +433,16 @@ envelope monolith_deliver(rs_actor* self, envelope d) {
 
 // -- deliver -------------------------------------------------------------------------
 
-envelope deliver(rs_actor* self, envelope d) {
+/// `d` is the request's own envelope (taken by reference: the hot paths below copy it once
+/// for the answer and move it on, never an extra move in between).
+envelope deliver(rs_actor* self, envelope& d) {
   auto& st = self->state;
   ++st.stats.delivered;
   // 1. local route table hit.
   if (auto h = find_route(self, d.target)) {
     ++st.stats.local_hits;
-    auto answer = accepted(d);
+    envelope answer = d;
+    answer.state = delivery_state::forwarded;
     self->send(*h, hb_in_atom::value, std::move(d));
     return answer;
   }
@@ -476,7 +479,8 @@ envelope deliver(rs_actor* self, envelope d) {
       return refused(std::move(d), posted, text);
     }
     ++st.stats.to_core;
-    auto answer = accepted(d);
+    envelope answer = d;
+    answer.state = delivery_state::forwarded;
     self->send(st.opts.core, rc_route_atom::value, std::move(d));
     return answer;
   }
@@ -506,7 +510,7 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
   st.rng.seed(opts.seed ^ fnv1a64("gateway/" + opts.process_name));
   st.opts = std::move(opts);
   return {
-    [=](rs_deliver_atom, envelope& d) -> envelope { return deliver(self, std::move(d)); },
+    [=](rs_deliver_atom, envelope& d) -> envelope { return deliver(self, d); },
     [=](rs_register_atom, const address& a, caf::actor& h) {
       auto& st = self->state;
       auto key = route_key(self, a);
