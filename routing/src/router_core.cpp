@@ -742,10 +742,13 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
   }
   auto d = leg.retry->next(f);
   if (d.retry) {
+    // At the priority of the leg's attempts (`bounded_request`), so the grain port sees the
+    // invalidation before the next attempt whatever its mailbox holds.
     if (d.invalidate_target)
-      self->send(s.opts.grains, gp_invalidate_atom::value, leg.grain);
+      self->send<caf::message_priority::high>(s.opts.grains, gp_invalidate_atom::value,
+                                              leg.grain);
     for (auto& silo : d.departed)
-      self->send(s.opts.grains, gp_inval_silo_atom::value, silo);
+      self->send<caf::message_priority::high>(s.opts.grains, gp_inval_silo_atom::value, silo);
     s.log.debug("delivery " + leg.env.id + ": attempt " + std::to_string(leg.retry->attempts() - 1)
                 + " failed (" + f.render() + "); retry in " + std::to_string(d.delay_ms)
                 + " ms" + (d.re_resolve ? ", re-resolving" : ""));
