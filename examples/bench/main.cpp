@@ -343,21 +343,6 @@ BENCHMARK(co_hosted_local_route)->UseRealTime()->Unit(benchmark::kMillisecond)->
 BENCHMARK(co_hosted_router_core)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(3)->Repetitions(5);
 
 int main(int argc, char** argv) {
-  // Repetitions of the three cases run interleaved in random order (unless the command line
-  // says otherwise), so a change of the machine's load during a run hits every case alike and
-  // the ratios stay comparable; run back to back, the raw baseline and a co-hosted case could
-  // see different loads.
-  std::vector<char*> args{argv, argv + argc};
-  bool interleave_given = false;
-  for (int i = 1; i < argc; ++i)
-    if (std::string{argv[i]}.rfind("--benchmark_enable_random_interleaving", 0) == 0)
-      interleave_given = true;
-  std::string interleave = "--benchmark_enable_random_interleaving=true";
-  if (!interleave_given)
-    args.insert(args.begin() + 1, interleave.data());
-  argc = static_cast<int>(args.size());
-  args.push_back(nullptr);
-  argv = args.data();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv))
     return 1;
