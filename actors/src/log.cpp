@@ -3,7 +3,9 @@
 #include "cafmesh/config/mesh_config.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <set>
 
 #include <spdlog/logger.h>
 #include <spdlog/sinks/base_sink.h>
@@ -49,6 +51,18 @@ struct state {
     std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
   std::vector<std::shared_ptr<spdlog::logger>> loggers;
   bool stderr_enabled = true;
+  level stderr_level = level::info;
+  std::multiset<level> capture_levels; ///< minimum level of every live capture
+  /// The lowest level any sink records (`off`: none); see `logger::enabled`.
+  std::atomic<int> floor{static_cast<int>(level::info)};
+
+  /// Recomputes `floor`; the caller holds `mtx`.
+  void refresh_floor() {
+    auto lowest = stderr_enabled ? stderr_level : level::off;
+    if (!capture_levels.empty())
+      lowest = std::min(lowest, *capture_levels.begin());
+    floor.store(static_cast<int>(lowest), std::memory_order_relaxed);
+  }
 
   state() {
     err->set_level(spdlog::level::info);
@@ -104,8 +118,13 @@ logger logger::with_context(std::string context) const {
   return logger{impl_, std::move(context)};
 }
 
+bool logger::enabled(level lvl) const {
+  return impl_ && lvl != level::off
+         && static_cast<int>(lvl) >= global().floor.load(std::memory_order_relaxed);
+}
+
 void logger::log(level lvl, const std::string& text) const {
-  if (!impl_ || lvl == level::off)
+  if (!enabled(lvl))
     return;
   if (context_.empty())
     impl_->log(to_spd(lvl), "{}", text);
@@ -131,7 +150,11 @@ logger get(const std::string& component) {
 }
 
 void set_stderr_level(level lvl) {
-  global().err->set_level(to_spd(lvl));
+  auto& g = global();
+  std::lock_guard<std::mutex> guard{g.mtx};
+  g.err->set_level(to_spd(lvl));
+  g.stderr_level = lvl;
+  g.refresh_floor();
 }
 
 void configure(const config::log_section& cfg) {
@@ -150,6 +173,7 @@ void set_stderr_enabled(bool enabled) {
     g.dist->add_sink(g.err);
   else
     g.dist->remove_sink(g.err);
+  g.refresh_floor();
 }
 
 // -- capture ------------------------------------------------------------------
@@ -198,11 +222,22 @@ capture::capture(std::function<int64_t()> now_ms, level min_level)
   sink_ = std::make_shared<sink_handle>();
   sink_->sink = std::make_shared<capture_sink>(this);
   sink_->sink->set_level(to_spd(min_level));
-  global().dist->add_sink(sink_->sink);
+  min_level_ = min_level;
+  auto& g = global();
+  std::lock_guard<std::mutex> guard{g.mtx};
+  g.dist->add_sink(sink_->sink);
+  g.capture_levels.insert(min_level);
+  g.refresh_floor();
 }
 
 capture::~capture() {
-  global().dist->remove_sink(sink_->sink);
+  auto& g = global();
+  {
+    std::lock_guard<std::mutex> guard{g.mtx};
+    g.dist->remove_sink(sink_->sink);
+    g.capture_levels.erase(g.capture_levels.find(min_level_));
+    g.refresh_floor();
+  }
   sink_->sink->detach();
 }
 

@@ -1,5 +1,6 @@
 #include "cafmesh/routing/router_core.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -52,7 +53,8 @@ using ms = std::chrono::milliseconds;
 /// The router core's full interface: the public protocol, the pool-owner protocol and its
 /// own completion and timer messages.
 using impl_actor = router_core_actor::extend<caf::reacts_to<rc_leg_done_atom, uint64_t, uint8_t>,
-                                             caf::reacts_to<rc_timer_atom, uint64_t, uint64_t>>::
+                                             caf::reacts_to<rc_timer_atom, uint64_t, uint64_t>,
+                                             caf::reacts_to<rc_deadline_atom, int64_t>>::
   extend_with<lifecycle::io_pool_owner_actor>;
 
 /// How a leg ended (its one terminal event, SPEC §6.5, §6.7).
@@ -107,6 +109,9 @@ struct nack_job {
   std::optional<retry_state> retry;
 };
 
+/// Orders the router core's own request deadlines: (due ms, sequence number).
+using deadline_key = std::pair<int64_t, uint64_t>;
+
 struct core_state {
   static const char* name;
   router_core_options opts;
@@ -124,6 +129,10 @@ struct core_state {
   uint64_t next_id = 1;
   bool stopping = false;
   router_core_stats stats;
+  /// Requests bounded by the router core itself (`bounded_request`): due -> response id.
+  std::map<deadline_key, caf::message_id> deadlines;
+  uint64_t next_deadline_seq = 0;
+  int64_t deadline_timer_ms = -1; ///< due time of the armed `rc_deadline` timer; -1: none
 };
 
 const char* core_state::name = "cafmesh.router_core";
@@ -194,6 +203,82 @@ void with_probe(pointer self, fault f, K k) {
         k(std::move(f));
       },
       [=](caf::error&) mutable { k(std::move(f)); });
+}
+
+// -- request deadlines ----------------------------------------------------------------
+//
+// The node leg's two requests per delivery (resolve, grain attempt) are issued without a CAF
+// request timeout and bounded here instead. In CAF 0.17 every request timeout is registered
+// with, and cancelled on, the clock thread (a mutex, a condition-variable broadcast and a
+// wake-up of that thread per request): on the co-hosted hot path that cost more than the
+// messages themselves. The router core keeps the deadlines in one ordered map with one
+// pending `rc_deadline` timer for the earliest; when a bound passes it puts exactly what
+// CAF's clock would put into its own mailbox, a `request_timeout` error carrying the
+// request's response id, so the request's error arm runs as before (same error, same
+// virtual-time instant) and CAF drops the response handler. A late answer finds no handler
+// and is dropped, as after a CAF timeout.
+
+/// Arms the `rc_deadline` timer for the earliest deadline unless one at or before it is armed.
+void arm_deadline_timer(pointer self) {
+  auto& s = self->state;
+  if (s.deadlines.empty())
+    return;
+  auto due = s.deadlines.begin()->first.first;
+  if (s.deadline_timer_ms >= 0 && s.deadline_timer_ms <= due)
+    return;
+  s.deadline_timer_ms = due;
+  self->delayed_send(self, ms(std::max<int64_t>(0, due - now_ms(self))),
+                     rc_deadline_atom::value, due);
+}
+
+/// Bounds the request whose response id is `rid` by `bound` from now.
+deadline_key add_deadline(pointer self, caf::message_id rid, ms bound) {
+  auto& s = self->state;
+  deadline_key k{now_ms(self) + bound.count(), ++s.next_deadline_seq};
+  s.deadlines.emplace(k, rid);
+  arm_deadline_timer(self);
+  return k;
+}
+
+/// The request of `k` was answered (or failed) before its bound.
+void drop_deadline(pointer self, const deadline_key& k) {
+  self->state.deadlines.erase(k);
+}
+
+/// The `rc_deadline` timer for `fired_due` fired: every request whose bound has passed gets
+/// its `request_timeout`, then the timer is armed for the next deadline.
+void expire_deadlines(pointer self, int64_t fired_due) {
+  auto& s = self->state;
+  if (fired_due == s.deadline_timer_ms)
+    s.deadline_timer_ms = -1;
+  auto now = now_ms(self);
+  while (!s.deadlines.empty() && s.deadlines.begin()->first.first <= now) {
+    auto rid = s.deadlines.begin()->second;
+    s.deadlines.erase(s.deadlines.begin());
+    self->eq_impl(rid, self->ctrl(), self->context(),
+                  caf::make_error(caf::sec::request_timeout));
+  }
+  arm_deadline_timer(self);
+}
+
+/// Sends a request bounded by the router core's own deadline of `bound` (see above);
+/// `on_value(T&)` and `on_error(caf::error&)` are the response handlers, called as with
+/// `request(...).then`.
+template <class T, class Dest, class OnValue, class OnError, class... Ts>
+void bounded_request(pointer self, const Dest& dest, ms bound, OnValue on_value,
+                     OnError on_error, Ts&&... xs) {
+  auto h = self->template request<caf::message_priority::high>(dest, caf::infinite,
+                                                               std::forward<Ts>(xs)...);
+  auto k = add_deadline(self, h.id(), bound);
+  h.then(
+    [=](T& y) mutable {
+      drop_deadline(self, k);
+      on_value(y);
+    },
+    [=](caf::error& e) mutable {
+      drop_deadline(self, k);
+      on_error(e);
+    });
 }
 
 // -- pool and gauge helpers ----------------------------------------------------------
@@ -657,10 +742,13 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
   }
   auto d = leg.retry->next(f);
   if (d.retry) {
+    // At the priority of the leg's attempts (`bounded_request`), so the grain port sees the
+    // invalidation before the next attempt whatever its mailbox holds.
     if (d.invalidate_target)
-      self->send(s.opts.grains, gp_invalidate_atom::value, leg.grain);
+      self->send<caf::message_priority::high>(s.opts.grains, gp_invalidate_atom::value,
+                                              leg.grain);
     for (auto& silo : d.departed)
-      self->send(s.opts.grains, gp_inval_silo_atom::value, silo);
+      self->send<caf::message_priority::high>(s.opts.grains, gp_inval_silo_atom::value, silo);
     s.log.debug("delivery " + leg.env.id + ": attempt " + std::to_string(leg.retry->attempts() - 1)
                 + " failed (" + f.render() + "); retry in " + std::to_string(d.delay_ms)
                 + " ms" + (d.re_resolve ? ", re-resolving" : ""));
@@ -677,9 +765,8 @@ void leg_attempt(pointer self, uint64_t id) {
   auto& leg = s.legs.at(id);
   auto tok = ++leg.token;
   ++s.stats.grain_attempts;
-  self->request(s.opts.grains, attempt_timeout(self), gp_deliver_atom::value, leg.grain,
-                leg.env)
-    .then(
+  bounded_request<envelope>(
+    self, s.opts.grains, attempt_timeout(self),
       [=](envelope& r) {
         auto leg = find_leg(self, id, tok);
         if (leg == nullptr)
@@ -711,7 +798,8 @@ void leg_attempt(pointer self, uint64_t id) {
           if (find_leg(self, id, tok2) != nullptr)
             leg_on_fault(self, id, std::move(g));
         });
-      });
+      },
+    gp_deliver_atom::value, leg.grain, leg.env);
 }
 
 /// Node leg step 1: resolve the host path (SPEC §6.5).
@@ -723,9 +811,8 @@ void leg_resolve(pointer self, uint64_t id) {
     return;
   }
   auto tok = ++leg.token;
-  self->request(s.opts.resolver, ms(s.opts.routing.resolve_timeout_ms), pr_resolve_atom::value,
-                leg.host_path)
-    .then(
+  bounded_request<resolve_result>(
+    self, s.opts.resolver, ms(s.opts.routing.resolve_timeout_ms),
       [=](resolve_result& r) {
         auto leg = find_leg(self, id, tok);
         if (leg == nullptr)
@@ -750,7 +837,8 @@ void leg_resolve(pointer self, uint64_t id) {
                         : to_fault(e).render();
         leg_nack(self, *leg, verdict::failed,
                  "Path resolution for '" + leg->host_path + "' failed: " + detail);
-      });
+      },
+    pr_resolve_atom::value, leg.host_path);
 }
 
 /// Stream leg step 3: publish under the router's guard (SPEC §6.5).
@@ -864,8 +952,9 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome) {
     case leg_outcome::crashed: ++s.stats.crashed; break;
     case leg_outcome::refused: ++s.stats.refused; break;
   }
-  s.log.debug("leg " + std::to_string(id) + " (" + leg.label + ") terminated: "
-              + outcome_name(outcome));
+  if (s.log.enabled(log::level::debug)) // once per delivery: build the line only if kept
+    s.log.debug("leg " + std::to_string(id) + " (" + leg.label + ") terminated: "
+                + outcome_name(outcome));
   bool ordered = leg.ordered;
   s.legs.erase(i);
   if (outcome != leg_outcome::refused)
@@ -913,17 +1002,20 @@ std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_poste
     leg.kind = leg_kind::node;
   leg.label = leg.ordered ? lifecycle::stream_routed_label(leg.host_path, env.id)
                           : lifecycle::dispatch_label(leg.host_path, env.id);
-  auto key = env.ordering_key ? *env.ordering_key : std::string{};
   leg.env = std::move(env);
   auto id = leg.id;
   s.latch.arm(id);
   gauge_track(self, id, leg.label, lifecycle::slot_state::queued);
   ++s.stats.accepted;
   bool ordered = leg.ordered;
-  auto channel = make_channel(leg.host_path, key);
+  // Only the stream-routed branch has a channel (SPEC §6.8); the node branch builds none.
+  std::optional<ordering_channel> channel;
+  if (ordered)
+    channel = make_channel(leg.host_path, leg.env.ordering_key ? *leg.env.ordering_key
+                                                               : std::string{});
   s.legs.emplace(id, std::move(leg));
   log_sat(self, s.sat.accept(id, leg_phase::queued, now_ms(self)));
-  if (!ordered || s.disp.enqueue(channel, id))
+  if (!ordered || s.disp.enqueue(*channel, id))
     admit(self, id);
   return id;
 }
@@ -1014,6 +1106,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       if (self->state.latch.settle(id, lifecycle::leg_terminal::done))
         leg_terminal(self, id, static_cast<leg_outcome>(outcome));
     },
+    [=](rc_deadline_atom, int64_t due_ms) { expire_deadlines(self, due_ms); },
     [=](rc_timer_atom, uint64_t id, uint64_t tok) {
       if (auto leg = find_leg(self, id, tok)) {
         leg_attempt(self, leg->id);

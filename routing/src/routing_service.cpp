@@ -40,12 +40,33 @@ int64_t now_ms(rs_actor* self) {
   return duration_cast<milliseconds>(self->clock().now().time_since_epoch()).count();
 }
 
-std::string route_key(rs_actor* self, const address& a) {
-  return host_address(a, self->state.opts.mesh_type).path();
+/// Renders the route-table key of `a` (its host address's path, SPEC §2.1) into `out`,
+/// reusing `out`'s buffer; an unhosted address is its own host address (no copy of it).
+void render_route_key(rs_actor* self, const address& a, std::string& out) {
+  if (a.hosts.empty()) {
+    out.assign(a.type);
+    out += '/';
+    out += a.id;
+    return;
+  }
+  auto host = host_address(a, self->state.opts.mesh_type);
+  out.assign(host.type);
+  out += '/';
+  out += host.id;
 }
 
+std::string route_key(rs_actor* self, const address& a) {
+  std::string out;
+  render_route_key(self, a, out);
+  return out;
+}
+
+/// The local route of `a`'s host address, or null. Runs once per delivery: the key is
+/// rendered into a reused per-thread buffer, so a hit allocates nothing.
 caf::actor* find_route(rs_actor* self, const address& a) {
-  auto i = self->state.routes.find(route_key(self, a));
+  thread_local std::string key;
+  render_route_key(self, a, key);
+  auto i = self->state.routes.find(key);
   return i == self->state.routes.end() ? nullptr : &i->second;
 }
 
@@ -438,22 +459,24 @@ envelope monolith_deliver(rs_actor* self, envelope d) {
 
 // -- deliver -------------------------------------------------------------------------
 
-envelope deliver(rs_actor* self, envelope d) {
+/// `d` is the request's own envelope (taken by reference: the hot paths below copy it once
+/// for the answer and move it on, never an extra move in between).
+envelope deliver(rs_actor* self, envelope& d) {
   auto& st = self->state;
   ++st.stats.delivered;
   // 1. local route table hit.
   if (auto h = find_route(self, d.target)) {
     ++st.stats.local_hits;
-    auto answer = accepted(d);
+    envelope answer = d;
+    answer.state = delivery_state::forwarded;
     self->send(*h, hb_in_atom::value, std::move(d));
     return answer;
   }
   if (st.opts.role == config::process_role::monolith)
     return monolith_deliver(self, std::move(d));
-  auto target = d.target.to_string();
   // 2. host stopping.
   if (st.stopping) {
-    auto text = "Host is shutting down, cannot route to " + target;
+    auto text = "Host is shutting down, cannot route to " + d.target.to_string();
     bool posted = post_local_nack(self, d, verdict::shutting_down, text);
     if (posted)
       ++st.stats.stopping_nacks;
@@ -475,14 +498,15 @@ envelope deliver(rs_actor* self, envelope d) {
   // 4. hand-over by role.
   if (st.opts.role == config::process_role::silo_host) {
     if (!st.opts.core) {
-      auto text = "Routing to '" + target
+      auto text = "Routing to '" + d.target.to_string()
                   + "' failed before the delivery could be attempted: no router core in this "
                     "process";
       bool posted = post_local_nack(self, d, verdict::failed, text);
       return refused(std::move(d), posted, text);
     }
     ++st.stats.to_core;
-    auto answer = accepted(d);
+    envelope answer = d;
+    answer.state = delivery_state::forwarded;
     self->send(st.opts.core, rc_route_atom::value, std::move(d));
     return answer;
   }
@@ -512,7 +536,7 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
   st.rng.seed(opts.seed ^ fnv1a64("gateway/" + opts.process_name));
   st.opts = std::move(opts);
   return {
-    [=](rs_deliver_atom, envelope& d) -> envelope { return deliver(self, std::move(d)); },
+    [=](rs_deliver_atom, envelope& d) -> envelope { return deliver(self, d); },
     [=](rs_register_atom, const address& a, caf::actor& h) {
       auto& st = self->state;
       auto key = route_key(self, a);

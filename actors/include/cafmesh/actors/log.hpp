@@ -43,6 +43,11 @@ public:
   /// Returns a copy whose lines carry `context` (replacing any previous one).
   logger with_context(std::string context) const;
 
+  /// True if some sink records lines at `lvl` (the stderr sink at its level while it is on,
+  /// every live `capture` at its minimum level). Hot paths test it before building a line
+  /// that no sink would keep; `log` itself drops such lines too. Lock-free (one atomic load).
+  bool enabled(level lvl) const;
+
   /// Logs one line at `lvl`.
   void log(level lvl, const std::string& text) const;
 
@@ -116,6 +121,7 @@ public:
 
 private:
   std::function<int64_t()> now_ms_;
+  level min_level_ = level::trace;
   mutable std::mutex mtx_;
   std::vector<line> lines_;
   struct sink_handle;

@@ -26,6 +26,9 @@ using rc_stats_atom = caf::atom_constant<caf::atom("rcstats")>;
 using rc_leg_done_atom = caf::atom_constant<caf::atom("rclegdone")>;
 /// `(rc_timer_atom, work id, step token)`: a leg's or NACK's retry delay elapsed.
 using rc_timer_atom = caf::atom_constant<caf::atom("rctimer")>;
+/// `(rc_deadline_atom, due ms)`: the earliest bound of the router core's own request
+/// deadlines (the node leg's resolve and grain calls) may have passed.
+using rc_deadline_atom = caf::atom_constant<caf::atom("rcdeadline")>;
 
 // -- grain-delivery port (router_ports.hpp) ------------------------------------------------
 using gp_deliver_atom = caf::atom_constant<caf::atom("gpdeliver")>;
