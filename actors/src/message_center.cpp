@@ -59,6 +59,11 @@ void arm_expiry(wire_frame& f, caf::actor_clock::time_point now) {
     f.expires_at = now + std::chrono::milliseconds(f.ttl_ms);
 }
 
+bool wire_frame::expired(caf::actor_clock::time_point now) const {
+  return ttl_ms > 0 && expires_at != caf::actor_clock::time_point{}
+         && now + std::chrono::milliseconds(call_expiry_margin_ms) >= expires_at;
+}
+
 bool refresh_ttl(wire_frame& f, caf::actor_clock::time_point now) {
   if (f.ttl_ms <= 0 || f.expires_at == caf::actor_clock::time_point{})
     return true;

@@ -247,17 +247,20 @@ TEST_CASE("message_center: a frame's time-to-live is re-armed on arrival and ref
   f.ttl_ms = 3000;
   arm_expiry(f, t0);
   CHECK(f.expires_at == t0 + 3000ms);
-  CHECK_FALSE(f.expired(t0 + 2999ms));
+  // 100 ms or less left (call_expiry_margin_ms) counts as expired.
+  CHECK(call_expiry_margin_ms == 100);
+  CHECK_FALSE(f.expired(t0 + 2899ms));
+  CHECK(f.expired(t0 + 2900ms));
   CHECK(f.expired(t0 + 3000ms));
   // Held 1,200 ms in this process: it leaves with 1,800 ms to live.
   CHECK(refresh_ttl(f, t0 + 1200ms));
   CHECK(f.ttl_ms == 1800);
-  // Less than a millisecond left still leaves with 1 ms; at the deadline it is not sent.
+  // 100.5 ms left still leaves (with the whole 100 ms); 100 ms left does not.
   f.ttl_ms = 3000;
-  CHECK(refresh_ttl(f, t0 + 2999ms + 500us));
-  CHECK(f.ttl_ms == 1);
+  CHECK(refresh_ttl(f, t0 + 2899ms + 500us));
+  CHECK(f.ttl_ms == 100);
   f.ttl_ms = 3000;
-  CHECK_FALSE(refresh_ttl(f, t0 + 3000ms));
+  CHECK_FALSE(refresh_ttl(f, t0 + 2900ms));
   CHECK(f.ttl_ms == 3000);
   auto resp = expired_response(f, "before it left " + f.src.to_string());
   CHECK(resp.is_response);
