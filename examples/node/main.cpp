@@ -14,7 +14,8 @@
 // With `--demo-control HOST:PORT --demo-silo NAME` (set by `cafmesh-demo --processes`) a
 // silo_host runs as one silo of the demo's multi-process mesh instead (demo_process.hpp).
 // Standard output, one line each: `ADDR {silo address}` once listening, `ACTIVE` (silo
-// Active) or `CLIENT` (pure client running), `STOPPED` at the end. Start-up failures exit 1.
+// Active) or `CLIENT` (pure client running), `STOPPED` at the end of a clean run. Start-up
+// failures print `FAILED (exit 1; ...)` instead and exit 1.
 // Application hubs: without `--app` none (a delivery to a node hub is NACKed `not_found` by the
 // hub factory, "cafmesh-node hosts no application hubs"); with `--app echo` a silo hosts an
 // echo hub for every node hub it is asked for (`spawn_echo_hub_factory`, mesh_parts.hpp),
@@ -195,6 +196,8 @@ int main(int argc, char** argv) {
       rc = mc.mesh.role == config::process_role::silo_host ? run_silo(sys, mc, opts.app, lg)
                                                            : run_client(sys, mc, lg, signals);
   }
-  say("STOPPED");
+  // `STOPPED` only after a clean run; a start that failed says so instead.
+  say(rc == exit_codes::ok ? std::string{"STOPPED"}
+                           : "FAILED (exit " + std::to_string(rc) + "; see the error lines above)");
   return rc;
 }

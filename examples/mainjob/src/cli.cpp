@@ -52,7 +52,9 @@ void add_overrides(CLI::App& app, scenario_overrides& o, std::vector<CLI::Option
 std::string exit_code_help() {
   return "Exit codes: " + std::to_string(exit_codes::ok)
          + " clean (checks passed, clean stop, or printed what was asked); "
-         + std::to_string(exit_codes::failed) + " a report check failed or the stop was not clean; "
+         + std::to_string(exit_codes::failed)
+         + " a report check failed, the stop was not clean, or the client found no Active "
+           "gateway silo (nothing was sent); "
          + std::to_string(exit_codes::usage)
          + " bad command line, configuration, scenario or trace file; "
          + std::to_string(exit_codes::mesh_not_built)
@@ -125,7 +127,7 @@ void setup_client_cli(CLI::App& app, client_options& o) {
        "Also write the final report as JSON (schema: examples/mainjob/REPORT.md)")
     ->type_name("FILE");
   app.add_option("--wait-active-s", o.wait_active_s,
-                 "Seconds to wait for at least one Active silo before sending (exit 1 "
+                 "Seconds to wait for at least one Active gateway silo before sending (exit 1 "
                  "without one; default 30)")
     ->check(CLI::Range(1, 3600))
     ->type_name("N");
