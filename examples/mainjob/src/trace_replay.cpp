@@ -24,6 +24,17 @@ bool blank(const std::string& line) {
   return line.find_first_not_of(" \t\r") == std::string::npos;
 }
 
+/// `line {n}: {e}`, without the empty pointer of the line's document itself (`: expected an
+/// object`) and without the parser's own "line 1" (one file line is one JSON document).
+std::string line_error(int64_t n, std::string e) {
+  if (e.rfind(": ", 0) == 0)
+    e.erase(0, 2);
+  const std::string parser_line = "parse error at line 1, column ";
+  if (auto i = e.find(parser_line); i != std::string::npos)
+    e.replace(i, parser_line.size(), "parse error at column ");
+  return "line " + std::to_string(n) + ": " + e;
+}
+
 /// Validates one line; answers the entry when valid.
 std::optional<trace_entry> read_line(const std::string& line, int64_t n, int64_t previous_t_ms,
                                      error_list& errs) {
@@ -31,8 +42,8 @@ std::optional<trace_entry> read_line(const std::string& line, int64_t n, int64_t
   std::set<std::string> dups;
   json doc;
   if (!parse_json(line, "", doc, dups, own)) {
-    for (auto& e : own)
-      errs.push_back("line " + std::to_string(n) + ": " + e);
+    for (auto& x : own)
+      errs.push_back(line_error(n, x));
     return std::nullopt;
   }
   trace_entry e;
@@ -88,7 +99,7 @@ std::optional<trace_entry> read_line(const std::string& line, int64_t n, int64_t
              json(e.stream).dump());
   }
   for (auto& x : own)
-    errs.push_back("line " + std::to_string(n) + ": " + x);
+    errs.push_back(line_error(n, x));
   if (!own.empty())
     return std::nullopt;
   return e;

@@ -52,9 +52,9 @@ TEST_CASE("mainjob trace: validation errors name the line and the JSON pointer")
           "line 1: /payload_bytes: expected an integer from 0 to 1048575, got 1048576"});
   CHECK(errors_of("{\"t_ms\":1,")
         == std::vector<std::string>{
-          "line 1: : expected valid JSON, got a parse error at line 1, column 11: syntax error "
+          "line 1: expected valid JSON, got a parse error at column 11: syntax error "
           "while parsing object key - unexpected end of input; expected string literal"});
-  CHECK(errors_of("[1]") == std::vector<std::string>{"line 1: : expected an object, got [1]"});
+  CHECK(errors_of("[1]") == std::vector<std::string>{"line 1: expected an object, got [1]"});
 }
 
 TEST_CASE("mainjob trace: times never go back and only frames have a stream") {
