@@ -256,7 +256,11 @@ schema make_schema() {
     .key("refusal_log_sweep_entries", &R::refusal_log_sweep_entries, integer(1))
     .key("refusal_log_idle_windows", &R::refusal_log_idle_windows, integer(1))
     .key("outcome_dedup_window_ms", &R::outcome_dedup_window_ms, integer(1))
-    .key("outcome_dedup_max_ids", &R::outcome_dedup_max_ids, integer(1));
+    .key("outcome_dedup_max_ids", &R::outcome_dedup_max_ids, integer(1))
+    .key("max_in_flight", &R::max_in_flight, integer(0))
+    .key("overload_retry_after_ms", &R::overload_retry_after_ms, integer(1));
+  section_builder<gateway_section>(s, "gateway", &S::gateway)
+    .key("max_outstanding", &gateway_section::max_outstanding, integer(0));
   section_builder<client_section>(s, "client", &S::client)
     .retry_policy()
     .key("slow_dispatch_log_ms", &client_section::slow_dispatch_log_ms, integer(0));

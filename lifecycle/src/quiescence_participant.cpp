@@ -1,5 +1,6 @@
 #include "cafmesh/lifecycle/quiescence_participant.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/config/mesh_config.hpp"
+#include "cafmesh/lifecycle/leg_release.hpp"
 #include "cafmesh/lifecycle/routing_quiescence.hpp"
 
 namespace cafmesh::lifecycle {
@@ -46,6 +48,7 @@ struct participant_state {
   log::logger log;
   quiescence_participant_options opts;
   routing_quiescence_actor gauge;
+  leg_release_actor legs;        ///< the owner of the silo's legs; may be null
   phase ph = phase::idle;
   std::vector<ok_promise> pending;
   uint64_t hold_id = 0;          ///< names the current hold; stale timers are ignored
@@ -67,6 +70,7 @@ uint64_t sample_size(participant_pointer self) {
   return n > 0 ? static_cast<uint64_t>(n) : 0;
 }
 
+
 /// Answers every open stop_stage (from the participant's own turn) and closes the stop.
 void answer(participant_pointer self) {
   auto& s = self->state;
@@ -79,17 +83,58 @@ void answer(participant_pointer self) {
     rp.deliver(caf::ok_atom::value);
 }
 
-/// `e1; e2; ...` plus ` (+k more)` when the sample holds fewer entries than the count.
-std::string render_list(const quiescence_sample& x, int64_t now_ms, bool labels_only) {
+/// `e1; e2; ...` for the first `limit` entries, plus ` (+k more)` for the rest of the count.
+std::string render_list(const quiescence_sample& x, int64_t now_ms, bool labels_only,
+                        uint64_t limit) {
   std::string out;
+  uint64_t shown = 0;
   for (auto& e : x.entries) {
+    if (shown == limit)
+      break;
     if (!out.empty())
       out += "; ";
     out += labels_only ? e.label : render_entry(e, now_ms);
+    ++shown;
   }
-  if (x.count > x.entries.size())
-    out += " (+" + std::to_string(x.count - x.entries.size()) + " more)";
+  if (x.count > shown)
+    out += " (+" + std::to_string(x.count - shown) + " more)";
   return out;
+}
+
+/// The stop lets go with work in flight. With an owner of the legs, the owner ends each one
+/// that has not landed with one NACK while the transports still exist and answers the
+/// residual's delivery ids; the release line `line` then names them and the stop is
+/// answered. Without one (a participant on its own, whose gauge labels name each leg) the
+/// line is logged as it is and the stop answered at once. `warn`: warning, else error.
+void release(participant_pointer self, const std::string& why, std::string line, bool warn) {
+  auto& s = self->state;
+  auto log_line = [=](const std::string& text) {
+    if (warn)
+      self->state.log.warning(text);
+    else
+      self->state.log.error(text);
+  };
+  if (!s.legs) {
+    log_line(line);
+    answer(self);
+    return;
+  }
+  s.ph = phase::releasing;
+  self->request(s.legs, caf::infinite, q_end_legs_atom::value, why)
+    .then(
+      [=](const std::vector<std::string>& ids) {
+        log_line(line + "; residual: " + render_delivery_ids(ids, ids.size()));
+        // The stop goes on only once those NACKs left (or their bound passed): lower stages
+        // stop the message centre they may need.
+        self->request(self->state.legs, caf::infinite, q_nacks_out_atom::value)
+          .then([=](caf::ok_atom) { answer(self); }, [=](caf::error&) { answer(self); });
+      },
+      [=](caf::error& err) {
+        log_line(line);
+        self->state.log.warning("routing quiescence: the router core did not end its legs ("
+                                + self->system().render(err) + ")");
+        answer(self);
+      });
 }
 
 void gauge_unreachable(participant_pointer self, const caf::error& err) {
@@ -106,10 +151,11 @@ void on_hold_expired(participant_pointer self) {
     .then(
       [=](const quiescence_sample& x) {
         auto& st = self->state;
-        st.log.error(std::to_string(x.count) + " route leg(s) did not land within "
-                     + render_budget(st.opts.quiescence_hold_ms) + ": "
-                     + render_list(x, clock_ms(self), false));
-        answer(self);
+        release(self, "hold budget expired",
+                std::to_string(x.count) + " route leg(s) did not land within "
+                  + render_budget(st.opts.quiescence_hold_ms) + ": "
+                  + render_list(x, clock_ms(self), false, sample_size(self)),
+                false);
       },
       [=](caf::error& err) { gauge_unreachable(self, err); });
 }
@@ -118,13 +164,13 @@ void on_hold_expired(participant_pointer self) {
 void on_budget_expired(participant_pointer self) {
   auto& s = self->state;
   s.ph = phase::releasing;
-  self->request(s.gauge, caf::infinite, q_count_atom::value)
+  self->request(s.gauge, caf::infinite, q_oldest_atom::value, sample_size(self))
     .then(
-      [=](uint64_t n) {
-        self->state.log.warning(
-          "routing quiescence: shutdown budget expired while holding; releasing with "
-          + std::to_string(n) + " route leg(s) in flight");
-        answer(self);
+      [=](const quiescence_sample& x) {
+        release(self, "shutdown budget expired",
+                "routing quiescence: shutdown budget expired while holding; releasing with "
+                  + std::to_string(x.count) + " route leg(s) in flight",
+                true);
       },
       [=](caf::error& err) { gauge_unreachable(self, err); });
 }
@@ -158,11 +204,15 @@ void begin_hold(participant_pointer self, const quiescence_sample& x) {
 void on_sample(participant_pointer self, bool graceful, const quiescence_sample& x) {
   auto& s = self->state;
   if (!graceful) {
-    if (x.count > 0)
-      s.log.warning("stopping NON-gracefully with " + std::to_string(x.count)
-                    + " route leg(s) in flight; abandoning: "
-                    + render_list(x, clock_ms(self), true));
-    answer(self);
+    if (x.count == 0) {
+      answer(self);
+      return;
+    }
+    release(self, "non-graceful stop",
+            "stopping NON-gracefully with " + std::to_string(x.count)
+              + " route leg(s) in flight; abandoning: "
+              + render_list(x, clock_ms(self), true, sample_size(self)),
+            true);
     return;
   }
   if (x.count == 0) {
@@ -171,9 +221,10 @@ void on_sample(participant_pointer self, bool graceful, const quiescence_sample&
     return;
   }
   if (s.budget_expired) {
-    s.log.warning("routing quiescence: shutdown budget expired while holding; releasing with "
-                  + std::to_string(x.count) + " route leg(s) in flight");
-    answer(self);
+    release(self, "shutdown budget expired",
+            "routing quiescence: shutdown budget expired while holding; releasing with "
+              + std::to_string(x.count) + " route leg(s) in flight",
+            true);
     return;
   }
   begin_hold(self, x);
@@ -181,8 +232,10 @@ void on_sample(participant_pointer self, bool graceful, const quiescence_sample&
 
 participant_actor_type::behavior_type participant_actor(participant_pointer self,
                                                           routing_quiescence_actor gauge,
-                                                          quiescence_participant_options opts) {
+                                                          quiescence_participant_options opts,
+                                                          leg_release_actor legs) {
   auto& s = self->state;
+  s.legs = std::move(legs);
   s.log = opts.silo_name.empty() ? log::get("quiescence")
                                  : log::get("quiescence").with_context(opts.silo_name);
   s.opts = std::move(opts);
@@ -229,9 +282,10 @@ participant_actor_type::behavior_type participant_actor(participant_pointer self
 
 lifecycle_observer_actor spawn_quiescence_participant(caf::actor_system& sys,
                                                       routing_quiescence_actor gauge,
-                                                      quiescence_participant_options opts) {
+                                                      quiescence_participant_options opts,
+                                                      leg_release_actor legs) {
   return caf::actor_cast<lifecycle_observer_actor>(
-    sys.spawn(participant_actor, std::move(gauge), std::move(opts)));
+    sys.spawn(participant_actor, std::move(gauge), std::move(opts), std::move(legs)));
 }
 
 } // namespace cafmesh::lifecycle

@@ -1,4 +1,5 @@
 #include "cafmesh/lifecycle/routing_quiescence.hpp"
+#include "cafmesh/lifecycle/leg_release.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -27,6 +28,26 @@ std::string stream_routed_label(const std::string& addr, const std::string& deli
 
 std::string nack_label(const std::string& sender, const std::string& delivery_id) {
   return "NACK -> " + sender + " (delivery " + delivery_id + ")";
+}
+
+std::string render_delivery_ids(const std::vector<std::string>& ids, uint64_t total) {
+  if (ids.empty() && total == 0)
+    return "none";
+  std::string out;
+  size_t listed = 0;
+  for (auto& id : ids) {
+    if (listed == residual_ids_listed)
+      break;
+    if (!out.empty())
+      out += ", ";
+    out += id;
+    ++listed;
+  }
+  if (total < ids.size())
+    total = ids.size();
+  if (total > listed)
+    out += (out.empty() ? "+" : ", +") + std::to_string(total - listed) + " more";
+  return out;
 }
 
 std::string render_seconds_1(int64_t ms) {

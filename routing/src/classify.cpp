@@ -64,6 +64,10 @@ verdict node_verdict(const fault& node) {
   switch (node.code) {
     case mesh_errc::placement_timeout:
       return verdict::unavailable;
+    case mesh_errc::overloaded:
+      // An admission refusal says when to come back; a target that merely shed load does
+      // not, and stays `failed`.
+      return node.retry_after_ms ? verdict::unavailable : verdict::failed;
     case mesh_errc::no_compatible_silo:
     case mesh_errc::directory_unstable:
     case mesh_errc::silo_unavailable:

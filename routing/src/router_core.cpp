@@ -36,6 +36,7 @@ router_core_options router_core_options::from(const config::mesh_config& cfg,
   out.size = cfg.size;
   out.placement_timeout_ms = cfg.placement.timeout_ms;
   out.grain_response_timeout_ms = cfg.grain_call.response_timeout_ms;
+  out.release_bound_ms = cfg.pool.drain_grace_ms;
   return out;
 }
 
@@ -54,7 +55,8 @@ using ms = std::chrono::milliseconds;
 /// own completion and timer messages.
 using impl_actor = router_core_actor::extend<caf::reacts_to<rc_leg_done_atom, uint64_t, uint8_t>,
                                              caf::reacts_to<rc_timer_atom, uint64_t, uint64_t>,
-                                             caf::reacts_to<rc_deadline_atom, int64_t>>::
+                                             caf::reacts_to<rc_deadline_atom, int64_t>,
+                                             caf::reacts_to<rc_release_atom, uint64_t>>::
   extend_with<lifecycle::io_pool_owner_actor>;
 
 /// How a leg ended (its one terminal event, SPEC §6.5, §6.7).
@@ -85,6 +87,9 @@ struct leg_rec {
   bool started = false;
   bool finished = false; ///< landed or NACK handed over; `leg_done` is on its way
   bool slot_owned = true; ///< false once the slot was handed to a NACK
+  /// A grain call or publish of this leg is outstanding, or one ended without telling
+  /// whether the target holds the delivery (a response timeout): its outcome is unknown.
+  bool in_flight = false;
   uint64_t token = 0;    ///< step token; answers carrying an older one are ignored
   grain_id grain;        ///< the hub grain the retry loop calls
   std::optional<retry_state> retry;
@@ -103,6 +108,9 @@ struct nack_job {
   address sender_host;
   bool started = false;
   bool quiet = false;      ///< runtime torn down: transport failures log at info
+  /// The pool entry of a cancelled leg whose NACK this is: ended in the pool once the NACK
+  /// is through, so the drain's cancel wait covers the NACK. 0: none.
+  uint64_t pool_leg_id = 0;
   rung at = rung::local;
   uint64_t token = 0;
   grain_id grain;
@@ -133,6 +141,12 @@ struct core_state {
   std::map<deadline_key, caf::message_id> deadlines;
   uint64_t next_deadline_seq = 0;
   int64_t deadline_timer_ms = -1; ///< due time of the armed `rc_deadline` timer; -1: none
+  // -- a stop letting go of legs that will not land --
+  /// `q_nacks_out` requests waiting until no NACK is left on the ladder.
+  std::vector<caf::typed_response_promise<caf::ok_atom>> release_waiters;
+  /// Generation of the armed release bound (`rc_release`); 0: none armed.
+  uint64_t release_gen = 0;
+  uint64_t release_gen_seq = 0;
 };
 
 const char* core_state::name = "cafmesh.router_core";
@@ -328,9 +342,10 @@ void gauge_release(pointer self, uint64_t slot) {
 /// gauge slot, which the NACK takes over (count unchanged); none: a fresh slot. Answers true
 /// if a NACK was handed to the machinery. When no NACK may be sent, the hand-over slot is
 /// released and the failure is logged windowed and counted as suppressed.
-bool post_nack(pointer self, const envelope& original, verdict v, const std::string& text,
-               bool target_unserved, caf::optional<silo_address> responding,
-               std::optional<uint64_t> handover_slot, bool quiet = false) {
+uint64_t post_nack(pointer self, const envelope& original, verdict v, const std::string& text,
+                   bool target_unserved, caf::optional<silo_address> responding,
+                   std::optional<uint64_t> handover_slot, bool quiet = false,
+                   bool direct = false) {
   auto& s = self->state;
   if (original.sender.empty() || !may_answer(original)) {
     ++s.stats.suppressed_failures;
@@ -346,7 +361,7 @@ bool post_nack(pointer self, const envelope& original, verdict v, const std::str
                                  d));
     if (handover_slot)
       gauge_release(self, *handover_slot);
-    return false;
+    return 0;
   }
   auto failure = make_delivery_failure(original, text, v, target_unserved,
                                        std::move(responding));
@@ -371,8 +386,21 @@ bool post_nack(pointer self, const envelope& original, verdict v, const std::str
               + job.sender + " posted: " + text);
   s.nacks.emplace(id, std::move(job));
   ++s.stats.nacks_posted;
-  admit(self, id);
-  return true;
+  if (direct) // the pool drains and would refuse it: start at once, still as a message
+    self->send(self, lifecycle::pool_admitted_atom::value, id);
+  else
+    admit(self, id);
+  return id;
+}
+
+/// Answers every waiting `q_nacks_out` and disarms the release bound.
+void answer_release(pointer self) {
+  auto& s = self->state;
+  s.release_gen = 0;
+  auto waiters = std::move(s.release_waiters);
+  s.release_waiters.clear();
+  for (auto& rp : waiters)
+    rp.deliver(caf::ok_atom::value);
 }
 
 void nack_done(pointer self, uint64_t id) {
@@ -382,7 +410,11 @@ void nack_done(pointer self, uint64_t id) {
     return;
   gauge_release(self, i->second.slot);
   pool_ended(self, id);
+  if (i->second.pool_leg_id != 0)
+    pool_ended(self, i->second.pool_leg_id);
   s.nacks.erase(i);
+  if (s.nacks.empty() && s.release_gen != 0)
+    answer_release(self);
 }
 
 nack_job* find_nack(pointer self, uint64_t id, uint64_t token) {
@@ -765,12 +797,14 @@ void leg_attempt(pointer self, uint64_t id) {
   auto& leg = s.legs.at(id);
   auto tok = ++leg.token;
   ++s.stats.grain_attempts;
+  leg.in_flight = true;
   bounded_request<envelope>(
     self, s.opts.grains, attempt_timeout(self),
       [=](envelope& r) {
         auto leg = find_leg(self, id, tok);
         if (leg == nullptr)
           return;
+        leg->in_flight = false;
         auto d = judge_result(r);
         switch (d.action) {
           case result_action::landed:
@@ -790,10 +824,13 @@ void leg_attempt(pointer self, uint64_t id) {
         }
       },
       [=](caf::error& e) {
-        if (find_leg(self, id, tok) == nullptr)
+        auto leg = find_leg(self, id, tok);
+        if (leg == nullptr)
           return;
         auto f = to_fault(e);
-        auto tok2 = ++self->state.legs.at(id).token;
+        // Without an answer the target may still hold the delivery.
+        leg->in_flight = has_response_timeout(f);
+        auto tok2 = ++leg->token;
         with_probe(self, std::move(f), [=](fault g) {
           if (find_leg(self, id, tok2) != nullptr)
             leg_on_fault(self, id, std::move(g));
@@ -852,6 +889,7 @@ void leg_stream_publish(pointer self, uint64_t id) {
     return;
   }
   auto tok = ++leg.token;
+  leg.in_flight = true;
   self->request(s.opts.streams, ms(s.opts.routing.stream_post_timeout_ms),
                 sp_publish_atom::value, leg.host, leg.env)
     .then(
@@ -863,6 +901,7 @@ void leg_stream_publish(pointer self, uint64_t id) {
         auto leg = find_leg(self, id, tok);
         if (leg == nullptr)
           return;
+        leg->in_flight = true; // a failed or timed-out publish may have been delivered
         if (is_request_timeout(e))
           leg_nack(self, *leg, verdict::failed,
                    "Stream post to '" + leg->host_path + "' never completed within "
@@ -933,7 +972,7 @@ void leg_start(pointer self, leg_rec& leg) {
 }
 
 /// The one terminal event of `id` (the latch already settled): accounting, channel advance.
-void leg_terminal(pointer self, uint64_t id, leg_outcome outcome) {
+void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_pool = true) {
   auto& s = self->state;
   auto i = s.legs.find(id);
   if (i == s.legs.end())
@@ -957,14 +996,135 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome) {
                 + outcome_name(outcome));
   bool ordered = leg.ordered;
   s.legs.erase(i);
-  if (outcome != leg_outcome::refused)
+  if (outcome != leg_outcome::refused && end_in_pool)
     pool_ended(self, id);
   if (ordered)
-    if (auto next = s.disp.on_terminal(id))
-      admit(self, *next);
+    if (auto next = s.disp.on_terminal(id)) {
+      auto j = s.legs.find(*next);
+      if (j == s.legs.end() || !j->second.finished) // an ended head needs no permit
+        admit(self, *next);
+    }
+}
+
+// -- ending legs that will not land ------------------------------------------------------
+
+/// The one NACK of a leg that ends without landing because its silo stops (`finished`
+/// false): nothing of it outstanding -> `shutting_down`, resendable; a call or publish in
+/// flight -> `failed`, its outcome unknown. Answers the NACK's id (0: none was sent, the
+/// delivery is answer-suppressed).
+uint64_t stop_nack(pointer self, leg_rec& leg, bool direct) {
+  auto& s = self->state;
+  if (is_failed_and_nacked(leg.env))
+    return 0; // its sender was answered already; the slot goes with the leg
+  auto target = leg.env.target.to_string();
+  leg.slot_owned = false;
+  if (leg.in_flight)
+    return post_nack(self, leg.env, verdict::failed,
+                     "silo " + s.silo_name + " stopped while the delivery to " + target
+                       + " was in flight; its outcome is unknown",
+                     false, caf::none, leg.id, false, direct);
+  return post_nack(self, leg.env, verdict::shutting_down,
+                   "silo " + s.silo_name + " stopped before the delivery to " + target
+                     + " was attempted",
+                   false, caf::none, leg.id, false, direct);
+}
+
+/// Arms the bound within which the NACKs of a stop must leave (unless one is armed).
+void arm_release_bound(pointer self) {
+  auto& s = self->state;
+  if (s.release_gen != 0)
+    return;
+  s.release_gen = ++s.release_gen_seq;
+  self->delayed_send(self, ms(std::max<int64_t>(0, s.opts.release_bound_ms)),
+                     rc_release_atom::value, s.release_gen);
+}
+
+/// The release bound passed: the NACKs still on the ladder could not leave. One error line
+/// names their deliveries; they are dropped so the pool's join does not wait for them.
+void release_bound_passed(pointer self) {
+  auto& s = self->state;
+  std::vector<std::string> ids;
+  std::vector<uint64_t> jobs;
+  for (auto& kv : s.nacks) {
+    ids.push_back(kv.second.delivery_id);
+    jobs.push_back(kv.first);
+  }
+  auto unsent = static_cast<uint64_t>(ids.size());
+  if (unsent > 0) {
+    s.stats.nacks_unsent += unsent;
+    s.log.error(std::to_string(unsent) + " NACK(s) could not leave silo " + s.silo_name
+                + " within " + lifecycle::render_budget(s.opts.release_bound_ms)
+                + " of its stop: " + lifecycle::render_delivery_ids(ids, unsent));
+  }
+  s.release_gen = 0; // nack_done below must not answer the waiters yet
+  for (auto id : jobs)
+    nack_done(self, id);
+  answer_release(self);
+}
+
+/// Ends every accepted leg that has not landed with its one NACK (`q_end_legs`); answers the
+/// residual's delivery ids: those legs, then the NACKs already on their ladder.
+std::vector<std::string> end_unlanded_legs(pointer self, const std::string& why) {
+  auto& s = self->state;
+  std::vector<std::string> residual;
+  std::vector<std::string> earlier_nacks;
+  for (auto& kv : s.nacks)
+    earlier_nacks.push_back(kv.second.delivery_id);
+  std::vector<uint64_t> ids;
+  for (auto& kv : s.legs)
+    if (!kv.second.finished && s.latch.is_open(kv.first))
+      ids.push_back(kv.first);
+  uint64_t before = 0;
+  uint64_t in_flight = 0;
+  for (auto id : ids) {
+    auto& leg = s.legs.at(id);
+    (leg.in_flight ? in_flight : before) += 1;
+    residual.push_back(leg.env.id);
+    stop_nack(self, leg, false);
+    finish_leg(self, leg, leg_outcome::nacked);
+    ++s.stats.ended_by_release;
+  }
+  if (!ids.empty())
+    s.log.warning("router core: " + why + ": ended " + std::to_string(ids.size())
+                  + " leg(s) that had not landed, each with one NACK (" + std::to_string(before)
+                  + " before the delivery was attempted, " + std::to_string(in_flight)
+                  + " in flight)");
+  residual.insert(residual.end(), earlier_nacks.begin(), earlier_nacks.end());
+  return residual;
 }
 
 // -- accepting (SPEC §6.4) -----------------------------------------------------------------
+
+/// Admission control: the router core already holds `routing.max_in_flight` legs.
+bool over_bound(pointer self) {
+  auto& s = self->state;
+  auto bound = s.opts.routing.max_in_flight;
+  return bound > 0 && s.sat.in_flight() >= static_cast<uint64_t>(bound);
+}
+
+std::string overload_text(pointer self) {
+  auto& s = self->state;
+  return "silo " + s.silo_name + " overloaded: " + std::to_string(s.sat.in_flight())
+         + " deliveries in flight (routing.max_in_flight " + std::to_string(s.opts.routing.max_in_flight)
+         + "); retry after " + std::to_string(s.opts.routing.overload_retry_after_ms) + " ms";
+}
+
+/// Refuses a co-hosted delivery at the bound, before acceptance: one NACK `unavailable`
+/// whose envelope carries `retry_after_ms`; no leg, no channel, nothing shed.
+void refuse_overloaded(pointer self, const envelope& env) {
+  auto& s = self->state;
+  ++s.stats.refused_overloaded;
+  auto text = overload_text(self);
+  auto d = s.refusals.record("overloaded", env.sender.to_string(), now_ms(self));
+  if (d.log)
+    s.log.warning(with_repeats("delivery " + env.id + " to '" + env.target.to_string()
+                                 + "' refused: " + text,
+                               d));
+  if (auto id = post_nack(self, env, verdict::unavailable, text, false, caf::none,
+                          std::nullopt, false, true))
+    s.nacks.at(id).nack.properties["retry_after_ms"]
+      = std::to_string(s.opts.routing.overload_retry_after_ms);
+}
 
 bool on_path(const envelope& env, const address& self_addr) {
   for (auto& a : env.routing_path)
@@ -1040,6 +1200,10 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
   return {
     // -- public protocol --
     [=](rc_route_atom, envelope& env) {
+      if (over_bound(self)) {
+        refuse_overloaded(self, env);
+        return;
+      }
       bool posted = false;
       accept(self, std::move(env), posted);
     },
@@ -1049,6 +1213,13 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         ++s.stats.refused_stopping;
         fault f{mesh_errc::silo_unavailable,
                 "silo " + s.silo_name + " is leaving; route elsewhere"};
+        f.silo = s.opts.silo;
+        return to_error(f);
+      }
+      if (over_bound(self)) {
+        ++s.stats.refused_overloaded;
+        fault f{mesh_errc::overloaded, overload_text(self)};
+        f.retry_after_ms = static_cast<uint32_t>(s.opts.routing.overload_retry_after_ms);
         f.silo = s.opts.silo;
         return to_error(f);
       }
@@ -1076,6 +1247,27 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
                    + " leg(s) in flight continue, grain-path deliveries are refused");
       }
       return caf::ok_atom::value;
+    },
+    [=](lifecycle::q_end_legs_atom,
+        std::string& why) -> caf::result<std::vector<std::string>> {
+      auto& s = self->state;
+      auto residual = end_unlanded_legs(self, why);
+      if (!s.nacks.empty())
+        arm_release_bound(self);
+      return residual;
+    },
+    [=](lifecycle::q_nacks_out_atom) -> caf::result<caf::ok_atom> {
+      auto& s = self->state;
+      if (s.nacks.empty())
+        return caf::ok_atom::value;
+      auto rp = self->make_response_promise<caf::ok_atom>();
+      s.release_waiters.push_back(rp);
+      arm_release_bound(self);
+      return rp;
+    },
+    [=](rc_release_atom, uint64_t gen) {
+      if (gen != 0 && gen == self->state.release_gen)
+        release_bound_passed(self);
     },
     [=](rc_locals_atom, local_route_port_actor& port) {
       self->state.opts.local_routes = std::move(port);
@@ -1139,9 +1331,16 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         s.log.info("leg " + std::to_string(id) + " (" + leg.label + ") refused by the pool: "
                    + f.render());
         if (!leg.finished && !is_failed_and_nacked(leg.env)) {
-          leg.slot_owned = false;
-          post_nack(self, leg.env, verdict::failed, before_attempt_text(leg, f.render()), false,
-                    caf::none, id);
+          if (s.stopping) {
+            // The silo stops and the draining pool will not run it: one NACK, started
+            // without a permit, before the delivery was attempted.
+            if (stop_nack(self, leg, true) != 0)
+              arm_release_bound(self);
+          } else {
+            leg.slot_owned = false;
+            post_nack(self, leg.env, verdict::failed, before_attempt_text(leg, f.render()),
+                      false, caf::none, id);
+          }
         }
         leg_terminal(self, id, leg_outcome::refused);
         return;
@@ -1159,16 +1358,30 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       auto& s = self->state;
       if (s.legs.count(id) != 0) {
         if (s.latch.settle(id, lifecycle::leg_terminal::cancelled)) {
-          s.log.info("leg " + std::to_string(id) + " (" + s.legs.at(id).label
-                     + ") abandoned by the pool drain; no NACK");
-          leg_terminal(self, id, leg_outcome::abandoned);
+          auto& leg = s.legs.at(id);
+          uint64_t nack = 0;
+          // In a silo stop (the stopping signal came first) the leg gets its one NACK; a
+          // drain outside a stop abandons it silently as before.
+          if (s.stopping && !leg.finished && !is_failed_and_nacked(leg.env)) {
+            nack = stop_nack(self, leg, true);
+            if (nack != 0) {
+              s.nacks.at(nack).pool_leg_id = id;
+              arm_release_bound(self);
+            }
+          }
+          s.log.info("leg " + std::to_string(id) + " (" + leg.label
+                     + ") abandoned by the pool drain; "
+                     + (nack != 0 ? "NACKed" : "no NACK"));
+          leg_terminal(self, id, leg_outcome::abandoned, nack == 0);
         }
         return;
       }
       if (s.nacks.count(id) != 0) {
+        // Still on its ladder (a local route may yet take it); if it has not left when the
+        // release bound passes, that bound's error line names it and drops it.
         s.log.info("NACK to " + s.nacks.at(id).sender + " (delivery "
-                   + s.nacks.at(id).delivery_id + ") abandoned by the pool drain");
-        nack_done(self, id);
+                   + s.nacks.at(id).delivery_id + ") cancelled by the pool drain");
+        arm_release_bound(self);
       }
     },
     [=](lifecycle::pool_down_atom, uint64_t id, caf::error& reason) {

@@ -49,6 +49,12 @@ struct gateway_state {
   bool stop_sent = false; ///< stop-send went out: no new inbound attach
   std::set<silo_address> clients;
   std::map<std::string, silo_address> attached; ///< host path -> client that attached it
+  /// Admission control: most client dispatches outstanding at once (0: no bound), and the
+  /// `retry_after_ms` a refusal carries.
+  int64_t max_outstanding = 0;
+  int64_t retry_after_ms = 500;
+  uint64_t outstanding = 0; ///< client dispatches handed to placement, not yet answered
+  uint64_t refused_overloaded = 0;
   uint64_t attaches = 0;  ///< inbound attaches taken
   uint64_t detaches = 0;
   static inline const char* name = "cafmesh.gateway";
@@ -82,8 +88,11 @@ void gateway_attach(caf::stateful_actor<gateway_state>* self, grain_id g, silo_a
 
 caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, silo_address s,
                            caf::actor placement, caf::actor centre,
-                           stream_transport_actor streams) {
+                           stream_transport_actor streams, int64_t max_outstanding,
+                           int64_t retry_after_ms) {
   self->state.self = s;
+  self->state.max_outstanding = max_outstanding;
+  self->state.retry_after_ms = retry_after_ms;
   self->state.placement = std::move(placement);
   self->state.centre = std::move(centre);
   self->state.streams = std::move(streams);
@@ -100,8 +109,35 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, silo_addres
         return to_error(fault{mesh_errc::silo_unavailable,
                               "gateway " + st.self.to_string()
                                 + " is not accepting client messages"});
-      self->delegate(st.placement, a, g, fwd, std::move(m));
-      return caf::delegated<caf::message>{};
+      if (st.max_outstanding <= 0) {
+        self->delegate(st.placement, a, g, fwd, std::move(m));
+        return caf::delegated<caf::message>{};
+      }
+      if (st.outstanding >= static_cast<uint64_t>(st.max_outstanding)) {
+        // Refused before anything was accepted: the client's retry waits at least this long.
+        ++st.refused_overloaded;
+        fault f{mesh_errc::overloaded,
+                "gateway " + st.self.to_string() + " overloaded: " + std::to_string(st.outstanding)
+                  + " client dispatches outstanding (gateway.max_outstanding "
+                  + std::to_string(st.max_outstanding) + "); retry after "
+                  + std::to_string(st.retry_after_ms) + " ms"};
+        f.retry_after_ms = static_cast<uint32_t>(st.retry_after_ms);
+        f.silo = st.self;
+        return to_error(f);
+      }
+      ++st.outstanding;
+      auto rp = self->make_response_promise();
+      request_any(
+        self, st.placement, 0, caf::make_message(a, g, fwd, std::move(m)),
+        [=](caf::message answer) mutable {
+          --self->state.outstanding;
+          rp.deliver(std::move(answer));
+        },
+        [=](caf::error e) mutable {
+          --self->state.outstanding;
+          rp.deliver(std::move(e));
+        });
+      return rp;
     },
     [=](gw_open_atom) {
       self->state.open = true;
@@ -287,7 +323,8 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
   s.slots->hubs = opts.hubs;
   s.slots->centre = s.centre;
   s.claimer = spawn_pod_hub_claimer(sys, s.placement, s.routing, cfg.attach, name);
-  s.gateway = sys.spawn(gateway_part, s.addr, s.placement, s.centre, s.streams);
+  s.gateway = sys.spawn(gateway_part, s.addr, s.placement, s.centre, s.streams,
+                        cfg.gateway.max_outstanding, cfg.routing.overload_retry_after_ms);
   s.slots->gateway = s.gateway;
 
   // -- stage observers (SPEC §3.5)
@@ -492,7 +529,8 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
     });
 
   s.quiescence = lifecycle::spawn_quiescence_participant(
-    sys, s.gauge, lifecycle::quiescence_participant_options::from(cfg.lifecycle, name));
+    sys, s.gauge, lifecycle::quiescence_participant_options::from(cfg.lifecycle, name),
+    caf::actor_cast<lifecycle::leg_release_actor>(s.core));
   s.pool_teardown = lifecycle::spawn_pool_teardown_participant(
     sys, s.pool, lifecycle::pool_teardown_options::from(cfg.pool, name));
 

@@ -74,6 +74,9 @@ const std::vector<field> fields{
   CAFMESH_FIELD(routing, refusal_log_idle_windows, 10),
   CAFMESH_FIELD(routing, outcome_dedup_window_ms, 120000),
   CAFMESH_FIELD(routing, outcome_dedup_max_ids, 65536),
+  CAFMESH_FIELD(routing, max_in_flight, 16384),
+  CAFMESH_FIELD(routing, overload_retry_after_ms, 500),
+  CAFMESH_FIELD(gateway, max_outstanding, 4096),
   CAFMESH_FIELD(client, retry_max, 5),
   CAFMESH_FIELD(client, retry_base_ms, 200),
   CAFMESH_FIELD(client, retry_cap_ms, 30000),
@@ -180,7 +183,12 @@ const char* default_text = R"({
     "refusal_log_sweep_entries": 512,
     "refusal_log_idle_windows": 10,
     "outcome_dedup_window_ms": 120000,
-    "outcome_dedup_max_ids": 65536
+    "outcome_dedup_max_ids": 65536,
+    "max_in_flight": 16384,
+    "overload_retry_after_ms": 500
+  },
+  "gateway": {
+    "max_outstanding": 4096
   },
   "client": {
     "retry_max": 5,
@@ -286,7 +294,12 @@ const char* distinct_text = R"({
     "refusal_log_sweep_entries": 513,
     "refusal_log_idle_windows": 12,
     "outcome_dedup_window_ms": 120001,
-    "outcome_dedup_max_ids": 65537
+    "outcome_dedup_max_ids": 65537,
+    "max_in_flight": 9000,
+    "overload_retry_after_ms": 501
+  },
+  "gateway": {
+    "max_outstanding": 4097
   },
   "client": {
     "retry_max": 7,
@@ -347,7 +360,7 @@ std::string read_text(const std::filesystem::path& p) {
 } // namespace
 
 TEST_CASE("config: mesh_config{} holds every SPEC 11 default") {
-  REQUIRE(fields.size() == 63);
+  REQUIRE(fields.size() == 66);
   std::set<std::string> pointers;
   for (auto& f : fields)
     CHECK(pointers.insert(f.pointer).second);
@@ -470,6 +483,6 @@ TEST_CASE("config: examples/config/README.md documents every key with its defaul
   size_t keys = 0;
   for (auto& section : defaults)
     keys += section.size();
-  CHECK(keys == 63);
+  CHECK(keys == 66);
   CHECK(documented.size() == keys);
 }

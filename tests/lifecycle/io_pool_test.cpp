@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,9 @@ struct owner_log {
   std::vector<std::pair<uint64_t, caf::error>> refusals;
   std::vector<uint64_t> cancels_received;
   int nacks = 0;
+  /// The NACK each cancelled leg handed over, by leg (owners with `nack_on_cancel`):
+  /// `failed` when its call was in flight, `shutting_down` when it never started.
+  std::map<uint64_t, std::string> cancel_nacks;
 
   size_t terminals_of(uint64_t leg) const {
     size_t n = 0;
@@ -66,6 +70,9 @@ struct owner_log {
 struct owner_options {
   bool auto_start = true;     ///< report `started` as soon as admitted
   bool confirm_cancel = true; ///< confirm a cancel with `pool_ended` (else only abandon it)
+  /// A cancelled leg hands one NACK over before its cancel is confirmed, as the router core
+  /// does in a silo stop.
+  bool nack_on_cancel = false;
 };
 
 struct owner_state {
@@ -75,6 +82,7 @@ struct owner_state {
   std::shared_ptr<owner_log> out;
   leg_latch_table latch;
   std::map<uint64_t, int64_t> run_ms; ///< leg -> how long it runs once started; -1 never
+  std::set<uint64_t> started;         ///< legs whose call was issued
 };
 
 /// A leg owner running legs as state machines: `tqgo(leg, run_ms)` accepts a leg (gauge slot
@@ -112,6 +120,7 @@ caf::behavior test_owner(caf::stateful_actor<owner_state>* self, io_pool_actor p
         return;
       if (s.gauge)
         self->send(s.gauge, q_mark_atom::value, leg);
+      s.started.insert(leg);
       self->send(s.pool, pool_started_atom::value, leg);
       auto ms = s.run_ms[leg];
       if (ms >= 0)
@@ -133,8 +142,13 @@ caf::behavior test_owner(caf::stateful_actor<owner_state>* self, io_pool_actor p
     [=](pool_cancel_atom, uint64_t leg) {
       auto& s = self->state;
       s.out->cancels_received.push_back(leg);
-      if (s.latch.settle(leg, leg_terminal::cancelled))
-        terminal(leg, "abandoned"); // no NACK for an abandoned leg
+      if (s.latch.settle(leg, leg_terminal::cancelled)) {
+        terminal(leg, "abandoned");
+        if (s.opts.nack_on_cancel) {
+          ++s.out->nacks;
+          s.out->cancel_nacks[leg] = s.started.count(leg) != 0 ? "failed" : "shutting_down";
+        }
+      }
       if (s.opts.confirm_cancel)
         self->send(s.pool, pool_ended_atom::value, leg);
     },
@@ -293,8 +307,10 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK(next_timeout_ms() == -1);
 }
 
-TEST_CASE_FIXTURE(cafmesh::testing::fixture, "S12.55 drain: grace until 23 s, 2 legs abandoned once each, residual 0, late admissions refused, gauge inert after teardown") {
-  auto b = make_pool_bed(*this);
+TEST_CASE_FIXTURE(cafmesh::testing::fixture, "S12.55 drain: grace until 23 s, 2 legs abandoned once each with one NACK failed each, residual 0, late admissions refused, gauge inert after teardown") {
+  owner_options oopts;
+  oopts.nack_on_cancel = true;
+  auto b = make_pool_bed(*this, io_pool_options{}, oopts);
   go(b, 1, 5000);
   go(b, 2, 10000);
   go(b, 3, 15000);
@@ -329,7 +345,9 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture, "S12.55 drain: grace until 23 s, 2 
   CHECK(b.out->terminal(4)->t_ms == 23000);
   CHECK(b.out->terminal(5)->what == "abandoned");
   CHECK(b.out->terminal(5)->t_ms == 23000);
-  CHECK(b.out->nacks == 0);
+  // Each cancelled leg handed one NACK over before the join: `failed`, its call was in flight.
+  CHECK(b.out->nacks == 2);
+  CHECK(b.out->cancel_nacks == std::map<uint64_t, std::string>{{4, "failed"}, {5, "failed"}});
   // A late leg_done of an abandoned leg is ignored by the latch.
   caf::anon_send(b.owner, tq_done_atom::value, uint64_t{4});
   run_to(24000);

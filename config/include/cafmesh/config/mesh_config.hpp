@@ -93,6 +93,21 @@ struct routing_section {
   int64_t refusal_log_idle_windows = 10; ///< idle windows before eviction (§6.15); >= 1
   int64_t outcome_dedup_window_ms = 120000; ///< sender remembers terminated ids (§6.12); >= 1
   int64_t outcome_dedup_max_ids = 65536; ///< most ids remembered (§6.12); >= 1
+  /// Admission control: most legs a router core holds accepted and not terminated; a
+  /// delivery beyond it is refused `unavailable` ("overloaded") before acceptance. 0: no
+  /// bound; >= 0.
+  int64_t max_in_flight = 16384;
+  /// The `retry_after_ms` a refusal at `max_in_flight` (or `gateway.max_outstanding`)
+  /// carries: how long a sender should wait before sending again; >= 1.
+  int64_t overload_retry_after_ms = 500;
+};
+
+/// Section `gateway`: the silo side that serves pure clients.
+struct gateway_section {
+  /// Admission control: most client dispatches one gateway holds outstanding (handed to
+  /// placement, not yet answered); beyond it a dispatch is refused `overloaded` with
+  /// `routing.overload_retry_after_ms` before it reaches the router core. 0: no bound; >= 0.
+  int64_t max_outstanding = 4096;
 };
 
 /// Section `client` (SPEC §7.5).
@@ -161,6 +176,7 @@ struct mesh_config {
   placement_section placement;
   grain_call_section grain_call;
   routing_section routing;
+  gateway_section gateway;
   client_section client;
   attach_section attach;
   pool_section pool;

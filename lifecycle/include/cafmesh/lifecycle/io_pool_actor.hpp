@@ -19,7 +19,7 @@
 /// | O or L -> P | `(pool_watch_atom, leg_id, L)` | optional: the leg runs as actor L (may be O). P monitors L. |
 /// | O or L -> P | `(pool_started_atom, leg_id)` | the leg issued its first asynchronous step: its permit returns; the leg stays tracked. |
 /// | O or L -> P | `(pool_ended_atom, leg_id)` | the leg is gone (landed, NACK handed over, crashed or abandoned). Also the confirmation of a cancel. Returns the permit if `started` never came. |
-/// | P -> O | `(pool_cancel_atom, leg_id)` | drain, after grace: abort the leg (cancel its timers, ignore its late responses), emit its terminal event `abandoned` (no NACK), then confirm with `pool_ended`. For a watched leg P also sends L an exit (`user_shutdown`); L's down confirms. If O is L, P sends only the exit. |
+/// | P -> O | `(pool_cancel_atom, leg_id)` | drain, after grace: abort the leg (cancel its timers, ignore its late responses), emit its terminal event `abandoned`, hand its one NACK over when its silo stops (the router core starts that NACK without a permit, since the pool drains, and ends the leg in the pool once the NACK is through), then confirm with `pool_ended`. For a watched leg P also sends L an exit (`user_shutdown`); L's down confirms. If O is L, P sends only the exit. |
 /// | P -> O | `(pool_down_atom, leg_id, reason)` | watched leg actor L (not O) went down while the leg was tracked; the owner's latch turns it into `leg_crashed` unless `leg_done` came first. |
 /// | any -> P | `(pool_drain_atom) -> uint64_t` | drain (terminal, idempotent): answers the residual count once the drain finished; later calls answer the same residual at once. |
 /// | any -> P | `(pool_stats_atom) -> io_pool_stats` | diagnostics. |

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cafmesh/lifecycle/leg_release.hpp"
 #include "cafmesh/lifecycle/observer.hpp"
 #include "cafmesh/lifecycle/routing_quiescence_actor.hpp"
 
@@ -62,8 +63,16 @@ struct quiescence_participant_options {
 /// A second `stop_stage` while one is open receives the same answer when it completes.
 /// Built with `CAFMESH_MUTATE_PARTICIPANT_NO_HOLD` (S12.20 mutation), `stop_stage` answers
 /// ok at once and logs nothing.
+///
+/// **Releasing with work in flight** (non-graceful stop, hold budget, shutdown budget): when
+/// `legs` (the owner of the silo's legs) is set, the participant first asks it to end every
+/// leg that has not landed with one NACK (`q_end_legs_atom`; the owner bounds that wait
+/// itself), then logs the line above followed by "; residual: {ids}" with the delivery ids
+/// it answered (at most 20, then "+N more"), then answers the stop. Without `legs` the line
+/// is logged as above (each gauge label names its delivery) and the stop answered at once.
 lifecycle_observer_actor spawn_quiescence_participant(caf::actor_system& sys,
                                                       routing_quiescence_actor gauge,
-                                                      quiescence_participant_options opts = {});
+                                                      quiescence_participant_options opts = {},
+                                                      leg_release_actor legs = {});
 
 } // namespace cafmesh::lifecycle

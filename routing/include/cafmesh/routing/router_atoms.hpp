@@ -29,6 +29,9 @@ using rc_timer_atom = caf::atom_constant<caf::atom("rctimer")>;
 /// `(rc_deadline_atom, due ms)`: the earliest bound of the router core's own request
 /// deadlines (the node leg's resolve and grain calls) may have passed.
 using rc_deadline_atom = caf::atom_constant<caf::atom("rcdeadline")>;
+/// `(rc_release_atom, generation)`: the bound within which the NACKs of legs ended by a
+/// stop must leave has passed.
+using rc_release_atom = caf::atom_constant<caf::atom("rcrelease")>;
 
 // -- grain-delivery port (router_ports.hpp) ------------------------------------------------
 using gp_deliver_atom = caf::atom_constant<caf::atom("gpdeliver")>;

@@ -52,6 +52,10 @@ struct router_core_options {
   int64_t runtime_probe_timeout_ms = 1000;
   /// The mesh's own address type for host-address reduction (SPEC §2.1).
   std::string mesh_type = "mesh";
+  /// How long the NACKs of legs ended by a stop (`q_end_legs_atom`, or the pool drain's
+  /// cancel) may take to leave before they are logged at error as unsent and dropped:
+  /// `pool.drain_grace_ms`, the grace a drain grants legs that keep finishing.
+  int64_t release_bound_ms = 8000;
   /// Per-channel FIFO of the ordered route dispatcher (SPEC §6.8). Test-only negative
   /// control (SPEC §12.2 S12.57): false admits every stream-routed leg at once.
   bool per_channel_fifo = true;
@@ -99,11 +103,20 @@ address default_router_address(const silo_address& silo);
 ///    one terminal event;
 /// 6. grain path answered `forwarded`.
 ///
+/// **Admission control.** Before step 2, a delivery that finds `routing.max_in_flight` legs
+/// accepted and not terminated is refused, never accepted: co-hosted with a NACK (not
+/// tracked as a leg) of verdict `unavailable`, text "silo {S} overloaded: {n} deliveries in
+/// flight (routing.max_in_flight {m}); retry after {r} ms" and the NACK envelope's property
+/// `retry_after_ms` = `routing.overload_retry_after_ms`; on the grain path with the error
+/// `overloaded` (same text) carrying `retry_after_ms`, which the pure client's retry honours
+/// and which classifies as `unavailable`. 0 disables the bound.
+///
 /// **Legs** (SPEC §6.5) run inside the router core: every step is a `request(...).then`
 /// continuation or a `delayed_send` timer, tagged with the leg id and a step token so late
 /// answers of a finished or cancelled leg are ignored. A leg ends with `leg_done` (a message
 /// to itself) once it landed or its NACK was handed over; the latch keeps exactly one
-/// terminal event among `leg_done`, the pool's cancel (`abandoned`, no NACK), the pool's
+/// terminal event among `leg_done`, the pool's cancel (`abandoned`, plus one NACK as for
+/// `q_end_legs_atom`, started without a pool permit since the pool is draining), the pool's
 /// down (`leg_crashed`: NACK `failed` "Routing to '{addr}' failed before the delivery could
 /// be attempted: …" unless failed-and-NACKed) and the pool's refusal (`pool_refused`).
 ///

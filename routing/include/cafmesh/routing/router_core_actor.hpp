@@ -10,6 +10,8 @@
 /// | routing grain via `delegate` (SPEC §6.3) | `(rc_grain_atom, envelope) -> envelope` | the envelope with state `forwarded` and the router's address appended to `routing_path`, as soon as the leg is enqueued/admitted (SPEC §6.4 step 6); after the stopping signal the error `to_error(fault{silo_unavailable, "silo {S} is leaving; route elsewhere"})` with `fault::silo` set (step 1); on a routing loop the envelope marked failed-and-NACKed (its `routing_loop` NACK was handed to the NACK machinery) or, if it may not be answered, state `failed` with `properties["error"]` |
 /// | host (SPEC §3.7 step 1) | `(host_stopping_atom) -> ok_atom` | ok once the core refuses grain-path envelopes; already-accepted legs continue and their grain calls are never gated |
 /// | tests, diagnostics | `(rc_stats_atom) -> router_core_stats` | the snapshot below |
+/// | quiescence participant (the stop lets go with work in flight) | `(q_end_legs_atom, why) -> std::vector<std::string>` | every accepted leg that has not landed ends now with one NACK: `shutting_down` "silo {S} stopped before the delivery to {target} was attempted" if no grain call or publish of it is outstanding (queued, waiting for a permit, between retries, resolving), else `failed` "silo {S} stopped while the delivery to {target} was in flight; its outcome is unknown"; answered at once with the residual's delivery ids |
+/// | quiescence participant, after `q_end_legs` | `(q_nacks_out_atom) -> ok` | once no NACK is on the ladder, or `release_bound_ms` after the release began (one error line then names the NACKs that could not leave, which are dropped) |
 /// | wiring (routing service or silo builder) | `(rc_locals_atom, local_route_port_actor)` one-way | none: replaces the local-route port used by NACK rung a (SPEC §6.11). The routing service needs the router core's handle and the router core needs the routing service's local-route port; spawn the router core first (with a null `local_routes`), then the routing service, then send this. NACKs already on the ladder are unaffected. |
 ///
 /// Both entries feed the same ordered dispatcher (SPEC §6.8). A co-hosted envelope after
@@ -29,6 +31,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "cafmesh/lifecycle/atoms.hpp"
+#include "cafmesh/lifecycle/leg_release.hpp"
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/router_atoms.hpp"
 #include "cafmesh/routing/router_ports.hpp"
@@ -57,12 +60,14 @@ struct router_core_stats {
   // -- acceptance --
   uint64_t accepted = 0;          ///< legs accepted (both entries)
   uint64_t refused_stopping = 0;  ///< grain-path envelopes refused `silo_unavailable`
+  uint64_t refused_overloaded = 0; ///< deliveries refused at `routing.max_in_flight`
   uint64_t routing_loops = 0;     ///< envelopes NACKed `routing_loop`
   // -- legs' terminal events, one per accepted leg (SPEC §6.5, §6.7) --
   uint64_t terminal_events = 0;
   uint64_t landed = 0;
   uint64_t nacked = 0;            ///< legs that ended by handing a NACK over (or failed-and-NACKed)
-  uint64_t abandoned = 0;         ///< cancelled by the pool drain (no NACK)
+  uint64_t abandoned = 0;         ///< cancelled by the pool drain (NACKed unless answer-suppressed)
+  uint64_t ended_by_release = 0;  ///< legs ended with a NACK when the stop let go of them
   uint64_t crashed = 0;           ///< `leg_crashed`
   uint64_t refused = 0;           ///< never admitted: `pool_refused`
   uint64_t grain_attempts = 0;    ///< grain calls issued by legs (each retry counts)
@@ -74,6 +79,7 @@ struct router_core_stats {
   uint64_t nacks_pod_hub = 0;     ///< delivered on rung c (podhub)
   uint64_t nacks_stream = 0;      ///< published on rung d (stream)
   uint64_t nacks_failed = 0;      ///< every rung failed ("BOTH transports failed") or gave up
+  uint64_t nacks_unsent = 0;      ///< NACKs of a stop that could not leave within its bound
   uint64_t suppressed_failures = 0; ///< `cafmesh.routing.suppressed_failures` (SPEC §2.4)
   // -- diagnostics --
   /// Delivery ids of the accepted legs not yet terminated, in acceptance order: what a crash
@@ -87,9 +93,10 @@ typename Inspector::result_type inspect(Inspector& f, router_core_stats& x) {
            x.stopping, x.saturation_latched, x.saturation_reports,
            x.oldest_dispatched_age_ms, x.oldest_queued_age_ms, x.channels, x.destinations,
            x.deepest, x.deepest_channel, x.max_dispatch_depth, x.accepted, x.refused_stopping,
-           x.routing_loops, x.terminal_events, x.landed, x.nacked, x.abandoned, x.crashed,
-           x.refused, x.grain_attempts, x.nacks_posted, x.nacks_pool_refused, x.nacks_local,
-           x.nacks_node_hub, x.nacks_pod_hub, x.nacks_stream, x.nacks_failed,
+           x.refused_overloaded, x.routing_loops, x.terminal_events, x.landed, x.nacked,
+           x.abandoned, x.ended_by_release, x.crashed, x.refused, x.grain_attempts,
+           x.nacks_posted, x.nacks_pool_refused, x.nacks_local, x.nacks_node_hub,
+           x.nacks_pod_hub, x.nacks_stream, x.nacks_failed, x.nacks_unsent,
            x.suppressed_failures, x.in_flight_ids);
 }
 
@@ -100,6 +107,8 @@ using router_core_actor = caf::typed_actor<
   caf::replies_to<rc_grain_atom, envelope>::with<envelope>,
   caf::reacts_to<rc_locals_atom, local_route_port_actor>,
   caf::replies_to<lifecycle::host_stopping_atom>::with<caf::ok_atom>,
+  caf::replies_to<lifecycle::q_end_legs_atom, std::string>::with<std::vector<std::string>>,
+  caf::replies_to<lifecycle::q_nacks_out_atom>::with<caf::ok_atom>,
   caf::replies_to<rc_stats_atom>::with<router_core_stats>>;
 
 } // namespace cafmesh::routing

@@ -1,0 +1,106 @@
+// Admission control at the router core: a delivery that finds `routing.max_in_flight` legs
+// accepted and not terminated is refused before acceptance, on either entry, with verdict
+// `unavailable`, "overloaded" and `retry_after_ms`; accepted legs are never refused or shed.
+
+#include "router_fakes.hpp"
+
+#include "cafmesh/routing/retry_policy.hpp"
+
+using namespace rtest;
+using cafmesh::testing::fixture;
+
+namespace {
+
+/// Sends a grain-path request and answers the reply or the error.
+caf::expected<envelope> grain_route(fixture& fx, bed& b, const envelope& e) {
+  caf::scoped_actor self{fx.sys};
+  self->send(b.rc, rc_grain_atom::value, e);
+  fx.run();
+  caf::expected<envelope> out{caf::error{}};
+  bool got = false;
+  self->receive([&](envelope& r) {
+    out = std::move(r);
+    got = true;
+  },
+                [&](caf::error& err) {
+                  out = std::move(err);
+                  got = true;
+                },
+                caf::after(std::chrono::seconds(0)) >> [] {});
+  REQUIRE(got);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(fixture, "S13.08 a router core at routing.max_in_flight refuses the next delivery unavailable with overloaded and retry_after_ms before acceptance, accepts again once legs end, and never refuses an accepted delivery") {
+  bed b(*this);
+  b.cfg.routing.max_in_flight = 3;
+  b.cfg.routing.overload_retry_after_ms = 750;
+  b.start();
+  b.grain().fallback = answer::held();
+  for (auto id : {"a1", "a2", "a3"})
+    b.route(bed::make(id, "node/Org/Acme"));
+  run();
+  auto st = b.stats();
+  REQUIRE(st.accepted == 3);
+  REQUIRE(st.in_flight == 3);
+  const std::string text = "silo " + b.silo.to_string()
+                           + " overloaded: 3 deliveries in flight (routing.max_in_flight 3);"
+                             " retry after 750 ms";
+  // Co-hosted entry: refused with one NACK, nothing accepted, no grain call.
+  b.route(bed::make("r1", "node/Org/Acme"));
+  run();
+  st = b.stats();
+  CHECK(st.accepted == 3);
+  CHECK(st.refused_overloaded == 1);
+  CHECK(st.in_flight == 3);
+  CHECK(b.grain().attempts.size() == 3);
+  auto nacks = b.local_nacks();
+  REQUIRE(nacks.size() == 1);
+  CHECK(nacks[0].request_id == "r1");
+  CHECK(nacks[0].verdict == verdict::unavailable);
+  CHECK(nacks[0].message == text);
+  REQUIRE(b.local().delivered.size() == 1);
+  CHECK(b.local().delivered[0].properties.at("retry_after_ms") == "750");
+  // Grain entry (pure clients): refused with the error `overloaded` carrying the hint; it is
+  // resendable and classifies as `unavailable`.
+  auto g = grain_route(*this, b, bed::make("r2", "node/Org/Acme"));
+  REQUIRE_FALSE(g);
+  auto f = to_fault(g.error());
+  CHECK(f.code == mesh_errc::overloaded);
+  CHECK(f.text == text);
+  REQUIRE(f.retry_after_ms);
+  CHECK(*f.retry_after_ms == 750u);
+  CHECK(is_resendable(f));
+  CHECK(classify(f) == verdict::unavailable);
+  // The client policy waits at least the hint (200 ms schedule raised to 750 ms).
+  retry_state rs{client_policy(b.cfg.client)};
+  auto d = rs.next(f);
+  CHECK(d.retry);
+  CHECK(d.delay_ms == 750);
+  st = b.stats();
+  CHECK(st.accepted == 3);
+  CHECK(st.refused_overloaded == 2);
+  // The accepted legs land: none was refused or shed.
+  b.release();
+  run();
+  st = b.stats();
+  CHECK(st.landed == 3);
+  CHECK(st.in_flight == 0);
+  // Accepting again.
+  b.grain().fallback = answer::ok();
+  b.route(bed::make("n1", "node/Org/Acme"));
+  auto g2 = grain_route(*this, b, bed::make("n2", "node/Org/Acme"));
+  REQUIRE(g2);
+  CHECK(g2->state == delivery_state::forwarded);
+  run();
+  st = b.stats();
+  CHECK(st.accepted == 5);
+  CHECK(st.landed == 5);
+  CHECK(st.refused_overloaded == 2);
+  CHECK(st.nacked == 0);
+  // Only the two refused deliveries were ever NACKed.
+  CHECK(b.local_nacks().size() == 1);
+  CHECK(b.gauge_count() == 0);
+}
