@@ -389,11 +389,15 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
           rp.deliver(caf::ok_atom::value);
           return;
         }
-        if (timed_out(e))
+        if (timed_out(e)) {
           *oracle_silent = true;
-        lg->warning("membership: ShuttingDown not published within "
-                    + std::to_string(grace_ms) + " ms (" + to_fault(e).text
-                    + "); publishing Stopping");
+          lg->warning("membership: ShuttingDown not published within "
+                      + std::to_string(grace_ms) + " ms (" + to_fault(e).text
+                      + "); publishing Stopping");
+        } else {
+          lg->warning("membership: ShuttingDown not published (" + to_fault(e).text
+                      + "); publishing Stopping");
+        }
         publish_stopping();
       }, mb_status_atom::value, silo_status::shutting_down);
     });
@@ -472,9 +476,11 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
           lg->info(ev::placement_stopped);
         auto bound_ms = *oracle_silent ? std::min(dead_ms, grace_ms) : dead_ms;
         call(self, agent, bound_ms, [=](caf::error e2) mutable {
-          if (e2)
+          if (e2 && timed_out(e2))
             lg->warning("membership: Dead not published within " + std::to_string(bound_ms)
                         + " ms: " + to_fault(e2).text + "; skipped");
+          else if (e2)
+            lg->warning("membership: Dead not published: " + to_fault(e2).text + "; skipped");
           else
             lg->info(ev::dead_published);
           rp.deliver(caf::ok_atom::value);
