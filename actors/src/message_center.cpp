@@ -74,6 +74,18 @@ bool refresh_ttl(wire_frame& f, caf::actor_clock::time_point now) {
   return true;
 }
 
+fault departed_in_flight(const silo_address& s) {
+  fault cause{mesh_errc::response_timeout,
+              "no answer can come from " + s.to_string() + " any more"};
+  cause.silo = s;
+  fault f{mesh_errc::departed_silo,
+          "silo " + s.to_string() + " departed while the call was in flight; its outcome is "
+                                    "unknown",
+          {std::move(cause)}};
+  f.silo = s;
+  return f;
+}
+
 wire_frame response_to(const wire_frame& req) {
   wire_frame resp;
   resp.src = req.dst;
@@ -113,6 +125,8 @@ struct message_center_state {
   /// before the calls to them fail.
   std::set<silo_address> flushing;
   bool block_application = false;
+  /// Told `(mc_gone_atom, s)` once for every silo this centre learns has departed.
+  std::vector<caf::actor> watchers;
   message_center_stats stats;
   log::logger log;
   static const char* name;
@@ -126,6 +140,10 @@ caf::error departed_error(const silo_address& s) {
   fault f{mesh_errc::departed_silo, "silo " + s.to_string() + " has departed"};
   f.silo = s;
   return to_error(f);
+}
+
+caf::error in_flight_error(const silo_address& s) {
+  return to_error(departed_in_flight(s));
 }
 
 caf::error unavailable_error(const silo_address& s, std::string text) {
@@ -159,12 +177,24 @@ void respond(mc_actor* self, const wire_frame& req, caf::message reply, caf::err
   transmit(self, std::move(resp));
 }
 
+/// Remembers `s` as departed; tells the watchers the first time.
+void note_departed(mc_actor* self, const silo_address& s) {
+  auto& st = self->state;
+  if (s == st.self_addr || !st.departed.insert(s).second)
+    return;
+  for (auto& w : st.watchers)
+    self->send(w, mc_gone_atom::value, s);
+}
+
+/// Fails every call still waiting on `s`. Their frames left this process (a frame the link
+/// could not hand on comes back as a bounce first), so `s` may have processed them.
 void fail_pending_to(mc_actor* self, const silo_address& s) {
   auto& st = self->state;
   for (auto i = st.pending.begin(); i != st.pending.end();) {
     if (i->second.dst == s) {
       ++st.stats.departed_fails;
-      i->second.rp.deliver(departed_error(s));
+      ++st.stats.in_flight_fails;
+      i->second.rp.deliver(in_flight_error(s));
       i = st.pending.erase(i);
     } else {
       ++i;
@@ -187,7 +217,7 @@ void depart(mc_actor* self, const silo_address& s) {
     mark_departed(self, s);
     return;
   }
-  st.departed.insert(s);
+  note_departed(self, s);
   st.flushing.insert(s);
   auto done = [=] {
     self->state.flushing.erase(s);
@@ -209,14 +239,14 @@ void fail_frame(mc_actor* self, const wire_frame& f) {
     }
     depart(self, f.dst);
   } else if (f.dst != st.self_addr) {
-    st.departed.insert(f.dst);
+    note_departed(self, f.dst);
   }
 }
 
 void mark_departed(mc_actor* self, const silo_address& s) {
   if (s == self->state.self_addr)
     return;
-  self->state.departed.insert(s);
+  note_departed(self, s);
   fail_pending_to(self, s);
 }
 
@@ -390,6 +420,12 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, caf::actor 
     [=](mc_block_atom, bool on) {
       self->state.block_application = on;
       return caf::ok_atom::value;
+    },
+    [=](mc_watch_atom, caf::actor& w) {
+      auto& st = self->state;
+      for (auto& s : st.departed)
+        self->send(w, mc_gone_atom::value, s);
+      st.watchers.push_back(std::move(w));
     },
     [=](mc_whoami_atom) { return self->state.self_addr; },
     [=](mc_stats_atom) { return self->state.stats; },

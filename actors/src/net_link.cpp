@@ -12,6 +12,7 @@
 #include <caf/io/all.hpp>
 
 #include "cafmesh/actors/atoms.hpp"
+#include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/actors/message_center.hpp"
 
@@ -470,6 +471,8 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
 
 struct relay_state {
   caf::actor oracle;
+  /// Why the oracle cannot be reached any more (its process is gone); empty while it can.
+  caf::error gone;
   std::vector<std::pair<caf::message, caf::response_promise>> waiting;
   static const char* name;
 };
@@ -478,22 +481,43 @@ const char* relay_state::name = "cafmesh.oracle_relay";
 
 using relay_actor = caf::stateful_actor<relay_state>;
 
+/// The answer to everything asked of an oracle whose process is gone: a remote actor of a
+/// vanished process swallows what is sent to it, so the relay answers in its place.
+caf::error oracle_gone_error(relay_actor* self, const caf::error& reason) {
+  fault f{mesh_errc::departed_silo, "the membership oracle cannot be reached: its process is "
+                                    "gone ("
+                                      + self->system().render(reason) + ")"};
+  return to_error(f);
+}
+
 caf::behavior oracle_relay(relay_actor* self, caf::actor link) {
   self->monitor(link);
   self->set_down_handler([=](caf::down_msg& dm) {
-    for (auto& w : self->state.waiting)
+    auto& st = self->state;
+    if (st.oracle && dm.source == st.oracle.address()) {
+      st.gone = dm.reason ? dm.reason : caf::make_error(caf::exit_reason::remote_link_unreachable);
+      st.oracle = caf::actor{};
+      log::get("net_link").warning("membership oracle unreachable: "
+                                   + self->system().render(st.gone)
+                                   + "; membership requests fail at once from now on");
+      return;
+    }
+    for (auto& w : st.waiting)
       w.second.deliver(dm.reason);
-    self->state.waiting.clear();
+    st.waiting.clear();
     self->quit(dm.reason);
   });
   self->set_default_handler(
     [=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
       auto msg = x.move_content_to_message();
       auto rp = self->make_response_promise();
-      if (self->state.oracle)
-        rp.delegate(self->state.oracle, std::move(msg));
+      auto& st = self->state;
+      if (st.gone)
+        rp.deliver(oracle_gone_error(self, st.gone));
+      else if (st.oracle)
+        rp.delegate(st.oracle, std::move(msg));
       else
-        self->state.waiting.emplace_back(std::move(msg), rp);
+        st.waiting.emplace_back(std::move(msg), rp);
       return rp;
     });
   self->request(link, caf::infinite, nl_oracle_atom::value)
@@ -501,6 +525,7 @@ caf::behavior oracle_relay(relay_actor* self, caf::actor link) {
       [=](const caf::actor& o) {
         auto& st = self->state;
         st.oracle = o;
+        self->monitor(o);
         for (auto& w : st.waiting)
           w.second.delegate(o, std::move(w.first));
         st.waiting.clear();

@@ -368,10 +368,26 @@ caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
       return caf::ok_atom::value;
     },
     [=](sim_kill_atom, const silo_address& s) {
-      self->state.killed.insert(s);
-      if (self->state.dead.insert(s).second)
+      auto& st = self->state;
+      st.killed.insert(s);
+      if (st.dead.insert(s).second)
         tell_watchers(self, s, false);
       note(self, "kill", s.to_string());
+      // As the connections of a killed process break, what was still on its way to it
+      // fails on the senders' side now: a request bounces (it never arrived, so the news of
+      // the departure that follows cannot overtake it), anything else is lost.
+      for (auto& kv : st.links) {
+        if (kv.first.second != s)
+          continue;
+        auto q = std::move(kv.second.queue);
+        kv.second.queue.clear();
+        for (auto& sf : q) {
+          bool is_request = !sf.header.is_response && sf.header.correlation_id != 0;
+          note(self, is_request ? "bounce" : "lost", sf.text);
+          if (is_request)
+            bounce(self, sf.header, caf::error{});
+        }
+      }
       pump_all(self);
       return caf::ok_atom::value;
     },

@@ -293,11 +293,9 @@ schema make_schema() {
     .key("failure_detection_ms", &N::failure_detection_ms, integer(1))
     .relation("failure_detection_ms", &N::failure_detection_ms, ">",
               "heartbeat_interval_ms", &N::heartbeat_interval_ms);
-  s.relations.push_back([](const mesh_config& c, error_list& errs) {
-    if (c.mesh.role == process_role::pure_client && c.network.primary_port == 0)
-      refuse(errs, "/network/primary_port",
-             "an integer from 1 to 65535 (a pure_client needs a primary to connect to)", "0");
-  });
+  // Any role may be the primary (`primary_port` 0: it hosts the development membership
+  // oracle), a pure client included: a process with no hubs of its own is then a dedicated
+  // oracle process that can be stopped last, or in any order.
   section_builder<log_section>(s, "log", &S::log).key("level", &log_section::level,
                                                        one_of(level_names));
   return s;

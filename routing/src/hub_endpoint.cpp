@@ -152,7 +152,7 @@ caf::behavior hub_endpoint(ep_actor* self, address me, caf::actor routing,
       arm(self);
       auto id = d.id;
       auto target = d.target;
-      self->request(st.routing, caf::infinite, rs_deliver_atom::value, std::move(d))
+      self->request(st.routing, caf::infinite, rs_request_atom::value, std::move(d), timeout_ms)
         .then([=](envelope& a) { on_entry_answer(self, a, true); },
               [=](caf::error& e) { on_entry_error(self, id, target, e); });
     },

@@ -39,6 +39,7 @@ pure_client spawn_pure_client(caf::actor_system& sys, pure_client_options opts) 
   ro.failure_observer = opts.failure_observer;
   c.routing = caf::actor_cast<caf::actor>(spawn_routing_service(sys, std::move(ro)));
   caf::anon_send(c.centre, mc_register_atom::value, component::client, c.routing);
+  caf::anon_send(c.centre, mc_watch_atom::value, caf::actor_cast<caf::actor>(c.routing));
   caf::anon_send(c.agent, mb_subscribe_atom::value, c.routing);
   return c;
 }

@@ -115,11 +115,18 @@ void ensure_gateway(rs_actor* self) {
   auto& st = self->state;
   if (!st.gateway.empty() || st.gateways.empty())
     return;
+  std::vector<silo_address> usable;
   std::vector<silo_address> fresh;
-  for (auto& g : st.gateways)
+  for (auto& g : st.gateways) {
+    if (st.lost.count(g) > 0)
+      continue; // its connection broke: never again, even if it is the only one
+    usable.push_back(g);
     if (st.avoided.count(g) == 0)
       fresh.push_back(g);
-  auto& pool = fresh.empty() ? st.gateways : fresh;
+  }
+  if (usable.empty())
+    return;
+  auto& pool = fresh.empty() ? usable : fresh;
   st.gateway = pool[st.rng() % pool.size()];
   if (st.opts.inbound_attach && st.opts.centre) {
     st.log.info("homed on gateway " + st.gateway.to_string());
@@ -143,14 +150,28 @@ void drop_gateway(rs_actor* self, const silo_address& gw, const std::string& why
   reassert_all(self, true);
 }
 
-/// A gateway call that failed this way says the gateway cannot serve this client now:
+/// A gateway call that failed this way says the gateway `gw` cannot serve this client now:
 /// it refused (`silo_unavailable`), is gone (`departed_silo`), or did not answer in time
 /// (`response_timeout`: cafmesh goes further than SPEC §4.4, a stalled gateway that the
-/// failure detector has not caught is left like a stopping one).
-bool gateway_failed(const fault& f) {
-  return contains_code(f, mesh_errc::silo_unavailable)
-         || contains_code(f, mesh_errc::departed_silo)
-         || contains_code(f, mesh_errc::response_timeout);
+/// failure detector has not caught is left like a stopping one). Only a node about `gw`
+/// itself (or about no silo in particular) counts: a healthy gateway that reports the
+/// departure of another silo it tried to reach keeps this client.
+bool gateway_failed(const fault& f, const silo_address& gw) {
+  bool hit = false;
+  auto visit = [&](const fault& n, auto& self_ref) -> void {
+    if (hit)
+      return;
+    if ((n.code == mesh_errc::silo_unavailable || n.code == mesh_errc::departed_silo
+         || n.code == mesh_errc::response_timeout)
+        && (!n.silo || *n.silo == gw)) {
+      hit = true;
+      return;
+    }
+    for (auto& c : n.causes)
+      self_ref(c, self_ref);
+  };
+  visit(f, visit);
+  return hit;
 }
 
 bool any_first_pending(rs_actor* self) {
@@ -195,7 +216,7 @@ void attach_failed(rs_actor* self, const std::string& key, uint64_t tok, const f
   auto attempts = i->second.retry.attempts() - (d.retry ? 1 : 0);
   // A failed gateway (refusing, departed, silent) is dropped; this path stays busy and
   // retries below (on the next gateway), the idle paths re-attach at once.
-  if (gateway_failed(f))
+  if (gateway_failed(f, gw))
     drop_gateway(self, gw, f.render());
   i = st.inbound.find(key);
   if (i == st.inbound.end())
@@ -295,7 +316,22 @@ bool is_stream_routed(rs_actor* self, const address& host) {
   return std::find(types.begin(), types.end(), host.type) != types.end();
 }
 
-void client_finish(rs_actor* self, uint64_t id, bool ok, const fault* f) {
+/// Forgets the accepted requests whose sender stopped waiting (memory bound of `held`).
+void sweep_held(rs_actor* self) {
+  auto& st = self->state;
+  auto now = now_ms(self);
+  for (auto i = st.held.begin(); i != st.held.end();) {
+    if (i->second.deadline_ms <= now)
+      i = st.held.erase(i);
+    else
+      ++i;
+  }
+  st.held_sweep_at = std::max<size_t>(1024, 2 * st.held.size());
+}
+
+/// `gw` accepted the dispatch `id` (`gw` empty on failure).
+void client_finish(rs_actor* self, uint64_t id, bool ok, const fault* f,
+                   const silo_address& gw = silo_address{}) {
   auto& st = self->state;
   auto i = st.dispatches.find(id);
   if (i == st.dispatches.end())
@@ -308,6 +344,11 @@ void client_finish(rs_actor* self, uint64_t id, bool ok, const fault* f) {
                 + std::to_string(dsp.attempt_ms.size()) + " attempt(s)");
   if (ok) {
     ++st.stats.client_accepted;
+    if (dsp.deadline_ms > now_ms(self) && !gw.empty() && may_answer(dsp.env)) {
+      st.held[dsp.env.id] = routing_service_state::held_request{gw, dsp.env, dsp.deadline_ms};
+      if (st.held.size() > st.held_sweep_at)
+        sweep_held(self);
+    }
   } else {
     ++st.stats.client_failed;
     auto target = dsp.env.target.to_string();
@@ -345,7 +386,7 @@ void client_failed_attempt(rs_actor* self, uint64_t id, uint64_t tok, fault f,
   auto i = st.dispatches.find(id);
   if (i == st.dispatches.end() || i->second.token != tok)
     return;
-  if (gateway_failed(f))
+  if (gateway_failed(f, gw))
     drop_gateway(self, gw, f.render());
   auto d = i->second.retry.next(f);
   if (!d.retry) {
@@ -383,7 +424,7 @@ void client_attempt(rs_actor* self, uint64_t id) {
                                 routing_grain_id(), int32_t{0},
                                 caf::make_message(hg_route_atom::value, dsp.env));
   self->request(st.opts.centre, bound, std::move(call))
-    .then([=](envelope&) { client_finish(self, id, true, nullptr); },
+    .then([=](envelope&) { client_finish(self, id, true, nullptr, gw); },
           [=](caf::error& e) {
             auto f = to_fault(e);
             if (e == caf::sec::request_timeout)
@@ -393,6 +434,39 @@ void client_attempt(rs_actor* self, uint64_t id) {
                           + std::to_string(bound.count()) + " ms"};
             client_failed_attempt(self, id, tok, std::move(f), gw);
           });
+}
+
+/// The centre reports `s` departed (its connection broke, a call to it bounced, or
+/// membership shows it Dead). A pure client leaves `s` for good if it was its gateway,
+/// never picks it again, and ends every request `s` had accepted with one NACK `failed`:
+/// the answer can no longer come, and whether `s` processed the request is unknown.
+void gateway_lost(rs_actor* self, const silo_address& s) {
+  auto& st = self->state;
+  if (st.opts.role != config::process_role::pure_client || s.empty())
+    return;
+  if (!st.lost.insert(s).second)
+    return;
+  ++st.stats.gateways_lost;
+  if (st.gateway == s)
+    drop_gateway(self, s, "the connection to it was lost");
+  auto now = now_ms(self);
+  auto detail = departed_in_flight(s).render();
+  for (auto i = st.held.begin(); i != st.held.end();) {
+    if (i->second.gateway != s) {
+      ++i;
+      continue;
+    }
+    if (i->second.deadline_ms > now) {
+      auto& d = i->second.env;
+      if (post_local_nack(self, d, verdict::failed,
+                          "Delivery to '" + d.target.to_string() + "' failed: " + detail))
+        ++st.stats.departed_nacks;
+      else
+        st.log.error("request " + d.id + " accepted by departed gateway " + s.to_string()
+                     + " has no local route for its sender here: " + detail);
+    }
+    i = st.held.erase(i);
+  }
 }
 
 // -- monolith --------------------------------------------------------------------------
@@ -461,7 +535,7 @@ envelope monolith_deliver(rs_actor* self, envelope d) {
 
 /// `d` is the request's own envelope (taken by reference: the hot paths below copy it once
 /// for the answer and move it on, never an extra move in between).
-envelope deliver(rs_actor* self, envelope& d) {
+envelope deliver(rs_actor* self, envelope& d, int64_t deadline_ms = 0) {
   auto& st = self->state;
   ++st.stats.delivered;
   // 1. local route table hit.
@@ -516,6 +590,7 @@ envelope deliver(rs_actor* self, envelope& d) {
   auto answer = accepted(d);
   client_dispatch dsp;
   dsp.env = std::move(d);
+  dsp.deadline_ms = deadline_ms;
   dsp.retry = retry_state{client_policy(st.opts.client, st.opts.placement_timeout_attempts)};
   dsp.started_ms = now_ms(self);
   st.dispatches.emplace(id, std::move(dsp));
@@ -537,6 +612,10 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
   st.opts = std::move(opts);
   return {
     [=](rs_deliver_atom, envelope& d) -> envelope { return deliver(self, d); },
+    [=](rs_request_atom, envelope& d, int64_t timeout_ms) -> envelope {
+      return deliver(self, d, now_ms(self) + std::max<int64_t>(timeout_ms, 0));
+    },
+    [=](mc_gone_atom, const silo_address& s) { gateway_lost(self, s); },
     [=](rs_register_atom, const address& a, caf::actor& h) {
       auto& st = self->state;
       auto key = route_key(self, a);
@@ -590,6 +669,8 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
     },
     [=](rs_has_route_atom, const address& a) { return find_route(self, a) != nullptr; },
     [=](lr_deliver_atom, envelope& d) {
+      if (d.request_id && !self->state.held.empty())
+        self->state.held.erase(*d.request_id);
       auto h = find_route(self, d.target);
       if (h == nullptr) {
         ++self->state.stats.lr_refused;
@@ -664,6 +745,12 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
     [=](mb_snapshot_atom, const membership_snapshot& v) {
       auto& st = self->state;
       st.gateways = v.active_set();
+      for (auto i = st.lost.begin(); i != st.lost.end();) {
+        if (v.departed(*i))
+          i = st.lost.erase(i); // membership caught up: Dead or superseded for good
+        else
+          ++i;
+      }
       for (auto i = st.avoided.begin(); i != st.avoided.end();) {
         if (!v.is_active(*i))
           i = st.avoided.erase(i);

@@ -1,7 +1,9 @@
 #include "cafmesh/routing/silo.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <set>
 #include <utility>
 
@@ -343,6 +345,15 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
   const bool quiescence_wired = opts.subscribe_quiescence;
   const auto grace_ms = cfg.membership.shutdown_grace_ms;
   const auto dead_ms = cfg.membership.dead_publish_ms;
+  // Every membership step of a stop is bounded, so that a silo whose oracle is gone (its
+  // host process stopped first, or cannot be reached) still stops: ShuttingDown and
+  // Stopping within the grace window each, Dead within `dead_ms`, or within the grace
+  // window once an earlier step of this stop found the oracle silent. An expired step is
+  // logged at warning and skipped.
+  auto oracle_silent = std::make_shared<bool>(false);
+  auto timed_out = [](const caf::error& e) {
+    return e == caf::sec::request_timeout || contains_code(to_fault(e), mesh_errc::response_timeout);
+  };
   auto spawn_obs = [&](stage_fn on_start, stage_fn on_stop) {
     return caf::actor_cast<lifecycle_observer_actor>(
       sys.spawn(stage_observer, std::move(on_start), std::move(on_stop)));
@@ -392,11 +403,16 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
     },
     [=](observer_ptr self, bool graceful, ok_promise rp) mutable {
       auto publish_stopping = [=]() mutable {
-        call(self, agent, 0, [=](caf::error e) mutable {
-          if (e)
+        call(self, agent, grace_ms, [=](caf::error e) mutable {
+          if (e && timed_out(e)) {
+            *oracle_silent = true;
+            lg->warning("membership: Stopping not published within " + std::to_string(grace_ms)
+                        + " ms (the membership oracle does not answer); skipped");
+          } else if (e) {
             lg->warning("membership: publishing Stopping failed: " + to_fault(e).text);
-          else
+          } else {
             lg->info(ev::stopping_published);
+          }
           rp.deliver(caf::ok_atom::value);
         }, mb_status_atom::value, silo_status::stopping);
       };
@@ -410,9 +426,15 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
           rp.deliver(caf::ok_atom::value);
           return;
         }
-        lg->warning("membership: ShuttingDown not published within "
-                    + std::to_string(grace_ms) + " ms (" + to_fault(e).text
-                    + "); publishing Stopping");
+        if (timed_out(e)) {
+          *oracle_silent = true;
+          lg->warning("membership: ShuttingDown not published within "
+                      + std::to_string(grace_ms) + " ms (" + to_fault(e).text
+                      + "); publishing Stopping");
+        } else {
+          lg->warning("membership: ShuttingDown not published (" + to_fault(e).text
+                      + "); publishing Stopping");
+        }
         publish_stopping();
       }, mb_status_atom::value, silo_status::shutting_down);
     });
@@ -489,10 +511,13 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
           lg->warning("placement stop failed: " + to_fault(e).text);
         else
           lg->info(ev::placement_stopped);
-        call(self, agent, dead_ms, [=](caf::error e2) mutable {
-          if (e2)
-            lg->warning("membership: Dead not published within " + std::to_string(dead_ms)
-                        + " ms: " + to_fault(e2).text);
+        auto bound_ms = *oracle_silent ? std::min(dead_ms, grace_ms) : dead_ms;
+        call(self, agent, bound_ms, [=](caf::error e2) mutable {
+          if (e2 && timed_out(e2))
+            lg->warning("membership: Dead not published within " + std::to_string(bound_ms)
+                        + " ms: " + to_fault(e2).text + "; skipped");
+          else if (e2)
+            lg->warning("membership: Dead not published: " + to_fault(e2).text + "; skipped");
           else
             lg->info(ev::dead_published);
           rp.deliver(caf::ok_atom::value);

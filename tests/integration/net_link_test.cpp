@@ -351,8 +351,13 @@ TEST_CASE("net link: when B's actor system shuts down, A's pending and later cal
                   [&](caf::error& e) {
                     auto f = cafmesh::to_fault(e);
                     departed = f.code == mesh_errc::departed_silo;
-                    CHECK(f.text == "silo " + b_addr.to_string() + " has departed");
+                    // The call had reached B: its outcome is unknown, so it is final.
+                    CHECK(f.text == "silo " + b_addr.to_string()
+                                      + " departed while the call was in flight; its "
+                                        "outcome is unknown");
                     CHECK(f.silo == caf::optional<silo_address>{b_addr});
+                    CHECK(f.causes.size() == 1);
+                    CHECK(f.causes.at(0).code == mesh_errc::response_timeout);
                   });
   CHECK(departed);
   auto elapsed = std::chrono::steady_clock::now() - t0;
@@ -366,10 +371,12 @@ TEST_CASE("net link: when B's actor system shuts down, A's pending and later cal
     .receive([&](const envelope&, const fault&) { FAIL("B is gone"); },
              [&](caf::error& e) {
                CHECK(cafmesh::to_fault(e).code == mesh_errc::departed_silo);
+               CHECK(cafmesh::to_fault(e).text == "silo " + b_addr.to_string() + " has departed");
              });
   self->request(a.centre, wait_bound, cafmesh::mc_stats_atom::value)
     .receive([&](const cafmesh::message_center_stats& st) {
                CHECK(st.departed_fails == 2);
+               CHECK(st.in_flight_fails == 1);
                CHECK(st.pending_calls == 0);
              },
              [&](caf::error& e) { FAIL(a.sys->render(e)); });

@@ -161,6 +161,15 @@ inline caf::behavior test_entry(caf::event_based_actor* self, caf::actor centre,
               [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
       return rp;
     },
+    [=](rs_request_atom, envelope& e, int64_t) -> caf::response_promise {
+      auto rp = self->make_response_promise();
+      self
+        ->request(centre, std::chrono::seconds(60),
+                  make_call(router_silo, component::router, rc_grain_atom::value, e))
+        .then([=](envelope& r) mutable { rp.deliver(std::move(r)); },
+              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      return rp;
+    },
   };
 }
 

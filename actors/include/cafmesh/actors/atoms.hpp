@@ -22,6 +22,7 @@ using mc_block_atom = caf::atom_constant<caf::atom("mcblock")>;
 using mc_whoami_atom = caf::atom_constant<caf::atom("mcwhoami")>;
 using mc_stats_atom = caf::atom_constant<caf::atom("mcstats")>;
 using mc_never_atom = caf::atom_constant<caf::atom("mcnever")>;
+using mc_watch_atom = caf::atom_constant<caf::atom("mcwatch")>;
 
 // -- simulated network (sim_network.hpp) -----------------------------------------
 using sim_attach_atom = caf::atom_constant<caf::atom("simattach")>;

@@ -66,8 +66,13 @@
 ///
 /// Control:
 /// - `(mc_gone_atom, silo_address s)`: `s` has departed (Dead in membership, superseded by
-///   a newer generation, or its link went down). Every pending call to `s` fails
-///   `departed_silo` at once, and every later call to `s` fails the same way.
+///   a newer generation, or its link went down). Every pending call to `s` fails at once
+///   with `departed_in_flight(s)`: its frame had left this process (the link bounces the
+///   frames it never handed on before it reports the departure), so `s` may have processed
+///   it and the call must not be sent again. Every later call to `s` fails with a plain
+///   `departed_silo`, which is resendable: it never left.
+/// - `(mc_watch_atom, caf::actor w)`: `w` is told `(mc_gone_atom, s)` once for every silo
+///   `s` this centre knows or later learns has departed (link down, bounce, membership).
 /// - `(mb_snapshot_atom, membership_snapshot)`: the centre subscribes to its membership
 ///   agent; every silo the snapshot shows departed (Dead, or superseded by a newer
 ///   generation of its endpoint) is handled as by `mc_gone_atom`.
@@ -185,6 +190,13 @@ bool refresh_ttl(wire_frame& f, caf::actor_clock::time_point now);
 /// {component} on {dst} expired {where}: its caller stopped waiting after {ttl} ms".
 wire_frame expired_response(const wire_frame& req, const std::string& where);
 
+/// The fault of a call whose frame had left this process when its destination `s` departed:
+/// `departed_silo` "silo {S} departed while the call was in flight; its outcome is unknown",
+/// with a `response_timeout` cause (no answer can come any more, and the callee may hold the
+/// call), so that classification makes it final and never resendable.
+struct fault;
+fault departed_in_flight(const silo_address& s);
+
 /// Counters of one message centre (for tests and diagnostics).
 struct message_center_stats {
   uint64_t frames_out = 0;      ///< frames handed to the link
@@ -194,12 +206,13 @@ struct message_center_stats {
   uint64_t departed_fails = 0;  ///< calls failed `departed_silo`
   uint64_t blocked = 0;         ///< inbound application messages refused while blocking
   uint64_t expired = 0;         ///< inbound requests answered `response_timeout`, never dispatched
+  uint64_t in_flight_fails = 0; ///< of `departed_fails`: calls that had left (outcome unknown)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, message_center_stats& x) {
   return f(caf::meta::type_name("cafmesh.message_center_stats"), x.frames_out, x.frames_in,
-           x.local_calls, x.pending_calls, x.departed_fails, x.blocked, x.expired);
+           x.local_calls, x.pending_calls, x.departed_fails, x.blocked, x.expired, x.in_flight_fails);
 }
 
 /// Spawns the message centre of the process whose address is `self_addr`, using the link

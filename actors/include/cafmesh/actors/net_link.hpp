@@ -114,7 +114,11 @@ caf::actor spawn_net_link(caf::actor_system& sys, const config::network_section&
 /// (`nl_oracle_atom`); messages arriving earlier wait, in order, until it is known. Exits
 /// when `link` exits (waiting requests then fail with the link's exit reason). Its own
 /// `(nl_oracle_atom) -> caf::actor` answers the oracle, or `runtime_error` while unknown.
-/// Pass it to `spawn_membership_agent` as the oracle.
+/// Pass it to `spawn_membership_agent` as the oracle. The relay monitors the oracle: once the
+/// oracle's process is gone (CAF silently drops what is sent to a remote actor whose
+/// connection broke), every request is answered at once with a `departed_silo` fault
+/// ("the membership oracle cannot be reached: its process is gone (...)") and a warning is
+/// logged, so that no membership step of this process waits on it.
 caf::actor spawn_oracle_relay(caf::actor_system& sys, const caf::actor& link);
 
 } // namespace cafmesh

@@ -154,7 +154,9 @@ struct network_section {
   std::string host = "127.0.0.1"; ///< listening host; non-empty
   uint16_t port = 0; ///< 0 = chosen by the OS
   std::string primary_host = "127.0.0.1"; ///< non-empty
-  /// 0: this process is the primary (hosts the oracle); a pure_client needs 1..65535.
+  /// 0: this process is the primary: it hosts the development membership oracle, whatever
+  /// its role (a `silo_host`, or a `pure_client`, which may host no hubs at all and so be a
+  /// dedicated oracle process); every other process names the primary's port here.
   uint16_t primary_port = 0;
   int64_t heartbeat_interval_ms = 1000; ///< >= 1
   int64_t failure_detection_ms = 10000; ///< > heartbeat_interval_ms

@@ -12,6 +12,7 @@ namespace cafmesh::routing {
 
 // -- routing service (routing_service.hpp) ---------------------------------------------
 using rs_deliver_atom = caf::atom_constant<caf::atom("rsdeliver")>;
+using rs_request_atom = caf::atom_constant<caf::atom("rsrequest")>;
 using rs_register_atom = caf::atom_constant<caf::atom("rsreg")>;
 using rs_unregister_atom = caf::atom_constant<caf::atom("rsunreg")>;
 using rs_has_route_atom = caf::atom_constant<caf::atom("rshasroute")>;

@@ -8,7 +8,8 @@
 /// answers node-hub deliveries `processed`), which the tests use as subscriber and target.
 ///
 /// ## Protocol (untyped actor)
-/// - `(ep_request_atom, envelope, int64_t timeout_ms)`: send a request (sender = this hub):
+/// - `(ep_request_atom, envelope, int64_t timeout_ms)`: send a request (sender = this hub)
+///   to the routing service as `(rs_request_atom, envelope, timeout_ms)`:
 ///   tracked as pending until the first of {response, NACK, deadline `now + timeout_ms`}.
 /// - `(ep_post_atom, envelope)`: a one-way post; not tracked; its first NACK is passed on.
 /// - `(hb_in_atom, envelope)` (from the routing service): a NACK (`payload_type` =

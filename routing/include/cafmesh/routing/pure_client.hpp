@@ -11,7 +11,7 @@
 /// |---|---|
 /// | message centre | on `link` (or `opts.centre` when given); registers the routing service as component `client` |
 /// | membership agent | talks to `oracle`; the centre and the routing service subscribe to it |
-/// | routing service | role `pure_client`, inbound attach on (routing_service.hpp): sends through `routing/default` at a gateway; attaches every stream-routed local route at its gateway, so that pod hubs `podhub/{path}` hand deliveries, responses and NACKs to it (`lr_deliver`); handles stop-send by re-homing (SPEC §4.4) |
+/// | routing service | role `pure_client`, inbound attach on (routing_service.hpp): sends through `routing/default` at a gateway; attaches every stream-routed local route at its gateway, so that pod hubs `podhub/{path}` hand deliveries, responses and NACKs to it (`lr_deliver`); handles stop-send by re-homing (SPEC §4.4); watches the centre's departures (`mc_watch_atom`): a gateway whose connection is lost is left at once and never chosen again, and the requests it had accepted end in one NACK `failed` |
 ///
 /// Hubs of the process register with the routing service (`rs_register_atom`); a
 /// stream-routed one (`routing.stream_routed_address_types`, e.g. `portal/user1/tab1`) is

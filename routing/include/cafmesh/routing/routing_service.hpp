@@ -10,6 +10,8 @@
 /// | message | answer |
 /// |---|---|
 /// | `(rs_deliver_atom, envelope)` | at once, never after the outcome: the envelope with state `forwarded` when accepted (local route, router core, client dispatch, monolith hub); failed-and-NACKed when the entry posted its own NACK to the sender's local route; plain `failed` with `properties["error"]` otherwise |
+/// | `(rs_request_atom, envelope, int64_t timeout_ms)` | as `rs_deliver_atom`, for a request whose sender waits `timeout_ms` for its answer. In a `pure_client`, a request its gateway accepted is remembered until its answer passes this service or its deadline: if that gateway departs first, the request ends at once in one NACK `failed` ("silo {S} departed while the call was in flight; its outcome is unknown") |
+/// | `(mc_gone_atom, silo_address s)` | `pure_client`, from the message centre (`mc_watch_atom`): the connection to `s` is lost or `s` is gone. `s` is never chosen as a gateway again (a restart comes with a newer generation), the client re-homes if it was the current one, and the requests `s` had accepted are NACKed as above. Another silo's departure never moves the client off its gateway |
 /// | `(rs_register_atom, address, caf::actor handler) -> ok` | registers a local route for the address's host path (SPEC §2.1) |
 /// | `(rs_unregister_atom, address) -> ok` | removes it |
 /// | `(rs_has_route_atom, address) -> bool` | is there a local route for the host path? |
@@ -107,6 +109,8 @@ namespace cafmesh::routing {
 /// Typed view of the routing service (see the file comment).
 using routing_service_actor = caf::typed_actor<
   caf::replies_to<rs_deliver_atom, envelope>::with<envelope>,
+  caf::replies_to<rs_request_atom, envelope, int64_t>::with<envelope>,
+  caf::reacts_to<mc_gone_atom, silo_address>,
   caf::replies_to<rs_register_atom, address, caf::actor>::with<caf::ok_atom>,
   caf::replies_to<rs_unregister_atom, address>::with<caf::ok_atom>,
   caf::replies_to<rs_has_route_atom, address>::with<bool>,
@@ -192,6 +196,8 @@ struct routing_service_stats {
   uint64_t gated = 0;             ///< dispatches that waited for a first attach
   uint64_t stop_sends = 0;        ///< stop-sends received
   uint64_t rehomes = 0;           ///< gateways dropped (stop-send, refusal, departure)
+  uint64_t gateways_lost = 0;     ///< gateways whose connection this client lost
+  uint64_t departed_nacks = 0;    ///< accepted requests NACKed because their gateway departed
 };
 
 template <class Inspector>
@@ -200,7 +206,7 @@ typename Inspector::result_type inspect(Inspector& f, routing_service_stats& x) 
            x.stopping_nacks, x.stopping_refused, x.size_refused, x.to_core, x.client_dispatches,
            x.client_attempts, x.client_accepted, x.client_failed, x.hubs_built, x.monolith_nacks,
            x.lr_delivered, x.lr_refused, x.attach_attempts, x.attach_ok, x.attach_gave_up,
-           x.gated, x.stop_sends, x.rehomes);
+           x.gated, x.stop_sends, x.rehomes, x.gateways_lost, x.departed_nacks);
 }
 
 /// One inbound path of a pure client (SPEC §6.2 "Pure client inbound attach").
@@ -220,6 +226,9 @@ struct inbound_route {
 /// One pure-client dispatch in progress.
 struct client_dispatch {
   envelope env;
+  /// A request (`rs_request_atom`): the actor-clock ms at which its sender stops waiting;
+  /// 0 for every other delivery.
+  int64_t deadline_ms = 0;
   retry_state retry{retry_policy{}};
   int64_t started_ms = 0;
   uint64_t token = 0;
@@ -239,6 +248,19 @@ struct routing_service_state {
   /// Gateways that refused (`silo_unavailable`) or departed: not chosen again while
   /// another Active gateway exists (SPEC §4.4 "re-homes to another gateway").
   std::set<silo_address> avoided;
+  /// Gateways whose connection this client lost (its centre reported them departed):
+  /// never chosen again. A restarted silo has a newer generation, hence another address.
+  std::set<silo_address> lost;
+  /// Requests a gateway accepted (`forwarded`) whose answer has not passed this service:
+  /// delivery id -> (gateway, request, sender's deadline ms). When that gateway departs
+  /// before its deadline, the request ends in one NACK `failed` at once.
+  struct held_request {
+    silo_address gateway;
+    envelope env;
+    int64_t deadline_ms = 0;
+  };
+  std::map<std::string, held_request> held;
+  size_t held_sweep_at = 1024; ///< sweep expired entries when `held` grows past this
   std::mt19937_64 rng;
   std::map<uint64_t, client_dispatch> dispatches;
   std::map<std::string, std::vector<int64_t>> attempts_by_id; ///< delivery id -> attempt ms
