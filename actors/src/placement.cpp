@@ -191,6 +191,17 @@ void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
               no_candidate_fault(st.view, info.type, std::to_string(info.interface_version)));
     return;
   }
+  // A silo that told us it is leaving gets no new activation while another one can host it.
+  if (!st.leaving.empty()) {
+    std::vector<silo_address> staying;
+    for (auto& c : candidates)
+      if (st.leaving.count(c) == 0)
+        staying.push_back(c);
+    if (!staying.empty() && staying.size() < candidates.size()) {
+      ++st.stats.leaving_skipped;
+      candidates = std::move(staying);
+    }
+  }
   // The local limit of a stateless worker is enforced by the local catalog: it creates
   // activations while all are busy and fewer than the limit exist, and queues beyond.
   bool local_ok = std::find(candidates.begin(), candidates.end(), st.cfg.self)
@@ -355,8 +366,21 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg,
     [=](mb_snapshot_atom, membership_snapshot& v) {
       auto& st = self->state;
       st.view = std::move(v);
+      for (auto i = st.leaving.begin(); i != st.leaving.end();) {
+        if (st.view.is_active(*i))
+          ++i;
+        else
+          i = st.leaving.erase(i);
+      }
       st.dir.on_snapshot(st.view);
       st.cache.on_snapshot(st.view);
+    },
+    [=](pl_leaving_atom, const silo_address& s) {
+      auto& st = self->state;
+      if (!st.view.is_active(s) || !st.leaving.insert(s).second)
+        return;
+      st.log.info("silo " + s.to_string() + " is leaving: no new activation goes there "
+                  "until membership no longer lists it Active");
     },
     [=](pl_inval_atom, const activation_address& a) {
       self->state.cache.invalidate(a);

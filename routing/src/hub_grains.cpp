@@ -79,9 +79,22 @@ void leave(caf::event_based_actor* self, const std::shared_ptr<activation_self>&
     self->send(me->catalog, ct_leave_atom::value);
 }
 
+/// The refusal of new work by a hub grain of a stopping silo.
+fault leaving_fault(const silo_routing_slots& slots) {
+  fault f{mesh_errc::silo_unavailable,
+          "silo " + slots.silo.to_string() + " is leaving; route elsewhere"};
+  f.silo = slots.silo;
+  return f;
+}
+
+bool silo_stopping(const silo_routing_slots& slots) {
+  return slots.stopping.load(std::memory_order_acquire);
+}
+
 // -- node hub (SPEC §6.9) ----------------------------------------------------------------
 
-enum class hub_phase : uint8_t { building, ready, failed, disposed };
+/// `leaving`: activated after the silo's stopping signal; it builds no hub.
+enum class hub_phase : uint8_t { building, ready, failed, disposed, leaving };
 
 struct node_hub_data {
   std::shared_ptr<activation_self> me = std::make_shared<activation_self>();
@@ -90,6 +103,8 @@ struct node_hub_data {
   std::deque<envelope> parked;
   fault build_fault;
   uint64_t nack_seq = 0;
+  bool leave_when_ready = false; ///< refused new work while building: leave once handed over
+  bool left = false;             ///< asked the catalog to deactivate it
   log::logger log;
 };
 
@@ -176,7 +191,9 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
     pin(self, data->me, false);
     leave(self, data->me);
   };
-  if (!slots->hubs) {
+  if (silo_stopping(*slots)) {
+    data->phase = hub_phase::leaving;
+  } else if (!slots->hubs) {
     data->phase = hub_phase::failed;
     data->build_fault = fault{mesh_errc::extension_missing, "no hub factory on this silo"};
   } else {
@@ -195,6 +212,10 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
           self->monitor(hub);
           pin(self, data->me, false);
           hand_parked(self, slots, data, id);
+          if (data->leave_when_ready && !data->left) {
+            data->left = true;
+            leave(self, data->me);
+          }
         },
         [=](caf::error& e) {
           if (data->phase == hub_phase::building)
@@ -204,6 +225,23 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
   return {
     [=](hg_deliver_atom, envelope& d) -> caf::result<envelope> {
       learn(self, data->me);
+      // A stopping silo takes no new work: refused before the hub sees it, and the
+      // activation leaves so that the sender's retry places the hub elsewhere.
+      bool hub_side = data->phase == hub_phase::ready || data->phase == hub_phase::building;
+      if (data->phase == hub_phase::leaving
+          || (hub_side && silo_stopping(*slots) && !is_continuation(d))) {
+        data->log.info("delivery " + d.id + " to '" + d.target.to_string()
+                       + "' refused before its hub saw it: silo " + slots->silo.to_string()
+                       + " is leaving; route elsewhere");
+        if (data->phase == hub_phase::building) {
+          data->leave_when_ready = true;
+        } else if (!data->left) {
+          data->left = true;
+          pin(self, data->me, false);
+          leave(self, data->me);
+        }
+        return to_error(leaving_fault(*slots));
+      }
       switch (data->phase) {
         case hub_phase::ready:
           self->delegate(data->hub, hb_deliver_atom::value, std::move(d));
@@ -349,6 +387,18 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
     },
     [=](hg_deliver_atom, envelope& d) -> caf::result<envelope> {
       learn(self, me);
+      if (silo_stopping(*slots) && !is_continuation(d)) {
+        lg.info("delivery " + d.id + " to '" + d.target.to_string()
+                + "' refused before its hub saw it: silo " + slots->silo.to_string()
+                + " is leaving; route elsewhere");
+        // A client-served pod hub moves with its client's next attach; a hub of this
+        // process cannot move, and its continuations still have to reach it here.
+        if (*client) {
+          pin(self, me, false);
+          leave(self, me);
+        }
+        return to_error(leaving_fault(*slots));
+      }
       auto rp = self->make_response_promise<envelope>();
       if (*client && slots->centre) {
         to_client(**client, std::move(d), rp);
@@ -418,6 +468,11 @@ caf::behavior grain_delivery(gd_actor* self, caf::actor placement) {
                 if (auto n = find_code(f, mesh_errc::activation_deactivated))
                   if (n->activation_error_recorded == tri_bool::yes)
                     self->state.act_errors[g] = n->text;
+                if (auto n = find_code(f, mesh_errc::silo_unavailable))
+                  if (n->silo) {
+                    ++self->state.leaving_reports;
+                    self->send(self->state.placement, pl_leaving_atom::value, *n->silo);
+                  }
                 rp.deliver(to_error(f));
               });
       return rp;
@@ -511,7 +566,8 @@ void assert_claim(pc_actor* self, const std::string& key) {
 }
 
 caf::behavior pod_hub_claimer(pc_actor* self, caf::actor placement, caf::actor routing,
-                              config::attach_section attach, std::string context) {
+                              config::attach_section attach, std::string context,
+                              silo_routing_slots_ptr slots) {
   auto& st = self->state;
   st.placement = std::move(placement);
   st.routing = std::move(routing);
@@ -574,6 +630,8 @@ caf::behavior pod_hub_claimer(pc_actor* self, caf::actor placement, caf::actor r
       auto& st = self->state;
       if (!st.stopping) {
         st.stopping = true;
+        if (slots)
+          slots->stopping.store(true, std::memory_order_release);
         st.log.info("pod-hub claimer: stopping signal received; no further attach or detach");
       }
       return caf::ok_atom::value;
@@ -607,8 +665,9 @@ grain_port_actor spawn_grain_delivery(caf::actor_system& sys, caf::actor placeme
 
 caf::actor spawn_pod_hub_claimer(caf::actor_system& sys, caf::actor placement,
                                  caf::actor routing, const config::attach_section& attach,
-                                 const std::string& context) {
-  return sys.spawn(pod_hub_claimer, std::move(placement), std::move(routing), attach, context);
+                                 const std::string& context, silo_routing_slots_ptr slots) {
+  return sys.spawn(pod_hub_claimer, std::move(placement), std::move(routing), attach, context,
+                   std::move(slots));
 }
 
 } // namespace cafmesh::routing

@@ -548,8 +548,15 @@ envelope deliver(rs_actor* self, envelope& d, int64_t deadline_ms = 0) {
   }
   if (st.opts.role == config::process_role::monolith)
     return monolith_deliver(self, std::move(d));
-  // 2. host stopping.
-  if (st.stopping) {
+  // 2. host stopping. A silo host still hands continuations of accepted work (responses
+  // and NACKs from its own hubs) to its router core: they are accepted work that must
+  // leave the silo, and the router core's gauge holds the stop until they landed. Only new
+  // work is refused here.
+  bool continuation = st.stopping && st.opts.role == config::process_role::silo_host
+                      && is_continuation(d);
+  if (continuation)
+    ++st.stats.stopping_continuations;
+  if (st.stopping && !continuation) {
     auto text = "Host is shutting down, cannot route to " + d.target.to_string();
     bool posted = post_local_nack(self, d, verdict::shutting_down, text);
     if (posted)
@@ -720,8 +727,9 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
       auto& st = self->state;
       if (!st.stopping) {
         st.stopping = true;
-        st.log.info("routing service: stopping signal received; deliveries that miss the "
-                    "local route table are NACKed shutting_down");
+        st.log.info("routing service: stopping signal received; new deliveries that miss "
+                    "the local route table are NACKed shutting_down, responses and NACKs "
+                    "still leave");
         // Nothing is attached any more; pending first attaches complete now.
         for (auto& kv : st.inbound) {
           ++kv.second.token;

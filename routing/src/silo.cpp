@@ -324,7 +324,7 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
   s.slots->routing = s.routing;
   s.slots->hubs = opts.hubs;
   s.slots->centre = s.centre;
-  s.claimer = spawn_pod_hub_claimer(sys, s.placement, s.routing, cfg.attach, name);
+  s.claimer = spawn_pod_hub_claimer(sys, s.placement, s.routing, cfg.attach, name, s.slots);
   s.gateway = sys.spawn(gateway_part, s.addr, s.placement, s.centre, s.streams,
                         cfg.gateway.max_outstanding, cfg.routing.overload_retry_after_ms);
   s.slots->gateway = s.gateway;

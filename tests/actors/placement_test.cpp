@@ -1,4 +1,7 @@
 #include <chrono>
+#include <map>
+#include <set>
+#include <string>
 
 #include <doctest/doctest.h>
 
@@ -226,4 +229,63 @@ TEST_CASE_FIXTURE(pl_fixture, "catalog: an activation told it lost its registrat
   caf::anon_send(w.at(a).catalog, dir_lost_atom::value, mine, winner);
   run();
   CHECK(cat.stats.deactivated == 1);
+}
+
+TEST_CASE_FIXTURE(pl_fixture, "placement: a silo that said it is leaving gets no new activation while another candidate exists, until membership no longer lists it Active") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  auto c = w.add_silo("c").addr;
+  auto p = spawn_probe();
+  auto place_from = [&](const silo_address& from, const std::string& prefix) {
+    auto before = probe_of(p).answers.size();
+    for (int i = 0; i < 20; ++i)
+      call(p, w.at(from).placement, grain_id{"messagehub", prefix + std::to_string(i)}, echo(i),
+           prefix + std::to_string(i));
+    REQUIRE(run_until([&] { return answered(p, before + 20); }));
+    std::map<std::string, int> by;
+    for (size_t i = before; i < probe_of(p).answers.size(); ++i)
+      ++by[served_by(probe_of(p).answers[i])];
+    return by;
+  };
+  // Control: C's placement was told nothing and puts some of 20 new grains on B.
+  auto control = place_from(c, "Org/C");
+  CHECK(control[b.to_string()] > 0);
+  CHECK(w.placement_of(c).stats.leaving_skipped == 0);
+  // A's placement heard that B is leaving: none of 20 new grains goes there.
+  caf::anon_send(w.at(a).placement, pl_leaving_atom::value, b);
+  run();
+  REQUIRE(w.placement_of(a).leaving == std::set<silo_address>{b});
+  auto by = place_from(a, "Org/A");
+  CHECK(by[b.to_string()] == 0);
+  CHECK(by[a.to_string()] + by[c.to_string()] == 20);
+  CHECK(w.placement_of(a).stats.leaving_skipped == 20);
+  // Existing activations on B are still called: a grain C placed there answers from B.
+  std::string on_b;
+  for (auto& ans : probe_of(p).answers)
+    if (served_by(ans) == b.to_string()) {
+      on_b = ans.tag;
+      break;
+    }
+  REQUIRE_FALSE(on_b.empty());
+  call(p, w.at(a).placement, grain_id{"messagehub", on_b}, echo(7), "existing");
+  REQUIRE(run_until([&] { return answer(p, "existing") != nullptr; }));
+  CHECK(served_by(*answer(p, "existing")) == b.to_string());
+  // Membership no longer lists B Active: the entry goes, and a report about a silo that is
+  // not Active is not kept.
+  w.set_status(b, silo_status::shutting_down);
+  run();
+  CHECK(w.placement_of(a).leaving.empty());
+  caf::anon_send(w.at(a).placement, pl_leaving_atom::value, b);
+  run();
+  CHECK(w.placement_of(a).leaving.empty());
+  // Every candidate leaving: placement still places (a preference, never a refusal).
+  caf::anon_send(w.at(a).placement, pl_leaving_atom::value, a);
+  caf::anon_send(w.at(a).placement, pl_leaving_atom::value, c);
+  run();
+  REQUIRE(w.placement_of(a).leaving.size() == 2);
+  call(p, w.at(a).placement, grain_id{"messagehub", "Org/last"}, echo(9), "last");
+  REQUIRE(run_until([&] { return answer(p, "last") != nullptr; }));
+  CHECK_FALSE(answer(p, "last")->error);
+  CHECK(w.placement_of(a).stats.leaving_skipped == 20);
 }

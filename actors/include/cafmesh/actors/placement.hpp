@@ -33,6 +33,14 @@
 ///   router's retry loop before re-resolving, SPEC §6.6).
 /// - `(pl_inval_atom, silo_address s)`: drop every cached address naming `s` (SPEC §6.6
 ///   `departed_silo`).
+/// - `(pl_leaving_atom, silo_address s)`: `s` refused a call because it is leaving (its
+///   `silo_unavailable` answer named it) while the latest view still lists it Active. New
+///   activations are not placed on `s` while another candidate exists, until a snapshot
+///   shows `s` no longer Active (then it is no candidate anyway). `s` may be this silo (a
+///   stopping silo's own legs then place new activations elsewhere); ignored for a silo
+///   that is not Active in the view. Existing activations on `s` are still
+///   called (their directory entries and cache entries are left alone): continuations of
+///   work they accepted must reach them.
 /// - `(pl_stop_atom) -> ok_atom`: SPEC §3.5 stage 2001: every waiting message fails
 ///   `silo_unavailable` ("silo {S} is shutting down"), and so does every later call.
 ///
@@ -76,6 +84,7 @@
 #include <deque>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -144,6 +153,7 @@ struct placement_stats {
   uint64_t activations = 0;      ///< `ct_activate` requests sent to catalogs
   uint64_t timeouts = 0;         ///< work items that failed `placement_timeout`
   uint64_t no_candidate = 0;     ///< work items that failed `no_compatible_silo`
+  uint64_t leaving_skipped = 0;  ///< placements that passed over a leaving silo
 };
 
 /// The state of the placement service; public so tests can read it.
@@ -159,6 +169,8 @@ struct placement_state {
   directory_cache cache;
   uint64_t next_item_id = 0;
   bool stopped = false;
+  /// Silos that said they are leaving while still Active in `view` (`pl_leaving_atom`).
+  std::set<silo_address> leaving;
   placement_stats stats;
   log::logger log = log::get("placement");
   caf::actor_clock::time_point origin;

@@ -15,6 +15,7 @@ using pl_inval_atom = caf::atom_constant<caf::atom("plinval")>;
 using pl_stop_atom = caf::atom_constant<caf::atom("plstop")>;
 using pl_deadline_atom = caf::atom_constant<caf::atom("pldeadline")>;
 using pl_retry_atom = caf::atom_constant<caf::atom("plretry")>;
+using pl_leaving_atom = caf::atom_constant<caf::atom("plleaving")>;
 
 // -- catalog (catalog.hpp) -------------------------------------------------------
 using ct_activate_atom = caf::atom_constant<caf::atom("ctactivate")>;

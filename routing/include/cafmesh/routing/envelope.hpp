@@ -46,6 +46,13 @@ typename Inspector::result_type inspect(Inspector& f, envelope& x) {
 /// `may_answer(d)`: true iff `d.answer_suppressed` is false (SPEC §2.4).
 inline bool may_answer(const envelope& d) { return !d.answer_suppressed; }
 
+/// True for a continuation of accepted work: a response or a NACK, i.e. an envelope whose
+/// `request_id` names the delivery it answers. Everything else (a post, a frame, a
+/// heartbeat, a request that answers nothing) is new work.
+inline bool is_continuation(const envelope& d) {
+  return d.request_id && !d.request_id->empty();
+}
+
 /// The property marking a failed envelope whose failing site already NACKed (SPEC §2.6).
 constexpr const char* sender_was_nacked_property = "sender_was_nacked";
 

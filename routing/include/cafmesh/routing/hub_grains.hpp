@@ -58,6 +58,8 @@
 /// `(hg_deliver_atom, envelope)`); `gp_invalidate` / `gp_inval_silo` drop cached addresses in
 /// placement (`pl_inval_atom`); `gp_act_error` answers the last activation error recorded for
 /// the grain as seen in an `activation_deactivated` (recorded = yes) answer, else "".
+/// A failed attempt whose fault names a silo in a `silo_unavailable` node tells the
+/// placement service that silo is leaving (`pl_leaving_atom`, placement.hpp).
 ///
 /// ## Pod-hub claimer (one per silo_host process; `stopping_recipient_actor`)
 /// - `(pc_claim_atom, address)`: claim the pod hub of the address's host path: attach now and
@@ -71,8 +73,26 @@
 ///   error "pod hub claim of {path} gave up: …" when the budget is spent.
 /// - `(pc_release_atom, address) -> ok`: detach, then remove the local route (SPEC §6.10).
 /// - `(mb_snapshot_atom, membership_snapshot)`: re-assert every claim.
-/// - `(host_stopping_atom) -> ok`: from now on neither attach nor detach.
+/// - `(host_stopping_atom) -> ok`: from now on neither attach nor detach; sets the silo's
+///   `silo_routing_slots::stopping` flag first when the claimer was given the slots.
+///
+/// ## A stopping silo's hub grains
+/// Once `silo_routing_slots::stopping` is set, a node hub or pod hub activation of the silo
+/// takes only continuations (`is_continuation`: responses and NACKs, which answer work the
+/// hub's side accepted) and the deliveries it already holds (a node hub still hands over
+/// what it parked while building). Every other delivery is refused before the application
+/// hub sees it: error `silo_unavailable` "silo {S} is leaving; route elsewhere"
+/// (`fault::silo` = this silo), which the sender's leg treats as a transient hub condition
+/// (invalidate, re-resolve, retry). A node hub then deactivates (once its parked deliveries
+/// are handed over), so the directory no longer names it and the retry places the hub anew;
+/// the sender's grain-delivery adapter tells its placement that this silo is leaving, so the
+/// new activation goes to another silo. A node hub activated after the signal builds no hub
+/// and refuses every delivery, continuations included, then deactivates. A pod hub serving
+/// a pure client deactivates too (the client attaches again elsewhere); a pod hub whose hub
+/// is a local route of this process stays, since that hub cannot move and continuations
+/// still have to reach it.
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -111,6 +131,10 @@ struct silo_routing_slots {
   /// well inside the leg's 30,000 ms response timeout.
   int64_t client_handover_timeout_ms = 10000;
   std::string mesh_type = "mesh";
+  /// Set once the host's stopping signal reached this silo (by its pod-hub claimer, before
+  /// it acknowledges): from then on the node hub and pod hub grains of this silo refuse new
+  /// work before the application hub sees it. Read by activations on any thread.
+  std::atomic<bool> stopping{false};
 };
 
 using silo_routing_slots_ptr = std::shared_ptr<silo_routing_slots>;
@@ -128,6 +152,7 @@ struct grain_delivery_state {
   std::map<grain_id, std::string> act_errors;
   uint64_t attempts = 0;
   uint64_t invalidations = 0;
+  uint64_t leaving_reports = 0; ///< `pl_leaving_atom` messages sent to placement
   static const char* name;
 };
 
@@ -159,8 +184,11 @@ struct pod_hub_claimer_state {
 /// Spawns the pod-hub claimer of one silo_host process: claims go through `placement` (the
 /// local placement service: prefer-local puts the pod hub here), `routing` is the process's
 /// routing service (local routes). Subscribe it to the membership agent.
+/// `slots`, when set, are the routing slots of the claimer's silo: the stopping signal
+/// sets their `stopping` flag before the claimer acknowledges it.
 caf::actor spawn_pod_hub_claimer(caf::actor_system& sys, caf::actor placement,
                                  caf::actor routing, const config::attach_section& attach,
-                                 const std::string& context);
+                                 const std::string& context,
+                                 silo_routing_slots_ptr slots = nullptr);
 
 } // namespace cafmesh::routing

@@ -51,9 +51,13 @@
 /// Order of checks in `deliver` (SPEC §6.2):
 /// 1. local route table hit (target reduced to its host address): `(hb_in_atom, envelope)`
 ///    to the handler; no gauge, no size check; also while stopping;
-/// 2. stopping (not in `monolith`): if `may_answer`, NACK `shutting_down` "Host is shutting
-///    down, cannot route to {target}" straight to the sender's local route; failed-and-NACKed
-///    only if it was posted; nothing else is attempted;
+/// 2. stopping (not in `monolith`): a `silo_host` still hands every continuation of
+///    accepted work (`is_continuation`: a response or a NACK from a hub of this process) to
+///    the router core as in step 4, so it is tracked by the gauge and routed like any leg;
+///    new work (a post, a frame, a heartbeat, a request answering nothing): if `may_answer`,
+///    NACK `shutting_down` "Host is shutting down, cannot route to {target}" straight to the
+///    sender's local route; failed-and-NACKed only if it was posted; nothing else is
+///    attempted;
 /// 3. size guard (`pure_client` only): grain-call limit -> NACK `rejected`;
 /// 4. hand-over by role: `silo_host` -> `(rc_route_atom, envelope)` to the router core;
 ///    `pure_client` -> `mc_call(gateway, component::gateway, (pl_call_atom, routing/default,
@@ -180,6 +184,7 @@ struct routing_service_stats {
   uint64_t local_hits = 0;        ///< step 1
   uint64_t stopping_nacks = 0;    ///< step 2 NACKs posted
   uint64_t stopping_refused = 0;  ///< step 2 without a posted NACK
+  uint64_t stopping_continuations = 0; ///< step 2: responses and NACKs passed on while stopping
   uint64_t size_refused = 0;      ///< step 3
   uint64_t to_core = 0;           ///< silo_host hand-overs
   uint64_t client_dispatches = 0; ///< pure_client dispatches started
@@ -203,10 +208,11 @@ struct routing_service_stats {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, routing_service_stats& x) {
   return f(caf::meta::type_name("cafmesh.routing_service_stats"), x.delivered, x.local_hits,
-           x.stopping_nacks, x.stopping_refused, x.size_refused, x.to_core, x.client_dispatches,
-           x.client_attempts, x.client_accepted, x.client_failed, x.hubs_built, x.monolith_nacks,
-           x.lr_delivered, x.lr_refused, x.attach_attempts, x.attach_ok, x.attach_gave_up,
-           x.gated, x.stop_sends, x.rehomes, x.gateways_lost, x.departed_nacks);
+           x.stopping_nacks, x.stopping_refused, x.stopping_continuations, x.size_refused,
+           x.to_core, x.client_dispatches, x.client_attempts, x.client_accepted,
+           x.client_failed, x.hubs_built, x.monolith_nacks, x.lr_delivered, x.lr_refused,
+           x.attach_attempts, x.attach_ok, x.attach_gave_up, x.gated, x.stop_sends,
+           x.rehomes, x.gateways_lost, x.departed_nacks);
 }
 
 /// One inbound path of a pure client (SPEC §6.2 "Pure client inbound attach").

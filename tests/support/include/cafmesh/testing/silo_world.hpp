@@ -51,6 +51,9 @@ struct silo_world_options {
   caf::actor oracle;
   /// The process's mesh teardown (host step 4); null: none.
   lifecycle::mesh_teardown_actor teardown;
+  /// The application hubs this silo's hub factory builds answer every request they take
+  /// in with a response (`test_hub_factory_state::respond`); off: they only record it.
+  bool hubs_respond = false;
   /// The router core's failure observer (`silo_options::failure_observer`); null: none.
   caf::actor failure_observer;
   /// Extra observers subscribed to the subject before the start (stage, name, observer).
@@ -116,6 +119,7 @@ public:
         fx_.track(a);
     e.resolver = resolver;
     e.hubs = fx_.track(fx_.sys.spawn(test_hub_factory, e.s.routing, std::string{"node"}));
+    testing::fixture::state_of<test_hub_factory_state>(e.hubs).respond = o.hubs_respond;
     e.s.slots->hubs = caf::actor_cast<routing::hub_factory_actor>(e.hubs);
     silos.push_back(std::move(e));
     auto& s = silos.back().s;
