@@ -35,7 +35,6 @@ catalog_config make_catalog_config(const config::mesh_config& cfg, const silo_ad
   out.activation_timeout_ms = cfg.catalog.activation_timeout_ms;
   out.max_forward_count = cfg.placement.max_forward_count;
   out.lookup_attempt_timeout_ms = cfg.directory.lookup_attempt_timeout_ms;
-  out.ring_points_per_silo = cfg.directory.ring_points_per_silo;
   out.stateless_worker_bypass = cfg.directory.stateless_worker_bypass;
   return out;
 }
@@ -367,8 +366,7 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
                             directory_resolver{st.registry ? st.registry->manifest()
                                                            : std::vector<grain_type_info>{},
                                                st.cfg.stateless_worker_bypass},
-                            directory_client_config{st.cfg.ring_points_per_silo,
-                                                    st.cfg.lookup_attempt_timeout_ms}};
+                            directory_client_config{st.cfg.lookup_attempt_timeout_ms}};
   st.placement = std::move(placement);
   st.rng.seed(st.cfg.seed ^ fnv1a64("catalog/" + st.cfg.self.to_string()));
   st.log = log::get("catalog").with_context(st.cfg.self.to_string());

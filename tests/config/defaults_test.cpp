@@ -46,7 +46,6 @@ const std::vector<field> fields{
   CAFMESH_FIELD(catalog, activation_timeout_ms, 30000),
   CAFMESH_FIELD(membership, shutdown_grace_ms, 5000),
   CAFMESH_FIELD(membership, dead_publish_ms, 60000),
-  CAFMESH_FIELD(directory, ring_points_per_silo, 16),
   CAFMESH_FIELD(directory, lookup_attempt_timeout_ms, 5000),
   CAFMESH_FIELD(directory, stateless_worker_bypass, true),
   CAFMESH_FIELD(placement, timeout_ms, 30000),
@@ -143,7 +142,6 @@ const char* default_text = R"({
     "dead_publish_ms": 60000
   },
   "directory": {
-    "ring_points_per_silo": 16,
     "lookup_attempt_timeout_ms": 5000,
     "stateless_worker_bypass": true
   },
@@ -249,7 +247,6 @@ const char* distinct_text = R"({
     "dead_publish_ms": 60001
   },
   "directory": {
-    "ring_points_per_silo": 17,
     "lookup_attempt_timeout_ms": 5002,
     "stateless_worker_bypass": false
   },
