@@ -159,6 +159,16 @@ void finish(ct_actor* self, uint32_t tag, bool kill) {
   ++st.stats.deactivated;
   self->unlink_from(a.actor);
   self->send_exit(a.actor, kill ? caf::exit_reason::kill : caf::exit_reason::user_shutdown);
+  if (a.registering.pending()) {
+    // Deactivated before its first registration answered: the placement that asked for it
+    // would otherwise wait for an answer that can no longer come, until its own timeout.
+    fault f{mesh_errc::activation_deactivated,
+            "the activation of " + a.grain.to_string() + " on silo " + st.cfg.self.to_string()
+              + " deactivated before its registration completed"};
+    f.activation_error_recorded = tri_bool::no;
+    f.silo = st.cfg.self;
+    a.registering.deliver(to_error(f));
+  }
   if (!a.stateless) {
     activation_address addr{a.grain, st.cfg.self, a.tag};
     st.dir.unregister(self, addr, [] {}, [](caf::error) {});
