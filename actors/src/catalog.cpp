@@ -35,7 +35,6 @@ catalog_config make_catalog_config(const config::mesh_config& cfg, const silo_ad
   out.activation_timeout_ms = cfg.catalog.activation_timeout_ms;
   out.max_forward_count = cfg.placement.max_forward_count;
   out.lookup_attempt_timeout_ms = cfg.directory.lookup_attempt_timeout_ms;
-  out.ring_points_per_silo = cfg.directory.ring_points_per_silo;
   out.stateless_worker_bypass = cfg.directory.stateless_worker_bypass;
   return out;
 }
@@ -160,6 +159,16 @@ void finish(ct_actor* self, uint32_t tag, bool kill) {
   ++st.stats.deactivated;
   self->unlink_from(a.actor);
   self->send_exit(a.actor, kill ? caf::exit_reason::kill : caf::exit_reason::user_shutdown);
+  if (a.registering.pending()) {
+    // Deactivated before its first registration answered: the placement that asked for it
+    // would otherwise wait for an answer that can no longer come, until its own timeout.
+    fault f{mesh_errc::activation_deactivated,
+            "the activation of " + a.grain.to_string() + " on silo " + st.cfg.self.to_string()
+              + " deactivated before its registration completed"};
+    f.activation_error_recorded = tri_bool::no;
+    f.silo = st.cfg.self;
+    a.registering.deliver(to_error(f));
+  }
   if (!a.stateless) {
     activation_address addr{a.grain, st.cfg.self, a.tag};
     st.dir.unregister(self, addr, [] {}, [](caf::error) {});
@@ -367,8 +376,7 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
                             directory_resolver{st.registry ? st.registry->manifest()
                                                            : std::vector<grain_type_info>{},
                                                st.cfg.stateless_worker_bypass},
-                            directory_client_config{st.cfg.ring_points_per_silo,
-                                                    st.cfg.lookup_attempt_timeout_ms}};
+                            directory_client_config{st.cfg.lookup_attempt_timeout_ms}};
   st.placement = std::move(placement);
   st.rng.seed(st.cfg.seed ^ fnv1a64("catalog/" + st.cfg.self.to_string()));
   st.log = log::get("catalog").with_context(st.cfg.self.to_string());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string_view>
 
 #include <caf/all.hpp>
 
@@ -13,43 +14,73 @@ namespace cafmesh {
 
 // -- ring -------------------------------------------------------------------------------
 
-hash_ring::hash_ring(std::vector<silo_address> members, int64_t points_per_silo) {
+namespace {
+
+/// Continues an FNV-1a 64 hash `h` over the bytes of `s`.
+constexpr uint64_t fnv1a64_more(uint64_t h, std::string_view s) noexcept {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+} // namespace
+
+hash_ring::hash_ring(std::vector<silo_address> members) {
   std::sort(members.begin(), members.end());
   members.erase(std::unique(members.begin(), members.end()), members.end());
   members_ = std::move(members);
-  points_.reserve(members_.size() * static_cast<size_t>(std::max<int64_t>(points_per_silo, 0)));
+  mixed_silo_hashes_.reserve(members_.size());
   for (const auto& s : members_)
-    for (int64_t i = 0; i < points_per_silo; ++i)
-      points_.emplace_back(point_of(s, i), s);
-  std::sort(points_.begin(), points_.end());
+    mixed_silo_hashes_.push_back(mix64(silo_hash(s)));
 }
 
-hash_ring hash_ring::of(const membership_snapshot& snap, int64_t points_per_silo) {
-  return hash_ring{snap.active_set(), points_per_silo};
+hash_ring hash_ring::of(const membership_snapshot& snap) {
+  return hash_ring{snap.active_set()};
 }
 
-uint64_t hash_ring::point_of(const silo_address& s, int64_t i) {
-  return fnv1a64(s.to_string() + "#" + std::to_string(i));
+uint64_t hash_ring::grain_hash(const grain_id& g) {
+  auto h = fnv1a64_more(fnv1a64(""), g.type);
+  h = fnv1a64_more(h, "/");
+  return fnv1a64_more(h, g.key);
 }
 
-uint64_t hash_ring::position_of(const grain_id& g) {
-  return fnv1a64(g.type + "/" + g.key);
+uint64_t hash_ring::silo_hash(const silo_address& s) {
+  return fnv1a64(s.to_string());
 }
 
-caf::optional<silo_address> hash_ring::owner_at(uint64_t pos) const {
-  if (points_.empty())
-    return caf::none;
-  auto i = std::lower_bound(points_.begin(), points_.end(), pos,
-                            [](const std::pair<uint64_t, silo_address>& p, uint64_t x) {
-                              return p.first < x;
-                            });
-  if (i == points_.end())
-    i = points_.begin(); // wrap around
-  return i->second;
+uint64_t hash_ring::mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+const silo_address* hash_ring::owner_of(const grain_id& g) const {
+  if (members_.empty())
+    return nullptr;
+  auto gh = grain_hash(g);
+  size_t best = 0;
+  auto best_weight = mix64(gh ^ mixed_silo_hashes_[0]);
+  // Members are ordered by rendered address and only a strictly higher weight replaces the
+  // best, so of equal weights the smaller address wins.
+  for (size_t i = 1; i < members_.size(); ++i) {
+    auto w = mix64(gh ^ mixed_silo_hashes_[i]);
+    if (w > best_weight) {
+      best = i;
+      best_weight = w;
+    }
+  }
+  return &members_[best];
 }
 
 caf::optional<silo_address> hash_ring::owner(const grain_id& g) const {
-  return owner_at(position_of(g));
+  if (auto o = owner_of(g))
+    return *o;
+  return caf::none;
 }
 
 // -- cache ------------------------------------------------------------------------------
@@ -78,11 +109,14 @@ bool directory_cache::invalidate(const activation_address& a) {
 }
 
 std::vector<activation_address> directory_cache::on_snapshot(const membership_snapshot& snap) {
-  auto next = hash_ring::of(snap, points_per_silo_);
+  auto next = hash_ring::of(snap);
   std::vector<activation_address> dropped;
   for (auto i = entries_.begin(); i != entries_.end();) {
     const auto& a = i->second;
-    bool owner_changed = ring_.owner(a.grain) != next.owner(a.grain);
+    auto before = ring_.owner_of(a.grain);
+    auto after = next.owner_of(a.grain);
+    bool owner_changed = (before == nullptr) != (after == nullptr)
+                         || (before != nullptr && *before != *after);
     if (owner_changed || !snap.is_active(a.silo)) {
       dropped.push_back(a);
       i = entries_.erase(i);
@@ -152,7 +186,7 @@ void call_for(caf::event_based_actor* self, const caf::actor& mc, int64_t timeou
 // -- client -----------------------------------------------------------------------------
 
 directory_client_config make_directory_client_config(const config::directory_section& dir) {
-  return directory_client_config{dir.ring_points_per_silo, dir.lookup_attempt_timeout_ms};
+  return directory_client_config{dir.lookup_attempt_timeout_ms};
 }
 
 directory_client::directory_client(silo_address self_addr, caf::actor mc,
@@ -165,7 +199,7 @@ directory_client::directory_client(silo_address self_addr, caf::actor mc,
 }
 
 void directory_client::on_snapshot(const membership_snapshot& snap) {
-  ring_ = hash_ring::of(snap, cfg_.ring_points_per_silo);
+  ring_ = hash_ring::of(snap);
 }
 
 void directory_client::lookup(caf::event_based_actor* self, const grain_id& g,
@@ -175,7 +209,7 @@ void directory_client::lookup(caf::event_based_actor* self, const grain_id& g,
     return;
   }
   auto owner = owner_of(g);
-  if (!owner) {
+  if (owner == nullptr) {
     on_error(empty_ring_error());
     return;
   }
@@ -194,7 +228,7 @@ void directory_client::register_activation(caf::event_based_actor* self,
     return;
   }
   auto owner = owner_of(a.grain);
-  if (!owner) {
+  if (owner == nullptr) {
     on_error(empty_ring_error());
     return;
   }
@@ -213,7 +247,7 @@ void directory_client::unregister(caf::event_based_actor* self, const activation
     return;
   }
   auto owner = owner_of(a.grain);
-  if (!owner) {
+  if (owner == nullptr) {
     on_error(empty_ring_error());
     return;
   }
@@ -238,13 +272,13 @@ struct held_entry {
 struct partition_state {
   silo_address self_addr;
   caf::actor mc;
-  int64_t points = 16;
   uint64_t version = 0;
   membership_snapshot view;   ///< the latest snapshot applied
   bool leaving = false;       ///< own silo terminating in `view`: owns nothing any more
   hash_ring ring;
   std::map<grain_id, held_entry> entries;
   uint64_t handoffs_sent = 0;
+  uint64_t handoffs_refused = 0;
   log::logger log;
   static const char* name;
 };
@@ -254,8 +288,7 @@ const char* partition_state::name = "cafmesh.directory_partition";
 using partition_actor = caf::stateful_actor<partition_state>;
 
 bool owns(const partition_state& st, const grain_id& g) {
-  auto o = st.ring.owner(g);
-  return o && *o == st.self_addr;
+  return st.ring.owns(st.self_addr, g);
 }
 
 void drop_silo(partition_state& st, const silo_address& s) {
@@ -286,8 +319,8 @@ void send_moves(partition_actor* self, moves& out, const char* what) {
                  + " entries to " + kv.first.to_string() + " (ring v"
                  + std::to_string(kv.second.first) + ")");
     self->send(st.mc, mc_send_atom::value, kv.first, component::directory,
-               caf::make_message(dir_handoff_atom::value, kv.second.first,
-                                 std::move(kv.second.second)));
+               caf::make_message(dir_handoff_atom::value, directory_protocol_version,
+                                 st.self_addr, kv.second.first, std::move(kv.second.second)));
   }
 }
 
@@ -325,7 +358,7 @@ void apply_snapshot(partition_actor* self, const membership_snapshot& snap) {
     else
       ++i;
   }
-  st.ring = hash_ring::of(snap, st.points);
+  st.ring = hash_ring::of(snap);
   if (st.ring.empty())
     return; // nobody to hand to: keep everything until a ring exists again
   // Re-home only by this ring change: an entry placed here by an older ring than this one
@@ -335,7 +368,7 @@ void apply_snapshot(partition_actor* self, const membership_snapshot& snap) {
   // never travels back to a partition by an older ring (no ping-pong).
   moves out;
   for (auto i = st.entries.begin(); i != st.entries.end();) {
-    auto o = *st.ring.owner(i->first);
+    const auto& o = *st.ring.owner_of(i->first);
     auto& e = i->second;
     if (o == st.self_addr) {
       e.ring_version = std::max(e.ring_version, st.version);
@@ -362,8 +395,9 @@ void receive_handoff(partition_actor* self, uint64_t ring_version,
   for (const auto& a : xs) {
     if (st.view.departed(a.silo))
       continue;
-    auto o = st.ring.owner(a.grain);
-    bool forward = o && *o != st.self_addr && (st.leaving || ring_version < st.version);
+    auto o = st.ring.owner_of(a.grain);
+    bool forward = o != nullptr && *o != st.self_addr
+                   && (st.leaving || ring_version < st.version);
     if (forward)
       add_move(out, *o, a, std::max(ring_version, st.version));
     else
@@ -372,12 +406,24 @@ void receive_handoff(partition_actor* self, uint64_t ring_version,
   send_moves(self, out, "forwarding");
 }
 
-caf::behavior directory_partition(partition_actor* self, silo_address self_addr, caf::actor mc,
-                                  int64_t points) {
+/// Refuses a hand-off made under another owner rule: keeping or forwarding its entries would
+/// run two rules at once.
+void refuse_handoff(partition_actor* self, uint32_t protocol, const std::string& from,
+                    size_t entries) {
+  auto& st = self->state;
+  ++st.handoffs_refused;
+  fault f{mesh_errc::rejected,
+          "directory hand-off of " + std::to_string(entries) + " entries from " + from
+            + " refused: protocol v" + std::to_string(protocol) + ", this partition on "
+            + st.self_addr.to_string() + " runs v" + std::to_string(directory_protocol_version)
+            + "; one owner rule per cluster, finish the roll"};
+  st.log.error(to_string(f.code) + ": " + to_string(f));
+}
+
+caf::behavior directory_partition(partition_actor* self, silo_address self_addr, caf::actor mc) {
   auto& st = self->state;
   st.self_addr = self_addr;
   st.mc = std::move(mc);
-  st.points = points;
   st.log = log::get("directory").with_context(self_addr.to_string());
   return {
     [=](dir_lookup_atom, const grain_id& g) -> caf::result<lookup_result> {
@@ -409,8 +455,16 @@ caf::behavior directory_partition(partition_actor* self, silo_address self_addr,
       drop_silo(self->state, s);
       return caf::ok_atom::value;
     },
-    [=](dir_handoff_atom, uint64_t ring_version, const std::vector<activation_address>& xs) {
-      receive_handoff(self, ring_version, xs);
+    [=](dir_handoff_atom, uint32_t protocol, const silo_address& from, uint64_t ring_version,
+        const std::vector<activation_address>& xs) {
+      if (protocol != directory_protocol_version)
+        refuse_handoff(self, protocol, from.to_string(), xs.size());
+      else
+        receive_handoff(self, ring_version, xs);
+    },
+    // The hand-off of version 1, which carried no protocol number.
+    [=](dir_handoff_atom, uint64_t, const std::vector<activation_address>& xs) {
+      refuse_handoff(self, 1, "a partition", xs.size());
     },
     [=](dir_entries_atom) {
       std::vector<activation_address> out;
@@ -433,8 +487,7 @@ const char* cache_state::name = "cafmesh.directory_cache";
 
 using cache_actor = caf::stateful_actor<cache_state>;
 
-caf::behavior directory_cache_actor(cache_actor* self, int64_t points) {
-  self->state.cache = directory_cache{points};
+caf::behavior directory_cache_actor(cache_actor* self) {
   return {
     [=](dir_get_atom, const grain_id& g) {
       auto a = self->state.cache.get(g);
@@ -459,18 +512,16 @@ caf::behavior directory_cache_actor(cache_actor* self, int64_t points) {
 } // namespace
 
 caf::actor spawn_directory_partition(caf::actor_system& sys, const silo_address& self_addr,
-                                     const caf::actor& mc, const caf::actor& agent,
-                                     int64_t ring_points_per_silo) {
-  auto p = sys.spawn(directory_partition, self_addr, mc, ring_points_per_silo);
+                                     const caf::actor& mc, const caf::actor& agent) {
+  auto p = sys.spawn(directory_partition, self_addr, mc);
   caf::anon_send(mc, mc_register_atom::value, component::directory, p);
   if (agent)
     caf::anon_send(agent, mb_subscribe_atom::value, p);
   return p;
 }
 
-caf::actor spawn_directory_cache(caf::actor_system& sys, const caf::actor& agent,
-                                 int64_t ring_points_per_silo) {
-  auto c = sys.spawn(directory_cache_actor, ring_points_per_silo);
+caf::actor spawn_directory_cache(caf::actor_system& sys, const caf::actor& agent) {
+  auto c = sys.spawn(directory_cache_actor);
   if (agent)
     caf::anon_send(agent, mb_subscribe_atom::value, c);
   return c;

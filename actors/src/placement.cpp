@@ -25,7 +25,6 @@ placement_config make_placement_config(const config::mesh_config& cfg,
   out.worker_count = cfg.placement.worker_count;
   out.max_forward_count = cfg.placement.max_forward_count;
   out.lookup_attempt_timeout_ms = cfg.directory.lookup_attempt_timeout_ms;
-  out.ring_points_per_silo = cfg.directory.ring_points_per_silo;
   out.stateless_worker_bypass = cfg.directory.stateless_worker_bypass;
   out.response_timeout_ms = cfg.grain_call.response_timeout_ms;
   return out;
@@ -284,9 +283,8 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg,
                             directory_resolver{st.registry ? st.registry->manifest()
                                                            : std::vector<grain_type_info>{},
                                                st.cfg.stateless_worker_bypass},
-                            directory_client_config{st.cfg.ring_points_per_silo,
-                                                    st.cfg.lookup_attempt_timeout_ms}};
-  st.cache = directory_cache{st.cfg.ring_points_per_silo};
+                            directory_client_config{st.cfg.lookup_attempt_timeout_ms}};
+  st.cache = directory_cache{};
   st.rng.seed(st.cfg.seed ^ fnv1a64("placement/" + st.cfg.self.to_string()));
   st.workers.resize(static_cast<size_t>(st.cfg.worker_count));
   st.log = log::get("placement").with_context(st.cfg.self.to_string());

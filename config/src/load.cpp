@@ -117,9 +117,16 @@ struct key_spec {
   std::function<json(const mesh_config&)> render;
 };
 
+/// A key an earlier version accepted that no longer means anything, with the reason.
+struct retired_key {
+  std::string name;
+  std::string reason;
+};
+
 struct section_spec {
   std::string name;
   std::vector<key_spec> keys;
+  std::vector<retired_key> retired;
 };
 
 /// A relation between keys, checked on a config whose keys are each valid.
@@ -156,7 +163,7 @@ class section_builder {
 public:
   section_builder(schema& s, const char* name, Section mesh_config::*section)
     : schema_(s), section_(section) {
-    schema_.sections.push_back({name, {}});
+    schema_.sections.push_back({name, {}, {}});
     schema_.section_names.push_back(name);
   }
 
@@ -168,6 +175,13 @@ public:
       {name, std::move(accepts), required,
        [=](mesh_config& c, const json& v) { from_json_value(v, (c.*sec).*member); },
        [=](const mesh_config& c) { return to_json_value((c.*sec).*member); }});
+    return *this;
+  }
+
+  /// Refuses `key` wherever it appears, saying `reason`: an earlier version's key whose
+  /// setting would be silently ignored now.
+  section_builder& retired(const char* name, std::string reason) {
+    schema_.sections.back().retired.push_back({name, std::move(reason)});
     return *this;
   }
 
@@ -201,7 +215,7 @@ private:
 
 // Ranges: a timeout, budget, race window or timer interval must be >= 1 ms (0 would expire
 // or spin at once); log thresholds, the pool's drain grace and latencies may be 0; counts of
-// things that must exist (workers, ring points, pool slots, samples, ids) are >= 1; retry and
+// things that must exist (workers, pool slots, samples, ids) are >= 1; retry and
 // forward counts may be 0. examples/config/README.md lists every key with its range.
 schema make_schema() {
   schema s;
@@ -224,7 +238,9 @@ schema make_schema() {
     .key("shutdown_grace_ms", &membership_section::shutdown_grace_ms, integer(1))
     .key("dead_publish_ms", &membership_section::dead_publish_ms, integer(1));
   section_builder<directory_section>(s, "directory", &S::directory)
-    .key("ring_points_per_silo", &directory_section::ring_points_per_silo, integer(1))
+    .retired("ring_points_per_silo",
+             "no longer a key: the directory owner of a grain id is chosen by rendezvous "
+             "hashing over the active set, which has no ring points; remove it")
     .key("lookup_attempt_timeout_ms", &directory_section::lookup_attempt_timeout_ms,
          integer(1))
     .key("stateless_worker_bypass", &directory_section::stateless_worker_bypass, boolean());
@@ -353,6 +369,10 @@ void apply(const json& doc, const std::set<std::string>& duplicates, mesh_config
     for (auto& [key, value] : body.items()) {
       auto key_ptr = ptr + "/" + escape(key);
       check_duplicate(key_ptr);
+      if (auto* r = find_named(sec->retired, key)) {
+        errs.push_back(key_ptr + ": " + r->reason);
+        continue;
+      }
       auto* k = find_named(sec->keys, key);
       if (k == nullptr) {
         refuse_unknown(errs, key_ptr, key, key_names(*sec));

@@ -293,8 +293,7 @@ silo spawn_silo(caf::actor_system& sys, silo_options opts) {
   s.centre = opts.centre ? opts.centre : spawn_message_center(sys, s.addr, opts.link);
   s.agent = spawn_membership_agent(sys, s.addr, opts.oracle);
   caf::anon_send(s.agent, mb_subscribe_atom::value, s.centre);
-  s.partition = spawn_directory_partition(sys, s.addr, s.centre, s.agent,
-                                          cfg.directory.ring_points_per_silo);
+  s.partition = spawn_directory_partition(sys, s.addr, s.centre, s.agent);
   s.placement = spawn_placement_service(sys, make_placement_config(cfg, s.addr), s.registry,
                                         s.centre);
   s.catalog = spawn_catalog(sys, make_catalog_config(cfg, s.addr), s.registry, s.centre,

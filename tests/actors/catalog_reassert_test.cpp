@@ -91,3 +91,32 @@ TEST_CASE_FIXTURE(fixture, "catalog: an activation whose lost entry another acti
   CHECK(w.catalog_of(a).stats.deactivated == 1);
   CHECK(has_entry(*this, owner, on_b->value));
 }
+
+TEST_CASE_FIXTURE(fixture, "catalog: an activation deactivated while its first registration is unanswered answers its activate waiter activation_deactivated at once") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  // A grain whose directory owner is B; B stalls, so A's registration stays unanswered.
+  grain_id g;
+  for (int i = 0;; ++i) {
+    g = grain_id{"podhub", "portal/user" + std::to_string(i) + "/tab1"};
+    if (ring_owner(w.active_set(), g) == b)
+      break;
+  }
+  w.stall(b);
+  auto first = testing::ask<activation_address>(*this, w.at(a).catalog, ct_activate_atom::value, g);
+  run();
+  REQUIRE_FALSE(first->done);
+  REQUIRE(w.catalog_of(a).activations.size() == 1);
+  // A's catalog deactivates everything (as at a stop) before the directory answered.
+  auto all = testing::ask<caf::ok_atom>(*this, w.at(a).catalog, ct_deact_all_atom::value);
+  run();
+  REQUIRE(all->ok());
+  CHECK(w.catalog_of(a).activations.empty());
+  REQUIRE(first->done);
+  CHECK(first->t_ms == all->t_ms);
+  CHECK(first->code() == mesh_errc::activation_deactivated);
+  CHECK(to_fault(first->err).text
+        == "the activation of " + g.to_string() + " on silo " + a.to_string()
+             + " deactivated before its registration completed");
+}

@@ -100,6 +100,14 @@ struct dir_fixture : testing::fixture {
   }
 };
 
+/// Sends partition `to` a hand-off of this build's protocol, as the partition on `from`
+/// would.
+void send_handoff(const caf::actor& to, const silo_address& from, uint64_t ring_version,
+                  std::vector<activation_address> xs) {
+  caf::anon_send(to, dir_handoff_atom::value, directory_protocol_version, from, ring_version,
+                 std::move(xs));
+}
+
 /// Frames accepted by the network (`send` lines) after trace line `mark` containing `what`.
 size_t frames_after(sim_world& w, size_t mark, const std::string& what) {
   auto& t = w.net_state().trace;
@@ -110,71 +118,173 @@ size_t frames_after(sim_world& w, size_t mark, const std::string& what) {
   return n;
 }
 
-/// Owner by a naive scan: the smallest point >= pos, else the smallest point overall.
-silo_address naive_owner(const std::vector<silo_address>& members, uint64_t pos) {
+/// Owner by a naive scan: the member of highest weight, computed from the rendered forms.
+silo_address naive_owner(const std::vector<silo_address>& members, const grain_id& g) {
+  silo_address best;
+  uint64_t best_weight = 0;
   bool found = false;
-  std::pair<uint64_t, std::string> best{0, ""}, smallest{UINT64_MAX, "~"};
-  silo_address best_s, smallest_s;
-  for (auto& s : members)
-    for (int i = 0; i < 16; ++i) {
-      auto p = fnv1a64(s.to_string() + "#" + std::to_string(i));
-      std::pair<uint64_t, std::string> key{p, s.to_string()};
-      if (key < smallest) {
-        smallest = key;
-        smallest_s = s;
-      }
-      if (p >= pos && (!found || key < best)) {
-        best = key;
-        best_s = s;
-        found = true;
-      }
+  for (auto& s : members) {
+    auto w = hash_ring::mix64(fnv1a64(g.to_string())
+                              ^ hash_ring::mix64(fnv1a64(s.to_string())));
+    if (!found || w > best_weight || (w == best_weight && s.to_string() < best.to_string())) {
+      best = s;
+      best_weight = w;
+      found = true;
     }
-  return found ? best_s : smallest_s;
+  }
+  return best;
+}
+
+/// `n` silos on 127.0.0.1 with distinct, unordered ports and generations, as a demo run on
+/// one host has them.
+std::vector<silo_address> loopback_silos(size_t n) {
+  static const uint16_t ports[] = {41873, 35022, 52217, 39410, 60133,
+                                   33781, 47596, 44002, 58819, 36655};
+  std::vector<silo_address> out;
+  for (size_t i = 0; i < n; ++i)
+    out.push_back(silo_address{"127.0.0.1", ports[i], 1764578000 + 17 * i});
+  return out;
+}
+
+/// The grain id `messagehub/Org/N{n}`.
+grain_id org_node(int n) {
+  return grain_id{"messagehub", "Org/N" + std::to_string(n)};
+}
+
+constexpr int spread_ids = 100000;
+
+/// How many of the ids `messagehub/Org/N0` .. `N99999` each member of `ring` owns.
+std::map<silo_address, int> owned_counts(const hash_ring& ring) {
+  std::map<silo_address, int> out;
+  for (auto& m : ring.members())
+    out[m] = 0;
+  for (int n = 0; n < spread_ids; ++n)
+    ++out[*ring.owner(org_node(n))];
+  return out;
+}
+
+/// Checks that every member of `ring` owns between 0.8/N and 1.2/N of the ids.
+void check_even(const hash_ring& ring) {
+  auto n = static_cast<int>(ring.members().size());
+  auto counts = owned_counts(ring);
+  REQUIRE(counts.size() == ring.members().size());
+  int total = 0;
+  for (auto& kv : counts) {
+    INFO(kv.first.to_string() << " owns " << kv.second << " of " << spread_ids);
+    CHECK(kv.second * n * 10 >= 8 * spread_ids);
+    CHECK(kv.second * n * 10 <= 12 * spread_ids);
+    total += kv.second;
+  }
+  CHECK(total == spread_ids);
 }
 
 } // namespace
 
-TEST_CASE("directory: fnv1a64 matches the FNV-1a 64 test vectors and ring positions use the rendered forms") {
+TEST_CASE("directory: fnv1a64 matches the FNV-1a 64 test vectors and the owner weights have fixed values on every platform") {
   CHECK(fnv1a64("") == 0xcbf29ce484222325ull);
   CHECK(fnv1a64("a") == 0xaf63dc4c8601ec8cull);
   CHECK(fnv1a64("foobar") == 0x85944171f73967e8ull);
-  silo_address s{"10.0.0.1", 11111, 7};
-  CHECK(hash_ring::point_of(s, 3) == fnv1a64("S10.0.0.1:11111@7#3"));
-  CHECK(hash_ring::position_of(grain_id{"routing", "default"}) == fnv1a64("routing/default"));
-  hash_ring ring{{s}, 16};
-  CHECK(ring.points().size() == 16);
+  // The finaliser is splitmix64's: its first output for seed 0 is a published value.
+  CHECK(hash_ring::mix64(0x9e3779b97f4a7c15ull) == 0xe220a8397b1dcdafull);
+  CHECK(hash_ring::mix64(0) == 0);
+  CHECK(hash_ring::mix64(1) == 0x5692161d100b05e5ull);
+  CHECK(hash_ring::mix64(0x0123456789abcdefull) == 0xb2c058e4ebb5112cull);
+  grain_id g{"messagehub", "Org/N0"};
+  silo_address s{"127.0.0.1", 11111, 7};
+  CHECK(hash_ring::grain_hash(g) == fnv1a64("messagehub/Org/N0"));
+  CHECK(hash_ring::grain_hash(g) == 0xd9ed84c1d8080fe9ull);
+  CHECK(hash_ring::silo_hash(s) == fnv1a64("S127.0.0.1:11111@7"));
+  CHECK(hash_ring::silo_hash(s) == 0x27fd0974fecb34bfull);
+  CHECK(hash_ring::weight(g, s) == 0x06c068e3e4117a02ull);
+  CHECK(hash_ring::weight(grain_id{"routing", "default"}, silo_address{"10.0.0.1", 11111, 7})
+        == 0x9652c8a724d8f851ull);
+  // Owners over three loopback silos: the highest of the three weights.
+  std::vector<silo_address> three{{"127.0.0.1", 40001, 1},
+                                  {"127.0.0.1", 40002, 2},
+                                  {"127.0.0.1", 40003, 3}};
+  hash_ring ring{three};
+  CHECK(hash_ring::weight(org_node(0), three[0]) == 0x257e6bce314a19a3ull);
+  CHECK(hash_ring::weight(org_node(0), three[1]) == 0xa26850cd9ad4d455ull);
+  CHECK(hash_ring::weight(org_node(0), three[2]) == 0x9f1bc4bff0276c9cull);
+  CHECK(*ring.owner(org_node(0)) == three[1]);
+  CHECK(*ring.owner(org_node(1)) == three[2]);
+  CHECK(*ring.owner(org_node(2)) == three[2]);
+  CHECK(*ring.owner(org_node(3)) == three[1]);
+  CHECK(*ring.owner(org_node(4)) == three[1]);
+  CHECK(*ring.owner(org_node(5)) == three[2]);
 }
 
-TEST_CASE("directory: ring owners are deterministic, independent of member order, and wrap around") {
+TEST_CASE("directory: ring owners are deterministic, independent of member order, and the member of highest weight") {
   std::vector<silo_address> members{{"a", 11111, 1}, {"b", 11111, 2}, {"c", 11111, 3}};
-  hash_ring r1{members, 16};
-  hash_ring r2{{members[2], members[0], members[1]}, 16};
+  hash_ring r1{members};
+  hash_ring r2{{members[2], members[0], members[1], members[0]}};
   CHECK(r1 == r2);
-  CHECK(r1.points().size() == 48);
   CHECK(r1.members() == members);
-  int wrapped = 0;
   std::map<silo_address, int> per_owner;
   for (int i = 0; i < 5000; ++i) {
     grain_id g{"messagehub", "Org/" + std::to_string(i)};
     auto o = r1.owner(g);
     REQUIRE(o);
     CHECK(*o == *r2.owner(g));
-    CHECK(*o == naive_owner(members, hash_ring::position_of(g)));
+    CHECK(*o == naive_owner(members, g));
+    CHECK(r1.owner_of(g) != nullptr);
+    CHECK(*r1.owner_of(g) == *o);
+    CHECK(r1.owns(*o, g));
     ++per_owner[*o];
-    if (hash_ring::position_of(g) > r1.points().back().first) {
-      ++wrapped;
-      CHECK(*o == r1.points().front().second);
+  }
+  CHECK(per_owner.size() == 3);
+  CHECK_FALSE(hash_ring{}.owner(grain_id{"x", "y"}));
+  CHECK(hash_ring{}.owner_of(grain_id{"x", "y"}) == nullptr);
+  CHECK_FALSE(hash_ring{}.owns(members[0], grain_id{"x", "y"}));
+  // One member owns everything.
+  hash_ring one{{members[1]}};
+  CHECK(*one.owner(grain_id{"x", "y"}) == members[1]);
+}
+
+TEST_CASE("S13.15 given 3, 5 and 10 Active silos and 100,000 distinct grain ids, each silo owns between 0.8/N and 1.2/N of them") {
+  for (size_t n : {3u, 5u, 10u}) {
+    INFO(n << " silos");
+    check_even(hash_ring{loopback_silos(n)});
+  }
+}
+
+TEST_CASE("S13.15 when one of 3, 5 or 10 silos leaves exactly the ids it owned change owner, and when it rejoins with a new generation only ids move to it") {
+  for (size_t n : {3u, 5u, 10u}) {
+    for (size_t k = 0; k < n; ++k) {
+      INFO(n << " silos, silo " << k << " leaves and rejoins");
+      auto all = loopback_silos(n);
+      hash_ring before{all};
+      auto leaver = all[k];
+      auto rest = all;
+      rest.erase(rest.begin() + static_cast<ptrdiff_t>(k));
+      hash_ring after{rest};
+      auto rejoined = leaver;
+      ++rejoined.generation;
+      auto back = rest;
+      back.push_back(rejoined);
+      hash_ring again{back};
+      int owned = 0, changed = 0, changed_elsewhere = 0;
+      int gained = 0, moved_elsewhere = 0;
+      for (int i = 0; i < spread_ids; ++i) {
+        auto g = org_node(i);
+        auto o0 = *before.owner(g);
+        auto o1 = *after.owner(g);
+        auto o2 = *again.owner(g);
+        owned += o0 == leaver ? 1 : 0;
+        changed += o0 != o1 ? 1 : 0;
+        changed_elsewhere += (o0 != o1 && o0 != leaver) ? 1 : 0;
+        gained += o1 != o2 && o2 == rejoined ? 1 : 0;
+        moved_elsewhere += o1 != o2 && o2 != rejoined ? 1 : 0;
+      }
+      CHECK(owned > 0);
+      CHECK(changed == owned);
+      CHECK(changed_elsewhere == 0);
+      CHECK(gained > 0);
+      CHECK(moved_elsewhere == 0);
+      // Back at N silos, the shares are even again.
+      check_even(again);
     }
   }
-  CHECK(wrapped > 0);
-  // SPEC §5.1's points cluster per silo (the 16 point names differ only in their last
-  // characters), so the shares are uneven; with these addresses two silos own "Org/*".
-  CHECK(per_owner.size() >= 2);
-  CHECK_FALSE(hash_ring{}.owner(grain_id{"x", "y"}));
-  // A point exactly at a grain's position owns it ("at or after").
-  auto p = r1.points()[5];
-  CHECK(*r1.owner_at(p.first) == p.second);
-  CHECK(*r1.owner_at(p.first + 1) == r1.points()[6].second);
 }
 
 TEST_CASE_FIXTURE(dir_fixture, "directory: register is first-wins, unregister needs the registered address, unregister_silo drops a silo's entries") {
@@ -315,7 +425,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a partition hands the entries it does
   run();
   REQUIRE(probe_of(p0).answers.size() == 1);
   auto v = probe_of(p0).answers[0].reply.get_as<membership_snapshot>(0).version;
-  caf::anon_send(a.partition, dir_handoff_atom::value, v, held);
+  send_handoff(a.partition, b.addr, v, held);
   run();
   auto mark = w.net_state().trace.size();
   w.join_active(d.addr);
@@ -688,8 +798,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off from an older ring is forw
                  }),
                  c.addr, 7);
   auto mark = w.net_state().trace.size();
-  caf::anon_send(a.partition, dir_handoff_atom::value, uint64_t{1},
-                 std::vector<activation_address>{e_b});
+  send_handoff(a.partition, c.addr, 1, {e_b});
   run_until([] { return false; }, 100ms);
   CHECK(lines_after(w, mark, "Sa:11111@1 -> Sb:11111@2 #0 directory send +", "") == 1);
   CHECK(lines_after(w, mark, "directory send +", "") == 1);
@@ -704,7 +813,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off from an older ring is forw
   auto both = e_b.grain < e_d.grain ? std::vector<activation_address>{e_b, e_d}
                                     : std::vector<activation_address>{e_d, e_b};
   mark = w.net_state().trace.size();
-  caf::anon_send(b.partition, dir_handoff_atom::value, v + 1, std::vector<activation_address>{e_d});
+  send_handoff(b.partition, a.addr, v + 1, {e_d});
   run_until([] { return false; }, 100ms);
   CHECK(lines_after(w, mark, "directory send +", "") == 0);
   CHECK(entries_of(*this, b.partition) == both);
@@ -744,7 +853,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off entry colliding with a reg
   ask(p, a.agent, caf::make_message(mb_get_atom::value), "view");
   run();
   auto v = probe_of(p).answers.at(0).reply.get_as<membership_snapshot>(0).version;
-  caf::anon_send(c.partition, dir_handoff_atom::value, v, std::vector<activation_address>{other});
+  send_handoff(c.partition, a.addr, v, {other});
   run_until([] { return false; }, 100ms);
   CHECK(entries_of(*this, c.partition) == std::vector<activation_address>{registered});
   // A's catalog hears `(dir_lost, loser, winner)` exactly once.
@@ -755,9 +864,56 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off entry colliding with a reg
   CHECK(got[0].get_as<activation_address>(2) == registered);
   CHECK(logs.count("hand-off of " + other.to_string() + " lost to " + registered.to_string()) == 1);
   // The same entry again is no collision: nothing more is sent.
-  caf::anon_send(c.partition, dir_handoff_atom::value, v, std::vector<activation_address>{registered});
+  send_handoff(c.partition, a.addr, v, {registered});
   run_until([] { return false; }, 100ms);
   CHECK(got.size() == 1);
+}
+
+TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off of another directory protocol version, the version-1 form included, is refused whole with a logged rejected error") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  for (auto s : {a.addr, b.addr})
+    w.join_active(s);
+  run();
+  hash_ring ring{{a.addr, b.addr}};
+  auto g = find_key([&](const grain_id& x) { return ring.owner(x) == b.addr; });
+  auto g2 = find_key([&](const grain_id& x) { return ring.owner(x) == b.addr && x != g; });
+  auto e = act(g, a.addr, 1);
+  auto e2 = act(g2, a.addr, 2);
+  auto p = spawn_probe();
+  ask(p, b.agent, caf::make_message(mb_get_atom::value), "view");
+  run();
+  REQUIRE(probe_of(p).answers.size() == 1);
+  auto v = probe_of(p).answers[0].reply.get_as<membership_snapshot>(0).version;
+  REQUIRE(directory_protocol_version == 2);
+  auto mark = w.net_state().trace.size();
+  // The version-1 form (no protocol number), as a partition of the previous build sends it.
+  caf::anon_send(b.partition, dir_handoff_atom::value, v, std::vector<activation_address>{e, e2});
+  // A later version.
+  caf::anon_send(b.partition, dir_handoff_atom::value, uint32_t{3}, a.addr, v,
+                 std::vector<activation_address>{e});
+  run_until([] { return false; }, 100ms);
+  CHECK(entries_of(*this, b.partition).empty());
+  CHECK(lines_after(w, mark, "directory send +", "") == 0);
+  auto at_b = "[" + b.addr.to_string() + "] ";
+  CHECK(logs.count(at_b + "rejected: directory hand-off of 2 entries from a partition refused: "
+                          "protocol v1, this partition on " + b.addr.to_string()
+                          + " runs v2; one owner rule per cluster, finish the roll",
+                   log::level::error)
+        == 1);
+  CHECK(logs.count(at_b + "rejected: directory hand-off of 1 entries from " + a.addr.to_string()
+                          + " refused: protocol v3, this partition on " + b.addr.to_string()
+                          + " runs v2; one owner rule per cluster, finish the roll",
+                   log::level::error)
+        == 1);
+  // The same entries in this build's protocol are kept.
+  send_handoff(b.partition, a.addr, v, {e, e2});
+  run_until([] { return false; }, 100ms);
+  auto both = e.grain < e2.grain ? std::vector<activation_address>{e, e2}
+                                 : std::vector<activation_address>{e2, e};
+  CHECK(entries_of(*this, b.partition) == both);
+  CHECK(logs.count("rejected: directory hand-off") == 2);
 }
 
 TEST_CASE_FIXTURE(dir_fixture, "directory: when a killed silo restarts, a peer's cache and client drop every entry on or owned by the old generation and send it no lookup") {

@@ -141,7 +141,6 @@ TEST_CASE("placement and catalog configs take the SPEC 11 defaults from mesh_con
   CHECK(pc.max_forward_count == 2);
   CHECK(pc.lookup_attempt_timeout_ms == 5000);
   CHECK(pc.response_timeout_ms == 30000);
-  CHECK(pc.ring_points_per_silo == 16);
   CHECK(pc.stateless_worker_bypass);
   auto cc = make_catalog_config(m, s);
   CHECK(cc.self == s);

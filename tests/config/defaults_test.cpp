@@ -46,7 +46,6 @@ const std::vector<field> fields{
   CAFMESH_FIELD(catalog, activation_timeout_ms, 30000),
   CAFMESH_FIELD(membership, shutdown_grace_ms, 5000),
   CAFMESH_FIELD(membership, dead_publish_ms, 60000),
-  CAFMESH_FIELD(directory, ring_points_per_silo, 16),
   CAFMESH_FIELD(directory, lookup_attempt_timeout_ms, 5000),
   CAFMESH_FIELD(directory, stateless_worker_bypass, true),
   CAFMESH_FIELD(placement, timeout_ms, 30000),
@@ -146,7 +145,6 @@ const char* default_text = R"({
     "dead_publish_ms": 60000
   },
   "directory": {
-    "ring_points_per_silo": 16,
     "lookup_attempt_timeout_ms": 5000,
     "stateless_worker_bypass": true
   },
@@ -257,7 +255,6 @@ const char* distinct_text = R"({
     "dead_publish_ms": 60001
   },
   "directory": {
-    "ring_points_per_silo": 17,
     "lookup_attempt_timeout_ms": 5002,
     "stateless_worker_bypass": false
   },
@@ -360,7 +357,7 @@ std::string read_text(const std::filesystem::path& p) {
 } // namespace
 
 TEST_CASE("config: mesh_config{} holds every SPEC 11 default") {
-  REQUIRE(fields.size() == 66);
+  REQUIRE(fields.size() == 65);
   std::set<std::string> pointers;
   for (auto& f : fields)
     CHECK(pointers.insert(f.pointer).second);
@@ -483,6 +480,6 @@ TEST_CASE("config: examples/config/README.md documents every key with its defaul
   size_t keys = 0;
   for (auto& section : defaults)
     keys += section.size();
-  CHECK(keys == 66);
+  CHECK(keys == 65);
   CHECK(documented.size() == keys);
 }

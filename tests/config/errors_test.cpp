@@ -70,8 +70,13 @@ const std::vector<std::pair<std::string, std::string>> bad_documents{
    "/host/shutdown_budget_ms: expected an integer >= 1, got 0"},
   {with_role(R"("lifecycle":{"quiescence_residual_sample":0})"),
    "/lifecycle/quiescence_residual_sample: expected an integer >= 1, got 0"},
+  // A key of an earlier version that would be silently ignored now is refused by name.
+  {with_role(R"("directory":{"ring_points_per_silo":16})"),
+   "/directory/ring_points_per_silo: no longer a key: the directory owner of a grain id is "
+   "chosen by rendezvous hashing over the active set, which has no ring points; remove it"},
   {with_role(R"("directory":{"ring_points_per_silo":true})"),
-   "/directory/ring_points_per_silo: expected an integer >= 1, got true"},
+   "/directory/ring_points_per_silo: no longer a key: the directory owner of a grain id is "
+   "chosen by rendezvous hashing over the active set, which has no ring points; remove it"},
   {with_role(R"("size":{"grain_call_body_limit_bytes":9223372036854775808})"),
    "/size/grain_call_body_limit_bytes: expected an integer from 1 to 9223372036854775807, "
    "got 9223372036854775808"},

@@ -142,8 +142,7 @@ int main(int argc, char** argv) {
       registry->add_single("echo", cafmesh::placement_strategy::random, where_grain(p.addr));
       registry->add_single("pecho", cafmesh::placement_strategy::prefer_local,
                            where_grain(p.addr));
-      partition = cafmesh::spawn_directory_partition(sys, p.addr, p.centre, p.agent,
-                                                     mc.directory.ring_points_per_silo);
+      partition = cafmesh::spawn_directory_partition(sys, p.addr, p.centre, p.agent);
       placement = cafmesh::spawn_placement_service(
         sys, cafmesh::make_placement_config(mc, p.addr), registry, p.centre);
       catalog = cafmesh::spawn_catalog(sys, cafmesh::make_catalog_config(mc, p.addr), registry,

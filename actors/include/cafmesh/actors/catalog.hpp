@@ -88,7 +88,6 @@ struct catalog_config {
   int64_t deactivation_timeout_ms = 30000;  ///< `catalog.deactivation_timeout_ms`
   int64_t activation_timeout_ms = 30000;    ///< `catalog.activation_timeout_ms` (register)
   int64_t lookup_attempt_timeout_ms = 5000; ///< `directory.lookup_attempt_timeout_ms`
-  int64_t ring_points_per_silo = 16;        ///< `directory.ring_points_per_silo`
   bool stateless_worker_bypass = true;      ///< `directory.stateless_worker_bypass`
   int64_t max_forward_count = 2;            ///< `placement.max_forward_count`
   /// Idle time after which an activation deactivates; 0 disables idle deactivation.

@@ -7,8 +7,8 @@
 /// look up, register and unregister through the resolver's directory.
 ///
 /// ## directory_partition (one per silo; untyped `caf::actor`, component `directory`)
-/// Stores grain id -> activation address for the single-activation grains whose ring
-/// positions it owns, per the ring of the latest snapshot its membership agent sent.
+/// Stores grain id -> activation address for the single-activation grains it owns, per the
+/// ring (`hash_ring`) of the latest snapshot its membership agent sent.
 /// - `(dir_lookup_atom, grain_id) -> lookup_result` (registered or not);
 /// - `(dir_register_atom, activation_address a) -> activation_address`: first wins — the
 ///   answer is the address registered after the call (`a` or the earlier one);
@@ -19,10 +19,16 @@
 ///   (an empty ring owns nothing);
 /// - `(dir_unreg_silo_atom, silo_address s) -> ok_atom`: drops every entry on silo `s`. The
 ///   partition also does this itself for every silo a snapshot shows Dead;
-/// - `(dir_handoff_atom, uint64_t ring_version, std::vector<activation_address>)` one-way
-///   from another partition whose ring (the snapshot of version `ring_version`) gives this
-///   partition the entries. Entries on silos this partition's view shows departed are
-///   dropped. If this partition's ring is older than or as old as `ring_version`, or gives
+/// - `(dir_handoff_atom, uint32_t protocol, silo_address from, uint64_t ring_version,
+///   std::vector<activation_address>)` one-way from the partition on silo `from` whose ring
+///   (the snapshot of version `ring_version`) gives this partition the entries. A hand-off
+///   whose `protocol` is not `directory_protocol_version`, and the version-1 form
+///   `(dir_handoff_atom, uint64_t ring_version, std::vector<activation_address>)`, is
+///   refused whole: nothing of it is kept or forwarded, and the partition logs the error
+///   "rejected: directory hand-off of {n} entries from {from} refused: protocol v{p}, this
+///   partition on {S} runs v2; one owner rule per cluster, finish the roll" (`from` reads
+///   "a partition" for the version-1 form). Entries on silos this partition's view shows
+///   departed are dropped. If this partition's ring is older than or as old as `ring_version`, or gives
 ///   the grain id to this silo, the entry is kept (even when its current ring gives it to
 ///   another silo: a hand-off may overtake the receiver's own snapshot, as at a restart);
 ///   otherwise (this ring is newer and gives it to another silo, or this silo is leaving)
@@ -87,46 +93,81 @@ typename Inspector::result_type inspect(Inspector& f, lookup_result& x) {
 
 // -- ring -------------------------------------------------------------------------------
 
-/// The consistent-hash ring of SPEC §5.1, built from an active set.
+/// The version of the directory's owner rule and of its hand-off message. Version 1 owned a
+/// grain id by the first of 16 FNV-1a points per silo on a circle; version 2 owns it by
+/// rendezvous hashing (`hash_ring::weight`). Partitions of different versions would disagree
+/// about owners, so a hand-off carries this version and a partition refuses one of another
+/// version; a cluster runs one rule at a time.
+constexpr uint32_t directory_protocol_version = 2;
+
+/// The directory ring of an active set: which Active silo owns which grain id.
+///
+/// The owner of a grain id is chosen by rendezvous (highest-random-weight) hashing: every
+/// member gets the weight `weight(grain_hash(g), silo_hash(s))` and the member with the
+/// highest weight owns `g`; of members with equal weights the one with the smaller rendered
+/// address wins. Consequences: every silo computes the same owner from the same active set
+/// (the arithmetic is fixed-width unsigned integers over the UTF-8 bytes of the rendered
+/// forms, independent of byte order and platform); the shares are even (each member is
+/// the highest of N independent-looking weights equally often); and a change of the set
+/// moves only the grain ids of the silo that joined (it now has the highest weight) or
+/// left (it had the highest weight), because the weights of the other members never
+/// change. A lookup costs one pass over the members and allocates nothing.
 class hash_ring {
 public:
   hash_ring() = default;
 
-  /// A ring with `points_per_silo` points per member; `members` need not be sorted.
-  explicit hash_ring(std::vector<silo_address> members, int64_t points_per_silo = 16);
+  /// The ring of `members`; they need not be sorted, duplicates count once.
+  explicit hash_ring(std::vector<silo_address> members);
 
   /// The ring of a snapshot's active set.
-  static hash_ring of(const membership_snapshot& snap, int64_t points_per_silo = 16);
+  static hash_ring of(const membership_snapshot& snap);
 
-  /// Point `i` of silo `s`: `fnv1a64("{rendered s}#{i}")`.
-  static uint64_t point_of(const silo_address& s, int64_t i);
+  /// FNV-1a 64 of the rendered grain id `{type}/{key}` (computed without building it).
+  static uint64_t grain_hash(const grain_id& g);
 
-  /// A grain id's position: `fnv1a64("{type}/{key}")`.
-  static uint64_t position_of(const grain_id& g);
+  /// FNV-1a 64 of the rendered silo address, e.g. of `S127.0.0.1:11111@7`.
+  static uint64_t silo_hash(const silo_address& s);
 
-  /// The owner of `g`: the silo of the first point at or after `position_of(g)`, wrapping
-  /// around; none if the ring is empty. Equal points are ordered by rendered silo address.
+  /// The splitmix64 finaliser: a bijection on 64-bit values whose every output bit depends
+  /// on every input bit.
+  static uint64_t mix64(uint64_t x);
+
+  /// The weight of a silo for a grain id: `mix64(grain_hash ^ mix64(silo_hash))`.
+  static uint64_t weight(uint64_t grain_hash, uint64_t silo_hash) {
+    return mix64(grain_hash ^ mix64(silo_hash));
+  }
+
+  /// The weight of silo `s` for grain id `g`.
+  static uint64_t weight(const grain_id& g, const silo_address& s) {
+    return weight(grain_hash(g), silo_hash(s));
+  }
+
+  /// The owner of `g`: the member of highest weight; none if the ring is empty.
   caf::optional<silo_address> owner(const grain_id& g) const;
 
-  /// The owner of ring position `pos` (see `owner`).
-  caf::optional<silo_address> owner_at(uint64_t pos) const;
+  /// The owner of `g` as a pointer into `members()` (no copy); null if the ring is empty.
+  const silo_address* owner_of(const grain_id& g) const;
+
+  /// Whether `s` owns `g` in this ring.
+  bool owns(const silo_address& s, const grain_id& g) const {
+    auto o = owner_of(g);
+    return o != nullptr && *o == s;
+  }
 
   /// The members, ordered by rendered address.
   const std::vector<silo_address>& members() const { return members_; }
 
-  /// Every point, ascending.
-  const std::vector<std::pair<uint64_t, silo_address>>& points() const { return points_; }
-
-  bool empty() const { return points_.empty(); }
+  bool empty() const { return members_.empty(); }
 
   friend bool operator==(const hash_ring& x, const hash_ring& y) {
-    return x.points_ == y.points_;
+    return x.members_ == y.members_;
   }
   friend bool operator!=(const hash_ring& x, const hash_ring& y) { return !(x == y); }
 
 private:
   std::vector<silo_address> members_;
-  std::vector<std::pair<uint64_t, silo_address>> points_;
+  /// `mix64(silo_hash(m))` of each member, in the order of `members_`.
+  std::vector<uint64_t> mixed_silo_hashes_;
 };
 
 // -- cache ------------------------------------------------------------------------------
@@ -135,7 +176,7 @@ private:
 /// actor (placement) or through `spawn_directory_cache`.
 class directory_cache {
 public:
-  explicit directory_cache(int64_t points_per_silo = 16) : points_per_silo_(points_per_silo) {}
+  directory_cache() = default;
 
   /// The cached address of `g`, if any.
   caf::optional<activation_address> get(const grain_id& g) const;
@@ -162,7 +203,6 @@ public:
   const hash_ring& ring() const { return ring_; }
 
 private:
-  int64_t points_per_silo_;
   hash_ring ring_;
   std::map<grain_id, activation_address> entries_;
 };
@@ -208,12 +248,11 @@ struct null_directory {
 
 /// Configuration of a `directory_client` (SPEC §11 `directory.*`).
 struct directory_client_config {
-  int64_t ring_points_per_silo = 16;
   /// Bound on one lookup request (SPEC §5.2); also bounds register and unregister.
   int64_t lookup_attempt_timeout_ms = 5000;
 };
 
-/// `directory.ring_points_per_silo` and `directory.lookup_attempt_timeout_ms` (SPEC §11).
+/// `directory.lookup_attempt_timeout_ms` (SPEC §11).
 directory_client_config make_directory_client_config(const config::directory_section& dir);
 
 /// The directory operations of one silo, for use inside an event-based actor (placement
@@ -259,7 +298,7 @@ public:
 
 private:
   /// The owner of `g`, or an error if the ring is empty.
-  caf::optional<silo_address> owner_of(const grain_id& g) const { return ring_.owner(g); }
+  const silo_address* owner_of(const grain_id& g) const { return ring_.owner_of(g); }
 
   silo_address self_addr_;
   caf::actor mc_;
@@ -277,12 +316,10 @@ private:
 /// `directory` and subscribes it to `agent` (both asynchronously, before any other message
 /// can reach it through them).
 caf::actor spawn_directory_partition(caf::actor_system& sys, const silo_address& self_addr,
-                                     const caf::actor& mc, const caf::actor& agent,
-                                     int64_t ring_points_per_silo = 16);
+                                     const caf::actor& mc, const caf::actor& agent);
 
 /// Spawns a directory cache actor subscribed to `agent` (if given).
-caf::actor spawn_directory_cache(caf::actor_system& sys, const caf::actor& agent,
-                                 int64_t ring_points_per_silo = 16);
+caf::actor spawn_directory_cache(caf::actor_system& sys, const caf::actor& agent);
 
 /// The `directory_unstable` error a partition answers for a grain id it does not own.
 caf::error directory_unstable_error(const silo_address& partition, const grain_id& g);

@@ -118,7 +118,6 @@ struct placement_config {
   int64_t lookup_attempt_timeout_ms = 5000; ///< `directory.lookup_attempt_timeout_ms`
   int64_t response_timeout_ms = 30000;      ///< `grain_call.response_timeout_ms`
   int64_t unstable_retry_ms = 100;          ///< wait before re-asking after `directory_unstable`
-  int64_t ring_points_per_silo = 16;        ///< `directory.ring_points_per_silo`
   bool stateless_worker_bypass = true;      ///< `directory.stateless_worker_bypass` (SPEC §5.3)
 };
 

@@ -51,7 +51,6 @@ struct membership_section {
 
 /// Section `directory` (SPEC §5.1–§5.3).
 struct directory_section {
-  int64_t ring_points_per_silo = 16; ///< ring points per Active silo (§5.1); >= 1
   int64_t lookup_attempt_timeout_ms = 5000; ///< one lookup request (§5.2); >= 1
   bool stateless_worker_bypass = true; ///< null directory for stateless workers (§5.3)
 };
