@@ -579,13 +579,8 @@ sim_run run_sim(const scenario& s, sim_topology topo = {}) {
               driver.on_duplicate_dropped(e.id, t);
             else if (e.a == "suppressed")
               driver.on_suppressed_failure(e.id, verdict, e.text, t);
-            else if (e.a == "entry_failed") {
-              auto vv = routing::text_rule(e.text);
-              if (mesh.is_suppressed(e.id))
-                driver.on_suppressed_failure(e.id, vv, e.text, t);
-              else
-                driver.on_nack(e.id, vv, e.text, t);
-            }
+            else if (e.a == "entry_failed")
+              driver.on_hub_event(e.a, e.id, verdict, e.text, mesh.is_suppressed(e.id), t);
             break;
           }
           case sim_event::what::stage:

@@ -305,7 +305,12 @@ void demo_driver::on_hub_event(const std::string& kind, const std::string& id,
   else if (kind == "suppressed")
     on_suppressed_failure(id, v, text, t_ms);
   else if (kind == "entry_failed") {
-    auto vv = v != routing::verdict::failed ? v : routing::text_rule(text);
+    // An entry that refuses before accepting because a bound is reached answers verdict
+    // `unavailable` with "overloaded" in its text; when the hub passes the refusal on
+    // without its verdict, the text says which refusal it was.
+    auto vv = v != routing::verdict::failed ? v
+              : text.find("overloaded") != std::string::npos ? routing::verdict::unavailable
+                                                             : routing::text_rule(text);
     if (answer_suppressed)
       on_suppressed_failure(id, vv, text, t_ms);
     else

@@ -332,3 +332,36 @@ TEST_CASE("mainjob driver: kill and second_signal faults reach the mesh; a mesh 
   CHECK_FALSE(i->ok);
   CHECK(i->detail == "2 not injected");
 }
+
+TEST_CASE("mainjob driver: an entry's overload refusal counts as unavailable and its delivery is re-sent after retry_after_ms") {
+  auto s = small();
+  s.traffic.weights = {0, 0, 1};
+  scripted_mesh m;
+  demo_driver d{s, m, "in_process"};
+  d.advance(0);
+  REQUIRE(m.submitted.size() == 1);
+  auto first = m.submitted[0];
+  d.on_hub_event("entry_failed", first.id, verdict::failed,
+                 "router core overloaded: 16 legs in flight (retry_after_ms=40)", false, 5);
+  CHECK(d.ledger().terminated(first.id));
+  CHECK(d.next_wakeup_ms() <= 45);
+  auto resends = [&] {
+    std::vector<planned_delivery> out;
+    for (auto& p : m.submitted)
+      if (p.id.rfind("demo-r", 0) == 0)
+        out.push_back(p);
+    return out;
+  };
+  d.advance(44);
+  CHECK(resends().empty());
+  d.advance(45);
+  REQUIRE(resends().size() == 1);
+  CHECK(resends()[0].target == first.target);
+  CHECK(resends()[0].sender == first.sender);
+  CHECK(resends()[0].overload_attempt == 1);
+  auto r = d.finish();
+  CHECK(r.input.ledger.nacked_by_verdict.at(verdict::unavailable) == 1);
+  CHECK(r.input.traffic.overload_refusals == 1);
+  CHECK(r.input.traffic.overload_refusals_without_retry_after == 0);
+  CHECK(r.input.traffic.overload_resends == 1);
+}

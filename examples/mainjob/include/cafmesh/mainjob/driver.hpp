@@ -134,7 +134,8 @@ public:
   /// `response`, `nack`, `deadline`, `duplicate`, `suppressed` or `entry_failed`; `v` the
   /// verdict) passed to the matching `on_*` call. An entry failure is a NACK, or a
   /// suppressed failure when `answer_suppressed` (its verdict from the text rule, SPEC §7.4,
-  /// when the entry gave `failed`). Ids ending in `-response` (the responses node hubs send)
+  /// when the entry gave `failed`; `unavailable` when the text says "overloaded": the
+  /// entry's admission refusal). Ids ending in `-response` (the responses node hubs send)
   /// are not scenario deliveries and are ignored.
   void on_hub_event(const std::string& kind, const std::string& id, routing::verdict v,
                     const std::string& text, bool answer_suppressed, int64_t t_ms);
