@@ -82,24 +82,35 @@ observed_outcome overload_refusal(outcome_kind kind, routing::verdict v,
   o.verdict = v;
   o.overloaded = v == routing::verdict::unavailable
                  && text.find("overloaded") != std::string::npos;
+  // Digits right after `from` (spaces skipped), if any.
+  auto number_at = [&](size_t from) -> std::optional<int64_t> {
+    while (from < text.size() && text[from] == ' ')
+      ++from;
+    int64_t n = 0;
+    size_t digits = 0;
+    for (; from < text.size() && text[from] >= '0' && text[from] <= '9' && digits < 12;
+         ++from, ++digits)
+      n = n * 10 + (text[from] - '0');
+    if (digits == 0)
+      return std::nullopt;
+    return n;
+  };
   static const std::string key = "retry_after_ms";
-  for (auto pos = text.find(key); pos != std::string::npos; pos = text.find(key, pos + 1)) {
+  for (auto pos = text.find(key); pos != std::string::npos && !o.retry_after_ms;
+       pos = text.find(key, pos + 1)) {
     auto i = pos + key.size();
     if (i < text.size() && text[i] == '"')
       ++i;
-    if (i >= text.size() || (text[i] != '=' && text[i] != ':' && text[i] != ' '))
-      continue;
-    ++i;
-    while (i < text.size() && text[i] == ' ')
-      ++i;
-    int64_t n = 0;
-    size_t digits = 0;
-    for (; i < text.size() && text[i] >= '0' && text[i] <= '9' && digits < 12; ++i, ++digits)
-      n = n * 10 + (text[i] - '0');
-    if (digits > 0) {
+    if (i < text.size() && (text[i] == '=' || text[i] == ':' || text[i] == ' '))
+      o.retry_after_ms = number_at(i + 1);
+  }
+  static const std::string words = "retry after ";
+  for (auto pos = text.find(words); pos != std::string::npos && !o.retry_after_ms;
+       pos = text.find(words, pos + 1)) {
+    auto n = number_at(pos + words.size());
+    auto end = text.find_first_not_of("0123456789 ", pos + words.size());
+    if (n && end != std::string::npos && text.compare(end, 2, "ms") == 0)
       o.retry_after_ms = n;
-      break;
-    }
   }
   return o;
 }

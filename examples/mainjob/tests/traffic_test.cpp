@@ -309,6 +309,14 @@ TEST_CASE("mainjob traffic: an overload refusal is re-sent as a new delivery aft
                          R"({"text":"overloaded","retry_after_ms": 40})")
           .retry_after_ms
         == 40);
+  CHECK(overload_refusal(outcome_kind::nack, verdict::unavailable,
+                         "silo S1 overloaded: 16 deliveries in flight (routing.max_in_flight "
+                         "16); retry after 500 ms")
+          .retry_after_ms
+        == 500);
+  CHECK_FALSE(overload_refusal(outcome_kind::nack, verdict::unavailable,
+                               "overloaded; retry after a while (about 5 s)")
+                .retry_after_ms);
   CHECK_FALSE(overload_refusal(outcome_kind::nack, verdict::failed, "overloaded").overloaded);
   CHECK_FALSE(overload_refusal(outcome_kind::nack, verdict::unavailable, "no gateway").overloaded);
   CHECK_FALSE(

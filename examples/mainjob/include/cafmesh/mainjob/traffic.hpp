@@ -103,7 +103,9 @@ struct observed_outcome {
 /// What a NACK or entry refusal says about admission control: `overloaded` when its verdict
 /// is `unavailable` and its text contains "overloaded"; `retry_after_ms` when the text
 /// carries the hint as `retry_after_ms` followed by `=`, `:` or a space (JSON quotes
-/// allowed) and digits, e.g. `... overloaded (retry_after_ms=250)`.
+/// allowed) and digits, e.g. `... overloaded (retry_after_ms=250)`, or in words,
+/// `retry after 250 ms` (the router core's refusal text). A hub passes a NACK on to its
+/// observer as verdict and text only, so the text is where the driver finds the hint.
 observed_outcome overload_refusal(outcome_kind kind, routing::verdict v, const std::string& text);
 
 /// Back-off after an overload refusal that carried no `retry_after_ms`.
