@@ -31,7 +31,7 @@
 ///   same sender, target and payload size), at most `request_max_resends` times per original
 ///   request; the re-send after that is not made and the chain counts as exhausted;
 /// - a delivery the entry refused before accepting it because a bound was reached (verdict
-///   `unavailable`, text containing "overloaded", SPEC admission control): re-sent as a NEW
+///   `unavailable`, text containing "overloaded": admission control): re-sent as a NEW
 ///   delivery after the refusal's `retry_after_ms` (100 ms when the refusal carries none;
 ///   such refusals are counted), at most `traffic.overload_max_resends` times in a row; a
 ///   frame is re-sent as a fresh Full. This comes before the rules above and does not use
