@@ -29,8 +29,13 @@ std::vector<std::string> client_scenario_errors(const scenario& s) {
     out.push_back("/roll/order: expected [] (cafmesh-client cannot stop or restart the "
                   "cluster's silos), got "
                   + std::to_string(s.roll.order.size()) + " stop(s)");
+  if (!s.roll.steps.empty())
+    out.push_back("/roll/steps: expected [] (cafmesh-client cannot stop or restart the "
+                  "cluster's silos), got "
+                  + std::to_string(s.roll.steps.size()) + " step(s)");
   if (!s.faults.empty())
-    out.push_back("/faults: expected [] (cafmesh-client cannot stall the cluster's silos), "
+    out.push_back("/faults: expected [] (cafmesh-client cannot stall, kill or signal the "
+                  "cluster's silos), "
                   "got "
                   + std::to_string(s.faults.size()) + " fault(s)");
   if (s.traffic.senders != sender_placement::pure_client)

@@ -120,8 +120,11 @@ int run_demo_silo(caf::actor_system& sys, const config::mesh_config& mc, const d
   }
   routing::silo_options so;
   so.cfg = mc;
-  auto factory = caf::actor_cast<caf::actor>(
-    spawn_hub_map_factory(sys, std::shared_ptr<const hub_map>(hubs)));
+  // This process's application: the answering hub of a node hub key is created here on its
+  // first activation on this silo (and ends with the process); the demo's own hubs (the
+  // owner proxies) are answered from its map. Their events go to the demo.
+  auto factory = spawn_echo_hub_factory(sys, mc.routing, std::shared_ptr<const hub_map>(hubs),
+                                        sink);
   auto resolver = caf::actor_cast<caf::actor>(routing::spawn_node_path_resolver(sys));
   so.hubs = caf::actor_cast<routing::hub_factory_actor>(factory);
   so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
@@ -140,6 +143,7 @@ int run_demo_silo(caf::actor_system& sys, const config::mesh_config& mc, const d
     return 1;
   }
   auto& ns = *started;
+  caf::anon_send(factory, mp_routing_atom::value, ns.s.routing);
   std::cout << "ADDR " << ns.s.addr.to_string() << std::endl;
   auto probe = caf::actor_cast<caf::actor>(spawn_stage_probe(sys, sink, link.silo, generation));
   extras.push_back(probe);

@@ -15,6 +15,14 @@ bool mesh_port::observes_success(const planned_delivery&) const {
   return true;
 }
 
+bool mesh_port::kill_silo(const std::string&) {
+  return false;
+}
+
+bool mesh_port::signal_silo_again(const std::string&) {
+  return false;
+}
+
 demo_driver::demo_driver(const scenario& s, mesh_port& mesh, std::string mode,
                          std::string id_prefix)
   : demo_driver(s, mesh, std::move(mode),
@@ -37,8 +45,17 @@ demo_driver::demo_driver(const scenario& s, mesh_port& mesh, std::string mode,
     step_(s.roll.order.empty() ? roll_step::done : roll_step::wait_stop),
     roll_due_ms_(s.roll.first_stop_at_ms) {
   for (size_t i = 0; i < s.faults.size(); ++i) {
-    fault_steps_.push_back({s.faults[i].at_ms, {i, true}});
-    fault_steps_.push_back({s.faults[i].at_ms + s.faults[i].for_ms, {i, false}});
+    auto& f = s.faults[i];
+    fault_steps_.push_back({f.at_ms, {i, true}});
+    if (f.kind == "stall")
+      fault_steps_.push_back({f.at_ms + f.for_ms, {i, false}});
+    else if (f.kind == "kill" && f.restart_after_ms)
+      fault_steps_.push_back({f.at_ms + *f.restart_after_ms, {i, false}});
+  }
+  for (auto& st : s.roll.steps) {
+    step_state x;
+    x.due_ms = st.at_ms;
+    steps_.push_back(x);
   }
   std::stable_sort(fault_steps_.begin(), fault_steps_.end(),
                    [](auto& x, auto& y) { return x.first < y.first; });
@@ -99,12 +116,51 @@ void demo_driver::advance(int64_t now_ms) {
   while (fault_pos_ < fault_steps_.size() && fault_steps_[fault_pos_].first <= now_ms) {
     auto [index, begin] = fault_steps_[fault_pos_++].second;
     auto& f = s_.faults[index];
-    if (begin)
+    if (f.kind == "kill") {
+      if (!begin)
+        mesh_.restart_silo(f.silo);
+      else if (!mesh_.kill_silo(f.silo))
+        ++faults_not_injected_;
+    } else if (f.kind == "second_signal") {
+      if (!mesh_.signal_silo_again(f.silo))
+        ++faults_not_injected_;
+    } else if (begin) {
       mesh_.stall_silo(f.silo, f.detected);
-    else
+    } else {
       mesh_.unstall_silo(f.silo);
+    }
   }
   roll_advance(now_ms);
+  steps_advance(now_ms);
+}
+
+size_t demo_driver::begin_stop(const std::string& name, int64_t now_ms) {
+  silo_stop_record rec;
+  rec.name = name;
+  rec.generation_before = generation_[name];
+  rec.stop_started_ms = now_ms;
+  stops_.push_back(rec);
+  mesh_.stop_silo(name);
+  return stops_.size() - 1;
+}
+
+void demo_driver::steps_advance(int64_t now_ms) {
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    auto& x = steps_[i];
+    if (x.due_ms > now_ms)
+      continue;
+    auto& name = s_.roll.steps[i].silo;
+    if (x.step == roll_step::wait_stop) {
+      x.status = roll_status{name, generation_[name], roll_phase::stopping, std::nullopt};
+      x.step = roll_step::stopping;
+      x.record = begin_stop(name, now_ms);
+    } else if (x.step == roll_step::wait_restart) {
+      x.status.phase = roll_phase::starting;
+      x.status.stage.reset();
+      x.step = roll_step::starting;
+      mesh_.restart_silo(name);
+    }
+  }
 }
 
 void demo_driver::roll_advance(int64_t now_ms) {
@@ -114,14 +170,9 @@ void demo_driver::roll_advance(int64_t now_ms) {
     case roll_step::wait_stop:
     case roll_step::wait_next: {
       auto& name = s_.roll.order[roll_index_];
-      silo_stop_record rec;
-      rec.name = name;
-      rec.generation_before = generation_[name];
-      rec.stop_started_ms = now_ms;
-      stops_.push_back(rec);
-      roll_status_ = roll_status{name, rec.generation_before, roll_phase::stopping, std::nullopt};
+      roll_status_ = roll_status{name, generation_[name], roll_phase::stopping, std::nullopt};
       step_ = roll_step::stopping;
-      mesh_.stop_silo(name);
+      begin_stop(name, now_ms);
       break;
     }
     case roll_step::wait_restart: {
@@ -147,6 +198,9 @@ std::optional<int64_t> demo_driver::next_wakeup_ms() const {
   if (step_ == roll_step::wait_stop || step_ == roll_step::wait_restart
       || step_ == roll_step::wait_next)
     consider(roll_due_ms_);
+  for (auto& x : steps_)
+    if (x.step == roll_step::wait_stop || x.step == roll_step::wait_restart)
+      consider(x.due_ms);
   return out;
 }
 
@@ -166,10 +220,15 @@ void demo_driver::terminal(const std::string& id, const observed_outcome& o, int
 }
 
 void demo_driver::count_in_stop() {
-  bool out = step_ == roll_step::stopping || step_ == roll_step::wait_restart
-             || step_ == roll_step::starting;
-  if (out && !stops_.empty())
+  auto out = [](roll_step x) {
+    return x == roll_step::stopping || x == roll_step::wait_restart
+           || x == roll_step::starting;
+  };
+  if (out(step_) && !stops_.empty())
     ++stops_.back().landed_while_out;
+  for (auto& x : steps_)
+    if (out(x.step))
+      ++stops_[x.record].landed_while_out;
 }
 
 void demo_driver::on_landed(const std::string& id, int64_t t_ms) {
@@ -207,7 +266,7 @@ void demo_driver::on_response(const std::string& id, int64_t t_ms) {
 void demo_driver::on_nack(const std::string& id, routing::verdict v, const std::string& text,
                           int64_t t_ms) {
   ledger_.nack(id, v, text, t_ms);
-  terminal(id, {outcome_kind::nack, v}, t_ms);
+  terminal(id, overload_refusal(outcome_kind::nack, v, text), t_ms);
 }
 
 void demo_driver::on_deadline(const std::string& id, int64_t t_ms) {
@@ -218,7 +277,7 @@ void demo_driver::on_deadline(const std::string& id, int64_t t_ms) {
 void demo_driver::on_suppressed_failure(const std::string& id, routing::verdict v,
                                         const std::string& text, int64_t t_ms) {
   ledger_.suppressed_failure(id, v, text, t_ms);
-  terminal(id, {outcome_kind::suppressed_failure, v}, t_ms);
+  terminal(id, overload_refusal(outcome_kind::suppressed_failure, v, text), t_ms);
 }
 
 void demo_driver::on_duplicate_dropped(const std::string& id, int64_t t_ms) {
@@ -246,7 +305,12 @@ void demo_driver::on_hub_event(const std::string& kind, const std::string& id,
   else if (kind == "suppressed")
     on_suppressed_failure(id, v, text, t_ms);
   else if (kind == "entry_failed") {
-    auto vv = v != routing::verdict::failed ? v : routing::text_rule(text);
+    // An entry that refuses before accepting because a bound is reached answers verdict
+    // `unavailable` with "overloaded" in its text; when the hub passes the refusal on
+    // without its verdict, the text says which refusal it was.
+    auto vv = v != routing::verdict::failed ? v
+              : text.find("overloaded") != std::string::npos ? routing::verdict::unavailable
+                                                             : routing::text_rule(text);
     if (answer_suppressed)
       on_suppressed_failure(id, vv, text, t_ms);
     else
@@ -256,6 +320,29 @@ void demo_driver::on_hub_event(const std::string& kind, const std::string& id,
 
 void demo_driver::on_silo(const silo_event& e, int64_t t_ms) {
   generation_[e.silo] = std::max(generation_[e.silo], e.generation);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    auto& x = steps_[i];
+    if (s_.roll.steps[i].silo != e.silo)
+      continue;
+    if (x.step == roll_step::stopping) {
+      x.status.stage = e.stage;
+      if (e.phase == roll_phase::stopped) {
+        auto& rec = stops_[x.record];
+        rec.stop_duration_ms = t_ms - rec.stop_started_ms;
+        rec.quiescence_hold_ms = e.quiescence_hold_ms;
+        x.status.phase = roll_phase::stopped;
+        x.step = roll_step::wait_restart;
+        x.due_ms = t_ms + s_.roll.steps[i].restart_delay_ms;
+      }
+    } else if (x.step == roll_step::starting) {
+      x.status.stage = e.stage;
+      if (e.phase == roll_phase::active
+          && e.generation > stops_[x.record].generation_before) {
+        stops_[x.record].generation_after = e.generation;
+        x.step = roll_step::done;
+      }
+    }
+  }
   if (step_ == roll_step::done || step_ == roll_step::wait_stop || !roll_status_
       || e.silo != s_.roll.order[roll_index_])
     return;
@@ -286,7 +373,9 @@ void demo_driver::on_silo(const silo_event& e, int64_t t_ms) {
 
 bool demo_driver::traffic_done() const {
   return !next_due_ms() && deferred_.empty() && step_ == roll_step::done
-         && fault_pos_ == fault_steps_.size();
+         && fault_pos_ == fault_steps_.size()
+         && std::all_of(steps_.begin(), steps_.end(),
+                        [](const step_state& x) { return x.step == roll_step::done; });
 }
 
 bool demo_driver::quiescent() const {
@@ -311,6 +400,12 @@ progress_sample demo_driver::progress(int64_t now_ms) {
   p.delivered = ledger_.landed_count();
   p.nacked = ledger_.nacked_counts();
   p.roll = roll_status_;
+  if (!p.roll)
+    for (auto& x : steps_)
+      if (x.step != roll_step::wait_stop && x.step != roll_step::done) {
+        p.roll = x.status;
+        break;
+      }
   return p;
 }
 
@@ -342,6 +437,10 @@ report demo_driver::finish() {
   if (std::holds_alternative<traffic_generator>(source_))
     in.mirrors_diverged = mirrors_diverged();
   in.entries = entries_;
+  in.faults_not_injected = faults_not_injected_;
+  in.has_faults_to_inject = std::any_of(s_.faults.begin(), s_.faults.end(), [](auto& f) {
+    return f.kind == "kill" || f.kind == "second_signal";
+  });
   return make_report(std::move(in));
 }
 

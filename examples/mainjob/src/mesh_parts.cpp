@@ -57,19 +57,25 @@ const char* echo_factory_state::name = "echo-hub-factory";
 
 } // namespace
 
-caf::actor spawn_echo_hub_factory(caf::actor_system& sys, const config::routing_section& cfg) {
-  return sys.spawn([cfg](caf::stateful_actor<echo_factory_state>* self) -> caf::behavior {
+caf::actor spawn_echo_hub_factory(caf::actor_system& sys, const config::routing_section& cfg,
+                                  std::shared_ptr<const hub_map> fixed, caf::actor observer) {
+  return sys.spawn([cfg, fixed, observer](caf::stateful_actor<echo_factory_state>* self)
+                     -> caf::behavior {
     return {
       [=](mp_routing_atom, caf::actor& routing) { self->state.routing = std::move(routing); },
       [=](routing::hf_build_atom, const std::string& key) -> caf::result<caf::actor> {
         auto& st = self->state;
+        if (fixed)
+          if (auto i = fixed->find(key); i != fixed->end())
+            return i->second;
         if (auto i = st.hubs.find(key); i != st.hubs.end())
           return i->second;
         if (!st.routing)
           return to_error(fault{mesh_errc::silo_unavailable,
                                 "the echo application has no routing service yet"});
         auto addr = routing::address::from("node/" + key);
-        auto ep = routing::spawn_hub_endpoint(self->system(), addr, st.routing, cfg, true);
+        auto ep = routing::spawn_hub_endpoint(self->system(), addr, st.routing, cfg, true,
+                                              observer);
         self->link_to(ep);
         caf::anon_send(st.routing, routing::rs_register_atom::value, addr, ep);
         st.hubs.emplace(key, ep);

@@ -116,6 +116,7 @@ struct silo_run {
   std::unique_ptr<process> proc;
   routing::net_silo ns;
   std::vector<caf::actor> extras; ///< factory, resolver, probes
+  caf::actor app;                 ///< the application (hub factory; its hubs are linked to it)
   uint64_t generation = 0;
 
   void stop_all() {
@@ -182,6 +183,12 @@ public:
 
   /// The Active stage of `name` stopped: its legs ended; owners move.
   virtual void active_stopped(const std::string& name) = 0;
+
+  /// The host stop of `name` answered: the silo's process is over, and the application hubs
+  /// it hosted end with it.
+  virtual void silo_down(const std::string&) {
+    // nop
+  }
 
   /// A silo process said hello (`--processes` only).
   virtual void on_hello(const std::string&, uint64_t, caf::actor, caf::actor, caf::actor) {
@@ -301,20 +308,12 @@ public:
     return true;
   }
 
-  /// Builds the application hubs (after the silos exist: homes).
+  /// Builds the application hubs (after the silos exist: homes). The node hubs that answer
+  /// requests are not built here: every silo's application creates its own (`start_silo`).
   void build_hubs() {
     auto n = static_cast<int64_t>(s_.silos.size());
     auto& t = s_.traffic;
     auto& hubs = hubs_; // the factories hold this map; filled before any traffic
-    for (int64_t i = 0; i < t.node_hubs; ++i) {
-      auto a = routing::address::from(node_hub_address(i));
-      auto home = s_.silos[static_cast<size_t>(i % n)];
-      auto ep = routing::spawn_hub_endpoint(app_, a, routing_of(home), client_cfg_.routing,
-                                            true, main_);
-      node_hubs_[home].push_back(ep);
-      (*hubs)[node_hub_address(i).substr(5)] = ep;
-      all_.push_back(ep);
-    }
     for (int64_t i = 0; i < t.owner_hubs; ++i) {
       auto text = owner_hub_address(i);
       auto a = routing::address::from(text);
@@ -372,7 +371,10 @@ public:
     cfg.network.primary_port = primary_port_;
     routing::silo_options so;
     so.cfg = cfg;
-    auto factory = caf::actor_cast<caf::actor>(spawn_hub_map_factory(sys, hubs_));
+    // The silo's application, in the silo's own actor system: the answering hub of a node
+    // hub key is created there on its first activation on this silo and sends its
+    // responses through this silo; the owner hubs are shared (`hubs_`).
+    auto factory = spawn_echo_hub_factory(sys, cfg.routing, hubs_, main_);
     auto resolver = caf::actor_cast<caf::actor>(routing::spawn_node_path_resolver(sys));
     so.hubs = caf::actor_cast<routing::hub_factory_actor>(factory);
     so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
@@ -388,7 +390,9 @@ public:
       return false;
     }
     run->ns = *started;
+    caf::anon_send(factory, mp_routing_atom::value, run->ns.s.routing);
     run->extras = {factory, resolver};
+    run->app = factory;
     auto probe = caf::actor_cast<caf::actor>(spawn_stage_probe(sys, main_, name, run->generation));
     run->extras.push_back(probe);
     for (auto st : demo_probe_stages())
@@ -428,6 +432,47 @@ public:
     }
     if (!start_silo(name))
       start_failures_++;
+  }
+
+  bool kill_silo(const std::string& name) override {
+    auto& slot = silos_[name];
+    slot.available = false;
+    if (!slot.current)
+      return true;
+    // A crash: every actor of the silo's system ends at once, no lifecycle stop; its TCP
+    // connections close with them. Owners homed there move now (nothing will drain).
+    slot.current->stop_all();
+    slot.past.push_back(std::move(slot.current));
+    auto next = next_available(name);
+    for (auto& [text, h] : senders_)
+      if (h.owner && h.home == name) {
+        if (next.empty())
+          h.moving = true;
+        else
+          move_owner(h, next);
+      }
+    for (auto& [text, h] : senders_)
+      if (!h.owner && h.home == name)
+        h.moving = true;
+    return true;
+  }
+
+  bool signal_silo_again(const std::string& name) override {
+    auto& slot = silos_[name];
+    if (!slot.current)
+      return true;
+    auto gen = slot.current->generation;
+    ask_host(
+      app_, slot.current->ns.s.host, main_,
+      [name, gen](bool) { return caf::make_message(dm_down_atom::value, name, gen); },
+      lifecycle::host_halt_atom::value, false);
+    return true;
+  }
+
+  void silo_down(const std::string& name) override {
+    auto& slot = silos_[name];
+    if (slot.current && slot.current->app)
+      caf::anon_send_exit(slot.current->app, caf::exit_reason::user_shutdown);
   }
 
   void stall_silo(const std::string& name, bool detected) override {
@@ -676,6 +721,7 @@ struct node_proc {
   caf::actor routing;
   caf::actor link;
   bool stopping = false;     ///< SIGTERM sent
+  bool killed = false;       ///< SIGKILL sent by a `kill` fault
   bool exited = false;
   int status = 0;            ///< exit code, or 128 + signal
   bool measured = false;     ///< its entry counters were read
@@ -759,6 +805,42 @@ public:
       slot.past.push_back(std::move(slot.current));
     if (!launch(name))
       start_failures_++;
+  }
+
+  bool kill_silo(const std::string& name) override {
+    auto& slot = slots_[name];
+    slot.available = false;
+    if (!slot.current)
+      return true;
+    slot.current->killed = true;
+    ::kill(slot.current->pid, SIGKILL);
+    slot.past.push_back(std::move(slot.current));
+    // Its hubs died with it: owners get a new endpoint elsewhere (or when a silo is back);
+    // co-hosted portals wait for the next incarnation.
+    auto next = next_available(name);
+    for (auto& [text, h] : senders_) {
+      if (h.home != name)
+        continue;
+      if (h.owner) {
+        h.ep = caf::actor{};
+        h.moving = true;
+        if (!next.empty())
+          place(h, next, false);
+      } else {
+        h.ep = caf::actor{};
+        h.moving = true;
+      }
+    }
+    return true;
+  }
+
+  bool signal_silo_again(const std::string& name) override {
+    auto& slot = slots_[name];
+    if (slot.current && !slot.current->exited) {
+      slot.current->stopping = true;
+      ::kill(slot.current->pid, SIGTERM); // the second signal: non-graceful
+    }
+    return true;
   }
 
   void stall_silo(const std::string& name, bool detected) override {
@@ -847,6 +929,8 @@ public:
         p.exited = true;
         remove_child(p.pid);
         p.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (p.killed)
+          return; // the fault did it
         if (!p.stopping || p.status != 0) {
           std::cerr << "cafmesh-demo: node process of silo " << name << " (pid " << p.pid
                     << ") exited with " << p.status << (p.stopping ? "" : " unexpectedly")
@@ -983,21 +1067,12 @@ private:
     return dir_ + "/silo-" + name + "-" + std::to_string(index) + ".log";
   }
 
-  /// The demo-side hubs: node hubs (application hubs answering requests), owner proxies and
-  /// the client's portal hubs. Co-hosted hubs are placed when their silo says hello.
+  /// The demo-side hubs: owner proxies and the client's portal hubs. Co-hosted hubs are
+  /// placed when their silo says hello; the node hubs that answer requests are created by
+  /// each node process's own application (demo_process.hpp).
   void build_hubs() {
     auto n = static_cast<int64_t>(s_.silos.size());
     auto& t = s_.traffic;
-    for (int64_t i = 0; i < t.node_hubs; ++i) {
-      auto a = routing::address::from(node_hub_address(i));
-      auto home = s_.silos[static_cast<size_t>(i % n)];
-      // Responses go through the client until the home silo said hello.
-      auto ep = routing::spawn_hub_endpoint(app_, a, client_routing_, client_cfg_.routing,
-                                            true, main_);
-      node_hubs_[home].push_back(ep);
-      (*hubs_)[node_hub_address(i).substr(5)] = ep;
-      all_.push_back(ep);
-    }
     for (int64_t i = 0; i < t.owner_hubs; ++i) {
       auto text = owner_hub_address(i);
       sender_hub h;
@@ -1251,6 +1326,7 @@ std::optional<report> run_live(const scenario& s, const run_settings& rs, caf::s
     auto b = active_stopped.find(name);
     if (a != stop_started.end() && b != active_stopped.end() && b->second >= a->second)
       hold = b->second - a->second;
+    mesh.silo_down(name);
     driver.on_silo(silo_event{name, gen, roll_phase::stopped, std::nullopt, hold}, t);
   };
   auto receive_one = [&](std::chrono::milliseconds wait) {

@@ -86,7 +86,35 @@ std::string columns(const std::vector<std::vector<std::string>>& rows, const std
   return out;
 }
 
+std::string rate_text(double x) {
+  std::ostringstream o;
+  o.setf(std::ios::fixed);
+  o.precision(1);
+  o << x;
+  return o.str();
+}
+
 } // namespace
+
+request_tally requests_of(const report_input& in) {
+  request_tally t;
+  auto i = in.ledger.by_kind.find(delivery_kind::request);
+  if (i == in.ledger.by_kind.end())
+    return t;
+  t.answered = i->second.landed;
+  t.unanswered = i->second.accepted - i->second.landed;
+  return t;
+}
+
+rates rates_of(const report_input& in) {
+  rates r;
+  if (in.duration_s <= 0)
+    return r;
+  auto d = static_cast<double>(in.duration_s);
+  r.offered_per_s = static_cast<double>(in.ledger.total.accepted) / d;
+  r.carried_per_s = static_cast<double>(in.ledger.total.landed) / d;
+  return r;
+}
 
 report make_report(report_input in) {
   report r;
@@ -171,6 +199,26 @@ report make_report(report_input in) {
     add("every " + routing::to_string(v) + " NACK text contains " + wanted, total == 0,
         sample_text(total, misses));
   }
+  if (auto n = in.expect.max_request_deadlines)
+    add("requests ended by their deadline <= " + std::to_string(*n),
+        l.total.deadlines <= static_cast<uint64_t>(*n), std::to_string(l.total.deadlines));
+  if (auto n = in.expect.max_p99_ms)
+    add("latency p99 <= " + std::to_string(*n) + " ms",
+        l.latency_p99_ms.has_value() && *l.latency_p99_ms <= *n,
+        optional_text(l.latency_p99_ms) + " ms (" + std::to_string(l.latency_samples)
+          + " samples)");
+  if (auto n = in.expect.min_overload_refusals)
+    add("overload refusals >= " + std::to_string(*n),
+        in.traffic.overload_refusals >= static_cast<uint64_t>(*n),
+        std::to_string(in.traffic.overload_refusals));
+  if (in.traffic.overload_refusals > 0)
+    add("every overload refusal carries retry_after_ms",
+        in.traffic.overload_refusals_without_retry_after == 0,
+        std::to_string(in.traffic.overload_refusals_without_retry_after) + " of "
+          + std::to_string(in.traffic.overload_refusals) + " did not");
+  if (in.has_faults_to_inject)
+    add("every fault was injected", in.faults_not_injected == 0,
+        std::to_string(in.faults_not_injected) + " not injected");
   r.passed = std::all_of(r.checks.begin(), r.checks.end(), [](auto& c) { return c.ok; });
   r.exit_code = r.passed ? exit_codes::ok : exit_codes::failed;
   r.input = std::move(in);
@@ -190,6 +238,12 @@ std::string render_table(const report& r) {
   for (auto& [v, n] : l.nacked_by_verdict)
     rows.push_back({"  " + routing::to_string(v), std::to_string(n)});
   rows.push_back({"request deadlines", std::to_string(l.total.deadlines)});
+  auto req = requests_of(in);
+  rows.push_back({"requests answered/unanswered",
+                  std::to_string(req.answered) + " / " + std::to_string(req.unanswered)});
+  auto rt = rates_of(in);
+  rows.push_back({"offered/carried per s",
+                  rate_text(rt.offered_per_s) + " / " + rate_text(rt.carried_per_s)});
   rows.push_back({"suppressed failures", std::to_string(total_of(l.suppressed_by_verdict))});
   for (auto& [v, n] : l.suppressed_by_verdict)
     rows.push_back({"  " + routing::to_string(v), std::to_string(n)});
@@ -212,6 +266,14 @@ std::string render_table(const report& r) {
   rows.push_back({"request chains exhausted", std::to_string(in.traffic.request_resends_exhausted)});
   rows.push_back({"fresh Fulls after NACK", std::to_string(in.traffic.fresh_fulls_after_nack)});
   rows.push_back({"fresh Full chains exhausted", std::to_string(in.traffic.fresh_fulls_exhausted)});
+  if (in.traffic.overload_refusals > 0) {
+    rows.push_back({"overload refusals", std::to_string(in.traffic.overload_refusals)});
+    rows.push_back({"  without retry_after_ms",
+                    std::to_string(in.traffic.overload_refusals_without_retry_after)});
+    rows.push_back({"re-sent after overload", std::to_string(in.traffic.overload_resends)});
+    rows.push_back({"overload chains exhausted",
+                    std::to_string(in.traffic.overload_resends_exhausted)});
+  }
   out << columns(rows, "  ");
   if (!in.silos.empty()) {
     std::vector<std::vector<std::string>> silo_rows{
@@ -277,6 +339,10 @@ std::string render_json(const report& r) {
   j["nacked"] = verdicts_json(l.nacked_by_verdict);
   j["nacked_total"] = total_of(l.nacked_by_verdict);
   j["deadlines"] = l.total.deadlines;
+  auto req = requests_of(in);
+  j["requests"] = json{{"answered", req.answered}, {"unanswered", req.unanswered}};
+  auto rt = rates_of(in);
+  j["rate"] = json{{"offered_per_s", rt.offered_per_s}, {"carried_per_s", rt.carried_per_s}};
   j["suppressed_failures"] = verdicts_json(l.suppressed_by_verdict);
   j["suppressed_failures_total"] = total_of(l.suppressed_by_verdict);
   j["unconfirmed"] = l.total.unconfirmed;
@@ -309,7 +375,12 @@ std::string render_json(const report& r) {
                       {"requests_resent", in.traffic.requests_resent},
                       {"request_resends_exhausted", in.traffic.request_resends_exhausted},
                       {"fresh_fulls_after_nack", in.traffic.fresh_fulls_after_nack},
-                      {"fresh_fulls_exhausted", in.traffic.fresh_fulls_exhausted}};
+                      {"fresh_fulls_exhausted", in.traffic.fresh_fulls_exhausted},
+                      {"overload_refusals", in.traffic.overload_refusals},
+                      {"overload_refusals_without_retry_after",
+                       in.traffic.overload_refusals_without_retry_after},
+                      {"overload_resends", in.traffic.overload_resends},
+                      {"overload_resends_exhausted", in.traffic.overload_resends_exhausted}};
   json kinds = json::object();
   for (auto& [k, c] : l.by_kind)
     kinds[to_string(k)] = counts_json(c);

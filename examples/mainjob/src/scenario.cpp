@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <set>
 
 #include "cafmesh/config/text.hpp"
 #include "cafmesh/mainjob/default_scenario_text.hpp"
@@ -154,6 +155,7 @@ private:
         }},
        {"request_deadline_ms", false, "", integer(t.request_deadline_ms, 1)},
        {"request_max_resends", false, "", integer(t.request_max_resends, 0, 1000)},
+       {"overload_max_resends", false, "", integer(t.overload_max_resends, 0, 1000)},
        {"bursts", false, "",
         [&](const json& x, const std::string& p) {
           if (!x.is_array()) {
@@ -192,10 +194,38 @@ private:
                     if (names.size() == x.size())
                       r.order = names;
                   }},
+                 {"steps", false, "",
+                  [&](const json& x, const std::string& p) {
+                    if (!x.is_array()) {
+                      refuse(errs_, p, "an array of roll steps", shown(x));
+                      return;
+                    }
+                    for (size_t i = 0; i < x.size(); ++i) {
+                      roll_step_spec st;
+                      st.restart_delay_ms = r.restart_delay_ms;
+                      bool delay_given = x[i].is_object() && x[i].contains("restart_delay_ms");
+                      read_object(x[i], p + "/" + std::to_string(i),
+                                  {{"silo", true, "a silo name",
+                                    [&](const json& y, const std::string& q) {
+                                      read_string(y, q, true, st.silo, errs_);
+                                    }},
+                                   {"at_ms", true, "an integer >= 0", integer(st.at_ms, 0)},
+                                   {"restart_delay_ms", false, "",
+                                    integer(st.restart_delay_ms, 0)}},
+                                  dups_, errs_);
+                      if (!delay_given)
+                        st.restart_delay_ms = -1; // the section's, filled in below
+                      r.steps.push_back(st);
+                    }
+                  }},
                  {"first_stop_at_ms", false, "", integer(r.first_stop_at_ms, 0)},
                  {"restart_delay_ms", false, "", integer(r.restart_delay_ms, 0)},
                  {"interval_ms", false, "", integer(r.interval_ms, 0)}},
                 dups_, errs_);
+    // A step without its own restart delay takes the section's, wherever that key stands.
+    for (auto& st : r.steps)
+      if (st.restart_delay_ms < 0)
+        st.restart_delay_ms = r.restart_delay_ms;
   }
 
   void faults(const json& v, const std::string& ptr, std::vector<fault_spec>& out) {
@@ -203,29 +233,44 @@ private:
       refuse(errs_, ptr, "an array of faults", shown(v));
       return;
     }
+    static const std::vector<std::string> kinds{"stall", "kill", "second_signal"};
     for (size_t i = 0; i < v.size(); ++i) {
       fault_spec f;
       auto at = ptr + "/" + std::to_string(i);
-      read_object(v[i], at,
-                  {{"kind", true, "\"stall\"",
-                    [&](const json& x, const std::string& p) {
-                      if (x != json("stall"))
-                        refuse(errs_, p, "\"stall\"", shown(x));
-                    }},
-                   {"silo", true, "a silo name",
-                    [&](const json& x, const std::string& p) {
-                      read_string(x, p, true, f.silo, errs_);
-                    }},
-                   {"at_ms", true, "an integer >= 0", integer(f.at_ms, 0)},
-                   {"for_ms", true, "an integer >= 1", integer(f.for_ms, 1)},
-                   {"detected", false, "",
-                    [&](const json& x, const std::string& p) {
-                      if (!x.is_boolean())
-                        refuse(errs_, p, "true or false", shown(x));
-                      else
-                        f.detected = x.get<bool>();
-                    }}},
-                  dups_, errs_);
+      // The kind decides which other keys belong to the fault; an unknown or missing kind
+      // is refused and its other keys are checked as a stall's.
+      auto kind = std::string{"stall"};
+      if (v[i].is_object() && v[i].contains("kind") && v[i]["kind"].is_string()
+          && std::count(kinds.begin(), kinds.end(), v[i]["kind"].get<std::string>()) > 0)
+        kind = v[i]["kind"].get<std::string>();
+      std::vector<field> fields{
+        {"kind", true, one_of_what(kinds),
+         [&](const json& x, const std::string& p) {
+           if (!x.is_string()
+               || std::count(kinds.begin(), kinds.end(), x.get<std::string>()) == 0)
+             refuse(errs_, p, one_of_what(kinds), shown(x));
+           else
+             f.kind = x.get<std::string>();
+         }},
+        {"silo", true, "a silo name",
+         [&](const json& x, const std::string& p) { read_string(x, p, true, f.silo, errs_); }},
+        {"at_ms", true, "an integer >= 0", integer(f.at_ms, 0)}};
+      if (kind == "stall") {
+        fields.push_back({"for_ms", true, "an integer >= 1", integer(f.for_ms, 1)});
+        fields.push_back({"detected", false, "", [&](const json& x, const std::string& p) {
+                            if (!x.is_boolean())
+                              refuse(errs_, p, "true or false", shown(x));
+                            else
+                              f.detected = x.get<bool>();
+                          }});
+      } else if (kind == "kill") {
+        fields.push_back({"restart_after_ms", false, "", [&](const json& x, const std::string& p) {
+                            int64_t n = 0;
+                            if (read_integer(x, p, 0, int64_max, n, errs_))
+                              f.restart_after_ms = n;
+                          }});
+      }
+      read_object(v[i], at, fields, dups_, errs_);
       out.push_back(f);
     }
   }
@@ -295,6 +340,24 @@ private:
                  {"forbidden_nack_texts", false, "",
                   [&](const json& x, const std::string& p) {
                     strings(x, p, e.forbidden_nack_texts);
+                  }},
+                 {"max_request_deadlines", false, "",
+                  [&](const json& x, const std::string& p) {
+                    int64_t n = 0;
+                    if (read_integer(x, p, 0, int64_max, n, errs_))
+                      e.max_request_deadlines = n;
+                  }},
+                 {"max_p99_ms", false, "",
+                  [&](const json& x, const std::string& p) {
+                    int64_t n = 0;
+                    if (read_integer(x, p, 0, int64_max, n, errs_))
+                      e.max_p99_ms = n;
+                  }},
+                 {"min_overload_refusals", false, "",
+                  [&](const json& x, const std::string& p) {
+                    int64_t n = 0;
+                    if (read_integer(x, p, 0, int64_max, n, errs_))
+                      e.min_overload_refusals = n;
                   }},
                  {"required_nack_texts", false, "",
                   [&](const json& x, const std::string& p) {
@@ -375,6 +438,22 @@ void check_relations(const scenario& s, error_list& errs) {
     if (!names_silo(s, s.faults[i].silo))
       refuse(errs, "/faults/" + std::to_string(i) + "/silo",
              "one of the silos (" + silo_list(s) + ")", json(s.faults[i].silo).dump());
+  if (!s.roll.order.empty() && !s.roll.steps.empty())
+    refuse(errs, "/roll/steps", "an empty array when roll.order names silos (one or the other)",
+           json::array({s.roll.steps.front().silo}).dump() + "...");
+  std::set<std::string> stepped;
+  for (size_t i = 0; i < s.roll.steps.size(); ++i) {
+    auto& st = s.roll.steps[i];
+    auto at = "/roll/steps/" + std::to_string(i);
+    if (!names_silo(s, st.silo))
+      refuse(errs, at + "/silo", "one of the silos (" + silo_list(s) + ")", json(st.silo).dump());
+    else if (!stepped.insert(st.silo).second)
+      refuse(errs, at + "/silo", "a silo no earlier step names", json(st.silo).dump());
+    if (st.at_ms >= s.duration_s * 1000)
+      refuse(errs, at + "/at_ms",
+             "an integer < duration_s * 1000 (" + std::to_string(s.duration_s * 1000) + ")",
+             std::to_string(st.at_ms));
+  }
 }
 
 json verdict_counts_json(const std::map<routing::verdict, int64_t>& xs) {
@@ -500,7 +579,8 @@ std::string to_json_text(const scenario& s) {
       {"heartbeat", t.payload_bytes.heartbeat},
       {"request", t.payload_bytes.request}}},
     {"request_deadline_ms", t.request_deadline_ms},
-    {"request_max_resends", t.request_max_resends}};
+    {"request_max_resends", t.request_max_resends},
+    {"overload_max_resends", t.overload_max_resends}};
   doc["traffic"]["bursts"] = json::array();
   for (auto& b : t.bursts)
     doc["traffic"]["bursts"].push_back(
@@ -509,13 +589,21 @@ std::string to_json_text(const scenario& s) {
                      {"first_stop_at_ms", s.roll.first_stop_at_ms},
                      {"restart_delay_ms", s.roll.restart_delay_ms},
                      {"interval_ms", s.roll.interval_ms}};
+  doc["roll"]["steps"] = json::array();
+  for (auto& st : s.roll.steps)
+    doc["roll"]["steps"].push_back(
+      json{{"silo", st.silo}, {"at_ms", st.at_ms}, {"restart_delay_ms", st.restart_delay_ms}});
   doc["faults"] = json::array();
-  for (auto& f : s.faults)
-    doc["faults"].push_back(json{{"kind", f.kind},
-                                 {"silo", f.silo},
-                                 {"at_ms", f.at_ms},
-                                 {"for_ms", f.for_ms},
-                                 {"detected", f.detected}});
+  for (auto& f : s.faults) {
+    json one{{"kind", f.kind}, {"silo", f.silo}, {"at_ms", f.at_ms}};
+    if (f.kind == "stall") {
+      one["for_ms"] = f.for_ms;
+      one["detected"] = f.detected;
+    } else if (f.kind == "kill" && f.restart_after_ms) {
+      one["restart_after_ms"] = *f.restart_after_ms;
+    }
+    doc["faults"].push_back(one);
+  }
   doc["config"] = json::parse(s.config_json);
   json expect = json::object();
   expect["max_nacked"] = verdict_counts_json(s.expect.max_nacked);
@@ -523,6 +611,12 @@ std::string to_json_text(const scenario& s) {
   if (s.expect.max_request_resends_exhausted)
     expect["max_request_resends_exhausted"] = *s.expect.max_request_resends_exhausted;
   expect["forbidden_nack_texts"] = s.expect.forbidden_nack_texts;
+  if (s.expect.max_request_deadlines)
+    expect["max_request_deadlines"] = *s.expect.max_request_deadlines;
+  if (s.expect.max_p99_ms)
+    expect["max_p99_ms"] = *s.expect.max_p99_ms;
+  if (s.expect.min_overload_refusals)
+    expect["min_overload_refusals"] = *s.expect.min_overload_refusals;
   expect["required_nack_texts"] = json::object();
   for (auto& [v, texts] : s.expect.required_nack_texts)
     expect["required_nack_texts"][routing::to_string(v)] = texts;

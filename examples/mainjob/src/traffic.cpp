@@ -75,9 +75,70 @@ int64_t reaction_delay_ms(int64_t attempt) {
   return std::min<int64_t>(int64_t{250} << (attempt - 1), 4000);
 }
 
+observed_outcome overload_refusal(outcome_kind kind, routing::verdict v,
+                                  const std::string& text) {
+  observed_outcome o;
+  o.kind = kind;
+  o.verdict = v;
+  o.overloaded = v == routing::verdict::unavailable
+                 && text.find("overloaded") != std::string::npos;
+  // Digits right after `from` (spaces skipped), if any.
+  auto number_at = [&](size_t from) -> std::optional<int64_t> {
+    while (from < text.size() && text[from] == ' ')
+      ++from;
+    int64_t n = 0;
+    size_t digits = 0;
+    for (; from < text.size() && text[from] >= '0' && text[from] <= '9' && digits < 12;
+         ++from, ++digits)
+      n = n * 10 + (text[from] - '0');
+    if (digits == 0)
+      return std::nullopt;
+    return n;
+  };
+  static const std::string key = "retry_after_ms";
+  for (auto pos = text.find(key); pos != std::string::npos && !o.retry_after_ms;
+       pos = text.find(key, pos + 1)) {
+    auto i = pos + key.size();
+    if (i < text.size() && text[i] == '"')
+      ++i;
+    if (i < text.size() && (text[i] == '=' || text[i] == ':' || text[i] == ' '))
+      o.retry_after_ms = number_at(i + 1);
+  }
+  static const std::string words = "retry after ";
+  for (auto pos = text.find(words); pos != std::string::npos && !o.retry_after_ms;
+       pos = text.find(words, pos + 1)) {
+    auto n = number_at(pos + words.size());
+    auto end = text.find_first_not_of("0123456789 ", pos + words.size());
+    if (n && end != std::string::npos && text.compare(end, 2, "ms") == 0)
+      o.retry_after_ms = n;
+  }
+  return o;
+}
+
 std::vector<planned_delivery> reactor::on_outcome(const planned_delivery& d,
                                                   const observed_outcome& o, int64_t now_ms) {
   std::vector<planned_delivery> out;
+  if (o.overloaded
+      && (o.kind == outcome_kind::nack || o.kind == outcome_kind::suppressed_failure)) {
+    ++counters_.overload_refusals;
+    if (!o.retry_after_ms)
+      ++counters_.overload_refusals_without_retry_after;
+    if (d.overload_attempt >= overload_max_resends_) {
+      ++counters_.overload_resends_exhausted;
+      return out;
+    }
+    auto next = d;
+    next.id = prefix_ + "-r" + std::to_string(next_id_++);
+    next.overload_attempt = d.overload_attempt + 1;
+    if (d.kind == delivery_kind::frame)
+      next.frame = streams_.full(d.sender, d.stream);
+    else if (d.kind == delivery_kind::request)
+      next.chain = d.chain.empty() ? d.id : d.chain;
+    next.t_ms = now_ms + o.retry_after_ms.value_or(overload_default_retry_after_ms);
+    ++counters_.overload_resends;
+    out.push_back(std::move(next));
+    return out;
+  }
   if (!is_transient_nack(o))
     return out;
   auto next = d;
@@ -115,6 +176,7 @@ traffic_generator::traffic_generator(const scenario& s, std::string id_prefix)
     rng_(s.seed ^ fnv1a64("traffic")),
     end_ms_(s.duration_s * 1000),
     reactor_(prefix_, s.traffic.request_max_resends) {
+  reactor_.set_overload_max_resends(s.traffic.overload_max_resends);
   auto& t = s_.traffic;
   uint64_t n = 1;
   for (auto& b : t.bursts) {

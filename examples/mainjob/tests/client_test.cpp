@@ -71,7 +71,7 @@ TEST_CASE("client: a scenario with a roll, faults or co-hosted senders is refuse
         == std::vector<std::string>{
           "/roll/order: expected [] (cafmesh-client cannot stop or restart the cluster's "
           "silos), got 3 stop(s)",
-          "/faults: expected [] (cafmesh-client cannot stall the cluster's silos), got 1 "
+          "/faults: expected [] (cafmesh-client cannot stall, kill or signal the cluster's silos), got 1 "
           "fault(s)",
           "/traffic/senders: expected \"pure_client\" (cafmesh-client hosts no hubs in silos), "
           "got \"both\""});

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "cafmesh/mainjob/driver.hpp"
@@ -253,7 +254,7 @@ TEST_CASE("mainjob driver: the progress sample shows the rolling silo and its st
 
 TEST_CASE("mainjob driver: stall faults start and end on time") {
   auto s = small();
-  s.faults = {{"stall", "C", 200, 300, false}};
+  s.faults = {{"stall", "C", 200, 300, false, {}}};
   scripted_mesh m;
   demo_driver d{s, m, "in_process"};
   d.advance(199);
@@ -264,4 +265,103 @@ TEST_CASE("mainjob driver: stall faults start and end on time") {
   d.advance(499);
   d.advance(500);
   CHECK(m.commands == std::vector<std::string>{"stall C undetected", "unstall C"});
+}
+
+TEST_CASE("mainjob driver: roll steps stop silos at their own times, so their windows overlap") {
+  auto s = small();
+  s.silos = {"A", "B"};
+  s.roll.steps = {{"A", 100, 10}, {"B", 110, 20}};
+  scripted_mesh m;
+  demo_driver d{s, m, "in_process"};
+  d.on_silo({"A", 1, roll_phase::active, std::nullopt, std::nullopt}, 0);
+  d.on_silo({"B", 2, roll_phase::active, std::nullopt, std::nullopt}, 0);
+  d.advance(100);
+  CHECK(m.commands == std::vector<std::string>{"stop A"});
+  CHECK(d.next_wakeup_ms() <= 110);
+  d.advance(110);
+  CHECK(m.commands == std::vector<std::string>{"stop A", "stop B"});
+  CHECK_FALSE(d.traffic_done());
+  d.on_silo({"A", 1, roll_phase::stopped, std::nullopt, 3}, 130);
+  d.on_silo({"B", 2, roll_phase::stopped, std::nullopt, 4}, 135);
+  d.advance(139);
+  CHECK(m.commands.size() == 2);
+  d.advance(140); // A: 10 ms after its stop
+  CHECK(m.commands.back() == "restart A");
+  d.advance(155); // B: 20 ms after its stop
+  CHECK(m.commands.back() == "restart B");
+  d.on_silo({"B", 4, roll_phase::active, std::nullopt, std::nullopt}, 160);
+  d.on_silo({"A", 3, roll_phase::active, std::nullopt, std::nullopt}, 161);
+  REQUIRE(d.stops().size() == 2);
+  CHECK(d.stops()[0].name == "A");
+  CHECK(d.stops()[0].stop_duration_ms == 30);
+  CHECK(d.stops()[0].generation_after == 3u);
+  CHECK(d.stops()[1].name == "B");
+  CHECK(d.stops()[1].stop_duration_ms == 25);
+  CHECK(d.stops()[1].generation_after == 4u);
+}
+
+TEST_CASE("mainjob driver: kill and second_signal faults reach the mesh; a mesh that cannot inject them fails the run") {
+  struct killing_mesh : scripted_mesh {
+    bool kill_silo(const std::string& name) override {
+      commands.push_back("kill " + name);
+      return true;
+    }
+    bool signal_silo_again(const std::string& name) override {
+      commands.push_back("signal " + name);
+      return true;
+    }
+  };
+  auto s = small();
+  s.faults = {{"kill", "A", 100, 1, false, 50}, {"second_signal", "B", 120, 1, false, {}}};
+  killing_mesh m;
+  demo_driver d{s, m, "in_process"};
+  d.advance(100);
+  CHECK(m.commands == std::vector<std::string>{"kill A"});
+  d.advance(120);
+  CHECK(m.commands == std::vector<std::string>{"kill A", "signal B"});
+  d.advance(150);
+  CHECK(m.commands == std::vector<std::string>{"kill A", "signal B", "restart A"});
+  scripted_mesh plain;
+  demo_driver d2{s, plain, "in_process"};
+  run(d2, plain, land);
+  auto r = d2.finish();
+  CHECK_FALSE(r.passed);
+  auto i = std::find_if(r.checks.begin(), r.checks.end(),
+                        [](auto& c) { return c.name == "every fault was injected"; });
+  REQUIRE(i != r.checks.end());
+  CHECK_FALSE(i->ok);
+  CHECK(i->detail == "2 not injected");
+}
+
+TEST_CASE("mainjob driver: an entry's overload refusal counts as unavailable and its delivery is re-sent after retry_after_ms") {
+  auto s = small();
+  s.traffic.weights = {0, 0, 1};
+  scripted_mesh m;
+  demo_driver d{s, m, "in_process"};
+  d.advance(0);
+  REQUIRE(m.submitted.size() == 1);
+  auto first = m.submitted[0];
+  d.on_hub_event("entry_failed", first.id, verdict::failed,
+                 "router core overloaded: 16 legs in flight (retry_after_ms=40)", false, 5);
+  CHECK(d.ledger().terminated(first.id));
+  CHECK(d.next_wakeup_ms() <= 45);
+  auto resends = [&] {
+    std::vector<planned_delivery> out;
+    for (auto& p : m.submitted)
+      if (p.id.rfind("demo-r", 0) == 0)
+        out.push_back(p);
+    return out;
+  };
+  d.advance(44);
+  CHECK(resends().empty());
+  d.advance(45);
+  REQUIRE(resends().size() == 1);
+  CHECK(resends()[0].target == first.target);
+  CHECK(resends()[0].sender == first.sender);
+  CHECK(resends()[0].overload_attempt == 1);
+  auto r = d.finish();
+  CHECK(r.input.ledger.nacked_by_verdict.at(verdict::unavailable) == 1);
+  CHECK(r.input.traffic.overload_refusals == 1);
+  CHECK(r.input.traffic.overload_refusals_without_retry_after == 0);
+  CHECK(r.input.traffic.overload_resends == 1);
 }

@@ -57,7 +57,8 @@ TEST_CASE("mainjob report: clean run passes with exit code 0") {
           "NACKed failed <= 0", "NACKed not_found <= 0", "NACKed rejected <= 0",
           "NACKed routing_loop <= 0", "NACKed unauthorized <= 0", "NACKed forbidden <= 0",
           "request chains exhausted <= 0", "no NACK text contains \"no active silo\"",
-          "no NACK text contains \"no_compatible_silo\""});
+          "no NACK text contains \"no_compatible_silo\"",
+          "requests ended by their deadline <= 0"});
 }
 
 TEST_CASE("mainjob report: exit code 1 when lost, order violations or stale drops are not 0") {
@@ -117,7 +118,7 @@ TEST_CASE("mainjob report: JSON shape") {
           "multiple_terminal_sample",
           "nacked", "nacked_total", "nacks_on_answer_suppressed", "node_exits",
           "order_violation_sample",
-          "order_violations", "passed", "rate_per_s", "scenario", "schema", "seed", "silos",
+          "order_violations", "passed", "rate", "rate_per_s", "requests", "scenario", "schema", "seed", "silos",
           "stale_drops", "suppressed_failures", "suppressed_failures_total", "traffic",
           "unconfirmed", "unknown_outcomes"});
   CHECK(j["schema"] == "cafmesh.demo.report/1");
@@ -256,4 +257,55 @@ TEST_CASE("mainjob report: every NACK of a verdict with required texts must cont
   CHECK(by_name.at("every failed NACK text contains \"timed out\" or \"expired\"")
         == std::make_pair(false, std::string{"1 (Delivery to 'x' failed: boom)"}));
   CHECK(bad.exit_code == 1);
+}
+
+TEST_CASE("mainjob report: requests answered and unanswered, offered and carried rate, the deadline and p99 expectations, overload refusals") {
+  auto in = clean_input();
+  outcome_ledger l;
+  auto req = [](std::string id) {
+    return accepted_delivery{std::move(id), delivery_kind::request, "portal/u1/tab1",
+                             "node/Org/N1", "", 0, false, "client:1", 0};
+  };
+  l.accept(req("q-1"));
+  l.accept(req("q-2"));
+  l.accept(req("q-3"));
+  l.landed("q-1", 4);
+  l.response("q-1", 6);
+  l.deadline("q-2", 30000);
+  l.nack("q-3", verdict::unavailable, "overloaded (retry_after_ms=10)", 1);
+  in.ledger = l.summarize();
+  in.duration_s = 2;
+  auto t = requests_of(in);
+  CHECK(t.answered == 1);
+  CHECK(t.unanswered == 2);
+  auto rt = rates_of(in);
+  CHECK(rt.offered_per_s == doctest::Approx(1.5));
+  CHECK(rt.carried_per_s == doctest::Approx(0.5));
+  in.expect.max_request_deadlines = 0;
+  in.expect.max_p99_ms = 3;
+  in.traffic.overload_refusals = 4;
+  in.traffic.overload_refusals_without_retry_after = 1;
+  auto r = make_report(in);
+  auto check = [&](const std::string& name) {
+    auto i = std::find_if(r.checks.begin(), r.checks.end(),
+                          [&](auto& c) { return c.name == name; });
+    REQUIRE_MESSAGE(i != r.checks.end(), name);
+    return *i;
+  };
+  CHECK_FALSE(check("requests ended by their deadline <= 0").ok);
+  CHECK(check("requests ended by their deadline <= 0").detail == "1");
+  CHECK_FALSE(check("latency p99 <= 3 ms").ok); // the one landing took 4 ms
+  CHECK(check("latency p99 <= 3 ms").detail == "4 ms (1 samples)");
+  CHECK_FALSE(check("every overload refusal carries retry_after_ms").ok);
+  CHECK(check("every overload refusal carries retry_after_ms").detail == "1 of 4 did not");
+  CHECK_FALSE(r.passed);
+  auto table = render_table(r);
+  CHECK(table.find("  requests answered/unanswered   1 / 2\n") != std::string::npos);
+  CHECK(table.find("  offered/carried per s          1.5 / 0.5\n") != std::string::npos);
+  CHECK(table.find("overload refusals") != std::string::npos);
+  auto j = nlohmann::json::parse(render_json(r));
+  CHECK(j["requests"]["answered"] == 1);
+  CHECK(j["requests"]["unanswered"] == 2);
+  CHECK(j["rate"]["offered_per_s"] == 1.5);
+  CHECK(j["traffic"]["overload_refusals"] == 4);
 }

@@ -27,14 +27,24 @@ const std::string minimal = R"({"name":"x","expected_outcome":"y"})";
 
 } // namespace
 
-TEST_CASE("mainjob scenario: the three shipped scenarios load and state an expected outcome") {
-  for (auto name : {"roll-three-silos", "stalled-directory-owner", "co-hosted-vs-client"}) {
+TEST_CASE("mainjob scenario: the shipped scenarios load and state an expected outcome") {
+  for (auto name : {"roll-three-silos", "stalled-directory-owner", "co-hosted-vs-client",
+                    "overlapping-stops", "kill-gateway"}) {
     CAPTURE(name);
     auto r = load_scenario_file(std::string{CAFMESH_SCENARIO_DIR} + "/" + name + ".json");
     REQUIRE_MESSAGE(r.ok, r.message());
     CHECK(r.value.name == name);
     CHECK(r.value.expected_outcome.size() > 40);
   }
+}
+
+TEST_CASE("mainjob scenario: overload-roll loads, with the admission bounds routing.max_in_flight and gateway.max_outstanding in its config") {
+  auto r = load_scenario_file(std::string{CAFMESH_SCENARIO_DIR} + "/overload-roll.json");
+  REQUIRE_MESSAGE(r.ok, r.message());
+  CHECK(r.value.name == "overload-roll");
+  CHECK(r.value.expect.max_p99_ms == 1000);
+  CHECK(r.value.expect.min_overload_refusals == 1);
+  CHECK(r.value.config_json.find("max_in_flight") != std::string::npos);
 }
 
 TEST_CASE("mainjob scenario: the embedded default is roll-three-silos.json byte for byte") {
@@ -126,12 +136,12 @@ TEST_CASE("mainjob scenario: validation errors name the JSON pointer") {
 }
 
 TEST_CASE("mainjob scenario: errors come in document order, missing required keys last") {
-  CHECK(errors_of(R"({"rate_per_s":0,"bogus":1,"faults":[{"kind":"kill","silo":"A","at_ms":0,"for_ms":1,"at_ms":2}]})")
+  CHECK(errors_of(R"({"rate_per_s":0,"bogus":1,"faults":[{"kind":"crash","silo":"A","at_ms":0,"for_ms":1,"at_ms":2}]})")
         == std::vector<std::string>{
           "/rate_per_s: expected an integer from 1 to 1000000, got 0",
           "/bogus: unknown key, known keys: name, description, expected_outcome, seed, "
           "duration_s, rate_per_s, topology, traffic, roll, faults, config, expect",
-          "/faults/0/kind: expected \"stall\", got \"kill\"",
+          "/faults/0/kind: expected one of \"stall\", \"kill\", \"second_signal\", got \"crash\"",
           "/faults/0/at_ms: duplicate key",
           "/name: expected a non-empty string, got nothing",
           "/expected_outcome: expected a non-empty string, got nothing"});
@@ -250,4 +260,82 @@ TEST_CASE("mainjob scenario: traffic bursts and required NACK texts are validate
   auto back = parse_scenario(to_json_text(r.value));
   REQUIRE_MESSAGE(back.ok, back.message());
   CHECK(to_json_text(back.value) == to_json_text(r.value));
+}
+
+TEST_CASE("mainjob scenario: overlapping roll steps are validated and round-trip") {
+  auto r = parse_scenario(
+    R"({"name":"x","expected_outcome":"y","duration_s":10,"roll":{"steps":[{"silo":"A","at_ms":2000},{"silo":"B","at_ms":2300,"restart_delay_ms":400}],"restart_delay_ms":700}})");
+  REQUIRE_MESSAGE(r.ok, r.message());
+  CHECK(r.value.roll.order.empty());
+  CHECK(r.value.roll.steps
+        == std::vector<roll_step_spec>{{"A", 2000, 700}, {"B", 2300, 400}});
+  auto back = parse_scenario(to_json_text(r.value));
+  REQUIRE_MESSAGE(back.ok, back.message());
+  CHECK(back.value.roll.steps == r.value.roll.steps);
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","roll":{"steps":[{"silo":"A"}]}})")
+        == std::vector<std::string>{"/roll/steps/0/at_ms: expected an integer >= 0, got nothing"});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","roll":{"steps":[{"silo":"A","at":1}]}})")
+        == std::vector<std::string>{"/roll/steps/0/at: unknown key, known keys: silo, at_ms, restart_delay_ms",
+                                    "/roll/steps/0/at_ms: expected an integer >= 0, got nothing"});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","roll":{"steps":{"silo":"A"}}})")
+        == std::vector<std::string>{"/roll/steps: expected an array of roll steps, got {\"silo\":\"A\"}"});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","roll":{"steps":[{"silo":"D","at_ms":1}]}})")
+        == std::vector<std::string>{"/roll/steps/0/silo: expected one of the silos (A, B, C), got \"D\""});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","roll":{"steps":[{"silo":"A","at_ms":1},{"silo":"A","at_ms":5}]}})")
+        == std::vector<std::string>{"/roll/steps/1/silo: expected a silo no earlier step names, got \"A\""});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","duration_s":2,"roll":{"steps":[{"silo":"A","at_ms":2000}]}})")
+        == std::vector<std::string>{"/roll/steps/0/at_ms: expected an integer < duration_s * 1000 (2000), got 2000"});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","roll":{"order":["B"],"steps":[{"silo":"A","at_ms":1}]}})")
+        == std::vector<std::string>{
+          "/roll/steps: expected an empty array when roll.order names silos (one or the other), got [\"A\"]..."});
+}
+
+TEST_CASE("mainjob scenario: fault kinds kill and second_signal are validated and round-trip") {
+  auto r = parse_scenario(
+    R"({"name":"x","expected_outcome":"y","faults":[{"kind":"kill","silo":"A","at_ms":3000,"restart_after_ms":2000},{"kind":"kill","silo":"B","at_ms":4000},{"kind":"second_signal","silo":"C","at_ms":5000}]})");
+  REQUIRE_MESSAGE(r.ok, r.message());
+  REQUIRE(r.value.faults.size() == 3);
+  CHECK(r.value.faults[0].kind == "kill");
+  CHECK(r.value.faults[0].restart_after_ms == 2000);
+  CHECK_FALSE(r.value.faults[1].restart_after_ms.has_value());
+  CHECK(r.value.faults[2].kind == "second_signal");
+  CHECK(r.value.faults[2].at_ms == 5000);
+  auto back = parse_scenario(to_json_text(r.value));
+  REQUIRE_MESSAGE(back.ok, back.message());
+  CHECK(to_json_text(back.value) == to_json_text(r.value));
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","faults":[{"kind":"crash","silo":"A","at_ms":1,"for_ms":1}]})")
+        == std::vector<std::string>{
+          "/faults/0/kind: expected one of \"stall\", \"kill\", \"second_signal\", got \"crash\""});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","faults":[{"kind":"kill","silo":"A","at_ms":1,"for_ms":5}]})")
+        .at(0)
+        .rfind("/faults/0/for_ms: unknown key", 0)
+        == 0);
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","faults":[{"kind":"second_signal","silo":"A","at_ms":1,"restart_after_ms":5}]})")
+        .at(0)
+        .rfind("/faults/0/restart_after_ms: unknown key", 0)
+        == 0);
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","faults":[{"kind":"kill","silo":"A","at_ms":1,"restart_after_ms":-1}]})")
+        == std::vector<std::string>{
+          "/faults/0/restart_after_ms: expected an integer >= 0, got -1"});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","faults":[{"kind":"kill","silo":"Q","at_ms":1}]})")
+        == std::vector<std::string>{"/faults/0/silo: expected one of the silos (A, B, C), got \"Q\""});
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","faults":[{"kind":"stall","silo":"A","at_ms":1}]})")
+        == std::vector<std::string>{"/faults/0/for_ms: expected an integer >= 1, got nothing"});
+}
+
+TEST_CASE("mainjob scenario: expect max_request_deadlines, max_p99_ms and traffic overload_max_resends") {
+  auto r = parse_scenario(
+    R"({"name":"x","expected_outcome":"y","traffic":{"overload_max_resends":7},"expect":{"max_request_deadlines":0,"max_p99_ms":250}})");
+  REQUIRE_MESSAGE(r.ok, r.message());
+  CHECK(r.value.traffic.overload_max_resends == 7);
+  CHECK(r.value.expect.max_request_deadlines == 0);
+  CHECK(r.value.expect.max_p99_ms == 250);
+  auto back = parse_scenario(to_json_text(r.value));
+  REQUIRE_MESSAGE(back.ok, back.message());
+  CHECK(to_json_text(back.value) == to_json_text(r.value));
+  CHECK(parse_scenario(minimal).value.traffic.overload_max_resends == 20);
+  CHECK(errors_of(R"({"name":"x","expected_outcome":"y","expect":{"max_p99_ms":"fast"}})")
+        .at(0)
+        .rfind("/expect/max_p99_ms: expected an integer", 0)
+        == 0);
 }

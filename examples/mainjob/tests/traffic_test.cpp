@@ -299,3 +299,59 @@ TEST_CASE("mainjob traffic: a burst of 331 requests comes on top of the paced sc
   CHECK(std::count_if(at.begin(), at.end(), [](auto& d) { return d.id.rfind("demo-b", 0) == 0; })
         == 331 * 11 / 50 + 1);
 }
+
+TEST_CASE("mainjob traffic: an overload refusal is re-sent as a new delivery after its retry_after_ms, without using up the request's re-sends") {
+  auto o = overload_refusal(outcome_kind::nack, verdict::unavailable,
+                            "router core overloaded: 64 legs in flight (retry_after_ms=250)");
+  CHECK(o.overloaded);
+  CHECK(o.retry_after_ms == 250);
+  CHECK(overload_refusal(outcome_kind::nack, verdict::unavailable,
+                         R"({"text":"overloaded","retry_after_ms": 40})")
+          .retry_after_ms
+        == 40);
+  CHECK(overload_refusal(outcome_kind::nack, verdict::unavailable,
+                         "silo S1 overloaded: 16 deliveries in flight (routing.max_in_flight "
+                         "16); retry after 500 ms")
+          .retry_after_ms
+        == 500);
+  CHECK_FALSE(overload_refusal(outcome_kind::nack, verdict::unavailable,
+                               "overloaded; retry after a while (about 5 s)")
+                .retry_after_ms);
+  CHECK_FALSE(overload_refusal(outcome_kind::nack, verdict::failed, "overloaded").overloaded);
+  CHECK_FALSE(overload_refusal(outcome_kind::nack, verdict::unavailable, "no gateway").overloaded);
+  CHECK_FALSE(
+    overload_refusal(outcome_kind::nack, verdict::unavailable, "overloaded").retry_after_ms);
+  auto s = small();
+  s.traffic.weights = {0, 0, 1};
+  s.traffic.overload_max_resends = 2;
+  traffic_generator g{s};
+  auto plan = g.take_due(0);
+  REQUIRE(plan.size() == 1);
+  auto d = plan[0];
+  auto next = g.on_outcome(d, o, 100);
+  REQUIRE(next.size() == 1);
+  CHECK(next[0].id == "demo-r1");
+  CHECK(next[0].t_ms == 350);
+  CHECK(next[0].attempt == 0);
+  CHECK(next[0].overload_attempt == 1);
+  CHECK(next[0].chain == "demo-1");
+  auto plain = overload_refusal(outcome_kind::nack, verdict::unavailable, "gateway overloaded");
+  auto again = g.on_outcome(next[0], plain, 400);
+  REQUIRE(again.size() == 1);
+  CHECK(again[0].t_ms == 400 + overload_default_retry_after_ms);
+  CHECK(g.on_outcome(again[0], o, 600).empty()); // the third is not made
+  CHECK(g.counters().overload_refusals == 3);
+  CHECK(g.counters().overload_refusals_without_retry_after == 1);
+  CHECK(g.counters().overload_resends == 2);
+  CHECK(g.counters().overload_resends_exhausted == 1);
+  CHECK(g.counters().requests_resent == 0);
+  // a refused heartbeat (its failure is a suppressed failure) is re-sent too
+  auto hb = d;
+  hb.kind = delivery_kind::post;
+  hb.answer_suppressed = true;
+  CHECK(g.on_outcome(hb, overload_refusal(outcome_kind::suppressed_failure, verdict::unavailable,
+                                          "overloaded retry_after_ms=5"),
+                     0)
+          .size()
+        == 1);
+}

@@ -63,6 +63,14 @@ public:
   /// End a stall.
   virtual void unstall_silo(const std::string& name) = 0;
 
+  /// End silo `name` without a lifecycle stop (fault `kill`: a crash). False when this mesh
+  /// cannot (the default); the driver then fails the check `every fault was injected`.
+  virtual bool kill_silo(const std::string& name);
+
+  /// A second stop request to silo `name` (fault `second_signal`): a graceful stop in
+  /// progress escalates to non-graceful. False when this mesh cannot (the default).
+  virtual bool signal_silo_again(const std::string& name);
+
   /// Can the driver learn that `d` succeeded? True (the default) when the mesh reports its
   /// landing or response; false for a one-way delivery to a hub whose landing this process
   /// cannot see (a pure client's post or heartbeat to another process's hub): such a
@@ -126,7 +134,8 @@ public:
   /// `response`, `nack`, `deadline`, `duplicate`, `suppressed` or `entry_failed`; `v` the
   /// verdict) passed to the matching `on_*` call. An entry failure is a NACK, or a
   /// suppressed failure when `answer_suppressed` (its verdict from the text rule, SPEC §7.4,
-  /// when the entry gave `failed`). Ids ending in `-response` (the responses node hubs send)
+  /// when the entry gave `failed`; `unavailable` when the text says "overloaded": the
+  /// entry's admission refusal). Ids ending in `-response` (the responses node hubs send)
   /// are not scenario deliveries and are ignored.
   void on_hub_event(const std::string& kind, const std::string& id, routing::verdict v,
                     const std::string& text, bool answer_suppressed, int64_t t_ms);
@@ -179,9 +188,12 @@ private:
   void submit(planned_delivery d, int64_t now_ms);
   void terminal(const std::string& id, const observed_outcome& o, int64_t t_ms);
   void roll_advance(int64_t now_ms);
-  /// Counts a landing in the stop record of the silo being rolled (from its stopping signal
-  /// until its new generation is Active), if any.
+  void steps_advance(int64_t now_ms);
+  /// Counts a landing in the stop record of every silo out (from its stopping signal until
+  /// its new generation is Active).
   void count_in_stop();
+  /// Starts the stop record of `name` and sends the stop; answers the record's index.
+  size_t begin_stop(const std::string& name, int64_t now_ms);
 
   // The schedule source (generator or trace replay).
   std::optional<int64_t> next_due_ms() const;
@@ -208,7 +220,16 @@ private:
   int64_t roll_due_ms_ = 0;
   std::optional<roll_status> roll_status_;
   std::vector<silo_stop_record> stops_;
-  // faults: (time, index, begin?)
+  /// `roll.steps`: each step's own progress (same states as the sequential roll).
+  struct step_state {
+    roll_step step = roll_step::wait_stop;
+    int64_t due_ms = 0;
+    size_t record = 0; ///< index into `stops_` once stopped
+    roll_status status;
+  };
+  std::vector<step_state> steps_;
+  uint64_t faults_not_injected_ = 0; ///< kill / second_signal the mesh could not inject
+  // faults: (time, index, begin?); a kill's end is its restart
   std::vector<std::pair<int64_t, std::pair<size_t, bool>>> fault_steps_;
   size_t fault_pos_ = 0;
   rate_meter meter_;

@@ -55,9 +55,17 @@ using mp_routing_atom = caf::atom_constant<caf::atom("mprouting")>;
 /// local route of the routing service given by `mp_routing_atom`; later requests for the
 /// key answer the same hub. Before the routing
 /// service is known it answers `silo_unavailable`. The hubs are linked to the factory and
-/// exit with it. The result is an untyped actor; `caf::actor_cast` it to
-/// `routing::hub_factory_actor` for `silo_options::hubs`.
-caf::actor spawn_echo_hub_factory(caf::actor_system& sys, const config::routing_section& cfg);
+/// exit with it: kill the factory when the silo's process ends and its hubs end too. The
+/// result is an untyped actor; `caf::actor_cast` it to `routing::hub_factory_actor` for
+/// `silo_options::hubs`.
+///
+/// `fixed` (may be null): keys answered with these hubs instead (hubs that live elsewhere
+/// and are shared by every silo, e.g. the demo's owner hubs). `observer` (may be null):
+/// every hub it creates tells it its events (`routing::spawn_hub_endpoint`), so a driver
+/// sees the landings at the silo's own answering hubs.
+caf::actor spawn_echo_hub_factory(caf::actor_system& sys, const config::routing_section& cfg,
+                                  std::shared_ptr<const hub_map> fixed = nullptr,
+                                  caf::actor observer = caf::actor{});
 
 /// Spawns the pure client of a process (`routing::spawn_pure_client`: centre, agent, routing
 /// service with inbound attach) on its network endpoint `ep` (`start_net_link`), configured

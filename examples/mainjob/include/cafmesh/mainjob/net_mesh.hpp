@@ -7,31 +7,37 @@
 /// all in this process, driven by `demo_driver` in wall-clock time.
 ///
 /// ## Topology
-/// - **Client system** (`client-1`): the membership oracle's host (the network's primary:
-///   the silos are rolled, so none of them may host it; it plays the part of Orleans'
-///   membership table), a pure client (message centre, membership agent, routing service with
-///   role `pure_client` on its own network link) and the application's hubs: portal hubs
-///   whose `portal_origin` is a client, registered as local routes of the client's routing
-///   service; node hubs `node/Org/N{i}` (answer requests) and owner hubs `node/Owner/O{i}`.
-/// - **Silo systems** A, B, C …: one `start_net_silo` each, with a hub factory that hands
-///   the node-hub grains the application's hub for their prefix (an in-process hand-over,
-///   as an embedding application's factory would) and a path resolver for `node/{prefix}`.
-///   Every silo-to-silo and client-to-gateway message crosses TCP.
+/// The users' topology: the hubs that answer requests live inside the silos that are rolled.
+/// - **Client system** (`client-1`): the membership oracle's host (the network's primary; a
+///   development oracle may live in any process, and the pure client is where a user would
+///   keep it: it hosts no hub that answers requests, and a production cluster keeps the
+///   table on an external store instead), a pure client (message centre, membership agent,
+///   routing service with role `pure_client` on its own network link), the portal hubs
+///   whose `portal_origin` is a client (local routes of the client's routing service) and
+///   the owner hubs `node/Owner/O{i}` (which send through a home silo's co-hosted entry).
+/// - **Silo systems** A, B, C …: one `start_net_silo` each, with the silo's own application
+///   in the silo's actor system: an echo hub factory (`spawn_echo_hub_factory`) that creates
+///   the answering hub of a node hub `node/Org/N{i}` on its first activation on that silo,
+///   sending its responses through that silo; the owner hubs are handed over from the shared
+///   map. When a silo's host stop has answered, its application ends (its hubs with it);
+///   a node hub activated there re-activates on another silo, whose application creates a
+///   hub of its own. Every silo-to-silo and client-to-gateway message crosses TCP.
 ///
 /// ## Hubs and homes
 /// Owner hubs send their frames through the co-hosted entry (SPEC §6.2) of a home silo
-/// (owner i starts on silo i % n), where they are registered as local routes; node hubs send
-/// their responses through a home silo too. When a silo is stopped its node hubs move at
-/// once to the next available silo; its owner hubs hold their frames until the silo's stage
-/// Active has stopped (the quiescence hold released: every leg the old home accepted has
-/// ended) and then move, so a stream's frames never enter two router cores at once and
-/// per-stream order holds across the move (SPEC §6.8, §10).
+/// (owner i starts on silo i % n), where they are registered as local routes. When a silo
+/// is stopped its owner hubs hold their frames until the silo's stage Active has stopped
+/// (the quiescence hold released: every leg the old home accepted has ended) and then move,
+/// so a stream's frames never enter two router cores at once and per-stream order holds
+/// across the move (SPEC §6.8, §10). A killed silo's owners move at once.
 ///
 /// ## `--processes`
 /// `run_processes` runs the same driver on a mesh whose silos are `cafmesh-node` processes
-/// (demo_process.hpp has the protocol): this process keeps the client system, the node hubs
-/// and the driver; owner hubs (and co-hosted portal hubs) live in their home silo's process.
-/// A roll stop is SIGTERM; a stop has ended when the process has exited.
+/// (demo_process.hpp has the protocol): this process keeps the client system (and the
+/// oracle) and the driver; every node process hosts its own answering node hubs, and owner
+/// hubs (and co-hosted portal hubs) live in their home silo's process. A roll stop is
+/// SIGTERM; a stop has ended when the process has exited; a `kill` fault is SIGKILL and a
+/// `second_signal` a second SIGTERM.
 ///
 /// ## Timing and the end of the run
 /// The driver's clock is milliseconds since the traffic started (steady clock). Once the
@@ -73,7 +79,8 @@ std::optional<report> run_in_process(const scenario& s, const run_settings& rs);
 /// every silo is a `cafmesh-node` process started from `node_binary` (demo_process.hpp; its
 /// configuration file and output go to a fresh `/tmp/cafmesh-demo-*` directory, removed
 /// after a clean run), this process is the pure client: it hosts the oracle (the primary),
-/// the client's portal hubs, the node hubs and the driver. Owner hubs (and co-hosted portal
+/// the client's portal hubs and the driver. Each node process hosts its own answering node
+/// hubs; owner hubs (and co-hosted portal
 /// hubs) live in their home silo's process and send through its co-hosted entry; the demo
 /// reaches them and receives their events through CAF io. A roll stop is SIGTERM to the
 /// node process (graceful host stop); the stop has ended when the process exits; the restart

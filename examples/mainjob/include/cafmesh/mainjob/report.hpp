@@ -13,8 +13,11 @@
 /// process exited 0` (`report_input::node_exits`). Then the scenario's
 /// `expect` section: `NACKed {verdict} <= {n}` per `max_nacked` entry, `NACKed {verdict} >=
 /// {n}` per `min_nacked` entry, `request chains exhausted <= {n}`, and
-/// `no NACK text contains "{text}"` per forbidden text. The report passes iff every check
-/// holds; exit code 0 then, else 1 (`exit_codes::failed`).
+/// `no NACK text contains "{text}"` per forbidden text, `requests ended by their deadline <=
+/// {n}` (`max_request_deadlines`), `latency p99 <= {n} ms` (`max_p99_ms`). When deliveries
+/// were refused as overloaded, `every overload refusal carries retry_after_ms`; with
+/// `kill` / `second_signal` faults, `every fault was injected`. The report passes iff every
+/// check holds; exit code 0 then, else 1 (`exit_codes::failed`).
 
 #include <cstdint>
 #include <iosfwd>
@@ -95,7 +98,31 @@ struct report_input {
   /// measured the check `every rolled node process exited 0` is added.
   std::optional<uint64_t> node_exits;
   uint64_t node_exits_unclean = 0;
+  /// The scenario has `kill` or `second_signal` faults: the check `every fault was injected`
+  /// is added, failing when the mesh could not inject `faults_not_injected` of them.
+  bool has_faults_to_inject = false;
+  uint64_t faults_not_injected = 0;
 };
+
+/// Requests by how they ended: `answered` (their response), `unanswered` (a NACK, their
+/// deadline, or nothing yet).
+struct request_tally {
+  uint64_t answered = 0;
+  uint64_t unanswered = 0;
+};
+
+/// The requests of `in` by how they ended.
+request_tally requests_of(const report_input& in);
+
+/// Offered rate: deliveries handed to the mesh (re-sends included) per second of traffic;
+/// carried rate: deliveries that landed (or were answered) per second of traffic.
+struct rates {
+  double offered_per_s = 0;
+  double carried_per_s = 0;
+};
+
+/// The rates of `in` over its `duration_s`.
+rates rates_of(const report_input& in);
 
 /// One evaluated check.
 struct report_check {

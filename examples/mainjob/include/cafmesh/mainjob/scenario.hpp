@@ -72,29 +72,56 @@ struct traffic_spec {
   payload_sizes payload_bytes;
   int64_t request_deadline_ms = 30000; ///< the sender's deadline per request delivery (SPEC §6.12)
   int64_t request_max_resends = 5;     ///< re-sends after shutting_down / unavailable (SPEC §12.1)
+  /// Re-sends of one delivery the entry refused as overloaded (verdict `unavailable`, text
+  /// "overloaded"), each after the refusal's `retry_after_ms`; the refusal after the last
+  /// one ends the chain (counted in `overload_resends_exhausted`).
+  int64_t overload_max_resends = 20;
   std::vector<burst_spec> bursts;      ///< request bursts on top of the paced rate
+};
+
+/// One step of `roll.steps`: silo `silo` is stopped gracefully at `at_ms` whatever the
+/// other steps are doing (so the stop windows of two steps may overlap) and restarted
+/// `restart_delay_ms` after its own stop completed.
+struct roll_step_spec {
+  std::string silo;
+  int64_t at_ms = 0;            ///< since the traffic started; < duration
+  int64_t restart_delay_ms = 1000;
+
+  friend bool operator==(const roll_step_spec& x, const roll_step_spec& y) {
+    return x.silo == y.silo && x.at_ms == y.at_ms && x.restart_delay_ms == y.restart_delay_ms;
+  }
 };
 
 /// Section `roll`: each silo in `order` in turn is stopped gracefully (SPEC §3.7) and
 /// restarted with the next generation (SPEC §2.3). Silo i+1 is stopped `interval_ms` after
 /// silo i's new incarnation is Active; a silo restarts `restart_delay_ms` after its stop
-/// completed. An empty `order` means no roll.
+/// completed. An empty `order` means no sequential roll. `steps` instead gives each stop
+/// its own start time, so stops may overlap (`order` and `steps` are not used together).
 struct roll_spec {
   std::vector<std::string> order;  ///< silo names; repeats allowed
+  std::vector<roll_step_spec> steps; ///< independent stops; each silo at most once
   int64_t first_stop_at_ms = 5000; ///< since the traffic started; < duration
   int64_t restart_delay_ms = 1000;
   int64_t interval_ms = 5000;
 };
 
-/// One injected fault (`faults` array). Today only `stall`: every message to the silo and
-/// from its actors is held from `at_ms` for `for_ms` (SPEC §12.1 fault injection); an
-/// undetected stall is never declared Dead by the failure detector (SPEC §4.3, S12.59).
+/// One injected fault (`faults` array), by `kind`:
+/// - `stall`: every message to the silo and from its actors is held from `at_ms` for
+///   `for_ms` (SPEC §12.1 fault injection); an undetected stall is never declared Dead by
+///   the failure detector (SPEC §4.3, S12.59);
+/// - `kill`: the silo ends at `at_ms` without a lifecycle stop (a crash, `kill -9` of its
+///   process); with `restart_after_ms` it starts again with the next generation that long
+///   after the kill;
+/// - `second_signal`: a second stop request reaches the silo at `at_ms` (the second SIGTERM
+///   of an operator): a stop in progress escalates to non-graceful; without a stop in
+///   progress it is a non-graceful stop.
 struct fault_spec {
   std::string kind = "stall";
   std::string silo;
   int64_t at_ms = 0;
-  int64_t for_ms = 1;
-  bool detected = false;
+  int64_t for_ms = 1;      ///< `stall` only
+  bool detected = false;   ///< `stall` only
+  std::optional<int64_t> restart_after_ms; ///< `kill` only; none: not restarted
 };
 
 /// Section `expect`: machine-checked parts of the expected outcome, on top of the fixed rule
@@ -108,6 +135,14 @@ struct expectation {
   /// e.g. `failed` -> {"timed out", "expired"}: the only failures allowed are response
   /// timeouts (SPEC §7.6).
   std::map<routing::verdict, std::vector<std::string>> required_nack_texts;
+  /// At most this many requests may end by their deadline (0 for a healthy graceful roll:
+  /// every request is answered or NACKed).
+  std::optional<int64_t> max_request_deadlines;
+  /// The accepted deliveries' latency p99 (first landing - accepted) must not exceed this.
+  std::optional<int64_t> max_p99_ms;
+  /// At least this many deliveries must have been refused as overloaded (a scenario that
+  /// offers more than the mesh carries shows that the bound was reached).
+  std::optional<int64_t> min_overload_refusals;
 };
 
 /// One scenario (see the file comment and examples/README.md, "Scenarios").

@@ -30,6 +30,12 @@
 /// - a request NACKed `shutting_down` or `unavailable`: re-sent as a NEW delivery (new id,
 ///   same sender, target and payload size), at most `request_max_resends` times per original
 ///   request; the re-send after that is not made and the chain counts as exhausted;
+/// - a delivery the entry refused before accepting it because a bound was reached (verdict
+///   `unavailable`, text containing "overloaded": admission control): re-sent as a NEW
+///   delivery after the refusal's `retry_after_ms` (100 ms when the refusal carries none;
+///   such refusals are counted), at most `traffic.overload_max_resends` times in a row; a
+///   frame is re-sent as a fresh Full. This comes before the rules above and does not use
+///   up a request's `request_max_resends`;
 /// - every other outcome: nothing.
 /// Paced ids are `{id_prefix}-{n}` and reaction ids `{id_prefix}-r{n}` (n from 1 each), so
 /// the paced schedule, ids included, does not depend on the outcomes.
@@ -71,6 +77,7 @@ struct planned_delivery {
   std::optional<routing::sync_frame> frame; ///< frames: kind, owner version, state or ops
   std::string chain;            ///< requests: id of the original request of a re-send chain
   int64_t attempt = 0;          ///< requests and frames: 0 for the original, n for the n-th re-send or fresh Full
+  int64_t overload_attempt = 0; ///< n for the n-th re-send after consecutive overload refusals
 
   /// The ledger record of this delivery once accepted at `accepted_ms`.
   accepted_delivery accepted(int64_t accepted_ms) const;
@@ -81,9 +88,28 @@ int64_t reaction_delay_ms(int64_t attempt);
 
 /// The terminal outcome the driver observed for a delivery (input to `on_outcome`).
 struct observed_outcome {
+  observed_outcome(outcome_kind k = outcome_kind::landed,
+                   routing::verdict v = routing::verdict::failed)
+    : kind(k), verdict(v) {
+    // nop
+  }
+
   outcome_kind kind = outcome_kind::landed;
   routing::verdict verdict = routing::verdict::failed; ///< for `nack`
+  bool overloaded = false;                 ///< an admission refusal (`overload_refusal`)
+  std::optional<int64_t> retry_after_ms;   ///< the refusal's back-off hint, if it carried one
 };
+
+/// What a NACK or entry refusal says about admission control: `overloaded` when its verdict
+/// is `unavailable` and its text contains "overloaded"; `retry_after_ms` when the text
+/// carries the hint as `retry_after_ms` followed by `=`, `:` or a space (JSON quotes
+/// allowed) and digits, e.g. `... overloaded (retry_after_ms=250)`, or in words,
+/// `retry after 250 ms` (the router core's refusal text). A hub passes a NACK on to its
+/// observer as verdict and text only, so the text is where the driver finds the hint.
+observed_outcome overload_refusal(outcome_kind kind, routing::verdict v, const std::string& text);
+
+/// Back-off after an overload refusal that carried no `retry_after_ms`.
+inline constexpr int64_t overload_default_retry_after_ms = 100;
 
 /// Counters of the generator's reactions.
 struct traffic_counters {
@@ -93,13 +119,21 @@ struct traffic_counters {
   uint64_t requests_resent = 0;        ///< re-sends made
   uint64_t request_resends_exhausted = 0; ///< chains whose last allowed re-send got a transient NACK too
   uint64_t fresh_fulls_exhausted = 0; ///< frame chains whose last allowed fresh Full got a transient NACK too
+  uint64_t overload_refusals = 0;      ///< deliveries refused as overloaded before acceptance
+  uint64_t overload_refusals_without_retry_after = 0; ///< of those, refusals with no `retry_after_ms`
+  uint64_t overload_resends = 0;       ///< re-sends made after an overload refusal
+  uint64_t overload_resends_exhausted = 0; ///< chains refused again after their last allowed re-send
 
   friend bool operator==(const traffic_counters& x, const traffic_counters& y) {
     return x.paced == y.paced && x.burst == y.burst
            && x.fresh_fulls_after_nack == y.fresh_fulls_after_nack
            && x.requests_resent == y.requests_resent
            && x.request_resends_exhausted == y.request_resends_exhausted
-           && x.fresh_fulls_exhausted == y.fresh_fulls_exhausted;
+           && x.fresh_fulls_exhausted == y.fresh_fulls_exhausted
+           && x.overload_refusals == y.overload_refusals
+           && x.overload_refusals_without_retry_after == y.overload_refusals_without_retry_after
+           && x.overload_resends == y.overload_resends
+           && x.overload_resends_exhausted == y.overload_resends_exhausted;
   }
 };
 
@@ -134,6 +168,9 @@ class reactor {
 public:
   reactor(std::string id_prefix, int64_t request_max_resends);
 
+  /// Bound of consecutive re-sends after overload refusals (default 20).
+  void set_overload_max_resends(int64_t n) { overload_max_resends_ = n; }
+
   /// The reaction to the terminal outcome `o` of delivery `d`, due at `now_ms`.
   std::vector<planned_delivery> on_outcome(const planned_delivery& d, const observed_outcome& o,
                                            int64_t now_ms);
@@ -146,6 +183,7 @@ public:
 private:
   std::string prefix_;
   int64_t max_resends_;
+  int64_t overload_max_resends_ = 20;
   uint64_t next_id_ = 1;
   owner_streams streams_;
   traffic_counters counters_;
