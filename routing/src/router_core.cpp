@@ -1095,8 +1095,13 @@ std::vector<std::string> end_unlanded_legs(pointer self, const std::string& why)
 
 // -- accepting (SPEC §6.4) -----------------------------------------------------------------
 
-/// Admission control: the router core already holds `routing.max_in_flight` legs.
-bool over_bound(pointer self) {
+/// Admission control: the router core already holds `routing.max_in_flight` legs and
+/// `env` is new work. A continuation (a response or a NACK) answers work some router core
+/// already accepted, so refusing it would strand that work: continuations are always
+/// admitted, and they are bounded by the requests that were admitted.
+bool over_bound(pointer self, const envelope& env) {
+  if (is_continuation(env))
+    return false;
   auto& s = self->state;
   auto bound = s.opts.routing.max_in_flight;
   return bound > 0 && s.sat.in_flight() >= static_cast<uint64_t>(bound);
@@ -1200,7 +1205,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
   return {
     // -- public protocol --
     [=](rc_route_atom, envelope& env) {
-      if (over_bound(self)) {
+      if (over_bound(self, env)) {
         refuse_overloaded(self, env);
         return;
       }
@@ -1216,7 +1221,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         f.silo = s.opts.silo;
         return to_error(f);
       }
-      if (over_bound(self)) {
+      if (over_bound(self, env)) {
         ++s.stats.refused_overloaded;
         fault f{mesh_errc::overloaded, overload_text(self)};
         f.retry_after_ms = static_cast<uint32_t>(s.opts.routing.overload_retry_after_ms);

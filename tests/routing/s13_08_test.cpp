@@ -104,3 +104,40 @@ TEST_CASE_FIXTURE(fixture, "S13.08 a router core at routing.max_in_flight refuse
   CHECK(b.local_nacks().size() == 1);
   CHECK(b.gauge_count() == 0);
 }
+
+TEST_CASE_FIXTURE(fixture, "S13.08 continuations of accepted work are admitted beyond routing.max_in_flight: a response and a NACK at the bound are accepted on either entry, new work is refused") {
+  bed b(*this);
+  b.cfg.routing.max_in_flight = 2;
+  b.start();
+  b.grain().fallback = answer::held();
+  for (auto id : {"a1", "a2"})
+    b.route(bed::make(id, "node/Org/Acme"));
+  run();
+  REQUIRE(b.stats().in_flight == 2);
+  // A response (request_id names the delivery it answers) on the co-hosted entry.
+  auto resp = bed::make("resp1", "node/Org/Acme");
+  resp.request_id = std::string{"q1"};
+  b.route(resp);
+  run();
+  auto st = b.stats();
+  CHECK(st.accepted == 3);
+  CHECK(st.refused_overloaded == 0);
+  CHECK(st.in_flight == 3);
+  // A continuation through the grain entry (a pure client's hub answering).
+  auto resp2 = bed::make("resp2", "node/Org/Acme");
+  resp2.request_id = std::string{"q2"};
+  auto g = grain_route(*this, b, resp2);
+  REQUIRE(g);
+  CHECK(g->state == delivery_state::forwarded);
+  // New work is still refused.
+  b.route(bed::make("n1", "node/Org/Acme"));
+  run();
+  st = b.stats();
+  CHECK(st.accepted == 4);
+  CHECK(st.refused_overloaded == 1);
+  CHECK(st.in_flight == 4);
+  b.release();
+  run();
+  CHECK(b.stats().in_flight == 0);
+  CHECK(b.gauge_count() == 0);
+}
