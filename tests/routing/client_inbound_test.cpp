@@ -290,6 +290,9 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a gateway stopped under a frame flow
   auto r = gateway_stop_under_flow(*this, {"a", "b", "s"}, "s");
   CHECK(r.landed == 130);
   CHECK(r.nacked == 0);
+  // One refusal: the stream's channel has one leg in flight, so only its head met A's pod
+  // hub after the signal; the frames behind it waited for its retry.
+  CHECK(logs.count("refused before its hub saw it") == 1);
 }
 
 TEST_CASE_FIXTURE(fixture, "client inbound: the attach retries under the attach policy without an Active gateway and gives up with one error line") {
