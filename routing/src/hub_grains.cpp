@@ -387,16 +387,14 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
     },
     [=](hg_deliver_atom, envelope& d) -> caf::result<envelope> {
       learn(self, me);
-      if (silo_stopping(*slots) && !is_continuation(d)) {
+      // A hub of this stopping process takes no new work. The activation stays: that hub
+      // cannot move, and continuations still have to reach it here. A pure client's hub
+      // lives in a process that is not stopping: it keeps getting its deliveries until the
+      // client, told stop-send, attaches elsewhere.
+      if (!*client && silo_stopping(*slots) && !is_continuation(d)) {
         lg.info("delivery " + d.id + " to '" + d.target.to_string()
                 + "' refused before its hub saw it: silo " + slots->silo.to_string()
                 + " is leaving; route elsewhere");
-        // A client-served pod hub moves with its client's next attach; a hub of this
-        // process cannot move, and its continuations still have to reach it here.
-        if (*client) {
-          pin(self, me, false);
-          leave(self, me);
-        }
         return to_error(leaving_fault(*slots));
       }
       auto rp = self->make_response_promise<envelope>();

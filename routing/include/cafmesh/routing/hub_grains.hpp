@@ -77,20 +77,22 @@
 ///   `silo_routing_slots::stopping` flag first when the claimer was given the slots.
 ///
 /// ## A stopping silo's hub grains
-/// Once `silo_routing_slots::stopping` is set, a node hub or pod hub activation of the silo
-/// takes only continuations (`is_continuation`: responses and NACKs, which answer work the
-/// hub's side accepted) and the deliveries it already holds (a node hub still hands over
-/// what it parked while building). Every other delivery is refused before the application
-/// hub sees it: error `silo_unavailable` "silo {S} is leaving; route elsewhere"
-/// (`fault::silo` = this silo), which the sender's leg treats as a transient hub condition
-/// (invalidate, re-resolve, retry). A node hub then deactivates (once its parked deliveries
+/// Once `silo_routing_slots::stopping` is set, a node hub activation of the silo, and a pod
+/// hub activation whose hub is a local route of this process, takes only continuations
+/// (`is_continuation`: responses and NACKs, which answer work the hub's side accepted) and
+/// the deliveries it already holds (a node hub still hands over what it parked while
+/// building). Every other delivery is refused before the application hub sees it: error
+/// `silo_unavailable` "silo {S} is leaving; route elsewhere" (`fault::silo` = this silo),
+/// which the sender's leg treats as a transient hub condition (invalidate, re-resolve,
+/// retry). A node hub then deactivates (once its parked deliveries
 /// are handed over), so the directory no longer names it and the retry places the hub anew;
 /// the sender's grain-delivery adapter tells its placement that this silo is leaving, so the
 /// new activation goes to another silo. A node hub activated after the signal builds no hub
-/// and refuses every delivery, continuations included, then deactivates. A pod hub serving
-/// a pure client deactivates too (the client attaches again elsewhere); a pod hub whose hub
-/// is a local route of this process stays, since that hub cannot move and continuations
-/// still have to reach it.
+/// and refuses every delivery, continuations included, then deactivates. A pod hub whose
+/// hub is a local route of this process refuses new work the same way but stays, since
+/// that hub cannot move and continuations still have to reach it. A pod hub serving a pure
+/// client is not affected: the client's hub lives in a process that is not stopping, and
+/// the client attaches elsewhere once the gateway sends it stop-send.
 
 #include <atomic>
 #include <cstdint>
