@@ -52,7 +52,7 @@ const std::vector<std::pair<std::string, std::string>> bad_documents{
   {with_role(R"("routng":{})"), R"(/routng: unknown key, did you mean "routing"?)"},
   {with_role(R"("zzz":{})"),
    "/zzz: unknown key, known keys: mesh, lifecycle, host, catalog, membership, directory, "
-   "placement, grain_call, routing, client, attach, pool, size, simulation, network, log"},
+   "placement, grain_call, routing, gateway, client, attach, pool, size, simulation, network, log"},
   {R"({"mesh":{"process_role":"monolith","a/b~":1}})",
    "/mesh/a~1b~0: unknown key, known keys: process_role, name"},
   {R"({"mesh":{"process_role":"monolith","process_role":"silo_host"}})",
@@ -65,6 +65,12 @@ const std::vector<std::pair<std::string, std::string>> bad_documents{
   {with_role(R"("placement":{"worker_count":0})"),
    "/placement/worker_count: expected an integer >= 1, got 0"},
   {with_role(R"("pool":{"cap":2.5})"), "/pool/cap: expected an integer >= 1, got 2.5"},
+  {with_role(R"("routing":{"max_in_flight":-1})"),
+   "/routing/max_in_flight: expected an integer >= 0, got -1"},
+  {with_role(R"("routing":{"overload_retry_after_ms":0})"),
+   "/routing/overload_retry_after_ms: expected an integer >= 1, got 0"},
+  {with_role(R"("gateway":{"max_outstanding":"lots"})"),
+   R"(/gateway/max_outstanding: expected an integer >= 0, got "lots")"},
   {with_role(R"("pool":{"cap":256.0})"), "/pool/cap: expected an integer >= 1, got 256.0"},
   {with_role(R"("host":{"shutdown_budget_ms":0})"),
    "/host/shutdown_budget_ms: expected an integer >= 1, got 0"},
@@ -150,7 +156,7 @@ TEST_CASE("config: all errors are collected in document order") {
           R"(/routing/retry_max: expected an integer >= 0, got "six")",
           "/routing/retry_base_ms: expected an integer >= 1, got 0",
           "/bogus: unknown key, known keys: mesh, lifecycle, host, catalog, membership, "
-          "directory, placement, grain_call, routing, client, attach, pool, size, simulation, "
+          "directory, placement, grain_call, routing, gateway, client, attach, pool, size, simulation, "
           "network, log",
           "/pool/cap: expected an integer >= 1, got 0",
           "/pool/drain_grace_ms: expected an integer >= 0, got -1",

@@ -115,8 +115,9 @@ address default_router_address(const silo_address& silo);
 /// continuation or a `delayed_send` timer, tagged with the leg id and a step token so late
 /// answers of a finished or cancelled leg are ignored. A leg ends with `leg_done` (a message
 /// to itself) once it landed or its NACK was handed over; the latch keeps exactly one
-/// terminal event among `leg_done`, the pool's cancel (`abandoned`, plus one NACK as for
-/// `q_end_legs_atom`, started without a pool permit since the pool is draining), the pool's
+/// terminal event among `leg_done`, the pool's cancel (`abandoned`; after the stopping
+/// signal plus one NACK as for `q_end_legs_atom`, started without a pool permit since the
+/// pool is draining, and a refused admission likewise gets its `shutting_down` NACK), the pool's
 /// down (`leg_crashed`: NACK `failed` "Routing to '{addr}' failed before the delivery could
 /// be attempted: …" unless failed-and-NACKed) and the pool's refusal (`pool_refused`).
 ///
