@@ -268,7 +268,7 @@ cafmesh::silo_address parse_addr(const std::string& addr) {
   return cafmesh::silo_address{addr.substr(1, colon - 1), port_of(addr), generation_of(addr)};
 }
 
-/// The rendered directory owner (SPEC §5.1 ring, 16 points per silo) of `echo/{key}`
+/// The rendered directory owner (`hash_ring`, rendezvous hashing) of `echo/{key}`
 /// over the silos `addrs`.
 std::string ring_owner(const std::vector<std::string>& addrs, const std::string& key) {
   std::vector<cafmesh::silo_address> members;

@@ -28,9 +28,10 @@
 ///   "rejected: directory hand-off of {n} entries from {from} refused: protocol v{p}, this
 ///   partition on {S} runs v2; one owner rule per cluster, finish the roll" (`from` reads
 ///   "a partition" for the version-1 form). Entries on silos this partition's view shows
-///   departed are dropped. If this partition's ring is older than or as old as `ring_version`, or gives
-///   the grain id to this silo, the entry is kept (even when its current ring gives it to
-///   another silo: a hand-off may overtake the receiver's own snapshot, as at a restart);
+///   departed are dropped. If this partition's ring is older than or as old as
+///   `ring_version`, or gives the grain id to this silo, the entry is kept (even when its
+///   current ring gives it to another silo: a hand-off may overtake the receiver's own
+///   snapshot, as at a restart);
 ///   otherwise (this ring is newer and gives it to another silo, or this silo is leaving)
 ///   it is forwarded once to that owner, one message per owner, carrying this ring's
 ///   version. Kept entries merge first-wins: an entry already held for the same grain id
@@ -132,9 +133,10 @@ public:
   /// on every input bit.
   static uint64_t mix64(uint64_t x);
 
-  /// The weight of a silo for a grain id: `mix64(grain_hash ^ mix64(silo_hash))`.
-  static uint64_t weight(uint64_t grain_hash, uint64_t silo_hash) {
-    return mix64(grain_hash ^ mix64(silo_hash));
+  /// The weight of a silo for a grain id from their hashes:
+  /// `mix64(grain_hash(g) ^ mix64(silo_hash(s)))`.
+  static uint64_t weight(uint64_t g_hash, uint64_t s_hash) {
+    return mix64(g_hash ^ mix64(s_hash));
   }
 
   /// The weight of silo `s` for grain id `g`.

@@ -38,7 +38,7 @@ using pt_done_atom = caf::atom_constant<caf::atom("ptdone")>;
 using pt_hold_atom = caf::atom_constant<caf::atom("pthold")>;
 using pt_quit_atom = caf::atom_constant<caf::atom("ptquit")>;
 
-/// The owner of `g` on the SPEC §5.1 ring over `active`; empty if none.
+/// The directory owner of `g` over the active set `active` (`hash_ring`); empty if none.
 inline silo_address ring_owner(const std::vector<silo_address>& active, const grain_id& g) {
   auto o = hash_ring{active}.owner(g);
   return o ? *o : silo_address{};
