@@ -901,10 +901,10 @@ scenario s13_10_scenario(uint64_t seed) {
   return s;
 }
 
-/// Admission bounds small enough that the simulated mesh refuses work at three times the
-/// rate it carries (entry bounds of every router core and gateway).
+/// Admission bounds of every router core and gateway: the nominal load (500/s) passes them
+/// (with 8 it was already refused one delivery in eleven), three times that does not.
 constexpr const char* s13_12_config
-  = R"({"routing":{"max_in_flight":8},"gateway":{"max_outstanding":8}})";
+  = R"({"routing":{"max_in_flight":16},"gateway":{"max_outstanding":16}})";
 
 /// The accepted deliveries' latency bound of S13.12.
 constexpr int64_t s13_12_max_p99_ms = 2000;
