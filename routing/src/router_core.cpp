@@ -764,12 +764,24 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
         leg_stream_probe(self, id);
         return;
       }
-      auto silo = n->silo;
-      auto by = silo ? silo->to_string() : std::string{"unknown silo"};
-      leg_nack(self, leg, verdict::shutting_down,
-               "No silo serves hub '" + leg.host_path + "' (answered by " + by + "); retry",
-               true, silo);
-      return;
+      // A continuation (a response or a NACK) has no sender that would send it again, so
+      // while the hub's claim moves (its client re-homes, its gateway stops) the leg keeps
+      // trying within its router budget, re-resolving the pod hub each time; only an
+      // exhausted budget ends it in the NACK below. docs/behaviour/routing.md#stopping-silos
+      fault moving{mesh_errc::directory_unstable,
+                   "pod hub for '" + leg.host_path + "' not here: " + n->text};
+      auto probe = *leg.retry;
+      if (is_continuation(leg.env) && probe.next(moving).retry) {
+        ++s.stats.continuation_retries;
+        f = std::move(moving);
+      } else {
+        auto silo = n->silo;
+        auto by = silo ? silo->to_string() : std::string{"unknown silo"};
+        leg_nack(self, leg, verdict::shutting_down,
+                 "No silo serves hub '" + leg.host_path + "' (answered by " + by + "); retry",
+                 true, silo);
+        return;
+      }
     }
   }
   auto d = leg.retry->next(f);

@@ -542,3 +542,30 @@ TEST_CASE_FIXTURE(fixture, "S12.52 defaults: a 142 MB grain call is refused at 1
   CHECK(contains(grain_lines[0].text, "142,000,000"));
   CHECK(contains(grain_lines[0].text, "104,857,600"));
 }
+
+TEST_CASE_FIXTURE(fixture, "router: a response whose pod hub is not here is retried re-resolving until the hub's claim is back, while a new post gets its one NACK at once") {
+  fault not_here{mesh_errc::pod_hub_not_here, "no local route for portal/bob here"};
+  // A response (its request_id names the request it answers): nobody would send it again.
+  bed b(*this);
+  b.start();
+  b.script("podhub/portal/bob", {answer::err(not_here), answer::ok(delivery_state::forwarded)});
+  auto resp = bed::make("r1", "portal/bob", "node/Org/Acme");
+  resp.request_id = std::string{"q1"};
+  auto t0 = now_ms();
+  route_and_settle(*this, b, resp);
+  auto& g = b.grain();
+  REQUIRE(g.attempts.size() == 2);
+  CHECK(g.attempts[1].t_ms - t0 == 250); // the router policy's first delay
+  CHECK(g.attempts[1].fresh);            // re-resolved
+  CHECK(b.stats().landed == 1);
+  CHECK(b.stats().continuation_retries == 1);
+  CHECK(b.local_nacks().empty());
+  // A new post keeps the one NACK `shutting_down` with target_unserved, no retry.
+  bed p(*this);
+  p.start();
+  p.script("podhub/portal/bob", {answer::err(not_here), answer::ok(delivery_state::forwarded)});
+  route_and_settle(*this, p, bed::make("p1", "portal/bob", "node/Org/Acme"));
+  CHECK(p.grain().attempts.size() == 1);
+  CHECK(p.stats().continuation_retries == 0);
+  CHECK(p.stats().nacked == 1);
+}

@@ -71,6 +71,7 @@ struct router_core_stats {
   uint64_t crashed = 0;           ///< `leg_crashed`
   uint64_t refused = 0;           ///< never admitted: `pool_refused`
   uint64_t grain_attempts = 0;    ///< grain calls issued by legs (each retry counts)
+  uint64_t continuation_retries = 0; ///< responses/NACKs retried because their pod hub moved
   // -- NACK machinery (SPEC §6.11) --
   uint64_t nacks_posted = 0;      ///< NACKs handed to the machinery (tracked work)
   uint64_t nacks_pool_refused = 0;///< NACKs the pool refused (logged at debug, carried nothing)
@@ -95,6 +96,7 @@ typename Inspector::result_type inspect(Inspector& f, router_core_stats& x) {
            x.deepest, x.deepest_channel, x.max_dispatch_depth, x.accepted, x.refused_stopping,
            x.refused_overloaded, x.routing_loops, x.terminal_events, x.landed, x.nacked,
            x.abandoned, x.ended_by_release, x.crashed, x.refused, x.grain_attempts,
+           x.continuation_retries,
            x.nacks_posted, x.nacks_pool_refused, x.nacks_local, x.nacks_node_hub,
            x.nacks_pod_hub, x.nacks_stream, x.nacks_failed, x.nacks_unsent,
            x.suppressed_failures, x.in_flight_ids);
