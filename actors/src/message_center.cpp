@@ -124,6 +124,8 @@ struct message_center_state {
   /// Simulation: departed silos whose frames on the wire are awaited (`sim_flush_atom`)
   /// before the calls to them fail.
   std::set<silo_address> flushing;
+  /// Silos membership showed ShuttingDown: they leave gracefully.
+  std::set<silo_address> graceful;
   bool block_application = false;
   /// Told `(mc_gone_atom, s)` once for every silo this centre learns has departed.
   std::vector<caf::actor> watchers;
@@ -187,14 +189,20 @@ void note_departed(mc_actor* self, const silo_address& s) {
 }
 
 /// Fails every call still waiting on `s`. Their frames left this process (a frame the link
-/// could not hand on comes back as a bounce first), so `s` may have processed them.
+/// could not hand on comes back as a bounce first), so `s` may have processed them: their
+/// outcome is unknown. Except after a graceful leave (membership showed `s` ShuttingDown):
+/// such a silo answers or refuses the calls it takes until it blocks application messages,
+/// and its routing work ends in a landing or a NACK of its own, so a call it left
+/// unanswered was not carried out and may be sent again.
 void fail_pending_to(mc_actor* self, const silo_address& s) {
   auto& st = self->state;
+  bool left_gracefully = st.graceful.count(s) > 0;
   for (auto i = st.pending.begin(); i != st.pending.end();) {
     if (i->second.dst == s) {
       ++st.stats.departed_fails;
-      ++st.stats.in_flight_fails;
-      i->second.rp.deliver(in_flight_error(s));
+      if (!left_gracefully)
+        ++st.stats.in_flight_fails;
+      i->second.rp.deliver(left_gracefully ? departed_error(s) : in_flight_error(s));
       i = st.pending.erase(i);
     } else {
       ++i;
@@ -408,9 +416,12 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, caf::actor 
     [=](mc_gone_atom, const silo_address& s) { mark_departed(self, s); },
     [=](mb_snapshot_atom, const membership_snapshot& snap) {
       std::set<silo_address> gone;
-      for (const auto& r : snap.rows)
+      for (const auto& r : snap.rows) {
+        if (r.status == silo_status::shutting_down)
+          self->state.graceful.insert(r.silo);
         if (snap.departed(r.silo))
           gone.insert(r.silo);
+      }
       for (const auto& kv : self->state.pending)
         if (snap.departed(kv.second.dst))
           gone.insert(kv.second.dst);

@@ -449,6 +449,13 @@ void gateway_lost(rs_actor* self, const silo_address& s) {
   ++st.stats.gateways_lost;
   if (st.gateway == s)
     drop_gateway(self, s, "the connection to it was lost");
+  if (st.graceful.count(s) > 0) {
+    // A gateway that left gracefully finishes the work it accepted (its answers reach this
+    // client through the next gateway): nothing to NACK.
+    for (auto i = st.held.begin(); i != st.held.end();)
+      i = i->second.gateway == s ? st.held.erase(i) : std::next(i);
+    return;
+  }
   auto now = now_ms(self);
   auto detail = departed_in_flight(s).render();
   for (auto i = st.held.begin(); i != st.held.end();) {
@@ -753,6 +760,9 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
     [=](mb_snapshot_atom, const membership_snapshot& v) {
       auto& st = self->state;
       st.gateways = v.active_set();
+      for (auto& r : v.rows)
+        if (r.status == silo_status::shutting_down)
+          st.graceful.insert(r.silo);
       for (auto i = st.lost.begin(); i != st.lost.end();) {
         if (v.departed(*i))
           i = st.lost.erase(i); // membership caught up: Dead or superseded for good

@@ -69,8 +69,10 @@
 ///   a newer generation, or its link went down). Every pending call to `s` fails at once
 ///   with `departed_in_flight(s)`: its frame had left this process (the link bounces the
 ///   frames it never handed on before it reports the departure), so `s` may have processed
-///   it and the call must not be sent again. Every later call to `s` fails with a plain
-///   `departed_silo`, which is resendable: it never left.
+///   it and the call must not be sent again. A silo that membership showed ShuttingDown
+///   left gracefully: its graceful stop answers or refuses what it takes, so its pending
+///   calls fail with the plain, resendable `departed_silo` instead. Every later call to `s`
+///   fails with a plain `departed_silo`, which is resendable: it never left.
 /// - `(mc_watch_atom, caf::actor w)`: `w` is told `(mc_gone_atom, s)` once for every silo
 ///   `s` this centre knows or later learns has departed (link down, bounce, membership).
 /// - `(mb_snapshot_atom, membership_snapshot)`: the centre subscribes to its membership

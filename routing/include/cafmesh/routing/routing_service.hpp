@@ -11,7 +11,7 @@
 /// |---|---|
 /// | `(rs_deliver_atom, envelope)` | at once, never after the outcome: the envelope with state `forwarded` when accepted (local route, router core, client dispatch, monolith hub); failed-and-NACKed when the entry posted its own NACK to the sender's local route; plain `failed` with `properties["error"]` otherwise |
 /// | `(rs_request_atom, envelope, int64_t timeout_ms)` | as `rs_deliver_atom`, for a request whose sender waits `timeout_ms` for its answer. In a `pure_client`, a request its gateway accepted is remembered until its answer passes this service or its deadline: if that gateway departs first, the request ends at once in one NACK `failed` ("silo {S} departed while the call was in flight; its outcome is unknown") |
-/// | `(mc_gone_atom, silo_address s)` | `pure_client`, from the message centre (`mc_watch_atom`): the connection to `s` is lost or `s` is gone. `s` is never chosen as a gateway again (a restart comes with a newer generation), the client re-homes if it was the current one, and the requests `s` had accepted are NACKed as above. Another silo's departure never moves the client off its gateway |
+/// | `(mc_gone_atom, silo_address s)` | `pure_client`, from the message centre (`mc_watch_atom`): the connection to `s` is lost or `s` is gone. `s` is never chosen as a gateway again (a restart comes with a newer generation), the client re-homes if it was the current one, and the requests `s` had accepted are NACKed as above unless membership showed `s` ShuttingDown (a graceful leave finishes its accepted work). Another silo's departure never moves the client off its gateway |
 /// | `(rs_register_atom, address, caf::actor handler) -> ok` | registers a local route for the address's host path (SPEC §2.1) |
 /// | `(rs_unregister_atom, address) -> ok` | removes it |
 /// | `(rs_has_route_atom, address) -> bool` | is there a local route for the host path? |
@@ -257,6 +257,8 @@ struct routing_service_state {
   /// Gateways whose connection this client lost (its centre reported them departed):
   /// never chosen again. A restarted silo has a newer generation, hence another address.
   std::set<silo_address> lost;
+  /// Silos membership showed ShuttingDown (graceful leave): their departure NACKs nothing.
+  std::set<silo_address> graceful;
   /// Requests a gateway accepted (`forwarded`) whose answer has not passed this service:
   /// delivery id -> (gateway, request, sender's deadline ms). When that gateway departs
   /// before its deadline, the request ends in one NACK `failed` at once.
