@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <utility>
 
 #include <caf/all.hpp>
@@ -156,6 +157,16 @@ void drop_gateway(rs_actor* self, const silo_address& gw, const std::string& why
 /// failure detector has not caught is left like a stopping one). Only a node about `gw`
 /// itself (or about no silo in particular) counts: a healthy gateway that reports the
 /// departure of another silo it tried to reach keeps this client.
+/// The `retry_after_ms` of an `overloaded` node anywhere in `f`, if there is one.
+std::optional<uint32_t> overload_hint_ms(const fault& f) {
+  if (f.code == mesh_errc::overloaded && f.retry_after_ms)
+    return *f.retry_after_ms;
+  for (auto& c : f.causes)
+    if (auto h = overload_hint_ms(c))
+      return h;
+  return std::nullopt;
+}
+
 bool gateway_failed(const fault& f, const silo_address& gw) {
   bool hit = false;
   auto visit = [&](const fault& n, auto& self_ref) -> void {
@@ -388,6 +399,14 @@ void client_failed_attempt(rs_actor* self, uint64_t id, uint64_t tok, fault f,
     return;
   if (gateway_failed(f, gw))
     drop_gateway(self, gw, f.render());
+  // Admission control: a cluster that refused the dispatch as overloaded told its sender when
+  // to come back. Retrying inside the client would hide the overload (the delivery's latency
+  // grows by every hidden retry), so the refusal goes back to the sender at once, as the NACK
+  // `unavailable` with the hint in its text. docs/behaviour/admission-control.md
+  if (overload_hint_ms(f)) {
+    client_finish(self, id, false, &f);
+    return;
+  }
   auto d = i->second.retry.next(f);
   if (!d.retry) {
     client_finish(self, id, false, &f);

@@ -228,7 +228,8 @@ public:
   void add_clients() {
     for (int64_t k = 1; k <= s_.pure_clients; ++k) {
       auto gw = current_.at(s_.silos[static_cast<size_t>(k - 1) % s_.silos.size()]);
-      clients_.push_back(w_.add_client("client" + std::to_string(k), gw, configure_).routing);
+      clients_.push_back(
+        w_.add_client("client" + std::to_string(k), gw, configure_, rec_).routing);
     }
   }
 

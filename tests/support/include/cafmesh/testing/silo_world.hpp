@@ -137,8 +137,11 @@ public:
   /// A pure client (`spawn_pure_client`) homed on gateway `gw` (SPEC §4.4); an empty `gw`
   /// leaves the choice to the client (at random from the active set). Its stop-sends are
   /// also copied to `inbox`.
+  /// `failure_observer`: receives the client's final failures of answer-suppressed
+  /// deliveries (`routing_service_options::failure_observer`); null: none.
   world_client add_client(const std::string& host, const silo_address& gw,
-                          std::function<void(config::mesh_config&)> configure = nullptr) {
+                          std::function<void(config::mesh_config&)> configure = nullptr,
+                          caf::actor failure_observer = caf::actor{}) {
     world_client c;
     c.addr = silo_address{host, 11111, ++generation_};
     c.inbox = fx_.track(fx_.sys.spawn(echo));
@@ -150,6 +153,7 @@ public:
     po.link = net;
     po.oracle = oracle;
     po.events = c.inbox;
+    po.failure_observer = std::move(failure_observer);
     auto pc = routing::spawn_pure_client(fx_.sys, po);
     c.centre = fx_.track(pc.centre);
     c.agent = fx_.track(pc.agent);
