@@ -27,9 +27,6 @@ using testing::fixture;
 namespace {
 
 /// The trace line the simulation writes for a delivery lost with a crash of `s`.
-std::string lost_line(const silo_address& s, const std::string& id) {
-  return "lost with the crash of " + s.to_string() + ": delivery " + id;
-}
 
 /// SPEC §12.1 `kill(silo)` with the loss record: every delivery `s`'s router core had
 /// accepted and not yet terminated is written to the network trace as lost with the crash,
@@ -44,28 +41,8 @@ std::vector<std::string> kill_recording_losses(fixture& fx, silo_world& w,
   return st.in_flight_ids;
 }
 
-void set_delay(fixture& fx, silo_world& w, const silo_address& src, const silo_address& dst,
-               int64_t ms) {
-  caf::anon_send(w.net, sim_delay_atom::value, src, dst, ms, ms);
-  fx.run();
-}
 
-std::vector<hub_outcome> outcomes_for(const caf::actor& hub, const std::string& id) {
-  std::vector<hub_outcome> out;
-  for (auto& o : hub_of(hub).outcomes)
-    if (o.id == id)
-      out.push_back(o);
-  return out;
-}
 
-/// Times `id` was received by any node hub built anywhere (killed silos included).
-size_t received_anywhere(silo_world& w, const std::string& id) {
-  size_t n = 0;
-  for (auto& e : w.silos)
-    for (auto& kv : testing::fixture::state_of<test_hub_factory_state>(e.hubs).hubs)
-      n += received_count(kv.second, id);
-  return n;
-}
 
 } // namespace
 

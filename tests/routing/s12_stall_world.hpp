@@ -102,6 +102,37 @@ inline size_t received_count(const caf::actor& hub, const std::string& id) {
   return n;
 }
 
+/// Times `id` was received by any node hub built anywhere (killed silos included).
+inline size_t received_anywhere(silo_world& w, const std::string& id) {
+  size_t n = 0;
+  for (auto& e : w.silos)
+    for (auto& kv : testing::fixture::state_of<test_hub_factory_state>(e.hubs).hubs)
+      n += received_count(kv.second, id);
+  return n;
+}
+
+/// Every outcome `hub` recorded for delivery `id`.
+inline std::vector<routing::hub_outcome> outcomes_for(const caf::actor& hub,
+                                                      const std::string& id) {
+  std::vector<routing::hub_outcome> out;
+  for (auto& o : hub_of(hub).outcomes)
+    if (o.id == id)
+      out.push_back(o);
+  return out;
+}
+
+/// Sets a fixed latency of `ms` on the simulated link `src` -> `dst`.
+inline void set_delay(testing::fixture& fx, silo_world& w, const silo_address& src,
+                      const silo_address& dst, int64_t ms) {
+  caf::anon_send(w.net, sim_delay_atom::value, src, dst, ms, ms);
+  fx.run();
+}
+
+/// The simulation trace's note for a delivery a crashed silo had accepted.
+inline std::string lost_line(const silo_address& s, const std::string& id) {
+  return "lost with the crash of " + s.to_string() + ": delivery " + id;
+}
+
 /// Actor-clock ms (what hub endpoints and routing services record) minus fixture ms
 /// (`now_ms()`): the fixture starts its virtual clock one hour after the epoch.
 inline int64_t clock_offset_ms(testing::fixture& fx) {

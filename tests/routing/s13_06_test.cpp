@@ -21,27 +21,8 @@ using testing::fixture;
 
 namespace {
 
-void set_delay(fixture& fx, silo_world& w, const silo_address& src, const silo_address& dst,
-               int64_t ms) {
-  caf::anon_send(w.net, sim_delay_atom::value, src, dst, ms, ms);
-  fx.run();
-}
 
-std::vector<hub_outcome> outcomes_for(const caf::actor& hub, const std::string& id) {
-  std::vector<hub_outcome> out;
-  for (auto& o : hub_of(hub).outcomes)
-    if (o.id == id)
-      out.push_back(o);
-  return out;
-}
 
-size_t received_anywhere(silo_world& w, const std::string& id) {
-  size_t n = 0;
-  for (auto& e : w.silos)
-    for (auto& kv : testing::fixture::state_of<test_hub_factory_state>(e.hubs).hubs)
-      n += received_count(kv.second, id);
-  return n;
-}
 
 /// Frames the network accepted from `src` to `dst` at or after network ms `from_ms`.
 size_t frames_sent(silo_world& w, const silo_address& src, const silo_address& dst,

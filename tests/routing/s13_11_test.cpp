@@ -20,31 +20,9 @@ using testing::fixture;
 
 namespace {
 
-std::string lost_line(const silo_address& s, const std::string& id) {
-  return "lost with the crash of " + s.to_string() + ": delivery " + id;
-}
 
-void set_delay(fixture& fx, silo_world& w, const silo_address& src, const silo_address& dst,
-               int64_t ms) {
-  caf::anon_send(w.net, sim_delay_atom::value, src, dst, ms, ms);
-  fx.run();
-}
 
-std::vector<hub_outcome> outcomes_for(const caf::actor& hub, const std::string& id) {
-  std::vector<hub_outcome> out;
-  for (auto& o : hub_of(hub).outcomes)
-    if (o.id == id)
-      out.push_back(o);
-  return out;
-}
 
-size_t received_anywhere(silo_world& w, const std::string& id) {
-  size_t n = 0;
-  for (auto& e : w.silos)
-    for (auto& kv : testing::fixture::state_of<test_hub_factory_state>(e.hubs).hubs)
-      n += received_count(kv.second, id);
-  return n;
-}
 
 } // namespace
 
