@@ -29,6 +29,8 @@ routing_service_options routing_service_options::from(const config::mesh_config&
   out.seed = cfg.simulation.seed;
   out.stream_routed_address_types = cfg.routing.stream_routed_address_types;
   out.attach = cfg.attach;
+  out.max_outstanding = cfg.gateway.max_outstanding;
+  out.overload_retry_after_ms = cfg.routing.overload_retry_after_ms;
   return out;
 }
 
@@ -73,7 +75,8 @@ caf::actor* find_route(rs_actor* self, const address& a) {
 
 /// Posts a NACK straight to the sender's local route (entry NACKs, SPEC §6.2, §6.11 step 3:
 /// not tracked). Answers true if it was posted.
-bool post_local_nack(rs_actor* self, const envelope& d, verdict v, const std::string& text) {
+bool post_local_nack(rs_actor* self, const envelope& d, verdict v, const std::string& text,
+                     std::optional<int64_t> retry_after_ms = std::nullopt) {
   if (!may_answer(d) || d.sender.empty())
     return false;
   auto h = find_route(self, d.sender);
@@ -84,6 +87,8 @@ bool post_local_nack(rs_actor* self, const envelope& d, verdict v, const std::st
   auto nack = make_nack_envelope(failure, st.opts.process_name + "-entry-"
                                             + std::to_string(++st.next_id),
                                  st.opts.self_address);
+  if (retry_after_ms)
+    nack.properties["retry_after_ms"] = std::to_string(*retry_after_ms);
   self->send(*h, hb_in_atom::value, std::move(nack));
   return true;
 }
@@ -618,6 +623,21 @@ envelope deliver(rs_actor* self, envelope& d, int64_t deadline_ms = 0) {
     return answer;
   }
   // pure_client
+  // 3b. admission (SPEC §13 A6): at the bound the delivery is refused here, before it is
+  // accepted, so an offered load above what the cluster carries never queues in a mailbox.
+  // Continuations of accepted work are always admitted.
+  if (st.opts.max_outstanding > 0 && !is_continuation(d)
+      && st.dispatches.size() >= static_cast<size_t>(st.opts.max_outstanding)) {
+    ++st.stats.refused_overloaded;
+    auto text = "client " + st.opts.process_name + " overloaded: "
+                + std::to_string(st.dispatches.size())
+                + " dispatches outstanding (gateway.max_outstanding "
+                + std::to_string(st.opts.max_outstanding) + "); retry after "
+                + std::to_string(st.opts.overload_retry_after_ms) + " ms";
+    bool posted = post_local_nack(self, d, verdict::unavailable, text,
+                                  st.opts.overload_retry_after_ms);
+    return refused(std::move(d), posted, text);
+  }
   ++st.stats.client_dispatches;
   auto id = ++st.next_id;
   auto answer = accepted(d);

@@ -80,7 +80,11 @@ const owner_streams& demo_driver::streams() const {
 }
 
 traffic_counters demo_driver::counters() const {
-  return std::visit([](auto& x) { return x.counters(); }, source_);
+  auto c = std::visit([](auto& x) { return x.counters(); }, source_);
+  c.withheld_frames = withheld_frames_;
+  c.withheld_heartbeats = withheld_heartbeats_;
+  c.withheld_requests = withheld_requests_;
+  return c;
 }
 
 void demo_driver::submit(planned_delivery d, int64_t now_ms) {
@@ -92,13 +96,57 @@ void demo_driver::submit(planned_delivery d, int64_t now_ms) {
   open_.emplace(std::move(id), std::move(d));
 }
 
+void demo_driver::defer(planned_delivery d) {
+  if (d.kind == delivery_kind::frame && d.frame
+      && !owed_full_.insert({d.target, d.stream}).second) {
+    ++withheld_frames_;
+    return;
+  }
+  auto t = d.t_ms;
+  deferred_.emplace(t, std::move(d));
+}
+
+void demo_driver::offer(planned_delivery d, int64_t now_ms) {
+  auto b = backoff_until_.find(d.sender);
+  bool backing_off = b != backoff_until_.end() && b->second > now_ms;
+  if (d.kind == delivery_kind::frame && d.frame) {
+    if (owed_full_.count({d.target, d.stream}) > 0) {
+      ++withheld_frames_; // the owed Full carries the stream as it is when it leaves
+      return;
+    }
+    if (backing_off) {
+      ++withheld_frames_;
+      d.t_ms = b->second;
+      defer(std::move(d)); // becomes the owed Full (its id was never offered)
+      return;
+    }
+  } else if (backing_off) {
+    if (d.kind == delivery_kind::request) {
+      ++withheld_requests_;
+      d.t_ms = b->second;
+      defer(std::move(d));
+    } else {
+      ++withheld_heartbeats_;
+    }
+    return;
+  }
+  submit(std::move(d), now_ms);
+}
+
 void demo_driver::advance(int64_t now_ms) {
   for (auto& d : take_due(now_ms))
-    submit(std::move(d), now_ms);
+    offer(std::move(d), now_ms);
   while (!deferred_.empty() && deferred_.begin()->first <= now_ms) {
     auto d = std::move(deferred_.begin()->second);
     deferred_.erase(deferred_.begin());
     if (d.kind == delivery_kind::frame && d.frame) {
+      owed_full_.erase({d.target, d.stream});
+      auto b = backoff_until_.find(d.sender);
+      if (b != backoff_until_.end() && b->second > now_ms) {
+        d.t_ms = b->second; // its sender backs off again: the Full waits for the end
+        defer(std::move(d));
+        continue;
+      }
       // A fresh Full carries the stream as it is when it leaves, not when it was NACKed;
       // one whose receiver's mirror already equals the stream (version and state) is not sent.
       auto full = streams().full(d.sender, d.stream);
@@ -111,7 +159,10 @@ void demo_driver::advance(int64_t now_ms) {
       d.frame = std::move(full);
     }
     d.t_ms = now_ms;
-    submit(std::move(d), now_ms);
+    if (d.kind == delivery_kind::frame)
+      submit(std::move(d), now_ms);
+    else
+      offer(std::move(d), now_ms);
   }
   while (fault_pos_ < fault_steps_.size() && fault_steps_[fault_pos_].first <= now_ms) {
     auto [index, begin] = fault_steps_[fault_pos_++].second;
@@ -211,9 +262,15 @@ void demo_driver::terminal(const std::string& id, const observed_outcome& o, int
   auto d = std::move(i->second);
   open_.erase(i);
   unobservable_.erase(id);
+  if (o.overloaded) {
+    // The sender backs off for the refusal's hint (docs/behaviour/admission-control.md).
+    auto until = t_ms + o.retry_after_ms.value_or(overload_default_retry_after_ms);
+    auto& b = backoff_until_[d.sender];
+    b = std::max(b, until);
+  }
   for (auto& next : on_outcome(d, o, t_ms)) {
-    if (next.t_ms > t_ms)
-      deferred_.emplace(next.t_ms, std::move(next));
+    if (next.t_ms > t_ms || next.kind == delivery_kind::frame)
+      defer(std::move(next));
     else
       submit(std::move(next), t_ms);
   }

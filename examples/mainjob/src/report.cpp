@@ -274,6 +274,13 @@ std::string render_table(const report& r) {
     rows.push_back({"overload chains exhausted",
                     std::to_string(in.traffic.overload_resends_exhausted)});
   }
+  if (in.traffic.withheld_frames + in.traffic.withheld_heartbeats + in.traffic.withheld_requests
+      > 0)
+    rows.push_back({"withheld by senders backing off",
+                    "frames " + std::to_string(in.traffic.withheld_frames)
+                      + " (carried by an owed Full), heartbeats "
+                      + std::to_string(in.traffic.withheld_heartbeats) + " (not offered), requests "
+                      + std::to_string(in.traffic.withheld_requests) + " (offered later)"});
   out << columns(rows, "  ");
   if (!in.silos.empty()) {
     std::vector<std::vector<std::string>> silo_rows{
@@ -380,7 +387,10 @@ std::string render_json(const report& r) {
                       {"overload_refusals_without_retry_after",
                        in.traffic.overload_refusals_without_retry_after},
                       {"overload_resends", in.traffic.overload_resends},
-                      {"overload_resends_exhausted", in.traffic.overload_resends_exhausted}};
+                      {"overload_resends_exhausted", in.traffic.overload_resends_exhausted},
+                      {"withheld_frames", in.traffic.withheld_frames},
+                      {"withheld_heartbeats", in.traffic.withheld_heartbeats},
+                      {"withheld_requests", in.traffic.withheld_requests}};
   json kinds = json::object();
   for (auto& [k, c] : l.by_kind)
     kinds[to_string(k)] = counts_json(c);

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <string>
 
 #include "cafmesh/mainjob/driver.hpp"
 #include "small_scenario.hpp"
@@ -364,4 +366,93 @@ TEST_CASE("mainjob driver: an entry's overload refusal counts as unavailable and
   CHECK(r.input.traffic.overload_refusals == 1);
   CHECK(r.input.traffic.overload_refusals_without_retry_after == 0);
   CHECK(r.input.traffic.overload_resends == 1);
+}
+
+TEST_CASE("mainjob driver: a sender refused as overloaded backs off for retry_after_ms: its heartbeats due meanwhile are not offered and its requests wait for the end") {
+  auto s = small();
+  s.traffic.weights = {0, 1, 1};
+  scripted_mesh m;
+  demo_driver d{s, m, "in_process"};
+  std::map<std::string, int64_t> submitted_at;
+  std::string refused_id;
+  std::string sender;
+  int64_t refused_ms = -1;
+  run(d, m, [&](demo_driver& dd, const planned_delivery& p, int64_t t) {
+    submitted_at.emplace(p.id, t);
+    if (refused_id.empty() && p.kind == delivery_kind::request && t >= 100) {
+      refused_id = p.id;
+      sender = p.sender;
+      refused_ms = t;
+      dd.on_nack(p.id, verdict::unavailable,
+                 "client c overloaded: 2 dispatches outstanding; retry after 300 ms", t);
+      return;
+    }
+    land(dd, p, t);
+  });
+  REQUIRE(refused_ms >= 100);
+  auto until = refused_ms + 300;
+  // Nothing from the refused sender left during its back-off; what was held left at its end.
+  size_t held_requests = 0;
+  for (auto& p : m.submitted) {
+    if (p.sender != sender)
+      continue;
+    auto t = submitted_at.at(p.id);
+    CHECK_FALSE((t > refused_ms && t < until));
+    if (t == until && p.kind == delivery_kind::request && p.id.rfind("demo-r", 0) != 0)
+      ++held_requests;
+  }
+  auto r = d.finish();
+  CHECK(r.input.traffic.overload_refusals == 1);
+  CHECK(r.input.traffic.overload_resends == 1);
+  CHECK(r.input.traffic.withheld_requests == held_requests);
+  CHECK(r.input.traffic.withheld_requests >= 1);
+  CHECK(r.input.traffic.withheld_heartbeats >= 1);
+  // Every paced delivery was offered once, except the heartbeats withheld.
+  auto paced_offered = std::count_if(m.submitted.begin(), m.submitted.end(), [](auto& p) {
+    return p.id.rfind("demo-r", 0) != 0;
+  });
+  CHECK(static_cast<uint64_t>(paced_offered) + r.input.traffic.withheld_heartbeats
+        == r.input.traffic.paced);
+  CHECK(r.input.ledger.total.lost == 0);
+  CHECK(r.passed);
+}
+
+TEST_CASE("mainjob driver: frames of a sender refused as overloaded are carried by one owed Full per receiver and stream, sent when its back-off ends, and every mirror ends equal to its owner") {
+  auto s = small();
+  s.traffic.weights = {1, 0, 0};
+  scripted_mesh m;
+  demo_driver d{s, m, "in_process"};
+  std::map<std::string, int64_t> submitted_at;
+  planned_delivery refused;
+  int64_t refused_ms = -1;
+  run(d, m, [&](demo_driver& dd, const planned_delivery& p, int64_t t) {
+    submitted_at.emplace(p.id, t);
+    if (refused_ms < 0 && p.frame && p.frame->type == routing::sync_frame::kind::patch) {
+      refused = p;
+      refused_ms = t;
+      dd.on_nack(p.id, verdict::unavailable,
+                 "silo s overloaded: 2 deliveries in flight; retry after 300 ms", t);
+      return;
+    }
+    land(dd, p, t);
+  });
+  REQUIRE(refused_ms >= 0);
+  auto until = refused_ms + 300;
+  size_t fulls_to_pair = 0;
+  for (auto& p : m.submitted) {
+    if (p.sender != refused.sender)
+      continue;
+    auto t = submitted_at.at(p.id);
+    CHECK_FALSE((t > refused_ms && t < until));
+    if (t > refused_ms && p.target == refused.target && p.stream == refused.stream
+        && p.frame->type == routing::sync_frame::kind::full)
+      ++fulls_to_pair;
+  }
+  CHECK(fulls_to_pair == 1);
+  auto r = d.finish();
+  CHECK(r.input.traffic.overload_refusals == 1);
+  CHECK(r.input.traffic.withheld_frames >= 1);
+  CHECK(r.input.mirrors_diverged == 0u);
+  CHECK(r.input.ledger.total.lost == 0);
+  CHECK(r.passed);
 }

@@ -58,7 +58,7 @@ TEST_CASE("mainjob report: clean run passes with exit code 0") {
           "NACKed routing_loop <= 0", "NACKed unauthorized <= 0", "NACKed forbidden <= 0",
           "request chains exhausted <= 0", "no NACK text contains \"no active silo\"",
           "no NACK text contains \"no_compatible_silo\"",
-          "requests ended by their deadline <= 0"});
+          "requests ended by their deadline <= 0", "latency p99 <= 2000 ms"});
 }
 
 TEST_CASE("mainjob report: exit code 1 when lost, order violations or stale drops are not 0") {

@@ -95,7 +95,7 @@ struct routing_section {
   /// Admission control: most legs a router core holds accepted and not terminated; a
   /// delivery beyond it is refused `unavailable` ("overloaded") before acceptance. 0: no
   /// bound; >= 0.
-  int64_t max_in_flight = 16384;
+  int64_t max_in_flight = 1024;
   /// The `retry_after_ms` a refusal at `max_in_flight` (or `gateway.max_outstanding`)
   /// carries: how long a sender should wait before sending again; >= 1.
   int64_t overload_retry_after_ms = 500;
@@ -105,8 +105,10 @@ struct routing_section {
 struct gateway_section {
   /// Admission control: most client dispatches one gateway holds outstanding (handed to
   /// placement, not yet answered); beyond it a dispatch is refused `overloaded` with
-  /// `routing.overload_retry_after_ms` before it reaches the router core. 0: no bound; >= 0.
-  int64_t max_outstanding = 4096;
+  /// `routing.overload_retry_after_ms` before it reaches the router core. A pure client holds
+  /// at most as many dispatches in progress itself and refuses the next delivery at once.
+  /// 0: no bound; >= 0.
+  int64_t max_outstanding = 512;
 };
 
 /// Section `client` (SPEC §7.5).

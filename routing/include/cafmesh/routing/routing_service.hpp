@@ -159,6 +159,15 @@ struct routing_service_options {
   /// `routing.stream_routed_address_types` (SPEC §2.1): which local routes are attached.
   std::vector<std::string> stream_routed_address_types{"portal", "client", "cache", "mesh"};
   config::attach_section attach; ///< attach policy (SPEC §7.5)
+  /// pure_client: bound of this client's dispatches in progress (`gateway.max_outstanding`,
+  /// the most its gateway takes from it); beyond it a delivery is refused at once, before it
+  /// is accepted, with one NACK `unavailable` "overloaded" carrying `retry_after_ms`. Without
+  /// this bound a client offered more than the cluster carries queues every delivery in its
+  /// gateway's mailbox, where nothing refuses it. 0: no bound.
+  /// docs/behaviour/admission-control.md
+  int64_t max_outstanding = 0;
+  /// The `retry_after_ms` of that refusal (`routing.overload_retry_after_ms`).
+  int64_t overload_retry_after_ms = 500;
   /// The process's stream transport (stream_transport.hpp); null: none. Every local route
   /// is subscribed there under its host address (`st_sub_atom`) while it is registered, so
   /// the stream leg and NACK rung d reach this process's hubs (SPEC §6.5, §6.11, §6.2
@@ -203,6 +212,7 @@ struct routing_service_stats {
   uint64_t rehomes = 0;           ///< gateways dropped (stop-send, refusal, departure)
   uint64_t gateways_lost = 0;     ///< gateways whose connection this client lost
   uint64_t departed_nacks = 0;    ///< accepted requests NACKed because their gateway departed
+  uint64_t refused_overloaded = 0; ///< pure_client: refused at `max_outstanding`
 };
 
 template <class Inspector>
@@ -212,7 +222,7 @@ typename Inspector::result_type inspect(Inspector& f, routing_service_stats& x) 
            x.to_core, x.client_dispatches, x.client_attempts, x.client_accepted,
            x.client_failed, x.hubs_built, x.monolith_nacks, x.lr_delivered, x.lr_refused,
            x.attach_attempts, x.attach_ok, x.attach_gave_up, x.gated, x.stop_sends,
-           x.rehomes, x.gateways_lost, x.departed_nacks);
+           x.rehomes, x.gateways_lost, x.departed_nacks, x.refused_overloaded);
 }
 
 /// One inbound path of a pure client (SPEC §6.2 "Pure client inbound attach").

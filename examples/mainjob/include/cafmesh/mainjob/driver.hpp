@@ -186,6 +186,14 @@ private:
   demo_driver(const scenario& s, mesh_port& mesh, std::string mode, source_type source);
 
   void submit(planned_delivery d, int64_t now_ms);
+  /// Offers `d` unless its sender backs off (docs/behaviour/admission-control.md "Senders
+  /// back off"): a frame to a (receiver, stream) that is owed a fresh Full is carried by
+  /// that Full; while the sender backs off a frame makes its (receiver, stream) owed a Full
+  /// at the back-off's end, a heartbeat is not offered and a request waits for the end.
+  void offer(planned_delivery d, int64_t now_ms);
+  /// Queues `d` (a reaction or a held delivery) for `d.t_ms`; a frame whose (receiver,
+  /// stream) is already owed a Full is dropped: that Full carries it.
+  void defer(planned_delivery d);
   void terminal(const std::string& id, const observed_outcome& o, int64_t t_ms);
   void roll_advance(int64_t now_ms);
   void steps_advance(int64_t now_ms);
@@ -237,6 +245,14 @@ private:
   std::multimap<int64_t, planned_delivery> deferred_;
   std::vector<entry_use> entries_;
   uint64_t fulls_superseded_ = 0; ///< deferred Fulls not sent: the mirror already equalled the stream
+  /// Sender -> the actor-clock ms until which it backs off (the latest overload refusal's
+  /// `retry_after_ms` after the refusal arrived).
+  std::unordered_map<std::string, int64_t> backoff_until_;
+  /// (receiver, stream) pairs with a fresh Full in `deferred_`.
+  std::set<std::pair<std::string, std::string>> owed_full_;
+  uint64_t withheld_frames_ = 0;
+  uint64_t withheld_heartbeats_ = 0;
+  uint64_t withheld_requests_ = 0;
 };
 
 } // namespace cafmesh::mainjob

@@ -123,6 +123,14 @@ struct traffic_counters {
   uint64_t overload_refusals_without_retry_after = 0; ///< of those, refusals with no `retry_after_ms`
   uint64_t overload_resends = 0;       ///< re-sends made after an overload refusal
   uint64_t overload_resends_exhausted = 0; ///< chains refused again after their last allowed re-send
+  /// Sender back-off (the driver): frames not offered because a fresh Full to the same
+  /// (receiver, stream) was already owed; that Full carries them.
+  uint64_t withheld_frames = 0;
+  /// Heartbeats not offered: their sender was backing off after an overload refusal (a later
+  /// heartbeat supersedes them).
+  uint64_t withheld_heartbeats = 0;
+  /// Requests held back while their sender was backing off, offered when it ended.
+  uint64_t withheld_requests = 0;
 
   friend bool operator==(const traffic_counters& x, const traffic_counters& y) {
     return x.paced == y.paced && x.burst == y.burst
@@ -133,7 +141,10 @@ struct traffic_counters {
            && x.overload_refusals == y.overload_refusals
            && x.overload_refusals_without_retry_after == y.overload_refusals_without_retry_after
            && x.overload_resends == y.overload_resends
-           && x.overload_resends_exhausted == y.overload_resends_exhausted;
+           && x.overload_resends_exhausted == y.overload_resends_exhausted
+           && x.withheld_frames == y.withheld_frames
+           && x.withheld_heartbeats == y.withheld_heartbeats
+           && x.withheld_requests == y.withheld_requests;
   }
 };
 

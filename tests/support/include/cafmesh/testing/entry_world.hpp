@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -315,7 +316,9 @@ public:
     return silos.back();
   }
 
-  client_process add_client(const std::string& host, int64_t grain_call_limit_bytes = 104857600) {
+  /// A pure client; `configure` may change its routing service's options last.
+  client_process add_client(const std::string& host, int64_t grain_call_limit_bytes = 104857600,
+                            std::function<void(routing_service_options&)> configure = {}) {
     auto& sys = fx_.sys;
     client_process c;
     c.addr = net_.add_silo(host);
@@ -327,6 +330,8 @@ public:
     ro.size.grain_call_body_limit_bytes = grain_call_limit_bytes;
     ro.process_name = c.addr.to_string();
     ro.centre = c.centre;
+    if (configure)
+      configure(ro);
     c.routing = caf::actor_cast<caf::actor>(fx_.track(spawn_routing_service(sys, ro)));
     caf::anon_send(c.agent, mb_subscribe_atom::value, c.routing);
     fx_.run();
