@@ -1030,6 +1030,21 @@ uint64_t stop_nack(pointer self, leg_rec& leg, bool direct) {
     return 0; // its sender was answered already; the slot goes with the leg
   auto target = leg.env.target.to_string();
   leg.slot_owned = false;
+  if (is_continuation(leg.env) && leg.env.payload_type != delivery_failure_payload_type) {
+    // A response that will not land: the one waiting for it is its request's sender (its
+    // target here), not the hub that answered, which goes with this silo. The NACK answers
+    // the request: failed, its outcome unknown (its handler ran). docs/behaviour/quiescence.md
+    envelope request;
+    request.id = *leg.env.request_id;
+    request.sender = leg.env.target;
+    request.target = leg.env.sender;
+    request.access_context = leg.env.access_context;
+    return post_nack(self, request, verdict::failed,
+                     "silo " + s.silo_name + " stopped before the response of "
+                       + leg.env.sender.to_string() + " to request " + request.id
+                       + " left it; the request's outcome is unknown",
+                     false, caf::none, leg.id, false, direct);
+  }
   if (leg.in_flight)
     return post_nack(self, leg.env, verdict::failed,
                      "silo " + s.silo_name + " stopped while the delivery to " + target

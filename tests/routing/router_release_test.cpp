@@ -71,6 +71,39 @@ TEST_CASE_FIXTURE(fixture, "router: q_end_legs ends every leg that has not lande
   CHECK(b.stats().landed == 0);
 }
 
+TEST_CASE_FIXTURE(fixture, "router: q_end_legs ends a response that has not left with one NACK failed to its request's sender, not to the hub that answered") {
+  bed b(*this);
+  b.start();
+  b.grain().fallback = answer::held();
+  // The answering hub portal/alice (local here) responds to request req-7 of node/Org/Acme.
+  auto response = bed::make("req-7-response", "node/Org/Acme", "portal/alice");
+  response.request_id = std::string{"req-7"};
+  response.payload_type = "response";
+  b.route(response);
+  run();
+  REQUIRE(b.stats().in_flight == 1);
+  REQUIRE(b.grain().attempts.size() == 1);
+  auto residual = rtest::ask<std::vector<std::string>>(
+    *this, b.rc, lifecycle::q_end_legs_atom::value, std::string{"non-graceful stop"});
+  CHECK(residual == std::vector<std::string>{"req-7-response"});
+  run();
+  CHECK(b.local_nacks().empty()); // the answering hub is not NACKed
+  REQUIRE(b.grain().attempts.size() == 2);
+  auto& nack = b.grain().attempts[1].env;
+  CHECK(nack.target == address::from("node/Org/Acme"));
+  CHECK(nack.payload_type == delivery_failure_payload_type);
+  REQUIRE(nack.request_id);
+  CHECK(*nack.request_id == "req-7");
+  delivery_failure f;
+  REQUIRE(from_json_text(nack.payload_json, f));
+  CHECK(f.verdict == verdict::failed);
+  CHECK(f.message
+        == "silo " + b.silo.to_string()
+             + " stopped before the response of portal/alice to request req-7 left it; the "
+               "request's outcome is unknown");
+  CHECK(b.stats().ended_by_release == 1);
+}
+
 TEST_CASE_FIXTURE(fixture, "router: after the stopping signal a leg cancelled by the pool drain is abandoned with one NACK and legs the draining pool refuses get one NACK each") {
   bed b(*this);
   b.start();

@@ -164,25 +164,48 @@ void demo_driver::advance(int64_t now_ms) {
     else
       offer(std::move(d), now_ms);
   }
-  while (fault_pos_ < fault_steps_.size() && fault_steps_[fault_pos_].first <= now_ms) {
-    auto [index, begin] = fault_steps_[fault_pos_++].second;
-    auto& f = s_.faults[index];
-    if (f.kind == "kill") {
-      if (!begin)
-        mesh_.restart_silo(f.silo);
-      else if (!mesh_.kill_silo(f.silo))
-        ++faults_not_injected_;
-    } else if (f.kind == "second_signal") {
-      if (!mesh_.signal_silo_again(f.silo))
-        ++faults_not_injected_;
-    } else if (begin) {
-      mesh_.stall_silo(f.silo, f.detected);
-    } else {
-      mesh_.unstall_silo(f.silo);
-    }
-  }
+  // Faults and roll steps run in the order of their due times, also when the driver comes
+  // late (a fault due before a stop is injected before it, one due after it after it).
+  auto roll_due = [&]() -> std::optional<int64_t> {
+    std::optional<int64_t> out;
+    auto consider = [&](int64_t t) { out = out ? std::min(*out, t) : t; };
+    if (step_ == roll_step::wait_stop || step_ == roll_step::wait_restart
+        || step_ == roll_step::wait_next)
+      consider(roll_due_ms_);
+    for (auto& x : steps_)
+      if (x.step == roll_step::wait_stop || x.step == roll_step::wait_restart)
+        consider(x.due_ms);
+    return out;
+  };
+  auto faults_until = [&](int64_t until_ms) {
+    while (fault_pos_ < fault_steps_.size() && fault_steps_[fault_pos_].first <= until_ms)
+      inject_next_fault();
+  };
+  if (auto r = roll_due(); r && *r <= now_ms)
+    faults_until(*r);
+  else
+    faults_until(now_ms);
   roll_advance(now_ms);
   steps_advance(now_ms);
+  faults_until(now_ms);
+}
+
+void demo_driver::inject_next_fault() {
+  auto [index, begin] = fault_steps_[fault_pos_++].second;
+  auto& f = s_.faults[index];
+  if (f.kind == "kill") {
+    if (!begin)
+      mesh_.restart_silo(f.silo);
+    else if (!mesh_.kill_silo(f.silo))
+      ++faults_not_injected_;
+  } else if (f.kind == "second_signal") {
+    if (!mesh_.signal_silo_again(f.silo))
+      ++faults_not_injected_;
+  } else if (begin) {
+    mesh_.stall_silo(f.silo, f.detected);
+  } else {
+    mesh_.unstall_silo(f.silo);
+  }
 }
 
 size_t demo_driver::begin_stop(const std::string& name, int64_t now_ms) {

@@ -184,6 +184,12 @@ public:
   /// The Active stage of `name` stopped: its legs ended; owners move.
   virtual void active_stopped(const std::string& name) = 0;
 
+  /// Silo `name` reported a stage of its stop (`--processes`: its host has taken the first
+  /// signal, so a second one is a second signal, not one that merges with the first).
+  virtual void stop_stage_seen(const std::string&) {
+    // nop
+  }
+
   /// The host stop of `name` answered: the silo's process is over, and the application hubs
   /// it hosted end with it.
   virtual void silo_down(const std::string&) {
@@ -721,6 +727,8 @@ struct node_proc {
   caf::actor routing;
   caf::actor link;
   bool stopping = false;     ///< SIGTERM sent
+  bool stop_seen = false;    ///< it reported a stage of its stop
+  bool second_pending = false; ///< a second signal waits for `stop_seen`
   bool killed = false;       ///< SIGKILL sent by a `kill` fault
   bool exited = false;
   int status = 0;            ///< exit code, or 128 + signal
@@ -837,10 +845,27 @@ public:
   bool signal_silo_again(const std::string& name) override {
     auto& slot = slots_[name];
     if (slot.current && !slot.current->exited) {
+      // Two SIGTERMs sent before the process took the first are one pending signal: the
+      // second waits until the node reported a stage of its stop.
+      if (!slot.current->stop_seen) {
+        slot.current->second_pending = true;
+        return true;
+      }
       slot.current->stopping = true;
       ::kill(slot.current->pid, SIGTERM); // the second signal: non-graceful
     }
     return true;
+  }
+
+  void stop_stage_seen(const std::string& name) override {
+    auto& slot = slots_[name];
+    if (!slot.current || slot.current->exited)
+      return;
+    slot.current->stop_seen = true;
+    if (slot.current->second_pending) {
+      slot.current->second_pending = false;
+      ::kill(slot.current->pid, SIGTERM); // the second signal: non-graceful
+    }
   }
 
   void stall_silo(const std::string& name, bool detected) override {
@@ -1337,6 +1362,8 @@ std::optional<report> run_live(const scenario& s, const run_settings& rs, caf::s
         [&](mp_stage_atom, const std::string& name, uint64_t gen, bool starting, int32_t st) {
           got = true;
           auto t = now_ms();
+          if (!starting)
+            mesh.stop_stage_seen(name);
           if (!starting && st == lifecycle::stages::become_active) {
             active_stopped[name] = t;
             mesh.active_stopped(name);

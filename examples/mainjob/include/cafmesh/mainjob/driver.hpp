@@ -196,6 +196,8 @@ private:
   void defer(planned_delivery d);
   void terminal(const std::string& id, const observed_outcome& o, int64_t t_ms);
   void roll_advance(int64_t now_ms);
+  /// Injects the next fault step (stall begin or end, kill, restart, second signal).
+  void inject_next_fault();
   void steps_advance(int64_t now_ms);
   /// Counts a landing in the stop record of every silo out (from its stopping signal until
   /// its new generation is Active).
