@@ -90,6 +90,9 @@ struct leg_rec {
   /// A grain call or publish of this leg is outstanding, or one ended without telling
   /// whether the target holds the delivery (a response timeout): its outcome is unknown.
   bool in_flight = false;
+  /// Waiting for its next attempt because its destination silo departed (its connection
+  /// was lost, membership has not declared it Dead yet): not counted by admission control.
+  bool parked = false;
   uint64_t token = 0;    ///< step token; answers carrying an older one are ignored
   grain_id grain;        ///< the hub grain the retry loop calls
   std::optional<retry_state> retry;
@@ -128,6 +131,8 @@ struct core_state {
   retry_policy policy;
   ordered_route_dispatcher disp;
   saturation_monitor sat;
+  /// Legs `parked` (see leg_rec): admission control bounds the others.
+  uint64_t parked_legs = 0;
   refusal_log refusals;
   lifecycle::leg_latch_table latch;
   std::set<std::string> stream_routed;
@@ -662,7 +667,15 @@ leg_rec* find_leg(pointer self, uint64_t id, uint64_t token) {
 }
 
 /// Ends a running leg: no further step of it runs; its terminal event follows as a message.
+void unpark(pointer self, leg_rec& leg) {
+  if (leg.parked) {
+    leg.parked = false;
+    --self->state.parked_legs;
+  }
+}
+
 void finish_leg(pointer self, leg_rec& leg, leg_outcome outcome) {
+  unpark(self, leg);
   leg.finished = true;
   ++leg.token;
   self->send(self, rc_leg_done_atom::value, leg.id, static_cast<uint8_t>(outcome));
@@ -796,6 +809,14 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
     s.log.debug("delivery " + leg.env.id + ": attempt " + std::to_string(leg.retry->attempts() - 1)
                 + " failed (" + f.render() + "); retry in " + std::to_string(d.delay_ms)
                 + " ms" + (d.re_resolve ? ", re-resolving" : ""));
+    // A leg that waits for a departed silo (until membership declares it Dead and the grain
+    // is placed anew) holds no resource of this core but its record: it must not make
+    // admission refuse the traffic to every healthy silo meanwhile.
+    // docs/behaviour/admission-control.md
+    if (!d.departed.empty() && !leg.parked) {
+      leg.parked = true;
+      ++s.parked_legs;
+    }
     auto tok = ++leg.token;
     self->delayed_send(self, ms(d.delay_ms), rc_timer_atom::value, id, tok);
     return;
@@ -1126,17 +1147,24 @@ std::vector<std::string> end_unlanded_legs(pointer self, const std::string& why)
 /// `env` is new work. A continuation (a response or a NACK) answers work some router core
 /// already accepted, so refusing it would strand that work: continuations are always
 /// admitted, and they are bounded by the requests that were admitted.
+/// The legs admission control counts: in flight, less those parked on a departed silo.
+uint64_t admitted_in_flight(pointer self) {
+  auto& s = self->state;
+  auto n = s.sat.in_flight();
+  return n > s.parked_legs ? n - s.parked_legs : 0;
+}
+
 bool over_bound(pointer self, const envelope& env) {
   if (is_continuation(env))
     return false;
   auto& s = self->state;
   auto bound = s.opts.routing.max_in_flight;
-  return bound > 0 && s.sat.in_flight() >= static_cast<uint64_t>(bound);
+  return bound > 0 && admitted_in_flight(self) >= static_cast<uint64_t>(bound);
 }
 
 std::string overload_text(pointer self) {
   auto& s = self->state;
-  return "silo " + s.silo_name + " overloaded: " + std::to_string(s.sat.in_flight())
+  return "silo " + s.silo_name + " overloaded: " + std::to_string(admitted_in_flight(self))
          + " deliveries in flight (routing.max_in_flight " + std::to_string(s.opts.routing.max_in_flight)
          + "); retry after " + std::to_string(s.opts.routing.overload_retry_after_ms) + " ms";
 }
@@ -1333,6 +1361,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
     [=](rc_deadline_atom, int64_t due_ms) { expire_deadlines(self, due_ms); },
     [=](rc_timer_atom, uint64_t id, uint64_t tok) {
       if (auto leg = find_leg(self, id, tok)) {
+        unpark(self, *leg);
         leg_attempt(self, leg->id);
         return;
       }

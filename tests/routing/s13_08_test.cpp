@@ -141,3 +141,30 @@ TEST_CASE_FIXTURE(fixture, "S13.08 continuations of accepted work are admitted b
   CHECK(b.stats().in_flight == 0);
   CHECK(b.gauge_count() == 0);
 }
+
+TEST_CASE_FIXTURE(fixture, "S13.08 legs waiting for their next attempt because their destination silo departed are not counted by admission control, so traffic to healthy silos is still admitted; they count again when they attempt") {
+  bed b(*this);
+  b.cfg.routing.max_in_flight = 2;
+  b.start();
+  silo_address gone{"10.0.0.9", 9999, 1};
+  fault departed{mesh_errc::departed_silo, "silo " + gone.to_string() + " has departed"};
+  departed.silo = gone;
+  // Two legs to a grain on the departed silo: every attempt fails at once.
+  b.script("messagehub/Org/Gone", {answer::err(departed), answer::err(departed), answer::err(departed),
+                             answer::err(departed), answer::err(departed), answer::err(departed)});
+  b.route(bed::make("g1", "node/Org/Gone"));
+  b.route(bed::make("g2", "node/Org/Gone"));
+  run_for(std::chrono::milliseconds(1));
+  auto st = b.stats();
+  REQUIRE(st.accepted == 2);
+  REQUIRE(st.in_flight == 2);
+  REQUIRE(b.grain().attempts_for("messagehub/Org/Gone") == 2);
+  // Both wait for their retry: a delivery to a healthy grain is admitted and lands.
+  b.route(bed::make("h1", "node/Org/Healthy"));
+  run_for(std::chrono::milliseconds(1));
+  st = b.stats();
+  CHECK(st.refused_overloaded == 0);
+  CHECK(st.accepted == 3);
+  CHECK(st.landed == 1);
+  CHECK(b.local_nacks().empty());
+}
