@@ -497,6 +497,17 @@ using pc_actor = caf::stateful_actor<pod_hub_claimer_state>;
 
 void retry_claim(pc_actor* self, const std::string& key, uint64_t tok, const fault& f);
 
+/// True if a claim attempt failed because the directory named an activation of the pod hub
+/// on another silo that had already left (not because activating it failed there).
+bool displaced_by_foreign_activation(pc_actor* self, const fault& f) {
+  auto& st = self->state;
+  if (!st.self_silo)
+    return false;
+  auto n = find_code(f, mesh_errc::activation_deactivated);
+  return n != nullptr && n->activation_error_recorded != tri_bool::yes && n->silo
+         && *n->silo != *st.self_silo;
+}
+
 void claim_attempt(pc_actor* self, const std::string& key) {
   auto& st = self->state;
   auto i = st.claims.find(key);
@@ -535,7 +546,20 @@ void claim_attempt(pc_actor* self, const std::string& key) {
         auto j = st.claims.find(key);
         if (j == st.claims.end() || j->second.token != tok || st.stopping)
           return;
-        retry_claim(self, key, tok, to_fault(e));
+        auto f = to_fault(e);
+        if (displaced_by_foreign_activation(self, f)
+            && j->second.prompt_replacements < pod_claim_max_prompt_replacements) {
+          // The activation in the way is gone: the next placement can put the hub here,
+          // so place it now (one message later, not recursively) instead of after the
+          // backoff. The attach policy's budget is kept for failures that need time.
+          ++j->second.prompt_replacements;
+          ++st.prompt_replacements;
+          st.log.info("pod hub claim of " + key + " reached an activation that had left ("
+                      + f.render() + "); placing it again at once");
+          self->send(self, pc_retry_atom::value, key, tok);
+          return;
+        }
+        retry_claim(self, key, tok, f);
       });
 }
 
@@ -560,6 +584,7 @@ void assert_claim(pc_actor* self, const std::string& key) {
   if (i == st.claims.end() || st.stopping)
     return;
   i->second.retry = retry_state{st.policy};
+  i->second.prompt_replacements = 0;
   claim_attempt(self, key);
 }
 
@@ -571,6 +596,8 @@ caf::behavior pod_hub_claimer(pc_actor* self, caf::actor placement, caf::actor r
   st.routing = std::move(routing);
   st.policy = attach_policy(attach);
   st.log = log::get("pod_hub_claimer").with_context(context);
+  if (slots)
+    st.self_silo = slots->silo;
   return {
     [=](pc_claim_atom, const address& a) {
       auto& st = self->state;

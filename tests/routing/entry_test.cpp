@@ -659,3 +659,66 @@ TEST_CASE_FIXTURE(testing::fixture, "pod hub claim: a claim whose route never co
   REQUIRE(gave_up.size() == 1);
   CHECK(w.catalog_of(a.addr).by_grain.count(pod_hub_grain("portal/never")) == 0);
 }
+
+namespace {
+
+/// What the scripted placement of the claim tests below saw: each claim attempt's virtual ms.
+struct scripted_placement_state {
+  std::vector<int64_t> attempts_ms;
+  static inline const char* name = "test.scripted_placement";
+};
+
+/// A placement service for one claimer: its first `failures` attach calls fail with
+/// activation_deactivated "{tag} of {g} is not active on silo {on}" (the directory named an
+/// activation on silo `on` that had left), later ones answer true.
+caf::behavior scripted_placement(caf::stateful_actor<scripted_placement_state>* self,
+                                 testing::fixture* fx, silo_address on, size_t failures) {
+  return {
+    [=](pl_inval_atom, const grain_id&) {},
+    [=](pl_call_atom, const grain_id& g, int32_t, const caf::message&) -> caf::result<bool> {
+      auto& xs = self->state.attempts_ms;
+      xs.push_back(fx->now_ms());
+      if (xs.size() > failures)
+        return true;
+      fault f{mesh_errc::activation_deactivated,
+              "activation #1 of " + g.to_string() + " is not active on silo " + on.to_string()};
+      f.activation_error_recorded = tri_bool::unknown;
+      f.silo = on;
+      return to_error(f);
+    },
+  };
+}
+
+/// Runs one claim of `portal/moved` by a claimer on silo a against a scripted placement;
+/// answers the attempts' virtual ms relative to the claim, space-separated.
+std::string claim_attempts(testing::fixture& fx, const silo_address& answered_on,
+                                    size_t failures, int64_t run_ms) {
+  auto slots = std::make_shared<silo_routing_slots>();
+  slots->silo = silo_address{"a", 11111, 1};
+  auto placement = fx.track(fx.sys.spawn(scripted_placement, &fx, answered_on, failures));
+  auto claimer = fx.track(spawn_pod_hub_claimer(fx.sys, placement, caf::actor{},
+                                                config::attach_section{}, "a", slots));
+  auto t0 = fx.now_ms();
+  caf::anon_send(claimer, pc_claim_atom::value, address::from("portal/moved"));
+  fx.run_for(std::chrono::milliseconds(run_ms));
+  std::string out;
+  for (auto t : fx.state_of<scripted_placement_state>(placement).attempts_ms)
+    out += (out.empty() ? "" : " ") + std::to_string(t - t0);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(testing::fixture, "pod hub claim: an attempt that reached the pod hub's activation on another silo after it had left is placed again at once, at most 3 times per assertion; the attach policy then applies") {
+  // The activation in the way lived on silo c: the second attempt follows at once and lands.
+  auto c = silo_address{"c", 11111, 3};
+  auto once = claim_attempts(*this, c, 1, 10000);
+  CHECK(once == "0 0");
+  // Always in the way: 3 prompt re-placements, then 250 and 500 ms (attach policy).
+  auto always = claim_attempts(*this, c, 5, 10000);
+  CHECK(always == "0 0 0 0 250 750");
+  // The claimer's own silo answered that the activation left: nothing moved elsewhere, so
+  // the attach policy's backoff applies as for any failed claim.
+  auto own = claim_attempts(*this, silo_address{"a", 11111, 1}, 1, 10000);
+  CHECK(own == "0 250");
+}

@@ -833,6 +833,9 @@ std::string numbers(const sim_run& r) {
   for (auto& st : r.rep.input.silos)
     o << " " << st.name << "=" << st.landed_while_out << " (hold "
       << (st.quiescence_hold_ms ? std::to_string(*st.quiescence_hold_ms) : "-") << " ms)";
+  o << ", latency p99 "
+    << (l.latency_p99_ms ? std::to_string(*l.latency_p99_ms) + " ms" : std::string{"-"})
+    << ", overload refusals " << r.rep.input.traffic.overload_refusals;
   o << ", virtual end " << r.end_ms << " ms, real " << r.real_ms << " ms";
   return o.str();
 }

@@ -98,6 +98,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <caf/actor.hpp>
@@ -167,7 +168,19 @@ struct pod_claim {
   retry_state retry{retry_policy{}};
   uint64_t token = 0;
   bool attached = false;
+  /// Attempts of the current assertion re-placed at once because the directory named an
+  /// activation on another silo that had already left (bounded by
+  /// `pod_claim_max_prompt_replacements`).
+  uint32_t prompt_replacements = 0;
 };
+
+/// How many times one assertion of a claim is re-placed at once, without waiting out the
+/// attach policy's backoff, when its attempt reached an activation of the pod hub on
+/// another silo that had already left. A pod hub placed on a silo without its local route
+/// (a delivery there, prefer-local) lives only until it notices and leaves, and legs
+/// retrying on that silo keep placing new ones; waiting out a backoff that runs in step
+/// with theirs lets each of them take the directory entry again just before the claim.
+constexpr uint32_t pod_claim_max_prompt_replacements = 3;
 
 /// State of the pod-hub claimer; public for tests.
 struct pod_hub_claimer_state {
@@ -175,9 +188,12 @@ struct pod_hub_claimer_state {
   caf::actor routing;
   retry_policy policy;
   bool stopping = false;
+  /// The claimer's own silo (from its routing slots); unknown without them.
+  std::optional<silo_address> self_silo;
   std::map<std::string, pod_claim> claims;
   uint64_t attaches = 0;      ///< attach calls issued (each retry counts)
   uint64_t attached_ok = 0;   ///< attaches answered true
+  uint64_t prompt_replacements = 0; ///< attempts re-placed at once (see `pod_claim`)
   uint64_t detaches = 0;
   log::logger log;
   static const char* name;
