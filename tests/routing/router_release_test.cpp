@@ -12,10 +12,6 @@ using cafmesh::testing::fixture;
 
 namespace {
 
-lifecycle::io_pool_owner_actor as_owner(const router_core_actor& rc) {
-  return caf::actor_cast<lifecycle::io_pool_owner_actor>(rc);
-}
-
 std::string before_text(bed& b, const std::string& target) {
   return "silo " + b.silo.to_string() + " stopped before the delivery to " + target
          + " was attempted";

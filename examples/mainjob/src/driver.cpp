@@ -166,22 +166,11 @@ void demo_driver::advance(int64_t now_ms) {
   }
   // Faults and roll steps run in the order of their due times, also when the driver comes
   // late (a fault due before a stop is injected before it, one due after it after it).
-  auto roll_due = [&]() -> std::optional<int64_t> {
-    std::optional<int64_t> out;
-    auto consider = [&](int64_t t) { out = out ? std::min(*out, t) : t; };
-    if (step_ == roll_step::wait_stop || step_ == roll_step::wait_restart
-        || step_ == roll_step::wait_next)
-      consider(roll_due_ms_);
-    for (auto& x : steps_)
-      if (x.step == roll_step::wait_stop || x.step == roll_step::wait_restart)
-        consider(x.due_ms);
-    return out;
-  };
   auto faults_until = [&](int64_t until_ms) {
     while (fault_pos_ < fault_steps_.size() && fault_steps_[fault_pos_].first <= until_ms)
       inject_next_fault();
   };
-  if (auto r = roll_due(); r && *r <= now_ms)
+  if (auto r = next_roll_due_ms(); r && *r <= now_ms)
     faults_until(*r);
   else
     faults_until(now_ms);
@@ -269,6 +258,14 @@ std::optional<int64_t> demo_driver::next_wakeup_ms() const {
     consider(fault_steps_[fault_pos_].first);
   if (!deferred_.empty())
     consider(deferred_.begin()->first);
+  if (auto r = next_roll_due_ms())
+    consider(*r);
+  return out;
+}
+
+std::optional<int64_t> demo_driver::next_roll_due_ms() const {
+  std::optional<int64_t> out;
+  auto consider = [&](int64_t t) { out = out ? std::min(*out, t) : t; };
   if (step_ == roll_step::wait_stop || step_ == roll_step::wait_restart
       || step_ == roll_step::wait_next)
     consider(roll_due_ms_);

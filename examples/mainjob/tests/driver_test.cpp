@@ -368,27 +368,49 @@ TEST_CASE("mainjob driver: an entry's overload refusal counts as unavailable and
   CHECK(r.input.traffic.overload_resends == 1);
 }
 
+namespace {
+
+/// A run in which the first submission `pick` selects is refused as overloaded with `text`
+/// and every other lands: the refused delivery, when, and when each id was submitted.
+struct refused_run {
+  planned_delivery refused;
+  int64_t refused_ms = -1;
+  std::map<std::string, int64_t> submitted_at;
+};
+
+refused_run run_refusing_first(demo_driver& d, scripted_mesh& m,
+                               const std::function<bool(const planned_delivery&, int64_t)>& pick,
+                               const std::string& text) {
+  refused_run out;
+  run(d, m, [&](demo_driver& dd, const planned_delivery& p, int64_t t) {
+    out.submitted_at.emplace(p.id, t);
+    if (out.refused_ms < 0 && pick(p, t)) {
+      out.refused = p;
+      out.refused_ms = t;
+      dd.on_nack(p.id, verdict::unavailable, text, t);
+      return;
+    }
+    land(dd, p, t);
+  });
+  return out;
+}
+
+} // namespace
+
 TEST_CASE("mainjob driver: a sender refused as overloaded backs off for retry_after_ms: its heartbeats due meanwhile are not offered and its requests wait for the end") {
   auto s = small();
   s.traffic.weights = {0, 1, 1};
   scripted_mesh m;
   demo_driver d{s, m, "in_process"};
-  std::map<std::string, int64_t> submitted_at;
-  std::string refused_id;
-  std::string sender;
-  int64_t refused_ms = -1;
-  run(d, m, [&](demo_driver& dd, const planned_delivery& p, int64_t t) {
-    submitted_at.emplace(p.id, t);
-    if (refused_id.empty() && p.kind == delivery_kind::request && t >= 100) {
-      refused_id = p.id;
-      sender = p.sender;
-      refused_ms = t;
-      dd.on_nack(p.id, verdict::unavailable,
-                 "client c overloaded: 2 dispatches outstanding; retry after 300 ms", t);
-      return;
-    }
-    land(dd, p, t);
-  });
+  auto rr = run_refusing_first(
+    d, m,
+    [](const planned_delivery& p, int64_t t) {
+      return p.kind == delivery_kind::request && t >= 100;
+    },
+    "client c overloaded: 2 dispatches outstanding; retry after 300 ms");
+  auto refused_ms = rr.refused_ms;
+  auto& sender = rr.refused.sender;
+  auto& submitted_at = rr.submitted_at;
   REQUIRE(refused_ms >= 100);
   auto until = refused_ms + 300;
   // Nothing from the refused sender left during its back-off; what was held left at its end.
@@ -422,20 +444,15 @@ TEST_CASE("mainjob driver: frames of a sender refused as overloaded are carried 
   s.traffic.weights = {1, 0, 0};
   scripted_mesh m;
   demo_driver d{s, m, "in_process"};
-  std::map<std::string, int64_t> submitted_at;
-  planned_delivery refused;
-  int64_t refused_ms = -1;
-  run(d, m, [&](demo_driver& dd, const planned_delivery& p, int64_t t) {
-    submitted_at.emplace(p.id, t);
-    if (refused_ms < 0 && p.frame && p.frame->type == routing::sync_frame::kind::patch) {
-      refused = p;
-      refused_ms = t;
-      dd.on_nack(p.id, verdict::unavailable,
-                 "silo s overloaded: 2 deliveries in flight; retry after 300 ms", t);
-      return;
-    }
-    land(dd, p, t);
-  });
+  auto rr = run_refusing_first(
+    d, m,
+    [](const planned_delivery& p, int64_t) {
+      return p.frame && p.frame->type == routing::sync_frame::kind::patch;
+    },
+    "silo s overloaded: 2 deliveries in flight; retry after 300 ms");
+  auto refused_ms = rr.refused_ms;
+  auto& refused = rr.refused;
+  auto& submitted_at = rr.submitted_at;
   REQUIRE(refused_ms >= 0);
   auto until = refused_ms + 300;
   size_t fulls_to_pair = 0;

@@ -198,6 +198,8 @@ private:
   void roll_advance(int64_t now_ms);
   /// Injects the next fault step (stall begin or end, kill, restart, second signal).
   void inject_next_fault();
+  /// The earliest due time of a roll step that waits (sequential roll or `roll.steps`).
+  std::optional<int64_t> next_roll_due_ms() const;
   void steps_advance(int64_t now_ms);
   /// Counts a landing in the stop record of every silo out (from its stopping signal until
   /// its new generation is Active).
