@@ -73,9 +73,9 @@ const std::vector<field> fields{
   CAFMESH_FIELD(routing, refusal_log_idle_windows, 10),
   CAFMESH_FIELD(routing, outcome_dedup_window_ms, 120000),
   CAFMESH_FIELD(routing, outcome_dedup_max_ids, 65536),
-  CAFMESH_FIELD(routing, max_in_flight, 1024),
+  CAFMESH_FIELD(routing, max_in_flight, 768),
   CAFMESH_FIELD(routing, overload_retry_after_ms, 500),
-  CAFMESH_FIELD(gateway, max_outstanding, 512),
+  CAFMESH_FIELD(gateway, max_outstanding, 384),
   CAFMESH_FIELD(client, retry_max, 5),
   CAFMESH_FIELD(client, retry_base_ms, 200),
   CAFMESH_FIELD(client, retry_cap_ms, 30000),
@@ -182,11 +182,11 @@ const char* default_text = R"({
     "refusal_log_idle_windows": 10,
     "outcome_dedup_window_ms": 120000,
     "outcome_dedup_max_ids": 65536,
-    "max_in_flight": 1024,
+    "max_in_flight": 768,
     "overload_retry_after_ms": 500
   },
   "gateway": {
-    "max_outstanding": 512
+    "max_outstanding": 384
   },
   "client": {
     "retry_max": 5,

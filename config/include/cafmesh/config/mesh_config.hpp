@@ -95,7 +95,7 @@ struct routing_section {
   /// Admission control: most legs a router core holds accepted and not terminated; a
   /// delivery beyond it is refused `unavailable` ("overloaded") before acceptance. 0: no
   /// bound; >= 0.
-  int64_t max_in_flight = 1024;
+  int64_t max_in_flight = 768;
   /// The `retry_after_ms` a refusal at `max_in_flight` (or `gateway.max_outstanding`)
   /// carries: how long a sender should wait before sending again; >= 1.
   int64_t overload_retry_after_ms = 500;
@@ -108,7 +108,7 @@ struct gateway_section {
   /// `routing.overload_retry_after_ms` before it reaches the router core. A pure client holds
   /// at most as many dispatches in progress itself and refuses the next delivery at once.
   /// 0: no bound; >= 0.
-  int64_t max_outstanding = 512;
+  int64_t max_outstanding = 384;
 };
 
 /// Section `client` (SPEC §7.5).
