@@ -29,26 +29,6 @@ std::vector<std::string> attempt_ids(bed& b) {
   return out;
 }
 
-/// Sends a grain-path request and answers the reply or the error.
-caf::expected<envelope> grain_route(fixture& fx, bed& b, const envelope& e) {
-  caf::scoped_actor self{fx.sys};
-  self->send(b.rc, rc_grain_atom::value, e);
-  fx.run();
-  caf::expected<envelope> out{caf::error{}};
-  bool got = false;
-  self->receive([&](envelope& r) {
-    out = std::move(r);
-    got = true;
-  },
-                [&](caf::error& err) {
-                  out = std::move(err);
-                  got = true;
-                },
-                caf::after(std::chrono::seconds(0)) >> [] {});
-  REQUIRE(got);
-  return out;
-}
-
 lifecycle::io_pool_owner_actor as_owner(const router_core_actor& rc) {
   return caf::actor_cast<lifecycle::io_pool_owner_actor>(rc);
 }

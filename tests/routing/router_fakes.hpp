@@ -501,6 +501,28 @@ struct bed {
   }
 };
 
+/// Sends a grain-path request (`rc_grain_atom`, the pure clients' entry) to the bed's router
+/// core and answers the reply or the error.
+inline caf::expected<envelope> grain_route(cafmesh::testing::fixture& fx, bed& b,
+                                           const envelope& e) {
+  caf::scoped_actor self{fx.sys};
+  self->send(b.rc, rc_grain_atom::value, e);
+  fx.run();
+  caf::expected<envelope> out{caf::error{}};
+  bool got = false;
+  self->receive([&](envelope& r) {
+    out = std::move(r);
+    got = true;
+  },
+                [&](caf::error& err) {
+                  out = std::move(err);
+                  got = true;
+                },
+                caf::after(std::chrono::seconds(0)) >> [] {});
+  REQUIRE(got);
+  return out;
+}
+
 inline fault with_causes(fault root, std::vector<fault> causes) {
   root.causes = std::move(causes);
   return root;

@@ -9,30 +9,6 @@
 using namespace rtest;
 using cafmesh::testing::fixture;
 
-namespace {
-
-/// Sends a grain-path request and answers the reply or the error.
-caf::expected<envelope> grain_route(fixture& fx, bed& b, const envelope& e) {
-  caf::scoped_actor self{fx.sys};
-  self->send(b.rc, rc_grain_atom::value, e);
-  fx.run();
-  caf::expected<envelope> out{caf::error{}};
-  bool got = false;
-  self->receive([&](envelope& r) {
-    out = std::move(r);
-    got = true;
-  },
-                [&](caf::error& err) {
-                  out = std::move(err);
-                  got = true;
-                },
-                caf::after(std::chrono::seconds(0)) >> [] {});
-  REQUIRE(got);
-  return out;
-}
-
-} // namespace
-
 TEST_CASE_FIXTURE(fixture, "S13.08 a router core at routing.max_in_flight refuses the next delivery unavailable with overloaded and retry_after_ms before acceptance, accepts again once legs end, and never refuses an accepted delivery") {
   bed b(*this);
   b.cfg.routing.max_in_flight = 3;
