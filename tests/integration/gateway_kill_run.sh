@@ -28,21 +28,7 @@ fail() {
   exit 1
 }
 
-silo_config() { # name primary_port
-  cat > "$dir/$1.json" <<EOF
-{"mesh":{"process_role":"silo_host","name":"$1"},
- "network":{"host":"127.0.0.1","port":0,"primary_host":"127.0.0.1","primary_port":$2},
- "log":{"level":"warning"}}
-EOF
-}
-
-wait_for_line() { # file pattern seconds
-  for _ in $(seq 1 $(($3 * 10))); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/node_helpers.sh"
 
 silo_config silo-1 0
 "$node_bin" --config "$dir/silo-1.json" --app echo > "$dir/silo-1.log" 2>&1 &

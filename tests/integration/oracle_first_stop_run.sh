@@ -27,21 +27,7 @@ fail() {
   exit 1
 }
 
-config() { # name role primary_port
-  cat > "$dir/$1.json" <<EOF
-{"mesh":{"process_role":"$2","name":"$1"},
- "network":{"host":"127.0.0.1","port":0,"primary_host":"127.0.0.1","primary_port":$3},
- "log":{"level":"warning"}}
-EOF
-}
-
-wait_for_line() { # file pattern seconds
-  for _ in $(seq 1 $(($3 * 10))); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/node_helpers.sh"
 
 start() { # name
   "$node_bin" --config "$dir/$1.json" > "$dir/$1.log" 2>&1 &
@@ -77,12 +63,12 @@ stop_and_check() { # name
 
 if [ "$layout" = client ]; then
   oracle=oracle-1
-  config oracle-1 pure_client 0
+  node_config oracle-1 pure_client 0
   silos=(silo-1 silo-2 silo-3)
   expect='^CLIENT'
 else
   oracle=silo-1
-  config silo-1 silo_host 0
+  node_config silo-1 silo_host 0
   silos=(silo-2 silo-3)
   expect='^ACTIVE'
 fi
@@ -92,7 +78,7 @@ wait_for_line "$dir/$oracle.log" "$expect" 30 || fail "$oracle did not start"
 port=$(sed -n 's/^ADDR S[^:]*:\([0-9]*\)@.*/\1/p' "$dir/$oracle.log" | head -n 1)
 [ -n "$port" ] || fail "cannot read the oracle's port"
 for n in "${silos[@]}"; do
-  config $n silo_host "$port"
+  node_config $n silo_host "$port"
   start $n
 done
 for n in "${silos[@]}"; do
