@@ -47,8 +47,13 @@ struct state {
   std::mutex mtx;
   std::shared_ptr<spdlog::sinks::dist_sink_mt> dist =
     std::make_shared<spdlog::sinks::dist_sink_mt>();
-  std::shared_ptr<spdlog::sinks::stderr_color_sink_mt> err =
-    std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  /// The process sink: stderr unless the application gave its own (`use_logger`,
+  /// `use_handler`); `stderr_level` and `stderr_enabled` apply to whichever it is.
+  std::shared_ptr<spdlog::sinks::sink> err = [] {
+    auto e = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+    e->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%-8l%$ %n: %v");
+    return std::shared_ptr<spdlog::sinks::sink>{e};
+  }();
   std::vector<std::shared_ptr<spdlog::logger>> loggers;
   bool stderr_enabled = true;
   level stderr_level = level::info;
@@ -66,7 +71,6 @@ struct state {
 
   state() {
     err->set_level(spdlog::level::info);
-    err->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%-8l%$ %n: %v");
     dist->add_sink(err);
     dist->set_level(spdlog::level::trace);
   }
@@ -174,6 +178,65 @@ void set_stderr_enabled(bool enabled) {
   else
     g.dist->remove_sink(g.err);
   g.refresh_floor();
+}
+
+namespace {
+
+/// Forwards every line to an application's handler.
+class handler_sink : public spdlog::sinks::base_sink<std::mutex> {
+public:
+  using handler_type
+    = std::function<void(cafmesh::log::level, const std::string& component, const std::string& text)>;
+  explicit handler_sink(handler_type f) : f_(std::move(f)) {}
+
+protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    f_(from_spd(msg.level), std::string{msg.logger_name.data(), msg.logger_name.size()},
+       std::string{msg.payload.data(), msg.payload.size()});
+  }
+  void flush_() override {}
+
+private:
+  handler_type f_;
+};
+
+/// Replaces the process sink by `sink` (null: a fresh stderr sink), keeping level and state.
+void replace_process_sink(std::shared_ptr<spdlog::sinks::sink> sink) {
+  auto& g = global();
+  std::lock_guard<std::mutex> guard{g.mtx};
+  if (!sink) {
+    auto e = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+    e->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%-8l%$ %n: %v");
+    sink = e;
+  }
+  if (g.stderr_enabled)
+    g.dist->remove_sink(g.err);
+  g.err = std::move(sink);
+  g.err->set_level(to_spd(g.stderr_level));
+  if (g.stderr_enabled)
+    g.dist->add_sink(g.err);
+}
+
+} // namespace
+
+void use_logger(std::shared_ptr<spdlog::logger> target) {
+  if (!target) {
+    replace_process_sink(nullptr);
+    return;
+  }
+  replace_process_sink(std::make_shared<handler_sink>(
+    [target](level lvl, const std::string& component, const std::string& text) {
+      target->log(to_spd(lvl), "{}: {}", component, text);
+    }));
+}
+
+void use_handler(std::function<void(level, const std::string& component,
+                                    const std::string& text)> handler) {
+  if (!handler) {
+    replace_process_sink(nullptr);
+    return;
+  }
+  replace_process_sink(std::make_shared<handler_sink>(std::move(handler)));
 }
 
 // -- capture ------------------------------------------------------------------

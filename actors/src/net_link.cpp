@@ -14,6 +14,7 @@
 #include "cafmesh/actors/atoms.hpp"
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/message_center.hpp"
 
 namespace cafmesh {
@@ -49,7 +50,17 @@ struct peer {
   std::deque<wire_frame> queue;  ///< frames waiting for the connection
   caf::actor_clock::time_point last_heard;
   bool suspected = false;
+  /// Failed connects in a row; the frames wait while it is below `connect_retries`.
+  int connect_failures = 0;
 };
+
+/// A connect that fails is tried again this often (every heartbeat interval) before the
+/// frames waiting for it are bounced: two processes that connect to each other at the same
+/// moment can make CAF close one of the two connections under the first hello.
+constexpr int connect_retries = 3;
+
+/// `(nl_reconnect_atom, host, port)`: connect to a peer again after a failed attempt.
+using nl_reconnect_atom = caf::atom_constant<caf::atom("nlreconn")>;
 
 struct net_link_state {
   config::network_section cfg;
@@ -171,6 +182,7 @@ void peer_up(link_actor* self, const endpoint& ep, const silo_address& addr,
   auto& st = self->state;
   auto& p = st.peers[ep];
   p.phase = peer_phase::up;
+  p.connect_failures = 0;
   p.addr = addr;
   p.link = link;
   p.last_heard = self->clock().now();
@@ -190,8 +202,11 @@ void peer_up(link_actor* self, const endpoint& ep, const silo_address& addr,
   }
 }
 
+/// `retry`: the failure may be the simultaneous-connect race (the connection closed under
+/// the hello), not a dead peer: the frames keep waiting for up to `connect_retries` more
+/// attempts. A peer that refuses the connection is dead and its frames bounce at once.
 void fail_connect(link_actor* self, const endpoint& ep, uint64_t attempt,
-                  const std::string& why) {
+                  const std::string& why, bool retry = false) {
   auto& st = self->state;
   auto i = st.peers.find(ep);
   if (i == st.peers.end() || i->second.attempt != attempt || i->second.phase == peer_phase::up)
@@ -203,6 +218,14 @@ void fail_connect(link_actor* self, const endpoint& ep, uint64_t attempt,
       st.log.warning("cannot reach the primary " + render(ep) + " (attempt "
                      + std::to_string(st.primary_failures) + ", retrying every "
                      + std::to_string(st.cfg.heartbeat_interval_ms) + " ms): " + why);
+  } else if (retry && i->second.connect_failures < connect_retries) {
+    ++i->second.connect_failures;
+    st.log.info("cannot reach " + render(ep) + " (attempt "
+                + std::to_string(i->second.connect_failures) + "): " + why + "; trying again in "
+                + std::to_string(st.cfg.heartbeat_interval_ms) + " ms");
+    self->delayed_send(self, std::chrono::milliseconds(st.cfg.heartbeat_interval_ms),
+                       nl_reconnect_atom::value, ep.first, ep.second);
+    return;
   } else {
     st.log.warning("cannot reach " + render(ep) + ": " + why);
   }
@@ -260,7 +283,8 @@ void connect(link_actor* self, const endpoint& ep) {
               peer_up(self, ep, addr, remote);
             },
             [=](caf::error& e) {
-              fail_connect(self, ep, attempt, "hello failed: " + self->system().render(e));
+              fail_connect(self, ep, attempt, "hello failed: " + self->system().render(e),
+                           e == caf::sec::request_receiver_down);
             });
       },
       [=](caf::error& e) { fail_connect(self, ep, attempt, self->system().render(e)); });
@@ -448,6 +472,12 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
         heard(self, s);
     },
     [=](nl_tick_atom) { tick(self); },
+    [=](nl_reconnect_atom, const std::string& host, uint16_t port) {
+      auto& st = self->state;
+      auto i = st.peers.find(endpoint{host, port});
+      if (i != st.peers.end() && i->second.phase != peer_phase::up)
+        connect(self, endpoint{host, port});
+    },
     [=](nl_oracle_atom) -> caf::result<caf::actor> {
       auto& st = self->state;
       if (st.oracle)
@@ -474,6 +504,11 @@ struct relay_state {
   /// Why the oracle cannot be reached any more (its process is gone); empty while it can.
   caf::error gone;
   std::vector<std::pair<caf::message, caf::response_promise>> waiting;
+  /// Requests the oracle has not answered yet, by the relay's own number: answered
+  /// `oracle_gone_error` if its process goes away first (a request to a vanished remote
+  /// actor is never answered otherwise).
+  std::map<uint64_t, caf::response_promise> in_flight;
+  uint64_t next_request = 0;
   static const char* name;
 };
 
@@ -490,6 +525,38 @@ caf::error oracle_gone_error(relay_actor* self, const caf::error& reason) {
   return to_error(f);
 }
 
+/// Hands `msg` to the oracle and its answer to `rp`. The oracle's requests answer a version
+/// (`uint64_t`) or, for `mb_get_atom`, a snapshot; they are asked by the relay itself so that
+/// they can be failed if the oracle's process vanishes. Anything else is delegated.
+void forward(relay_actor* self, caf::message msg, caf::response_promise rp) {
+  auto& st = self->state;
+  bool versioned = msg.match_element<mb_join_atom>(0) || msg.match_element<mb_status_atom>(0)
+                   || msg.match_element<mb_dead_atom>(0);
+  bool snapshot = msg.match_element<mb_get_atom>(0);
+  if (!versioned && !snapshot) {
+    rp.delegate(st.oracle, std::move(msg));
+    return;
+  }
+  auto id = ++st.next_request;
+  st.in_flight.emplace(id, rp);
+  auto done = [=](auto&& answer) {
+    auto& st = self->state;
+    auto i = st.in_flight.find(id);
+    if (i == st.in_flight.end())
+      return; // already failed: the oracle's process had gone
+    auto p = i->second;
+    st.in_flight.erase(i);
+    p.deliver(std::forward<decltype(answer)>(answer));
+  };
+  if (versioned)
+    self->request(st.oracle, caf::infinite, std::move(msg))
+      .then([=](uint64_t v) { done(v); }, [=](caf::error& e) { done(std::move(e)); });
+  else
+    self->request(st.oracle, caf::infinite, std::move(msg))
+      .then([=](membership_snapshot& x) { done(std::move(x)); },
+            [=](caf::error& e) { done(std::move(e)); });
+}
+
 caf::behavior oracle_relay(relay_actor* self, caf::actor link) {
   self->monitor(link);
   self->set_down_handler([=](caf::down_msg& dm) {
@@ -500,6 +567,10 @@ caf::behavior oracle_relay(relay_actor* self, caf::actor link) {
       log::get("net_link").warning("membership oracle unreachable: "
                                    + self->system().render(st.gone)
                                    + "; membership requests fail at once from now on");
+      auto in_flight = std::move(st.in_flight);
+      st.in_flight.clear();
+      for (auto& kv : in_flight)
+        kv.second.deliver(oracle_gone_error(self, st.gone));
       return;
     }
     for (auto& w : st.waiting)
@@ -515,7 +586,7 @@ caf::behavior oracle_relay(relay_actor* self, caf::actor link) {
       if (st.gone)
         rp.deliver(oracle_gone_error(self, st.gone));
       else if (st.oracle)
-        rp.delegate(st.oracle, std::move(msg));
+        forward(self, std::move(msg), rp);
       else
         st.waiting.emplace_back(std::move(msg), rp);
       return rp;
@@ -526,9 +597,10 @@ caf::behavior oracle_relay(relay_actor* self, caf::actor link) {
         auto& st = self->state;
         st.oracle = o;
         self->monitor(o);
-        for (auto& w : st.waiting)
-          w.second.delegate(o, std::move(w.first));
+        auto waiting = std::move(st.waiting);
         st.waiting.clear();
+        for (auto& w : waiting)
+          forward(self, std::move(w.first), w.second);
       },
       [=](caf::error& e) {
         for (auto& w : self->state.waiting)

@@ -434,6 +434,10 @@ load_result load_file(const std::string& path) {
   return result;
 }
 
+load_result validate(const mesh_config& cfg) {
+  return parse(to_json_text(cfg));
+}
+
 std::string to_json_text(const mesh_config& cfg) {
   json doc = json::object();
   for (auto& sec : the_schema().sections) {

@@ -37,8 +37,8 @@
 #include <caf/all.hpp>
 
 #include "cafmesh/config/mesh_config.hpp"
-#include "cafmesh/lifecycle/io_pool.hpp"
-#include "cafmesh/lifecycle/routing_quiescence.hpp"
+#include "cafmesh/routing/io_pool.hpp"
+#include "cafmesh/routing/routing_quiescence.hpp"
 #include "cafmesh/routing/router_core.hpp"
 #include "cafmesh/routing/routing_service.hpp"
 
@@ -251,8 +251,8 @@ void co_hosted_router_core(benchmark::State& state) {
   // figure `routing.max_in_flight` is chosen against.
   cfg.routing.max_in_flight = 0;
   uint64_t peak_in_flight = 0;
-  auto gauge = lifecycle::spawn_routing_quiescence(sys, {silo.to_string()});
-  auto pool = lifecycle::spawn_io_pool(sys, lifecycle::io_pool_options::from(cfg.pool,
+  auto gauge = routing::spawn_routing_quiescence(sys, {silo.to_string()});
+  auto pool = routing::spawn_io_pool(sys, routing::io_pool_options::from(cfg.pool,
                                                                              silo.to_string()));
   auto grains = sys.spawn(instant_grains, &grain_calls);
   auto resolver = sys.spawn(node_resolver);

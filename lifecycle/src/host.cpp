@@ -36,6 +36,10 @@ struct host_state {
   bool budget_expired = false;
   size_t pending_acks = 0;
   std::vector<caf::typed_response_promise<caf::ok_atom>> stop_rps;
+  /// The start's outcome once it completed (`host_active_atom`).
+  bool start_done = false;
+  caf::error start_error;
+  std::vector<caf::typed_response_promise<caf::ok_atom>> active_rps;
 };
 
 using self_ptr = host_impl_actor::stateful_pointer<host_state>;
@@ -44,8 +48,25 @@ std::string describe(const caf::error& e) {
   return to_fault(e).render();
 }
 
+/// The start completed with `err` (none: Active): every `host_active` waiter is answered.
+void start_completed(self_ptr self, caf::error err) {
+  auto& st = self->state;
+  st.start_done = true;
+  st.start_error = err;
+  auto rps = std::move(st.active_rps);
+  st.active_rps.clear();
+  for (auto& rp : rps)
+    if (err)
+      rp.deliver(err);
+    else
+      rp.deliver(caf::ok_atom::value);
+}
+
 void finish(self_ptr self) {
   auto& st = self->state;
+  if (!st.start_done)
+    start_completed(self, to_error(fault{mesh_errc::lifecycle_cancelled,
+                                         "the host stopped before the silo was started"}));
   st.phase = host_phase::torn_down;
   st.lg.info("host stopped: runtime services torn down");
   auto rps = std::move(st.stop_rps);
@@ -196,12 +217,18 @@ host_impl_actor::behavior_type host_impl(self_ptr self, host_options opts) {
       if (st.phase != host_phase::running)
         return to_error(fault{mesh_errc::lifecycle_cancelled,
                               "host start refused: the host is stopping"});
-      if (!st.opts.subject)
+      if (!st.opts.subject) {
+        start_completed(self, caf::error{});
         return caf::ok_atom::value;
+      }
       auto rp = self->make_response_promise<caf::ok_atom>();
       self->request(st.opts.subject, caf::infinite, run_start_atom::value)
-        .then([=](caf::ok_atom) mutable { rp.deliver(caf::ok_atom::value); },
+        .then([=](caf::ok_atom) mutable {
+                start_completed(self, caf::error{});
+                rp.deliver(caf::ok_atom::value);
+              },
               [=](caf::error& e) mutable {
+                start_completed(self, e);
                 auto& st = self->state;
                 if (st.phase == host_phase::running) {
                   // SPEC §3.2 rule 5: the host stops the silo after a failed start.
@@ -225,6 +252,28 @@ host_impl_actor::behavior_type host_impl(self_ptr self, host_options opts) {
       return rp;
     },
     [=](host_state_atom) { return self->state.phase; },
+    [=](host_active_atom) -> caf::result<caf::ok_atom> {
+      auto& st = self->state;
+      if (st.start_done) {
+        if (st.start_error)
+          return st.start_error;
+        return caf::ok_atom::value;
+      }
+      if (!st.start_begun && st.phase != host_phase::running)
+        return to_error(fault{mesh_errc::lifecycle_cancelled,
+                              "the host is stopping; the silo was never started"});
+      auto rp = self->make_response_promise<caf::ok_atom>();
+      st.active_rps.push_back(rp);
+      return rp;
+    },
+    [=](host_await_atom) -> caf::result<caf::ok_atom> {
+      auto& st = self->state;
+      if (st.phase == host_phase::torn_down)
+        return caf::ok_atom::value;
+      auto rp = self->make_response_promise<caf::ok_atom>();
+      st.stop_rps.push_back(rp);
+      return rp;
+    },
     [=](host_budget_atom) {
       auto& st = self->state;
       if (st.phase != host_phase::stopping_silo || st.budget_expired)

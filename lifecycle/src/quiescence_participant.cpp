@@ -12,10 +12,12 @@
 
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/config/mesh_config.hpp"
-#include "cafmesh/lifecycle/leg_release.hpp"
-#include "cafmesh/lifecycle/routing_quiescence.hpp"
+#include "cafmesh/routing/leg_release.hpp"
+#include "cafmesh/routing/routing_quiescence.hpp"
 
 namespace cafmesh::lifecycle {
+
+using namespace cafmesh::routing;
 
 quiescence_participant_options
 quiescence_participant_options::from(const config::lifecycle_section& cfg,

@@ -7,6 +7,7 @@
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/register_actor_types.hpp"
 #include "cafmesh/routing/address.hpp"
+#include "cafmesh/routing/delivery_error.hpp"
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/verdict.hpp"
 
@@ -33,6 +34,17 @@ void register_types(caf::actor_system_config& cfg) {
                              return "mesh_error(" + to_string(static_cast<mesh_errc>(code))
                                     + ", " + ctx.get_as<fault>(0).render() + ")";
                            return "mesh_error(" + to_string(static_cast<mesh_errc>(code)) + ")";
+                         });
+  cfg.add_error_category(routing::delivery_error_category(),
+                         [](uint8_t code, caf::atom_value, const caf::message& ctx) -> std::string {
+                           routing::delivery_error x;
+                           x.verdict = static_cast<routing::verdict>(code - 1);
+                           if (ctx.match_elements<std::string, bool, bool>()) {
+                             x.text = ctx.get_as<std::string>(0);
+                             x.resendable = ctx.get_as<bool>(1);
+                             x.deadline = ctx.get_as<bool>(2);
+                           }
+                           return "delivery_error(" + to_string(x) + ")";
                          });
 }
 

@@ -16,8 +16,8 @@
 
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
-#include "cafmesh/lifecycle/leg_latch.hpp"
-#include "cafmesh/lifecycle/routing_quiescence.hpp"
+#include "cafmesh/routing/leg_latch.hpp"
+#include "cafmesh/routing/routing_quiescence.hpp"
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/ordered_route_dispatcher.hpp"
@@ -57,7 +57,7 @@ using impl_actor = router_core_actor::extend<caf::reacts_to<rc_leg_done_atom, ui
                                              caf::reacts_to<rc_timer_atom, uint64_t, uint64_t>,
                                              caf::reacts_to<rc_deadline_atom, int64_t>,
                                              caf::reacts_to<rc_release_atom, uint64_t>>::
-  extend_with<lifecycle::io_pool_owner_actor>;
+  extend_with<routing::io_pool_owner_actor>;
 
 /// How a leg ended (its one terminal event, SPEC §6.5, §6.7).
 enum class leg_outcome : uint8_t { landed = 0, nacked, abandoned, crashed, refused };
@@ -134,7 +134,7 @@ struct core_state {
   /// Legs `parked` (see leg_rec): admission control bounds the others.
   uint64_t parked_legs = 0;
   refusal_log refusals;
-  lifecycle::leg_latch_table latch;
+  routing::leg_latch_table latch;
   std::set<std::string> stream_routed;
   std::set<std::string> client_hosted;
   std::map<uint64_t, leg_rec> legs;
@@ -162,8 +162,8 @@ int64_t now_ms(pointer self) {
   return std::chrono::duration_cast<ms>(self->clock().now().time_since_epoch()).count();
 }
 
-lifecycle::io_pool_owner_actor owner_of(pointer self) {
-  return caf::actor_cast<lifecycle::io_pool_owner_actor>(self);
+routing::io_pool_owner_actor owner_of(pointer self) {
+  return caf::actor_cast<routing::io_pool_owner_actor>(self);
 }
 
 void log_sat(pointer self, const std::optional<saturation_event>& ev) {
@@ -305,40 +305,40 @@ void bounded_request(pointer self, const Dest& dest, ms bound, OnValue on_value,
 void admit(pointer self, uint64_t id) {
   auto& s = self->state;
   if (s.opts.pool)
-    self->send(s.opts.pool, lifecycle::pool_admit_atom::value, id, owner_of(self));
+    self->send(s.opts.pool, routing::pool_admit_atom::value, id, owner_of(self));
   else // no pool: admitted at once, still as a separate message
-    self->send(self, lifecycle::pool_admitted_atom::value, id);
+    self->send(self, routing::pool_admitted_atom::value, id);
 }
 
 void pool_started(pointer self, uint64_t id) {
   if (self->state.opts.pool)
-    self->send(self->state.opts.pool, lifecycle::pool_started_atom::value, id);
+    self->send(self->state.opts.pool, routing::pool_started_atom::value, id);
 }
 
 void pool_ended(pointer self, uint64_t id) {
   if (self->state.opts.pool)
-    self->send(self->state.opts.pool, lifecycle::pool_ended_atom::value, id);
+    self->send(self->state.opts.pool, routing::pool_ended_atom::value, id);
 }
 
 void gauge_track(pointer self, uint64_t slot, const std::string& label,
-                 lifecycle::slot_state st) {
+                 routing::slot_state st) {
   if (self->state.opts.gauge)
-    self->send(self->state.opts.gauge, lifecycle::q_track_atom::value, slot, label, st);
+    self->send(self->state.opts.gauge, routing::q_track_atom::value, slot, label, st);
 }
 
 void gauge_mark(pointer self, uint64_t slot) {
   if (self->state.opts.gauge)
-    self->send(self->state.opts.gauge, lifecycle::q_mark_atom::value, slot);
+    self->send(self->state.opts.gauge, routing::q_mark_atom::value, slot);
 }
 
 void gauge_handover(pointer self, uint64_t slot, const std::string& label) {
   if (self->state.opts.gauge)
-    self->send(self->state.opts.gauge, lifecycle::q_handover_atom::value, slot, label);
+    self->send(self->state.opts.gauge, routing::q_handover_atom::value, slot, label);
 }
 
 void gauge_release(pointer self, uint64_t slot) {
   if (self->state.opts.gauge)
-    self->send(self->state.opts.gauge, lifecycle::q_release_atom::value, slot);
+    self->send(self->state.opts.gauge, routing::q_release_atom::value, slot);
 }
 
 // -- the NACK machinery (SPEC §6.11) ---------------------------------------------------
@@ -379,20 +379,20 @@ uint64_t post_nack(pointer self, const envelope& original, verdict v, const std:
   job.sender = original.sender.to_string();
   job.sender_host = host_address(original.sender, s.opts.mesh_type);
   job.quiet = quiet;
-  auto label = lifecycle::nack_label(job.sender, original.id);
+  auto label = routing::nack_label(job.sender, original.id);
   if (handover_slot) {
     job.slot = *handover_slot;
     gauge_handover(self, job.slot, label);
   } else {
     job.slot = id;
-    gauge_track(self, job.slot, label, lifecycle::slot_state::queued);
+    gauge_track(self, job.slot, label, routing::slot_state::queued);
   }
   s.log.debug("NACK " + to_string(v) + " for delivery " + original.id + " to "
               + job.sender + " posted: " + text);
   s.nacks.emplace(id, std::move(job));
   ++s.stats.nacks_posted;
   if (direct) // the pool drains and would refuse it: start at once, still as a message
-    self->send(self, lifecycle::pool_admitted_atom::value, id);
+    self->send(self, routing::pool_admitted_atom::value, id);
   else
     admit(self, id);
   return id;
@@ -468,7 +468,7 @@ void nack_publish(pointer self, uint64_t id) {
         nack_both_failed(self, *job,
                          is_request_timeout(e)
                            ? "stream post never completed within "
-                               + lifecycle::render_budget(
+                               + routing::render_budget(
                                  self->state.opts.routing.stream_post_timeout_ms)
                            : "stream post failed: " + to_fault(e).render());
       });
@@ -903,7 +903,7 @@ void leg_resolve(pointer self, uint64_t id) {
           return;
         auto detail = is_request_timeout(e)
                         ? "timed out after "
-                            + lifecycle::render_budget(self->state.opts.routing.resolve_timeout_ms)
+                            + routing::render_budget(self->state.opts.routing.resolve_timeout_ms)
                         : to_fault(e).render();
         leg_nack(self, *leg, verdict::failed,
                  "Path resolution for '" + leg->host_path + "' failed: " + detail);
@@ -938,7 +938,7 @@ void leg_stream_publish(pointer self, uint64_t id) {
         if (is_request_timeout(e))
           leg_nack(self, *leg, verdict::failed,
                    "Stream post to '" + leg->host_path + "' never completed within "
-                     + lifecycle::render_budget(self->state.opts.routing.stream_post_timeout_ms));
+                     + routing::render_budget(self->state.opts.routing.stream_post_timeout_ms));
         else
           leg_nack(self, *leg, verdict::failed,
                    "Stream post to '" + leg->host_path + "' failed: " + to_fault(e).render());
@@ -1101,8 +1101,8 @@ void release_bound_passed(pointer self) {
   if (unsent > 0) {
     s.stats.nacks_unsent += unsent;
     s.log.error(std::to_string(unsent) + " NACK(s) could not leave silo " + s.silo_name
-                + " within " + lifecycle::render_budget(s.opts.release_bound_ms)
-                + " of its stop: " + lifecycle::render_delivery_ids(ids, unsent));
+                + " within " + routing::render_budget(s.opts.release_bound_ms)
+                + " of its stop: " + routing::render_delivery_ids(ids, unsent));
   }
   s.release_gen = 0; // nack_done below must not answer the waiters yet
   for (auto id : jobs)
@@ -1220,12 +1220,12 @@ std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_poste
     leg.kind = leg_kind::stream;
   else
     leg.kind = leg_kind::node;
-  leg.label = leg.ordered ? lifecycle::stream_routed_label(leg.host_path, env.id)
-                          : lifecycle::dispatch_label(leg.host_path, env.id);
+  leg.label = leg.ordered ? routing::stream_routed_label(leg.host_path, env.id)
+                          : routing::dispatch_label(leg.host_path, env.id);
   leg.env = std::move(env);
   auto id = leg.id;
   s.latch.arm(id);
-  gauge_track(self, id, leg.label, lifecycle::slot_state::queued);
+  gauge_track(self, id, leg.label, routing::slot_state::queued);
   ++s.stats.accepted;
   bool ordered = leg.ordered;
   // Only the stream-routed branch has a channel (SPEC §6.8); the node branch builds none.
@@ -1308,7 +1308,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       }
       return caf::ok_atom::value;
     },
-    [=](lifecycle::q_end_legs_atom,
+    [=](routing::q_end_legs_atom,
         std::string& why) -> caf::result<std::vector<std::string>> {
       auto& s = self->state;
       auto residual = end_unlanded_legs(self, why);
@@ -1316,7 +1316,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         arm_release_bound(self);
       return residual;
     },
-    [=](lifecycle::q_nacks_out_atom) -> caf::result<caf::ok_atom> {
+    [=](routing::q_nacks_out_atom) -> caf::result<caf::ok_atom> {
       auto& s = self->state;
       if (s.nacks.empty())
         return caf::ok_atom::value;
@@ -1355,7 +1355,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
     },
     // -- internal --
     [=](rc_leg_done_atom, uint64_t id, uint8_t outcome) {
-      if (self->state.latch.settle(id, lifecycle::leg_terminal::done))
+      if (self->state.latch.settle(id, routing::leg_terminal::done))
         leg_terminal(self, id, static_cast<leg_outcome>(outcome));
     },
     [=](rc_deadline_atom, int64_t due_ms) { expire_deadlines(self, due_ms); },
@@ -1370,7 +1370,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
           nack_node_attempt(self, id);
     },
     // -- pool owner protocol (SPEC §6.7) --
-    [=](lifecycle::pool_admitted_atom, uint64_t id) {
+    [=](routing::pool_admitted_atom, uint64_t id) {
       auto& s = self->state;
       auto i = s.legs.find(id);
       if (i != s.legs.end()) {
@@ -1381,11 +1381,11 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       if (s.nacks.count(id) != 0)
         nack_start(self, id);
     },
-    [=](lifecycle::pool_refused_atom, uint64_t id, caf::error& err) {
+    [=](routing::pool_refused_atom, uint64_t id, caf::error& err) {
       auto& s = self->state;
       auto i = s.legs.find(id);
       if (i != s.legs.end()) {
-        if (!s.latch.settle(id, lifecycle::leg_terminal::cancelled))
+        if (!s.latch.settle(id, routing::leg_terminal::cancelled))
           return;
         auto& leg = i->second;
         auto f = to_fault(err);
@@ -1415,10 +1415,10 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         s.nacks.erase(j);
       }
     },
-    [=](lifecycle::pool_cancel_atom, uint64_t id) {
+    [=](routing::pool_cancel_atom, uint64_t id) {
       auto& s = self->state;
       if (s.legs.count(id) != 0) {
-        if (s.latch.settle(id, lifecycle::leg_terminal::cancelled)) {
+        if (s.latch.settle(id, routing::leg_terminal::cancelled)) {
           auto& leg = s.legs.at(id);
           uint64_t nack = 0;
           // In a silo stop (the stopping signal came first) the leg gets its one NACK; a
@@ -1445,11 +1445,11 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         arm_release_bound(self);
       }
     },
-    [=](lifecycle::pool_down_atom, uint64_t id, caf::error& reason) {
+    [=](routing::pool_down_atom, uint64_t id, caf::error& reason) {
       auto& s = self->state;
       auto i = s.legs.find(id);
       if (i != s.legs.end()) {
-        if (!s.latch.settle(id, lifecycle::leg_terminal::down))
+        if (!s.latch.settle(id, routing::leg_terminal::down))
           return;
         auto& leg = i->second;
         s.log.error("leg " + std::to_string(id) + " (" + leg.label + ") crashed: "

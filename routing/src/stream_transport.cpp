@@ -17,7 +17,7 @@
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/actors/message_center.hpp"
-#include "cafmesh/lifecycle/routing_quiescence.hpp"
+#include "cafmesh/routing/routing_quiescence.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 
 namespace cafmesh::routing {
@@ -92,7 +92,7 @@ size_t deliver_local(pointer self, const address& a, const envelope& e) {
 }
 
 std::string bound_text(pointer self) {
-  return lifecycle::render_budget(self->state.opts.transport_timeout_ms);
+  return routing::render_budget(self->state.opts.transport_timeout_ms);
 }
 
 /// A call to `peer`'s stream transport that expires with the caller's wait (`ttl_ms`).

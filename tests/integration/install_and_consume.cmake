@@ -1,9 +1,10 @@
 # cmake -P driver of the `install_and_consume` integration test (see tests.cmake).
-# Inputs: CAFMESH_BUILD_DIR, CAFMESH_CONFIG, CAFMESH_LIBDIR, CONSUMER_SOURCE_DIR, WORK_DIR,
+# Inputs: CAFMESH_BUILD_DIR, CAFMESH_CONFIG, CAFMESH_LIBDIR, CONSUMER_SOURCE_DIR, HELLO_SOURCE_DIR, WORK_DIR,
 # GENERATOR, CXX_COMPILER.
 cmake_minimum_required(VERSION 3.25)
 
-foreach(var IN ITEMS CAFMESH_BUILD_DIR CAFMESH_LIBDIR CONSUMER_SOURCE_DIR WORK_DIR GENERATOR)
+foreach(var IN ITEMS CAFMESH_BUILD_DIR CAFMESH_LIBDIR CONSUMER_SOURCE_DIR HELLO_SOURCE_DIR WORK_DIR
+                    GENERATOR)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "install_and_consume: ${var} not set")
   endif()
@@ -44,7 +45,8 @@ foreach(f IN ITEMS
     "${prefix}/include/cafmesh/config/mesh_config.hpp"
     "${prefix}/include/cafmesh/actors/fault.hpp"
     "${prefix}/include/cafmesh/actors/ids.hpp"
-    "${prefix}/include/cafmesh/lifecycle/stage.hpp"
+    "${prefix}/include/cafmesh/actors/stage.hpp"
+    "${prefix}/include/cafmesh/lifecycle/hosting.hpp"
     "${prefix}/include/cafmesh/routing/envelope.hpp"
     "${prefix}/include/cafmesh/routing/register_types.hpp")
   if(NOT EXISTS "${f}")
@@ -116,4 +118,31 @@ if(NOT run_log STREQUAL expected)
   message(FATAL_ERROR "install_and_consume: unexpected consumer output\n--- got\n${run_log}"
                       "--- expected\n${expected}")
 endif()
-message(STATUS "install_and_consume: installed to ${prefix}, consumer built and ran:\n${run_log}")
+
+# 5. examples/hello, built against the installed tree only, runs and prints its greeting.
+set(hello_build "${WORK_DIR}/hello-build")
+run_step("configuring examples/hello" hello_configure_log
+  "${CMAKE_COMMAND}" -S "${HELLO_SOURCE_DIR}" -B "${hello_build}" -G "${GENERATOR}"
+  -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" ${compiler_arg}
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+run_step("building examples/hello" hello_build_log
+  "${CMAKE_COMMAND}" --build "${hello_build}" --config Release)
+run_step("running examples/hello" hello_log "${hello_build}/cafmesh-hello")
+if(NOT hello_log STREQUAL "hello you, from grain world\n")
+  message(FATAL_ERROR "install_and_consume: unexpected hello output\n--- got\n${hello_log}")
+endif()
+# examples/counter_service builds against the installed tree as well (its roll runs in-tree).
+set(counter_build "${WORK_DIR}/counter-build")
+run_step("configuring examples/counter_service" counter_configure_log
+  "${CMAKE_COMMAND}" -S "${HELLO_SOURCE_DIR}/../counter_service" -B "${counter_build}"
+  -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" ${compiler_arg}
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+run_step("building examples/counter_service" counter_build_log
+  "${CMAKE_COMMAND}" --build "${counter_build}" --config Release)
+# The installed package asks for what it uses: no CAF openssl component before TLS exists.
+file(READ "${pkg_dir}/cafmeshConfig.cmake" pkg_config_text)
+if(pkg_config_text MATCHES "openssl")
+  message(FATAL_ERROR "install_and_consume: cafmeshConfig.cmake still requires CAF openssl")
+endif()
+message(STATUS "install_and_consume: installed to ${prefix}, consumer built and ran:\n${run_log}"
+               "examples/hello built and ran:\n${hello_log}")

@@ -9,7 +9,7 @@
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/lifecycle/host.hpp"
-#include "cafmesh/lifecycle/runtime_registry.hpp"
+#include "cafmesh/actors/runtime_registry.hpp"
 #include "cafmesh/lifecycle/silo_lifecycle.hpp"
 #include "cafmesh/testing/fixture.hpp"
 

@@ -6,15 +6,16 @@
 #include <caf/all.hpp>
 
 #include "cafmesh/lifecycle/host.hpp"
-#include "cafmesh/lifecycle/quiescence_atoms.hpp"
+#include "cafmesh/routing/quiescence_atoms.hpp"
 #include "cafmesh/lifecycle/quiescence_participant.hpp"
-#include "cafmesh/lifecycle/routing_quiescence.hpp"
+#include "cafmesh/routing/routing_quiescence.hpp"
 #include "cafmesh/lifecycle/silo_lifecycle.hpp"
 #include "cafmesh/testing/fixture.hpp"
 #include "test_observer.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::lifecycle;
+using namespace cafmesh::routing;
 using namespace cafmesh::lifecycle::test;
 using namespace std::chrono_literals;
 

@@ -10,16 +10,17 @@
 
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/config/mesh_config.hpp"
-#include "cafmesh/lifecycle/observer.hpp"
+#include "cafmesh/actors/observer.hpp"
 #include "cafmesh/lifecycle/quiescence_participant.hpp"
-#include "cafmesh/lifecycle/routing_quiescence.hpp"
-#include "cafmesh/lifecycle/stage.hpp"
+#include "cafmesh/routing/routing_quiescence.hpp"
+#include "cafmesh/actors/stage.hpp"
 #include "cafmesh/testing/fixture.hpp"
 
 #include "cafmesh/testing/ask.hpp"
 
 using namespace std::chrono_literals;
 using namespace cafmesh::lifecycle;
+using namespace cafmesh::routing;
 using cafmesh::testing::ask;
 using cafmesh::log::level;
 

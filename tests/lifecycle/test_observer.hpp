@@ -12,8 +12,8 @@
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/fault.hpp"
-#include "cafmesh/lifecycle/atoms.hpp"
-#include "cafmesh/lifecycle/observer.hpp"
+#include "cafmesh/actors/lifecycle_atoms.hpp"
+#include "cafmesh/actors/observer.hpp"
 #include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/fixture.hpp"
 

@@ -43,7 +43,7 @@ int64_t clock_ms(fixture& fx, int64_t virtual_ms) {
   return now - fx.now_ms() + virtual_ms;
 }
 
-size_t activations_of(const routing::silo& s, const grain_id& g) {
+size_t activations_of(const lifecycle::silo_components& s, const grain_id& g) {
   auto& cat = fixture::state_of<catalog_state>(s.catalog);
   auto i = cat.by_grain.find(g);
   return i == cat.by_grain.end() ? 0 : i->second.size();

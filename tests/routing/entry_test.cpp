@@ -407,7 +407,7 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: after the stopping signal with 5 leg
   run();
   std::vector<uint64_t> samples;
   auto sample = [&] {
-    auto n = ask<uint64_t>(*this, caf::actor_cast<caf::actor>(a.gauge), lifecycle::q_count_atom::value);
+    auto n = ask<uint64_t>(*this, caf::actor_cast<caf::actor>(a.gauge), routing::q_count_atom::value);
     REQUIRE(n);
     samples.push_back(*n);
   };
@@ -527,7 +527,7 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.19 during A's graceful stop hold a co-h
   run();
   std::vector<uint64_t> samples;
   auto sample = [&] {
-    auto n = ask<uint64_t>(*this, caf::actor_cast<caf::actor>(a.gauge), lifecycle::q_count_atom::value);
+    auto n = ask<uint64_t>(*this, caf::actor_cast<caf::actor>(a.gauge), routing::q_count_atom::value);
     REQUIRE(n);
     samples.push_back(*n);
   };

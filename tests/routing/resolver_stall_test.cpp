@@ -58,7 +58,7 @@ TEST_CASE_FIXTURE(fixture, "S12.18 a leg parked in a stalled path resolver on si
   caf::anon_send(hub, routing::ep_request_atom::value, d, int64_t{120000});
   run_for(std::chrono::seconds(5));
   // The leg waits in path resolution: A's gauge counts it.
-  auto count = testing::ask<uint64_t>(*this, sa.gauge, lifecycle::q_count_atom::value);
+  auto count = testing::ask<uint64_t>(*this, sa.gauge, routing::q_count_atom::value);
   run();
   REQUIRE(count->ok());
   CHECK(count->value >= 1);

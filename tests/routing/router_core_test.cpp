@@ -29,8 +29,8 @@ std::vector<std::string> attempt_ids(bed& b) {
   return out;
 }
 
-lifecycle::io_pool_owner_actor as_owner(const router_core_actor& rc) {
-  return caf::actor_cast<lifecycle::io_pool_owner_actor>(rc);
+routing::io_pool_owner_actor as_owner(const router_core_actor& rc) {
+  return caf::actor_cast<routing::io_pool_owner_actor>(rc);
 }
 
 } // namespace
@@ -194,7 +194,7 @@ TEST_CASE_FIXTURE(fixture, "S12.41 a drain with a running head and 32 queued leg
   run();
   CHECK(attempt_ids(b) == std::vector<std::string>{"q0"});
   CHECK(b.stats().deepest == 32);
-  caf::anon_send(b.pool, lifecycle::pool_drain_atom::value);
+  caf::anon_send(b.pool, routing::pool_drain_atom::value);
   auto rc_job = dynamic_cast<caf::resumable*>(caf::actor_cast<caf::abstract_actor*>(b.rc));
   REQUIRE(rc_job != nullptr);
   size_t rc_turns = 0;
@@ -258,7 +258,7 @@ TEST_CASE_FIXTURE(fixture, "S12.42 after a slow head lands the oldest dispatched
   for (auto& e : sample.entries)
     if (e.label == "stream-routed -> cache/mesh1 (delivery k2)") {
       found = true;
-      CHECK(lifecycle::render_entry(e, sample.now_ms)
+      CHECK(routing::render_entry(e, sample.now_ms)
             == "stream-routed -> cache/mesh1 (delivery k2) (queued, not dispatched), queued 0.2s");
     }
   CHECK(found);
@@ -537,10 +537,10 @@ TEST_CASE_FIXTURE(fixture, "router: a crashed leg is NACKed leg_crashed once unl
   auto sample = b.gauge_oldest();
   REQUIRE(sample.entries.size() == 1);
   auto id = sample.entries[0].slot;
-  caf::anon_send(as_owner(b.rc), lifecycle::pool_down_atom::value, id,
+  caf::anon_send(as_owner(b.rc), routing::pool_down_atom::value, id,
                  caf::make_error(caf::sec::runtime_error));
   run();
-  caf::anon_send(as_owner(b.rc), lifecycle::pool_down_atom::value, id,
+  caf::anon_send(as_owner(b.rc), routing::pool_down_atom::value, id,
                  caf::make_error(caf::sec::runtime_error)); // a second down: ignored
   b.release();
   settle(*this, b);
@@ -560,7 +560,7 @@ TEST_CASE_FIXTURE(fixture, "router: a crashed leg is NACKed leg_crashed once unl
   run();
   sample = b.gauge_oldest();
   REQUIRE(sample.entries.size() == 1);
-  caf::anon_send(as_owner(b.rc), lifecycle::pool_down_atom::value, sample.entries[0].slot,
+  caf::anon_send(as_owner(b.rc), routing::pool_down_atom::value, sample.entries[0].slot,
                  caf::make_error(caf::sec::runtime_error));
   b.release();
   settle(*this, b);
@@ -576,7 +576,7 @@ TEST_CASE_FIXTURE(fixture, "router: a leg cancelled by the pool is abandoned wit
   b.route(bed::make("a1", "node/Org/Acme"));
   run();
   auto id = b.gauge_oldest().entries.at(0).slot;
-  caf::anon_send(as_owner(b.rc), lifecycle::pool_cancel_atom::value, id);
+  caf::anon_send(as_owner(b.rc), routing::pool_cancel_atom::value, id);
   run();
   b.release();
   settle(*this, b);
@@ -591,7 +591,7 @@ TEST_CASE_FIXTURE(fixture, "router: a leg cancelled by the pool is abandoned wit
 TEST_CASE_FIXTURE(fixture, "router: after the pool drained a leg is refused and its NACK carries nothing") {
   bed b(*this);
   b.start();
-  CHECK(ask<uint64_t>(*this, b.pool, lifecycle::pool_drain_atom::value) == 0);
+  CHECK(ask<uint64_t>(*this, b.pool, routing::pool_drain_atom::value) == 0);
   b.route(bed::make("z1", "node/Org/Acme"));
   settle(*this, b);
   CHECK(b.grain().attempts.empty());

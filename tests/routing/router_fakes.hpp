@@ -21,9 +21,9 @@
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/lifecycle/host.hpp"
-#include "cafmesh/lifecycle/io_pool.hpp"
-#include "cafmesh/lifecycle/routing_quiescence.hpp"
-#include "cafmesh/lifecycle/runtime_registry.hpp"
+#include "cafmesh/routing/io_pool.hpp"
+#include "cafmesh/routing/routing_quiescence.hpp"
+#include "cafmesh/actors/runtime_registry.hpp"
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/router_core.hpp"
 #include "cafmesh/routing/size_guard.hpp"
@@ -404,8 +404,8 @@ struct bed {
   config::mesh_config cfg;
   silo_address silo{"10.0.0.1", 11111, 1};
   router_core_options opts;
-  lifecycle::routing_quiescence_actor gauge;
-  lifecycle::io_pool_actor pool;
+  routing::routing_quiescence_actor gauge;
+  routing::io_pool_actor pool;
   grain_fake_actor grains;
   resolver_fake_actor resolver;
   caf::actor streams_raw;
@@ -420,9 +420,9 @@ struct bed {
 
   /// Spawns everything with `cfg` (edit `cfg` / `opts` before).
   void start() {
-    gauge = fx.track(lifecycle::spawn_routing_quiescence(fx.sys, {silo.to_string()}));
-    pool = fx.track(lifecycle::spawn_io_pool(
-      fx.sys, lifecycle::io_pool_options::from(cfg.pool, silo.to_string())));
+    gauge = fx.track(routing::spawn_routing_quiescence(fx.sys, {silo.to_string()}));
+    pool = fx.track(routing::spawn_io_pool(
+      fx.sys, routing::io_pool_options::from(cfg.pool, silo.to_string())));
     grains = fx.track(fx.sys.spawn(grain_fake, &fx));
     resolver = fx.track(fx.sys.spawn(resolver_fake));
     if (with_streams)
@@ -473,9 +473,9 @@ struct bed {
   void route(const envelope& e) { caf::anon_send(rc, rc_route_atom::value, e); }
 
   router_core_stats stats() { return ask<router_core_stats>(fx, rc, rc_stats_atom::value); }
-  uint64_t gauge_count() { return ask<uint64_t>(fx, gauge, lifecycle::q_count_atom::value); }
-  lifecycle::quiescence_sample gauge_oldest(uint64_t n = 100) {
-    return ask<lifecycle::quiescence_sample>(fx, gauge, lifecycle::q_oldest_atom::value, n);
+  uint64_t gauge_count() { return ask<uint64_t>(fx, gauge, routing::q_count_atom::value); }
+  routing::quiescence_sample gauge_oldest(uint64_t n = 100) {
+    return ask<routing::quiescence_sample>(fx, gauge, routing::q_oldest_atom::value, n);
   }
 
   void release(const std::string& g = "") {

@@ -13,8 +13,8 @@
 
 #include "cafmesh/actors/catalog.hpp"
 #include "cafmesh/actors/placement.hpp"
-#include "cafmesh/lifecycle/atoms.hpp"
-#include "cafmesh/lifecycle/quiescence_atoms.hpp"
+#include "cafmesh/actors/lifecycle_atoms.hpp"
+#include "cafmesh/routing/quiescence_atoms.hpp"
 #include "cafmesh/routing/router_core.hpp"
 #include "cafmesh/routing/routing_service.hpp"
 #include "cafmesh/routing/size_guard.hpp"
@@ -69,7 +69,7 @@ routing::router_core_stats core_stats(fixture& fx, silo_world& w, const silo_add
 }
 
 uint64_t gauge_count(fixture& fx, silo_world& w, const silo_address& s) {
-  auto r = testing::ask<uint64_t>(fx, w.at(s).gauge, lifecycle::q_count_atom::value);
+  auto r = testing::ask<uint64_t>(fx, w.at(s).gauge, routing::q_count_atom::value);
   fx.run();
   REQUIRE(r->ok());
   return r->value;

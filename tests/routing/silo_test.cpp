@@ -10,7 +10,7 @@
 
 using namespace cafmesh;
 using namespace cafmesh::test;
-namespace ev = cafmesh::routing::silo_event_text;
+namespace ev = cafmesh::lifecycle::silo_event_text;
 using testing::fixture;
 
 namespace {
@@ -405,7 +405,7 @@ TEST_CASE_FIXTURE(fixture, "S12.08 a silo host under traffic acknowledges host_s
     REQUIRE(r->ok());
     CHECK(r->value.state == routing::delivery_state::forwarded);
   }
-  auto count = testing::ask<uint64_t>(*this, sa.gauge, lifecycle::q_count_atom::value);
+  auto count = testing::ask<uint64_t>(*this, sa.gauge, routing::q_count_atom::value);
   run();
   REQUIRE(count->ok());
   REQUIRE(count->value == 5);

@@ -20,8 +20,8 @@
 
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/actors/sim_network.hpp"
-#include "cafmesh/lifecycle/io_pool.hpp"
-#include "cafmesh/lifecycle/routing_quiescence.hpp"
+#include "cafmesh/routing/io_pool.hpp"
+#include "cafmesh/routing/routing_quiescence.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/hub_endpoint.hpp"
 #include "cafmesh/routing/router_core.hpp"
@@ -179,8 +179,8 @@ struct world {
   silo_address a{"10.0.0.1", 11111, 1};
   silo_address b{"10.0.9.1", 0, 1};
   caf::actor net, centre_a, centre_b, inbound, entry;
-  lifecycle::routing_quiescence_actor gauge;
-  lifecycle::io_pool_actor pool;
+  routing::routing_quiescence_actor gauge;
+  routing::io_pool_actor pool;
   grain_port_actor port;
   path_resolver_actor resolver;
   stream_transport_actor ta, tb;
@@ -197,9 +197,9 @@ struct world {
     net = fx.track(spawn_sim_network(fx.sys, nc));
     centre_a = fx.track(spawn_message_center(fx.sys, a, net));
     centre_b = fx.track(spawn_message_center(fx.sys, b, net));
-    gauge = fx.track(lifecycle::spawn_routing_quiescence(fx.sys, {a.to_string()}));
-    pool = fx.track(lifecycle::spawn_io_pool(
-      fx.sys, lifecycle::io_pool_options::from(cfg.pool, a.to_string())));
+    gauge = fx.track(routing::spawn_routing_quiescence(fx.sys, {a.to_string()}));
+    pool = fx.track(routing::spawn_io_pool(
+      fx.sys, routing::io_pool_options::from(cfg.pool, a.to_string())));
     port = fx.track(fx.sys.spawn(test_grain_port, centre_a, b));
     resolver = fx.track(fx.sys.spawn(test_resolver));
     auto timeout = cfg.routing.stream_transport_timeout_ms;
@@ -259,7 +259,7 @@ struct world {
   router_core_stats stats() { return get<router_core_stats>(rc, rc_stats_atom::value); }
   stream_transport_stats stats_a() { return get<stream_transport_stats>(ta, st_stats_atom::value); }
   stream_transport_stats stats_b() { return get<stream_transport_stats>(tb, st_stats_atom::value); }
-  uint64_t gauge_count() { return get<uint64_t>(gauge, lifecycle::q_count_atom::value); }
+  uint64_t gauge_count() { return get<uint64_t>(gauge, routing::q_count_atom::value); }
 
   port_state& port_st() {
     auto ptr = caf::actor_cast<caf::abstract_actor*>(port);

@@ -45,10 +45,10 @@
 
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/sim_network.hpp"
-#include "cafmesh/lifecycle/atoms.hpp"
+#include "cafmesh/actors/lifecycle_atoms.hpp"
 #include "cafmesh/lifecycle/host.hpp"
-#include "cafmesh/lifecycle/observer.hpp"
-#include "cafmesh/lifecycle/stage.hpp"
+#include "cafmesh/actors/observer.hpp"
+#include "cafmesh/actors/stage.hpp"
 #include "cafmesh/mainjob/driver.hpp"
 #include "cafmesh/mainjob/mesh_parts.hpp"
 #include "cafmesh/mainjob/scenario.hpp"
@@ -388,7 +388,7 @@ private:
     o.start = false;
     o.failure_observer = rec_;
     o.configure = configure_;
-    routing::silo* s = nullptr;
+    lifecycle::silo_components* s = nullptr;
     auto i = current_.find(name);
     if (i == current_.end())
       s = &w_.add_silo(name, o);

@@ -56,9 +56,7 @@ std::string exit_code_help() {
          + " a report check failed, the stop was not clean, or the client found no Active "
            "gateway silo (nothing was sent); "
          + std::to_string(exit_codes::usage)
-         + " bad command line, configuration, scenario or trace file; "
-         + std::to_string(exit_codes::mesh_not_built)
-         + " the requested run is not built yet (a monolith in cafmesh-node).\n";
+         + " bad command line, configuration, scenario or trace file.\n";
 }
 
 void setup_node_cli(CLI::App& app, node_options& o) {

@@ -1,5 +1,7 @@
 #include "cafmesh/mainjob/client_mesh.hpp"
 
+#include "cafmesh/lifecycle/client_builder.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -18,7 +20,7 @@
 #include "cafmesh/mainjob/run_loop.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/hub_endpoint.hpp"
-#include "cafmesh/routing/pure_client.hpp"
+#include "cafmesh/lifecycle/pure_client.hpp"
 #include "cafmesh/routing/routing_service.hpp"
 
 namespace cafmesh::mainjob {
@@ -159,38 +161,41 @@ client_result run_client(const config::mesh_config& mc, const client_traffic& t,
   cfg.set("logger.verbosity", caf::atom("quiet"));
   caf::actor_system sys{cfg};
   caf::scoped_actor self{sys};
-  auto ep = start_net_link(sys, mc.network, wall_generation());
-  if (!ep) {
-    std::cerr << "cafmesh-client: network endpoint: " << sys.render(ep.error()) << "\n";
-    return result;
-  }
-  // The second endpoint: the routing service of the hubs that are not stream-routed
+  // The second process: the routing service of the hubs that are not stream-routed
   // (owners), so that their frames to the client's portal hubs cross the cluster.
   auto base_name = mc.mesh.name.empty() ? std::string{"client"} : mc.mesh.name;
   auto owners_cfg = mc;
   owners_cfg.network.port = 0;
   owners_cfg.mesh.name = base_name + "-owners";
-  auto ep2 = start_net_link(sys, owners_cfg.network, wall_generation() + 1);
-  if (!ep2) {
-    std::cerr << "cafmesh-client: second network endpoint: " << sys.render(ep2.error())
+  // Final failures of answer-suppressed dispatches come to the run loop (`suppressed`).
+  auto observe = [&](lifecycle::pure_client_options& po) {
+    po.failure_observer = caf::actor_cast<caf::actor>(self);
+  };
+  auto generation = wall_generation();
+  auto client_process
+    = lifecycle::client_builder{sys}.config(mc).network().generation(generation)
+        .override_options(observe).build();
+  if (!client_process) {
+    std::cerr << "cafmesh-client: network endpoint: " << sys.render(client_process.error())
               << "\n";
-    for (auto& a : {ep->link, ep->oracle})
-      if (a)
-        caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     return result;
   }
-  // Final failures of answer-suppressed dispatches come to the run loop (`suppressed`).
-  auto client = spawn_pure_client_on(sys, mc, *ep, caf::actor_cast<caf::actor>(self));
-  auto owners = spawn_pure_client_on(sys, owners_cfg, *ep2, caf::actor_cast<caf::actor>(self));
+  auto owners_process
+    = lifecycle::client_builder{sys}.config(owners_cfg).network().generation(generation + 1)
+        .override_options(observe).build();
+  if (!owners_process) {
+    std::cerr << "cafmesh-client: second network endpoint: "
+              << sys.render(owners_process.error()) << "\n";
+    return result;
+  }
+  const auto& client = client_process->components();
+  const auto& owners = owners_process->components();
   std::vector<caf::actor> hub_actors;
   auto stop_everything = [&] {
     for (auto& a : hub_actors)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     client.stop_all();
     owners.stop_all();
-    for (auto& a : {ep->link, ep->oracle, ep2->link, ep2->oracle})
-      if (a)
-        caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   };
   auto gateways = wait_for_gateway(self, client.agent, rs.wait_active_ms);
   if (gateways > 0 && wait_for_gateway(self, owners.agent, rs.wait_active_ms) == 0)

@@ -9,13 +9,13 @@
 #include <caf/io/all.hpp>
 
 #include "cafmesh/actors/fault.hpp"
-#include "cafmesh/lifecycle/atoms.hpp"
+#include "cafmesh/actors/lifecycle_atoms.hpp"
 #include "cafmesh/lifecycle/host.hpp"
 #include "cafmesh/mainjob/mesh_parts.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/hub_endpoint.hpp"
 #include "cafmesh/routing/hub_grains.hpp"
-#include "cafmesh/routing/net_silo.hpp"
+#include "cafmesh/lifecycle/silo_builder.hpp"
 #include "cafmesh/routing/node_path_resolver.hpp"
 #include "cafmesh/routing/register_types.hpp"
 #include "cafmesh/routing/routing_service.hpp"
@@ -118,56 +118,58 @@ int run_demo_silo(caf::actor_system& sys, const config::mesh_config& mc, const d
              + sys.render(err));
     return 1;
   }
-  routing::silo_options so;
-  so.cfg = mc;
   // This process's application: the answering hub of a node hub key is created here on its
   // first activation on this silo (and ends with the process); the demo's own hubs (the
   // owner proxies) are answered from its map. Their events go to the demo.
   auto factory = spawn_echo_hub_factory(sys, mc.routing, std::shared_ptr<const hub_map>(hubs),
                                         sink);
-  auto resolver = caf::actor_cast<caf::actor>(routing::spawn_node_path_resolver(sys));
-  so.hubs = caf::actor_cast<routing::hub_factory_actor>(factory);
-  so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
-  // Router failures of answer-suppressed deliveries reach the demo's ledger (no NACK
-  // carries them, SPEC §6.11), as in the in-process mesh.
-  so.failure_observer = sink;
-  std::vector<caf::actor> extras{factory, resolver};
+  std::vector<caf::actor> extras{factory};
   auto stop_extras = [&] {
     for (auto& a : extras)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   };
-  auto started = routing::start_net_silo(sys, so, generation);
-  if (!started) {
-    lg.error("network endpoint failed: " + sys.render(started.error()));
+  // The demo counts every pod hub and routing call of a silo: no correlating entry.
+  auto built = lifecycle::silo_builder{sys}
+                 .config(mc)
+                 .network()
+                 .generation(generation)
+                 .without_entry()
+                 .override_options([&](lifecycle::silo_options& so) {
+                   so.hubs = caf::actor_cast<routing::hub_factory_actor>(factory);
+                   // Router failures of answer-suppressed deliveries reach the demo's ledger
+                   // (no NACK carries them, SPEC §6.11), as in the in-process mesh.
+                   so.failure_observer = sink;
+                 })
+                 .build();
+  if (!built) {
+    lg.error("silo not built: " + sys.render(built.error()));
     stop_extras();
     return 1;
   }
-  auto& ns = *started;
-  caf::anon_send(factory, mp_routing_atom::value, ns.s.routing);
-  std::cout << "ADDR " << ns.s.addr.to_string() << std::endl;
+  auto& silo = *built;
+  const auto& c = silo.components();
+  caf::anon_send(factory, mp_routing_atom::value, c.routing);
+  std::cout << "ADDR " << c.addr.to_string() << std::endl;
   auto probe = caf::actor_cast<caf::actor>(spawn_stage_probe(sys, sink, link.silo, generation));
   extras.push_back(probe);
   for (auto st : demo_probe_stages())
-    caf::anon_send(ns.s.subject, lifecycle::subscribe_atom::value, st,
-                   std::string{"demo-probe"},
+    caf::anon_send(c.subject, lifecycle::subscribe_atom::value, st, std::string{"demo-probe"},
                    caf::actor_cast<lifecycle::lifecycle_observer_actor>(probe));
-  auto agent = sys.spawn(demo_agent, ns.s.routing, ns.s.claimer, mc.routing, sink);
+  auto agent = sys.spawn(demo_agent, c.routing, c.claimer, mc.routing, sink);
   extras.push_back(agent);
-  self->send(*control, dp_hello_atom::value, link.silo, generation, agent, ns.s.routing,
-             ns.endpoint.link);
-  self->request(ns.s.host, caf::infinite, lifecycle::host_start_atom::value)
-    .receive([](caf::ok_atom) {}, [&](caf::error& e) { err = e; });
+  self->send(*control, dp_hello_atom::value, link.silo, generation, agent, c.routing,
+             silo.endpoint().link);
+  err = silo.when_active();
   self->send(sink, dm_up_atom::value, link.silo, generation, !err);
   if (err) {
     lg.error("silo start failed: " + to_fault(err).render());
-    ns.stop_all();
+    silo.stop(false);
     stop_extras();
     return 1;
   }
   std::cout << "ACTIVE" << std::endl;
-  auto guard = lifecycle::install_signal_stop(sys, ns.s.host);
-  wait_until_torn_down(sys, ns.s.host, 50);
-  ns.stop_all();
+  silo.stop_on_signals();
+  silo.wait();
   stop_extras();
   return 0;
 }

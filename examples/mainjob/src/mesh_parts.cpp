@@ -1,7 +1,6 @@
 #include "cafmesh/mainjob/mesh_parts.hpp"
 
 #include <chrono>
-#include <thread>
 
 #include <caf/all.hpp>
 
@@ -83,30 +82,6 @@ caf::actor spawn_echo_hub_factory(caf::actor_system& sys, const config::routing_
       },
     };
   });
-}
-
-routing::pure_client spawn_pure_client_on(caf::actor_system& sys, const config::mesh_config& mc,
-                                          const net_endpoint& ep, caf::actor failure_observer) {
-  routing::pure_client_options po;
-  po.failure_observer = std::move(failure_observer);
-  po.cfg = mc;
-  po.self = ep.addr;
-  po.link = ep.link;
-  po.oracle = ep.oracle;
-  return routing::spawn_pure_client(sys, po);
-}
-
-void wait_until_torn_down(caf::actor_system& sys, const lifecycle::host_actor& host,
-                          int64_t poll_ms) {
-  caf::scoped_actor self{sys};
-  for (;;) {
-    auto phase = lifecycle::host_phase::running;
-    self->request(host, std::chrono::seconds(5), lifecycle::host_state_atom::value)
-      .receive([&](lifecycle::host_phase p) { phase = p; }, [](caf::error&) {});
-    if (phase == lifecycle::host_phase::torn_down)
-      return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(poll_ms));
-  }
 }
 
 } // namespace cafmesh::mainjob

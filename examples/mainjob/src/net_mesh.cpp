@@ -31,10 +31,12 @@
 #include "cafmesh/actors/net_process.hpp"
 #include "cafmesh/actors/system_teardown.hpp"
 #include "cafmesh/config/load.hpp"
-#include "cafmesh/lifecycle/atoms.hpp"
+#include "cafmesh/lifecycle/client_builder.hpp"
+#include "cafmesh/lifecycle/silo_builder.hpp"
+#include "cafmesh/actors/lifecycle_atoms.hpp"
 #include "cafmesh/lifecycle/host.hpp"
-#include "cafmesh/lifecycle/observer.hpp"
-#include "cafmesh/lifecycle/stage.hpp"
+#include "cafmesh/actors/observer.hpp"
+#include "cafmesh/actors/stage.hpp"
 #include "cafmesh/mainjob/demo_process.hpp"
 #include "cafmesh/mainjob/driver.hpp"
 #include "cafmesh/mainjob/mesh_parts.hpp"
@@ -43,9 +45,9 @@
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/hub_endpoint.hpp"
 #include "cafmesh/routing/hub_grains.hpp"
-#include "cafmesh/routing/net_silo.hpp"
+#include "cafmesh/lifecycle/net_silo.hpp"
 #include "cafmesh/routing/node_path_resolver.hpp"
-#include "cafmesh/routing/pure_client.hpp"
+#include "cafmesh/lifecycle/pure_client.hpp"
 #include "cafmesh/routing/register_types.hpp"
 #include "cafmesh/routing/router_ports.hpp"
 #include "cafmesh/routing/routing_service.hpp"
@@ -114,8 +116,9 @@ void destroy_together(std::vector<std::unique_ptr<process>>& procs) {
 /// One incarnation of a scenario silo.
 struct silo_run {
   std::unique_ptr<process> proc;
-  routing::net_silo ns;
-  std::vector<caf::actor> extras; ///< factory, resolver, probes
+  lifecycle::net_silo ns;                  ///< the components of `handle`
+  std::unique_ptr<lifecycle::silo> handle; ///< the builder's silo (exits its actors at the end)
+  std::vector<caf::actor> extras; ///< factory, probes
   caf::actor app;                 ///< the application (hub factory; its hubs are linked to it)
   uint64_t generation = 0;
 
@@ -300,17 +303,9 @@ public:
     client_cfg_.mesh.role = config::process_role::pure_client;
     client_cfg_.network.port = 0;
     client_cfg_.network.primary_port = 0; // the client hosts the oracle (file comment)
-    auto ep = start_net_link(app_, client_cfg_.network, wall_generation());
-    if (!ep) {
-      std::cerr << "cafmesh-demo: client network endpoint: " << app_.render(ep.error())
-                << "\n";
+    if (!build_client(wall_generation()))
       return false;
-    }
-    client_ep_ = *ep;
-    primary_port = ep->addr.port;
-    primary_port_ = primary_port;
-    client_ = spawn_pure_client_on(app_, client_cfg_, *ep, main_);
-    client_routing_ = client_.routing;
+    primary_port = primary_port_;
     return true;
   }
 
@@ -375,29 +370,32 @@ public:
     cfg.network.port = 0;
     cfg.network.primary_host = "127.0.0.1";
     cfg.network.primary_port = primary_port_;
-    routing::silo_options so;
-    so.cfg = cfg;
     // The silo's application, in the silo's own actor system: the answering hub of a node
     // hub key is created there on its first activation on this silo and sends its
     // responses through this silo; the owner hubs are shared (`hubs_`).
     auto factory = spawn_echo_hub_factory(sys, cfg.routing, hubs_, main_);
-    auto resolver = caf::actor_cast<caf::actor>(routing::spawn_node_path_resolver(sys));
-    so.hubs = caf::actor_cast<routing::hub_factory_actor>(factory);
-    so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
-    so.failure_observer = main_;
     run->generation = next_generation();
-    auto started = routing::start_net_silo(sys, so, run->generation);
-    if (!started) {
-      std::cerr << "cafmesh-demo: silo " << name << ": " << sys.render(started.error())
-                << "\n";
+    // The demo counts every pod hub and routing call of a silo: no correlating entry.
+    auto built = lifecycle::silo_builder{sys}
+                   .config(cfg)
+                   .network()
+                   .generation(run->generation)
+                   .without_entry()
+                   .override_options([&](lifecycle::silo_options& so) {
+                     so.hubs = caf::actor_cast<routing::hub_factory_actor>(factory);
+                     so.failure_observer = main_;
+                   })
+                   .build();
+    if (!built) {
+      std::cerr << "cafmesh-demo: silo " << name << ": " << sys.render(built.error()) << "\n";
       caf::anon_send_exit(factory, caf::exit_reason::user_shutdown);
-      caf::anon_send_exit(resolver, caf::exit_reason::user_shutdown);
       retired_.push_back(std::move(run->proc));
       return false;
     }
-    run->ns = *started;
+    run->ns = lifecycle::net_silo{built->components(), built->endpoint()};
+    run->handle = std::make_unique<lifecycle::silo>(std::move(*built));
     caf::anon_send(factory, mp_routing_atom::value, run->ns.s.routing);
-    run->extras = {factory, resolver};
+    run->extras = {factory};
     run->app = factory;
     auto probe = caf::actor_cast<caf::actor>(spawn_stage_probe(sys, main_, name, run->generation));
     run->extras.push_back(probe);
@@ -627,9 +625,35 @@ private:
   caf::actor_system& app_;
   caf::actor main_;
   config::mesh_config client_cfg_;
+  /// The demo's pure client (client_builder over CAF io, hosting the oracle); its final
+  /// failures of answer-suppressed deliveries go to the run loop.
+  bool build_client(uint64_t generation) {
+    auto built = lifecycle::client_builder{app_}
+                   .config(client_cfg_)
+                   .network()
+                   .generation(generation)
+                   .wait_for_gateway(false)
+                   .override_options([this](lifecycle::pure_client_options& po) {
+                     po.failure_observer = main_;
+                   })
+                   .build();
+    if (!built) {
+      std::cerr << "cafmesh-demo: client network endpoint: " << app_.render(built.error())
+                << "\n";
+      return false;
+    }
+    client_handle_ = std::make_unique<lifecycle::client>(std::move(*built));
+    client_ = client_handle_->components();
+    client_ep_ = client_handle_->endpoint();
+    primary_port_ = client_ep_.addr.port;
+    client_routing_ = client_.routing;
+    return true;
+  }
+
   net_endpoint client_ep_;
+  std::unique_ptr<lifecycle::client> client_handle_; ///< owns the client's actors
   uint16_t primary_port_ = 0;
-  routing::pure_client client_;
+  lifecycle::pure_client client_;
   caf::actor client_routing_;
   std::map<std::string, silo_slot> silos_;
   std::shared_ptr<std::map<std::string, caf::actor>> hubs_
@@ -764,16 +788,8 @@ public:
     client_cfg_.network.host = "127.0.0.1";
     client_cfg_.network.port = 0;
     client_cfg_.network.primary_port = 0; // the demo hosts the oracle
-    auto ep = start_net_link(app_, client_cfg_.network, wall_ms());
-    if (!ep) {
-      std::cerr << "cafmesh-demo: client network endpoint: " << app_.render(ep.error())
-                << "\n";
+    if (!build_client(wall_ms()))
       return false;
-    }
-    client_ep_ = *ep;
-    primary_port_ = ep->addr.port;
-    client_ = spawn_pure_client_on(app_, client_cfg_, *ep, main_);
-    client_routing_ = client_.routing;
     build_hubs();
     control_ = app_.spawn(demo_control, main_, std::shared_ptr<const hub_map>(hubs_));
     auto port = app_.middleman().publish(control_, 0, "127.0.0.1");
@@ -1267,12 +1283,38 @@ private:
   caf::actor main_;
   std::string node_binary_;
   config::mesh_config client_cfg_;
+  /// The demo's pure client (client_builder over CAF io, hosting the oracle); its final
+  /// failures of answer-suppressed deliveries go to the run loop.
+  bool build_client(uint64_t generation) {
+    auto built = lifecycle::client_builder{app_}
+                   .config(client_cfg_)
+                   .network()
+                   .generation(generation)
+                   .wait_for_gateway(false)
+                   .override_options([this](lifecycle::pure_client_options& po) {
+                     po.failure_observer = main_;
+                   })
+                   .build();
+    if (!built) {
+      std::cerr << "cafmesh-demo: client network endpoint: " << app_.render(built.error())
+                << "\n";
+      return false;
+    }
+    client_handle_ = std::make_unique<lifecycle::client>(std::move(*built));
+    client_ = client_handle_->components();
+    client_ep_ = client_handle_->endpoint();
+    primary_port_ = client_ep_.addr.port;
+    client_routing_ = client_.routing;
+    return true;
+  }
+
   net_endpoint client_ep_;
+  std::unique_ptr<lifecycle::client> client_handle_; ///< owns the client's actors
   uint16_t primary_port_ = 0;
   uint16_t control_port_ = 0;
   caf::actor control_;
   std::string dir_;
-  routing::pure_client client_;
+  lifecycle::pure_client client_;
   caf::actor client_routing_;
   std::map<std::string, proc_slot> slots_;
   std::shared_ptr<hub_map> hubs_ = std::make_shared<hub_map>();

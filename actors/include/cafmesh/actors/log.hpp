@@ -16,6 +16,9 @@
 
 namespace spdlog {
 class logger;
+namespace sinks {
+class sink;
+} // namespace sinks
 } // namespace spdlog
 
 namespace cafmesh::config {
@@ -78,6 +81,18 @@ void configure(const config::log_section& cfg);
 
 /// Turns the stderr sink on or off (tests turn it off unless CAFMESH_TEST_LOG is set).
 void set_stderr_enabled(bool enabled);
+
+/// Sends every cafmesh line to the application's own spdlog logger instead of cafmesh's
+/// stderr sink: the line `"{component}: {text}"` at its level, filtered first by cafmesh's
+/// level (`set_stderr_level`, `configure`), then by `target`'s own level and sinks. Null:
+/// back to stderr.
+void use_logger(std::shared_ptr<spdlog::logger> target);
+
+/// Sends every cafmesh line to `handler(level, component, text)` instead of the stderr sink
+/// (for CAF's logger or any other), filtered by cafmesh's level. Called on the logging
+/// thread, under a lock: keep it short. Empty: back to stderr.
+void use_handler(std::function<void(level, const std::string& component,
+                                    const std::string& text)> handler);
 
 /// One captured line.
 struct line {

@@ -55,7 +55,7 @@ struct net_endpoint {
 
 /// The first half of `start_net_process`: the oracle (primary only), the link, the bound
 /// port, and on other processes the oracle relay. Builders of whole silos
-/// (`routing::start_net_silo`) and pure clients spawn their own centre and agent on it.
+/// (`lifecycle::start_net_silo`) and pure clients spawn their own centre and agent on it.
 /// Same errors as `start_net_process`.
 caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
                                            const config::network_section& net,

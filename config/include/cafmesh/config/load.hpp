@@ -62,6 +62,11 @@ load_result parse(const std::string& json_text);
 /// by `parse` (without the path).
 load_result load_file(const std::string& path);
 
+/// Validates a configuration built in code exactly as a JSON document is validated: the
+/// same rules, the same messages, the same JSON pointers (`parse(to_json_text(cfg))`). On
+/// success `value` is `cfg`.
+load_result validate(const mesh_config& cfg);
+
 /// Renders the effective configuration as a JSON document: every section and key in
 /// declaration order, 2-space indent, ending in a newline. `parse(to_json_text(c))` gives back
 /// `c` whenever `c` itself is valid (the files in examples/config/ are in this form).

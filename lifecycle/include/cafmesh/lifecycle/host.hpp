@@ -14,11 +14,11 @@
 #include <caf/typed_actor.hpp>
 
 #include "cafmesh/config/mesh_config.hpp"
-#include "cafmesh/lifecycle/atoms.hpp"
-#include "cafmesh/lifecycle/mesh_teardown.hpp"
-#include "cafmesh/lifecycle/observer.hpp"
-#include "cafmesh/lifecycle/runtime_registry.hpp"
-#include "cafmesh/lifecycle/stopping_recipient.hpp"
+#include "cafmesh/actors/lifecycle_atoms.hpp"
+#include "cafmesh/actors/mesh_teardown.hpp"
+#include "cafmesh/actors/observer.hpp"
+#include "cafmesh/actors/runtime_registry.hpp"
+#include "cafmesh/actors/stopping_recipient.hpp"
 
 namespace caf {
 class actor_system;
@@ -47,10 +47,18 @@ std::string to_string(host_phase x);
 ///   runtime is marked torn down. A second halt joins the first (its flag is ignored); a halt
 ///   after the sequence completed answers at once.
 /// - `(host_state_atom) -> host_phase`: where the stop sequence stands.
+/// - `(host_active_atom) -> ok_atom`: answered once the start completed (at once when it
+///   already did): ok when the silo reached Active, the start's error when it failed,
+///   `lifecycle_cancelled` when a stop began before any start.
+/// - `(host_await_atom) -> ok_atom`: answered once the runtime is marked torn down (at once
+///   when it already is), without starting a stop: a process's main thread waiting for a
+///   signal-triggered stop.
 using host_actor = caf::typed_actor<
   caf::replies_to<host_start_atom>::with<caf::ok_atom>,
   caf::replies_to<host_halt_atom, bool>::with<caf::ok_atom>,
-  caf::replies_to<host_state_atom>::with<host_phase>>;
+  caf::replies_to<host_state_atom>::with<host_phase>,
+  caf::replies_to<host_active_atom>::with<caf::ok_atom>,
+  caf::replies_to<host_await_atom>::with<caf::ok_atom>>;
 
 /// What a host is made of. Null handles mean "absent".
 struct host_options {

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
-#include "cafmesh/lifecycle/leg_release.hpp"
-#include "cafmesh/lifecycle/observer.hpp"
-#include "cafmesh/lifecycle/routing_quiescence_actor.hpp"
+#include "cafmesh/routing/leg_release.hpp"
+#include "cafmesh/actors/observer.hpp"
+#include "cafmesh/routing/routing_quiescence_actor.hpp"
 
 namespace caf {
 class actor_system;
@@ -71,8 +71,8 @@ struct quiescence_participant_options {
 /// it answered (at most 20, then "+N more"), then answers the stop. Without `legs` the line
 /// is logged as above (each gauge label names its delivery) and the stop answered at once.
 lifecycle_observer_actor spawn_quiescence_participant(caf::actor_system& sys,
-                                                      routing_quiescence_actor gauge,
+                                                      routing::routing_quiescence_actor gauge,
                                                       quiescence_participant_options opts = {},
-                                                      leg_release_actor legs = {});
+                                                      routing::leg_release_actor legs = {});
 
 } // namespace cafmesh::lifecycle

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "cafmesh/lifecycle/observer.hpp"
+#include "cafmesh/actors/observer.hpp"
 
 namespace caf {
 class actor_system;

@@ -108,7 +108,7 @@
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/config/mesh_config.hpp"
-#include "cafmesh/lifecycle/stopping_recipient.hpp"
+#include "cafmesh/actors/stopping_recipient.hpp"
 #include "cafmesh/routing/address.hpp"
 #include "cafmesh/routing/hub_protocol.hpp"
 #include "cafmesh/routing/retry_policy.hpp"

@@ -14,9 +14,9 @@
 
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/config/mesh_config.hpp"
-#include "cafmesh/lifecycle/io_pool_actor.hpp"
-#include "cafmesh/lifecycle/routing_quiescence_actor.hpp"
-#include "cafmesh/lifecycle/runtime_registry.hpp"
+#include "cafmesh/routing/io_pool_actor.hpp"
+#include "cafmesh/routing/routing_quiescence_actor.hpp"
+#include "cafmesh/actors/runtime_registry.hpp"
 #include "cafmesh/routing/address.hpp"
 #include "cafmesh/routing/router_core_actor.hpp"
 #include "cafmesh/routing/router_ports.hpp"
@@ -61,9 +61,9 @@ struct router_core_options {
   bool per_channel_fifo = true;
 
   /// The silo's quiescence gauge (SPEC §8.1).
-  lifecycle::routing_quiescence_actor gauge;
+  routing::routing_quiescence_actor gauge;
   /// The silo's routing I/O pool (SPEC §6.7); every leg and every NACK starts through it.
-  lifecycle::io_pool_actor pool;
+  routing::io_pool_actor pool;
   /// The process's runtime registry (SPEC §3.7), probed for `runtime_gone` (SPEC §7.2).
   lifecycle::runtime_registry_actor registry;
 

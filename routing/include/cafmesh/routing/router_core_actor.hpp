@@ -19,7 +19,7 @@
 /// if one arrives anyway it is accepted like before the signal (accepted work must land).
 ///
 /// The router core is also the owner of its legs towards the routing I/O pool: its full
-/// behaviour includes `lifecycle::io_pool_owner_actor` (admitted, refused, cancel, down) and
+/// behaviour includes `routing::io_pool_owner_actor` (admitted, refused, cancel, down) and
 /// internal timers; those are not part of this public interface.
 
 #include <cstdint>
@@ -30,8 +30,8 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
-#include "cafmesh/lifecycle/atoms.hpp"
-#include "cafmesh/lifecycle/leg_release.hpp"
+#include "cafmesh/actors/lifecycle_atoms.hpp"
+#include "cafmesh/routing/leg_release.hpp"
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/router_atoms.hpp"
 #include "cafmesh/routing/router_ports.hpp"
@@ -109,8 +109,8 @@ using router_core_actor = caf::typed_actor<
   caf::replies_to<rc_grain_atom, envelope>::with<envelope>,
   caf::reacts_to<rc_locals_atom, local_route_port_actor>,
   caf::replies_to<lifecycle::host_stopping_atom>::with<caf::ok_atom>,
-  caf::replies_to<lifecycle::q_end_legs_atom, std::string>::with<std::vector<std::string>>,
-  caf::replies_to<lifecycle::q_nacks_out_atom>::with<caf::ok_atom>,
+  caf::replies_to<routing::q_end_legs_atom, std::string>::with<std::vector<std::string>>,
+  caf::replies_to<routing::q_nacks_out_atom>::with<caf::ok_atom>,
   caf::replies_to<rc_stats_atom>::with<router_core_stats>>;
 
 } // namespace cafmesh::routing

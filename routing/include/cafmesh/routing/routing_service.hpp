@@ -97,7 +97,7 @@
 #include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/config/mesh_config.hpp"
-#include "cafmesh/lifecycle/atoms.hpp"
+#include "cafmesh/actors/lifecycle_atoms.hpp"
 #include "cafmesh/routing/address.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/envelope.hpp"

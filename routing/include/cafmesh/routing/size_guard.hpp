@@ -2,33 +2,10 @@
 
 /// @file
 /// The size guard (SPEC §9): measuring `payload_json`, the grain-call and stream-block limits,
-/// the one-line refusal log (§9.3), stripping an oversized NACK echo (§9.4), and building the
-/// NACK itself — the `delivery_failure` payload (§2.8) and its envelope. Pure functions; the
-/// caller decides when to check and where to send.
+/// the one-line refusal log (§9.3) and stripping an oversized NACK echo (§9.4). Pure
+/// functions; the caller decides when to check and where to send.
 ///
-/// **The `delivery_failure` JSON shape** (the NACK envelope's `payload_json`,
-/// `payload_type` = `delivery_failure`), produced by `to_json_text` and read back by
-/// `from_json_text`:
-/// ```
-/// { "$type": "delivery_failure",
-///   "requestId": "<failed delivery's id>",
-///   "message": "<human text>",
-///   "verdict": "<verdict wire name, e.g. shutting_down>",
-///   "targetUnserved": <bool>,
-///   "respondingSilo": "S{host}:{port}@{generation}" | null,
-///   "original": {                       // the echo, payload possibly stripped (§9.4)
-///     "id": "<id>", "sender": "<rendered address>", "target": "<rendered address>",
-///     "state": "<delivery_state name>",
-///     "properties": { "<key>": "<the property's JSON text, as a string>", ... },
-///     "accessContext": "<text>" | null,
-///     "routingPath": [ "<rendered address>", ... ],
-///     "payloadType": "<type>",
-///     "payloadJson": "<the payload's JSON text, as a string: never parsed>",
-///     "orderingKey": "<key>" | null,
-///     "answerSuppressed": <bool>,
-///     "requestId": "<id>" | null } }
-/// ```
-/// Strings are UTF-8; invalid UTF-8 bytes in any field are replaced by U+FFFD on output.
+/// The NACK codec (the `delivery_failure` JSON text) is nack_codec.hpp.
 
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +16,7 @@
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/routing/address.hpp"
 #include "cafmesh/routing/envelope.hpp"
+#include "cafmesh/routing/nack_codec.hpp"
 #include "cafmesh/routing/verdict.hpp"
 
 namespace cafmesh::routing {
@@ -130,33 +108,5 @@ std::string echo_note(const std::string& payload);
 /// 1,048,576 bytes, else with `payload_json` replaced by `echo_note(payload_json)`; `id` and
 /// every other field are kept.
 envelope strip_echo(envelope original);
-
-/// Builds a NACK payload (SPEC §2.8): `request_id = original.id`, the echo via `strip_echo`,
-/// the given message, verdict, target-unserved flag and responding silo.
-delivery_failure make_delivery_failure(const envelope& original, std::string message,
-                                       verdict v, bool target_unserved = false,
-                                       caf::optional<silo_address> responding_silo = caf::none);
-
-/// The `payload_type` of every NACK envelope: `delivery_failure`.
-constexpr const char* delivery_failure_payload_type = "delivery_failure";
-
-/// The access context a NACK carries when the original had none (SPEC §2.8 "system
-/// identity"): `system`.
-constexpr const char* system_identity = "system";
-
-/// The `delivery_failure` as JSON text (shape in the file comment).
-std::string to_json_text(const delivery_failure& x);
-
-/// Parses `to_json_text` output; answers false (leaving `out` untouched) on anything else.
-/// Never throws.
-bool from_json_text(const std::string& text, delivery_failure& out);
-
-/// The NACK envelope for `failure` (SPEC §2.8): id `nack_id`, sender `from` (the NACKing
-/// router or hub), target `failure.original.sender`, `request_id = failure.request_id`,
-/// `answer_suppressed = true` (a NACK is never NACKed), access context of the original or
-/// `system_identity`, `payload_type = delivery_failure`, `payload_json = to_json_text(failure)`,
-/// state `submitted`, no ordering key, empty routing path and properties.
-envelope make_nack_envelope(const delivery_failure& failure, std::string nack_id,
-                            address from);
 
 } // namespace cafmesh::routing

@@ -13,7 +13,7 @@
 ///    std::vector<caf::actor> hubs, caf::actor sink)`: the application's hub map (node
 ///    prefix -> hub, the demo's node hubs and owner-hub proxies, remote handles) and the
 ///    actor that takes the node's events;
-/// 2. starts its silo (`routing::start_net_silo`, port 0: the OS chooses) with a hub factory
+/// 2. starts its silo (`lifecycle::silo_builder` over CAF io, port 0: the OS chooses) with a hub factory
 ///    over that map and `sink` as the router core's failure observer (router failures of
 ///    answer-suppressed deliveries, which no NACK carries, reach the demo's ledger as
 ///    `ep_event` "suppressed"), subscribes a stage probe (`spawn_stage_probe`, sink = `sink`) at
@@ -42,7 +42,7 @@
 
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/config/mesh_config.hpp"
-#include "cafmesh/lifecycle/stage.hpp"
+#include "cafmesh/actors/stage.hpp"
 
 namespace cafmesh::mainjob {
 

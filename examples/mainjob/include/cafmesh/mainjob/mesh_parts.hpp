@@ -19,10 +19,9 @@
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/lifecycle/host.hpp"
 #include "cafmesh/mainjob/driver.hpp"
-#include "cafmesh/lifecycle/observer.hpp"
+#include "cafmesh/actors/observer.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/hub_protocol.hpp"
-#include "cafmesh/routing/pure_client.hpp"
 
 namespace cafmesh::mainjob {
 
@@ -67,15 +66,6 @@ caf::actor spawn_echo_hub_factory(caf::actor_system& sys, const config::routing_
                                   std::shared_ptr<const hub_map> fixed = nullptr,
                                   caf::actor observer = caf::actor{});
 
-/// Spawns the pure client of a process (`routing::spawn_pure_client`: centre, agent, routing
-/// service with inbound attach) on its network endpoint `ep` (`start_net_link`), configured
-/// by `mc`. The caller owns the actors (`stop_all`, and exit `ep`'s link and oracle).
-/// `failure_observer` (may be null) is told the final failure of every answer-suppressed
-/// dispatch (`routing::pure_client_options::failure_observer`).
-routing::pure_client spawn_pure_client_on(caf::actor_system& sys, const config::mesh_config& mc,
-                                          const net_endpoint& ep,
-                                          caf::actor failure_observer = {});
-
 /// A `receive` handler for a live run loop: passes each hub endpoint event
 /// (`routing::ep_event_atom`, entry_atoms.hpp) to `driver.on_hub_event` at `now_ms()`,
 /// answer-suppressed as `suppressed(id)` says, and sets `got`.
@@ -89,11 +79,5 @@ auto hub_event_handler(demo_driver& driver, Suppressed suppressed, Now now_ms, b
                         now_ms());
   };
 }
-
-/// Blocks the calling (non-actor) thread until `host` reports `torn_down`, asking its state
-/// every `poll_ms` milliseconds (each ask bounded by 5 s): a process's main thread waiting
-/// for a signal-triggered graceful stop (SPEC §3.7) to finish.
-void wait_until_torn_down(caf::actor_system& sys, const lifecycle::host_actor& host,
-                          int64_t poll_ms);
 
 } // namespace cafmesh::mainjob

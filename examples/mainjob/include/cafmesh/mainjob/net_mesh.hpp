@@ -3,7 +3,7 @@
 /// @file
 /// The in-process mesh of cafmesh-demo (issue "The main job", item 3): the scenario's silos,
 /// each its own CAF actor system whose message centre talks to the others over loopback TCP
-/// through the io middleman (`routing::start_net_silo`), plus one pure-client actor system,
+/// through the io middleman (`lifecycle::silo_builder` with `network()`), plus one pure-client actor system,
 /// all in this process, driven by `demo_driver` in wall-clock time.
 ///
 /// ## Topology
@@ -15,7 +15,7 @@
 ///   routing service with role `pure_client` on its own network link), the portal hubs
 ///   whose `portal_origin` is a client (local routes of the client's routing service) and
 ///   the owner hubs `node/Owner/O{i}` (which send through a home silo's co-hosted entry).
-/// - **Silo systems** A, B, C …: one `start_net_silo` each, with the silo's own application
+/// - **Silo systems** A, B, C …: one `silo_builder` silo each, with the silo's own application
 ///   in the silo's actor system: an echo hub factory (`spawn_echo_hub_factory`) that creates
 ///   the answering hub of a node hub `node/Org/N{i}` on its first activation on that silo,
 ///   sending its responses through that silo; the owner hubs are handed over from the shared

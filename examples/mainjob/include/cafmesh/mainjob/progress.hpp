@@ -13,7 +13,7 @@
 #include <string>
 #include <utility>
 
-#include "cafmesh/lifecycle/stage.hpp"
+#include "cafmesh/actors/stage.hpp"
 #include "cafmesh/routing/verdict.hpp"
 
 namespace cafmesh::mainjob {

@@ -37,7 +37,6 @@ namespace exit_codes {
 inline constexpr int ok = 0;             ///< clean: checks passed / clean stop / printed what was asked
 inline constexpr int failed = 1;         ///< a report check failed / the stop was not clean
 inline constexpr int usage = 2;          ///< bad command line, configuration, scenario or trace file
-inline constexpr int mesh_not_built = 3; ///< the requested run is not built yet (a monolith node)
 
 } // namespace exit_codes
 

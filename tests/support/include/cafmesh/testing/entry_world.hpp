@@ -19,9 +19,9 @@
 #include <caf/all.hpp>
 
 #include "cafmesh/testing/placement_world.hpp"
-#include "cafmesh/lifecycle/io_pool.hpp"
-#include "cafmesh/lifecycle/routing_quiescence.hpp"
-#include "cafmesh/lifecycle/stopping_recipient.hpp"
+#include "cafmesh/routing/io_pool.hpp"
+#include "cafmesh/routing/routing_quiescence.hpp"
+#include "cafmesh/actors/stopping_recipient.hpp"
 #include "cafmesh/routing/hub_endpoint.hpp"
 #include "cafmesh/routing/hub_grains.hpp"
 #include "cafmesh/routing/router_core.hpp"
@@ -211,8 +211,8 @@ struct entry_silo {
     resolver, gateway;
   grain_port_actor grains;
   caf::actor proxy; ///< the port proxy, if any
-  lifecycle::io_pool_actor pool;
-  lifecycle::routing_quiescence_actor gauge;
+  routing::io_pool_actor pool;
+  routing::routing_quiescence_actor gauge;
   router_core_actor core;
 };
 
@@ -275,7 +275,7 @@ public:
       s.proxy = fx_.track(sys.spawn(port_proxy, caf::actor_cast<caf::actor>(s.grains), &fx_));
       port = caf::actor_cast<grain_port_actor>(s.proxy);
     }
-    s.pool = fx_.track(lifecycle::spawn_io_pool(sys));
+    s.pool = fx_.track(routing::spawn_io_pool(sys));
     s.resolver = fx_.track(sys.spawn(test_resolver));
     router_core_options co;
     co.silo = s.addr;
@@ -285,7 +285,7 @@ public:
     co.local_routes = caf::actor_cast<local_route_port_actor>(s.routing);
     co.pool = s.pool;
     if (opt.gauge) {
-      s.gauge = fx_.track(lifecycle::spawn_routing_quiescence(sys));
+      s.gauge = fx_.track(routing::spawn_routing_quiescence(sys));
       co.gauge = s.gauge;
     }
     s.core = fx_.track(spawn_router_core(sys, co));

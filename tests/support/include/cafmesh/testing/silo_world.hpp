@@ -18,11 +18,13 @@
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/sim_network.hpp"
-#include "cafmesh/lifecycle/quiescence_atoms.hpp"
-#include "cafmesh/lifecycle/runtime_registry.hpp"
-#include "cafmesh/lifecycle/stage.hpp"
-#include "cafmesh/routing/pure_client.hpp"
-#include "cafmesh/routing/silo.hpp"
+#include "cafmesh/routing/quiescence_atoms.hpp"
+#include "cafmesh/actors/runtime_registry.hpp"
+#include "cafmesh/actors/stage.hpp"
+#include "cafmesh/lifecycle/pure_client.hpp"
+#include "cafmesh/lifecycle/silo_builder.hpp"
+#include "cafmesh/lifecycle/silo_components.hpp"
+#include "cafmesh/routing/application_hub.hpp"
 #include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/fixture.hpp"
 #include "cafmesh/testing/entry_world.hpp"
@@ -31,7 +33,8 @@ namespace cafmesh::test {
 
 /// One silo of the world, with the test hub factory and path resolver it was given.
 struct world_entry {
-  routing::silo s;
+  lifecycle::silo_components s;
+  std::shared_ptr<lifecycle::silo> handle; ///< the builder's handle (owns the silo's actors)
   caf::actor hubs;
   caf::actor resolver;
   bool gone = false; ///< killed or stopped
@@ -54,6 +57,9 @@ struct silo_world_options {
   /// The application hubs this silo's hub factory builds answer every request they take
   /// in with a response (`test_hub_factory_state::respond`); off: they only record it.
   bool hubs_respond = false;
+  /// The application's own hubs (pattern, handler; application_hub.hpp), served by the
+  /// silo's hub table as in production. Empty: the test hub factory above.
+  std::vector<std::pair<std::string, routing::async_hub_handler>> hubs;
   /// The router core's failure observer (`silo_options::failure_observer`); null: none.
   caf::actor failure_observer;
   /// Extra observers subscribed to the subject before the start (stage, name, observer).
@@ -86,41 +92,59 @@ public:
     oracle = fx_.track(
       spawn_membership_oracle(fx_.sys, {cfg.simulation.failure_detection_ms}, net));
     registry = fx_.track(lifecycle::spawn_runtime_registry(fx_.sys));
+    cluster_ = std::make_shared<lifecycle::in_process_cluster>(net, oracle);
   }
 
   /// Builds a silo at `host:port` with the next generation; by default starts it (host
   /// start) and runs until every stage started.
-  routing::silo& add_silo(const std::string& host, silo_world_options o = {},
+  lifecycle::silo_components& add_silo(const std::string& host, silo_world_options o = {},
                           uint16_t port = 11111) {
-    routing::silo_options so;
-    so.cfg = cfg;
+    auto silo_cfg = cfg;
     if (o.configure)
-      o.configure(so.cfg);
-    so.self = silo_address{host, port, ++generation_};
-    so.link = net;
-    so.oracle = o.oracle ? o.oracle : oracle;
-    so.registry = registry;
-    so.subscribe_quiescence = o.subscribe_quiescence;
+      o.configure(silo_cfg);
     auto resolver = o.resolver ? o.resolver : fx_.track(fx_.sys.spawn(test_resolver));
-    so.teardown = o.teardown;
-    so.failure_observer = o.failure_observer;
-    so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
-    auto self_addr = so.self;
+    silo_address self_addr{host, port, ++generation_};
     if (!o.grains)
       o.grains = [](grain_registry& r, const silo_address& s) {
         r.add_single("slow", placement_strategy::prefer_local, slow_grain(s));
         r.add_stateless("slowsw", 1, slow_grain(s));
       };
-    so.grains = [g = o.grains, self_addr](grain_registry& r) { g(r, self_addr); };
+    // The one wiring of a silo (silo_builder), on the world's network and oracle; the
+    // world's test switches are builder overrides.
+    lifecycle::silo_builder builder{fx_.sys};
+    builder.config(silo_cfg)
+      .cluster(cluster_)
+      .at(self_addr)
+      .without_entry()
+      .path_resolver(resolver)
+      .grains([g = o.grains, self_addr](grain_registry& r) {
+        g(r, self_addr);
+        return true;
+      })
+      .override_options([&](lifecycle::silo_options& so) {
+        so.oracle = o.oracle ? o.oracle : oracle;
+        so.registry = registry;
+        so.subscribe_quiescence = o.subscribe_quiescence;
+        so.teardown = o.teardown;
+        so.failure_observer = o.failure_observer;
+      });
+    for (auto& [pattern, handler] : o.hubs)
+      builder.hub(pattern, handler);
+    auto built = builder.build();
+    if (!built)
+      throw std::logic_error("silo_world: " + to_fault(built.error()).render());
     world_entry e;
-    e.s = routing::spawn_silo(fx_.sys, so);
+    e.s = built->components();
+    e.handle = std::make_shared<lifecycle::silo>(std::move(*built));
     for (auto& a : e.s.all())
       if (a)
         fx_.track(a);
     e.resolver = resolver;
-    e.hubs = fx_.track(fx_.sys.spawn(test_hub_factory, e.s.routing, std::string{"node"}));
-    testing::fixture::state_of<test_hub_factory_state>(e.hubs).respond = o.hubs_respond;
-    e.s.slots->hubs = caf::actor_cast<routing::hub_factory_actor>(e.hubs);
+    if (o.hubs.empty()) {
+      e.hubs = fx_.track(fx_.sys.spawn(test_hub_factory, e.s.routing, std::string{"node"}));
+      testing::fixture::state_of<test_hub_factory_state>(e.hubs).respond = o.hubs_respond;
+      e.s.slots->hubs = caf::actor_cast<routing::hub_factory_actor>(e.hubs);
+    }
     silos.push_back(std::move(e));
     auto& s = silos.back().s;
     for (auto& [stg, nm, obs] : o.probes)
@@ -145,7 +169,7 @@ public:
     world_client c;
     c.addr = silo_address{host, 11111, ++generation_};
     c.inbox = fx_.track(fx_.sys.spawn(echo));
-    routing::pure_client_options po;
+    lifecycle::pure_client_options po;
     po.cfg = cfg;
     if (configure)
       configure(po.cfg);
@@ -154,7 +178,7 @@ public:
     po.oracle = oracle;
     po.events = c.inbox;
     po.failure_observer = std::move(failure_observer);
-    auto pc = routing::spawn_pure_client(fx_.sys, po);
+    auto pc = lifecycle::spawn_pure_client(fx_.sys, po);
     c.centre = fx_.track(pc.centre);
     c.agent = fx_.track(pc.agent);
     c.routing = fx_.track(pc.routing);
@@ -173,7 +197,7 @@ public:
         return e;
     throw std::logic_error("no such silo");
   }
-  routing::silo& at(const silo_address& a) { return entry(a).s; }
+  lifecycle::silo_components& at(const silo_address& a) { return entry(a).s; }
 
   /// Host stop (SPEC §12.1 `stop(silo, graceful)`); the reply records when it answered.
   std::shared_ptr<testing::reply<caf::ok_atom>> stop(const silo_address& a, bool graceful) {
@@ -193,7 +217,7 @@ public:
 
   /// Restarts `a` (SPEC §12.1 `restart`): kills it if still alive, then a new silo on the
   /// same host and port with the next generation.
-  routing::silo& restart(const silo_address& a, silo_world_options o = {}) {
+  lifecycle::silo_components& restart(const silo_address& a, silo_world_options o = {}) {
     if (!entry(a).gone)
       kill(a);
     return add_silo(a.host, std::move(o), a.port);
@@ -234,6 +258,7 @@ public:
   caf::actor oracle;
   lifecycle::runtime_registry_actor registry;
   std::deque<world_entry> silos;
+  lifecycle::in_process_cluster_ptr cluster_; ///< `net` and `oracle` as the builders' cluster
   std::vector<world_client> clients;
   std::shared_ptr<testing::reply<caf::ok_atom>> last_start;
 

@@ -1,0 +1,117 @@
+#include "cafmesh/lifecycle/mesh_process.hpp"
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/atoms.hpp"
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/membership.hpp"
+#include "hosting_steps.hpp"
+#include "mesh_process_state.hpp"
+
+namespace cafmesh::lifecycle {
+
+mesh_process::mesh_process(std::unique_ptr<state> st) : st_(std::move(st)) {
+  // nop
+}
+
+mesh_process::mesh_process(mesh_process&&) noexcept = default;
+
+mesh_process& mesh_process::operator=(mesh_process&&) noexcept = default;
+
+mesh_process::~mesh_process() {
+  if (!st_)
+    return;
+  // Never blocks (test coordinators run on this thread): a process not stopped is killed.
+  st_->signals.reset();
+  if (st_->exit_all)
+    st_->exit_all();
+}
+
+void mesh_process::start() {
+  if (st_->started)
+    return;
+  st_->started = true;
+  caf::anon_send(st_->host, host_start_atom::value);
+}
+
+caf::error mesh_process::when_active() {
+  start();
+  caf::scoped_actor self{*st_->sys};
+  caf::error out;
+  self->request(st_->host, caf::infinite, host_active_atom::value)
+    .receive([](caf::ok_atom) {}, [&](caf::error& e) { out = std::move(e); });
+  if (out || !st_->await_gateway || !st_->client_components.agent)
+    return out;
+  // A pure client is active once its membership shows a gateway silo to send through.
+  auto agent = st_->client_components.agent;
+  auto waiting = caf::actor_cast<caf::actor>(self);
+  st_->sys->spawn([agent, waiting](caf::event_based_actor* w) -> caf::behavior {
+    w->send(agent, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(w));
+    return {
+      [=](mb_snapshot_atom, const membership_snapshot& s) {
+        if (s.gateways().empty())
+          return;
+        w->send(waiting, caf::ok_atom::value);
+        w->quit();
+      },
+    };
+  });
+  self->receive([](caf::ok_atom) {});
+  return out;
+}
+
+caf::error mesh_process::stop(bool graceful) {
+  if (st_->torn_down)
+    return caf::error{};
+  caf::scoped_actor self{*st_->sys};
+  caf::error out;
+  self->request(st_->host, caf::infinite, host_halt_atom::value, graceful)
+    .receive([](caf::ok_atom) {}, [&](caf::error& e) { out = std::move(e); });
+  st_->torn_down = true;
+  return out;
+}
+
+void mesh_process::wait() {
+  if (st_->torn_down)
+    return;
+  caf::scoped_actor self{*st_->sys};
+  self->request(st_->host, caf::infinite, host_await_atom::value)
+    .receive([](caf::ok_atom) {}, [](caf::error&) {});
+  st_->torn_down = true;
+}
+
+void mesh_process::stop_on_signals() {
+  if (!st_->signals)
+    st_->signals = std::make_unique<signal_stop_guard>(install_signal_stop(*st_->sys, st_->host));
+}
+
+caf::error mesh_process::register_hub(const std::string& pattern, routing::hub_handler handler) {
+  return register_hub(pattern, routing::as_async(std::move(handler)));
+}
+
+caf::error mesh_process::register_hub(const std::string& pattern,
+                                      routing::async_hub_handler handler) {
+  return hosting::add_hubs(st_->hub_table, {{pattern, std::move(handler)}});
+}
+
+const routing::correlating_entry_actor& mesh_process::entry() const {
+  return st_->entry;
+}
+
+const host_actor& mesh_process::host() const {
+  return st_->host;
+}
+
+const silo_address& mesh_process::address() const {
+  return st_->addr;
+}
+
+const caf::actor& mesh_process::routing_service() const {
+  return st_->routing;
+}
+
+const std::string& mesh_process::role() const {
+  return st_->role;
+}
+
+} // namespace cafmesh::lifecycle

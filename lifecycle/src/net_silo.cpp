@@ -1,0 +1,31 @@
+#include "cafmesh/lifecycle/net_silo.hpp"
+
+#include <caf/all.hpp>
+
+namespace cafmesh::lifecycle {
+
+using namespace cafmesh::routing;
+
+void net_silo::stop_all() const {
+  s.stop_all();
+  for (auto& a : {endpoint.link, endpoint.oracle})
+    if (a)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+caf::expected<net_silo> start_net_silo(caf::actor_system& sys, silo_options opts,
+                                       uint64_t generation, int64_t timeout_ms) {
+  auto ep = start_net_link(sys, opts.cfg.network, generation, timeout_ms);
+  if (!ep)
+    return ep.error();
+  opts.self = ep->addr;
+  opts.link = ep->link;
+  opts.oracle = ep->oracle;
+  opts.centre = caf::actor{};
+  net_silo out;
+  out.endpoint = *ep;
+  out.s = spawn_silo(sys, std::move(opts));
+  return out;
+}
+
+} // namespace cafmesh::lifecycle

@@ -1,0 +1,134 @@
+#pragma once
+
+/// @file
+/// Application hubs written as handlers (docs/hosting.md "Hubs"): the application says what
+/// a hub does with one delivery, `(const envelope&) -> std::optional<reply>`; cafmesh takes
+/// the delivery in, drops a repeated one, builds the response envelope and routes it back to
+/// the sender. A hub table maps addresses to handlers and is the silo's hub factory: a node
+/// hub grain that activates on this silo asks it for `node/{key}` (SPEC §6.9); a monolith
+/// asks it for the target's host path (SPEC §6.14).
+///
+/// ## Hub protocol (what every application hub understands, hub_protocol.hpp)
+/// - `(hb_in_atom, envelope)` one-way: a delivery handed over by the routing service;
+/// - `(hb_deliver_atom, envelope) -> envelope`: a node hub grain's hand-over, answered once
+///   the handler ended the delivery: state `processed`, or `failed` with
+///   `properties["error"]` when it failed (the node hub grain then NACKs the sender).
+/// A handler ends each delivery once: `respond(reply)`, `done()` or `fail(text)`
+/// (`hub_responder`); a synchronous `hub_handler` does so when it returns (a reply, none, or
+/// a throw). A delivery that may be answered (`may_answer`, a sender set) and that was ended
+/// with a reply is answered with one response envelope: id `{delivery id}-response`, sender
+/// = the hub, target = the delivery's sender, `request_id` = the delivery's id, routed
+/// through the routing service of the hub's process. A failed delivery handed over by the
+/// local route table is NACKed by the hub itself (`failed`, id `{delivery id}-nack`). A
+/// response or NACK sent to the hub itself (it sent nothing) is dropped with a debug line.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/atom.hpp>
+#include <caf/error.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/fwd.hpp>
+
+#include "cafmesh/config/mesh_config.hpp"
+#include "cafmesh/routing/address.hpp"
+#include "cafmesh/routing/envelope.hpp"
+#include "cafmesh/routing/hub_protocol.hpp"
+
+namespace cafmesh::routing {
+
+/// What a hub answers a delivery with: the response's payload (JSON text by default).
+struct reply {
+  std::string payload_json = "{}";
+  std::string payload_type = "response";
+};
+
+/// A hub's behaviour: called once per delivery the hub takes in (a delivery id in progress
+/// or handled is dropped before; a failed one is handled again when the sender retries it),
+/// on the hub's own actor. Answer a reply to respond, `std::nullopt` for
+/// none; throw to fail the delivery (the sender gets one NACK `failed` with the text).
+using hub_handler = std::function<std::optional<reply>(const envelope&)>;
+
+/// How an asynchronous hub ends one delivery: exactly one of `respond`, `done` or `fail`,
+/// now or later (e.g. in the `.then` of a grain call). Copyable; later calls are ignored.
+/// Until one is called the delivery is in progress: a node hub grain waits for it, bounded by
+/// its sender's response timeout.
+class hub_responder {
+public:
+  hub_responder() = default;
+  hub_responder(caf::actor hub, std::string delivery_id);
+  /// Handled; respond to the sender with `r` (when the delivery may be answered).
+  void respond(reply r) const;
+  /// Handled, no response.
+  void done() const;
+  /// Not handled: the delivery fails with `text`; its sender gets one NACK `failed`.
+  void fail(std::string text) const;
+  /// Not handled because of `err` (e.g. a grain call's fault): the sender's NACK carries
+  /// `classify(to_fault(err))`, so a transient cause (`departed_silo`, a stopping silo, ...)
+  /// reaches the sender as `unavailable` or `shutting_down`, which it may send again.
+  void fail(const caf::error& err) const;
+  const std::string& delivery_id() const { return id_; }
+
+private:
+  caf::actor hub_;
+  std::string id_;
+};
+
+/// An asynchronous hub's behaviour: called once per delivery on the hub's own actor `self`,
+/// which may send requests (grain calls, other services) and end the delivery from their
+/// answers through `r`.
+using async_hub_handler
+  = std::function<void(caf::event_based_actor* self, const envelope& d, hub_responder r)>;
+
+/// `h` as an asynchronous handler (it ends every delivery at once).
+async_hub_handler as_async(hub_handler h);
+
+/// Spawns one application hub at `self_address` whose responses go through `routing` (the
+/// routing service of its process). It registers nothing; see `spawn_hub_table`.
+caf::actor spawn_application_hub(caf::actor_system& sys, address self_address,
+                                 caf::actor routing, async_hub_handler handler,
+                                 const config::routing_section& cfg = {});
+
+/// `(ht_add_atom, std::string pattern, async_hub_handler)` -> ok: adds a handler to a hub
+/// table.
+using ht_add_atom = caf::atom_constant<caf::atom("htadd")>;
+/// `(ht_routing_atom, caf::actor routing, caf::actor claimer)` one-way: the routing service
+/// of the table's process and (silo_host only) its pod-hub claimer, once they exist.
+using ht_routing_atom = caf::atom_constant<caf::atom("htrouting")>;
+
+/// Empty when `pattern` is a valid hub pattern (see `spawn_hub_table`), else why not.
+std::string hub_pattern_error(const std::string& pattern);
+
+/// How a hub table names the key of a hub factory request.
+enum class hub_key_form : uint8_t {
+  node_prefix, ///< silo: the key is a node prefix, the hub is `node/{key}` (SPEC §6.9)
+  host_path,   ///< monolith: the key is the target's rendered host path (SPEC §6.14)
+};
+
+/// Spawns a hub table: the process's hub factory over handlers added by pattern. A pattern
+/// is an address path (`node/hello`), or a path ending in `/*` that matches every path below
+/// it (`node/counter/*` matches `node/counter/7`). The longest matching pattern wins.
+/// - A factory request (`hf_build_atom`, key) for a path some pattern matches answers that
+///   path's hub, spawned on the first request (linked to the table, registered as a local
+///   route of the routing service so that answers addressed to it land here); no match:
+///   error `not_found` ("no hub handler for '{path}' in this process").
+/// - Adding an exact pattern whose address type is stream-routed
+///   (`cfg.stream_routed_address_types`: `portal`, `client`, `cache`, `mesh`) spawns that hub
+///   at once and registers it as a local route; in a silo the pod hub of its path is claimed
+///   (`pc_claim_atom` to the claimer), in a pure client the routing service attaches it at
+///   the gateway by itself. Such a hub is reachable from every process.
+/// Requests that arrive before the routing service is known answer `silo_unavailable`.
+caf::actor spawn_hub_table(caf::actor_system& sys, hub_key_form form,
+                           const config::routing_section& cfg);
+
+} // namespace cafmesh::routing
+
+/// Handlers and responses travel in local messages only (`ht_add_atom`, the hub's own
+/// `ah_end_atom`).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cafmesh::routing::async_hub_handler)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cafmesh::routing::reply)

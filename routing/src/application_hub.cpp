@@ -1,0 +1,342 @@
+#include "cafmesh/routing/application_hub.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/log.hpp"
+#include "cafmesh/routing/classify.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
+#include "cafmesh/routing/outcome_tracker.hpp"
+#include "cafmesh/routing/size_guard.hpp"
+
+namespace cafmesh::routing {
+
+namespace {
+
+int64_t now_ms(caf::local_actor* self) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           self->clock().now().time_since_epoch())
+    .count();
+}
+
+/// `(ah_end_atom, delivery id, uint8_t how, reply, std::string text, uint8_t verdict)`: a
+/// responder ended a delivery (how: 0 respond, 1 done, 2 fail with that verdict).
+using ah_end_atom = caf::atom_constant<caf::atom("ahend")>;
+
+constexpr uint8_t end_respond = 0;
+constexpr uint8_t end_done = 1;
+constexpr uint8_t end_fail = 2;
+
+/// A delivery the handler has not ended yet.
+struct pending_delivery {
+  envelope d;
+  caf::response_promise rp; ///< a node hub grain's hand-over waits for this
+  bool waits = false;
+};
+
+struct app_hub_state {
+  address self_address;
+  caf::actor routing;
+  async_hub_handler handler;
+  outcome_tracker taken; ///< delivery ids handled (a repeated hand-over is dropped)
+  std::map<std::string, pending_delivery> pending;
+  log::logger log;
+  static const char* name;
+};
+
+const char* app_hub_state::name = "application-hub";
+
+using app_hub = caf::stateful_actor<app_hub_state>;
+
+void send_logged(app_hub* self, envelope e, const char* what) {
+  auto id = e.id;
+  self->request(self->state.routing, caf::infinite, rs_deliver_atom::value, std::move(e))
+    .then(
+      [=](const envelope& a) {
+        if (a.state == delivery_state::failed && !is_failed_and_nacked(a))
+          self->state.log.warning(std::string{what} + " " + id + " refused by the entry");
+      },
+      [=](caf::error& err) {
+        self->state.log.warning(std::string{what} + " " + id
+                                + " not sent: " + self->system().render(err));
+      });
+}
+
+/// Ends the pending delivery `id`.
+void end(app_hub* self, const std::string& id, uint8_t how, reply r, const std::string& text,
+         verdict v = verdict::failed) {
+  auto& st = self->state;
+  auto i = st.pending.find(id);
+  if (i == st.pending.end())
+    return; // a second call of the same responder
+  auto p = std::move(i->second);
+  st.pending.erase(i);
+  auto& d = p.d;
+  if (how != end_fail)
+    st.taken.on_nack(d.id, now_ms(self)); // remembered: a repetition is dropped
+  bool answerable = !d.sender.empty() && may_answer(d);
+  if (how == end_respond && answerable) {
+    envelope resp;
+    resp.id = d.id + "-response";
+    resp.sender = st.self_address;
+    resp.target = d.sender;
+    resp.request_id = d.id;
+    resp.payload_type = std::move(r.payload_type);
+    resp.payload_json = std::move(r.payload_json);
+    send_logged(self, std::move(resp), "response");
+  }
+  if (how == end_fail) {
+    st.log.warning("hub handler failed on " + d.id + ": " + text);
+    if (p.waits) {
+      // The node hub grain NACKs the sender from this answer.
+      d.state = delivery_state::failed;
+      d.properties["error"] = json_quote(text);
+      if (v != verdict::failed)
+        d.properties["verdict"] = json_quote(to_string(v));
+    } else if (answerable) {
+      // Handed over by the local route table: nobody else will tell the sender.
+      auto f = make_delivery_failure(d, text, v);
+      send_logged(self, make_nack_envelope(f, d.id + "-nack", st.self_address), "NACK");
+    }
+  } else {
+    d.state = delivery_state::processed;
+  }
+  if (p.waits)
+    p.rp.deliver(std::move(d));
+}
+
+/// Takes `d` in. A hand-over that waits (`rp` set) is answered once the handler ended it.
+void take_in(app_hub* self, envelope d, caf::response_promise* rp) {
+  auto& st = self->state;
+  auto answer_now = [&](envelope x) {
+    if (rp)
+      rp->deliver(std::move(x));
+  };
+  if (d.payload_type == delivery_failure_payload_type || is_continuation(d)) {
+    st.log.debug("answer " + d.id + " to a hub that sent nothing dropped");
+    d.state = delivery_state::ignored;
+    answer_now(std::move(d));
+    return;
+  }
+  // A delivery in progress, or ended (landed) within the dedup window, is a repetition; a
+  // delivery that failed is not remembered, so the sender's retry is handled afresh.
+  if (st.taken.remembered(d.id) || st.pending.count(d.id) > 0) {
+    st.log.debug("repeated delivery " + d.id + " dropped");
+    d.state = delivery_state::processed;
+    answer_now(std::move(d));
+    return;
+  }
+  auto id = d.id;
+  auto& p = st.pending[id];
+  p.d = std::move(d);
+  if (rp) {
+    p.rp = *rp;
+    p.waits = true;
+  }
+  auto copy = p.d; // the handler may end the delivery (and erase `p`) before returning
+  try {
+    st.handler(self, copy, hub_responder{caf::actor_cast<caf::actor>(self), id});
+  } catch (const std::exception& e) {
+    end(self, id, end_fail, reply{}, std::string{"hub handler failed: "} + e.what());
+  }
+}
+
+caf::behavior application_hub(app_hub* self, address me, caf::actor routing,
+                              async_hub_handler handler, config::routing_section cfg) {
+  auto& st = self->state;
+  st.self_address = me;
+  st.routing = std::move(routing);
+  st.handler = std::move(handler);
+  st.log = log::get("hub").with_context(me.to_string());
+  st.taken = outcome_tracker{cfg, st.log};
+  return {
+    [=](hb_in_atom, envelope& d) { take_in(self, std::move(d), nullptr); },
+    [=](hb_deliver_atom, envelope& d) {
+      auto rp = self->make_response_promise();
+      take_in(self, std::move(d), &rp);
+      return rp;
+    },
+    [=](ah_end_atom, const std::string& id, uint8_t how, reply& r, const std::string& text,
+        uint8_t v) { end(self, id, how, std::move(r), text, static_cast<verdict>(v)); },
+  };
+}
+
+// -- hub table ------------------------------------------------------------------
+
+struct hub_table_state {
+  hub_key_form form = hub_key_form::node_prefix;
+  config::routing_section cfg;
+  caf::actor routing;
+  caf::actor claimer;
+  std::map<std::string, async_hub_handler> handlers; ///< pattern -> handler
+  std::map<std::string, caf::actor> hubs;      ///< path -> spawned hub
+  std::vector<std::string> eager;              ///< exact stream-routed patterns not yet spawned
+  static const char* name;
+};
+
+const char* hub_table_state::name = "hub-table";
+
+using hub_table = caf::stateful_actor<hub_table_state>;
+
+/// The handler of the longest pattern matching `path`, or null.
+const async_hub_handler* match(const hub_table_state& st, const std::string& path) {
+  const async_hub_handler* best = nullptr;
+  size_t best_len = 0;
+  for (auto& [pattern, h] : st.handlers) {
+    bool hit = false;
+    if (pattern.size() >= 2 && pattern.compare(pattern.size() - 2, 2, "/*") == 0) {
+      auto prefix = pattern.substr(0, pattern.size() - 1); // keeps the '/'
+      hit = path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0;
+    } else {
+      hit = pattern == path;
+    }
+    if (hit && pattern.size() >= best_len) {
+      best = &h;
+      best_len = pattern.size();
+    }
+  }
+  return best;
+}
+
+bool stream_routed(const hub_table_state& st, const address& a) {
+  auto& types = st.cfg.stream_routed_address_types;
+  return std::find(types.begin(), types.end(), a.type) != types.end();
+}
+
+/// The hub of `path` (spawned and registered on the first call).
+caf::actor hub_for(hub_table* self, const std::string& path, const async_hub_handler& h) {
+  auto& st = self->state;
+  if (auto i = st.hubs.find(path); i != st.hubs.end())
+    return i->second;
+  auto addr = address::from(path);
+  auto hub = spawn_application_hub(self->system(), addr, st.routing, h, st.cfg);
+  self->link_to(hub);
+  caf::anon_send(st.routing, rs_register_atom::value, addr, hub);
+  if (st.claimer && stream_routed(st, addr))
+    caf::anon_send(st.claimer, pc_claim_atom::value, addr);
+  st.hubs.emplace(path, hub);
+  return hub;
+}
+
+void spawn_eager(hub_table* self) {
+  auto& st = self->state;
+  if (!st.routing)
+    return;
+  auto eager = std::move(st.eager);
+  st.eager.clear();
+  for (auto& path : eager)
+    if (auto h = match(st, path))
+      hub_for(self, path, *h);
+}
+
+caf::behavior hub_table_actor(hub_table* self, hub_key_form form, config::routing_section cfg) {
+  self->state.form = form;
+  self->state.cfg = std::move(cfg);
+  return {
+    [=](ht_add_atom, std::string& pattern, async_hub_handler& h) -> caf::result<caf::ok_atom> {
+      if (auto why = hub_pattern_error(pattern); !why.empty())
+        return to_error(fault{mesh_errc::config_invalid, why});
+      auto probe = pattern;
+      if (probe.size() >= 2 && probe.compare(probe.size() - 2, 2, "/*") == 0)
+        probe = probe.substr(0, probe.size() - 2) + "/x";
+      auto parsed = address::from(probe);
+      auto& st = self->state;
+      bool exact = probe == pattern;
+      st.handlers[pattern] = std::move(h);
+      if (exact && stream_routed(st, parsed)) {
+        st.eager.push_back(pattern);
+        spawn_eager(self);
+      }
+      return caf::ok_atom::value;
+    },
+    [=](ht_routing_atom, caf::actor& routing, caf::actor& claimer) {
+      self->state.routing = std::move(routing);
+      self->state.claimer = std::move(claimer);
+      spawn_eager(self);
+    },
+    [=](hf_build_atom, const std::string& key) -> caf::result<caf::actor> {
+      auto& st = self->state;
+      if (!st.routing)
+        return to_error(fault{mesh_errc::silo_unavailable,
+                              "the hub table has no routing service yet"});
+      auto path = st.form == hub_key_form::node_prefix ? "node/" + key : key;
+      auto h = match(st, path);
+      if (!h)
+        return to_error(
+          fault{mesh_errc::not_found, "no hub handler for '" + path + "' in this process"});
+      return hub_for(self, path, *h);
+    },
+  };
+}
+
+} // namespace
+
+std::string hub_pattern_error(const std::string& pattern) {
+  address parsed;
+  auto probe = pattern;
+  if (probe.size() >= 2 && probe.compare(probe.size() - 2, 2, "/*") == 0)
+    probe = probe.substr(0, probe.size() - 2) + "/x";
+  if (!address::parse(probe, parsed) || !parsed.hosts.empty())
+    return "hub pattern '" + pattern + "' is no address path (type/id, or type/prefix/*)";
+  return {};
+}
+
+hub_responder::hub_responder(caf::actor hub, std::string delivery_id)
+  : hub_(std::move(hub)), id_(std::move(delivery_id)) {
+  // nop
+}
+
+void hub_responder::respond(reply r) const {
+  caf::anon_send(hub_, ah_end_atom::value, id_, end_respond, std::move(r), std::string{},
+                 static_cast<uint8_t>(verdict::failed));
+}
+
+void hub_responder::done() const {
+  caf::anon_send(hub_, ah_end_atom::value, id_, end_done, reply{}, std::string{},
+                 static_cast<uint8_t>(verdict::failed));
+}
+
+void hub_responder::fail(std::string text) const {
+  caf::anon_send(hub_, ah_end_atom::value, id_, end_fail, reply{}, std::move(text),
+                 static_cast<uint8_t>(verdict::failed));
+}
+
+void hub_responder::fail(const caf::error& err) const {
+  auto f = to_fault(err);
+  caf::anon_send(hub_, ah_end_atom::value, id_, end_fail, reply{}, f.render(),
+                 static_cast<uint8_t>(classify(f)));
+}
+
+async_hub_handler as_async(hub_handler h) {
+  return [h = std::move(h)](caf::event_based_actor*, const envelope& d, hub_responder r) {
+    std::optional<reply> x;
+    try {
+      x = h(d);
+    } catch (const std::exception& e) {
+      r.fail(std::string{"hub handler failed: "} + e.what());
+      return;
+    }
+    if (x)
+      r.respond(std::move(*x));
+    else
+      r.done();
+  };
+}
+
+caf::actor spawn_application_hub(caf::actor_system& sys, address self_address,
+                                 caf::actor routing, async_hub_handler handler,
+                                 const config::routing_section& cfg) {
+  return sys.spawn(application_hub, std::move(self_address), std::move(routing),
+                   std::move(handler), cfg);
+}
+
+caf::actor spawn_hub_table(caf::actor_system& sys, hub_key_form form,
+                           const config::routing_section& cfg) {
+  return sys.spawn(hub_table_actor, form, cfg);
+}
+
+} // namespace cafmesh::routing
