@@ -213,3 +213,23 @@ TEST_CASE("correlating entry: a send answers the delivery id once accepted") {
   REQUIRE(b.script().posts.size() == 1);
   CHECK(b.script().posts[0].payload_type == "ping");
 }
+
+TEST_CASE("correlating entry: re-sends follow the attach policy, 250 then 500 ms, each a new delivery") {
+  entry_bed b;
+  auto r = b.request("node/hello", 10000, true);
+  b.fx.run();
+  REQUIRE(b.script().requests.size() == 1);
+  b.nack(b.script().requests[0], verdict::unavailable, "overloaded");
+  REQUIRE(b.fx.run_until([&] { return b.script().requests.size() == 2; }));
+  CHECK(b.fx.now_ms() == 250);
+  b.nack(b.script().requests[1], verdict::shutting_down, "Host is shutting down");
+  REQUIRE(b.fx.run_until([&] { return b.script().requests.size() == 3; }));
+  CHECK(b.fx.now_ms() == 750);
+  CHECK(b.script().requests[1].id == "app-1-2");
+  CHECK(b.script().requests[2].id == "app-1-3");
+  CHECK(b.script().requests[2].target == address::from("node/hello"));
+  CHECK_FALSE(r->done);
+  b.respond("app-1-3", "{\"third\":true}");
+  REQUIRE(r->done);
+  CHECK(r->value == "{\"third\":true}");
+}
