@@ -140,16 +140,11 @@ caf::expected<client> client_builder::build() {
   st->routing = pc.routing;
   st->hub_table = table;
   st->entry = entry;
-  st->exit_all = [pc, endpoint, table, host, entry] {
-    for (auto& a : {table, caf::actor_cast<caf::actor>(entry), caf::actor_cast<caf::actor>(host)})
-      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    pc.stop_all();
-    for (auto& a : endpoint)
-      if (a)
-        caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  };
+  st->owned = {table, caf::actor_cast<caf::actor>(entry), caf::actor_cast<caf::actor>(host),
+               pc.routing, caf::actor_cast<caf::actor>(pc.streams), pc.agent, pc.centre};
+  st->owned.insert(st->owned.end(), endpoint.begin(), endpoint.end());
   if (auto err = hosting::add_hubs(table, hubs_)) {
-    st->exit_all();
+    release_actors(*st, false);
     st->torn_down = true;
     return err;
   }

@@ -1,5 +1,8 @@
 #include "cafmesh/lifecycle/mesh_process.hpp"
 
+#include <chrono>
+#include <set>
+
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/atoms.hpp"
@@ -23,8 +26,33 @@ mesh_process::~mesh_process() {
     return;
   // Never blocks (test coordinators run on this thread): a process not stopped is killed.
   st_->signals.reset();
-  if (st_->exit_all)
-    st_->exit_all();
+  release_actors(*st_, false);
+}
+
+void release_actors(mesh_process::state& st, bool await) {
+  if (st.released)
+    return;
+  st.released = true;
+  std::set<caf::actor_addr> seen;
+  std::vector<caf::actor> actors;
+  for (auto& a : st.owned)
+    if (a && seen.insert(a.address()).second)
+      actors.push_back(a);
+  if (!await) {
+    for (auto& a : actors)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    return;
+  }
+  caf::scoped_actor self{*st.sys};
+  for (auto& a : actors) {
+    self->monitor(a);
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+  }
+  size_t down = 0;
+  bool late = false;
+  self->receive_while([&] { return down < actors.size() && !late; })(
+    [&](caf::down_msg&) { ++down; },
+    caf::after(std::chrono::seconds(10)) >> [&] { late = true; });
 }
 
 void mesh_process::start() {
@@ -68,6 +96,8 @@ caf::error mesh_process::stop(bool graceful) {
   self->request(st_->host, caf::infinite, host_halt_atom::value, graceful)
     .receive([](caf::ok_atom) {}, [&](caf::error& e) { out = std::move(e); });
   st_->torn_down = true;
+  st_->signals.reset();
+  release_actors(*st_, true);
   return out;
 }
 
@@ -78,6 +108,8 @@ void mesh_process::wait() {
   self->request(st_->host, caf::infinite, host_await_atom::value)
     .receive([](caf::ok_atom) {}, [](caf::error&) {});
   st_->torn_down = true;
+  st_->signals.reset();
+  release_actors(*st_, true);
 }
 
 void mesh_process::stop_on_signals() {

@@ -32,13 +32,20 @@ struct mesh_process::state {
   silo_components components;    ///< silo only
   pure_client client_components; ///< pure client only
   net_endpoint endpoint;         ///< over CAF io only
-  /// Exits every actor of the process (its components, endpoint, helpers). Idempotent.
-  std::function<void()> exit_all;
+  /// Every actor the process spawned (components, endpoint, helpers): exited when the
+  /// process is released (`release_actors`).
+  std::vector<caf::actor> owned;
+  bool released = false;
   in_process_cluster_ptr cluster; ///< kept alive while the process lives
   std::unique_ptr<signal_stop_guard> signals;
   bool await_gateway = false; ///< pure client: `when_active` waits for a gateway silo
   bool started = false;
   bool torn_down = false;
 };
+
+/// Exits every actor in `st.owned` once. With `await` (the blocking calls only) it waits,
+/// bounded by 10 s, until each is down, so that the actor system ends with no actor of the
+/// process still terminating.
+void release_actors(mesh_process::state& st, bool await);
 
 } // namespace cafmesh::lifecycle

@@ -72,13 +72,10 @@ caf::expected<monolith> monolith_builder::build() {
   st->routing = routing;
   st->hub_table = table;
   st->entry = entry;
-  st->exit_all = [routing, table, host, entry] {
-    for (auto& a : {table, caf::actor_cast<caf::actor>(entry), caf::actor_cast<caf::actor>(host),
-                    routing})
-      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  };
+  st->owned = {table, caf::actor_cast<caf::actor>(entry), caf::actor_cast<caf::actor>(host),
+               routing};
   if (auto err = hosting::add_hubs(table, hubs_)) {
-    st->exit_all();
+    release_actors(*st, false);
     st->torn_down = true;
     return err;
   }

@@ -148,11 +148,9 @@ caf::expected<silo> silo_builder::build() {
     }
     st->components = ns->s;
     st->endpoint = ns->endpoint;
-    st->exit_all = [ns = *ns, helpers] {
-      ns.stop_all();
-      for (auto& a : helpers)
-        caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    };
+    st->owned = ns->s.all();
+    st->owned.push_back(ns->endpoint.link);
+    st->owned.push_back(ns->endpoint.oracle);
   } else {
     st->cluster = cluster_ ? cluster_
                            : make_in_process_cluster(sys_, cfg->network.failure_detection_ms);
@@ -164,12 +162,9 @@ caf::expected<silo> silo_builder::build() {
     so.centre = caf::actor{};
     apply_overrides(); // may replace any of them (test beds: another oracle)
     st->components = spawn_silo(sys_, so);
-    st->exit_all = [s = st->components, helpers] {
-      s.stop_all();
-      for (auto& a : helpers)
-        caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    };
+    st->owned = st->components.all();
   }
+  st->owned.insert(st->owned.end(), helpers.begin(), helpers.end());
   auto& c = st->components;
   st->addr = c.addr;
   st->host = c.host;
@@ -186,11 +181,8 @@ caf::expected<silo> silo_builder::build() {
     auto claim = hosting::spawn_claim_at_active(sys_, c.claimer, hosting::entry_address(*cfg, c.addr));
     caf::anon_send(c.subject, subscribe_atom::value, stages::active,
                    std::string{"correlating-entry"}, claim);
-    st->exit_all = [inner = std::move(st->exit_all), entry, claim] {
-      caf::anon_send_exit(entry, caf::exit_reason::user_shutdown);
-      caf::anon_send_exit(claim, caf::exit_reason::user_shutdown);
-      inner();
-    };
+    st->owned.push_back(entry);
+    st->owned.push_back(caf::actor_cast<caf::actor>(claim));
   }
   return silo{std::move(st)};
 }
