@@ -172,6 +172,11 @@ caf::expected<silo> silo_builder::build() {
   st->placement = c.placement;
   st->hub_table = table;
   caf::anon_send(table, routing::ht_routing_atom::value, c.routing, c.claimer);
+  // Each component declares its own stage: the application hubs hold the stop of Active
+  // until their deliveries in progress ended (application_hub.hpp).
+  caf::anon_send(c.subject, subscribe_atom::value, stages::active,
+                 std::string{"application-hubs"},
+                 caf::actor_cast<lifecycle_observer_actor>(table));
   if (with_entry_) {
     // The entry's pod hub is claimed once this silo is Active (its stage Active starts after
     // BecomeActive published it): placement puts new activations on Active silos only, and

@@ -7,6 +7,8 @@
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/lifecycle_atoms.hpp"
+#include "cafmesh/actors/stage.hpp"
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
@@ -44,11 +46,16 @@ struct app_hub_state {
   async_hub_handler handler;
   outcome_tracker taken; ///< delivery ids handled (a repeated hand-over is dropped)
   std::map<std::string, pending_delivery> pending;
+  /// `ah_drain_atom` requests, answered once no delivery is in progress.
+  std::vector<caf::response_promise> drain_waiters;
   log::logger log;
   static const char* name;
 };
 
 const char* app_hub_state::name = "application-hub";
+
+/// `(ah_drain_atom) -> ok`: answered once the hub has no delivery in progress.
+using ah_drain_atom = caf::atom_constant<caf::atom("ahdrain")>;
 
 using app_hub = caf::stateful_actor<app_hub_state>;
 
@@ -75,6 +82,12 @@ void end(app_hub* self, const std::string& id, uint8_t how, reply r, const std::
     return; // a second call of the same responder
   auto p = std::move(i->second);
   st.pending.erase(i);
+  if (st.pending.empty() && !st.drain_waiters.empty()) {
+    auto waiters = std::move(st.drain_waiters);
+    st.drain_waiters.clear();
+    for (auto& w : waiters)
+      w.deliver(caf::ok_atom::value);
+  }
   auto& d = p.d;
   if (how != end_fail)
     st.taken.on_nack(d.id, now_ms(self)); // remembered: a repetition is dropped
@@ -162,6 +175,14 @@ caf::behavior application_hub(app_hub* self, address me, caf::actor routing,
     },
     [=](ah_end_atom, const std::string& id, uint8_t how, reply& r, const std::string& text,
         uint8_t v) { end(self, id, how, std::move(r), text, static_cast<verdict>(v)); },
+    [=](ah_drain_atom) -> caf::result<caf::ok_atom> {
+      auto& st = self->state;
+      if (st.pending.empty())
+        return caf::ok_atom::value;
+      auto rp = self->make_response_promise();
+      st.drain_waiters.push_back(rp);
+      return rp;
+    },
   };
 }
 
@@ -175,6 +196,10 @@ struct hub_table_state {
   std::map<std::string, async_hub_handler> handlers; ///< pattern -> handler
   std::map<std::string, caf::actor> hubs;      ///< path -> spawned hub
   std::vector<std::string> eager;              ///< exact stream-routed patterns not yet spawned
+  /// The stop of stage Active, answered once every hub drained (or the budget expired).
+  caf::response_promise drain;
+  bool draining = false;
+  log::logger log;
   static const char* name;
 };
 
@@ -233,10 +258,48 @@ void spawn_eager(hub_table* self) {
       hub_for(self, path, *h);
 }
 
+/// Answers the stop of stage Active once.
+void drained(hub_table* self, const std::string& why) {
+  auto& st = self->state;
+  if (!st.draining)
+    return;
+  st.draining = false;
+  st.log.info("application hubs: " + why);
+  st.drain.deliver(caf::ok_atom::value);
+}
+
 caf::behavior hub_table_actor(hub_table* self, hub_key_form form, config::routing_section cfg) {
   self->state.form = form;
   self->state.cfg = std::move(cfg);
+  self->state.log = log::get("hub");
   return {
+    // Lifecycle observer at stage Active (docs/behaviour/lifecycle.md): a graceful stop holds
+    // until no hub of this process has a delivery in progress, so that the answers and NACKs
+    // of asynchronous hubs leave while routing is still up.
+    [=](lifecycle::start_stage_atom, lifecycle::stage) { return caf::ok_atom::value; },
+    [=](lifecycle::stop_stage_atom, lifecycle::stage, bool graceful) -> caf::result<caf::ok_atom> {
+      auto& st = self->state;
+      if (!graceful || st.hubs.empty())
+        return caf::ok_atom::value;
+      st.drain = self->make_response_promise();
+      st.draining = true;
+      auto left = std::make_shared<size_t>(st.hubs.size());
+      for (auto& kv : st.hubs)
+        self->request(kv.second, caf::infinite, ah_drain_atom::value)
+          .then(
+            [=](caf::ok_atom) {
+              if (--*left == 0)
+                drained(self, "no delivery in progress");
+            },
+            [=](caf::error&) {
+              if (--*left == 0)
+                drained(self, "no delivery in progress");
+            });
+      return st.drain;
+    },
+    [=](lifecycle::budget_expired_atom) {
+      drained(self, "shutdown budget expired with deliveries in progress");
+    },
     [=](ht_add_atom, std::string& pattern, async_hub_handler& h) -> caf::result<caf::ok_atom> {
       if (auto why = hub_pattern_error(pattern); !why.empty())
         return to_error(fault{mesh_errc::config_invalid, why});

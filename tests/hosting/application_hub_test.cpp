@@ -9,6 +9,8 @@
 
 #include <caf/all.hpp>
 
+#include "cafmesh/actors/observer.hpp"
+#include "cafmesh/actors/stage.hpp"
 #include "cafmesh/routing/application_hub.hpp"
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
@@ -228,4 +230,41 @@ TEST_CASE("application hub: a delivery that failed is handled again when its sen
   fx.run();
   CHECK(calls == 2);
   CHECK(sent.size() == 1);
+}
+
+TEST_CASE("hub table: the stop of stage Active waits until no hub has a delivery in progress") {
+  testing::fixture fx;
+  auto routing = fx.track(fx.sys.spawn(recording_routing));
+  auto table = fx.track(spawn_hub_table(fx.sys, hub_key_form::node_prefix, {}));
+  std::vector<hub_responder> parked;
+  caf::anon_send(table, ht_add_atom::value, std::string{"node/slow/*"},
+                 async_hub_handler{[&](caf::event_based_actor*, const envelope&,
+                                       hub_responder r) { parked.push_back(r); }});
+  caf::anon_send(table, ht_routing_atom::value, routing, caf::actor{});
+  fx.run();
+  auto hub = testing::ask<caf::actor>(fx, table, hf_build_atom::value, std::string{"slow/1"});
+  fx.run();
+  REQUIRE(hub->ok());
+  auto delivery = testing::ask<envelope>(fx, hub->value, hb_deliver_atom::value,
+                                         request_to("node/slow/1", "s-1"));
+  fx.run();
+  REQUIRE(parked.size() == 1);
+  auto obs = caf::actor_cast<lifecycle::lifecycle_observer_actor>(table);
+  auto stop = testing::ask(fx, obs, lifecycle::stop_stage_atom::value, lifecycle::stages::active,
+                           true);
+  fx.run();
+  CHECK_FALSE(stop->done); // a delivery is in progress
+  parked[0].respond(reply{"{\"late\":true}"});
+  fx.run();
+  CHECK(delivery->ok());
+  REQUIRE(stop->done);
+  CHECK(stop->ok());
+  // With nothing in progress, and for a non-graceful stop, the answer comes at once.
+  auto again = testing::ask(fx, obs, lifecycle::stop_stage_atom::value, lifecycle::stages::active,
+                            true);
+  auto hard = testing::ask(fx, obs, lifecycle::stop_stage_atom::value, lifecycle::stages::active,
+                           false);
+  fx.run();
+  CHECK(again->ok());
+  CHECK(hard->ok());
 }

@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file
-/// A cluster inside one actor system (docs/hosting.md "In one process"): the in-process
+/// A cluster inside one actor system (docs/hosting.md "Transport"): the in-process
 /// link every silo and client of it talks over (`spawn_sim_network` with no latency and no
 /// faults) and its development membership oracle. The embedded default of `silo_builder`
 /// (each silo gets its own cluster unless given one); share one between builders to run

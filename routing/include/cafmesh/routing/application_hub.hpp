@@ -123,6 +123,11 @@ enum class hub_key_form : uint8_t {
 ///   (`pc_claim_atom` to the claimer), in a pure client the routing service attaches it at
 ///   the gateway by itself. Such a hub is reachable from every process.
 /// Requests that arrive before the routing service is known answer `silo_unavailable`.
+///
+/// The table is also a lifecycle observer (`lifecycle_observer_actor`; a silo subscribes it
+/// at stage Active): a graceful stop of that stage is answered once no hub has a delivery in
+/// progress, so that what asynchronous hubs still owe their senders (responses, NACKs)
+/// leaves while the silo's routing is up; the shutdown budget ends the wait.
 caf::actor spawn_hub_table(caf::actor_system& sys, hub_key_form form,
                            const config::routing_section& cfg);
 

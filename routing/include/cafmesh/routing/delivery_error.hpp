@@ -5,7 +5,7 @@
 /// error that `send` and `request` (correlating_entry.hpp) answer instead of a payload. It
 /// travels inside a `caf::error` of category `delivery_error_category()`, so CAF's
 /// `.then(ok, err)` and `.receive(ok, err)` carry it; `delivery_error_of(err)` recovers it.
-/// docs/hosting.md "Outcomes".
+/// docs/hosting.md "Sending".
 
 #include <string>
 
