@@ -113,6 +113,34 @@ void destroy_together(std::vector<std::unique_ptr<process>>& procs) {
   procs.clear();
 }
 
+/// The demo's pure client (client_builder over CAF io, hosting the oracle): its final
+/// failures of answer-suppressed deliveries go to `main` (the run loop). Fills the mesh's
+/// handle, parts, endpoint and routing service; false, after an error line, when its
+/// endpoint could not be opened.
+bool build_demo_client(caf::actor_system& app, const config::mesh_config& cfg,
+                       uint64_t generation, caf::actor main,
+                       std::unique_ptr<lifecycle::client>& handle, lifecycle::pure_client& parts,
+                       net_endpoint& ep, caf::actor& routing) {
+  auto built = lifecycle::client_builder{app}
+                 .config(cfg)
+                 .network()
+                 .generation(generation)
+                 .wait_for_gateway(false)
+                 .override_options([main](lifecycle::pure_client_options& po) {
+                   po.failure_observer = main;
+                 })
+                 .build();
+  if (!built) {
+    std::cerr << "cafmesh-demo: client network endpoint: " << app.render(built.error()) << "\n";
+    return false;
+  }
+  handle = std::make_unique<lifecycle::client>(std::move(*built));
+  parts = handle->components();
+  ep = handle->endpoint();
+  routing = parts.routing;
+  return true;
+}
+
 /// One incarnation of a scenario silo.
 struct silo_run {
   std::unique_ptr<process> proc;
@@ -625,28 +653,12 @@ private:
   caf::actor_system& app_;
   caf::actor main_;
   config::mesh_config client_cfg_;
-  /// The demo's pure client (client_builder over CAF io, hosting the oracle); its final
-  /// failures of answer-suppressed deliveries go to the run loop.
+  /// The demo's pure client (`build_demo_client`) into this mesh's members.
   bool build_client(uint64_t generation) {
-    auto built = lifecycle::client_builder{app_}
-                   .config(client_cfg_)
-                   .network()
-                   .generation(generation)
-                   .wait_for_gateway(false)
-                   .override_options([this](lifecycle::pure_client_options& po) {
-                     po.failure_observer = main_;
-                   })
-                   .build();
-    if (!built) {
-      std::cerr << "cafmesh-demo: client network endpoint: " << app_.render(built.error())
-                << "\n";
+    if (!build_demo_client(app_, client_cfg_, generation, main_, client_handle_, client_,
+                           client_ep_, client_routing_))
       return false;
-    }
-    client_handle_ = std::make_unique<lifecycle::client>(std::move(*built));
-    client_ = client_handle_->components();
-    client_ep_ = client_handle_->endpoint();
     primary_port_ = client_ep_.addr.port;
-    client_routing_ = client_.routing;
     return true;
   }
 
@@ -1283,28 +1295,12 @@ private:
   caf::actor main_;
   std::string node_binary_;
   config::mesh_config client_cfg_;
-  /// The demo's pure client (client_builder over CAF io, hosting the oracle); its final
-  /// failures of answer-suppressed deliveries go to the run loop.
+  /// The demo's pure client (`build_demo_client`) into this mesh's members.
   bool build_client(uint64_t generation) {
-    auto built = lifecycle::client_builder{app_}
-                   .config(client_cfg_)
-                   .network()
-                   .generation(generation)
-                   .wait_for_gateway(false)
-                   .override_options([this](lifecycle::pure_client_options& po) {
-                     po.failure_observer = main_;
-                   })
-                   .build();
-    if (!built) {
-      std::cerr << "cafmesh-demo: client network endpoint: " << app_.render(built.error())
-                << "\n";
+    if (!build_demo_client(app_, client_cfg_, generation, main_, client_handle_, client_,
+                           client_ep_, client_routing_))
       return false;
-    }
-    client_handle_ = std::make_unique<lifecycle::client>(std::move(*built));
-    client_ = client_handle_->components();
-    client_ep_ = client_handle_->endpoint();
     primary_port_ = client_ep_.addr.port;
-    client_routing_ = client_.routing;
     return true;
   }
 
