@@ -3,14 +3,17 @@
 
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <caf/all.hpp>
+#include <nlohmann/json.hpp>
 
 #include "cafmesh/routing/correlating_entry.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/nack_codec.hpp"
+#include "cafmesh/routing/payload_codec.hpp"
 #include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/fixture.hpp"
 
@@ -232,4 +235,93 @@ TEST_CASE("correlating entry: re-sends follow the attach policy, 250 then 500 ms
   b.respond("app-1-3", "{\"third\":true}");
   REQUIRE(r->done);
   CHECK(r->value == "{\"third\":true}");
+}
+
+namespace {
+
+/// An application's answer type, read from JSON by nlohmann (`from_json`).
+struct count_view {
+  int64_t count = 0;
+};
+
+void from_json(const nlohmann::json& j, count_view& x) {
+  j.at("count").get_to(x.count);
+}
+
+/// What a typed request answered: the value or the error.
+template <class R>
+struct typed_outcome {
+  bool done = false;
+  R value{};
+  caf::error err;
+};
+
+/// Spawns an actor that asks `target` through `entry` with `request<R>` and records the
+/// outcome.
+template <class R>
+std::shared_ptr<typed_outcome<R>> typed_request(entry_bed& b, const std::string& target) {
+  auto out = std::make_shared<typed_outcome<R>>();
+  b.fx.track(b.fx.sys.spawn([=, entry = b.entry](caf::event_based_actor* self) {
+    request<R>(self, entry, address::from(target), "{\"q\":1}", std::chrono::seconds(5))
+      .then(
+        [=](R x) {
+          out->done = true;
+          out->value = std::move(x);
+        },
+        [=](caf::error& e) {
+          out->done = true;
+          out->err = e;
+        });
+  }));
+  b.fx.run();
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("correlating entry: a typed request reads the response's JSON payload as the application's type") {
+  entry_bed b;
+  auto r = typed_request<count_view>(b, "node/counter/7");
+  REQUIRE(b.script().requests.size() == 1);
+  CHECK_FALSE(r->done);
+  b.respond(b.script().requests[0].id, "{\"count\":3}");
+  REQUIRE(r->done);
+  CHECK_FALSE(r->err);
+  CHECK(r->value.count == 3);
+}
+
+TEST_CASE("correlating entry: a typed request whose response is no such type fails rejected, naming why") {
+  entry_bed b;
+  auto not_json = typed_request<int64_t>(b, "node/counter/7");
+  b.respond(b.script().requests[0].id, "seven");
+  REQUIRE(not_json->done);
+  REQUIRE(not_json->err);
+  auto f = to_fault(not_json->err);
+  CHECK(f.code == mesh_errc::rejected);
+  CHECK(f.text == "the response payload is no JSON: seven");
+  auto wrong = typed_request<count_view>(b, "node/counter/7");
+  b.respond(b.script().requests[1].id, "{\"n\":1}");
+  REQUIRE(wrong->done);
+  REQUIRE(wrong->err);
+  CHECK(to_fault(wrong->err).code == mesh_errc::rejected);
+  CHECK(to_fault(wrong->err).text.rfind("the response payload does not read as the expected type: ", 0) == 0);
+}
+
+TEST_CASE("correlating entry: a typed request reads a CAF-serialised response and keeps a NACK's verdict") {
+  entry_bed b;
+  auto r = typed_request<address>(b, "node/hello");
+  auto a = address::from("portal/alice");
+  auto text = encode_payload(b.fx.sys, a);
+  REQUIRE(text);
+  b.respond(b.script().requests[0].id, *text);
+  REQUIRE(r->done);
+  CHECK_FALSE(r->err);
+  CHECK(r->value == a);
+  auto n = typed_request<address>(b, "node/hello");
+  b.nack(b.script().requests[1], verdict::shutting_down, "leaving");
+  REQUIRE(n->done);
+  auto failure = delivery_error_of(n->err);
+  CHECK(failure.verdict == verdict::shutting_down);
+  CHECK(failure.resendable);
+  CHECK(failure.text == "leaving");
 }

@@ -47,6 +47,7 @@
 #include "cafmesh/actors/sim_network.hpp"
 #include "cafmesh/actors/lifecycle_atoms.hpp"
 #include "cafmesh/lifecycle/host.hpp"
+#include "cafmesh/lifecycle/hub_homing.hpp"
 #include "cafmesh/actors/observer.hpp"
 #include "cafmesh/actors/stage.hpp"
 #include "cafmesh/mainjob/driver.hpp"
@@ -167,18 +168,6 @@ bool ends_with(const std::string& x, const std::string& suffix) {
          && x.compare(x.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-/// An application hub that sends.
-struct sender_hub {
-  caf::actor ep;
-  routing::address addr;
-  bool owner = false;
-  std::string home;    ///< silo whose routing service it sends through ("" = a client)
-  /// Owner: frames held until the old home's Active stop ended; co-hosted portal: held
-  /// while its home silo is down (between the host stop's answer and the restart).
-  bool moving = false;
-  std::deque<std::pair<routing::envelope, int64_t>> held;
-};
-
 /// Where the application's answering node hubs live in a simulated run.
 struct sim_topology {
   /// False: one hub endpoint per node hub, shared by every silo's hub factory and moved to
@@ -214,7 +203,12 @@ public:
   sim_mesh(fixture& fx, test::silo_world& w, const scenario& s, caf::actor rec,
            sim_topology topo = {})
     : fx_(fx), w_(w), s_(s), rec_(std::move(rec)), topo_(topo),
-      configure_(scenario_configure(s)) {
+      configure_(scenario_configure(s)),
+      homing_(s.silos, {[this](const std::string& name) { return routing_of(name); },
+                        [this](const std::string& name, const routing::address& a) {
+                          caf::anon_send(w_.at(current_.at(name)).claimer,
+                                         routing::pc_claim_atom::value, a);
+                        }}) {
     // nop
   }
 
@@ -242,7 +236,7 @@ public:
       auto home = s_.silos[static_cast<size_t>(i % n)];
       auto ep = fx_.track(
         routing::spawn_hub_endpoint(fx_.sys, a, routing_of(home), w_.cfg.routing, true, rec_));
-      node_hubs_[home].push_back(ep);
+      homing_.add(lifecycle::hub_home_kind::answering, a, ep, home);
       (*hubs_)[node_hub_address(i).substr(5)] = ep;
     }
     for (int64_t i = 0; i < t.owner_hubs; ++i) {
@@ -252,68 +246,40 @@ public:
       auto ep = fx_.track(routing::spawn_hub_endpoint(fx_.sys, a, routing_of(home),
                                                       w_.cfg.routing, false, rec_));
       (*hubs_)[text.substr(5)] = ep;
-      sender_hub h;
-      h.ep = ep;
-      h.addr = a;
-      h.owner = true;
-      h.home = home;
-      caf::anon_send(routing_of(home), routing::rs_register_atom::value, a, ep);
-      senders_.emplace(text, std::move(h));
+      homing_.add(lifecycle::hub_home_kind::owner, a, ep, home);
     }
     for (int64_t i = 0; i < t.portal_hubs; ++i) {
-      auto text = portal_hub_address(i);
-      auto a = routing::address::from(text);
+      auto a = routing::address::from(portal_hub_address(i));
       auto origin = portal_origin(s_, i);
-      sender_hub h;
-      h.addr = a;
       if (origin.rfind("silo:", 0) == 0) {
-        h.home = origin.substr(5);
-        h.ep = fx_.track(routing::spawn_hub_endpoint(fx_.sys, a, routing_of(h.home),
-                                                     w_.cfg.routing, false, rec_));
-        attach_portal(h);
+        auto home = origin.substr(5);
+        auto ep = fx_.track(routing::spawn_hub_endpoint(fx_.sys, a, routing_of(home),
+                                                        w_.cfg.routing, false, rec_));
+        homing_.add(lifecycle::hub_home_kind::portal, a, ep, home);
       } else {
         auto k = std::stoul(origin.substr(7)); // client:{k}
         auto r = clients_.at(k - 1);
-        h.ep = fx_.track(
+        auto ep = fx_.track(
           routing::spawn_hub_endpoint(fx_.sys, a, r, w_.cfg.routing, false, rec_));
-        caf::anon_send(r, routing::rs_register_atom::value, a, h.ep);
+        homing_.add(lifecycle::hub_home_kind::client, a, ep, {}, r);
       }
-      senders_.emplace(text, std::move(h));
     }
   }
 
   // -- mesh_port ----------------------------------------------------------------------
 
   void submit(const planned_delivery& d) override {
-    auto i = senders_.find(d.sender);
-    REQUIRE(i != senders_.end());
-    auto e = to_envelope(d, i->second.addr);
     if (d.answer_suppressed)
       suppressed_.insert(d.id);
     int64_t deadline = d.kind == delivery_kind::request ? s_.traffic.request_deadline_ms : -1;
-    auto& h = i->second;
-    if (h.moving) {
-      h.held.emplace_back(std::move(e), deadline);
-      return;
-    }
-    send(h, std::move(e), deadline);
+    REQUIRE(homing_.submit(d.sender, to_envelope(d, routing::address::from(d.sender)),
+                           deadline));
   }
 
   void stop_silo(const std::string& name) override {
-    available_[name] = false;
     auto addr = current_.at(name);
     // Node hubs answer through another silo from now on; owners wait (file comment).
-    auto next = next_available(name);
-    if (!next.empty() && !topo_.answering_hubs_in_silos) {
-      for (auto& ep : node_hubs_[name]) {
-        caf::anon_send(ep, routing::ep_rehome_atom::value, routing_of(next));
-        node_hubs_[next].push_back(ep);
-      }
-      node_hubs_[name].clear();
-    }
-    for (auto& [text, h] : senders_)
-      if (h.owner && h.home == name)
-        h.moving = true;
+    homing_.stopping(name);
     stopped_.push_back(addr);
     auto gen = addr.generation;
     w_.entry(addr).gone = true;
@@ -338,14 +304,7 @@ public:
   // -- events ---------------------------------------------------------------------------
 
   /// The Active stage of `name` stopped: its legs ended; owners move.
-  void active_stopped(const std::string& name) {
-    auto next = next_available(name);
-    if (next.empty())
-      return; // no other silo: they move when one is Active again
-    for (auto& [text, h] : senders_)
-      if (h.owner && h.home == name && h.moving)
-        move_owner(h, next);
-  }
+  void active_stopped(const std::string& name) { homing_.active_stopped(name); }
 
   /// The host stop of `name` answered: its runtime services are torn down, so the hubs
   /// co-hosted in its process (the portals) cannot send until it runs again. An application
@@ -357,25 +316,11 @@ public:
       caf::anon_send_exit(i->second, caf::exit_reason::kill);
       apps_.erase(i);
     }
-    for (auto& [text, h] : senders_)
-      if (!h.owner && h.home == name)
-        h.moving = true;
+    homing_.down(name);
   }
 
   /// Silo `name` is Active.
-  void silo_up(const std::string& name) {
-    available_[name] = true;
-    for (auto& [text, h] : senders_)
-      if (h.owner && h.moving && !available_[h.home])
-        move_owner(h, name);
-    for (auto& [text, h] : senders_)
-      if (!h.owner && h.home == name) {
-        caf::anon_send(h.ep, routing::ep_rehome_atom::value, routing_of(name));
-        attach_portal(h);
-        h.moving = false;
-        flush(h);
-      }
-  }
+  void silo_up(const std::string& name) { homing_.up(name); }
 
   bool is_suppressed(const std::string& id) const { return suppressed_.count(id) > 0; }
 
@@ -420,48 +365,6 @@ private:
     return w_.at(current_.at(name)).routing;
   }
 
-  std::string next_available(const std::string& name) const {
-    auto i = std::find(s_.silos.begin(), s_.silos.end(), name);
-    auto start = i == s_.silos.end() ? 0 : static_cast<size_t>(i - s_.silos.begin());
-    for (size_t k = 1; k <= s_.silos.size(); ++k) {
-      auto& cand = s_.silos[(start + k) % s_.silos.size()];
-      auto j = available_.find(cand);
-      if (cand != name && j != available_.end() && j->second)
-        return cand;
-    }
-    return {};
-  }
-
-  void send(sender_hub& h, routing::envelope e, int64_t deadline) {
-    if (deadline >= 0)
-      caf::anon_send(h.ep, routing::ep_request_atom::value, std::move(e), deadline);
-    else
-      caf::anon_send(h.ep, routing::ep_post_atom::value, std::move(e));
-  }
-
-  void move_owner(sender_hub& h, const std::string& to) {
-    h.home = to;
-    h.moving = false;
-    auto r = routing_of(to);
-    caf::anon_send(r, routing::rs_register_atom::value, h.addr, h.ep);
-    caf::anon_send(h.ep, routing::ep_rehome_atom::value, r);
-    flush(h);
-  }
-
-  void flush(sender_hub& h) {
-    while (!h.held.empty()) {
-      auto [e, deadline] = std::move(h.held.front());
-      h.held.pop_front();
-      send(h, std::move(e), deadline);
-    }
-  }
-
-  void attach_portal(sender_hub& h) {
-    auto& s = w_.at(current_.at(h.home));
-    caf::anon_send(s.routing, routing::rs_register_atom::value, h.addr, h.ep);
-    caf::anon_send(s.claimer, routing::pc_claim_atom::value, h.addr);
-  }
-
   fixture& fx_;
   test::silo_world& w_;
   scenario s_;
@@ -471,13 +374,12 @@ private:
   /// Users' topology: the application (echo hub factory) of every running incarnation.
   std::map<silo_address, caf::actor> apps_;
   std::map<std::string, silo_address> current_;
-  std::map<std::string, bool> available_;
   std::vector<caf::actor> clients_;
-  std::map<std::string, std::vector<caf::actor>> node_hubs_;
-  std::map<std::string, sender_hub> senders_;
   std::shared_ptr<std::map<std::string, caf::actor>> hubs_
     = std::make_shared<std::map<std::string, caf::actor>>();
   std::set<std::string> suppressed_;
+  /// The application's sending hubs, kept homed on an available silo (hub_homing.hpp).
+  lifecycle::hub_homing homing_;
   std::vector<silo_address> stopped_;
 };
 

@@ -35,6 +35,7 @@
 #include "cafmesh/lifecycle/silo_builder.hpp"
 #include "cafmesh/actors/lifecycle_atoms.hpp"
 #include "cafmesh/lifecycle/host.hpp"
+#include "cafmesh/lifecycle/hub_homing.hpp"
 #include "cafmesh/actors/observer.hpp"
 #include "cafmesh/actors/stage.hpp"
 #include "cafmesh/mainjob/demo_process.hpp"
@@ -189,21 +190,11 @@ public:
 
   /// Sends `d` from its hub, or holds it while the hub is moving or not placed yet.
   void submit(const planned_delivery& d) override {
-    auto i = senders_.find(d.sender);
-    if (i == senders_.end()) {
-      std::cerr << "cafmesh-demo: no sender hub " << d.sender << "\n";
-      return;
-    }
-    auto e = to_envelope(d, i->second.addr);
     if (d.answer_suppressed)
       suppressed_.insert(d.id);
     int64_t deadline = d.kind == delivery_kind::request ? request_deadline_ms_ : -1;
-    auto& h = i->second;
-    if (h.moving || !h.ep) {
-      h.held.emplace_back(std::move(e), deadline);
-      return;
-    }
-    send(h, std::move(e), deadline);
+    if (!submit_from(d.sender, to_envelope(d, routing::address::from(d.sender)), deadline))
+      std::cerr << "cafmesh-demo: no sender hub " << d.sender << "\n";
   }
 
   /// Was `id` sent answer-suppressed?
@@ -273,50 +264,27 @@ protected:
     return {};
   }
 
-  /// Silo `name` starts stopping: its node hubs answer through the next available silo from
-  /// now on, and its owners hold their frames until its Active stop has ended (file comment).
-  void begin_stop(const std::string& name) {
-    auto next = next_available(name);
-    if (!next.empty()) {
-      for (auto& ep : node_hubs_[name]) {
-        caf::anon_send(ep, routing::ep_rehome_atom::value, routing_of(next));
-        node_hubs_[next].push_back(ep);
-      }
-      node_hubs_[name].clear();
-    }
-    for (auto& [text, h] : senders_)
-      if (h.owner && h.home == name)
-        h.moving = true;
-  }
-
-  void send(sender_hub& h, routing::envelope e, int64_t deadline) {
-    if (deadline >= 0)
-      caf::anon_send(h.ep, routing::ep_request_atom::value, std::move(e), deadline);
-    else
-      caf::anon_send(h.ep, routing::ep_post_atom::value, std::move(e));
-  }
-
-  /// `h` may send again: its held frames leave in order.
-  void release_held(sender_hub& h) {
-    h.moving = false;
-    while (!h.held.empty()) {
-      auto [e, deadline] = std::move(h.held.front());
-      h.held.pop_front();
-      send(h, std::move(e), deadline);
-    }
-  }
+  /// Sends `e` (deadline ms, or -1: a post) from the hub at `sender`, or holds it; false:
+  /// no such hub.
+  virtual bool submit_from(const std::string& sender, routing::envelope e,
+                           int64_t deadline) = 0;
 
   int64_t request_deadline_ms_;
   std::vector<std::string> silo_order_;
-  std::map<std::string, std::vector<caf::actor>> node_hubs_; ///< by home silo
-  std::map<std::string, sender_hub> senders_;
   std::unordered_set<std::string> suppressed_;
 };
 
 class in_process_mesh : public live_mesh {
 public:
   in_process_mesh(const scenario& s, caf::actor_system& app, caf::actor main)
-    : live_mesh(s), s_(s), app_(app), main_(std::move(main)) {
+    : live_mesh(s), s_(s), app_(app), main_(std::move(main)),
+      homing_(s.silos, {[this](const std::string& name) { return routing_of(name); },
+                        [this](const std::string& name, const routing::address& a) {
+                          auto& slot = silos_[name];
+                          if (slot.current)
+                            caf::anon_send(slot.current->ns.s.claimer,
+                                           routing::pc_claim_atom::value, a);
+                        }}) {
     // nop
   }
 
@@ -351,32 +319,23 @@ public:
                                             false, main_);
       (*hubs)[text.substr(5)] = ep;
       all_.push_back(ep);
-      sender_hub h;
-      h.ep = ep;
-      h.addr = a;
-      h.owner = true;
-      h.home = home;
-      caf::anon_send(routing_of(home), routing::rs_register_atom::value, a, ep);
-      senders_.emplace(text, std::move(h));
+      homing_.add(lifecycle::hub_home_kind::owner, a, ep, home);
     }
     for (int64_t i = 0; i < t.portal_hubs; ++i) {
-      auto text = portal_hub_address(i);
-      auto a = routing::address::from(text);
+      auto a = routing::address::from(portal_hub_address(i));
       auto origin = portal_origin(s_, i);
-      sender_hub h;
-      h.addr = a;
       if (origin.rfind("silo:", 0) == 0) {
-        h.home = origin.substr(5);
-        h.ep = routing::spawn_hub_endpoint(app_, a, routing_of(h.home), client_cfg_.routing,
-                                           false, main_);
-        attach_portal(h);
+        auto home = origin.substr(5);
+        auto ep = routing::spawn_hub_endpoint(app_, a, routing_of(home), client_cfg_.routing,
+                                              false, main_);
+        homing_.add(lifecycle::hub_home_kind::portal, a, ep, home);
+        all_.push_back(ep);
       } else {
-        h.ep = routing::spawn_hub_endpoint(app_, a, client_routing_, client_cfg_.routing,
-                                           false, main_);
-        caf::anon_send(client_routing_, routing::rs_register_atom::value, a, h.ep);
+        auto ep = routing::spawn_hub_endpoint(app_, a, client_routing_, client_cfg_.routing,
+                                              false, main_);
+        homing_.add(lifecycle::hub_home_kind::client, a, ep, {}, client_routing_);
+        all_.push_back(ep);
       }
-      all_.push_back(h.ep);
-      senders_.emplace(text, std::move(h));
     }
   }
 
@@ -448,7 +407,7 @@ public:
     slot.available = false;
     if (!slot.current)
       return;
-    begin_stop(name);
+    homing_.stopping(name);
     auto gen = slot.current->generation;
     ask_host(
       app_, slot.current->ns.s.host, main_,
@@ -475,17 +434,7 @@ public:
     // connections close with them. Owners homed there move now (nothing will drain).
     slot.current->stop_all();
     slot.past.push_back(std::move(slot.current));
-    auto next = next_available(name);
-    for (auto& [text, h] : senders_)
-      if (h.owner && h.home == name) {
-        if (next.empty())
-          h.moving = true;
-        else
-          move_owner(h, next);
-      }
-    for (auto& [text, h] : senders_)
-      if (!h.owner && h.home == name)
-        h.moving = true;
+    homing_.killed(name);
     return true;
   }
 
@@ -505,6 +454,7 @@ public:
     auto& slot = silos_[name];
     if (slot.current && slot.current->app)
       caf::anon_send_exit(slot.current->app, caf::exit_reason::user_shutdown);
+    homing_.down(name);
   }
 
   void stall_silo(const std::string& name, bool detected) override {
@@ -524,24 +474,12 @@ public:
   // -- events ---------------------------------------------------------------------------
 
   void active_stopped(const std::string& name) override {
-    auto next = next_available(name);
-    if (next.empty())
-      return; // no other silo: they move when one is Active again
-    move_owners(name, next);
+    homing_.active_stopped(name);
   }
 
   void silo_up(const std::string& name) override {
     silos_[name].available = true;
-    // Owners stranded without any available silo move here.
-    for (auto& [text, h] : senders_)
-      if (h.owner && h.moving && !silos_[h.home].available)
-        move_owner(h, name);
-    // Co-hosted portals of this silo register and claim again on the new incarnation.
-    for (auto& [text, h] : senders_)
-      if (!h.owner && h.home == name) {
-        caf::anon_send(h.ep, routing::ep_rehome_atom::value, routing_of(name));
-        attach_portal(h);
-      }
+    homing_.up(name);
   }
 
 
@@ -626,27 +564,9 @@ private:
     return i != silos_.end() && i->second.available;
   }
 
-  void move_owners(const std::string& from, const std::string& to) {
-    for (auto& [text, h] : senders_)
-      if (h.owner && h.home == from && h.moving)
-        move_owner(h, to);
-  }
-
-  void move_owner(sender_hub& h, const std::string& to) {
-    h.home = to;
-    auto r = routing_of(to);
-    caf::anon_send(r, routing::rs_register_atom::value, h.addr, h.ep);
-    caf::anon_send(h.ep, routing::ep_rehome_atom::value, r);
-    release_held(h);
-  }
-
-  void attach_portal(sender_hub& h) {
-    auto r = routing_of(h.home);
-    if (!r)
-      return;
-    caf::anon_send(r, routing::rs_register_atom::value, h.addr, h.ep);
-    caf::anon_send(silos_[h.home].current->ns.s.claimer, routing::pc_claim_atom::value,
-                   h.addr);
+  bool submit_from(const std::string& sender, routing::envelope e,
+                   int64_t deadline) override {
+    return homing_.submit(sender, std::move(e), deadline);
   }
 
   scenario s_;
@@ -674,6 +594,9 @@ private:
   std::vector<std::unique_ptr<process>> retired_; ///< silo systems, for `take_systems`
   uint64_t last_generation_ = 0;
   size_t start_failures_ = 0;
+  /// The application's sending hubs (owners, co-hosted portals, client portals), kept homed
+  /// on an available silo (hub_homing.hpp).
+  lifecycle::hub_homing homing_;
 };
 
 // -- the multi-process mesh (`--processes`) -------------------------------------------
@@ -921,9 +844,6 @@ public:
     p.agent = std::move(agent);
     p.routing = std::move(routing);
     p.link = std::move(link);
-    // Node hubs homed here send their responses through this silo's co-hosted entry.
-    for (auto& ep : node_hubs_[name])
-      caf::anon_send(ep, routing::ep_rehome_atom::value, p.routing);
     // Owner hubs homed here that have no process yet (the first start) live here now; so do
     // this silo's co-hosted portal hubs (every incarnation: claimed once it is Active).
     for (auto& [text, h] : senders_) {
@@ -1230,6 +1150,46 @@ private:
     return slot.current ? slot.current->agent : caf::actor{};
   }
 
+  bool submit_from(const std::string& sender, routing::envelope e,
+                   int64_t deadline) override {
+    auto i = senders_.find(sender);
+    if (i == senders_.end())
+      return false;
+    auto& h = i->second;
+    if (h.moving || !h.ep)
+      h.held.emplace_back(std::move(e), deadline);
+    else
+      send(h, std::move(e), deadline);
+    return true;
+  }
+
+  /// Silo `name` starts stopping: its owners hold their frames until its Active stop has
+  /// ended. The owners of this mesh live in the node processes (placed there by `place`),
+  /// so they move by being placed again, not by `lifecycle::hub_homing`, which moves hubs
+  /// of its own process; the node hubs that answer are each node's own.
+  void begin_stop(const std::string& name) {
+    for (auto& [text, h] : senders_)
+      if (h.owner && h.home == name)
+        h.moving = true;
+  }
+
+  void send(sender_hub& h, routing::envelope e, int64_t deadline) {
+    if (deadline >= 0)
+      caf::anon_send(h.ep, routing::ep_request_atom::value, std::move(e), deadline);
+    else
+      caf::anon_send(h.ep, routing::ep_post_atom::value, std::move(e));
+  }
+
+  /// `h` may send again: its held frames leave in order.
+  void release_held(sender_hub& h) {
+    h.moving = false;
+    while (!h.held.empty()) {
+      auto [e, deadline] = std::move(h.held.front());
+      h.held.pop_front();
+      send(h, std::move(e), deadline);
+    }
+  }
+
   /// Spawns `h`'s endpoint in the process of silo `name` (co-hosted there). Blocking: the
   /// agent answers within milliseconds.
   void place(sender_hub& h, const std::string& name, bool keep_held) {
@@ -1293,6 +1253,7 @@ private:
   scenario s_;
   caf::actor_system& app_;
   caf::actor main_;
+  std::map<std::string, sender_hub> senders_;
   std::string node_binary_;
   config::mesh_config client_cfg_;
   /// The demo's pure client (`build_demo_client`) into this mesh's members.

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include <caf/actor.hpp>
 #include <caf/atom.hpp>
@@ -37,6 +38,7 @@
 #include "cafmesh/routing/delivery_error.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/envelope.hpp"
+#include "cafmesh/routing/payload_codec.hpp"
 
 namespace cafmesh::routing {
 
@@ -100,6 +102,62 @@ auto request(Self& self, const correlating_entry_actor& entry, const address& ta
   return self->request(entry, caf::infinite, ce_request_atom::value, target,
                        std::move(opts.payload_type), std::move(payload_json),
                        static_cast<int64_t>(ms), opts.resend);
+}
+
+/// The answer of a typed `request<R>`: `then` (event-based actors) and `receive` (scoped
+/// actors) take CAF's pair of handlers, `(R)` and `(caf::error&)`. A response whose payload
+/// is no `R` (`decode_response<R>`, payload_codec.hpp) reaches the error handler, classified
+/// `rejected`.
+template <class R, class Handle>
+class typed_request_handle {
+public:
+  typed_request_handle(Handle h, caf::actor_system& sys) : h_(std::move(h)), sys_(&sys) {
+    // nop
+  }
+
+  /// Event-based actors: handlers run when the answer arrives.
+  template <class F, class G>
+  void then(F on_value, G on_error) {
+    h_.then(decoding(std::move(on_value), on_error), [on_error](caf::error& e) mutable {
+      on_error(e);
+    });
+  }
+
+  /// Blocking (scoped) actors: waits for the answer.
+  template <class F, class G>
+  void receive(F on_value, G on_error) {
+    h_.receive(decoding(std::move(on_value), on_error), [on_error](caf::error& e) mutable {
+      on_error(e);
+    });
+  }
+
+private:
+  template <class F, class G>
+  auto decoding(F on_value, G on_error) {
+    return [sys = sys_, on_value, on_error](const std::string& text) mutable {
+      auto r = decode_response<R>(*sys, text);
+      if (r) {
+        on_value(std::move(*r));
+      } else {
+        auto e = std::move(r.error());
+        on_error(e);
+      }
+    };
+  }
+
+  Handle h_;
+  caf::actor_system* sys_;
+};
+
+/// Asks like `request` above and answers the response's payload read as an `R` (a type
+/// nlohmann reads from JSON, a CAF-serialisable type sent with `encode_payload`, or
+/// `std::string` for the JSON text), or the `delivery_error`:
+/// `request<int64_t>(self, entry, target, "{}", 5s).then([](int64_t n) {...}, [](caf::error& e) {...})`.
+template <class R, class Self>
+auto request(Self& self, const correlating_entry_actor& entry, const address& target,
+             std::string payload_json, caf::timespan timeout, request_options opts = {}) {
+  auto h = request(self, entry, target, std::move(payload_json), timeout, std::move(opts));
+  return typed_request_handle<R, decltype(h)>{std::move(h), self->system()};
 }
 
 } // namespace cafmesh::routing

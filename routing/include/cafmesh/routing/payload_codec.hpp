@@ -5,14 +5,19 @@
 /// router. An application with CAF-serialisable payload types (`inspect` + announced with
 /// `cfg.add_message_type<T>`) sends them without writing JSON: `encode_payload(sys, x)` gives
 /// the JSON string `"caf:{hex of CAF's binary serialisation}"`, `decode_payload<T>(sys, text)`
-/// reads it back. Both ends must announce `T` the same way.
+/// reads it back. Both ends must announce `T` the same way. `decode_response<R>` reads an
+/// answer as an `R` either way (the typed `request<R>`, correlating_entry.hpp).
 
 #include <string>
+#include <type_traits>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include <caf/actor_system.hpp>
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
+#include <caf/detail/type_traits.hpp>
 #include <caf/expected.hpp>
 
 #include "cafmesh/actors/fault.hpp"
@@ -49,6 +54,36 @@ caf::expected<T> decode_payload(caf::actor_system& sys, const std::string& text)
     return to_error(fault{mesh_errc::rejected,
                           "the payload does not read as the expected type: " + sys.render(err)});
   return out;
+}
+
+/// Reads a response's payload as an `R`: `std::string` is the JSON text itself; a
+/// `"caf:{hex}"` payload of a CAF-serialisable `R`, or any payload of a type nlohmann cannot
+/// read (`from_json`), is decoded as by `decode_payload<R>`; otherwise the JSON text is read
+/// with nlohmann. Fails
+/// `rejected` with the reason when the text is no `R`.
+template <class R>
+caf::expected<R> decode_response(caf::actor_system& sys, const std::string& text) {
+  if constexpr (std::is_same_v<R, std::string>) {
+    return text;
+  } else if constexpr (nlohmann::detail::has_from_json<nlohmann::json, R>::value) {
+    if constexpr (caf::detail::is_serializable<R>::value)
+      if (text.rfind("\"caf:", 0) == 0)
+        return decode_payload<R>(sys, text);
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded())
+      return to_error(
+        fault{mesh_errc::rejected, "the response payload is no JSON: " + text.substr(0, 64)});
+    try {
+      return j.get<R>();
+    } catch (const nlohmann::json::exception& e) {
+      return to_error(fault{mesh_errc::rejected,
+                            std::string{"the response payload does not read as the expected "
+                                        "type: "}
+                              + e.what()});
+    }
+  } else {
+    return decode_payload<R>(sys, text);
+  }
 }
 
 } // namespace cafmesh::routing
