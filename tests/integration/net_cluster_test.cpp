@@ -1,9 +1,10 @@
-// Three silo PROCESSES in network mode (net_link.hpp, net_process.hpp): each a
-// `cafmesh_net_node` started with posix_spawn, talking over CAF io on 127.0.0.1 with ports
-// chosen by the OS. They form a cluster through the primary's membership oracle; one
-// leaves gracefully, one is killed with SIGKILL and restarted on its old port with a higher
-// generation, and a stopped (SIGSTOP) one is detected by heartbeat silence. A pure client
-// process receives the snapshots without joining and calls a silo.
+// Three silo PROCESSES in network mode (net_link.hpp): each a `cafmesh_net_node` (a
+// `silo_builder` silo over CAF io, docs/hosting.md) started with posix_spawn, talking on
+// 127.0.0.1 with ports chosen by the OS. They form a cluster through the primary's
+// membership oracle; one leaves gracefully, one is killed with SIGKILL and restarted on its
+// old port with a higher generation, and a stopped (SIGSTOP) one is detected by heartbeat
+// silence. A pure client process (a `client_builder` client) receives the snapshots without
+// joining and calls a silo.
 // A second case makes grain calls (placement service + catalog + directory in every node)
 // across the processes: a key placed on B from A, a kill -9 of C and its restart with a
 // higher generation, after which no answer names the old C and a fresh key reaches the new C.
@@ -507,6 +508,8 @@ TEST_CASE("net cluster: 3 silo processes join through the primary, leave, crash 
   }
 
   // -- C leaves gracefully: ShuttingDown, then Dead, seen by P and B ---------------
+  // The silo's graceful host stop (docs/behaviour/membership.md "Leaving"): ShuttingDown at
+  // the BecomeActive stop, Dead at stage 2001.
   auto p_mark = p->lines.size();
   auto b_mark = b->lines.size();
   c->send("stop");
@@ -520,7 +523,8 @@ TEST_CASE("net cluster: 3 silo processes join through the primary, leave, crash 
     CHECK_MESSAGE(dead.has_value(), n->name << " never saw C Dead");
     if (leaving && dead)
       CHECK(*leaving < *dead);
-    // A graceful leave never passes through Stopping.
+    // A graceful leave passes through Stopping only when ShuttingDown misses its grace
+    // window (`membership.shutdown_grace_ms`, 5 s); here the oracle answers at once.
     CHECK_FALSE(n->wait_for(shows(c_addr, "Stopping"), 0, mark).has_value());
   }
   // A call to the departed C fails departed_silo.
