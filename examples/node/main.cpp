@@ -78,9 +78,7 @@ int run_process(lifecycle::mesh_process& p, const std::string& ready, log::logge
 int run_silo(caf::actor_system& sys, const config::mesh_config& mc, const std::string& app,
              log::logger& lg) {
   lifecycle::silo_builder b{sys};
-  // The node's application only answers (it sends nothing): no correlating entry. With one
-  // (its pod hub claimed), a silo whose membership oracle's process stopped first can hang in
-  // ~actor_system after a clean stop (README "Known limits").
+  // The node's application only answers (it sends nothing): no correlating entry.
   b.config(mc).network().without_entry();
   if (app == "echo")
     b.hub("node/*", echo_handler());

@@ -4,6 +4,8 @@
 #include <set>
 
 #include <caf/all.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/io/middleman_actor.hpp>
 
 #include "cafmesh/actors/atoms.hpp"
 #include "cafmesh/actors/fault.hpp"
@@ -53,6 +55,17 @@ void release_actors(mesh_process::state& st, bool await) {
   self->receive_while([&] { return down < actors.size() && !late; })(
     [&](caf::down_msg&) { ++down; },
     caf::after(std::chrono::seconds(10)) >> [&] { late = true; });
+  if (st.endpoint.link && st.sys->has_middleman())
+    drain_middleman(self, *st.sys);
+}
+
+void drain_middleman(caf::scoped_actor& self, caf::actor_system& sys) {
+  // The middleman actor answers `get_atom` by delegating it to its BASP broker, after every
+  // request it sent the broker before (one sender, one order): once the answer is here, a
+  // connect the link asked for before it exited is the broker's, not a message in flight.
+  auto mm = sys.middleman().actor_handle();
+  self->request(mm, std::chrono::seconds(2), caf::get_atom::value, caf::node_id{})
+    .receive([](const caf::node_id&, const std::string&, uint16_t) {}, [](caf::error&) {});
 }
 
 void mesh_process::start() {

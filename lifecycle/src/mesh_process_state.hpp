@@ -9,6 +9,7 @@
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
 
 #include "cafmesh/actors/net_process.hpp"
 #include "cafmesh/lifecycle/host.hpp"
@@ -47,5 +48,15 @@ struct mesh_process::state {
 /// bounded by 10 s, until each is down, so that the actor system ends with no actor of the
 /// process still terminating.
 void release_actors(mesh_process::state& st, bool await);
+
+/// Waits, bounded by 2 s, until the io middleman actor of `sys` has handed its BASP broker
+/// every connect it was asked for (docs/hosting.md "Stopping and the actor system"). CAF
+/// 0.17's middleman stops the broker and its multiplexer before it kills the middleman
+/// actor, which runs on a thread of its own: a connect that actor takes in between leaves
+/// its request in the stopped broker's mailbox, which is never emptied, and that request
+/// keeps the middleman actor from being destroyed: `~actor_system` then waits forever in
+/// `await_detached_threads`. `release_actors` calls it once the process's link is down,
+/// the only actor of the process that asks the middleman actor to connect.
+void drain_middleman(caf::scoped_actor& self, caf::actor_system& sys);
 
 } // namespace cafmesh::lifecycle
