@@ -268,6 +268,7 @@ schema make_schema() {
               "saturation_report_count", &R::saturation_report_count)
     .key("leg_self_bound_ms", &R::leg_self_bound_ms, integer(1))
     .key("saturation_review_ms", &R::saturation_review_ms, integer(1))
+    .key("saturation_warn_after_ms", &R::saturation_warn_after_ms, integer(0))
     .key("refusal_log_window_ms", &R::refusal_log_window_ms, integer(1))
     .key("refusal_log_sweep_entries", &R::refusal_log_sweep_entries, integer(1))
     .key("refusal_log_idle_windows", &R::refusal_log_idle_windows, integer(1))

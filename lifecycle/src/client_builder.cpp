@@ -101,7 +101,7 @@ caf::expected<client> client_builder::build() {
     return to_error(fault{mesh_errc::config_invalid,
                           "client_builder: a pure client needs a cluster: cluster(c) for "
                           "silos in this process, network() for silos over CAF io"});
-  hosting::apply_log_level(*cfg, log_level_, config_given_);
+  hosting::apply_embedded_defaults(*cfg, log_level_, config_given_);
   auto st = std::make_unique<mesh_process::state>();
   st->sys = &sys_;
   st->role = "pure_client";

@@ -28,8 +28,10 @@ caf::expected<config::mesh_config> checked_config(const config::mesh_config& cfg
   return std::move(loaded.value);
 }
 
-void apply_log_level(const config::mesh_config& cfg, std::optional<log::level> explicit_level,
-                     bool config_given) {
+void apply_embedded_defaults(config::mesh_config& cfg, std::optional<log::level> explicit_level,
+                             bool config_given) {
+  if (!config_given)
+    cfg.routing.saturation_warn_after_ms = 1000;
   if (explicit_level)
     log::set_stderr_level(*explicit_level);
   else if (config_given)

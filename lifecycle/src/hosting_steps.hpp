@@ -32,9 +32,11 @@ caf::expected<config::mesh_config> checked_config(const config::mesh_config& cfg
                                                   const std::string& builder);
 
 /// Sets cafmesh's level: `explicit_level` when given, else the configuration's `log.level`
-/// when the application gave a configuration, else `warning` (the embedded default).
-void apply_log_level(const config::mesh_config& cfg, std::optional<log::level> explicit_level,
-                     bool config_given);
+/// when the application gave a configuration, else `warning` (the embedded default). Without
+/// a configuration from the application, `cfg` also gets the other embedded defaults:
+/// `routing.saturation_warn_after_ms` = 1,000 (a brief burst is no warning).
+void apply_embedded_defaults(config::mesh_config& cfg, std::optional<log::level> explicit_level,
+                             bool config_given);
 
 /// Checks every pattern (the first invalid one is the error, nothing is added) and adds every
 /// (pattern, handler) to the hub table `table`. Does not block.

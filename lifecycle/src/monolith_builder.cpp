@@ -49,7 +49,7 @@ caf::expected<monolith> monolith_builder::build() {
                                      "monolith_builder");
   if (!cfg)
     return cfg.error();
-  hosting::apply_log_level(*cfg, log_level_, config_given_);
+  hosting::apply_embedded_defaults(*cfg, log_level_, config_given_);
   auto st = std::make_unique<mesh_process::state>();
   st->sys = &sys_;
   st->role = "monolith";

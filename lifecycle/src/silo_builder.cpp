@@ -106,7 +106,7 @@ caf::expected<silo> silo_builder::build() {
                                      "silo_builder");
   if (!cfg)
     return cfg.error();
-  hosting::apply_log_level(*cfg, log_level_, config_given_);
+  hosting::apply_embedded_defaults(*cfg, log_level_, config_given_);
   auto st = std::make_unique<mesh_process::state>();
   st->sys = &sys_;
   st->role = "silo_host";
@@ -172,6 +172,9 @@ caf::expected<silo> silo_builder::build() {
   st->placement = c.placement;
   st->hub_table = table;
   caf::anon_send(table, routing::ht_routing_atom::value, c.routing, c.claimer);
+  // The hubs' deliveries in progress count in the gauge until what they sent has landed.
+  caf::anon_send(table, routing::ht_quiescence_atom::value,
+                 caf::actor_cast<caf::actor>(c.gauge), caf::actor_cast<caf::actor>(c.core));
   // Each component declares its own stage: the application hubs hold the stop of Active
   // until their deliveries in progress ended (application_hub.hpp).
   caf::anon_send(c.subject, subscribe_atom::value, stages::active,

@@ -1,7 +1,9 @@
 #include "cafmesh/routing/application_hub.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
+#include <utility>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -13,6 +15,8 @@
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/outcome_tracker.hpp"
+#include "cafmesh/routing/router_core_actor.hpp"
+#include "cafmesh/routing/routing_quiescence_actor.hpp"
 #include "cafmesh/routing/size_guard.hpp"
 
 namespace cafmesh::routing {
@@ -38,7 +42,18 @@ struct pending_delivery {
   envelope d;
   caf::response_promise rp; ///< a node hub grain's hand-over waits for this
   bool waits = false;
+  uint64_t slot = 0; ///< its gauge slot (0: none)
 };
+
+/// Gauge slot ids of the application hubs of this process (`application_hub_slot_bit`).
+uint64_t next_hub_slot() {
+  static std::atomic<uint64_t> n{0};
+  return application_hub_slot_bit | ++n;
+}
+
+/// `(ah_quiescence_atom, caf::actor gauge, caf::actor core)`: the hub's silo's gauge and
+/// router core (see `ht_quiescence_atom`).
+using ah_quiescence_atom = caf::atom_constant<caf::atom("ahquiesce")>;
 
 struct app_hub_state {
   address self_address;
@@ -48,6 +63,9 @@ struct app_hub_state {
   std::map<std::string, pending_delivery> pending;
   /// `ah_drain_atom` requests, answered once no delivery is in progress.
   std::vector<caf::response_promise> drain_waiters;
+  /// The silo's quiescence gauge and router core (null: not in a silo, or not told yet).
+  routing_quiescence_actor gauge;
+  router_core_actor core;
   log::logger log;
   static const char* name;
 };
@@ -59,17 +77,37 @@ using ah_drain_atom = caf::atom_constant<caf::atom("ahdrain")>;
 
 using app_hub = caf::stateful_actor<app_hub_state>;
 
-void send_logged(app_hub* self, envelope e, const char* what) {
+/// Frees gauge slot `slot` (0: none) once the router core has taken everything it was
+/// handed before now: a continuation the routing service passed on is tracked by then, so
+/// the gauge never reads 0 between the hub's slot and the continuation's leg.
+void release_slot(app_hub* self, uint64_t slot) {
+  auto& st = self->state;
+  if (slot == 0 || !st.gauge)
+    return;
+  if (!st.core) {
+    caf::anon_send(st.gauge, q_release_atom::value, slot);
+    return;
+  }
+  auto gauge = st.gauge;
+  self->request(st.core, caf::infinite, rc_sync_atom::value)
+    .then([gauge, slot](caf::ok_atom) { caf::anon_send(gauge, q_release_atom::value, slot); },
+          [gauge, slot](caf::error&) { caf::anon_send(gauge, q_release_atom::value, slot); });
+}
+
+/// Hands `e` (a response or NACK) to the routing service; `slot` is freed once it took it.
+void send_logged(app_hub* self, envelope e, const char* what, uint64_t slot = 0) {
   auto id = e.id;
   self->request(self->state.routing, caf::infinite, rs_deliver_atom::value, std::move(e))
     .then(
       [=](const envelope& a) {
         if (a.state == delivery_state::failed && !is_failed_and_nacked(a))
           self->state.log.warning(std::string{what} + " " + id + " refused by the entry");
+        release_slot(self, slot);
       },
       [=](caf::error& err) {
         self->state.log.warning(std::string{what} + " " + id
                                 + " not sent: " + self->system().render(err));
+        release_slot(self, slot);
       });
 }
 
@@ -92,6 +130,7 @@ void end(app_hub* self, const std::string& id, uint8_t how, reply r, const std::
   if (how != end_fail)
     st.taken.on_nack(d.id, now_ms(self)); // remembered: a repetition is dropped
   bool answerable = !d.sender.empty() && may_answer(d);
+  auto slot = p.slot; // freed once what this ending sends is taken, else now
   if (how == end_respond && answerable) {
     envelope resp;
     resp.id = d.id + "-response";
@@ -100,7 +139,7 @@ void end(app_hub* self, const std::string& id, uint8_t how, reply r, const std::
     resp.request_id = d.id;
     resp.payload_type = std::move(r.payload_type);
     resp.payload_json = std::move(r.payload_json);
-    send_logged(self, std::move(resp), "response");
+    send_logged(self, std::move(resp), "response", std::exchange(slot, 0));
   }
   if (how == end_fail) {
     st.log.warning("hub handler failed on " + d.id + ": " + text);
@@ -113,13 +152,15 @@ void end(app_hub* self, const std::string& id, uint8_t how, reply r, const std::
     } else if (answerable) {
       // Handed over by the local route table: nobody else will tell the sender.
       auto f = make_delivery_failure(d, text, v);
-      send_logged(self, make_nack_envelope(f, d.id + "-nack", st.self_address), "NACK");
+      send_logged(self, make_nack_envelope(f, d.id + "-nack", st.self_address), "NACK",
+                  std::exchange(slot, 0));
     }
   } else {
     d.state = delivery_state::processed;
   }
   if (p.waits)
     p.rp.deliver(std::move(d));
+  release_slot(self, slot);
 }
 
 /// Takes `d` in. A hand-over that waits (`rp` set) is answered once the handler ended it.
@@ -150,6 +191,12 @@ void take_in(app_hub* self, envelope d, caf::response_promise* rp) {
     p.rp = *rp;
     p.waits = true;
   }
+  if (st.gauge) {
+    p.slot = next_hub_slot();
+    caf::anon_send(st.gauge, q_track_atom::value, p.slot,
+                   "application hub " + st.self_address.to_string() + " (delivery " + id + ")",
+                   slot_state::dispatched);
+  }
   auto copy = p.d; // the handler may end the delivery (and erase `p`) before returning
   try {
     st.handler(self, copy, hub_responder{caf::actor_cast<caf::actor>(self), id});
@@ -166,6 +213,14 @@ caf::behavior application_hub(app_hub* self, address me, caf::actor routing,
   st.handler = std::move(handler);
   st.log = log::get("hub").with_context(me.to_string());
   st.taken = outcome_tracker{cfg, st.log};
+  // A hub that ends with deliveries in progress frees their slots: nothing will end them.
+  self->attach_functor([self] {
+    auto& st = self->state;
+    if (st.gauge)
+      for (auto& kv : st.pending)
+        if (kv.second.slot != 0)
+          caf::anon_send(st.gauge, q_release_atom::value, kv.second.slot);
+  });
   return {
     [=](hb_in_atom, envelope& d) { take_in(self, std::move(d), nullptr); },
     [=](hb_deliver_atom, envelope& d) {
@@ -175,6 +230,10 @@ caf::behavior application_hub(app_hub* self, address me, caf::actor routing,
     },
     [=](ah_end_atom, const std::string& id, uint8_t how, reply& r, const std::string& text,
         uint8_t v) { end(self, id, how, std::move(r), text, static_cast<verdict>(v)); },
+    [=](ah_quiescence_atom, caf::actor& gauge, caf::actor& core) {
+      self->state.gauge = caf::actor_cast<routing_quiescence_actor>(gauge);
+      self->state.core = caf::actor_cast<router_core_actor>(core);
+    },
     [=](ah_drain_atom) -> caf::result<caf::ok_atom> {
       auto& st = self->state;
       if (st.pending.empty())
@@ -195,6 +254,8 @@ struct hub_table_state {
   caf::actor claimer;
   std::map<std::string, async_hub_handler> handlers; ///< pattern -> handler
   std::map<std::string, caf::actor> hubs;      ///< path -> spawned hub
+  caf::actor gauge; ///< silo_host: the quiescence gauge its hubs hold slots of
+  caf::actor core;  ///< silo_host: the router core
   std::vector<std::string> eager;              ///< exact stream-routed patterns not yet spawned
   /// The stop of stage Active, answered once every hub drained (or the budget expired).
   caf::response_promise drain;
@@ -240,6 +301,8 @@ caf::actor hub_for(hub_table* self, const std::string& path, const async_hub_han
   auto addr = address::from(path);
   auto hub = spawn_application_hub(self->system(), addr, st.routing, h, st.cfg);
   self->link_to(hub);
+  if (st.gauge)
+    caf::anon_send(hub, ah_quiescence_atom::value, st.gauge, st.core);
   caf::anon_send(st.routing, rs_register_atom::value, addr, hub);
   if (st.claimer && stream_routed(st, addr))
     caf::anon_send(st.claimer, pc_claim_atom::value, addr);
@@ -315,6 +378,13 @@ caf::behavior hub_table_actor(hub_table* self, hub_key_form form, config::routin
         spawn_eager(self);
       }
       return caf::ok_atom::value;
+    },
+    [=](ht_quiescence_atom, caf::actor& gauge, caf::actor& core) {
+      auto& st = self->state;
+      st.gauge = std::move(gauge);
+      st.core = std::move(core);
+      for (auto& kv : st.hubs)
+        self->send(kv.second, ah_quiescence_atom::value, st.gauge, st.core);
     },
     [=](ht_routing_atom, caf::actor& routing, caf::actor& claimer) {
       self->state.routing = std::move(routing);

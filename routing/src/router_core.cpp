@@ -51,12 +51,16 @@ namespace {
 
 using ms = std::chrono::milliseconds;
 
+/// Internal: a saturation report's "does it last" check is due (saturation_report.hpp).
+using rc_sat_lasting_atom = caf::atom_constant<caf::atom("rcsatlast")>;
+
 /// The router core's full interface: the public protocol, the pool-owner protocol and its
 /// own completion and timer messages.
 using impl_actor = router_core_actor::extend<caf::reacts_to<rc_leg_done_atom, uint64_t, uint8_t>,
                                              caf::reacts_to<rc_timer_atom, uint64_t, uint64_t>,
                                              caf::reacts_to<rc_deadline_atom, int64_t>,
-                                             caf::reacts_to<rc_release_atom, uint64_t>>::
+                                             caf::reacts_to<rc_release_atom, uint64_t>,
+                                             caf::reacts_to<rc_sat_lasting_atom>>::
   extend_with<routing::io_pool_owner_actor>;
 
 /// How a leg ended (its one terminal event, SPEC §6.5, §6.7).
@@ -167,8 +171,13 @@ routing::io_pool_owner_actor owner_of(pointer self) {
 }
 
 void log_sat(pointer self, const std::optional<saturation_event>& ev) {
-  if (ev)
-    log_saturation_event(*ev, self->state.disp.snapshot(), self->state.log);
+  if (!ev)
+    return;
+  log_saturation_event(*ev, self->state.disp.snapshot(), self->state.log);
+  // A report below critical waits to see whether the saturation lasts (saturation_report.hpp).
+  if (auto due = self->state.sat.lasting_due(*ev))
+    self->delayed_send(self, ms(std::max<int64_t>(0, *due - now_ms(self))),
+                       rc_sat_lasting_atom::value);
 }
 
 ms attempt_timeout(pointer self) {
@@ -1332,6 +1341,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
     [=](rc_locals_atom, local_route_port_actor& port) {
       self->state.opts.local_routes = std::move(port);
     },
+    [=](rc_sync_atom) { return caf::ok_atom::value; },
     [=](rc_stats_atom) -> router_core_stats {
       auto& s = self->state;
       auto out = s.stats;
@@ -1359,6 +1369,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         leg_terminal(self, id, static_cast<leg_outcome>(outcome));
     },
     [=](rc_deadline_atom, int64_t due_ms) { expire_deadlines(self, due_ms); },
+    [=](rc_sat_lasting_atom) { log_sat(self, self->state.sat.lasting(now_ms(self))); },
     [=](rc_timer_atom, uint64_t id, uint64_t tok) {
       if (auto leg = find_leg(self, id, tok)) {
         unpark(self, *leg);

@@ -42,6 +42,9 @@ std::string render(const saturation_event& ev, const queue_snapshot& queues) {
     case saturation_event_kind::cleared:
       return "routing saturation cleared after " + std::to_string(ev.latched_ms) + " ms; "
              + count;
+    case saturation_event_kind::lasting:
+      return "routing saturation lasting " + std::to_string(ev.latched_ms) + " ms: " + count
+             + "; " + render_ages(ev.ages) + "; queues: " + to_string(queues);
   }
   return {};
 }
@@ -59,7 +62,8 @@ saturation_monitor::saturation_monitor(const config::routing_section& cfg)
   : report_count_(to_count(cfg.saturation_report_count)),
     clear_count_(to_count(cfg.saturation_clear_count)),
     leg_self_bound_ms_(cfg.leg_self_bound_ms),
-    review_ms_(cfg.saturation_review_ms) {
+    review_ms_(cfg.saturation_review_ms),
+    warn_after_ms_(std::max<int64_t>(0, cfg.saturation_warn_after_ms)) {
   // A report threshold of 0 would latch an empty router: count from 1.
   report_count_ = std::max(report_count_, size_t{1});
 }
@@ -83,7 +87,10 @@ std::optional<saturation_event> saturation_monitor::accept(leg_id leg, leg_phase
         && *ev.ages.oldest_dispatched_age_ms >= leg_self_bound_ms_) {
       ev.lvl = log::level::critical;
       escalated_ = true;
+    } else if (warn_after_ms_ > 0) {
+      ev.lvl = log::level::info; // a warning only if it lasts (`lasting`)
     }
+    warned_ = ev.lvl != log::level::info;
     return ev;
   }
   if (phase == leg_phase::dispatched)
@@ -112,10 +119,12 @@ std::optional<saturation_event> saturation_monitor::terminated(leg_id leg, int64
     dispatched_.erase({i->second.dispatched_ms, leg});
   legs_.erase(i);
   if (latched_ && legs_.size() <= clear_count_) {
-    auto ev = make_event(saturation_event_kind::cleared, log::level::warning, now_ms);
+    auto ev = make_event(saturation_event_kind::cleared,
+                         warned_ ? log::level::warning : log::level::info, now_ms);
     ev.latched_ms = now_ms - latched_at_ms_;
     latched_ = false;
     escalated_ = false;
+    warned_ = false;
     return ev;
   }
   return std::nullopt;
@@ -129,7 +138,23 @@ std::optional<saturation_event> saturation_monitor::on_dispatch(int64_t now_ms) 
   if (dispatched_.empty() || now_ms - dispatched_.begin()->first < leg_self_bound_ms_)
     return std::nullopt;
   escalated_ = true;
+  warned_ = true;
   return make_event(saturation_event_kind::escalation, log::level::critical, now_ms);
+}
+
+std::optional<saturation_event> saturation_monitor::lasting(int64_t now_ms) {
+  if (!latched_ || warned_ || warn_after_ms_ == 0 || now_ms - latched_at_ms_ < warn_after_ms_)
+    return std::nullopt;
+  warned_ = true;
+  auto ev = make_event(saturation_event_kind::lasting, log::level::warning, now_ms);
+  ev.latched_ms = now_ms - latched_at_ms_;
+  return ev;
+}
+
+std::optional<int64_t> saturation_monitor::lasting_due(const saturation_event& report) const {
+  if (report.kind != saturation_event_kind::report || report.lvl != log::level::info)
+    return std::nullopt;
+  return report.at_ms + warn_after_ms_;
 }
 
 in_flight_ages saturation_monitor::ages(int64_t now_ms) const {

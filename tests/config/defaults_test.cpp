@@ -68,6 +68,7 @@ const std::vector<field> fields{
   CAFMESH_FIELD(routing, saturation_clear_count, 32),
   CAFMESH_FIELD(routing, leg_self_bound_ms, 100000),
   CAFMESH_FIELD(routing, saturation_review_ms, 10000),
+  CAFMESH_FIELD(routing, saturation_warn_after_ms, 0),
   CAFMESH_FIELD(routing, refusal_log_window_ms, 60000),
   CAFMESH_FIELD(routing, refusal_log_sweep_entries, 512),
   CAFMESH_FIELD(routing, refusal_log_idle_windows, 10),
@@ -177,6 +178,7 @@ const char* default_text = R"({
     "saturation_clear_count": 32,
     "leg_self_bound_ms": 100000,
     "saturation_review_ms": 10000,
+    "saturation_warn_after_ms": 0,
     "refusal_log_window_ms": 60000,
     "refusal_log_sweep_entries": 512,
     "refusal_log_idle_windows": 10,
@@ -287,6 +289,7 @@ const char* distinct_text = R"({
     "saturation_clear_count": 0,
     "leg_self_bound_ms": 100001,
     "saturation_review_ms": 10002,
+    "saturation_warn_after_ms": 1003,
     "refusal_log_window_ms": 60003,
     "refusal_log_sweep_entries": 513,
     "refusal_log_idle_windows": 12,
@@ -357,7 +360,7 @@ std::string read_text(const std::filesystem::path& p) {
 } // namespace
 
 TEST_CASE("config: mesh_config{} holds every SPEC 11 default") {
-  REQUIRE(fields.size() == 65);
+  REQUIRE(fields.size() == 66);
   std::set<std::string> pointers;
   for (auto& f : fields)
     CHECK(pointers.insert(f.pointer).second);
@@ -480,6 +483,6 @@ TEST_CASE("config: examples/config/README.md documents every key with its defaul
   size_t keys = 0;
   for (auto& section : defaults)
     keys += section.size();
-  CHECK(keys == 65);
+  CHECK(keys == 66);
   CHECK(documented.size() == keys);
 }

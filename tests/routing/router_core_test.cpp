@@ -313,6 +313,47 @@ TEST_CASE_FIXTURE(fixture, "S12.43 saturation reports at 64, escalates once afte
   run();
 }
 
+TEST_CASE_FIXTURE(fixture, "router: with saturation_warn_after_ms 1000 a saturation reports at info and warns once when it lasts 1 s; a burst that clears sooner warns nothing") {
+  bed b(*this);
+  b.opts.placement_timeout_ms = 500000;
+  b.opts.grain_response_timeout_ms = 500000;
+  b.cfg.routing.saturation_warn_after_ms = 1000;
+  b.start();
+  b.grain().fallback = answer::held();
+  // A burst of 64 that falls to 32 after 400 ms: info only.
+  auto t0 = now_ms();
+  for (int i = 0; i < 64; ++i)
+    b.route(bed::make("b" + std::to_string(i), "node/Org/B" + std::to_string(i)));
+  run();
+  CHECK(logs.count("routing saturation: 64 leg(s) in flight", lvl::info) == 1);
+  run_to(t0 + 400);
+  for (int i = 0; i < 32; ++i)
+    b.release("messagehub/Org/B" + std::to_string(i));
+  run();
+  CHECK(logs.count("routing saturation cleared after 400 ms", lvl::info) == 1);
+  run_to(t0 + 2000);
+  CHECK(logs.count("routing saturation", lvl::warning) == 0);
+  // A saturation that lasts: one warning 1,000 ms after its report, the clearing a warning.
+  auto t1 = now_ms();
+  for (int i = 0; i < 32; ++i)
+    b.route(bed::make("c" + std::to_string(i), "node/Org/C" + std::to_string(i)));
+  run();
+  run_to(t1 + 999);
+  CHECK(logs.count("routing saturation", lvl::warning) == 0);
+  run_to(t1 + 1000);
+  auto lasting = logs.find("routing saturation lasting 1000 ms: 64 leg(s) in flight", lvl::warning);
+  REQUIRE(lasting.size() == 1);
+  CHECK(lasting[0].t_ms - t1 == 1000);
+  run_to(t1 + 5000);
+  CHECK(logs.count("routing saturation", lvl::warning) == 1);
+  for (int i = 0; i < 32; ++i)
+    b.release("messagehub/Org/C" + std::to_string(i));
+  run();
+  CHECK(logs.count("routing saturation cleared after 5000 ms", lvl::warning) == 1);
+  b.release();
+  run();
+}
+
 // -- pod-hub and stream legs (SPEC §6.5) -----------------------------------------------------
 
 TEST_CASE_FIXTURE(fixture, "router: pod_hub_not_here is NACKed shutting_down with target_unserved and the answering silo, without retry") {

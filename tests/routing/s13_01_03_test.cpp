@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "cafmesh/actors/catalog.hpp"
 #include "cafmesh/actors/placement.hpp"
 #include "cafmesh/actors/lifecycle_atoms.hpp"
+#include "cafmesh/routing/application_hub.hpp"
 #include "cafmesh/routing/quiescence_atoms.hpp"
 #include "cafmesh/routing/router_core.hpp"
 #include "cafmesh/routing/routing_service.hpp"
@@ -242,6 +244,54 @@ TEST_CASE_FIXTURE(fixture, "S13.02 a response a hub of the stopping silo sends a
   CHECK(w.first(a, "(stream-routed -> portal/pb (delivery p1)) terminated: landed").t_ms
         == t0 + 100);
   CHECK(w.first(a, "(delivery r0-response)) terminated: landed").t_ms == t0 + 200);
+  CHECK(logs.count("did not land") == 0);
+}
+
+TEST_CASE_FIXTURE(fixture, "S13.02 an application hub's answer after the stopping signal holds the Active stop until it landed, with no leg of the stopping silo in flight when the signal came") {
+  // Every frame between silos takes 50 ms. The request reaches A's hub through B's router
+  // core, so A's own legs are none: only the hub's delivery in progress can hold A's stop.
+  silo_world w{*this, 1, 50, 50};
+  auto held = std::make_shared<std::vector<routing::hub_responder>>();
+  silo_world_options o;
+  o.hubs = {{"node/Org/*", [held](caf::event_based_actor*, const routing::envelope&,
+                                  routing::hub_responder r) { held->push_back(r); }}};
+  auto a = w.add_silo("a", o).addr;
+  auto pa = add_portal(*this, w, a, "portal/pa");
+  caf::anon_send(pa, routing::ep_post_atom::value, make_delivery("warm", "node/Org/X"));
+  run_for(1s);
+  REQUIRE(held->size() == 1); // node/Org/X is active on A, the only silo
+  held->front().done();
+  held->clear();
+  run();
+  auto b = w.add_silo("b", o).addr;
+  auto pb = add_portal(*this, w, b, "portal/pb");
+  run_for(2s);
+  caf::anon_send(pb, routing::ep_request_atom::value, make_delivery("r0", "node/Org/X"),
+                 int64_t{30000});
+  run_for(1s);
+  REQUIRE(held->size() == 1); // r0 is in progress at A's hub
+  CHECK(gauge_count(*this, w, a) == 1); // the hub's slot; no leg of A
+  CHECK(core_stats(*this, w, a).in_flight == 0);
+  auto t0 = now_ms();
+  auto c0 = clock_ms(*this);
+  auto stopped = w.stop(a, true);
+  run();
+  CHECK(w.first(a, "holding silo stop for 1 route leg(s)").t_ms == t0);
+  run_for(50ms);
+  CHECK_FALSE(stopped->done);
+  held->front().respond(routing::reply{"{\"ok\":1}"});
+  REQUIRE(run_until([&] { return stopped->done; }, 60s));
+  REQUIRE(stopped->ok());
+  auto& bs = hub_of(pb);
+  REQUIRE(bs.outcomes.size() == 1);
+  CHECK(bs.outcomes[0].id == "r0");
+  CHECK(bs.outcomes[0].kind == "response");
+  // The hold let go only when the response's leg learned it landed: one 50 ms frame after
+  // the response reached B's portal.
+  auto landed = w.first(a, "routing quiescence: work landed after");
+  REQUIRE(landed.t_ms >= 0);
+  CHECK(landed.t_ms - t0 == (bs.outcomes[0].t_ms - c0) + 50);
+  CHECK(w.first(a, "(delivery r0-response)) terminated: landed").t_ms == landed.t_ms);
   CHECK(logs.count("did not land") == 0);
 }
 

@@ -313,3 +313,76 @@ TEST_CASE("saturation: thresholds come from the routing configuration") {
   REQUIRE(cleared);
   CHECK(cleared->ages.in_flight == 2);
 }
+
+namespace {
+
+cafmesh::config::routing_section warn_after(int64_t ms) {
+  cafmesh::config::routing_section cfg;
+  cfg.saturation_warn_after_ms = ms;
+  return cfg;
+}
+
+} // namespace
+
+TEST_CASE("saturation: with saturation_warn_after_ms a burst that clears in time logs its report and its clearing at info, no warning") {
+  saturation_monitor m{warn_after(1000)};
+  for (leg_id i = 0; i < 63; ++i)
+    CHECK_FALSE(m.accept(i, leg_phase::dispatched, 0));
+  auto report = m.accept(63, leg_phase::dispatched, 10);
+  REQUIRE(report);
+  CHECK(report->kind == saturation_event_kind::report);
+  CHECK(report->lvl == level::info);
+  CHECK(m.lasting_due(*report) == int64_t{1010});
+  CHECK_FALSE(m.lasting(1009)); // not yet lasting
+  for (leg_id i = 0; i < 31; ++i)
+    CHECK_FALSE(m.terminated(i, 900));
+  auto cleared = m.terminated(31, 999);
+  REQUIRE(cleared);
+  CHECK(cleared->kind == saturation_event_kind::cleared);
+  CHECK(cleared->lvl == level::info);
+  CHECK(cleared->latched_ms == 989);
+  CHECK_FALSE(m.lasting(1010)); // the check falls due after the episode ended: nothing
+  CHECK(m.reports() == 1);
+}
+
+TEST_CASE("saturation: with saturation_warn_after_ms a saturation that lasts warns once when it is due, and its clearing is a warning") {
+  saturation_monitor m{warn_after(1000)};
+  for (leg_id i = 0; i < 64; ++i)
+    m.accept(i, leg_phase::dispatched, 0);
+  REQUIRE(m.latched());
+  auto due = int64_t{1000};
+  auto ev = m.lasting(due);
+  REQUIRE(ev);
+  CHECK(ev->kind == saturation_event_kind::lasting);
+  CHECK(ev->lvl == level::warning);
+  CHECK(ev->latched_ms == 1000);
+  queue_snapshot q{1, 1, 64, "node/Org/N0 [s1]"};
+  CHECK(render(*ev, q)
+        == "routing saturation lasting 1000 ms: 64 leg(s) in flight; oldest dispatched leg "
+           "1000 ms since dispatch; no leg queued; queues: channels 1, destinations 1, "
+           "deepest 64 (node/Org/N0 [s1])");
+  CHECK_FALSE(m.lasting(2000)); // once per episode
+  for (leg_id i = 0; i < 31; ++i)
+    m.terminated(i, 3000);
+  auto cleared = m.terminated(31, 3000);
+  REQUIRE(cleared);
+  CHECK(cleared->lvl == level::warning);
+  // A second episode waits again: a check due for the first one finds nothing to say.
+  for (leg_id i = 100; i < 132; ++i)
+    m.accept(i, leg_phase::dispatched, 4000);
+  REQUIRE(m.latched());
+  CHECK_FALSE(m.lasting(4500));
+  REQUIRE(m.lasting(5000));
+}
+
+TEST_CASE("saturation: with saturation_warn_after_ms a report at critical is critical at once and needs no lasting check") {
+  saturation_monitor m{warn_after(1000)};
+  m.accept(0, leg_phase::dispatched, 0);
+  for (leg_id i = 1; i < 63; ++i)
+    m.accept(i, leg_phase::dispatched, 100000);
+  auto report = m.accept(63, leg_phase::dispatched, 100000);
+  REQUIRE(report);
+  CHECK(report->lvl == level::critical);
+  CHECK_FALSE(m.lasting_due(*report));
+  CHECK_FALSE(m.lasting(101000));
+}

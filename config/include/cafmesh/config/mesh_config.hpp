@@ -87,6 +87,11 @@ struct routing_section {
   int64_t saturation_clear_count = 32; ///< clear threshold (§6.13); 0 .. report count - 1
   int64_t leg_self_bound_ms = 100000; ///< critical leg age (§6.13); >= 1
   int64_t saturation_review_ms = 10000; ///< latched re-check interval (§6.13); >= 1
+  /// A report below critical is logged at info, and a warning follows only if the episode
+  /// is still latched this many ms later (docs/behaviour/routing.md); 0: the report itself
+  /// is the warning (§6.13). The embedded default (a builder given no configuration) is
+  /// 1,000. >= 0
+  int64_t saturation_warn_after_ms = 0;
   int64_t refusal_log_window_ms = 60000; ///< refusal log window (§6.15); >= 1
   int64_t refusal_log_sweep_entries = 512; ///< sweep threshold (§6.15); >= 1
   int64_t refusal_log_idle_windows = 10; ///< idle windows before eviction (§6.15); >= 1

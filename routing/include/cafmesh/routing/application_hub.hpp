@@ -100,6 +100,12 @@ using ht_add_atom = caf::atom_constant<caf::atom("htadd")>;
 /// `(ht_routing_atom, caf::actor routing, caf::actor claimer)` one-way: the routing service
 /// of the table's process and (silo_host only) its pod-hub claimer, once they exist.
 using ht_routing_atom = caf::atom_constant<caf::atom("htrouting")>;
+/// `(ht_quiescence_atom, caf::actor gauge, caf::actor core)` one-way, silo_host only: the
+/// silo's quiescence gauge and router core. From then on every delivery a hub of the table
+/// has in progress holds a gauge slot (`application_hub_slot_bit`) until the hub ended it
+/// and the response or NACK it sent is accepted by the router core, so a graceful stop
+/// holds at stage Active until what the hubs owe their senders has landed.
+using ht_quiescence_atom = caf::atom_constant<caf::atom("htquiesce")>;
 
 /// Empty when `pattern` is a valid hub pattern (see `spawn_hub_table`), else why not.
 std::string hub_pattern_error(const std::string& pattern);
@@ -127,7 +133,9 @@ enum class hub_key_form : uint8_t {
 /// The table is also a lifecycle observer (`lifecycle_observer_actor`; a silo subscribes it
 /// at stage Active): a graceful stop of that stage is answered once no hub has a delivery in
 /// progress, so that what asynchronous hubs still owe their senders (responses, NACKs)
-/// leaves while the silo's routing is up; the shutdown budget ends the wait.
+/// leaves while the silo's routing is up; the shutdown budget ends the wait. Given the
+/// silo's gauge (`ht_quiescence_atom`), the quiescence hold of the same stage also waits
+/// until those responses and NACKs have landed.
 caf::actor spawn_hub_table(caf::actor_system& sys, hub_key_form form,
                            const config::routing_section& cfg);
 

@@ -20,6 +20,8 @@ using rc_grain_atom = caf::atom_constant<caf::atom("rcgrain")>;
 using rc_locals_atom = caf::atom_constant<caf::atom("rclocals")>;
 /// Diagnostics snapshot (request).
 using rc_stats_atom = caf::atom_constant<caf::atom("rcstats")>;
+/// Barrier (request): answered after everything the router core was sent before it.
+using rc_sync_atom = caf::atom_constant<caf::atom("rcsync")>;
 
 // -- router core: internal messages to itself ------------------------------------------
 /// `(rc_leg_done_atom, leg id, outcome)`: a leg terminated (SPEC §6.5).

@@ -56,6 +56,11 @@ typename Inspector::result_type inspect(Inspector& f, quiescence_sample& x) {
 /// caller-chosen slot ids must leave it clear.
 inline constexpr uint64_t gauge_allocated_slot_bit = uint64_t{1} << 63;
 
+/// Slot ids with this bit set (and `gauge_allocated_slot_bit` clear) are the application
+/// hubs' (application_hub.hpp): one per delivery a hub of the silo has in progress. The
+/// router core's leg ids leave both bits clear.
+inline constexpr uint64_t application_hub_slot_bit = uint64_t{1} << 62;
+
 /// The per-silo quiescence gauge (SPEC §8.1). Hot-path updates are one-way messages:
 ///
 /// - `(q_track_atom, slot, label, state)` one-way: take slot `slot` (chosen by the caller,

@@ -42,6 +42,7 @@ enum class saturation_event_kind : uint8_t {
   report,     ///< the in-flight count reached `saturation_report_count`: one report
   escalation, ///< a review found the oldest dispatched leg at or past `leg_self_bound_ms`
   cleared,    ///< the count fell to `saturation_clear_count` or below
+  lasting,    ///< a report logged at info is still latched `saturation_warn_after_ms` later
 };
 
 /// One event for the owner to log.
@@ -59,6 +60,8 @@ struct saturation_event {
 /// - escalation: `routing saturation critical: oldest dispatched leg in flight {A} ms
 ///   (self bound {B} ms); {n} leg(s) in flight; {ages}; queues: {snapshot}`
 /// - cleared: `routing saturation cleared after {X} ms; {n} leg(s) in flight`
+/// - lasting: `routing saturation lasting {X} ms: {n} leg(s) in flight; {ages}; queues:
+///   {snapshot}`
 std::string render(const saturation_event& ev, const queue_snapshot& queues);
 
 /// Logs `render(ev, queues)` at `ev.lvl` on `out` (by default component `router_core`).
@@ -75,11 +78,16 @@ void log_saturation_event(const saturation_event& ev, const queue_snapshot& queu
 /// `saturation_review_ms`; escalation to critical happens at most once per episode (a
 /// report already at critical counts as the escalation).
 ///
+/// With `saturation_warn_after_ms` > 0 a report below critical comes at info: a burst that
+/// clears within that time is no warning. The owner calls `lasting` that many ms after the
+/// report; if the episode is still latched then, its warning comes from there, and its
+/// clearing is a warning too (a cleared episode that never warned clears at info).
+///
 /// Costs: O(log n) per call. Time must not run backwards between calls.
 class saturation_monitor {
 public:
   /// Thresholds from `cfg`: `saturation_report_count`, `saturation_clear_count`,
-  /// `leg_self_bound_ms`, `saturation_review_ms`.
+  /// `leg_self_bound_ms`, `saturation_review_ms`, `saturation_warn_after_ms`.
   explicit saturation_monitor(const config::routing_section& cfg = {});
 
   /// Counts `leg` in flight from `now_ms` in `phase`. Answers the report when this makes
@@ -98,6 +106,15 @@ public:
   /// every `saturation_review_ms` since the report or the previous review, escalate to
   /// critical if the oldest dispatched leg is at least `leg_self_bound_ms` old.
   std::optional<saturation_event> on_dispatch(int64_t now_ms);
+
+  /// The warning of a lasting episode: answers `lasting` (warning) if at `now_ms` the
+  /// episode has been latched for at least `saturation_warn_after_ms` and has not warned
+  /// yet; otherwise nothing (cleared meanwhile, a later episode, or warned already).
+  std::optional<saturation_event> lasting(int64_t now_ms);
+
+  /// When the owner should call `lasting` after a report at `report_ms` (none: the report
+  /// itself warned).
+  std::optional<int64_t> lasting_due(const saturation_event& report) const;
 
   /// The ages at `now_ms`.
   in_flight_ages ages(int64_t now_ms) const;
@@ -131,11 +148,13 @@ private:
   size_t clear_count_;
   int64_t leg_self_bound_ms_;
   int64_t review_ms_;
+  int64_t warn_after_ms_;
   std::unordered_map<leg_id, entry> legs_;
   std::set<std::pair<int64_t, leg_id>> queued_;     ///< (accepted_ms, leg)
   std::set<std::pair<int64_t, leg_id>> dispatched_; ///< (dispatched_ms, leg)
   bool latched_ = false;
   bool escalated_ = false;
+  bool warned_ = false; ///< the current episode logged a warning or worse
   int64_t latched_at_ms_ = 0;
   int64_t last_review_ms_ = 0;
   uint64_t reports_ = 0;
