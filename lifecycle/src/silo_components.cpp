@@ -298,8 +298,9 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   s.partition = spawn_directory_partition(sys, s.addr, s.centre, s.agent);
   s.placement = spawn_placement_service(sys, make_placement_config(cfg, s.addr), s.registry,
                                         s.centre);
-  s.catalog = spawn_catalog(sys, make_catalog_config(cfg, s.addr), s.registry, s.centre,
-                            s.placement);
+  auto cc = make_catalog_config(cfg, s.addr);
+  cc.idle_deactivation_ms = opts.idle_deactivation_ms;
+  s.catalog = spawn_catalog(sys, cc, s.registry, s.centre, s.placement);
   s.gauge = routing::spawn_routing_quiescence(sys, {name});
   s.pool = routing::spawn_io_pool(sys, routing::io_pool_options::from(cfg.pool, name));
   s.streams = spawn_stream_transport(
@@ -315,7 +316,8 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   co.gauge = s.gauge;
   co.pool = s.pool;
   co.registry = opts.registry;
-  co.grains = s.grains;
+  co.grains = opts.wrap_grain_port ? opts.wrap_grain_port(s.grains) : s.grains;
+  co.per_channel_fifo = opts.per_channel_fifo;
   co.resolver = opts.resolver;
   co.failure_observer = opts.failure_observer;
   co.local_routes = caf::actor_cast<local_route_port_actor>(s.routing);
@@ -329,6 +331,9 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   s.gateway = sys.spawn(gateway_part, s.addr, s.placement, s.centre, s.streams,
                         cfg.gateway.max_outstanding, cfg.routing.overload_retry_after_ms);
   s.slots->gateway = s.gateway;
+  // What the message centre serves as component `gateway` (the gateway part unless a test
+  // bed interposes).
+  auto served_gateway = opts.wrap_gateway ? opts.wrap_gateway(s.gateway) : s.gateway;
 
   // -- stage observers (SPEC §3.5)
   auto centre = s.centre;
@@ -546,7 +551,7 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
         }
         lg->info(ev::centre_started);
         rp.deliver(caf::ok_atom::value);
-      }, mc_register_atom::value, component::gateway, gateway);
+      }, mc_register_atom::value, component::gateway, served_gateway);
     },
     [=](observer_ptr self, bool, ok_promise rp) mutable {
       self->send_exit(centre, caf::exit_reason::user_shutdown);

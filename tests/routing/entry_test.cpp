@@ -53,6 +53,13 @@ caf::actor built_hub(entry_world& w, const std::string& key) {
   return caf::actor{};
 }
 
+/// The hub endpoint silo `s`'s test hub factory built for `key`, or null.
+caf::actor hub_built_on(const entry_silo& s, const std::string& key) {
+  auto& st = testing::fixture::state_of<test_hub_factory_state>(s.hubs);
+  auto i = st.hubs.find(key);
+  return i != st.hubs.end() ? i->second : caf::actor{};
+}
+
 size_t received_count(const caf::actor& h) { return h ? hub_of(h).received.size() : 0; }
 
 uint64_t placement_calls(entry_world& w) {
@@ -382,12 +389,10 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: after the stopping signal with 5 leg
   entry_silo_options opt;
   opt.gateway_proxy = true;
   opt.port_proxy = true;
-  opt.gauge = true;
   auto& a = w.add_silo("a", opt);
   auto joining = opt;
   joining.activate = false;
   joining.port_proxy = false;
-  joining.gauge = false;
   auto& b = w.add_silo("b", joining);
   auto c = w.add_client("client");
   auto ch = w.add_hub(c.routing, "client/c1");
@@ -424,10 +429,14 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: after the stopping signal with 5 leg
   CHECK(hub_of(h).outcomes[0].verdict == verdict::shutting_down);
   CHECK(w.placement_of(a.addr).stats.calls == a_calls);
   sample();
-  // The pure client: refused by A's router core, re-sent through B, lands.
+  // The pure client: refused by A's router core, re-sent through B, lands. A's node hub of
+  // Org/Acme takes no new work once A is stopping and leaves (hub_grains.hpp "A stopping
+  // silo's hub grains"), so the delivery lands on the node hub placed anew on B.
   auto refused_before = core_stats(*this, a).refused_stopping;
   caf::anon_send(ch, ep_post_atom::value, make_delivery("c2", "node/Org/Acme"));
-  REQUIRE(run_until([&] { return received_count(built_hub(w, "Org/Acme")) == 2; }, 20s));
+  REQUIRE(run_until([&] { return received_count(hub_built_on(b, "Org/Acme")) == 1; }, 20s));
+  CHECK(hub_of(hub_built_on(b, "Org/Acme")).received[0].env.id == "c2");
+  CHECK(received_count(hub_built_on(a, "Org/Acme")) == 1); // w1 only
   CHECK(core_stats(*this, a).refused_stopping == refused_before + 1);
   CHECK(state_of<gateway_proxy_state>(a.gateway).calls_ms.size() == a_gw + 1);
   CHECK(state_of<gateway_proxy_state>(b.gateway).calls_ms.size() == 1);
@@ -488,12 +497,10 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.19 during A's graceful stop hold a co-h
   entry_silo_options opt;
   opt.gateway_proxy = true;
   opt.port_proxy = true;
-  opt.gauge = true;
   auto& a = w.add_silo("a", opt);
   auto joining = opt;
   joining.activate = false;
   joining.port_proxy = false;
-  joining.gauge = false;
   auto& b = w.add_silo("b", joining);
   auto c = w.add_client("client");
   auto ch = w.add_hub(c.routing, "client/c1");
@@ -550,8 +557,10 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.19 during A's graceful stop hold a co-h
   CHECK(hub_of(h).outcomes[0].verdict == verdict::shutting_down);
   CHECK(contains(hub_of(h).outcomes[0].message, "Host is shutting down, cannot route to node/Org/Acme"));
   CHECK(w.placement_of(a.addr).stats.calls == a_calls);
+  // A's node hub of Org/Acme takes no new work once A is stopping and leaves
+  // (hub_grains.hpp "A stopping silo's hub grains"): c2 lands on the one placed anew on B.
   caf::anon_send(ch, ep_post_atom::value, make_delivery("c2", "node/Org/Acme"));
-  REQUIRE(run_until([&] { return received_count(built_hub(w, "Org/Acme")) == 2; }, 20s));
+  REQUIRE(run_until([&] { return received_count(hub_built_on(b, "Org/Acme")) == 1; }, 20s));
   sample();
   CHECK(core_stats(*this, a).refused_stopping == 1);
   CHECK(logs.count("is leaving; route elsewhere") >= 1);
@@ -559,7 +568,8 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.19 during A's graceful stop hold a co-h
   CHECK(state_of<gateway_proxy_state>(b.gateway).calls_ms.size() == 1);
   CHECK(service_of(c.routing).gateway == b.addr);
   CHECK(core_stats(*this, b).accepted == 1);
-  CHECK(hub_of(built_hub(w, "Org/Acme")).received[1].env.id == "c2");
+  CHECK(hub_of(hub_built_on(b, "Org/Acme")).received[0].env.id == "c2");
+  CHECK(received_count(hub_built_on(a, "Org/Acme")) == 1); // w1 only
   run_for(5s);
   sample();
   CHECK(hub_of(ch).outcomes.empty());

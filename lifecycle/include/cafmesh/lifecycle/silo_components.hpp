@@ -103,6 +103,24 @@ struct silo_options {
   /// SPEC §8.2: the standard wiring subscribes the quiescence participant. False exists only
   /// for the negative test: the start then fails `config_invalid`.
   bool subscribe_quiescence = true;
+
+  // Test overrides (test beds set them through `silo_builder::override_options`; an
+  // application leaves them at their defaults).
+
+  /// Interposes on the router core's grain port: the router core delivers its grain legs
+  /// to `wrap_grain_port(grain-delivery adapter)` (a test proxy recording, holding or
+  /// turning away attempts). Null: to the adapter itself.
+  std::function<routing::grain_port_actor(routing::grain_port_actor)> wrap_grain_port;
+  /// Interposes on the gateway part: the message centre serves component `gateway` with
+  /// `wrap_gateway(gateway part)` (a test proxy counting, refusing or holding the pure
+  /// clients' calls); the stage observers keep talking to the gateway part itself. Null:
+  /// the gateway part.
+  std::function<caf::actor(caf::actor)> wrap_gateway;
+  /// The catalog's idle collection (`catalog_config::idle_deactivation_ms`); 0: off.
+  int64_t idle_deactivation_ms = 0;
+  /// The router core's per-channel FIFO (SPEC §6.8); false only for the S12.57 negative
+  /// control.
+  bool per_channel_fifo = true;
 };
 
 /// One assembled silo: the lifecycle subject, the host and every component handle.

@@ -1,24 +1,36 @@
 #pragma once
 
 /// @file
-/// Test world for the routing entry layer: simulated silo_host silos (message centre,
-/// membership agent, test directory, placement, catalog with the routing layer's grains,
-/// routing service, grain-delivery adapter, I/O pool, router core, pod-hub claimer, test hub
-/// factory and path resolver), pure-client and monolith processes, all in one fixture
-/// system on the virtual clock. Built on the placement helper's test pieces
-/// (tests/actors/sim_world.hpp: network, oracle, members with agent and directory partition).
+/// Test world for the routing entry layer: whole silos built by `silo_builder` (the one
+/// wiring, `lifecycle::spawn_silo`: message centre, membership agent, directory partition,
+/// placement, catalog with the routing layer's grains, routing service, grain-delivery
+/// adapter, I/O pool, quiescence gauge, stream transport, router core, pod-hub claimer,
+/// gateway part, lifecycle subject and host), started through their host; the test hub
+/// factory, path resolver and proxies below, pure-client and monolith processes, all in one
+/// fixture system on the virtual clock, on one `sim_network` and one membership oracle. The
+/// world's test switches (`entry_silo_options`) are builder overrides (`silo_options`,
+/// `config::mesh_config`). Test grains and helpers come from the placement world
+/// (placement_world.hpp, sim_world.hpp).
 
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <caf/all.hpp>
 
+#include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/placement_world.hpp"
+#include "cafmesh/actors/lifecycle_atoms.hpp"
+#include "cafmesh/actors/observer.hpp"
+#include "cafmesh/actors/stage.hpp"
+#include "cafmesh/lifecycle/in_process_cluster.hpp"
+#include "cafmesh/lifecycle/silo_builder.hpp"
+#include "cafmesh/lifecycle/silo_components.hpp"
 #include "cafmesh/routing/io_pool.hpp"
 #include "cafmesh/routing/routing_quiescence.hpp"
 #include "cafmesh/actors/stopping_recipient.hpp"
@@ -170,7 +182,7 @@ inline caf::behavior port_proxy(caf::stateful_actor<port_proxy_state>* self, caf
 // -- gateway proxy: rejects the first N client calls, or never answers ------------------
 
 struct gateway_proxy_state {
-  caf::actor placement;
+  caf::actor real;       ///< the silo's gateway part
   int reject = 0;        ///< first N calls answered `rejected`
   bool silent = false;   ///< never answer
   std::vector<int64_t> calls_ms;
@@ -179,9 +191,12 @@ struct gateway_proxy_state {
   static inline const char* name = "test.gateway_proxy";
 };
 
+/// Served as component `gateway` in front of the gateway part `real`
+/// (`silo_options::wrap_gateway`): records every client grain call, refuses or holds the
+/// chosen ones and hands the rest, and every attach, detach and connect, to `real`.
 inline caf::behavior gateway_proxy(caf::stateful_actor<gateway_proxy_state>* self,
-                                   caf::actor placement, testing::fixture* fx) {
-  self->state.placement = placement;
+                                   caf::actor real, testing::fixture* fx) {
+  self->state.real = real;
   self->state.fx = fx;
   return {
     [=](pl_call_atom a, const grain_id& g, int32_t fwd, caf::message& m) -> caf::result<caf::message> {
@@ -195,36 +210,99 @@ inline caf::behavior gateway_proxy(caf::stateful_actor<gateway_proxy_state>* sel
         --st.reject;
         return to_error(fault{mesh_errc::rejected, "gateway queue full (test)"});
       }
-      self->delegate(st.placement, a, g, fwd, std::move(m));
+      self->delegate(st.real, a, g, fwd, std::move(m));
       return caf::delegated<caf::message>{};
+    },
+    [=](gw_attach_atom a, const silo_address& client, const address& path) {
+      self->delegate(self->state.real, a, client, path);
+      return caf::delegated<bool>{};
+    },
+    [=](gw_detach_atom a, const silo_address& client, const address& path) {
+      self->delegate(self->state.real, a, client, path);
+      return caf::delegated<caf::ok_atom>{};
+    },
+    [=](gw_connect_atom a, const silo_address& client) {
+      self->send(self->state.real, a, client);
+    },
+  };
+}
+
+// -- join hold: a silo that joins and stays Joining ---------------------------------------
+
+using hold_release_atom = caf::atom_constant<caf::atom("tholdrel")>;
+
+struct join_hold_state {
+  bool started = false;  ///< the silo's start reached the hold
+  bool released = false;
+  caf::response_promise start;
+  static inline const char* name = "test.join_hold";
+};
+
+/// The stage the join hold observes: after ApplicationServices (the routing actors are
+/// ready) and before BecomeActive publishes Active (SPEC §3.5).
+inline constexpr lifecycle::stage join_hold_stage = lifecycle::stages::application_services + 1;
+
+/// A lifecycle observer (SPEC §3.4) whose start answers only once `hold_release_atom`
+/// arrived: the silo's start waits there, joined (Joining) and not yet Active, its gateway
+/// not yet open; released, the start goes on to BecomeActive and Active.
+inline caf::behavior join_hold(caf::stateful_actor<join_hold_state>* self) {
+  return {
+    [=](lifecycle::start_stage_atom, lifecycle::stage) {
+      auto& st = self->state;
+      st.started = true;
+      auto rp = self->make_response_promise();
+      if (st.released)
+        rp.deliver(caf::ok_atom::value);
+      else
+        st.start = rp;
+      return rp;
+    },
+    [=](lifecycle::stop_stage_atom, lifecycle::stage, bool) { return caf::ok_atom::value; },
+    [=](lifecycle::budget_expired_atom) {
+      // nop
+    },
+    [=](hold_release_atom) {
+      auto& st = self->state;
+      st.released = true;
+      if (st.start.pending())
+        st.start.deliver(caf::ok_atom::value);
     },
   };
 }
 
 // -- the world ------------------------------------------------------------------------
 
+/// One silo of the world: the handles of its `silo_components`, the test parts it was given
+/// and the builder's handle (which owns the silo's actors).
 struct entry_silo {
   silo_address addr;
   std::shared_ptr<grain_registry> registry;
   silo_routing_slots_ptr slots;
   caf::actor centre, agent, partition, placement, catalog, routing, claimer, hubs,
-    resolver, gateway;
+    resolver;
+  caf::actor gateway; ///< component `gateway`: the gateway proxy, if any, else the gateway part
   grain_port_actor grains;
   caf::actor proxy; ///< the port proxy, if any
   routing::io_pool_actor pool;
   routing::routing_quiescence_actor gauge;
   router_core_actor core;
+  lifecycle::silo_lifecycle_actor subject;
+  lifecycle::host_actor host;
+  caf::actor hold; ///< the join hold (`activate = false`) until released, else null
+  std::shared_ptr<lifecycle::silo> handle;
 };
 
+/// The test switches of one silo, applied as builder overrides.
 struct entry_silo_options {
+  /// Start until Active; false: the start stops at the join hold (Joining, gateway closed)
+  /// until `set_status(addr, active)` releases it.
   bool activate = true;
-  bool port_proxy = false;
-  bool gateway_proxy = false;
-  int64_t hub_build_delay_ms = 0;
-  bool gauge = false; ///< give the router core a quiescence gauge
-  int64_t idle_deactivation_ms = 0; ///< catalog idle collection (0: off)
-  bool bypass = true; ///< `directory.stateless_worker_bypass` of placement and catalog (§5.3)
-  /// The router core's per-channel FIFO (SPEC §6.8); false only for the S12.57 negative
+  bool port_proxy = false;    ///< `silo_options::wrap_grain_port` with a `port_proxy`
+  bool gateway_proxy = false; ///< `silo_options::wrap_gateway` with a `gateway_proxy`
+  int64_t hub_build_delay_ms = 0; ///< `test_hub_factory_state::delay_ms`
+  int64_t idle_deactivation_ms = 0; ///< `silo_options::idle_deactivation_ms` (0: off)
+  bool bypass = true; ///< `directory.stateless_worker_bypass` (SPEC §5.3)
+  /// `silo_options::per_channel_fifo` (SPEC §6.8); false only for the S12.57 negative
   /// control.
   bool per_channel_fifo = true;
 };
@@ -240,80 +318,97 @@ struct monolith_process {
 
 class entry_world {
 public:
-  explicit entry_world(testing::fixture& fx) : fx_(fx), net_(fx, placement_world::zero_latency()) {
-    oracle = net_.oracle;
+  explicit entry_world(testing::fixture& fx) : fx_(fx) {
+    net_ = fx_.track(spawn_sim_network(fx_.sys, placement_world::zero_latency()));
+    oracle = fx_.track(spawn_membership_oracle(fx_.sys, {cfg.simulation.failure_detection_ms}, net_));
+    cluster_ = std::make_shared<lifecycle::in_process_cluster>(net_, oracle);
   }
 
+  /// Builds a silo at `host` with the next generation through `silo_builder` and starts
+  /// it through its host: until Active (`opt.activate`), else until the join hold.
   entry_silo& add_silo(const std::string& host, entry_silo_options opt = {}) {
     auto& sys = fx_.sys;
+    auto silo_cfg = cfg;
+    silo_cfg.directory.stateless_worker_bypass = opt.bypass;
+    silo_address self_addr{host, 11111, ++generation_};
+    auto resolver = fx_.track(sys.spawn(test_resolver));
+    caf::actor port_px;
+    caf::actor gateway_px;
+    // The one wiring of a silo (silo_builder), on the world's network and oracle; the
+    // world's test switches are builder overrides.
+    lifecycle::silo_builder builder{sys};
+    builder.config(silo_cfg)
+      .cluster(cluster_)
+      .at(self_addr)
+      .without_entry()
+      .path_resolver(resolver)
+      .override_options([&](lifecycle::silo_options& so) {
+        so.idle_deactivation_ms = opt.idle_deactivation_ms;
+        so.per_channel_fifo = opt.per_channel_fifo;
+        if (opt.port_proxy)
+          so.wrap_grain_port = [&](grain_port_actor real) {
+            port_px = fx_.track(sys.spawn(port_proxy, caf::actor_cast<caf::actor>(real), &fx_));
+            return caf::actor_cast<grain_port_actor>(port_px);
+          };
+        if (opt.gateway_proxy)
+          so.wrap_gateway = [&](caf::actor real) {
+            gateway_px = fx_.track(sys.spawn(gateway_proxy, real, &fx_));
+            return gateway_px;
+          };
+      });
+    auto built = builder.build();
+    if (!built)
+      throw std::logic_error("entry_world: " + to_fault(built.error()).render());
+    auto handle = std::make_shared<lifecycle::silo>(std::move(*built));
+    const auto& c = handle->components();
+    for (auto& a : c.all())
+      if (a)
+        fx_.track(a);
     entry_silo s;
-    auto& m = net_.add_member(host);
-    s.addr = m.addr;
-    s.centre = m.mc;
-    s.agent = m.agent;
-    s.partition = m.partition;
-    s.registry = std::make_shared<grain_registry>();
-    s.slots = std::make_shared<silo_routing_slots>();
-    s.slots->silo = s.addr;
-    register_routing_grains(*s.registry, s.slots);
-    placement_config pc;
-    pc.self = s.addr;
-    pc.stateless_worker_bypass = opt.bypass;
-    s.placement = fx_.track(spawn_placement_service(sys, pc, s.registry, s.centre));
-    catalog_config cc;
-    cc.self = s.addr;
-    cc.stateless_worker_bypass = opt.bypass;
-    cc.idle_deactivation_ms = opt.idle_deactivation_ms;
-    s.catalog = fx_.track(spawn_catalog(sys, cc, s.registry, s.centre, s.placement));
-    routing_service_options ro;
-    ro.role = config::process_role::silo_host;
-    ro.process_name = s.addr.to_string();
-    s.routing = caf::actor_cast<caf::actor>(fx_.track(spawn_routing_service(sys, ro)));
-    s.grains = fx_.track(spawn_grain_delivery(sys, s.placement));
-    grain_port_actor port = s.grains;
-    if (opt.port_proxy) {
-      s.proxy = fx_.track(sys.spawn(port_proxy, caf::actor_cast<caf::actor>(s.grains), &fx_));
-      port = caf::actor_cast<grain_port_actor>(s.proxy);
-    }
-    s.pool = fx_.track(routing::spawn_io_pool(sys));
-    s.resolver = fx_.track(sys.spawn(test_resolver));
-    router_core_options co;
-    co.silo = s.addr;
-    co.per_channel_fifo = opt.per_channel_fifo;
-    co.grains = port;
-    co.resolver = caf::actor_cast<path_resolver_actor>(s.resolver);
-    co.local_routes = caf::actor_cast<local_route_port_actor>(s.routing);
-    co.pool = s.pool;
-    if (opt.gauge) {
-      s.gauge = fx_.track(routing::spawn_routing_quiescence(sys));
-      co.gauge = s.gauge;
-    }
-    s.core = fx_.track(spawn_router_core(sys, co));
-    caf::anon_send(s.routing, rs_core_atom::value, s.core);
+    s.handle = handle;
+    s.addr = c.addr;
+    s.registry = c.registry;
+    s.slots = c.slots;
+    s.centre = c.centre;
+    s.agent = c.agent;
+    s.partition = c.partition;
+    s.placement = c.placement;
+    s.catalog = c.catalog;
+    s.routing = c.routing;
+    s.claimer = c.claimer;
+    s.gateway = gateway_px ? gateway_px : c.gateway;
+    s.grains = c.grains;
+    s.proxy = port_px;
+    s.pool = c.pool;
+    s.gauge = c.gauge;
+    s.core = c.core;
+    s.subject = c.subject;
+    s.host = c.host;
+    s.resolver = resolver;
     s.hubs = fx_.track(sys.spawn(test_hub_factory, s.routing, std::string{"node"}));
     fx_.state_of<test_hub_factory_state>(s.hubs).delay_ms = opt.hub_build_delay_ms;
-    s.slots->core = s.core;
-    s.slots->routing = s.routing;
     s.slots->hubs = caf::actor_cast<hub_factory_actor>(s.hubs);
-    s.claimer = fx_.track(spawn_pod_hub_claimer(sys, s.placement, s.routing,
-                                                config::attach_section{}, s.addr.to_string()));
-    s.gateway = s.placement;
-    if (opt.gateway_proxy)
-      s.gateway = fx_.track(sys.spawn(gateway_proxy, s.placement, &fx_));
-    net_.reg(s.addr, component::catalog, s.catalog);
-    net_.reg(s.addr, component::activation, s.catalog);
-    net_.reg(s.addr, component::gateway, s.gateway);
-    for (auto& sub : {s.placement, s.catalog, s.claimer})
-      caf::anon_send(s.agent, mb_subscribe_atom::value, sub);
-    fx_.run();
-    caf::anon_send(s.agent, mb_join_atom::value, s.registry->manifest(), true);
-    fx_.run();
-    if (opt.activate) {
-      caf::anon_send(s.agent, mb_status_atom::value, silo_status::active);
-      fx_.run();
+    if (!opt.activate) {
+      s.hold = fx_.track(sys.spawn(join_hold));
+      caf::anon_send(s.subject, lifecycle::subscribe_atom::value, join_hold_stage,
+                     std::string{"test-join-hold"},
+                     caf::actor_cast<lifecycle::lifecycle_observer_actor>(s.hold));
     }
-    silos.push_back(s);
-    return silos.back();
+    silos.push_back(std::move(s));
+    auto& out = silos.back();
+    fx_.run();
+    auto started = testing::ask(fx_, out.host, lifecycle::host_start_atom::value);
+    if (opt.activate) {
+      if (!fx_.run_until([&] { return started->done; }) || !started->ok())
+        throw std::logic_error("entry_world: silo " + out.addr.to_string()
+                               + " did not start: " + to_fault(started->err).render());
+    } else {
+      auto& hs = fx_.state_of<join_hold_state>(out.hold);
+      if (!fx_.run_until([&] { return hs.started || started->done; }) || started->done)
+        throw std::logic_error("entry_world: silo " + out.addr.to_string()
+                               + " did not reach its join hold");
+    }
+    return out;
   }
 
   /// A pure client; `configure` may change its routing service's options last.
@@ -321,8 +416,8 @@ public:
                             std::function<void(routing_service_options&)> configure = {}) {
     auto& sys = fx_.sys;
     client_process c;
-    c.addr = net_.add_silo(host);
-    c.centre = net_.centres[c.addr];
+    c.addr = silo_address{host, 11111, ++generation_};
+    c.centre = fx_.track(spawn_message_center(sys, c.addr, net_));
     c.agent = fx_.track(spawn_membership_agent(sys, c.addr, oracle));
     caf::anon_send(c.agent, mb_subscribe_atom::value, c.centre);
     routing_service_options ro;
@@ -352,20 +447,29 @@ public:
     return m;
   }
 
+  /// Publishes status `to` of silo `s` through its agent; runs. A silo held at its join
+  /// hold (`activate = false`) is instead released when `to` is Active: its start goes on
+  /// and publishes Active itself (BecomeActive), then opens its gateway (Active).
   void set_status(const silo_address& s, silo_status to) {
-    caf::anon_send(at(s).agent, mb_status_atom::value, to);
+    auto& x = at(s);
+    if (x.hold && to == silo_status::active) {
+      caf::anon_send(x.hold, hold_release_atom::value);
+      x.hold = caf::actor{};
+    } else {
+      caf::anon_send(x.agent, mb_status_atom::value, to);
+    }
     fx_.run();
   }
 
   /// Stalls `s` (undetectable: membership never notices, it stays Active); runs.
   void stall(const silo_address& s) {
-    caf::anon_send(net_.net, sim_stall_atom::value, s, false);
+    caf::anon_send(net_, sim_stall_atom::value, s, false);
     fx_.run();
   }
 
   /// Ends the stall of `s`: its held frames are delivered at this instant; runs.
   void unstall(const silo_address& s) {
-    caf::anon_send(net_.net, sim_unstall_atom::value, s);
+    caf::anon_send(net_, sim_unstall_atom::value, s);
     fx_.run();
   }
 
@@ -404,14 +508,19 @@ public:
   grain_delivery_state& grains_of(const silo_address& s) {
     return testing::fixture::state_of<grain_delivery_state>(at(s).grains);
   }
-  sim_network_state& net_state() { return net_.net_state(); }
+  sim_network_state& net_state() { return testing::fixture::state_of<sim_network_state>(net_); }
 
+  /// The configuration every silo is built from (defaults); `add_silo` applies its
+  /// options on a copy.
+  config::mesh_config cfg;
   caf::actor oracle;
   std::deque<entry_silo> silos;
 
 private:
   testing::fixture& fx_;
-  sim_world net_;
+  caf::actor net_;
+  lifecycle::in_process_cluster_ptr cluster_; ///< `net_` and `oracle` as the builders' cluster
+  uint64_t generation_ = 0;
 };
 
 inline hub_endpoint_state& hub_of(const caf::actor& h) {
