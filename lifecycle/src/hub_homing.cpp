@@ -8,6 +8,18 @@
 
 namespace cafmesh::lifecycle {
 
+std::string next_available_in(const std::vector<std::string>& order, const std::string& name,
+                              const std::function<bool(const std::string&)>& available) {
+  auto i = std::find(order.begin(), order.end(), name);
+  auto start = i == order.end() ? 0 : static_cast<size_t>(i - order.begin());
+  for (size_t k = 1; k <= order.size(); ++k) {
+    auto& cand = order[(start + k) % order.size()];
+    if (cand != name && available(cand))
+      return cand;
+  }
+  return {};
+}
+
 hub_homing::hub_homing(std::vector<std::string> silo_order, silo_access access)
   : order_(std::move(silo_order)), access_(std::move(access)) {
   for (auto& name : order_)
@@ -71,9 +83,7 @@ void hub_homing::stopping(const std::string& name) {
     if (h.home != name)
       continue;
     if (h.kind == hub_home_kind::answering && !next.empty()) {
-      h.home = next;
-      if (h.ep)
-        caf::anon_send(h.ep, routing::ep_rehome_atom::value, access_.routing_of(next));
+      answer_through(h, next);
     } else if (h.kind == hub_home_kind::owner) {
       h.moving = true;
     }
@@ -104,11 +114,8 @@ void hub_homing::killed(const std::string& name) {
       continue;
     switch (h.kind) {
       case hub_home_kind::answering:
-        if (!next.empty()) {
-          h.home = next;
-          if (h.ep)
-            caf::anon_send(h.ep, routing::ep_rehome_atom::value, access_.routing_of(next));
-        }
+        if (!next.empty())
+          answer_through(h, next);
         break;
       case hub_home_kind::owner:
         if (next.empty())
@@ -149,14 +156,7 @@ bool hub_homing::available(const std::string& name) const {
 }
 
 std::string hub_homing::next_available(const std::string& name) const {
-  auto i = std::find(order_.begin(), order_.end(), name);
-  auto start = i == order_.end() ? 0 : static_cast<size_t>(i - order_.begin());
-  for (size_t k = 1; k <= order_.size(); ++k) {
-    auto& cand = order_[(start + k) % order_.size()];
-    if (cand != name && available(cand))
-      return cand;
-  }
-  return {};
+  return next_available_in(order_, name, [this](const std::string& n) { return available(n); });
 }
 
 std::string hub_homing::home_of(const std::string& addr) const {
@@ -176,6 +176,12 @@ void hub_homing::send(hub& h, routing::envelope e, int64_t deadline_ms) {
     caf::anon_send(h.ep, routing::ep_request_atom::value, std::move(e), deadline_ms);
   else
     caf::anon_send(h.ep, routing::ep_post_atom::value, std::move(e));
+}
+
+void hub_homing::answer_through(hub& h, const std::string& to) {
+  h.home = to;
+  if (h.ep)
+    caf::anon_send(h.ep, routing::ep_rehome_atom::value, access_.routing_of(to));
 }
 
 void hub_homing::release(hub& h) {

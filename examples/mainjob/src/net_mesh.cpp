@@ -254,14 +254,8 @@ protected:
 
   /// The first available silo after `name` in scenario order ("" if none).
   std::string next_available(const std::string& name) const {
-    auto i = std::find(silo_order_.begin(), silo_order_.end(), name);
-    auto start = i == silo_order_.end() ? 0 : static_cast<size_t>(i - silo_order_.begin());
-    for (size_t k = 1; k <= silo_order_.size(); ++k) {
-      auto& cand = silo_order_[(start + k) % silo_order_.size()];
-      if (cand != name && is_available(cand))
-        return cand;
-    }
-    return {};
+    return lifecycle::next_available_in(silo_order_, name,
+                                        [this](const std::string& n) { return is_available(n); });
   }
 
   /// Sends `e` (deadline ms, or -1: a post) from the hub at `sender`, or holds it; false:

@@ -39,6 +39,12 @@
 
 namespace cafmesh::lifecycle {
 
+/// The first silo after `name` in `order` (wrapping around, `name` itself excluded) for which
+/// `available` holds; "" if none. `name` need not be in `order` (the search starts at the
+/// front).
+std::string next_available_in(const std::vector<std::string>& order, const std::string& name,
+                              const std::function<bool(const std::string&)>& available);
+
 /// How a hub depends on its home silo (see the file comment).
 enum class hub_home_kind : uint8_t { answering, owner, portal, client };
 
@@ -112,6 +118,7 @@ private:
   };
 
   void send(hub& h, routing::envelope e, int64_t deadline_ms);
+  void answer_through(hub& h, const std::string& to);
   void release(hub& h);
   void move(hub& h, const std::string& to);
   void attach(hub& h);
