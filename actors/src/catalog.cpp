@@ -106,6 +106,7 @@ catalog_activation& create(ct_actor* self, const grain_id& g, const grain_type& 
   a.grain = g;
   a.tag = tag;
   a.stateless = t.kind == grain_kind::stateless_worker;
+  a.hook_ms = t.deactivation_hook_ms;
   auto factory = t.factory;
   a.actor = self->spawn<caf::linked>(
     [factory, g](caf::event_based_actor* act) -> caf::behavior { return factory(act, g); });
@@ -183,6 +184,37 @@ void finish(ct_actor* self, uint32_t tag, bool kill) {
   check_all_gone(self);
 }
 
+/// The activation's last turn has ended: with a deactivation hook, it runs first (bounded;
+/// the grain stays registered and its messages keep waiting, so no other activation of it
+/// starts before the hook saved what it must), then `finish`.
+void release(ct_actor* self, uint32_t tag) {
+  auto& st = self->state;
+  auto i = st.activations.find(tag);
+  if (i == st.activations.end())
+    return;
+  auto& a = i->second;
+  if (a.hook_ms <= 0 || a.hook_skipped) {
+    finish(self, tag, false);
+    return;
+  }
+  if (a.hook_running)
+    return;
+  a.hook_running = true;
+  auto bound = a.hook_ms;
+  auto what = tag_of(a);
+  self->request(a.actor, std::chrono::milliseconds(bound), grain_deactivate_atom::value)
+    .then([=](caf::ok_atom) { finish(self, tag, false); },
+          [=](caf::error& e) {
+            self->state.log.warning(
+              "deactivation hook of " + what
+              + (e == caf::sec::request_timeout
+                   ? " did not end within " + std::to_string(bound) + " ms"
+                   : " failed: " + to_fault(e).render())
+              + "; the activation goes anyway");
+            finish(self, tag, false);
+          });
+}
+
 void deactivate(ct_actor* self, uint32_t tag, deactivation_reason why) {
   auto& st = self->state;
   auto i = st.activations.find(tag);
@@ -190,9 +222,10 @@ void deactivate(ct_actor* self, uint32_t tag, deactivation_reason why) {
     return;
   auto& a = i->second;
   a.deactivating = true;
+  a.hook_skipped = why == deactivation_reason::lost_registration;
   st.log.debug("deactivating " + tag_of(a) + " (" + to_string(why) + ")");
   if (!a.turn_open) {
-    finish(self, tag, false);
+    release(self, tag);
     return;
   }
   self->delayed_send(self, std::chrono::milliseconds(st.cfg.deactivation_timeout_ms),
@@ -238,7 +271,7 @@ void pump(ct_actor* self, uint32_t tag) {
             act.turn_open = false;
             ++st.stats.turns;
             if (act.deactivating) {
-              finish(self, tag, false);
+              release(self, tag);
               return;
             }
             if (act.queue.empty())

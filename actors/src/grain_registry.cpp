@@ -46,6 +46,14 @@ bool grain_registry::add_stateless(std::string type, uint32_t local_limit,
   return true;
 }
 
+bool grain_registry::set_deactivation_hook(const std::string& type, int64_t bound_ms) {
+  auto i = types_.find(type);
+  if (i == types_.end() || bound_ms <= 0)
+    return false;
+  i->second.deactivation_hook_ms = bound_ms;
+  return true;
+}
+
 const grain_type* grain_registry::find(const std::string& type) const {
   auto i = types_.find(type);
   return i == types_.end() ? nullptr : &i->second;

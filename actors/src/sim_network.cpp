@@ -68,7 +68,7 @@ bool link_open(const sim_network_state& st, const link_key& k) {
 
 /// The type name of the first element of `m` (recursively, through nested messages) that
 /// is not announced to the actor system, or an empty string. Without this check CAF 0.17
-/// only prints an error and writes a broken message (caf017.md §3).
+/// only prints an error and writes a broken message (docs/caf-notes.md "Message types").
 std::string first_unannounced(caf::actor_system& sys, const caf::message& m) {
   const auto& types = sys.types();
   for (size_t i = 0; i < m.size(); ++i) {

@@ -36,7 +36,7 @@ const net_endpoint& client::endpoint() const {
 }
 
 client_builder::client_builder(caf::actor_system& sys) : sys_(sys) {
-  // nop
+  cfg_.mesh.role = config::process_role::pure_client; // the embedded default
 }
 
 client_builder& client_builder::config(config::mesh_config cfg) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <memory>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -66,6 +68,10 @@ struct app_hub_state {
   /// The silo's quiescence gauge and router core (null: not in a silo, or not told yet).
   routing_quiescence_actor gauge;
   router_core_actor core;
+  /// The gauge slots of the deliveries in progress, shared with the exit functor (which runs
+  /// after the state is gone).
+  std::shared_ptr<std::set<uint64_t>> live_slots = std::make_shared<std::set<uint64_t>>();
+  std::shared_ptr<routing_quiescence_actor> hold_gauge; ///< `gauge`, for the exit functor
   log::logger log;
   static const char* name;
 };
@@ -84,14 +90,18 @@ void release_slot(app_hub* self, uint64_t slot) {
   auto& st = self->state;
   if (slot == 0 || !st.gauge)
     return;
+  auto gauge = st.gauge;
+  auto live = st.live_slots; // until released, the exit functor would free it
+  auto free = [gauge, live, slot] {
+    live->erase(slot);
+    caf::anon_send(gauge, q_release_atom::value, slot);
+  };
   if (!st.core) {
-    caf::anon_send(st.gauge, q_release_atom::value, slot);
+    free();
     return;
   }
-  auto gauge = st.gauge;
   self->request(st.core, caf::infinite, rc_sync_atom::value)
-    .then([gauge, slot](caf::ok_atom) { caf::anon_send(gauge, q_release_atom::value, slot); },
-          [gauge, slot](caf::error&) { caf::anon_send(gauge, q_release_atom::value, slot); });
+    .then([free](caf::ok_atom) { free(); }, [free](caf::error&) { free(); });
 }
 
 /// Hands `e` (a response or NACK) to the routing service; `slot` is freed once it took it.
@@ -193,6 +203,7 @@ void take_in(app_hub* self, envelope d, caf::response_promise* rp) {
   }
   if (st.gauge) {
     p.slot = next_hub_slot();
+    st.live_slots->insert(p.slot);
     caf::anon_send(st.gauge, q_track_atom::value, p.slot,
                    "application hub " + st.self_address.to_string() + " (delivery " + id + ")",
                    slot_state::dispatched);
@@ -214,12 +225,13 @@ caf::behavior application_hub(app_hub* self, address me, caf::actor routing,
   st.log = log::get("hub").with_context(me.to_string());
   st.taken = outcome_tracker{cfg, st.log};
   // A hub that ends with deliveries in progress frees their slots: nothing will end them.
-  self->attach_functor([self] {
-    auto& st = self->state;
-    if (st.gauge)
-      for (auto& kv : st.pending)
-        if (kv.second.slot != 0)
-          caf::anon_send(st.gauge, q_release_atom::value, kv.second.slot);
+  // The functor runs after CAF destroyed the state: it holds what it needs itself.
+  auto hold = std::make_shared<routing_quiescence_actor>();
+  st.hold_gauge = hold;
+  self->attach_functor([hold, live = st.live_slots] {
+    if (*hold)
+      for (auto slot : *live)
+        caf::anon_send(*hold, q_release_atom::value, slot);
   });
   return {
     [=](hb_in_atom, envelope& d) { take_in(self, std::move(d), nullptr); },
@@ -233,6 +245,7 @@ caf::behavior application_hub(app_hub* self, address me, caf::actor routing,
     [=](ah_quiescence_atom, caf::actor& gauge, caf::actor& core) {
       self->state.gauge = caf::actor_cast<routing_quiescence_actor>(gauge);
       self->state.core = caf::actor_cast<router_core_actor>(core);
+      *self->state.hold_gauge = self->state.gauge;
     },
     [=](ah_drain_atom) -> caf::result<caf::ok_atom> {
       auto& st = self->state;

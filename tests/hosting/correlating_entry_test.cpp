@@ -296,15 +296,16 @@ TEST_CASE("correlating entry: a typed request whose response is no such type fai
   b.respond(b.script().requests[0].id, "seven");
   REQUIRE(not_json->done);
   REQUIRE(not_json->err);
-  auto f = to_fault(not_json->err);
-  CHECK(f.code == mesh_errc::rejected);
+  auto f = delivery_error_of(not_json->err);
+  CHECK(f.verdict == verdict::rejected);
+  CHECK_FALSE(f.resendable);
   CHECK(f.text == "the response payload is no JSON: seven");
   auto wrong = typed_request<count_view>(b, "node/counter/7");
   b.respond(b.script().requests[1].id, "{\"n\":1}");
   REQUIRE(wrong->done);
   REQUIRE(wrong->err);
-  CHECK(to_fault(wrong->err).code == mesh_errc::rejected);
-  CHECK(to_fault(wrong->err).text.rfind("the response payload does not read as the expected type: ", 0) == 0);
+  CHECK(delivery_error_of(wrong->err).verdict == verdict::rejected);
+  CHECK(delivery_error_of(wrong->err).text.rfind("the response payload does not read as the expected type: ", 0) == 0);
 }
 
 TEST_CASE("correlating entry: a typed request reads a CAF-serialised response and keeps a NACK's verdict") {

@@ -170,3 +170,31 @@ TEST_CASE("builders validate a configuration built in code exactly like its JSON
   CHECK(to_fault(bad_hub.error()).text
         == "hub pattern 'nohub' is no address path (type/id, or type/prefix/*)");
 }
+
+TEST_CASE("silo_builder: a hub that never ends a delivery does not outlive the stop's bounds, and its end frees the delivery's gauge slot") {
+  testing::fixture fx;
+  auto silo = silo_builder{fx.sys}
+                .hub("node/silent/*", [](caf::event_based_actor*, const envelope&,
+                                         routing::hub_responder) {})
+                .build();
+  REQUIRE(silo);
+  REQUIRE(start(fx, *silo));
+  auto r = testing::ask<std::string>(fx, silo->entry(), routing::ce_request_atom::value,
+                                     address::from("node/silent/1"), std::string{"request"},
+                                     std::string{"{}"}, int64_t{5000}, false);
+  REQUIRE(fx.run_until([&] { return r->done; }, std::chrono::minutes(1)));
+  CHECK(routing::delivery_error_of(r->err).deadline);
+  auto gauge = silo->components().gauge;
+  auto count = [&] {
+    auto c = testing::ask<uint64_t>(fx, gauge, routing::q_count_atom::value);
+    fx.run();
+    return c->ok() ? c->value : uint64_t{999};
+  };
+  CHECK(count() >= 1); // the hub's delivery in progress (and the leg waiting for it)
+  auto t0 = fx.now_ms();
+  auto halt = testing::ask(fx, silo->host(), host_halt_atom::value, true);
+  REQUIRE(fx.run_until([&] { return halt->done; }, std::chrono::minutes(3)));
+  CHECK(halt->ok());
+  // Bounded by the shutdown budget (30 s) and the catalog's deactivation timeout (30 s).
+  CHECK(fx.now_ms() - t0 <= 61000);
+} // the hub ended with the delivery in progress: its exit must not touch its gone state

@@ -2,7 +2,7 @@
 // process, each with its own message centre and network link, connected by CAF's io
 // middleman over 127.0.0.1 on ports chosen by the OS. Every wait is bounded (10 s), and
 // every published or long-lived actor is sent an exit before its system is destroyed
-// (caf017.md §6.4), so a failure cannot hang CI.
+// (docs/caf-notes.md "Shutdown"), so a failure cannot hang CI.
 
 #include <chrono>
 #include <algorithm>

@@ -2,7 +2,7 @@
 // by CAF's middleman over 127.0.0.1, exchange an envelope, a NACK and a 3-deep fault tree
 // (as a value, inside a caf::error as data, and as an error response) and both sides see
 // them arrive equal. Every wait is bounded (10 s), and the published actor is sent an exit
-// before the systems are destroyed (caf017.md §6.4), so a failure cannot hang CI.
+// before the systems are destroyed (docs/caf-notes.md "Shutdown"), so a failure cannot hang CI.
 
 #include <chrono>
 #include <string>

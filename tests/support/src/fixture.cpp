@@ -101,7 +101,7 @@ void fixture::shutdown() {
   tracked_.clear();
   run();
   // Safety net: an untracked actor with a pending timer must not hang ~actor_system
-  // (caf017.md §6.4). Deterministic tests never publish actors, so this is safe here.
+  // (docs/caf-notes.md "Shutdown"). Deterministic tests never publish actors, so this is safe here.
   sys.await_actors_before_shutdown(false);
 }
 

@@ -119,6 +119,9 @@ struct catalog_activation {
   bool deactivating = false;
   bool turn_open = false;
   bool pinned = false;                     ///< exempt from idle deactivation
+  int64_t hook_ms = 0;                     ///< deactivation hook bound (0: none)
+  bool hook_skipped = false;               ///< lost its registration: its hook does not run
+  bool hook_running = false;               ///< its deactivation hook was asked for
   uint64_t idle_seq = 0;                   ///< invalidates stale idle timers
   std::deque<catalog_turn> queue;          ///< waiting turns (held while deactivating)
   std::vector<caf::response_promise> gone; ///< answered when the activation has left

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include <caf/atom.hpp>
 #include <caf/behavior.hpp>
 #include <caf/fwd.hpp>
 
@@ -45,6 +46,12 @@ using activation_factory =
 /// (SPEC §3.6). Optional; no check means every activation starts.
 using activation_check = std::function<std::string(const grain_id& id)>;
 
+/// `(grain_deactivate_atom) -> ok_atom`: the catalog asks an activation of a type with a
+/// deactivation hook (`grain_type::deactivation_hook_ms` > 0) to run it before it lets the
+/// grain go: the grain stays registered and its messages wait until the answer, or until
+/// `deactivation_hook_ms` has passed (then it goes anyway, a warning logged).
+using grain_deactivate_atom = caf::atom_constant<caf::atom("gdeactiv")>;
+
 /// One registered grain type: what the manifest publishes (`info`: type, strategy,
 /// interface version; membership.hpp) plus local knowledge never published.
 struct grain_type {
@@ -54,6 +61,9 @@ struct grain_type {
   uint32_t local_limit = 1;
   activation_factory factory;
   activation_check check;
+  /// > 0: its activations answer `grain_deactivate_atom` (their deactivation hook, SPEC
+  /// §13 A9), bounded by this many ms. 0: none.
+  int64_t deactivation_hook_ms = 0;
 };
 
 /// The grain types one silo hosts (SPEC §2.2). Plain data, no actor: fill it before the
@@ -70,6 +80,10 @@ public:
   /// Returns false if `type` is already registered or `local_limit` is 0.
   bool add_stateless(std::string type, uint32_t local_limit, activation_factory factory,
                      uint32_t interface_version = 1, activation_check check = {});
+
+  /// Declares that activations of `type` run a deactivation hook (answering
+  /// `grain_deactivate_atom`) bounded by `bound_ms` (> 0). False if `type` is unknown.
+  bool set_deactivation_hook(const std::string& type, int64_t bound_ms);
 
   /// The registered type named `type`, or nullptr.
   const grain_type* find(const std::string& type) const;

@@ -65,7 +65,7 @@
 /// are built: `cafmesh::register_types` (routing) announces `wire_frame` and
 /// `silo_address`; the io middleman must be loaded (`cfg.load<caf::io::middleman>()`).
 /// Shutdown: send the centre (or the link) an exit; the link exits with it, and with it its
-/// published port closes (caf017.md §6.4: a published actor left alive hangs the system).
+/// published port closes (docs/caf-notes.md "Shutdown": a published actor left alive hangs the system).
 
 #include <cstdint>
 #include <vector>

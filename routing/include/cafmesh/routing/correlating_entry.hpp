@@ -106,8 +106,8 @@ auto request(Self& self, const correlating_entry_actor& entry, const address& ta
 
 /// The answer of a typed `request<R>`: `then` (event-based actors) and `receive` (scoped
 /// actors) take CAF's pair of handlers, `(R)` and `(caf::error&)`. A response whose payload
-/// is no `R` (`decode_response<R>`, payload_codec.hpp) reaches the error handler, classified
-/// `rejected`.
+/// is no `R` (`decode_response<R>`, payload_codec.hpp) reaches the error handler as a
+/// `delivery_error` with verdict `rejected`, not resendable, naming why.
 template <class R, class Handle>
 class typed_request_handle {
 public:
@@ -139,7 +139,10 @@ private:
       if (r) {
         on_value(std::move(*r));
       } else {
-        auto e = std::move(r.error());
+        delivery_error d;
+        d.verdict = verdict::rejected;
+        d.text = to_fault(r.error()).text;
+        auto e = to_error(d);
         on_error(e);
       }
     };

@@ -82,6 +82,9 @@ caf::expected<R> decode_response(caf::actor_system& sys, const std::string& text
                               + e.what()});
     }
   } else {
+    static_assert(caf::detail::is_serializable<R>::value,
+                  "decode_response<R> / request<R>: R must be std::string, a type nlohmann reads "
+                  "(a from_json for it), or a CAF-serialisable type (an inspect for it)");
     return decode_payload<R>(sys, text);
   }
 }

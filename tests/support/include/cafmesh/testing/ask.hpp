@@ -3,7 +3,7 @@
 /// @file
 /// `ask`: send a request from a short-lived, tracked actor and record its answer with the
 /// virtual time it arrived — the deterministic replacement for a blocking request in tests
-/// (a blocking `request(...).receive(...)` deadlocks under the test coordinator, caf017.md §4).
+/// (a blocking `request(...).receive(...)` deadlocks under the test coordinator, docs/caf-notes.md "The test coordinator").
 
 #include <memory>
 #include <utility>

@@ -3,7 +3,7 @@
 /// @file
 /// The deterministic test bed (SPEC §12.1 run loop): one CAF actor system on CAF 0.17's
 /// `test_coordinator` with a virtual clock, a log capture stamped with virtual time, and a
-/// teardown that never hangs in `~actor_system` (caf017.md §6).
+/// teardown that never hangs in `~actor_system` (docs/caf-notes.md "Shutdown").
 
 #include <chrono>
 #include <cstdint>
