@@ -152,7 +152,13 @@ void end(app_hub* self, const std::string& id, uint8_t how, reply r, const std::
     send_logged(self, std::move(resp), "response", std::exchange(slot, 0));
   }
   if (how == end_fail) {
-    st.log.warning("hub handler failed on " + d.id + ": " + text);
+    // A transient cause (a grain's silo leaving) is routine during a roll: the sender gets a
+    // resendable NACK, and the log says so at info; anything else is the handler's failure.
+    if (v == verdict::shutting_down || v == verdict::unavailable)
+      st.log.info("hub handler ended " + d.id + " with a resendable failure (" + to_string(v)
+                  + "): " + text);
+    else
+      st.log.warning("hub handler failed on " + d.id + ": " + text);
     if (p.waits) {
       // The node hub grain NACKs the sender from this answer.
       d.state = delivery_state::failed;
