@@ -114,33 +114,41 @@ void destroy_together(std::vector<std::unique_ptr<process>>& procs) {
   procs.clear();
 }
 
-/// The demo's pure client (client_builder over CAF io, hosting the oracle): its final
-/// failures of answer-suppressed deliveries go to `main` (the run loop). Fills the mesh's
-/// handle, parts, endpoint and routing service; false, after an error line, when its
-/// endpoint could not be opened.
-bool build_demo_client(caf::actor_system& app, const config::mesh_config& cfg,
-                       uint64_t generation, caf::actor main,
-                       std::unique_ptr<lifecycle::client>& handle, lifecycle::pure_client& parts,
-                       net_endpoint& ep, caf::actor& routing) {
-  auto built = lifecycle::client_builder{app}
-                 .config(cfg)
-                 .network()
-                 .generation(generation)
-                 .wait_for_gateway(false)
-                 .override_options([main](lifecycle::pure_client_options& po) {
-                   po.failure_observer = main;
-                 })
-                 .build();
-  if (!built) {
-    std::cerr << "cafmesh-demo: client network endpoint: " << app.render(built.error()) << "\n";
-    return false;
+/// The demo's pure client (client_builder over CAF io, hosting the oracle), as both mesh
+/// kinds hold it: its final failures of answer-suppressed deliveries go to the run loop.
+struct demo_client {
+  std::unique_ptr<lifecycle::client> handle; ///< owns the client's actors
+  lifecycle::pure_client parts;
+  net_endpoint ep;
+  caf::actor routing;
+  uint16_t primary_port = 0; ///< the client's own port: it hosts the oracle
+
+  /// Builds it with `cfg` and `generation`; false, after an error line, when its endpoint
+  /// could not be opened.
+  bool build(caf::actor_system& app, const config::mesh_config& cfg, uint64_t generation,
+             caf::actor main) {
+    auto built = lifecycle::client_builder{app}
+                   .config(cfg)
+                   .network()
+                   .generation(generation)
+                   .wait_for_gateway(false)
+                   .override_options([main](lifecycle::pure_client_options& po) {
+                     po.failure_observer = main;
+                   })
+                   .build();
+    if (!built) {
+      std::cerr << "cafmesh-demo: client network endpoint: " << app.render(built.error())
+                << "\n";
+      return false;
+    }
+    handle = std::make_unique<lifecycle::client>(std::move(*built));
+    parts = handle->components();
+    ep = handle->endpoint();
+    routing = parts.routing;
+    primary_port = ep.addr.port;
+    return true;
   }
-  handle = std::make_unique<lifecycle::client>(std::move(*built));
-  parts = handle->components();
-  ep = handle->endpoint();
-  routing = parts.routing;
-  return true;
-}
+};
 
 /// One incarnation of a scenario silo.
 struct silo_run {
@@ -295,7 +303,7 @@ public:
     client_cfg_.network.primary_port = 0; // the client hosts the oracle (file comment)
     if (!build_client(wall_generation()))
       return false;
-    primary_port = primary_port_;
+    primary_port = client_.primary_port;
     return true;
   }
 
@@ -325,9 +333,9 @@ public:
         homing_.add(lifecycle::hub_home_kind::portal, a, ep, home);
         all_.push_back(ep);
       } else {
-        auto ep = routing::spawn_hub_endpoint(app_, a, client_routing_, client_cfg_.routing,
+        auto ep = routing::spawn_hub_endpoint(app_, a, client_.routing, client_cfg_.routing,
                                               false, main_);
-        homing_.add(lifecycle::hub_home_kind::client, a, ep, {}, client_routing_);
+        homing_.add(lifecycle::hub_home_kind::client, a, ep, {}, client_.routing);
         all_.push_back(ep);
       }
     }
@@ -350,7 +358,7 @@ public:
     cfg.network.host = "127.0.0.1";
     cfg.network.port = 0;
     cfg.network.primary_host = "127.0.0.1";
-    cfg.network.primary_port = primary_port_;
+    cfg.network.primary_port = client_.primary_port;
     // The silo's application, in the silo's own actor system: the answering hub of a node
     // hub key is created there on its first activation on this silo and sends its
     // responses through this silo; the owner hubs are shared (`hubs_`).
@@ -514,8 +522,8 @@ public:
   void shutdown() {
     for (auto& a : all_)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    client_.stop_all();
-    for (auto& a : {client_ep_.link, client_ep_.oracle})
+    client_.parts.stop_all();
+    for (auto& a : {client_.ep.link, client_.ep.oracle})
       if (a)
         caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     for (auto& [name, slot] : silos_) {
@@ -567,20 +575,11 @@ private:
   caf::actor_system& app_;
   caf::actor main_;
   config::mesh_config client_cfg_;
-  /// The demo's pure client (`build_demo_client`) into this mesh's members.
   bool build_client(uint64_t generation) {
-    if (!build_demo_client(app_, client_cfg_, generation, main_, client_handle_, client_,
-                           client_ep_, client_routing_))
-      return false;
-    primary_port_ = client_ep_.addr.port;
-    return true;
+    return client_.build(app_, client_cfg_, generation, main_);
   }
 
-  net_endpoint client_ep_;
-  std::unique_ptr<lifecycle::client> client_handle_; ///< owns the client's actors
-  uint16_t primary_port_ = 0;
-  lifecycle::pure_client client_;
-  caf::actor client_routing_;
+  demo_client client_; ///< the demo's pure client
   std::map<std::string, silo_slot> silos_;
   std::shared_ptr<std::map<std::string, caf::actor>> hubs_
     = std::make_shared<std::map<std::string, caf::actor>>();
@@ -945,7 +944,7 @@ public:
     for (auto& o : origins)
       c.origins += (c.origins.empty() ? "" : ", ") + o;
     self
-      ->request(caf::actor_cast<caf::actor>(client_routing_), std::chrono::seconds(5),
+      ->request(caf::actor_cast<caf::actor>(client_.routing), std::chrono::seconds(5),
                 routing::rs_stats_atom::value)
       .receive(
         [&](const routing::routing_service_stats& x) {
@@ -993,8 +992,8 @@ public:
         }
     for (auto& a : all_)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    client_.stop_all();
-    for (auto& a : {client_ep_.link, client_ep_.oracle, control_})
+    client_.parts.stop_all();
+    for (auto& a : {client_.ep.link, client_.ep.oracle, control_})
       if (a)
         caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     if (unclean_exits_ == 0 && start_failures_ == 0 && !dir_.empty()) {
@@ -1060,9 +1059,9 @@ private:
       if (h.origin.rfind("silo:", 0) == 0) {
         h.home = h.origin.substr(5);
       } else {
-        h.ep = routing::spawn_hub_endpoint(app_, h.addr, client_routing_, client_cfg_.routing,
+        h.ep = routing::spawn_hub_endpoint(app_, h.addr, client_.routing, client_cfg_.routing,
                                            false, main_);
-        caf::anon_send(client_routing_, routing::rs_register_atom::value, h.addr, h.ep);
+        caf::anon_send(client_.routing, routing::rs_register_atom::value, h.addr, h.ep);
         all_.push_back(h.ep);
       }
       senders_.emplace(text, std::move(h));
@@ -1082,7 +1081,7 @@ private:
     cfg.network.host = "127.0.0.1";
     cfg.network.port = 0; // the OS chooses; the silo announces its address itself
     cfg.network.primary_host = "127.0.0.1";
-    cfg.network.primary_port = primary_port_;
+    cfg.network.primary_port = client_.primary_port;
     auto index = ++slot.incarnations;
     auto cfg_path = dir_ + "/silo-" + name + "-" + std::to_string(index) + ".json";
     {
@@ -1250,23 +1249,14 @@ private:
   std::map<std::string, sender_hub> senders_;
   std::string node_binary_;
   config::mesh_config client_cfg_;
-  /// The demo's pure client (`build_demo_client`) into this mesh's members.
   bool build_client(uint64_t generation) {
-    if (!build_demo_client(app_, client_cfg_, generation, main_, client_handle_, client_,
-                           client_ep_, client_routing_))
-      return false;
-    primary_port_ = client_ep_.addr.port;
-    return true;
+    return client_.build(app_, client_cfg_, generation, main_);
   }
 
-  net_endpoint client_ep_;
-  std::unique_ptr<lifecycle::client> client_handle_; ///< owns the client's actors
-  uint16_t primary_port_ = 0;
+  demo_client client_; ///< the demo's pure client
   uint16_t control_port_ = 0;
   caf::actor control_;
   std::string dir_;
-  lifecycle::pure_client client_;
-  caf::actor client_routing_;
   std::map<std::string, proc_slot> slots_;
   std::shared_ptr<hub_map> hubs_ = std::make_shared<hub_map>();
   std::vector<caf::actor> all_;
