@@ -586,6 +586,19 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
         return a->tag;
       return to_error(fault{mesh_errc::not_found, "the sender is no activation of this catalog"});
     },
+    [=](ct_stats_atom) {
+      auto& st = self->state;
+      catalog_report out;
+      out.counters = st.stats;
+      std::map<std::string, uint64_t> by_type;
+      for (auto& kv : st.activations)
+        ++by_type[kv.second.grain.type];
+      for (auto& [type, n] : by_type) {
+        out.grain_types.push_back(type);
+        out.activations.push_back(n);
+      }
+      return out;
+    },
     [=](ct_leave_atom) {
       if (auto a = sender_activation(self))
         deactivate(self, a->tag.value, deactivation_reason::request);

@@ -373,6 +373,7 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg,
       st.dir.on_snapshot(st.view);
       st.cache.on_snapshot(st.view);
     },
+    [=](pl_stats_atom) { return self->state.stats; },
     [=](pl_leaving_atom, const silo_address& s) {
       auto& st = self->state;
       if (!st.view.is_active(s) || !st.leaving.insert(s).second)

@@ -2,9 +2,11 @@
 
 #include <caf/actor_system_config.hpp>
 
+#include "cafmesh/actors/catalog.hpp"
 #include "cafmesh/actors/directory.hpp"
 #include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/actors/placement.hpp"
 #include "cafmesh/actors/sim_network.hpp"
 
 namespace cafmesh {
@@ -23,6 +25,8 @@ void register_actor_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<activation_address>("cafmesh.activation_address");
   cfg.add_message_type<std::vector<activation_address>>("cafmesh.activation_address_list");
   cfg.add_message_type<lookup_result>("cafmesh.lookup_result");
+  cfg.add_message_type<catalog_report>("cafmesh.catalog_report");
+  cfg.add_message_type<placement_stats>("cafmesh.placement_stats");
 }
 
 } // namespace cafmesh

@@ -313,6 +313,10 @@ schema make_schema() {
   // Any role may be the primary (`primary_port` 0: it hosts the development membership
   // oracle), a pure client included: a process with no hubs of its own is then a dedicated
   // oracle process that can be stopped last, or in any order.
+  section_builder<admin_section>(s, "admin", &S::admin)
+    .key("enabled", &admin_section::enabled, boolean())
+    .key("host", &admin_section::host, text(true))
+    .key("port", &admin_section::port, integer(0, 65535));
   section_builder<log_section>(s, "log", &S::log).key("level", &log_section::level,
                                                        one_of(level_names));
   return s;

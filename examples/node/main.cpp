@@ -13,6 +13,8 @@
 // once the host reports the runtime torn down.
 // With `--demo-control HOST:PORT --demo-silo NAME` (set by `cafmesh-demo --processes`) a
 // silo_host runs as one silo of the demo's multi-process mesh instead (demo_process.hpp).
+// With `--admin-port PORT` (or `admin.enabled` in the configuration) the process serves its
+// admin endpoint (docs/operations.md) and prints `ADMIN {host}:{port}` before `ADDR`.
 // Standard output, one line each: `ADDR {address}` once listening, `ACTIVE` (silo Active,
 // monolith running) or `CLIENT` (pure client running), `STOPPED` at the end of a clean run.
 // Start-up failures print `FAILED (exit 1; ...)` instead and exit 1.
@@ -63,6 +65,8 @@ routing::hub_handler echo_handler() {
 /// Starts `p`, prints `ACTIVE` (or `ready`), stops on SIGTERM/SIGINT and waits until the host
 /// tore the runtime down.
 int run_process(lifecycle::mesh_process& p, const std::string& ready, log::logger& lg) {
+  if (auto a = p.admin(); a.port != 0)
+    say("ADMIN " + a.host + ":" + std::to_string(a.port));
   say("ADDR " + p.address().to_string());
   p.stop_on_signals();
   if (auto err = p.when_active()) {
@@ -133,7 +137,11 @@ int main(int argc, char** argv) {
     std::cout << config::to_json_text(loaded.value);
     return exit_codes::ok;
   }
-  const auto& mc = loaded.value;
+  auto& mc = loaded.value;
+  if (opts.admin_port) {
+    mc.admin.enabled = true;
+    mc.admin.port = *opts.admin_port;
+  }
   log::configure(mc.log);
   auto lg = log::get("node");
   auto role = config::to_string(mc.mesh.role);

@@ -17,10 +17,12 @@ namespace {
 
 /// The pure client's host (SPEC §3.7 without a lifecycle subject: steps 1, 4 and 5).
 host_actor spawn_client_host(caf::actor_system& sys, const config::mesh_config& cfg,
-                             const pure_client& pc) {
+                             const pure_client& pc, const stopping_recipient_actor& probe) {
   host_options ho;
   ho.silo_name = pc.addr.to_string();
   ho.recipients.push_back(caf::actor_cast<stopping_recipient_actor>(pc.routing));
+  if (probe)
+    ho.recipients.push_back(probe);
   ho.budgets = cfg.host;
   return spawn_host(sys, std::move(ho));
 }
@@ -87,6 +89,11 @@ client_builder& client_builder::wait_for_gateway(bool on) {
   return *this;
 }
 
+client_builder& client_builder::admin(std::string host, uint16_t port) {
+  admin_ = config::admin_section{true, std::move(host), port};
+  return *this;
+}
+
 client_builder& client_builder::override_options(std::function<void(pure_client_options&)> f) {
   overrides_.push_back(std::move(f));
   return *this;
@@ -102,6 +109,11 @@ caf::expected<client> client_builder::build() {
                           "client_builder: a pure client needs a cluster: cluster(c) for "
                           "silos in this process, network() for silos over CAF io"});
   hosting::apply_embedded_defaults(*cfg, log_level_, config_given_);
+  if (admin_)
+    cfg->admin = *admin_;
+  auto admin = prepare_admin(sys_, cfg->admin);
+  if (!admin)
+    return admin.error();
   auto st = std::make_unique<mesh_process::state>();
   st->sys = &sys_;
   st->role = "pure_client";
@@ -111,8 +123,11 @@ caf::expected<client> client_builder::build() {
   if (network_) {
     auto ep = start_net_link(sys_, cfg->network,
                              generation_ ? *generation_ : hosting::wall_generation());
-    if (!ep)
+    if (!ep) {
+      if (admin->probe)
+        caf::anon_send_exit(admin->probe, caf::exit_reason::user_shutdown);
       return ep.error();
+    }
     po.self = ep->addr;
     po.link = ep->link;
     po.oracle = ep->oracle;
@@ -131,7 +146,7 @@ caf::expected<client> client_builder::build() {
   auto pc = spawn_pure_client(sys_, po);
   auto table = routing::spawn_hub_table(sys_, routing::hub_key_form::node_prefix, cfg->routing);
   caf::anon_send(table, routing::ht_routing_atom::value, pc.routing, caf::actor{});
-  auto host = spawn_client_host(sys_, *cfg, pc);
+  auto host = spawn_client_host(sys_, *cfg, pc, admin->probe);
   auto entry = hosting::spawn_entry(sys_, *cfg, pc.addr, pc.routing, caf::actor{});
   st->client_components = pc;
   st->await_gateway = wait_for_gateway_;
@@ -143,10 +158,20 @@ caf::expected<client> client_builder::build() {
   st->owned = {table, caf::actor_cast<caf::actor>(entry), caf::actor_cast<caf::actor>(host),
                pc.routing, caf::actor_cast<caf::actor>(pc.streams), pc.agent, pc.centre};
   st->owned.insert(st->owned.end(), endpoint.begin(), endpoint.end());
+  if (admin->probe)
+    st->owned.push_back(caf::actor_cast<caf::actor>(admin->probe));
   if (auto err = hosting::add_hubs(table, hubs_)) {
     release_actors(*st, false);
     st->torn_down = true;
     return err;
+  }
+  if (admin->server) {
+    watch_host(admin->probe, host);
+    admin_sources src{st->role, pc.addr, host, caf::actor{}, pc.routing, caf::actor{},
+                      caf::actor{}, pc.agent, caf::actor{}};
+    admin->server->serve(sys_, std::move(src), admin->meters,
+                         caf::actor_cast<caf::actor>(admin->probe));
+    st->admin = std::move(admin->server);
   }
   return client{std::move(st)};
 }

@@ -28,6 +28,7 @@ mesh_process::~mesh_process() {
     return;
   // Never blocks (test coordinators run on this thread): a process not stopped is killed.
   st_->signals.reset();
+  st_->admin.reset(); // its handlers talk to the process's actors
   release_actors(*st_, false);
 }
 
@@ -157,6 +158,10 @@ const caf::actor& mesh_process::routing_service() const {
 
 const std::string& mesh_process::role() const {
   return st_->role;
+}
+
+admin_address mesh_process::admin() const {
+  return st_->admin ? st_->admin->address() : admin_address{};
 }
 
 } // namespace cafmesh::lifecycle

@@ -18,6 +18,7 @@
 #include "cafmesh/lifecycle/pure_client.hpp"
 #include "cafmesh/lifecycle/silo_components.hpp"
 #include "cafmesh/routing/correlating_entry.hpp"
+#include "admin_server.hpp"
 
 namespace cafmesh::lifecycle {
 
@@ -39,6 +40,8 @@ struct mesh_process::state {
   bool released = false;
   in_process_cluster_ptr cluster; ///< kept alive while the process lives
   std::unique_ptr<signal_stop_guard> signals;
+  /// The admin endpoint (null without one); stopped before the actors are released.
+  std::unique_ptr<admin_server> admin;
   bool await_gateway = false; ///< pure client: `when_active` waits for a gateway silo
   bool started = false;
   bool torn_down = false;

@@ -44,12 +44,22 @@ monolith_builder& monolith_builder::log_level(log::level lvl) {
   return *this;
 }
 
+monolith_builder& monolith_builder::admin(std::string host, uint16_t port) {
+  admin_ = config::admin_section{true, std::move(host), port};
+  return *this;
+}
+
 caf::expected<monolith> monolith_builder::build() {
   auto cfg = hosting::checked_config(cfg_, config_path_, config::process_role::monolith,
                                      "monolith_builder");
   if (!cfg)
     return cfg.error();
   hosting::apply_embedded_defaults(*cfg, log_level_, config_given_);
+  if (admin_)
+    cfg->admin = *admin_;
+  auto admin = prepare_admin(sys_, cfg->admin);
+  if (!admin)
+    return admin.error();
   auto st = std::make_unique<mesh_process::state>();
   st->sys = &sys_;
   st->role = "monolith";
@@ -65,6 +75,8 @@ caf::expected<monolith> monolith_builder::build() {
   host_options ho;
   ho.silo_name = "monolith";
   ho.recipients.push_back(caf::actor_cast<stopping_recipient_actor>(routing));
+  if (admin->probe)
+    ho.recipients.push_back(admin->probe);
   ho.budgets = cfg->host;
   auto host = spawn_host(sys_, std::move(ho));
   auto entry = hosting::spawn_entry(sys_, *cfg, st->addr, routing, caf::actor{});
@@ -74,10 +86,20 @@ caf::expected<monolith> monolith_builder::build() {
   st->entry = entry;
   st->owned = {table, caf::actor_cast<caf::actor>(entry), caf::actor_cast<caf::actor>(host),
                routing};
+  if (admin->probe)
+    st->owned.push_back(caf::actor_cast<caf::actor>(admin->probe));
   if (auto err = hosting::add_hubs(table, hubs_)) {
     release_actors(*st, false);
     st->torn_down = true;
     return err;
+  }
+  if (admin->server) {
+    watch_host(admin->probe, host);
+    admin_sources src{st->role, st->addr, host, caf::actor{}, routing, caf::actor{},
+                      caf::actor{}, caf::actor{}, caf::actor{}};
+    admin->server->serve(sys_, std::move(src), admin->meters,
+                         caf::actor_cast<caf::actor>(admin->probe));
+    st->admin = std::move(admin->server);
   }
   return monolith{std::move(st)};
 }

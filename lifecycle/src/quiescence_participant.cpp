@@ -76,6 +76,8 @@ uint64_t sample_size(participant_pointer self) {
 /// Answers every open stop_stage (from the participant's own turn) and closes the stop.
 void answer(participant_pointer self) {
   auto& s = self->state;
+  if (s.ph != phase::idle && s.opts.on_hold_ended)
+    s.opts.on_hold_ended(clock_ms(self) - s.stop_began_ms);
   s.ph = phase::idle;
   s.budget_expired = false;
   ++s.hold_id; // a still pending hold timer of this stop is stale from now on

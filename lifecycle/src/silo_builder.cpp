@@ -96,6 +96,11 @@ silo_builder& silo_builder::log_level(log::level lvl) {
   return *this;
 }
 
+silo_builder& silo_builder::admin(std::string host, uint16_t port) {
+  admin_ = config::admin_section{true, std::move(host), port};
+  return *this;
+}
+
 silo_builder& silo_builder::override_options(std::function<void(silo_options&)> f) {
   overrides_.push_back(std::move(f));
   return *this;
@@ -107,11 +112,18 @@ caf::expected<silo> silo_builder::build() {
   if (!cfg)
     return cfg.error();
   hosting::apply_embedded_defaults(*cfg, log_level_, config_given_);
+  if (admin_)
+    cfg->admin = *admin_;
+  auto admin = prepare_admin(sys_, cfg->admin);
+  if (!admin)
+    return admin.error();
   auto st = std::make_unique<mesh_process::state>();
   st->sys = &sys_;
   st->role = "silo_host";
   auto table = routing::spawn_hub_table(sys_, routing::hub_key_form::node_prefix, cfg->routing);
   std::vector<caf::actor> helpers{table};
+  if (admin->probe)
+    helpers.push_back(caf::actor_cast<caf::actor>(admin->probe));
   auto exit_helpers = [helpers]() {
     for (auto& a : helpers)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
@@ -133,6 +145,10 @@ caf::expected<silo> silo_builder::build() {
     for (auto& add : types)
       add(reg);
   };
+  if (admin->probe) {
+    so.stopping_recipients.push_back(admin->probe);
+    so.on_quiescence_hold = [meters = admin->meters](int64_t hold_ms) { meters->on_hold(hold_ms); };
+  }
   auto apply_overrides = [&] {
     for (auto& f : overrides_)
       f(so);
@@ -172,6 +188,14 @@ caf::expected<silo> silo_builder::build() {
   st->placement = c.placement;
   st->hub_table = table;
   caf::anon_send(table, routing::ht_routing_atom::value, c.routing, c.claimer);
+  if (admin->server) {
+    watch_host(admin->probe, c.host);
+    admin_sources src{st->role, c.addr,      c.host,  caf::actor_cast<caf::actor>(c.core),
+                      c.routing, c.catalog, c.placement, c.agent, c.gateway};
+    admin->server->serve(sys_, std::move(src), admin->meters,
+                         caf::actor_cast<caf::actor>(admin->probe));
+    st->admin = std::move(admin->server);
+  }
   // The hubs' deliveries in progress count in the gauge until what they sent has landed.
   caf::anon_send(table, routing::ht_quiescence_atom::value,
                  caf::actor_cast<caf::actor>(c.gauge), caf::actor_cast<caf::actor>(c.core));

@@ -559,9 +559,10 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
       rp.deliver(caf::ok_atom::value);
     });
 
+  auto qopts = lifecycle::quiescence_participant_options::from(cfg.lifecycle, name);
+  qopts.on_hold_ended = opts.on_quiescence_hold;
   s.quiescence = lifecycle::spawn_quiescence_participant(
-    sys, s.gauge, lifecycle::quiescence_participant_options::from(cfg.lifecycle, name),
-    caf::actor_cast<routing::leg_release_actor>(s.core));
+    sys, s.gauge, std::move(qopts), caf::actor_cast<routing::leg_release_actor>(s.core));
   s.pool_teardown = routing::spawn_pool_teardown_participant(
     sys, s.pool, routing::pool_teardown_options::from(cfg.pool, name));
 
@@ -597,6 +598,8 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   ho.recipients = {caf::actor_cast<lifecycle::stopping_recipient_actor>(s.routing),
                    caf::actor_cast<lifecycle::stopping_recipient_actor>(s.core),
                    caf::actor_cast<lifecycle::stopping_recipient_actor>(s.claimer)};
+  for (auto& r : opts.stopping_recipients)
+    ho.recipients.push_back(r);
   ho.teardown = opts.teardown;
   ho.registry = opts.registry;
   ho.budgets = cfg.host;

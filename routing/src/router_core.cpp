@@ -98,6 +98,7 @@ struct leg_rec {
   /// was lost, membership has not declared it Dead yet): not counted by admission control.
   bool parked = false;
   uint64_t token = 0;    ///< step token; answers carrying an older one are ignored
+  int64_t accepted_ms = 0; ///< actor-clock ms at acceptance (delivery latency histogram)
   grain_id grain;        ///< the hub grain the retry loop calls
   std::optional<retry_state> retry;
 };
@@ -400,6 +401,10 @@ uint64_t post_nack(pointer self, const envelope& original, verdict v, const std:
               + job.sender + " posted: " + text);
   s.nacks.emplace(id, std::move(job));
   ++s.stats.nacks_posted;
+  auto vi = static_cast<size_t>(v);
+  if (s.stats.nacks_by_verdict.size() <= vi)
+    s.stats.nacks_by_verdict.resize(vi + 1);
+  ++s.stats.nacks_by_verdict[vi];
   if (direct) // the pool drains and would refuse it: start at once, still as a message
     self->send(self, routing::pool_admitted_atom::value, id);
   else
@@ -1013,6 +1018,16 @@ void leg_start(pointer self, leg_rec& leg) {
   pool_started(self, leg.id);
 }
 
+/// Counts one leg's latency (acceptance to terminal event) in the histogram of the stats.
+void record_latency(router_core_stats& st, int64_t latency_ms) {
+  if (st.latency_buckets.empty())
+    st.latency_buckets.resize(leg_latency_bounds_ms.size() + 1);
+  auto i = std::lower_bound(leg_latency_bounds_ms.begin(), leg_latency_bounds_ms.end(),
+                            latency_ms);
+  ++st.latency_buckets[static_cast<size_t>(i - leg_latency_bounds_ms.begin())];
+  st.latency_sum_ms += latency_ms;
+}
+
 /// The one terminal event of `id` (the latch already settled): accounting, channel advance.
 void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_pool = true) {
   auto& s = self->state;
@@ -1024,8 +1039,10 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_po
   ++leg.token;
   if (leg.slot_owned)
     gauge_release(self, id);
-  log_sat(self, s.sat.terminated(id, now_ms(self)));
+  auto now = now_ms(self);
+  log_sat(self, s.sat.terminated(id, now));
   ++s.stats.terminal_events;
+  record_latency(s.stats, now - leg.accepted_ms);
   switch (outcome) {
     case leg_outcome::landed: ++s.stats.landed; break;
     case leg_outcome::nacked: ++s.stats.nacked; break;
@@ -1236,6 +1253,7 @@ std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_poste
   s.latch.arm(id);
   gauge_track(self, id, leg.label, routing::slot_state::queued);
   ++s.stats.accepted;
+  leg.accepted_ms = now_ms(self);
   bool ordered = leg.ordered;
   // Only the stream-routed branch has a channel (SPEC §6.8); the node branch builds none.
   std::optional<ordering_channel> channel;
@@ -1274,7 +1292,8 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         return;
       }
       bool posted = false;
-      accept(self, std::move(env), posted);
+      if (accept(self, std::move(env), posted))
+        ++self->state.stats.accepted_co_hosted;
     },
     [=](rc_grain_atom, envelope& env) -> caf::result<envelope> {
       auto& s = self->state;
@@ -1359,8 +1378,11 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       out.deepest = snap.deepest;
       out.deepest_channel = snap.deepest_channel;
       out.max_dispatch_depth = s.disp.max_depth();
-      for (auto& kv : s.legs)
+      for (auto& kv : s.legs) {
         out.in_flight_ids.push_back(kv.second.env.id);
+        if (!kv.second.started && !kv.second.finished)
+          ++out.queued;
+      }
       return out;
     },
     // -- internal --

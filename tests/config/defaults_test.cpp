@@ -101,6 +101,9 @@ const std::vector<field> fields{
   CAFMESH_FIELD(network, primary_port, 0),
   CAFMESH_FIELD(network, heartbeat_interval_ms, 1000),
   CAFMESH_FIELD(network, failure_detection_ms, 10000),
+  CAFMESH_FIELD(admin, enabled, false),
+  CAFMESH_FIELD(admin, host, "127.0.0.1"),
+  CAFMESH_FIELD(admin, port, 0),
   CAFMESH_FIELD(log, level, "info"),
 };
 
@@ -226,6 +229,11 @@ const char* default_text = R"({
     "heartbeat_interval_ms": 1000,
     "failure_detection_ms": 10000
   },
+  "admin": {
+    "enabled": false,
+    "host": "127.0.0.1",
+    "port": 0
+  },
   "log": {
     "level": "info"
   }
@@ -336,6 +344,11 @@ const char* distinct_text = R"({
     "primary_port": 4242,
     "heartbeat_interval_ms": 999,
     "failure_detection_ms": 10004
+  },
+  "admin": {
+    "enabled": true,
+    "host": "10.0.0.8",
+    "port": 9464
   },
   "log": {
     "level": "off"

@@ -52,7 +52,8 @@ const std::vector<std::pair<std::string, std::string>> bad_documents{
   {with_role(R"("routng":{})"), R"(/routng: unknown key, did you mean "routing"?)"},
   {with_role(R"("zzz":{})"),
    "/zzz: unknown key, known keys: mesh, lifecycle, host, catalog, membership, directory, "
-   "placement, grain_call, routing, gateway, client, attach, pool, size, simulation, network, log"},
+   "placement, grain_call, routing, gateway, client, attach, pool, size, simulation, network, "
+   "admin, log"},
   {R"({"mesh":{"process_role":"monolith","a/b~":1}})",
    "/mesh/a~1b~0: unknown key, known keys: process_role, name"},
   {R"({"mesh":{"process_role":"monolith","process_role":"silo_host"}})",
@@ -157,7 +158,7 @@ TEST_CASE("config: all errors are collected in document order") {
           "/routing/retry_base_ms: expected an integer >= 1, got 0",
           "/bogus: unknown key, known keys: mesh, lifecycle, host, catalog, membership, "
           "directory, placement, grain_call, routing, gateway, client, attach, pool, size, simulation, "
-          "network, log",
+          "network, admin, log",
           "/pool/cap: expected an integer >= 1, got 0",
           "/pool/drain_grace_ms: expected an integer >= 0, got -1",
           R"(/log/level: expected one of "trace", "debug", "info", "warning", "error", )"

@@ -87,6 +87,12 @@ void setup_node_cli(CLI::App& app, node_options& o) {
     ->check(CLI::IsMember({"echo"}))
     ->type_name("NAME")
     ->excludes(ctl);
+  app.add_option_function<uint16_t>(
+       "--admin-port", [&o](const uint16_t& x) { o.admin_port = x; },
+       "Serve the admin endpoint (/metrics, /healthz/live, /healthz/ready, /cluster/members; "
+       "docs/operations.md) on admin.host:PORT; 0 = a port the OS chooses, printed as "
+       "ADMIN host:port")
+    ->type_name("PORT");
   app.footer(exit_code_help());
 }
 

@@ -64,6 +64,7 @@
 
 #include <caf/actor.hpp>
 #include <caf/actor_clock.hpp>
+#include <caf/meta/type_name.hpp>
 #include <caf/fwd.hpp>
 #include <caf/message.hpp>
 #include <caf/response_promise.hpp>
@@ -138,6 +139,25 @@ struct catalog_stats {
   uint64_t turns = 0;         ///< turns completed
   uint64_t refused = 0;       ///< invocations refused
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, catalog_stats& x) {
+  return f(caf::meta::type_name("cafmesh.catalog_stats"), x.activated, x.deactivated,
+           x.abandoned, x.rerouted, x.turns, x.refused);
+}
+
+/// What `(ct_stats_atom)` answers: the counters and the live activations per grain type.
+struct catalog_report {
+  catalog_stats counters;
+  std::vector<std::string> grain_types; ///< grain types with live activations, sorted
+  std::vector<uint64_t> activations;    ///< live activations of `grain_types[i]`
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, catalog_report& x) {
+  return f(caf::meta::type_name("cafmesh.catalog_report"), x.counters, x.grain_types,
+           x.activations);
+}
 
 /// The state of the catalog; public so tests can read it.
 struct catalog_state {

@@ -90,6 +90,7 @@
 
 #include <caf/actor.hpp>
 #include <caf/actor_clock.hpp>
+#include <caf/meta/type_name.hpp>
 #include <caf/fwd.hpp>
 #include <caf/message.hpp>
 #include <caf/response_promise.hpp>
@@ -154,6 +155,13 @@ struct placement_stats {
   uint64_t no_candidate = 0;     ///< work items that failed `no_compatible_silo`
   uint64_t leaving_skipped = 0;  ///< placements that passed over a leaving silo
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, placement_stats& x) {
+  return f(caf::meta::type_name("cafmesh.placement_stats"), x.calls, x.cache_hits,
+           x.items_created, x.joined, x.lookups, x.activations, x.timeouts, x.no_candidate,
+           x.leaving_skipped);
+}
 
 /// The state of the placement service; public so tests can read it.
 struct placement_state {

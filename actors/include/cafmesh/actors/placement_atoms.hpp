@@ -16,6 +16,9 @@ using pl_stop_atom = caf::atom_constant<caf::atom("plstop")>;
 using pl_deadline_atom = caf::atom_constant<caf::atom("pldeadline")>;
 using pl_retry_atom = caf::atom_constant<caf::atom("plretry")>;
 using pl_leaving_atom = caf::atom_constant<caf::atom("plleaving")>;
+/// `(pl_stats_atom) -> placement_stats`: the placement service's counters (diagnostics,
+/// the admin endpoint's metrics).
+using pl_stats_atom = caf::atom_constant<caf::atom("plstats")>;
 
 // -- catalog (catalog.hpp) -------------------------------------------------------
 using ct_activate_atom = caf::atom_constant<caf::atom("ctactivate")>;
@@ -28,5 +31,8 @@ using ct_regretry_atom = caf::atom_constant<caf::atom("ctregretry")>;
 using ct_self_atom = caf::atom_constant<caf::atom("ctself")>;
 using ct_leave_atom = caf::atom_constant<caf::atom("ctleave")>;
 using ct_pin_atom = caf::atom_constant<caf::atom("ctpin")>;
+/// `(ct_stats_atom) -> catalog_report`: the catalog's counters and its activations by grain
+/// type (diagnostics, the admin endpoint's metrics).
+using ct_stats_atom = caf::atom_constant<caf::atom("ctstats")>;
 
 } // namespace cafmesh

@@ -168,6 +168,14 @@ struct network_section {
   int64_t failure_detection_ms = 10000; ///< > heartbeat_interval_ms
 };
 
+/// `admin.*`: the HTTP admin endpoint of a process (docs/operations.md): Prometheus metrics,
+/// liveness and readiness probes and the membership view. Off unless `enabled`.
+struct admin_section {
+  bool enabled = false;           ///< serve the admin endpoint
+  std::string host = "127.0.0.1"; ///< listening host; non-empty
+  uint16_t port = 0;              ///< 0 = chosen by the OS
+};
+
 /// Section `log` (cafmesh extension): level of the process's stderr sink.
 struct log_section {
   std::string level = "info"; ///< trace, debug, info, warning, error, critical, off
@@ -191,6 +199,7 @@ struct mesh_config {
   size_section size;
   simulation_section simulation;
   network_section network;
+  admin_section admin;
   log_section log;
 };
 

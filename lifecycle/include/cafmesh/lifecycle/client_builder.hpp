@@ -59,6 +59,9 @@ public:
   client_builder& network();
   client_builder& generation(uint64_t g);
   client_builder& log_level(log::level lvl);
+  /// Serves the admin endpoint (admin_endpoint.hpp) on `host:port` (0: the OS chooses; read
+  /// it from `admin()`), whatever the configuration's `admin` section says.
+  client_builder& admin(std::string host = "127.0.0.1", uint16_t port = 0);
   /// Whether `when_active()` waits until the client's membership shows a gateway silo
   /// (default: true). A process that may start before any silo (a dedicated oracle
   /// process) turns it off.
@@ -78,6 +81,7 @@ private:
   bool network_ = false;
   std::optional<uint64_t> generation_;
   std::optional<log::level> log_level_;
+  std::optional<config::admin_section> admin_;
   bool config_given_ = false;
   bool wait_for_gateway_ = true;
   std::vector<std::function<void(pure_client_options&)>> overrides_;

@@ -14,6 +14,7 @@
 /// | `stop_on_signals()` | SIGTERM/SIGINT stop the process gracefully (`install_signal_stop`) |
 /// | `register_hub(pattern, handler)` | an application hub (application_hub.hpp); does not block |
 /// | `entry()` | the correlating entry: `send` and `request` (correlating_entry.hpp) |
+/// | `admin()` | where the admin endpoint listens (admin_endpoint.hpp); port 0 without one |
 ///
 /// The blocking calls are setup code for a process's main thread (or a test's), never for
 /// an actor handler; an actor asks `host()` instead (`host_active_atom`, `host_halt_atom`,
@@ -30,6 +31,7 @@
 #include <caf/fwd.hpp>
 
 #include "cafmesh/actors/ids.hpp"
+#include "cafmesh/lifecycle/admin_endpoint.hpp"
 #include "cafmesh/lifecycle/host.hpp"
 #include "cafmesh/routing/application_hub.hpp"
 #include "cafmesh/routing/correlating_entry.hpp"
@@ -72,6 +74,9 @@ public:
   const caf::actor& routing_service() const;
   /// The process role's name: `silo_host`, `pure_client` or `monolith`.
   const std::string& role() const;
+  /// Where the admin endpoint listens (`/metrics`, `/healthz/live`, `/healthz/ready`,
+  /// `/cluster/members`; admin_endpoint.hpp); port 0 when the process serves none.
+  admin_address admin() const;
 
   struct state;
 

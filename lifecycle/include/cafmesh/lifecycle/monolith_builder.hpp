@@ -42,6 +42,9 @@ public:
   monolith_builder& hub(std::string pattern, routing::hub_handler handler);
   monolith_builder& hub(std::string pattern, routing::async_hub_handler handler);
   monolith_builder& log_level(log::level lvl);
+  /// Serves the admin endpoint (admin_endpoint.hpp) on `host:port` (0: the OS chooses; read
+  /// it from `admin()`), whatever the configuration's `admin` section says.
+  monolith_builder& admin(std::string host = "127.0.0.1", uint16_t port = 0);
 
   /// Validates, spawns and wires the monolith; `start()` it.
   caf::expected<monolith> build();
@@ -52,6 +55,7 @@ private:
   std::string config_path_;
   std::vector<std::pair<std::string, routing::async_hub_handler>> hubs_;
   std::optional<log::level> log_level_;
+  std::optional<config::admin_section> admin_;
   bool config_given_ = false;
 };
 

@@ -5,6 +5,7 @@
 /// (20000) that holds the silo stop until the gauge reads 0, bounded by its hold budget.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "cafmesh/routing/leg_release.hpp"
@@ -30,6 +31,9 @@ struct quiescence_participant_options {
   int64_t quiescence_hold_ms = 30000;
   /// `lifecycle.quiescence_residual_sample`: legs named on expiry and when abandoning.
   int64_t quiescence_residual_sample = 10;
+  /// Called from the participant's turn when it answers a stop, with how long it held the
+  /// silo at stage Active (ms on the actor clock; 0 when nothing was in flight). May be empty.
+  std::function<void(int64_t hold_ms)> on_hold_ended;
 
   /// The options from a configuration's `lifecycle` section.
   static quiescence_participant_options from(const config::lifecycle_section& cfg,

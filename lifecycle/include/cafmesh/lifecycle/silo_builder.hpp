@@ -103,6 +103,9 @@ public:
   silo_builder& without_entry();
   /// cafmesh's log level on its sink (default for an embedded silo: `warning`).
   silo_builder& log_level(log::level lvl);
+  /// Serves the admin endpoint (admin_endpoint.hpp) on `host:port` (0: the OS chooses; read
+  /// it from `admin()`), whatever the configuration's `admin` section says.
+  silo_builder& admin(std::string host = "127.0.0.1", uint16_t port = 0);
   /// Changes the assembled options right before the silo is spawned (test beds, the demo:
   /// a failure observer, a mesh teardown, the registry, another oracle, negative controls).
   /// Over CAF io the endpoint sets `self`, `link` and `oracle` after it.
@@ -124,6 +127,7 @@ private:
   std::optional<silo_address> at_;
   bool with_entry_ = true;
   std::optional<log::level> log_level_;
+  std::optional<config::admin_section> admin_;
   bool config_given_ = false;
   std::vector<std::function<void(silo_options&)>> overrides_;
 };

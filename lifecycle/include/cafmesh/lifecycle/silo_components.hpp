@@ -100,6 +100,12 @@ struct silo_options {
   std::function<void(grain_registry&)> grains;
   /// The silo offers itself as gateway to pure clients.
   bool gateway = true;
+  /// More receivers of the host's stopping signal (the admin endpoint's readiness probe):
+  /// each acknowledges before the silo stop begins.
+  std::vector<lifecycle::stopping_recipient_actor> stopping_recipients;
+  /// Called with each quiescence hold's duration in ms (the admin endpoint's meters); may be
+  /// empty.
+  std::function<void(int64_t hold_ms)> on_quiescence_hold;
   /// SPEC §8.2: the standard wiring subscribes the quiescence participant. False exists only
   /// for the negative test: the start then fails `config_invalid`.
   bool subscribe_quiescence = true;

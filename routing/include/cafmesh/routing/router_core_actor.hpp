@@ -23,6 +23,7 @@
 /// behaviour includes `routing::io_pool_owner_actor` (admitted, refused, cancel, down) and
 /// internal timers; those are not part of this public interface.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,6 +39,13 @@
 #include "cafmesh/routing/router_ports.hpp"
 
 namespace cafmesh::routing {
+
+/// Upper bounds (ms) of the router core's delivery latency histogram: a leg's time from its
+/// acceptance to its terminal event falls into the first bucket whose bound it does not
+/// exceed, or into the last bucket (`+Inf`) after all of them.
+inline constexpr std::array<int64_t, 14> leg_latency_bounds_ms{1,   2,   5,    10,   25,
+                                                                50,  100, 250,  500,  1000,
+                                                                2500, 5000, 10000, 30000};
 
 /// A snapshot of one router core (SPEC §6.8 diagnostics, §6.13 in-flight count) plus
 /// counters for tests.
@@ -60,6 +68,8 @@ struct router_core_stats {
   int32_t max_dispatch_depth = 0; ///< deepest dispatcher nesting seen (S12.41: <= 1)
   // -- acceptance --
   uint64_t accepted = 0;          ///< legs accepted (both entries)
+  uint64_t accepted_co_hosted = 0; ///< of those, handed over by the silo's own routing service
+  uint64_t queued = 0;            ///< accepted legs not dispatched yet (waiting for a channel or a permit)
   uint64_t refused_stopping = 0;  ///< grain-path envelopes refused `silo_unavailable`
   uint64_t refused_overloaded = 0; ///< deliveries refused at `routing.max_in_flight`
   uint64_t routing_loops = 0;     ///< envelopes NACKed `routing_loop`
@@ -83,6 +93,12 @@ struct router_core_stats {
   uint64_t nacks_failed = 0;      ///< every rung failed ("BOTH transports failed") or gave up
   uint64_t nacks_unsent = 0;      ///< NACKs of a stop that could not leave within its bound
   uint64_t suppressed_failures = 0; ///< `cafmesh.routing.suppressed_failures` (SPEC §2.4)
+  /// NACKs posted, by verdict (index: the verdict's numeric value).
+  std::vector<uint64_t> nacks_by_verdict;
+  // -- delivery latency: acceptance to terminal event, per leg --
+  /// Legs per bucket of `leg_latency_bounds_ms`, plus one last bucket beyond them.
+  std::vector<uint64_t> latency_buckets;
+  int64_t latency_sum_ms = 0; ///< sum of the legs' latencies
   // -- diagnostics --
   /// Delivery ids of the accepted legs not yet terminated, in acceptance order: what a crash
   /// of this silo would lose (SPEC §12.2 S12.61; the simulation records them as lost).
@@ -94,13 +110,15 @@ typename Inspector::result_type inspect(Inspector& f, router_core_stats& x) {
   return f(caf::meta::type_name("cafmesh.router_core_stats"), x.in_flight, x.nacks_alive,
            x.stopping, x.saturation_latched, x.saturation_reports,
            x.oldest_dispatched_age_ms, x.oldest_queued_age_ms, x.channels, x.destinations,
-           x.deepest, x.deepest_channel, x.max_dispatch_depth, x.accepted, x.refused_stopping,
-           x.refused_overloaded, x.routing_loops, x.terminal_events, x.landed, x.nacked,
+           x.deepest, x.deepest_channel, x.max_dispatch_depth, x.accepted,
+           x.accepted_co_hosted, x.queued, x.refused_stopping, x.refused_overloaded,
+           x.routing_loops, x.terminal_events, x.landed, x.nacked,
            x.abandoned, x.ended_by_release, x.crashed, x.refused, x.grain_attempts,
            x.continuation_retries,
            x.nacks_posted, x.nacks_pool_refused, x.nacks_local, x.nacks_node_hub,
            x.nacks_pod_hub, x.nacks_stream, x.nacks_failed, x.nacks_unsent,
-           x.suppressed_failures, x.in_flight_ids);
+           x.suppressed_failures, x.nacks_by_verdict, x.latency_buckets, x.latency_sum_ms,
+           x.in_flight_ids);
 }
 
 /// The router core's public protocol (see the file comment). It is a

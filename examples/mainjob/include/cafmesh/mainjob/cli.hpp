@@ -27,6 +27,10 @@ struct node_options {
   /// `--app NAME`: application hubs a silo hosts; "" = none (not_found), `echo` =
   /// `spawn_echo_hub_factory` (mesh_parts.hpp)
   std::string app;
+  /// `--admin-port PORT`: serve the admin endpoint (`/metrics`, `/healthz/*`,
+  /// `/cluster/members`) on `admin.host`:PORT; 0 = a port the OS chooses (printed as
+  /// `ADMIN host:port`). None: as the configuration's `admin` section says.
+  std::optional<uint16_t> admin_port;
 };
 
 /// cafmesh-client's options.

@@ -1,0 +1,112 @@
+// The admin endpoint of an embedded silo (docs/operations.md), scraped over a real socket
+// with a threaded actor system: the meters after a known number of requests, readiness
+// through the silo's life, and the stop's meters once it stopped.
+
+#include <doctest/doctest.h>
+
+#include <regex>
+#include <string>
+
+#include <caf/all.hpp>
+#include <httplib.h>
+
+#include "cafmesh/lifecycle/hosting.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
+
+using namespace cafmesh;
+using namespace cafmesh::lifecycle;
+
+namespace {
+
+/// The value of the sample `name{labels}` in Prometheus text `text`; -1 when absent.
+double sample(const std::string& text, const std::string& series) {
+  auto at = text.find("\n" + series + " ");
+  if (at == std::string::npos)
+    return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+/// GETs `path`; the status (0 when nothing answered) and the body.
+std::pair<int, std::string> get(uint16_t port, const std::string& path) {
+  httplib::Client cli{"127.0.0.1", port};
+  auto res = cli.Get(path.c_str());
+  if (!res)
+    return {0, {}};
+  return {res->status, res->body};
+}
+
+} // namespace
+
+TEST_CASE("admin endpoint: meters after 5 requests, readiness from start to stop, the stop's "
+          "meters") {
+  caf::actor_system_config cfg;
+  prepare(cfg);
+  cfg.set("scheduler.max-threads", 2);
+  caf::actor_system sys{cfg};
+  auto silo = silo_builder{sys}
+                .hub("node/echo/*",
+                     [](const routing::envelope&) {
+                       return std::optional<routing::reply>{routing::reply{"{}"}};
+                     })
+                .admin()
+                .build();
+  REQUIRE(silo);
+  auto port = silo->admin().port;
+  REQUIRE(port != 0);
+  CHECK(silo->admin().host == "127.0.0.1");
+  // Built, not started: live, not ready.
+  CHECK(get(port, "/healthz/live") == std::pair<int, std::string>{200, "live\n"});
+  CHECK(get(port, "/healthz/ready") == std::pair<int, std::string>{503, "starting\n"});
+  REQUIRE(!silo->when_active());
+  CHECK(get(port, "/healthz/ready") == std::pair<int, std::string>{200, "ready\n"});
+  auto self_addr = silo->address().to_string();
+  {
+    caf::scoped_actor self{sys};
+    for (int i = 0; i < 5; ++i) {
+      bool answered = false;
+      self
+        ->request(silo->entry(), std::chrono::seconds(10), routing::ce_request_atom::value,
+                  routing::address::from("node/echo/" + std::to_string(i)),
+                  std::string{"request"}, std::string{"{}"}, int64_t{10000}, false)
+        .receive([&](const std::string& body) { answered = body == "{}"; },
+                 [&](caf::error& err) { FAIL_CHECK(sys.render(err)); });
+      REQUIRE(answered);
+    }
+  }
+  auto [status, text] = get(port, "/metrics");
+  REQUIRE(status == 200);
+  INFO(text);
+  auto l = [&](const std::string& rest) { return "{silo=\"" + self_addr + "\"" + rest + "}"; };
+  // Each request is one leg of the router core, handed over by the silo's own routing
+  // service, to its node hub (one `messagehub` activation per address); its response comes
+  // back to the entry in this process by the routing service's local route, not as a leg.
+  CHECK(sample(text, "cafmesh_router_accepted_total" + l(",entry=\"co_hosted\"")) == 5);
+  CHECK(sample(text, "cafmesh_router_accepted_total" + l(",entry=\"routing_grain\"")) == 0);
+  CHECK(sample(text, "cafmesh_deliveries_total"
+                       + l(",entry=\"router_core\",outcome=\"landed\",verdict=\"\""))
+        == 5);
+  CHECK(sample(text, "cafmesh_delivery_latency_seconds_count" + l("")) == 5);
+  CHECK(sample(text, "cafmesh_delivery_latency_seconds_bucket" + l(",le=\"+Inf\"")) == 5);
+  CHECK(sample(text, "cafmesh_router_in_flight" + l("")) == 0);
+  CHECK(sample(text, "cafmesh_router_queued" + l("")) == 0);
+  CHECK(sample(text, "cafmesh_entry_deliveries_total" + l("")) == 10); // 5 requests, 5 responses
+  CHECK(sample(text, "cafmesh_membership_silos" + l(",status=\"Active\"")) == 1);
+  CHECK(sample(text, "cafmesh_catalog_activations" + l(",grain_type=\"messagehub\"")) == 5);
+  CHECK(sample(text, "cafmesh_catalog_activations" + l(",grain_type=\"podhub\"")) == 1);
+  CHECK(sample(text, "cafmesh_gateway_clients" + l("")) == 0);
+  CHECK(sample(text, "cafmesh_ready" + l("")) == 1);
+  CHECK(sample(text, "cafmesh_quiescence_hold_seconds_count" + l("")) == 0);
+  CHECK(sample(text, "cafmesh_silo_stop_seconds_count" + l("")) == 0);
+  auto [mstatus, members] = get(port, "/cluster/members");
+  CHECK(mstatus == 200);
+  CHECK(members.find("\"self\": \"" + self_addr + "\"") != std::string::npos);
+  CHECK(members.find("\"status\": \"Active\"") != std::string::npos);
+  // Stopped: the handle still serves its endpoint until it is destroyed.
+  REQUIRE(!silo->stop());
+  CHECK(get(port, "/healthz/ready") == std::pair<int, std::string>{503, "stopped\n"});
+  auto [s2, after] = get(port, "/metrics");
+  REQUIRE(s2 == 200);
+  CHECK(sample(after, "cafmesh_quiescence_hold_seconds_count" + l("")) == 1);
+  CHECK(sample(after, "cafmesh_silo_stop_seconds_count" + l("")) == 1);
+  CHECK(sample(after, "cafmesh_ready" + l("")) == 0);
+}
