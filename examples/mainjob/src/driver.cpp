@@ -168,7 +168,7 @@ void demo_driver::advance(int64_t now_ms) {
   // late (a fault due before a stop is injected before it, one due after it after it).
   auto faults_until = [&](int64_t until_ms) {
     while (fault_pos_ < fault_steps_.size() && fault_steps_[fault_pos_].first <= until_ms)
-      inject_next_fault();
+      inject_next_fault(now_ms);
   };
   if (auto r = next_roll_due_ms(); r && *r <= now_ms)
     faults_until(*r);
@@ -179,22 +179,30 @@ void demo_driver::advance(int64_t now_ms) {
   faults_until(now_ms);
 }
 
-void demo_driver::inject_next_fault() {
+void demo_driver::inject_next_fault(int64_t now_ms) {
   auto [index, begin] = fault_steps_[fault_pos_++].second;
   auto& f = s_.faults[index];
+  fault_mark mark{f.kind, f.silo, now_ms, true};
   if (f.kind == "kill") {
-    if (!begin)
+    if (!begin) {
+      mark.kind = "restart";
       mesh_.restart_silo(f.silo);
-    else if (!mesh_.kill_silo(f.silo))
+    } else if (!mesh_.kill_silo(f.silo)) {
+      mark.injected = false;
       ++faults_not_injected_;
+    }
   } else if (f.kind == "second_signal") {
-    if (!mesh_.signal_silo_again(f.silo))
+    if (!mesh_.signal_silo_again(f.silo)) {
+      mark.injected = false;
       ++faults_not_injected_;
+    }
   } else if (begin) {
     mesh_.stall_silo(f.silo, f.detected);
   } else {
+    mark.kind = "unstall";
     mesh_.unstall_silo(f.silo);
   }
+  fault_marks_.push_back(std::move(mark));
 }
 
 size_t demo_driver::begin_stop(const std::string& name, int64_t now_ms) {
@@ -416,6 +424,7 @@ void demo_driver::on_silo(const silo_event& e, int64_t t_ms) {
       if (e.phase == roll_phase::active
           && e.generation > stops_[x.record].generation_before) {
         stops_[x.record].generation_after = e.generation;
+        stops_[x.record].active_again_ms = t_ms;
         x.step = roll_step::done;
       }
     }
@@ -437,6 +446,7 @@ void demo_driver::on_silo(const silo_event& e, int64_t t_ms) {
     roll_status_->stage = e.stage;
     if (e.phase == roll_phase::active && e.generation > stops_.back().generation_before) {
       stops_.back().generation_after = e.generation;
+      stops_.back().active_again_ms = t_ms;
       if (++roll_index_ < s_.roll.order.size()) {
         step_ = roll_step::wait_next;
         roll_due_ms_ = t_ms + s_.roll.interval_ms;
@@ -515,6 +525,8 @@ report demo_driver::finish() {
     in.mirrors_diverged = mirrors_diverged();
   in.entries = entries_;
   in.faults_not_injected = faults_not_injected_;
+  in.faults = fault_marks_;
+  in.series = build_timeline(ledger_, s_.duration_s);
   in.has_faults_to_inject = std::any_of(s_.faults.begin(), s_.faults.end(), [](auto& f) {
     return f.kind == "kill" || f.kind == "second_signal";
   });

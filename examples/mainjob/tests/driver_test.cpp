@@ -227,9 +227,9 @@ TEST_CASE("mainjob driver: the roll stops, restarts and measures each silo in tu
   REQUIRE(d.stops().size() == 2);
   // 50 deliveries/s land as soon as sent: slots 100, 120 and 140 fall in A's time out of
   // service [100, 145) (stop 30 ms, restart 10 ms later, Active 5 ms after that), slots
-  // 180 and 200 in B's [165, 210)
-  CHECK(d.stops()[0] == silo_stop_record{"A", 1, 3, 100, 7, 30, 3});
-  CHECK(d.stops()[1] == silo_stop_record{"B", 2, 4, 165, 7, 30, 2});
+  // 180 and 200 in B's [165, 210); the new generations were Active at 145 and 210
+  CHECK(d.stops()[0] == silo_stop_record{"A", 1, 3, 100, 7, 30, 3, 145});
+  CHECK(d.stops()[1] == silo_stop_record{"B", 2, 4, 165, 7, 30, 2, 210});
   CHECK(d.traffic_done());
   auto r = d.finish();
   CHECK(r.input.silos.size() == 2);
