@@ -84,6 +84,7 @@ traffic_counters demo_driver::counters() const {
   c.withheld_frames = withheld_frames_;
   c.withheld_heartbeats = withheld_heartbeats_;
   c.withheld_requests = withheld_requests_;
+  c.withheld_frames_carried = withheld_frames_carried_;
   return c;
 }
 
@@ -100,6 +101,7 @@ void demo_driver::defer(planned_delivery d) {
   if (d.kind == delivery_kind::frame && d.frame
       && !owed_full_.insert({d.target, d.stream}).second) {
     ++withheld_frames_;
+    ++owed_carries_[{d.target, d.stream}];
     return;
   }
   auto t = d.t_ms;
@@ -112,6 +114,11 @@ void demo_driver::offer(planned_delivery d, int64_t now_ms) {
   if (d.kind == delivery_kind::frame && d.frame) {
     if (owed_full_.count({d.target, d.stream}) > 0) {
       ++withheld_frames_; // the owed Full carries the stream as it is when it leaves
+      // A frame its sender sheds while backing off after an overload refusal is not
+      // carried, even though the owed Full brings the stream's state; one folded into a
+      // repair Full outside a back-off is, once that Full lands (like a re-send).
+      if (!backing_off)
+        ++owed_carries_[{d.target, d.stream}];
       return;
     }
     if (backing_off) {
@@ -151,11 +158,23 @@ void demo_driver::advance(int64_t now_ms) {
       // one whose receiver's mirror already equals the stream (version and state) is not sent.
       auto full = streams().full(d.sender, d.stream);
       auto m = mirrors_.find({d.target, d.stream});
+      auto carries = owed_carries_.find({d.target, d.stream});
+      uint64_t carried = 0;
+      if (carries != owed_carries_.end()) {
+        carried = carries->second;
+        owed_carries_.erase(carries);
+      }
       if (m != mirrors_.end() && m->second.second.version() == full.version
           && m->second.second.state() == full.state) {
         ++fulls_superseded_;
+        // The receiver already has what this Full and the frames it carries would bring;
+        // a repair Full stands for a NACKed frame, which counts as carried as well (a Full
+        // that stands for a frame shed during a back-off does not).
+        withheld_frames_carried_ += carried + (d.attempt > 0 || d.overload_attempt > 0 ? 1 : 0);
         continue;
       }
+      if (carried > 0)
+        full_carries_[d.id] = carried;
       d.frame = std::move(full);
     }
     d.t_ms = now_ms;
@@ -290,6 +309,15 @@ void demo_driver::terminal(const std::string& id, const observed_outcome& o, int
   auto d = std::move(i->second);
   open_.erase(i);
   unobservable_.erase(id);
+  if (auto c = full_carries_.find(id); c != full_carries_.end()) {
+    // A Full that lands carried its withheld frames; one that does not passes them on to
+    // the next Full to the same receiver and stream, if a reaction sends one.
+    if (o.kind == outcome_kind::landed)
+      withheld_frames_carried_ += c->second;
+    else
+      owed_carries_[{d.target, d.stream}] += c->second;
+    full_carries_.erase(c);
+  }
   if (o.overloaded) {
     // The sender backs off for the refusal's hint (docs/behaviour/admission-control.md).
     auto until = t_ms + o.retry_after_ms.value_or(overload_default_retry_after_ms);

@@ -113,7 +113,7 @@ rates rates_of(const report_input& in) {
   auto scheduled = in.traffic.paced + in.traffic.burst;
   r.offered = scheduled > in.ledger.total.unconfirmed ? scheduled - in.ledger.total.unconfirmed
                                                       : 0;
-  r.carried = in.ledger.total.landed;
+  r.carried = in.ledger.total.landed + in.traffic.withheld_frames_carried;
   if (r.offered > 0)
     r.carried_ratio = static_cast<double>(r.carried) / static_cast<double>(r.offered);
   if (in.duration_s <= 0)
@@ -440,7 +440,8 @@ std::string render_json(const report& r) {
                       {"overload_resends_exhausted", in.traffic.overload_resends_exhausted},
                       {"withheld_frames", in.traffic.withheld_frames},
                       {"withheld_heartbeats", in.traffic.withheld_heartbeats},
-                      {"withheld_requests", in.traffic.withheld_requests}};
+                      {"withheld_requests", in.traffic.withheld_requests},
+                      {"withheld_frames_carried", in.traffic.withheld_frames_carried}};
   json kinds = json::object();
   for (auto& [k, c] : l.by_kind)
     kinds[to_string(k)] = counts_json(c);

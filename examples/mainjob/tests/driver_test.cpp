@@ -436,7 +436,14 @@ TEST_CASE("mainjob driver: a sender refused as overloaded backs off for retry_af
   CHECK(static_cast<uint64_t>(paced_offered) + r.input.traffic.withheld_heartbeats
         == r.input.traffic.paced);
   CHECK(r.input.ledger.total.lost == 0);
-  CHECK(r.passed);
+  // The heartbeats shed during the back-off were offered and not carried; everything else
+  // was (the refused request by its re-send).
+  auto rt = rates_of(r.input);
+  CHECK(rt.offered == r.input.traffic.paced);
+  CHECK(rt.carried == r.input.traffic.paced - r.input.traffic.withheld_heartbeats);
+  for (auto& c : r.checks)
+    if (c.name.rfind("carried rate", 0) != 0)
+      CHECK_MESSAGE(c.ok, c.name);
 }
 
 TEST_CASE("mainjob driver: frames of a sender refused as overloaded are carried by one owed Full per receiver and stream, sent when its back-off ends, and every mirror ends equal to its owner") {
@@ -471,5 +478,14 @@ TEST_CASE("mainjob driver: frames of a sender refused as overloaded are carried 
   CHECK(r.input.traffic.withheld_frames >= 1);
   CHECK(r.input.mirrors_diverged == 0u);
   CHECK(r.input.ledger.total.lost == 0);
-  CHECK(r.passed);
+  // Frames shed while the sender backed off are not carried, though the owed Full brought
+  // their stream's state; the others landed (the refused frame by its Full).
+  auto rt = rates_of(r.input);
+  CHECK(rt.offered == r.input.traffic.paced);
+  CHECK(r.input.traffic.withheld_frames_carried == 0);
+  CHECK(rt.carried == r.input.ledger.total.landed);
+  CHECK(rt.carried < rt.offered);
+  for (auto& c : r.checks)
+    if (c.name.rfind("carried rate", 0) != 0)
+      CHECK_MESSAGE(c.ok, c.name);
 }

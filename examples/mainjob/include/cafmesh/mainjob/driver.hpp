@@ -260,6 +260,11 @@ private:
   uint64_t withheld_frames_ = 0;
   uint64_t withheld_heartbeats_ = 0;
   uint64_t withheld_requests_ = 0;
+  /// (receiver, stream) -> withheld frames the next Full to it carries.
+  std::map<std::pair<std::string, std::string>, uint64_t> owed_carries_;
+  /// Submitted Full id -> withheld frames it carries (credited when it lands).
+  std::unordered_map<std::string, uint64_t> full_carries_;
+  uint64_t withheld_frames_carried_ = 0;
 };
 
 } // namespace cafmesh::mainjob

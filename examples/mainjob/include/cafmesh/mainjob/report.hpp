@@ -128,8 +128,12 @@ request_tally requests_of(const report_input& in);
 ///   Re-sends, fresh Fulls after a NACK and re-sends after an overload refusal are the
 ///   sender's repairs of one of these, not more demand, so they are not offered again;
 /// - carried: deliveries whose terminal outcome is a landing or a request's response (each
-///   stands for the one scheduled delivery of its chain; a fresh Full also stands for the
-///   frames it supersedes, which counts them as not carried);
+///   stands for the one scheduled delivery of its re-send chain), plus the frames folded
+///   into a repair Full that brought their content to the receiver
+///   (`traffic.withheld_frames_carried`). Frames and heartbeats a sender shed while backing
+///   off after an overload refusal are not carried;
+/// - one-way deliveries whose success the sender cannot observe (`unconfirmed`) are taken
+///   out of both: the run cannot tell;
 /// - sent: deliveries handed to the mesh, re-sends and refused ones included (`accepted`).
 /// The ratio carried / offered is what `carried rate >= {r} of offered` checks.
 struct rates {
