@@ -340,7 +340,7 @@ TEST_CASE("mainjob scenario: expect max_request_deadlines, max_p99_ms and traffi
         == 0);
 }
 
-TEST_CASE("mainjob scenario: expect min_carried_ratio is a number in (0, 1], round-trips, and overload-roll sets its own") {
+TEST_CASE("mainjob scenario: expect min_carried_ratio is a number above 0 and at most 1, round-trips, and overload-roll sets its own") {
   auto r = parse_scenario(R"({"name":"x","expected_outcome":"y","expect":{"min_carried_ratio":0.25}})");
   REQUIRE_MESSAGE(r.ok, r.message());
   CHECK(r.value.expect.min_carried_ratio == 0.25);
