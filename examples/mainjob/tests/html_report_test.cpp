@@ -9,6 +9,7 @@
 #include <libxml/parser.h>
 #include <libxml/xpath.h>
 
+#include "cafmesh/mainjob/cli.hpp"
 #include "cafmesh/mainjob/html_report.hpp"
 #include "cafmesh/mainjob/timeline.hpp"
 
@@ -231,4 +232,23 @@ TEST_CASE("mainjob html: an unwritable page file is an error line and false") {
   CHECK_FALSE(write_html_file("/nonexistent-dir/report.html", small_report(), "cafmesh-demo",
                               err));
   CHECK(err.str() == "cafmesh-demo: cannot write HTML report file \"/nonexistent-dir/report.html\"\n");
+}
+
+TEST_CASE("mainjob html: cafmesh-demo and cafmesh-client take --html FILE") {
+  std::ostringstream out;
+  std::ostringstream err;
+  CLI::App demo;
+  demo_options d;
+  setup_demo_cli(demo, d);
+  CHECK_FALSE(parse_command_line(demo, {"--html", "run.html"}, out, err).has_value());
+  CHECK(d.html_path == std::optional<std::string>{"run.html"});
+  CHECK(demo.help().find("--html FILE") != std::string::npos);
+  CLI::App client;
+  client_options c;
+  setup_client_cli(client, c);
+  CHECK_FALSE(
+    parse_command_line(client, {"--config", "client.json", "--html", "c.html"}, out, err)
+      .has_value());
+  CHECK(c.html_path == std::optional<std::string>{"c.html"});
+  CHECK(err.str().empty());
 }
