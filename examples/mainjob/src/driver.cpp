@@ -97,12 +97,29 @@ void demo_driver::submit(planned_delivery d, int64_t now_ms) {
   open_.emplace(std::move(id), std::move(d));
 }
 
+namespace {
+
+/// A Full that repairs a frame NACKed `shutting_down` or `unavailable` (a roll's repair),
+/// not one after an overload refusal or one standing for a frame shed during a back-off.
+bool is_repair(const planned_delivery& d) {
+  return d.attempt > 0 && d.overload_attempt == 0;
+}
+
+} // namespace
+
 void demo_driver::defer(planned_delivery d) {
-  if (d.kind == delivery_kind::frame && d.frame
-      && !owed_full_.insert({d.target, d.stream}).second) {
-    ++withheld_frames_;
-    ++owed_carries_[{d.target, d.stream}];
-    return;
+  if (d.kind == delivery_kind::frame && d.frame) {
+    std::pair<std::string, std::string> key{d.target, d.stream};
+    if (!owed_full_.insert(key).second) {
+      ++withheld_frames_;
+      if (is_repair(d))
+        ++owed_carries_[key]; // its content rides on the owed Full
+      return;
+    }
+    if (is_repair(d))
+      overload_owed_.erase(key);
+    else
+      overload_owed_.insert(key);
   }
   auto t = d.t_ms;
   deferred_.emplace(t, std::move(d));
@@ -114,10 +131,11 @@ void demo_driver::offer(planned_delivery d, int64_t now_ms) {
   if (d.kind == delivery_kind::frame && d.frame) {
     if (owed_full_.count({d.target, d.stream}) > 0) {
       ++withheld_frames_; // the owed Full carries the stream as it is when it leaves
-      // A frame its sender sheds while backing off after an overload refusal is not
-      // carried, even though the owed Full brings the stream's state; one folded into a
-      // repair Full outside a back-off is, once that Full lands (like a re-send).
-      if (!backing_off)
+      // A frame its sender sheds while backing off after an overload refusal, or folded
+      // into a Full owed after one, is not carried, even though that Full brings the
+      // stream's state; one folded into a repair Full outside a back-off is, once that
+      // Full lands (like a re-send).
+      if (!backing_off && overload_owed_.count({d.target, d.stream}) == 0)
         ++owed_carries_[{d.target, d.stream}];
       return;
     }
@@ -148,6 +166,7 @@ void demo_driver::advance(int64_t now_ms) {
     deferred_.erase(deferred_.begin());
     if (d.kind == delivery_kind::frame && d.frame) {
       owed_full_.erase({d.target, d.stream});
+      overload_owed_.erase({d.target, d.stream});
       auto b = backoff_until_.find(d.sender);
       if (b != backoff_until_.end() && b->second > now_ms) {
         d.t_ms = b->second; // its sender backs off again: the Full waits for the end
@@ -170,7 +189,7 @@ void demo_driver::advance(int64_t now_ms) {
         // The receiver already has what this Full and the frames it carries would bring;
         // a repair Full stands for a NACKed frame, which counts as carried as well (a Full
         // that stands for a frame shed during a back-off does not).
-        withheld_frames_carried_ += carried + (d.attempt > 0 || d.overload_attempt > 0 ? 1 : 0);
+        withheld_frames_carried_ += carried + (is_repair(d) ? 1 : 0);
         continue;
       }
       if (carried > 0)

@@ -260,6 +260,9 @@ private:
   uint64_t withheld_frames_ = 0;
   uint64_t withheld_heartbeats_ = 0;
   uint64_t withheld_requests_ = 0;
+  /// Of `owed_full_`, the pairs whose owed Full follows an overload refusal or stands for a
+  /// frame shed during a back-off (frames folded into it are not carried).
+  std::set<std::pair<std::string, std::string>> overload_owed_;
   /// (receiver, stream) -> withheld frames the next Full to it carries.
   std::map<std::pair<std::string, std::string>, uint64_t> owed_carries_;
   /// Submitted Full id -> withheld frames it carries (credited when it lands).

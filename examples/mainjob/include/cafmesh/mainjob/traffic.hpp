@@ -131,8 +131,9 @@ struct traffic_counters {
   uint64_t withheld_heartbeats = 0;
   /// Requests held back while their sender was backing off, offered when it ended.
   uint64_t withheld_requests = 0;
-  /// Of the withheld frames, those folded into a repair Full (owed after a NACK) outside a
-  /// back-off whose content reached the receiver: that Full landed, or was not sent because
+  /// Of the withheld frames, those folded into a repair Full (owed after a `shutting_down`
+  /// or `unavailable` NACK, not after an overload refusal) outside a back-off whose content
+  /// reached the receiver: that Full landed, or was not sent because
   /// the receiver's mirror already equalled the stream (then the NACKed frame it stood for
   /// counts too). Frames shed while their sender backed off are not among them. The carried
   /// rate counts them (report.hpp `rates`).
