@@ -20,6 +20,7 @@
 #include "cafmesh/config/load.hpp"
 #include "cafmesh/mainjob/client_mesh.hpp"
 #include "cafmesh/mainjob/cli.hpp"
+#include "cafmesh/mainjob/html_report.hpp"
 #include "cafmesh/mainjob/report.hpp"
 #include "cafmesh/mainjob/trace_replay.hpp"
 #include "cafmesh/mainjob/traffic.hpp"
@@ -147,6 +148,8 @@ int main(int argc, char** argv) {
     std::cout << render_table(r);
     std::cout.flush();
     if (opts.report_path && !write_report_file(*opts.report_path, r, "cafmesh-client", std::cerr))
+      report_rc = exit_codes::failed;
+    if (opts.html_path && !write_html_file(*opts.html_path, r, "cafmesh-client", std::cerr))
       report_rc = exit_codes::failed;
   };
   auto result = run_client(loaded.value, traffic, rs);

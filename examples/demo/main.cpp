@@ -18,6 +18,7 @@
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/config/load.hpp"
 #include "cafmesh/mainjob/cli.hpp"
+#include "cafmesh/mainjob/html_report.hpp"
 #include "cafmesh/mainjob/net_mesh.hpp"
 #include "cafmesh/mainjob/report.hpp"
 #include "cafmesh/mainjob/trace_replay.hpp"
@@ -181,6 +182,8 @@ int main(int argc, char** argv) {
     log::set_stderr_level(log::level::warning);
     if (opts.report_path)
       written = write_report_file(*opts.report_path, r, "cafmesh-demo", std::cerr);
+    if (opts.html_path)
+      written = write_html_file(*opts.html_path, r, "cafmesh-demo", std::cerr) && written;
   };
   auto result = opts.processes ? run_processes(s, rs, node_binary) : run_in_process(s, rs);
   if (!result || !written)

@@ -130,6 +130,11 @@ void setup_client_cli(CLI::App& app, client_options& o) {
        "--report", [&o](const std::string& v) { o.report_path = v; },
        "Also write the final report as JSON (schema: examples/mainjob/REPORT.md)")
     ->type_name("FILE");
+  app.add_option_function<std::string>(
+       "--html", [&o](const std::string& v) { o.html_path = v; },
+       "Also write the report as one self-contained HTML page: per-second charts of the run "
+       "with the roll's stops, and the report's tables (examples/README.md)")
+    ->type_name("FILE");
   app.add_option("--wait-active-s", o.wait_active_s,
                  "Seconds to wait for at least one Active gateway silo before sending (exit 1 "
                  "without one; default 30)")
@@ -159,6 +164,11 @@ void setup_demo_cli(CLI::App& app, demo_options& o) {
   app.add_option_function<std::string>(
        "--report", [&o](const std::string& v) { o.report_path = v; },
        "Also write the final report as JSON (schema in examples/mainjob/REPORT.md)")
+    ->type_name("FILE");
+  app.add_option_function<std::string>(
+       "--html", [&o](const std::string& v) { o.html_path = v; },
+       "Also write the report as one self-contained HTML page: per-second charts of the run "
+       "with the roll's stops, and the report's tables (examples/README.md)")
     ->type_name("FILE");
   app.add_option_function<std::string>(
        "--ledger", [&o](const std::string& v) { o.ledger_path = v; },

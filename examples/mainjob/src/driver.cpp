@@ -84,6 +84,7 @@ traffic_counters demo_driver::counters() const {
   c.withheld_frames = withheld_frames_;
   c.withheld_heartbeats = withheld_heartbeats_;
   c.withheld_requests = withheld_requests_;
+  c.withheld_frames_carried = withheld_frames_carried_;
   return c;
 }
 
@@ -96,11 +97,29 @@ void demo_driver::submit(planned_delivery d, int64_t now_ms) {
   open_.emplace(std::move(id), std::move(d));
 }
 
+namespace {
+
+/// A Full that repairs a frame NACKed `shutting_down` or `unavailable` (a roll's repair),
+/// not one after an overload refusal or one standing for a frame shed during a back-off.
+bool is_repair(const planned_delivery& d) {
+  return d.attempt > 0 && d.overload_attempt == 0;
+}
+
+} // namespace
+
 void demo_driver::defer(planned_delivery d) {
-  if (d.kind == delivery_kind::frame && d.frame
-      && !owed_full_.insert({d.target, d.stream}).second) {
-    ++withheld_frames_;
-    return;
+  if (d.kind == delivery_kind::frame && d.frame) {
+    std::pair<std::string, std::string> key{d.target, d.stream};
+    if (!owed_full_.insert(key).second) {
+      ++withheld_frames_;
+      if (is_repair(d))
+        ++owed_carries_[key]; // its content rides on the owed Full
+      return;
+    }
+    if (is_repair(d))
+      overload_owed_.erase(key);
+    else
+      overload_owed_.insert(key);
   }
   auto t = d.t_ms;
   deferred_.emplace(t, std::move(d));
@@ -112,6 +131,12 @@ void demo_driver::offer(planned_delivery d, int64_t now_ms) {
   if (d.kind == delivery_kind::frame && d.frame) {
     if (owed_full_.count({d.target, d.stream}) > 0) {
       ++withheld_frames_; // the owed Full carries the stream as it is when it leaves
+      // A frame its sender sheds while backing off after an overload refusal, or folded
+      // into a Full owed after one, is not carried, even though that Full brings the
+      // stream's state; one folded into a repair Full outside a back-off is, once that
+      // Full lands (like a re-send).
+      if (!backing_off && overload_owed_.count({d.target, d.stream}) == 0)
+        ++owed_carries_[{d.target, d.stream}];
       return;
     }
     if (backing_off) {
@@ -141,6 +166,7 @@ void demo_driver::advance(int64_t now_ms) {
     deferred_.erase(deferred_.begin());
     if (d.kind == delivery_kind::frame && d.frame) {
       owed_full_.erase({d.target, d.stream});
+      overload_owed_.erase({d.target, d.stream});
       auto b = backoff_until_.find(d.sender);
       if (b != backoff_until_.end() && b->second > now_ms) {
         d.t_ms = b->second; // its sender backs off again: the Full waits for the end
@@ -151,11 +177,23 @@ void demo_driver::advance(int64_t now_ms) {
       // one whose receiver's mirror already equals the stream (version and state) is not sent.
       auto full = streams().full(d.sender, d.stream);
       auto m = mirrors_.find({d.target, d.stream});
+      auto carries = owed_carries_.find({d.target, d.stream});
+      uint64_t carried = 0;
+      if (carries != owed_carries_.end()) {
+        carried = carries->second;
+        owed_carries_.erase(carries);
+      }
       if (m != mirrors_.end() && m->second.second.version() == full.version
           && m->second.second.state() == full.state) {
         ++fulls_superseded_;
+        // The receiver already has what this Full and the frames it carries would bring;
+        // a repair Full stands for a NACKed frame, which counts as carried as well (a Full
+        // that stands for a frame shed during a back-off does not).
+        withheld_frames_carried_ += carried + (is_repair(d) ? 1 : 0);
         continue;
       }
+      if (carried > 0)
+        full_carries_[d.id] = carried;
       d.frame = std::move(full);
     }
     d.t_ms = now_ms;
@@ -168,7 +206,7 @@ void demo_driver::advance(int64_t now_ms) {
   // late (a fault due before a stop is injected before it, one due after it after it).
   auto faults_until = [&](int64_t until_ms) {
     while (fault_pos_ < fault_steps_.size() && fault_steps_[fault_pos_].first <= until_ms)
-      inject_next_fault();
+      inject_next_fault(now_ms);
   };
   if (auto r = next_roll_due_ms(); r && *r <= now_ms)
     faults_until(*r);
@@ -179,22 +217,30 @@ void demo_driver::advance(int64_t now_ms) {
   faults_until(now_ms);
 }
 
-void demo_driver::inject_next_fault() {
+void demo_driver::inject_next_fault(int64_t now_ms) {
   auto [index, begin] = fault_steps_[fault_pos_++].second;
   auto& f = s_.faults[index];
+  fault_mark mark{f.kind, f.silo, now_ms, true};
   if (f.kind == "kill") {
-    if (!begin)
+    if (!begin) {
+      mark.kind = "restart";
       mesh_.restart_silo(f.silo);
-    else if (!mesh_.kill_silo(f.silo))
+    } else if (!mesh_.kill_silo(f.silo)) {
+      mark.injected = false;
       ++faults_not_injected_;
+    }
   } else if (f.kind == "second_signal") {
-    if (!mesh_.signal_silo_again(f.silo))
+    if (!mesh_.signal_silo_again(f.silo)) {
+      mark.injected = false;
       ++faults_not_injected_;
+    }
   } else if (begin) {
     mesh_.stall_silo(f.silo, f.detected);
   } else {
+    mark.kind = "unstall";
     mesh_.unstall_silo(f.silo);
   }
+  fault_marks_.push_back(std::move(mark));
 }
 
 size_t demo_driver::begin_stop(const std::string& name, int64_t now_ms) {
@@ -282,6 +328,15 @@ void demo_driver::terminal(const std::string& id, const observed_outcome& o, int
   auto d = std::move(i->second);
   open_.erase(i);
   unobservable_.erase(id);
+  if (auto c = full_carries_.find(id); c != full_carries_.end()) {
+    // A Full that lands carried its withheld frames; one that does not passes them on to
+    // the next Full to the same receiver and stream, if a reaction sends one.
+    if (o.kind == outcome_kind::landed)
+      withheld_frames_carried_ += c->second;
+    else
+      owed_carries_[{d.target, d.stream}] += c->second;
+    full_carries_.erase(c);
+  }
   if (o.overloaded) {
     // The sender backs off for the refusal's hint (docs/behaviour/admission-control.md).
     auto until = t_ms + o.retry_after_ms.value_or(overload_default_retry_after_ms);
@@ -416,6 +471,7 @@ void demo_driver::on_silo(const silo_event& e, int64_t t_ms) {
       if (e.phase == roll_phase::active
           && e.generation > stops_[x.record].generation_before) {
         stops_[x.record].generation_after = e.generation;
+        stops_[x.record].active_again_ms = t_ms;
         x.step = roll_step::done;
       }
     }
@@ -437,6 +493,7 @@ void demo_driver::on_silo(const silo_event& e, int64_t t_ms) {
     roll_status_->stage = e.stage;
     if (e.phase == roll_phase::active && e.generation > stops_.back().generation_before) {
       stops_.back().generation_after = e.generation;
+      stops_.back().active_again_ms = t_ms;
       if (++roll_index_ < s_.roll.order.size()) {
         step_ = roll_step::wait_next;
         roll_due_ms_ = t_ms + s_.roll.interval_ms;
@@ -515,6 +572,8 @@ report demo_driver::finish() {
     in.mirrors_diverged = mirrors_diverged();
   in.entries = entries_;
   in.faults_not_injected = faults_not_injected_;
+  in.faults = fault_marks_;
+  in.series = build_timeline(ledger_, s_.duration_s);
   in.has_faults_to_inject = std::any_of(s_.faults.begin(), s_.faults.end(), [](auto& f) {
     return f.kind == "kill" || f.kind == "second_signal";
   });

@@ -58,8 +58,9 @@ outcome_ledger::record* outcome_ledger::find(const std::string& id) {
   return &order_[i->second];
 }
 
-void outcome_ledger::add_terminal(record& r, outcome_kind k, routing::verdict v) {
+void outcome_ledger::add_terminal(record& r, outcome_kind k, routing::verdict v, int64_t t_ms) {
   if (r.terminal.empty()) {
+    r.first_terminal_ms = t_ms;
     --in_flight_;
     if (k == outcome_kind::landed || k == outcome_kind::response)
       ++landed_;
@@ -92,7 +93,7 @@ bool outcome_ledger::accept(const accepted_delivery& d) {
     emit(j.dump());
   }
   index_.emplace(d.id, order_.size());
-  order_.push_back(record{d, {}, {}, std::nullopt, 0});
+  order_.push_back(record{d, {}, {}, std::nullopt, 0, 0});
   ++in_flight_;
   return true;
 }
@@ -125,7 +126,7 @@ void outcome_ledger::landed(const std::string& id, int64_t t_ms) {
     }
   }
   if (r->d.kind != delivery_kind::request)
-    add_terminal(*r, outcome_kind::landed, routing::verdict::ignored);
+    add_terminal(*r, outcome_kind::landed, routing::verdict::ignored, t_ms);
 }
 
 void outcome_ledger::response(const std::string& id, int64_t t_ms) {
@@ -135,7 +136,7 @@ void outcome_ledger::response(const std::string& id, int64_t t_ms) {
     emit(j.dump());
   }
   if (auto* r = find(id))
-    add_terminal(*r, outcome_kind::response, routing::verdict::ignored);
+    add_terminal(*r, outcome_kind::response, routing::verdict::ignored, t_ms);
 }
 
 void outcome_ledger::nack(const std::string& id, routing::verdict v, const std::string& text,
@@ -151,7 +152,7 @@ void outcome_ledger::nack(const std::string& id, routing::verdict v, const std::
     if (r->d.answer_suppressed)
       ++nacks_on_suppressed_;
     r->nack_texts.emplace_back(v, text);
-    add_terminal(*r, outcome_kind::nack, v);
+    add_terminal(*r, outcome_kind::nack, v, t_ms);
   }
 }
 
@@ -162,7 +163,7 @@ void outcome_ledger::deadline(const std::string& id, int64_t t_ms) {
     emit(j.dump());
   }
   if (auto* r = find(id))
-    add_terminal(*r, outcome_kind::deadline, routing::verdict::ignored);
+    add_terminal(*r, outcome_kind::deadline, routing::verdict::ignored, t_ms);
 }
 
 void outcome_ledger::suppressed_failure(const std::string& id, routing::verdict v,
@@ -176,7 +177,7 @@ void outcome_ledger::suppressed_failure(const std::string& id, routing::verdict 
   }
   if (auto* r = find(id)) {
     r->nack_texts.emplace_back(v, text);
-    add_terminal(*r, outcome_kind::suppressed_failure, v);
+    add_terminal(*r, outcome_kind::suppressed_failure, v, t_ms);
   }
 }
 
@@ -187,7 +188,7 @@ void outcome_ledger::unconfirmed(const std::string& id, int64_t t_ms) {
     emit(j.dump());
   }
   if (auto* r = find(id))
-    add_terminal(*r, outcome_kind::unconfirmed, routing::verdict::ignored);
+    add_terminal(*r, outcome_kind::unconfirmed, routing::verdict::ignored, t_ms);
 }
 
 void outcome_ledger::duplicate_dropped(const std::string& id, int64_t t_ms) {
@@ -295,9 +296,35 @@ ledger_summary outcome_ledger::summarize() const {
   s.duplicate_accepts = duplicate_accepts_;
   s.nacks_on_suppressed = nacks_on_suppressed_;
   s.latency_samples = latencies.size();
+  s.latency_max_ms = nearest_rank(latencies, 100);
   s.latency_p50_ms = nearest_rank(latencies, 50);
   s.latency_p99_ms = nearest_rank(std::move(latencies), 99);
   return s;
+}
+
+std::vector<delivery_trace> outcome_ledger::traces() const {
+  std::vector<delivery_trace> out;
+  out.reserve(order_.size());
+  for (auto& r : order_) {
+    delivery_trace t;
+    t.kind = r.d.kind;
+    t.accepted_ms = r.d.accepted_ms;
+    t.first_landing_ms = r.first_landing_ms;
+    if (!r.terminal.empty()) {
+      auto [k, v] = r.terminal.front();
+      t.outcome = k;
+      t.outcome_ms = r.first_terminal_ms;
+      if (k == outcome_kind::nack || k == outcome_kind::suppressed_failure) {
+        t.verdict = v;
+        // The texts are kept in arrival order and only NACKs and suppressed failures add
+        // one, so a first terminal NACK's text is the first text.
+        if (!r.nack_texts.empty())
+          t.text = r.nack_texts.front().second;
+      }
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 std::string read_event_line(const std::string& line, outcome_ledger& ledger) {

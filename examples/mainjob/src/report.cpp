@@ -108,12 +108,34 @@ request_tally requests_of(const report_input& in) {
 
 rates rates_of(const report_input& in) {
   rates r;
+  // One-way deliveries whose success the sender cannot observe (`unconfirmed`) are neither
+  // offered nor carried: the run cannot tell whether the mesh carried them.
+  auto scheduled = in.traffic.paced + in.traffic.burst;
+  r.offered = scheduled > in.ledger.total.unconfirmed ? scheduled - in.ledger.total.unconfirmed
+                                                      : 0;
+  r.carried = in.ledger.total.landed + in.traffic.withheld_frames_carried;
+  if (r.offered > 0)
+    r.carried_ratio = static_cast<double>(r.carried) / static_cast<double>(r.offered);
   if (in.duration_s <= 0)
     return r;
   auto d = static_cast<double>(in.duration_s);
-  r.offered_per_s = static_cast<double>(in.ledger.total.accepted) / d;
-  r.carried_per_s = static_cast<double>(in.ledger.total.landed) / d;
+  r.offered_per_s = static_cast<double>(r.offered) / d;
+  r.carried_per_s = static_cast<double>(r.carried) / d;
+  r.sent_per_s = static_cast<double>(in.ledger.total.accepted) / d;
   return r;
+}
+
+std::string decimal_text(double x) {
+  std::ostringstream o;
+  o.setf(std::ios::fixed);
+  o.precision(3);
+  o << x;
+  auto out = o.str();
+  while (!out.empty() && out.back() == '0')
+    out.pop_back();
+  if (!out.empty() && out.back() == '.')
+    out.pop_back();
+  return out;
 }
 
 report make_report(report_input in) {
@@ -207,6 +229,15 @@ report make_report(report_input in) {
         l.latency_p99_ms.has_value() && *l.latency_p99_ms <= *n,
         optional_text(l.latency_p99_ms) + " ms (" + std::to_string(l.latency_samples)
           + " samples)");
+  {
+    auto want = in.expect.min_carried_ratio.value_or(default_min_carried_ratio);
+    auto rt = rates_of(in);
+    add("carried rate >= " + decimal_text(want) + " of offered",
+        rt.carried_ratio.has_value() && *rt.carried_ratio >= want,
+        rt.carried_ratio ? decimal_text(*rt.carried_ratio) + " (" + std::to_string(rt.carried)
+                             + " of " + std::to_string(rt.offered) + " deliveries)"
+                         : std::string{"nothing offered"});
+  }
   if (auto n = in.expect.min_overload_refusals)
     add("overload refusals >= " + std::to_string(*n),
         in.traffic.overload_refusals >= static_cast<uint64_t>(*n),
@@ -225,12 +256,10 @@ report make_report(report_input in) {
   return r;
 }
 
-std::string render_table(const report& r) {
+std::vector<report_table> report_tables(const report& r) {
   auto& in = r.input;
   auto& l = in.ledger;
-  std::ostringstream out;
-  out << "report: " << in.scenario_name << " (seed " << in.seed << ", " << in.duration_s
-      << " s at " << in.rate_per_s << " deliveries/s, " << in.mode << ")\n\n";
+  std::vector<report_table> out;
   std::vector<std::vector<std::string>> rows{
     {"accepted", std::to_string(l.total.accepted)},
     {"landed", std::to_string(l.total.landed)},
@@ -243,7 +272,9 @@ std::string render_table(const report& r) {
                   std::to_string(req.answered) + " / " + std::to_string(req.unanswered)});
   auto rt = rates_of(in);
   rows.push_back({"offered/carried per s",
-                  rate_text(rt.offered_per_s) + " / " + rate_text(rt.carried_per_s)});
+                  rate_text(rt.offered_per_s) + " / " + rate_text(rt.carried_per_s) + " ("
+                    + (rt.carried_ratio ? decimal_text(*rt.carried_ratio) : std::string{"-"})
+                    + " carried; sent " + rate_text(rt.sent_per_s) + " per s)"});
   rows.push_back({"suppressed failures", std::to_string(total_of(l.suppressed_by_verdict))});
   for (auto& [v, n] : l.suppressed_by_verdict)
     rows.push_back({"  " + routing::to_string(v), std::to_string(n)});
@@ -259,9 +290,10 @@ std::string render_table(const report& r) {
   rows.push_back({"order violations", std::to_string(l.order_violations)});
   rows.push_back({"stale frames dropped", std::to_string(l.stale_drops)});
   rows.push_back({"mirrors diverged from owner", optional_text(in.mirrors_diverged)});
-  rows.push_back({"latency p50 / p99 (ms)", optional_text(l.latency_p50_ms) + " / "
-                                              + optional_text(l.latency_p99_ms) + " ("
-                                              + std::to_string(l.latency_samples) + " samples)"});
+  rows.push_back({"latency p50 / p99 / max (ms)",
+                  optional_text(l.latency_p50_ms) + " / " + optional_text(l.latency_p99_ms)
+                    + " / " + optional_text(l.latency_max_ms) + " ("
+                    + std::to_string(l.latency_samples) + " samples)"});
   rows.push_back({"requests re-sent", std::to_string(in.traffic.requests_resent)});
   rows.push_back({"request chains exhausted", std::to_string(in.traffic.request_resends_exhausted)});
   rows.push_back({"fresh Fulls after NACK", std::to_string(in.traffic.fresh_fulls_after_nack)});
@@ -281,18 +313,19 @@ std::string render_table(const report& r) {
                       + " (carried by an owed Full), heartbeats "
                       + std::to_string(in.traffic.withheld_heartbeats) + " (not offered), requests "
                       + std::to_string(in.traffic.withheld_requests) + " (offered later)"});
-  out << columns(rows, "  ");
+  out.push_back({false, std::move(rows)});
   if (!in.silos.empty()) {
     std::vector<std::vector<std::string>> silo_rows{
-      {"silo", "generation", "stop at ms", "quiescence hold ms", "stop ms", "landed while out"}};
+      {"silo", "generation", "stop at ms", "quiescence hold ms", "stop ms", "Active again at ms",
+       "landed while out"}};
     for (auto& s : in.silos)
       silo_rows.push_back({s.name,
                            std::to_string(s.generation_before) + " -> "
                              + optional_text(s.generation_after),
                            std::to_string(s.stop_started_ms), optional_text(s.quiescence_hold_ms),
-                           optional_text(s.stop_duration_ms),
+                           optional_text(s.stop_duration_ms), optional_text(s.active_again_ms),
                            std::to_string(s.landed_while_out)});
-    out << "\n" << columns(silo_rows, "  ");
+    out.push_back({true, std::move(silo_rows)});
   }
   if (!l.by_origin.empty()) {
     std::vector<std::vector<std::string>> origin_rows{
@@ -306,13 +339,13 @@ std::string render_table(const report& r) {
       if (l.total.unconfirmed > 0)
         origin_rows.back().insert(origin_rows.back().end() - 1, std::to_string(c.unconfirmed));
     }
-    out << "\n" << columns(origin_rows, "  ");
+    out.push_back({true, std::move(origin_rows)});
   }
   if (in.node_exits) {
     std::vector<std::vector<std::string>> exit_rows{
       {"rolled node processes exited", std::to_string(*in.node_exits)},
       {"  not with exit code 0", std::to_string(in.node_exits_unclean)}};
-    out << "\n" << columns(exit_rows, "  ");
+    out.push_back({false, std::move(exit_rows)});
   }
   if (!in.entries.empty()) {
     std::vector<std::vector<std::string>> entry_rows{
@@ -320,8 +353,19 @@ std::string render_table(const report& r) {
     for (auto& e : in.entries)
       entry_rows.push_back({e.process, e.origins, e.entry, std::to_string(e.delivered),
                             std::to_string(e.routing_default_calls)});
-    out << "\n" << columns(entry_rows, "  ");
+    out.push_back({true, std::move(entry_rows)});
   }
+  return out;
+}
+
+std::string render_table(const report& r) {
+  auto& in = r.input;
+  std::ostringstream out;
+  out << "report: " << in.scenario_name << " (seed " << in.seed << ", " << in.duration_s
+      << " s at " << in.rate_per_s << " deliveries/s, " << in.mode << ")\n\n";
+  auto tables = report_tables(r);
+  for (size_t i = 0; i < tables.size(); ++i)
+    out << (i == 0 ? "" : "\n") << columns(tables[i].rows, "  ");
   out << "\n";
   std::vector<std::vector<std::string>> check_rows;
   for (auto& c : r.checks)
@@ -349,7 +393,12 @@ std::string render_json(const report& r) {
   auto req = requests_of(in);
   j["requests"] = json{{"answered", req.answered}, {"unanswered", req.unanswered}};
   auto rt = rates_of(in);
-  j["rate"] = json{{"offered_per_s", rt.offered_per_s}, {"carried_per_s", rt.carried_per_s}};
+  j["rate"] = json{{"offered", rt.offered},
+                   {"carried", rt.carried},
+                   {"offered_per_s", rt.offered_per_s},
+                   {"carried_per_s", rt.carried_per_s},
+                   {"carried_ratio", optional_json(rt.carried_ratio)},
+                   {"sent_per_s", rt.sent_per_s}};
   j["suppressed_failures"] = verdicts_json(l.suppressed_by_verdict);
   j["suppressed_failures_total"] = total_of(l.suppressed_by_verdict);
   j["unconfirmed"] = l.total.unconfirmed;
@@ -377,7 +426,8 @@ std::string render_json(const report& r) {
   j["duplicate_accepts"] = l.duplicate_accepts;
   j["latency_ms"] = json{{"samples", l.latency_samples},
                          {"p50", optional_json(l.latency_p50_ms)},
-                         {"p99", optional_json(l.latency_p99_ms)}};
+                         {"p99", optional_json(l.latency_p99_ms)},
+                         {"max", optional_json(l.latency_max_ms)}};
   j["traffic"] = json{{"paced", in.traffic.paced},
                       {"requests_resent", in.traffic.requests_resent},
                       {"request_resends_exhausted", in.traffic.request_resends_exhausted},
@@ -390,7 +440,8 @@ std::string render_json(const report& r) {
                       {"overload_resends_exhausted", in.traffic.overload_resends_exhausted},
                       {"withheld_frames", in.traffic.withheld_frames},
                       {"withheld_heartbeats", in.traffic.withheld_heartbeats},
-                      {"withheld_requests", in.traffic.withheld_requests}};
+                      {"withheld_requests", in.traffic.withheld_requests},
+                      {"withheld_frames_carried", in.traffic.withheld_frames_carried}};
   json kinds = json::object();
   for (auto& [k, c] : l.by_kind)
     kinds[to_string(k)] = counts_json(c);
@@ -407,6 +458,7 @@ std::string render_json(const report& r) {
                          {"stop_started_ms", s.stop_started_ms},
                          {"quiescence_hold_ms", optional_json(s.quiescence_hold_ms)},
                          {"stop_duration_ms", optional_json(s.stop_duration_ms)},
+                         {"active_again_ms", optional_json(s.active_again_ms)},
                          {"landed_while_out", s.landed_while_out}});
   j["silos"] = silos;
   json entries = json::array();
@@ -417,6 +469,13 @@ std::string render_json(const report& r) {
                            {"delivered", e.delivered},
                            {"routing_default_calls", e.routing_default_calls}});
   j["entries"] = entries;
+  json faults = json::array();
+  for (auto& f : in.faults)
+    faults.push_back(json{{"kind", f.kind},
+                          {"silo", f.silo},
+                          {"at_ms", f.at_ms},
+                          {"injected", f.injected}});
+  j["faults"] = faults;
   j["node_exits"] = in.node_exits ? json{{"stopped", *in.node_exits},
                                          {"unclean", in.node_exits_unclean}}
                                   : json(nullptr);

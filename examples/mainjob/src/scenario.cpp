@@ -359,6 +359,16 @@ private:
                     if (read_integer(x, p, 0, int64_max, n, errs_))
                       e.min_overload_refusals = n;
                   }},
+                 {"min_carried_ratio", false, "",
+                  [&](const json& x, const std::string& p) {
+                    // A fraction of the offered rate: 0 would expect nothing, more than 1
+                    // more than was offered.
+                    if (!x.is_number() || x.get<double>() <= 0 || x.get<double>() > 1) {
+                      refuse(errs_, p, "a number greater than 0 and at most 1", shown(x));
+                      return;
+                    }
+                    e.min_carried_ratio = x.get<double>();
+                  }},
                  {"required_nack_texts", false, "",
                   [&](const json& x, const std::string& p) {
                     by_verdict(x, p, "an object of NACK verdicts",
@@ -617,6 +627,8 @@ std::string to_json_text(const scenario& s) {
     expect["max_p99_ms"] = *s.expect.max_p99_ms;
   if (s.expect.min_overload_refusals)
     expect["min_overload_refusals"] = *s.expect.min_overload_refusals;
+  if (s.expect.min_carried_ratio)
+    expect["min_carried_ratio"] = *s.expect.min_carried_ratio;
   expect["required_nack_texts"] = json::object();
   for (auto& [v, texts] : s.expect.required_nack_texts)
     expect["required_nack_texts"][routing::to_string(v)] = texts;

@@ -227,9 +227,9 @@ TEST_CASE("mainjob driver: the roll stops, restarts and measures each silo in tu
   REQUIRE(d.stops().size() == 2);
   // 50 deliveries/s land as soon as sent: slots 100, 120 and 140 fall in A's time out of
   // service [100, 145) (stop 30 ms, restart 10 ms later, Active 5 ms after that), slots
-  // 180 and 200 in B's [165, 210)
-  CHECK(d.stops()[0] == silo_stop_record{"A", 1, 3, 100, 7, 30, 3});
-  CHECK(d.stops()[1] == silo_stop_record{"B", 2, 4, 165, 7, 30, 2});
+  // 180 and 200 in B's [165, 210); the new generations were Active at 145 and 210
+  CHECK(d.stops()[0] == silo_stop_record{"A", 1, 3, 100, 7, 30, 3, 145});
+  CHECK(d.stops()[1] == silo_stop_record{"B", 2, 4, 165, 7, 30, 2, 210});
   CHECK(d.traffic_done());
   auto r = d.finish();
   CHECK(r.input.silos.size() == 2);
@@ -436,7 +436,14 @@ TEST_CASE("mainjob driver: a sender refused as overloaded backs off for retry_af
   CHECK(static_cast<uint64_t>(paced_offered) + r.input.traffic.withheld_heartbeats
         == r.input.traffic.paced);
   CHECK(r.input.ledger.total.lost == 0);
-  CHECK(r.passed);
+  // The heartbeats shed during the back-off were offered and not carried; everything else
+  // was (the refused request by its re-send).
+  auto rt = rates_of(r.input);
+  CHECK(rt.offered == r.input.traffic.paced);
+  CHECK(rt.carried == r.input.traffic.paced - r.input.traffic.withheld_heartbeats);
+  for (auto& c : r.checks)
+    if (c.name.rfind("carried rate", 0) != 0)
+      CHECK_MESSAGE(c.ok, c.name);
 }
 
 TEST_CASE("mainjob driver: frames of a sender refused as overloaded are carried by one owed Full per receiver and stream, sent when its back-off ends, and every mirror ends equal to its owner") {
@@ -471,5 +478,14 @@ TEST_CASE("mainjob driver: frames of a sender refused as overloaded are carried 
   CHECK(r.input.traffic.withheld_frames >= 1);
   CHECK(r.input.mirrors_diverged == 0u);
   CHECK(r.input.ledger.total.lost == 0);
-  CHECK(r.passed);
+  // Frames shed while the sender backed off are not carried, though the owed Full brought
+  // their stream's state; the others landed (the refused frame by its Full).
+  auto rt = rates_of(r.input);
+  CHECK(rt.offered == r.input.traffic.paced);
+  CHECK(r.input.traffic.withheld_frames_carried == 0);
+  CHECK(rt.carried == r.input.ledger.total.landed);
+  CHECK(rt.carried < rt.offered);
+  for (auto& c : r.checks)
+    if (c.name.rfind("carried rate", 0) != 0)
+      CHECK_MESSAGE(c.ok, c.name);
 }

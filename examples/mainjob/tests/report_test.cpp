@@ -25,6 +25,9 @@ report_input clean_input() {
   l.landed("d-1", 3);
   l.landed("d-2", 5);
   l.nack("d-3", verdict::shutting_down, "Host is shutting down, cannot route to node/Org/N1", 7);
+  // d-3 re-sent as d-4, which landed: every scheduled delivery was carried
+  l.accept(post("d-4", 8));
+  l.landed("d-4", 10);
   report_input in;
   in.scenario_name = "roll-three-silos";
   in.seed = 42;
@@ -34,8 +37,8 @@ report_input clean_input() {
   in.ledger = l.summarize();
   in.traffic.paced = 3;
   in.traffic.requests_resent = 1;
-  in.silos.push_back({"A", 1, 4, 5000, 120, 850, 12});
-  in.silos.push_back({"B", 2, std::nullopt, 9000, std::nullopt, std::nullopt, 3});
+  in.silos.push_back({"A", 1, 4, 5000, 120, 850, 12, 6200});
+  in.silos.push_back({"B", 2, std::nullopt, 9000, std::nullopt, std::nullopt, 3, std::nullopt});
   in.expect = default_scenario().expect;
   return in;
 }
@@ -58,7 +61,8 @@ TEST_CASE("mainjob report: clean run passes with exit code 0") {
           "NACKed routing_loop <= 0", "NACKed unauthorized <= 0", "NACKed forbidden <= 0",
           "request chains exhausted <= 0", "no NACK text contains \"no active silo\"",
           "no NACK text contains \"no_compatible_silo\"",
-          "requests ended by their deadline <= 0", "latency p99 <= 2000 ms"});
+          "requests ended by their deadline <= 0", "latency p99 <= 2000 ms",
+          "carried rate >= 0.95 of offered"});
 }
 
 TEST_CASE("mainjob report: exit code 1 when lost, order violations or stale drops are not 0") {
@@ -112,7 +116,7 @@ TEST_CASE("mainjob report: JSON shape") {
   CHECK(keys
         == std::vector<std::string>{
           "accepted", "by_kind", "by_origin", "checks", "deadlines", "duplicate_accepts",
-          "duplicate_outcomes_dropped", "duration_s", "entries", "exit_code", "landed",
+          "duplicate_outcomes_dropped", "duration_s", "entries", "exit_code", "faults", "landed",
           "landed_then_timed_out", "landed_then_timed_out_sample", "latency_ms", "lost",
           "lost_sample", "mirrors_diverged", "mode", "multiple_terminal_outcomes",
           "multiple_terminal_sample",
@@ -122,14 +126,22 @@ TEST_CASE("mainjob report: JSON shape") {
           "stale_drops", "suppressed_failures", "suppressed_failures_total", "traffic",
           "unconfirmed", "unknown_outcomes"});
   CHECK(j["schema"] == "cafmesh.demo.report/1");
-  CHECK(j["accepted"] == 3);
-  CHECK(j["landed"] == 2);
+  CHECK(j["accepted"] == 4);
+  CHECK(j["landed"] == 3);
   CHECK(j["nacked"] == nlohmann::json{{"shutting_down", 1}});
   CHECK(j["nacked_total"] == 1);
   CHECK(j["lost"] == 0);
-  CHECK(j["latency_ms"] == nlohmann::json{{"samples", 2}, {"p50", 3}, {"p99", 5}});
+  CHECK(j["latency_ms"] == nlohmann::json{{"samples", 3}, {"p50", 3}, {"p99", 5}, {"max", 5}});
+  CHECK(j["rate"]
+        == nlohmann::json{{"offered", 3},
+                          {"carried", 3},
+                          {"offered_per_s", 0.05},
+                          {"carried_per_s", 0.05},
+                          {"carried_ratio", 1.0},
+                          {"sent_per_s", 4.0 / 60}});
+  CHECK(j["faults"] == nlohmann::json::array());
   CHECK(j["traffic"]["requests_resent"] == 1);
-  CHECK(j["by_kind"]["post"]["accepted"] == 3);
+  CHECK(j["by_kind"]["post"]["accepted"] == 4);
   CHECK(j["by_origin"]["client:1"]["nacked"] == 1);
   CHECK(j["silos"][0]
         == nlohmann::json{{"name", "A"},
@@ -138,7 +150,9 @@ TEST_CASE("mainjob report: JSON shape") {
                           {"stop_started_ms", 5000},
                           {"quiescence_hold_ms", 120},
                           {"stop_duration_ms", 850},
+                          {"active_again_ms", 6200},
                           {"landed_while_out", 12}});
+  CHECK(j["silos"][1]["active_again_ms"].is_null());
   CHECK(j["silos"][1]["generation_after"].is_null());
   CHECK(j["silos"][1]["quiescence_hold_ms"].is_null());
   CHECK(j["checks"][0] == nlohmann::json{{"name", "lost = 0"}, {"ok", true}, {"detail", "0"}});
@@ -224,12 +238,14 @@ TEST_CASE("mainjob report: table text") {
   CHECK(text.rfind("report: roll-three-silos (seed 42, 60 s at 2000 deliveries/s, in_process)\n",
                    0)
         == 0);
-  CHECK(text.find("  accepted                       3\n") != std::string::npos);
+  CHECK(text.find("  accepted                       4\n") != std::string::npos);
   CHECK(text.find("    shutting_down                1\n") != std::string::npos);
-  CHECK(text.find("  latency p50 / p99 (ms)         3 / 5 (2 samples)\n") != std::string::npos);
-  CHECK(text.find("  A     1 -> 4      5000        120                 850      12\n")
+  CHECK(text.find("  latency p50 / p99 / max (ms)   3 / 5 / 5 (3 samples)\n") != std::string::npos);
+  CHECK(text.find("  offered/carried per s          0.1 / 0.1 (1 carried; sent 0.1 per s)\n")
         != std::string::npos);
-  CHECK(text.find("  B     2 -> -      9000        -                   -        3\n")
+  CHECK(text.find("  A     1 -> 4      5000        120                 850      6200                12\n")
+        != std::string::npos);
+  CHECK(text.find("  B     2 -> -      9000        -                   -        -                   3\n")
         != std::string::npos);
   CHECK(text.find("  PASS  lost = 0") != std::string::npos);
   CHECK(text.substr(text.size() - 23) == "\nresult: PASS (exit 0)\n");
@@ -301,11 +317,69 @@ TEST_CASE("mainjob report: requests answered and unanswered, offered and carried
   CHECK_FALSE(r.passed);
   auto table = render_table(r);
   CHECK(table.find("  requests answered/unanswered   1 / 2\n") != std::string::npos);
-  CHECK(table.find("  offered/carried per s          1.5 / 0.5\n") != std::string::npos);
+  CHECK(table.find("  offered/carried per s          1.5 / 0.5 (0.333 carried; sent 1.5 per s)\n")
+        != std::string::npos);
   CHECK(table.find("overload refusals") != std::string::npos);
   auto j = nlohmann::json::parse(render_json(r));
   CHECK(j["requests"]["answered"] == 1);
   CHECK(j["requests"]["unanswered"] == 2);
   CHECK(j["rate"]["offered_per_s"] == 1.5);
+  CHECK(j["rate"]["carried_ratio"] == doctest::Approx(1.0 / 3));
+  CHECK(j["latency_ms"]["max"] == 4);
+  CHECK_FALSE(check("carried rate >= 0.95 of offered").ok);
+  CHECK(check("carried rate >= 0.95 of offered").detail == "0.333 (1 of 3 deliveries)");
   CHECK(j["traffic"]["overload_refusals"] == 4);
+}
+
+TEST_CASE("mainjob report: carried rate >= min_carried_ratio of offered passes at exactly the bound and fails just below") {
+  auto check_of = [](const report_input& in) {
+    auto r = make_report(in);
+    auto i = std::find_if(r.checks.begin(), r.checks.end(), [](auto& c) {
+      return c.name.rfind("carried rate >= ", 0) == 0;
+    });
+    REQUIRE(i != r.checks.end());
+    return *i;
+  };
+  auto in = clean_input();
+  in.expect.min_carried_ratio.reset(); // the default, 0.95
+  in.traffic.paced = 90;
+  in.traffic.burst = 10; // bursts are offered too: 100 scheduled deliveries
+  in.ledger.total.landed = 95;
+  auto at = check_of(in);
+  CHECK(at.name == "carried rate >= 0.95 of offered");
+  CHECK(at.ok);
+  CHECK(at.detail == "0.95 (95 of 100 deliveries)");
+  in.ledger.total.landed = 94;
+  auto below = check_of(in);
+  CHECK_FALSE(below.ok);
+  CHECK(below.detail == "0.94 (94 of 100 deliveries)");
+  CHECK(make_report(in).exit_code == exit_codes::failed);
+  // a scenario's own bound: overload at 3 times capacity expects a quarter of the offered
+  in.expect.min_carried_ratio = 0.25;
+  in.traffic.paced = 400;
+  in.traffic.burst = 0;
+  in.ledger.total.landed = 100;
+  auto quarter = check_of(in);
+  CHECK(quarter.name == "carried rate >= 0.25 of offered");
+  CHECK(quarter.ok);
+  CHECK(quarter.detail == "0.25 (100 of 400 deliveries)");
+  in.ledger.total.landed = 99;
+  CHECK_FALSE(check_of(in).ok);
+  // deliveries whose success the sender cannot observe are neither offered nor carried
+  in.expect.min_carried_ratio.reset();
+  in.traffic.paced = 100;
+  in.ledger.total.unconfirmed = 5;
+  in.ledger.total.landed = 90;
+  CHECK_FALSE(check_of(in).ok); // 90 of 95
+  in.ledger.total.landed = 91;
+  auto observable = check_of(in);
+  CHECK(observable.ok);
+  CHECK(observable.detail == "0.958 (91 of 95 deliveries)");
+  // nothing offered: nothing was shown to be carried
+  in.traffic.paced = 0;
+  in.ledger.total.unconfirmed = 0;
+  auto nothing = check_of(in);
+  CHECK_FALSE(nothing.ok);
+  CHECK(nothing.detail == "nothing offered");
+  CHECK(nlohmann::json::parse(render_json(make_report(in)))["rate"]["carried_ratio"].is_null());
 }

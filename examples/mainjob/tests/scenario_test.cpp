@@ -339,3 +339,33 @@ TEST_CASE("mainjob scenario: expect max_request_deadlines, max_p99_ms and traffi
         .rfind("/expect/max_p99_ms: expected an integer", 0)
         == 0);
 }
+
+TEST_CASE("mainjob scenario: expect min_carried_ratio is a number above 0 and at most 1, round-trips, and overload-roll sets its own") {
+  auto r = parse_scenario(R"({"name":"x","expected_outcome":"y","expect":{"min_carried_ratio":0.25}})");
+  REQUIRE_MESSAGE(r.ok, r.message());
+  CHECK(r.value.expect.min_carried_ratio == 0.25);
+  auto back = parse_scenario(to_json_text(r.value));
+  REQUIRE_MESSAGE(back.ok, back.message());
+  CHECK(back.value.expect.min_carried_ratio == 0.25);
+  auto one = parse_scenario(R"({"name":"x","expected_outcome":"y","expect":{"min_carried_ratio":1}})");
+  REQUIRE_MESSAGE(one.ok, one.message());
+  CHECK(one.value.expect.min_carried_ratio == 1.0);
+  // not given: none (the report applies its default, 0.95), and to_json_text leaves it out
+  auto none = parse_scenario(minimal);
+  REQUIRE(none.ok);
+  CHECK_FALSE(none.value.expect.min_carried_ratio.has_value());
+  CHECK(to_json_text(none.value).find("min_carried_ratio") == std::string::npos);
+  for (auto [bad, shown] : std::vector<std::pair<std::string, std::string>>{
+         {"0", "0"}, {"-0.5", "-0.5"}, {"1.01", "1.01"}, {"\"most\"", "\"most\""},
+         {"true", "true"}, {"null", "null"}}) {
+    CAPTURE(bad);
+    CHECK(errors_of(R"({"name":"x","expected_outcome":"y","expect":{"min_carried_ratio":)" + bad
+                    + "}}")
+          == std::vector<std::string>{
+            "/expect/min_carried_ratio: expected a number greater than 0 and at most 1, got "
+            + shown});
+  }
+  auto overload = load_scenario_file(CAFMESH_SCENARIO_DIR "/overload-roll.json");
+  REQUIRE_MESSAGE(overload.ok, overload.message());
+  CHECK(overload.value.expect.min_carried_ratio == 0.25);
+}

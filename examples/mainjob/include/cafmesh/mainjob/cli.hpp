@@ -42,6 +42,7 @@ struct client_options {
   std::string ledger_path = "ledger.jsonl"; ///< `--ledger FILE`
   std::optional<std::string> plan_out;     ///< `--plan-out FILE`
   std::optional<std::string> report_path;  ///< `--report FILE` (the report as JSON)
+  std::optional<std::string> html_path;    ///< `--html FILE` (the report as an HTML page)
   int64_t wait_active_s = 30;              ///< `--wait-active-s N`: bound of the wait for an Active silo
   scenario_overrides overrides;            ///< `--seed`, `--duration-s`, `--rate`
 };
@@ -52,6 +53,7 @@ struct demo_options {
   bool processes = false;                   ///< `--processes`
   scenario_overrides overrides;             ///< `--seed`, `--duration-s`, `--rate`
   std::optional<std::string> report_path;   ///< `--report FILE`
+  std::optional<std::string> html_path;     ///< `--html FILE` (the report as an HTML page)
   std::optional<std::string> ledger_path;   ///< `--ledger FILE` (ledger events, JSON lines)
   bool print_scenario = false;              ///< `--print-scenario`
   std::optional<std::string> plan_out;      ///< `--plan-out FILE`

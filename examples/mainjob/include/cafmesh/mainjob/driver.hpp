@@ -166,7 +166,8 @@ public:
   /// call before `finish`.
   void set_entries(std::vector<entry_use> xs) { entries_ = std::move(xs); }
 
-  /// Evaluates the run: ledger summary, counters, roll records, mirrors.
+  /// Evaluates the run: ledger summary, counters, roll records, mirrors, fault marks and the
+  /// per-second timeline (`report_input::series`).
   report finish();
 
   const outcome_ledger& ledger() const { return ledger_; }
@@ -196,8 +197,9 @@ private:
   void defer(planned_delivery d);
   void terminal(const std::string& id, const observed_outcome& o, int64_t t_ms);
   void roll_advance(int64_t now_ms);
-  /// Injects the next fault step (stall begin or end, kill, restart, second signal).
-  void inject_next_fault();
+  /// Injects the next fault step (stall begin or end, kill, restart, second signal) and
+  /// records its mark at `now_ms`.
+  void inject_next_fault(int64_t now_ms);
   /// The earliest due time of a roll step that waits (sequential roll or `roll.steps`).
   std::optional<int64_t> next_roll_due_ms() const;
   void steps_advance(int64_t now_ms);
@@ -241,6 +243,7 @@ private:
   };
   std::vector<step_state> steps_;
   uint64_t faults_not_injected_ = 0; ///< kill / second_signal the mesh could not inject
+  std::vector<fault_mark> fault_marks_; ///< every fault step taken, in order
   // faults: (time, index, begin?); a kill's end is its restart
   std::vector<std::pair<int64_t, std::pair<size_t, bool>>> fault_steps_;
   size_t fault_pos_ = 0;
@@ -257,6 +260,14 @@ private:
   uint64_t withheld_frames_ = 0;
   uint64_t withheld_heartbeats_ = 0;
   uint64_t withheld_requests_ = 0;
+  /// Of `owed_full_`, the pairs whose owed Full follows an overload refusal or stands for a
+  /// frame shed during a back-off (frames folded into it are not carried).
+  std::set<std::pair<std::string, std::string>> overload_owed_;
+  /// (receiver, stream) -> withheld frames the next Full to it carries.
+  std::map<std::pair<std::string, std::string>, uint64_t> owed_carries_;
+  /// Submitted Full id -> withheld frames it carries (credited when it lands).
+  std::unordered_map<std::string, uint64_t> full_carries_;
+  uint64_t withheld_frames_carried_ = 0;
 };
 
 } // namespace cafmesh::mainjob

@@ -140,6 +140,19 @@ struct ledger_summary {
   uint64_t latency_samples = 0;   ///< deliveries with a landing
   std::optional<int64_t> latency_p50_ms; ///< first landing - accepted, nearest rank
   std::optional<int64_t> latency_p99_ms;
+  std::optional<int64_t> latency_max_ms; ///< the slowest first landing - accepted
+};
+
+/// One accepted delivery's times as the ledger holds them (`outcome_ledger::traces`): what
+/// the per-second timeline of the HTML report is binned from.
+struct delivery_trace {
+  delivery_kind kind = delivery_kind::post;
+  int64_t accepted_ms = 0;
+  std::optional<int64_t> first_landing_ms;  ///< the target hub received it (latency)
+  std::optional<outcome_kind> outcome;      ///< the first terminal outcome; none: in flight
+  std::optional<int64_t> outcome_ms;        ///< when the first terminal outcome came
+  routing::verdict verdict = routing::verdict::ignored; ///< with `nack`, `suppressed_failure`
+  std::string text;                         ///< with `nack`, `suppressed_failure`: its text
 };
 
 /// The nearest-rank percentile: the value at rank ceil(percent / 100 * N) (1-based) of the
@@ -212,6 +225,9 @@ public:
   /// Evaluates every check over what was recorded.
   ledger_summary summarize() const;
 
+  /// Every accepted delivery's times and first terminal outcome, in acceptance order.
+  std::vector<delivery_trace> traces() const;
+
 private:
   struct record {
     accepted_delivery d;
@@ -219,10 +235,11 @@ private:
     std::vector<std::pair<routing::verdict, std::string>> nack_texts;
     std::optional<int64_t> first_landing_ms;
     uint64_t landings = 0;
+    int64_t first_terminal_ms = 0; ///< valid once `terminal` is not empty
   };
 
   record* find(const std::string& id);
-  void add_terminal(record& r, outcome_kind k, routing::verdict v);
+  void add_terminal(record& r, outcome_kind k, routing::verdict v, int64_t t_ms);
   void emit(const std::string& line);
 
   std::unordered_map<std::string, size_t> index_;

@@ -14,7 +14,8 @@
 /// `expect` section: `NACKed {verdict} <= {n}` per `max_nacked` entry, `NACKed {verdict} >=
 /// {n}` per `min_nacked` entry, `request chains exhausted <= {n}`, and
 /// `no NACK text contains "{text}"` per forbidden text, `requests ended by their deadline <=
-/// {n}` (`max_request_deadlines`), `latency p99 <= {n} ms` (`max_p99_ms`). When deliveries
+/// {n}` (`max_request_deadlines`), `latency p99 <= {n} ms` (`max_p99_ms`), `carried rate >=
+/// {r} of offered` (`min_carried_ratio`, 0.95 when not given; `rates`). When deliveries
 /// were refused as overloaded, `every overload refusal carries retry_after_ms`; with
 /// `kill` / `second_signal` faults, `every fault was injected`. The report passes iff every
 /// check holds; exit code 0 then, else 1 (`exit_codes::failed`).
@@ -27,6 +28,7 @@
 
 #include "cafmesh/mainjob/ledger.hpp"
 #include "cafmesh/mainjob/scenario.hpp"
+#include "cafmesh/mainjob/timeline.hpp"
 #include "cafmesh/mainjob/traffic.hpp"
 
 namespace cafmesh::mainjob {
@@ -49,13 +51,16 @@ struct silo_stop_record {
   std::optional<int64_t> quiescence_hold_ms; ///< how long the quiescence participant held (§8.2)
   std::optional<int64_t> stop_duration_ms;   ///< stopping signal -> host stop complete (§3.7)
   uint64_t landed_while_out = 0; ///< deliveries landed (or answered) from the stopping signal until the new generation was Active
+  /// When the restarted generation reported Active, since traffic start; none if it never did.
+  std::optional<int64_t> active_again_ms;
 
   friend bool operator==(const silo_stop_record& x, const silo_stop_record& y) {
     return x.name == y.name && x.generation_before == y.generation_before
            && x.generation_after == y.generation_after && x.stop_started_ms == y.stop_started_ms
            && x.quiescence_hold_ms == y.quiescence_hold_ms
            && x.stop_duration_ms == y.stop_duration_ms
-           && x.landed_while_out == y.landed_while_out;
+           && x.landed_while_out == y.landed_while_out
+           && x.active_again_ms == y.active_again_ms;
   }
 };
 
@@ -101,6 +106,10 @@ struct report_input {
   /// is added, failing when the mesh could not inject `faults_not_injected` of them.
   bool has_faults_to_inject = false;
   uint64_t faults_not_injected = 0;
+  /// Every fault step the driver took (kill, restart, stall, unstall, second signal), in order.
+  std::vector<fault_mark> faults;
+  /// The run per second (`build_timeline`), for `render_html`; empty when not built.
+  timeline series;
 };
 
 /// Requests by how they ended: `answered` (their response), `unanswered` (a NACK, their
@@ -113,15 +122,35 @@ struct request_tally {
 /// The requests of `in` by how they ended.
 request_tally requests_of(const report_input& in);
 
-/// Offered rate: deliveries handed to the mesh (re-sends included) per second of traffic;
-/// carried rate: deliveries that landed (or were answered) per second of traffic.
+/// Offered and carried, over the seconds of paced traffic (`duration_s`):
+/// - offered: the distinct deliveries the application wanted carried, i.e. every delivery
+///   of the schedule (`traffic.paced` + `traffic.burst`, replayed trace lines included).
+///   Re-sends, fresh Fulls after a NACK and re-sends after an overload refusal are the
+///   sender's repairs of one of these, not more demand, so they are not offered again;
+/// - carried: deliveries whose terminal outcome is a landing or a request's response (each
+///   stands for the one scheduled delivery of its re-send chain), plus the frames folded
+///   into a repair Full that brought their content to the receiver
+///   (`traffic.withheld_frames_carried`). Frames and heartbeats a sender shed while backing
+///   off after an overload refusal are not carried;
+/// - one-way deliveries whose success the sender cannot observe (`unconfirmed`) are taken
+///   out of both: the run cannot tell;
+/// - sent: deliveries handed to the mesh, re-sends and refused ones included (`accepted`).
+/// The ratio carried / offered is what `carried rate >= {r} of offered` checks.
 struct rates {
+  uint64_t offered = 0;
+  uint64_t carried = 0;
   double offered_per_s = 0;
   double carried_per_s = 0;
+  double sent_per_s = 0;
+  std::optional<double> carried_ratio; ///< carried / offered; none when nothing was offered
 };
 
 /// The rates of `in` over its `duration_s`.
 rates rates_of(const report_input& in);
+
+/// The carried ratio a scenario expects when its `expect` section does not say
+/// (`expect.min_carried_ratio`).
+inline constexpr double default_min_carried_ratio = 0.95;
 
 /// One evaluated check.
 struct report_check {
@@ -140,6 +169,21 @@ struct report {
 
 /// Evaluates every check (see the file comment).
 report make_report(report_input in);
+
+/// One table of the report (`report_tables`): rows of cells; with `header` the first row
+/// names the columns.
+struct report_table {
+  bool header = false;
+  std::vector<std::vector<std::string>> rows;
+};
+
+/// The report's tables in the order the text table prints them (totals, silo stops,
+/// origins, node exits, sender entries; the checks come apart, `report::checks`). Tables
+/// with nothing to show are left out.
+std::vector<report_table> report_tables(const report& r);
+
+/// Renders `x` with up to 3 decimals and no trailing zeros, e.g. `0.95`, `1`, `0.333`.
+std::string decimal_text(double x);
 
 /// The report as an aligned text table ending in a `result: PASS (exit 0)` or
 /// `result: FAIL (exit 1)` line.

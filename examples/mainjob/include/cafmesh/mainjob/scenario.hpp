@@ -143,6 +143,9 @@ struct expectation {
   /// At least this many deliveries must have been refused as overloaded (a scenario that
   /// offers more than the mesh carries shows that the bound was reached).
   std::optional<int64_t> min_overload_refusals;
+  /// The carried rate must be at least this fraction of the offered rate (report.hpp
+  /// `rates`), 0 < r <= 1; none: the report's default (0.95).
+  std::optional<double> min_carried_ratio;
 };
 
 /// One scenario (see the file comment and examples/README.md, "Scenarios").

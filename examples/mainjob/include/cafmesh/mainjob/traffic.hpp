@@ -131,6 +131,13 @@ struct traffic_counters {
   uint64_t withheld_heartbeats = 0;
   /// Requests held back while their sender was backing off, offered when it ended.
   uint64_t withheld_requests = 0;
+  /// Of the withheld frames, those folded into a repair Full (owed after a `shutting_down`
+  /// or `unavailable` NACK, not after an overload refusal) outside a back-off whose content
+  /// reached the receiver: that Full landed, or was not sent because
+  /// the receiver's mirror already equalled the stream (then the NACKed frame it stood for
+  /// counts too). Frames shed while their sender backed off are not among them. The carried
+  /// rate counts them (report.hpp `rates`).
+  uint64_t withheld_frames_carried = 0;
 
   friend bool operator==(const traffic_counters& x, const traffic_counters& y) {
     return x.paced == y.paced && x.burst == y.burst
@@ -144,7 +151,8 @@ struct traffic_counters {
            && x.overload_resends_exhausted == y.overload_resends_exhausted
            && x.withheld_frames == y.withheld_frames
            && x.withheld_heartbeats == y.withheld_heartbeats
-           && x.withheld_requests == y.withheld_requests;
+           && x.withheld_requests == y.withheld_requests
+           && x.withheld_frames_carried == y.withheld_frames_carried;
   }
 };
 
