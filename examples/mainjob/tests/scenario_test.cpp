@@ -367,5 +367,5 @@ TEST_CASE("mainjob scenario: expect min_carried_ratio is a number above 0 and at
   }
   auto overload = load_scenario_file(CAFMESH_SCENARIO_DIR "/overload-roll.json");
   REQUIRE_MESSAGE(overload.ok, overload.message());
-  CHECK(overload.value.expect.min_carried_ratio == 0.25);
+  CHECK(overload.value.expect.min_carried_ratio == 0.05);
 }
