@@ -140,6 +140,7 @@ int main(int argc, char** argv) {
   client_run_settings rs;
   rs.pace.out = &std::cout;
   rs.pace.is_tty = ::isatty(STDOUT_FILENO) != 0;
+  rs.pace.width_cols = terminal_width(STDOUT_FILENO);
   rs.ledger_out = &ledger;
   rs.wait_active_ms = opts.wait_active_s * 1000;
   int report_rc = exit_codes::ok;

@@ -23,6 +23,7 @@
 #include "cafmesh/mainjob/report.hpp"
 #include "cafmesh/mainjob/trace_replay.hpp"
 #include "cafmesh/mainjob/traffic.hpp"
+#include "cafmesh/mainjob/verbosity.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::mainjob;
@@ -139,6 +140,9 @@ int main(int argc, char** argv) {
               << *opts.plan_out << " (nothing was sent)\n";
     return exit_codes::ok;
   }
+  // Warnings and errors only unless --verbose, in this process and in every process it
+  // builds or starts (their configuration carries the level).
+  log::set_stderr_level(apply_verbosity(s, opts.verbose));
   std::cout << "scenario:  " << s.name << " (" << source << ")\n"
             << "expected:  " << s.expected_outcome << "\n"
             << "topology:  silos " << joined(s.silos) << ", pure clients " << s.pure_clients
@@ -153,6 +157,7 @@ int main(int argc, char** argv) {
   run_settings rs;
   rs.progress = opts.progress;
   rs.is_tty = ::isatty(STDOUT_FILENO) != 0;
+  rs.width_cols = terminal_width(STDOUT_FILENO);
   rs.out = &std::cout;
   std::ofstream ledger_file;
   if (opts.ledger_path) {

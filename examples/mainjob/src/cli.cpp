@@ -193,6 +193,9 @@ void setup_demo_cli(CLI::App& app, demo_options& o) {
        "--node-binary", [&o](const std::string& v) { o.node_binary = v; },
        "cafmesh-node executable for --processes (default: next to cafmesh-demo)")
     ->type_name("FILE");
+  app.add_flag("--verbose", o.verbose,
+               "Log cafmesh's info lines on standard error too (default: warnings and errors "
+               "only)");
   app.footer(exit_code_help());
 }
 

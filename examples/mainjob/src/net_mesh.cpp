@@ -1388,6 +1388,7 @@ std::optional<report> run_live(const scenario& s, const run_settings& rs, caf::s
   pace_settings ps;
   ps.progress = rs.progress;
   ps.is_tty = rs.is_tty;
+  ps.width_cols = rs.width_cols;
   ps.out = rs.out;
   ps.progress_interval_ms = rs.progress_interval_ms;
   ps.drain_timeout_ms = rs.drain_timeout_ms;

@@ -1,6 +1,10 @@
 #include "cafmesh/mainjob/progress.hpp"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <ostream>
 
 namespace cafmesh::mainjob {
 
@@ -79,6 +83,42 @@ std::string progress_text(const progress_sample& s, progress_mode m) {
     default:
       return {};
   }
+}
+
+progress_printer::progress_printer(std::ostream* out, progress_mode mode, bool is_tty,
+                                   int width_cols)
+  : out_(out), mode_(resolve(mode, is_tty)), width_cols_(width_cols) {
+  // nop
+}
+
+void progress_printer::print(const progress_sample& s) {
+  if (out_ == nullptr || mode_ == progress_mode::off)
+    return;
+  if (mode_ == progress_mode::terminal) {
+    auto line = render_progress(s);
+    if (width_cols_ > 1 && line.size() >= static_cast<size_t>(width_cols_))
+      line.resize(static_cast<size_t>(width_cols_ - 1));
+    *out_ << "\r" << line << "\x1b[K";
+    line_open_ = true;
+  } else {
+    *out_ << progress_text(s, mode_);
+  }
+  out_->flush();
+}
+
+void progress_printer::finish() {
+  if (out_ == nullptr || !line_open_)
+    return;
+  *out_ << "\n";
+  out_->flush();
+  line_open_ = false;
+}
+
+int terminal_width(int fd) {
+  winsize ws{};
+  if (::isatty(fd) == 0 || ::ioctl(fd, TIOCGWINSZ, &ws) != 0)
+    return 0;
+  return ws.ws_col;
 }
 
 void rate_meter::add(int64_t t_ms, uint64_t total) {

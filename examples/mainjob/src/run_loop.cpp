@@ -12,7 +12,7 @@ bool pace_driver(demo_driver& driver, const pace_settings& ps, const std::string
                  const std::function<int64_t()>& now_ms,
                  const std::function<void(std::chrono::milliseconds)>& handle_events,
                  const std::function<void(int64_t)>& after_advance) {
-  auto mode = resolve(ps.progress, ps.is_tty);
+  progress_printer printer{ps.out, ps.progress, ps.is_tty, ps.width_cols};
   auto interval = ps.is_tty ? std::min<int64_t>(250, ps.progress_interval_ms)
                             : ps.progress_interval_ms;
   int64_t next_progress = interval;
@@ -25,10 +25,8 @@ bool pace_driver(demo_driver& driver, const pace_settings& ps, const std::string
     if (after_advance)
       after_advance(now);
     if (now >= next_progress) {
-      if (ps.out && mode != progress_mode::off) {
-        *ps.out << progress_text(driver.progress(now), mode);
-        ps.out->flush();
-      }
+      if (printer.mode() != progress_mode::off)
+        printer.print(driver.progress(now));
       next_progress = now + interval;
     }
     if (driver.traffic_done()) {
@@ -51,8 +49,7 @@ bool pace_driver(demo_driver& driver, const pace_settings& ps, const std::string
     wait = std::clamp<int64_t>(wait, 0, 50);
     handle_events(std::chrono::milliseconds(wait));
   }
-  if (ps.out && mode == progress_mode::terminal)
-    *ps.out << "\n";
+  printer.finish();
   if (drained_out)
     std::cerr << program << ": "
               << driver.ledger().in_flight() - driver.unobservable_in_flight()

@@ -156,3 +156,80 @@ TEST_CASE("mainjob cli: cafmesh-demo") {
                     "Exit codes: 0"})
     CHECK_MESSAGE(help.out.find(text) != std::string::npos, text);
 }
+
+TEST_CASE("mainjob progress: a terminal redraws one line in place, fitted to its width, and ends it with a newline") {
+  progress_sample s;
+  s.elapsed_ms = 1500;
+  s.delivered = 7;
+  auto line = render_progress(s);
+  REQUIRE(line.size() > 40);
+  std::ostringstream out;
+  progress_printer p{&out, progress_mode::automatic, true, 0};
+  CHECK(p.mode() == progress_mode::terminal);
+  p.print(s);
+  s.delivered = 8;
+  auto second = render_progress(s);
+  p.print(s);
+  CHECK(out.str() == "\r" + line + "\x1b[K" + "\r" + second + "\x1b[K");
+  p.finish();
+  CHECK(out.str() == "\r" + line + "\x1b[K" + "\r" + second + "\x1b[K\n");
+  p.finish(); // the line ends once
+  CHECK(out.str() == "\r" + line + "\x1b[K" + "\r" + second + "\x1b[K\n");
+  // A line as wide as the terminal would wrap, and `\r` could only redraw its last row: it
+  // is cut to one column less than the width.
+  std::ostringstream narrow;
+  progress_printer q{&narrow, progress_mode::automatic, true, 40};
+  q.print(s);
+  q.finish();
+  CHECK(narrow.str() == "\r" + second.substr(0, 39) + "\x1b[K\n");
+  // Nothing drawn: no newline either.
+  std::ostringstream idle;
+  progress_printer r{&idle, progress_mode::automatic, true, 80};
+  r.finish();
+  CHECK(idle.str().empty());
+}
+
+TEST_CASE("mainjob progress: not a terminal, one whole line per tick and no control characters") {
+  progress_sample s;
+  s.elapsed_ms = 2000;
+  auto first = render_progress(s);
+  s.delivered = 3;
+  auto second = render_progress(s);
+  std::ostringstream out;
+  progress_printer p{&out, progress_mode::automatic, false, 40}; // no width cut off a tty
+  CHECK(p.mode() == progress_mode::plain);
+  s.delivered = 0;
+  p.print(s);
+  s.delivered = 3;
+  p.print(s);
+  p.finish();
+  CHECK(out.str() == first + "\n" + second + "\n");
+  CHECK(out.str().find('\r') == std::string::npos);
+  CHECK(out.str().find('\x1b') == std::string::npos);
+  // --progress terminal on a pipe still redraws (asked for); off prints nothing.
+  std::ostringstream forced;
+  progress_printer t{&forced, progress_mode::terminal, false, 0};
+  t.print(s);
+  t.finish();
+  CHECK(forced.str() == "\r" + second + "\x1b[K\n");
+  std::ostringstream none;
+  progress_printer o{&none, progress_mode::off, true, 80};
+  o.print(s);
+  o.finish();
+  CHECK(none.str().empty());
+  progress_printer null_out{nullptr, progress_mode::plain, false, 0};
+  null_out.print(s); // no stream: nothing to write, no crash
+  null_out.finish();
+}
+
+TEST_CASE("mainjob cli: cafmesh-demo --verbose") {
+  demo_options quiet;
+  CHECK_FALSE(run(setup_demo_cli, quiet, {}, "cafmesh-demo").code.has_value());
+  CHECK_FALSE(quiet.verbose);
+  demo_options loud;
+  CHECK_FALSE(run(setup_demo_cli, loud, {"--verbose"}, "cafmesh-demo").code.has_value());
+  CHECK(loud.verbose);
+  demo_options h;
+  auto help = run(setup_demo_cli, h, {"--help"}, "cafmesh-demo");
+  CHECK(help.out.find("--verbose") != std::string::npos);
+}

@@ -59,6 +59,7 @@ struct demo_options {
   std::optional<std::string> plan_out;      ///< `--plan-out FILE`
   progress_mode progress = progress_mode::automatic; ///< `--progress MODE`
   std::optional<std::string> node_binary;   ///< `--node-binary FILE`
+  bool verbose = false; ///< `--verbose`: info lines on standard error (verbosity.hpp)
 };
 
 /// The exit-code paragraph every `--help` ends with.

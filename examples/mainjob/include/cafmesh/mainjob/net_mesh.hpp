@@ -59,6 +59,7 @@ namespace cafmesh::mainjob {
 struct run_settings {
   progress_mode progress = progress_mode::automatic; ///< `--progress`
   bool is_tty = false;                               ///< standard output is a terminal
+  int width_cols = 0; ///< the terminal's width (progress_printer); 0: unknown or no terminal
   std::ostream* out = nullptr;                       ///< progress lines; null: none
   std::ostream* ledger_out = nullptr; ///< every ledger event as a JSON line; null: none
   int64_t drain_timeout_ms = 60000; ///< after the traffic: bound of the wait for outcomes

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <iosfwd>
 #include <map>
 #include <optional>
 #include <string>
@@ -65,6 +66,36 @@ progress_mode resolve(progress_mode m, bool is_tty);
 /// The text to write for one sample in mode `m` (resolved): terminal: `\r{line}\x1b[K`
 /// (no newline); plain: `{line}\n`; off: empty.
 std::string progress_text(const progress_sample& s, progress_mode m);
+
+/// Writes the progress of one run to a stream, one sample per `print`. In terminal mode
+/// each sample redraws the same line (`\r{line}\x1b[K`) and `finish` ends it with a
+/// newline; in plain mode each sample is a line of its own; off writes nothing. A terminal
+/// line is cut to one column less than `width_cols` (0: not cut): a line that wraps could
+/// not be redrawn in place, since `\r` only returns to the start of its last row.
+class progress_printer {
+public:
+  /// `mode` is resolved with `is_tty` (`resolve`); `out` null writes nothing.
+  progress_printer(std::ostream* out, progress_mode mode, bool is_tty, int width_cols);
+
+  /// The resolved mode.
+  progress_mode mode() const { return mode_; }
+
+  /// Writes `s` and flushes.
+  void print(const progress_sample& s);
+
+  /// Ends a drawn terminal line with a newline (once); nothing in the other modes.
+  void finish();
+
+private:
+  std::ostream* out_;
+  progress_mode mode_;
+  int width_cols_;
+  bool line_open_ = false;
+};
+
+/// The width of the terminal on file descriptor `fd` in columns; 0 when `fd` is no terminal
+/// or does not tell.
+int terminal_width(int fd);
 
 /// Measures a rate from (time, running total) samples over a sliding window: the rate is
 /// (newest total - oldest total kept) * 1000 / (newest t - oldest t) in units per second,

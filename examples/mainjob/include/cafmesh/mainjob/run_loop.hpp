@@ -21,6 +21,7 @@ namespace cafmesh::mainjob {
 struct pace_settings {
   progress_mode progress = progress_mode::automatic;
   bool is_tty = false;
+  int width_cols = 0;                  ///< terminal width: a redrawn line is cut to fit; 0: not cut
   std::ostream* out = nullptr;         ///< progress lines; null: none
   int64_t progress_interval_ms = 1000; ///< plain progress lines (a terminal: 250 ms)
   int64_t drain_timeout_ms = 60000;    ///< after the traffic: bound of the wait for outcomes
