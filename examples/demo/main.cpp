@@ -158,6 +158,14 @@ int main(int argc, char** argv) {
   rs.progress = opts.progress;
   rs.is_tty = ::isatty(STDOUT_FILENO) != 0;
   rs.width_cols = terminal_width(STDOUT_FILENO);
+  // A progress line redrawn on the terminal that also shows the log: each log line erases it
+  // first, so that it does not end up glued to the line (the next sample redraws it below).
+  if (resolve(rs.progress, rs.is_tty) == progress_mode::terminal && ::isatty(STDERR_FILENO))
+    log::use_handler([](log::level lvl, const std::string& component, const std::string& text) {
+      auto line = terminal_log_line(log_timestamp_now(), lvl, component, text);
+      // One write, so that a progress line cannot land inside it.
+      [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
+    });
   rs.out = &std::cout;
   std::ofstream ledger_file;
   if (opts.ledger_path) {

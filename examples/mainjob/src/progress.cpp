@@ -3,7 +3,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <ostream>
 
 namespace cafmesh::mainjob {
@@ -112,6 +114,27 @@ void progress_printer::finish() {
   *out_ << "\n";
   out_->flush();
   line_open_ = false;
+}
+
+std::string terminal_log_line(const std::string& timestamp, log::level lvl,
+                              const std::string& component, const std::string& text) {
+  auto name = log::to_string(lvl);
+  if (name.size() < 8)
+    name.resize(8, ' ');
+  return "\r\x1b[K" + timestamp + " " + name + " " + component + ": " + text + "\n";
+}
+
+std::string log_timestamp_now() {
+  using namespace std::chrono;
+  auto now = system_clock::now();
+  auto t = system_clock::to_time_t(now);
+  auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm local{};
+  ::localtime_r(&t, &local);
+  char buf[40];
+  auto n = std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &local);
+  std::snprintf(buf + n, sizeof(buf) - n, ".%03lld", static_cast<long long>(ms));
+  return buf;
 }
 
 int terminal_width(int fd) {

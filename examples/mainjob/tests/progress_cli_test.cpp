@@ -233,3 +233,21 @@ TEST_CASE("mainjob cli: cafmesh-demo --verbose") {
   auto help = run(setup_demo_cli, h, {"--help"}, "cafmesh-demo");
   CHECK(help.out.find("--verbose") != std::string::npos);
 }
+
+TEST_CASE("mainjob progress: on a terminal a log line first erases the progress line, which is redrawn below it") {
+  CHECK(terminal_log_line("2026-12-01T19:24:59.095", log::level::warning, "router_core",
+                          "routing saturation cleared after 27 ms")
+        == "\r\x1b[K2026-12-01T19:24:59.095 warning  router_core: routing saturation cleared "
+           "after 27 ms\n");
+  CHECK(terminal_log_line("t", log::level::error, "catalog", "x") == "\r\x1b[Kt error    catalog: x\n");
+  // A whole progress sequence: line, log line, line again on the row below.
+  progress_sample s;
+  std::ostringstream out;
+  progress_printer p{&out, progress_mode::terminal, true, 0};
+  p.print(s);
+  out << terminal_log_line("t", log::level::warning, "c", "w");
+  p.print(s);
+  p.finish();
+  auto line = render_progress(s);
+  CHECK(out.str() == "\r" + line + "\x1b[K\r\x1b[Kt warning  c: w\n\r" + line + "\x1b[K\n");
+}

@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "cafmesh/actors/log.hpp"
 #include "cafmesh/actors/stage.hpp"
 #include "cafmesh/routing/verdict.hpp"
 
@@ -96,6 +97,16 @@ private:
 /// The width of the terminal on file descriptor `fd` in columns; 0 when `fd` is no terminal
 /// or does not tell.
 int terminal_width(int fd);
+
+/// A log line for standard error while a progress line is drawn on the same terminal:
+/// `\r\x1b[K` erases the progress line the cursor stands on, then
+/// `{timestamp} {level, padded to 8} {component}: {text}\n` (the stderr sink's layout); the
+/// next progress sample redraws its line on the row below.
+std::string terminal_log_line(const std::string& timestamp, log::level lvl,
+                              const std::string& component, const std::string& text);
+
+/// The current local time as the stderr sink writes it, `2026-12-01T19:24:59.095`.
+std::string log_timestamp_now();
 
 /// Measures a rate from (time, running total) samples over a sliding window: the rate is
 /// (newest total - oldest total kept) * 1000 / (newest t - oldest t) in units per second,
