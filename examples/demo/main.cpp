@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
     node_binary = opts.node_binary ? *opts.node_binary : sibling("cafmesh-node");
     if (::access(node_binary.c_str(), X_OK) != 0) {
       std::cerr << "cafmesh-demo: --processes needs an executable cafmesh-node, none at \""
-                << node_binary << "\" (use --node-binary)\n";
+                << node_binary
+                << "\" (./cafmesh demo --processes builds it; or use --node-binary)\n";
       return exit_codes::usage;
     }
   }
