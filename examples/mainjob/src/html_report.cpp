@@ -50,11 +50,7 @@ std::string esc(const std::string& x) {
 }
 
 std::string num(double x) {
-  std::ostringstream o;
-  o.setf(std::ios::fixed);
-  o.precision(1);
-  o << x;
-  return o.str();
+  return one_decimal_text(x);
 }
 
 /// One plotted series: a value per second (none: no point), drawn at `offset_s` into its

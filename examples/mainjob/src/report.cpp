@@ -86,15 +86,15 @@ std::string columns(const std::vector<std::vector<std::string>>& rows, const std
   return out;
 }
 
-std::string rate_text(double x) {
+} // namespace
+
+std::string one_decimal_text(double x) {
   std::ostringstream o;
   o.setf(std::ios::fixed);
   o.precision(1);
   o << x;
   return o.str();
 }
-
-} // namespace
 
 request_tally requests_of(const report_input& in) {
   request_tally t;
@@ -272,9 +272,9 @@ std::vector<report_table> report_tables(const report& r) {
                   std::to_string(req.answered) + " / " + std::to_string(req.unanswered)});
   auto rt = rates_of(in);
   rows.push_back({"offered/carried per s",
-                  rate_text(rt.offered_per_s) + " / " + rate_text(rt.carried_per_s) + " ("
+                  one_decimal_text(rt.offered_per_s) + " / " + one_decimal_text(rt.carried_per_s) + " ("
                     + (rt.carried_ratio ? decimal_text(*rt.carried_ratio) : std::string{"-"})
-                    + " carried; sent " + rate_text(rt.sent_per_s) + " per s)"});
+                    + " carried; sent " + one_decimal_text(rt.sent_per_s) + " per s)"});
   rows.push_back({"suppressed failures", std::to_string(total_of(l.suppressed_by_verdict))});
   for (auto& [v, n] : l.suppressed_by_verdict)
     rows.push_back({"  " + routing::to_string(v), std::to_string(n)});

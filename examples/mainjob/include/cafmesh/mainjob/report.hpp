@@ -185,6 +185,10 @@ std::vector<report_table> report_tables(const report& r);
 /// Renders `x` with up to 3 decimals and no trailing zeros, e.g. `0.95`, `1`, `0.333`.
 std::string decimal_text(double x);
 
+/// Renders `x` with exactly one decimal, e.g. `2000.0` (rates in the tables, coordinates of
+/// the HTML page's charts).
+std::string one_decimal_text(double x);
+
 /// The report as an aligned text table ending in a `result: PASS (exit 0)` or
 /// `result: FAIL (exit 1)` line.
 std::string render_table(const report& r);
