@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include <sys/socket.h>
+
 #include <caf/all.hpp>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -275,6 +277,10 @@ void add_routing_service(families& fs, const routing::routing_service_stats& x,
   fs.counter("cafmesh_entry_deliveries_total",
              "Deliveries handed to this process's routing service",
              static_cast<double>(x.delivered));
+  fs.counter("cafmesh_local_route_deliveries_total",
+             "Deliveries the routing service handed straight to a hub or entry of this process "
+             "(an address registered here: no leg, no router core)",
+             static_cast<double>(x.local_hits));
   const std::string refused_help
     = "Deliveries the routing service refused before accepting them, by reason";
   fs.counter("cafmesh_entry_refused_total", refused_help,
@@ -354,7 +360,9 @@ std::string render_metrics(caf::actor_system& sys, const admin_sources& src,
   if (auto x = ask<placement_stats>(self, src.placement, pl_stats_atom::value))
     add_placement(fs, *x);
   if (auto x = ask<std::vector<silo_address>>(self, src.gateway, routing::gw_clients_atom::value))
-    fs.gauge("cafmesh_gateway_clients", "Pure clients connected to this silo's gateway",
+    fs.gauge("cafmesh_gateway_clients_seen",
+             "Pure clients that connected to this silo's gateway since it opened (clients that "
+             "left are still counted)",
              static_cast<double>(x->size()));
   fs.summary("cafmesh_quiescence_hold_seconds",
              "How long each stop held the silo at stage Active until its routing work landed",
@@ -449,9 +457,18 @@ void admin_server::serve(caf::actor_system& sys, admin_sources sources,
 }
 
 caf::expected<std::unique_ptr<admin_server>> bind_admin_server(const config::admin_section& cfg) {
+  if (cfg.host.empty())
+    return to_error(fault{mesh_errc::config_invalid,
+                          "/admin/host: expected a non-empty string, got \"\""});
   auto x = std::make_unique<admin_server::impl>();
   auto& http = x->http;
   http.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  // cpp-httplib's default sets SO_REUSEPORT, which lets a second process bind the same port
+  // and take half of its scrapes and probes. SO_REUSEADDR only: a port in use is refused.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   int port = cfg.port == 0 ? http.bind_to_any_port(cfg.host)
                            : (http.bind_to_port(cfg.host, cfg.port) ? cfg.port : -1);
   if (port <= 0)

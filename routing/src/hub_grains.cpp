@@ -534,7 +534,13 @@ void claim_attempt(pc_actor* self, const std::string& key) {
         // is not registered yet): it deactivated itself, so a retry places the hub anew.
         // Waiting for the next membership snapshot instead could leave the hub unserved
         // for as long as the membership stays quiet.
-        st.log.warning("pod hub claim of " + key + " refused: no local route in this process");
+        // A first refusal is expected while a process starts: its entry's route may be
+        // registered a moment after the claim left. Only a refusal on retry is a warning.
+        auto line = "pod hub claim of " + key + " refused: no local route in this process";
+        if (j->second.retry.retries() == 0)
+          st.log.info(line + " (yet; retrying)");
+        else
+          st.log.warning(line);
         if (st.stopping)
           return;
         fault f{mesh_errc::pod_hub_not_here,

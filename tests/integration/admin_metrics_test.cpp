@@ -57,6 +57,15 @@ TEST_CASE("admin endpoint: meters after 5 requests, readiness from start to stop
   // Built, not started: live, not ready.
   CHECK(get(port, "/healthz/live") == std::pair<int, std::string>{200, "live\n"});
   CHECK(get(port, "/healthz/ready") == std::pair<int, std::string>{503, "starting\n"});
+  // Another process may not take the same port (no SO_REUSEPORT), nor may an empty host.
+  auto twin = silo_builder{sys}.admin("127.0.0.1", port).build();
+  REQUIRE(!twin);
+  CHECK(sys.render(twin.error()).find("cannot listen on 127.0.0.1:" + std::to_string(port))
+        != std::string::npos);
+  auto nowhere = silo_builder{sys}.admin("", 0).build();
+  REQUIRE(!nowhere);
+  CHECK(sys.render(nowhere.error()).find("/admin/host: expected a non-empty string")
+        != std::string::npos);
   REQUIRE(!silo->when_active());
   CHECK(get(port, "/healthz/ready") == std::pair<int, std::string>{200, "ready\n"});
   auto self_addr = silo->address().to_string();
@@ -93,7 +102,9 @@ TEST_CASE("admin endpoint: meters after 5 requests, readiness from start to stop
   CHECK(sample(text, "cafmesh_membership_silos" + l(",status=\"Active\"")) == 1);
   CHECK(sample(text, "cafmesh_catalog_activations" + l(",grain_type=\"messagehub\"")) == 5);
   CHECK(sample(text, "cafmesh_catalog_activations" + l(",grain_type=\"podhub\"")) == 1);
-  CHECK(sample(text, "cafmesh_gateway_clients" + l("")) == 0);
+  CHECK(sample(text, "cafmesh_gateway_clients_seen" + l("")) == 0);
+  // The 5 responses reached the entry by the local route.
+  CHECK(sample(text, "cafmesh_local_route_deliveries_total" + l("")) == 5);
   CHECK(sample(text, "cafmesh_ready" + l("")) == 1);
   CHECK(sample(text, "cafmesh_quiescence_hold_seconds_count" + l("")) == 0);
   CHECK(sample(text, "cafmesh_silo_stop_seconds_count" + l("")) == 0);

@@ -342,7 +342,10 @@ std::string render_html(const report& r, const std::string& program) {
     for (auto& [v, counts] : tl.nacked)
       xs.push_back({"nack-" + routing::to_string(v), "NACK " + routing::to_string(v) + "/s",
                     verdict_color(v), values_of(counts)});
-    xs.push_back({"refusals", "overload refusals/s (before acceptance)", "#188038",
+    xs.push_back({"refusals",
+                  "overload refusals/s (verdict unavailable, \"overloaded\", before acceptance; "
+                  "not in the NACK series)",
+                  "#188038",
                   values_of(tl.refusals)});
     if (std::any_of(tl.deadlines.begin(), tl.deadlines.end(), [](auto x) { return x > 0; }))
       xs.push_back({"deadlines", "request deadlines/s", "#202124", values_of(tl.deadlines)});
