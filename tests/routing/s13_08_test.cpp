@@ -105,13 +105,22 @@ TEST_CASE_FIXTURE(fixture, "S13.08 continuations of accepted work are admitted b
   auto g = grain_route(*this, b, resp2);
   REQUIRE(g);
   CHECK(g->state == delivery_state::forwarded);
+  // A NACK (a continuation carrying a delivery failure) on the co-hosted entry.
+  auto nack = bed::make("nack1", "node/Org/Acme");
+  nack.request_id = std::string{"q3"};
+  nack.payload_type = delivery_failure_payload_type;
+  b.route(nack);
+  run();
+  st = b.stats();
+  CHECK(st.accepted == 5);
+  CHECK(st.refused_overloaded == 0);
   // New work is still refused.
   b.route(bed::make("n1", "node/Org/Acme"));
   run();
   st = b.stats();
-  CHECK(st.accepted == 4);
+  CHECK(st.accepted == 5);
   CHECK(st.refused_overloaded == 1);
-  CHECK(st.in_flight == 4);
+  CHECK(st.in_flight == 5);
   b.release();
   run();
   CHECK(b.stats().in_flight == 0);
