@@ -479,8 +479,20 @@ caf::expected<std::unique_ptr<admin_server>> bind_admin_server(const config::adm
   return std::unique_ptr<admin_server>{new admin_server(std::move(x))};
 }
 
-caf::expected<admin_setup> prepare_admin(caf::actor_system& sys,
-                                         const config::admin_section& cfg) {
+void admin_setup::serve_into(caf::actor_system& sys, admin_sources src,
+                             std::unique_ptr<admin_server>& slot) {
+  if (!server)
+    return;
+  watch_host(probe, src.host);
+  server->serve(sys, std::move(src), meters, caf::actor_cast<caf::actor>(probe));
+  slot = std::move(server);
+}
+
+caf::expected<admin_setup> prepare_admin(caf::actor_system& sys, config::mesh_config& mc,
+                                         const std::optional<config::admin_section>& override) {
+  if (override)
+    mc.admin = *override;
+  const auto& cfg = mc.admin;
   admin_setup out;
   if (!cfg.enabled)
     return out;

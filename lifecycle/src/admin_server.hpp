@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <caf/actor.hpp>
@@ -90,10 +91,17 @@ struct admin_setup {
   std::unique_ptr<admin_server> server;
   admin_meters_ptr meters;
   stopping_recipient_actor probe;
+
+  /// With a server: the probe watches `src.host`, the server serves `src` and moves into
+  /// `slot` (the process state's). Without one: nothing.
+  void serve_into(caf::actor_system& sys, admin_sources src,
+                  std::unique_ptr<admin_server>& slot);
 };
 
-/// Binds the endpoint `cfg` asks for and spawns its probe; an empty setup when
-/// `cfg.enabled` is false.
-caf::expected<admin_setup> prepare_admin(caf::actor_system& sys, const config::admin_section& cfg);
+/// Applies a builder's `admin()` (`override`, when given) to `cfg.admin`, then binds the
+/// endpoint it asks for and spawns its probe; an empty setup when `cfg.admin.enabled` is
+/// false.
+caf::expected<admin_setup> prepare_admin(caf::actor_system& sys, config::mesh_config& cfg,
+                                         const std::optional<config::admin_section>& override);
 
 } // namespace cafmesh::lifecycle

@@ -109,9 +109,7 @@ caf::expected<client> client_builder::build() {
                           "client_builder: a pure client needs a cluster: cluster(c) for "
                           "silos in this process, network() for silos over CAF io"});
   hosting::apply_embedded_defaults(*cfg, log_level_, config_given_);
-  if (admin_)
-    cfg->admin = *admin_;
-  auto admin = prepare_admin(sys_, cfg->admin);
+  auto admin = prepare_admin(sys_, *cfg, admin_);
   if (!admin)
     return admin.error();
   auto st = std::make_unique<mesh_process::state>();
@@ -165,14 +163,9 @@ caf::expected<client> client_builder::build() {
     st->torn_down = true;
     return err;
   }
-  if (admin->server) {
-    watch_host(admin->probe, host);
-    admin_sources src{st->role, pc.addr, host, caf::actor{}, pc.routing, caf::actor{},
-                      caf::actor{}, pc.agent, caf::actor{}};
-    admin->server->serve(sys_, std::move(src), admin->meters,
-                         caf::actor_cast<caf::actor>(admin->probe));
-    st->admin = std::move(admin->server);
-  }
+  admin_sources src{st->role, pc.addr, host, caf::actor{}, pc.routing, caf::actor{},
+                    caf::actor{}, pc.agent, caf::actor{}};
+  admin->serve_into(sys_, std::move(src), st->admin);
   return client{std::move(st)};
 }
 

@@ -55,9 +55,7 @@ caf::expected<monolith> monolith_builder::build() {
   if (!cfg)
     return cfg.error();
   hosting::apply_embedded_defaults(*cfg, log_level_, config_given_);
-  if (admin_)
-    cfg->admin = *admin_;
-  auto admin = prepare_admin(sys_, cfg->admin);
+  auto admin = prepare_admin(sys_, *cfg, admin_);
   if (!admin)
     return admin.error();
   auto st = std::make_unique<mesh_process::state>();
@@ -93,14 +91,9 @@ caf::expected<monolith> monolith_builder::build() {
     st->torn_down = true;
     return err;
   }
-  if (admin->server) {
-    watch_host(admin->probe, host);
-    admin_sources src{st->role, st->addr, host, caf::actor{}, routing, caf::actor{},
-                      caf::actor{}, caf::actor{}, caf::actor{}};
-    admin->server->serve(sys_, std::move(src), admin->meters,
-                         caf::actor_cast<caf::actor>(admin->probe));
-    st->admin = std::move(admin->server);
-  }
+  admin_sources src{st->role, st->addr, host, caf::actor{}, routing, caf::actor{},
+                    caf::actor{}, caf::actor{}, caf::actor{}};
+  admin->serve_into(sys_, std::move(src), st->admin);
   return monolith{std::move(st)};
 }
 

@@ -112,9 +112,7 @@ caf::expected<silo> silo_builder::build() {
   if (!cfg)
     return cfg.error();
   hosting::apply_embedded_defaults(*cfg, log_level_, config_given_);
-  if (admin_)
-    cfg->admin = *admin_;
-  auto admin = prepare_admin(sys_, cfg->admin);
+  auto admin = prepare_admin(sys_, *cfg, admin_);
   if (!admin)
     return admin.error();
   auto st = std::make_unique<mesh_process::state>();
@@ -188,14 +186,9 @@ caf::expected<silo> silo_builder::build() {
   st->placement = c.placement;
   st->hub_table = table;
   caf::anon_send(table, routing::ht_routing_atom::value, c.routing, c.claimer);
-  if (admin->server) {
-    watch_host(admin->probe, c.host);
-    admin_sources src{st->role, c.addr,      c.host,  caf::actor_cast<caf::actor>(c.core),
-                      c.routing, c.catalog, c.placement, c.agent, c.gateway};
-    admin->server->serve(sys_, std::move(src), admin->meters,
-                         caf::actor_cast<caf::actor>(admin->probe));
-    st->admin = std::move(admin->server);
-  }
+  admin_sources src{st->role, c.addr,      c.host,  caf::actor_cast<caf::actor>(c.core),
+                    c.routing, c.catalog, c.placement, c.agent, c.gateway};
+  admin->serve_into(sys_, std::move(src), st->admin);
   // The hubs' deliveries in progress count in the gauge until what they sent has landed.
   caf::anon_send(table, routing::ht_quiescence_atom::value,
                  caf::actor_cast<caf::actor>(c.gauge), caf::actor_cast<caf::actor>(c.core));
