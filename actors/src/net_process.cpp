@@ -5,7 +5,9 @@
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/atoms.hpp"
+#include "cafmesh/actors/etcd_membership_table.hpp"
 #include "cafmesh/actors/membership.hpp"
+#include "cafmesh/actors/membership_table_oracle.hpp"
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/actors/net_link.hpp"
 
@@ -20,12 +22,33 @@ void net_process::stop() const {
 caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
                                            const config::network_section& net,
                                            uint64_t generation, int64_t timeout_ms) {
+  return start_net_link(sys, net, config::membership_section{}, generation, timeout_ms);
+}
+
+caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
+                                           const config::network_section& net,
+                                           const config::membership_section& membership,
+                                           uint64_t generation, int64_t timeout_ms) {
   net_endpoint ep;
-  bool primary = net.primary_port == 0;
   caf::actor oracle;
-  if (primary)
+  auto link_net = net;
+  if (membership.provider == "etcd") {
+    // No process is special: this process's own oracle over the shared table, to which
+    // its link reports suspicions as a primary's does; nobody connects to a primary.
+    etcd_table_options opts;
+    opts.endpoints = membership.etcd_endpoints;
+    opts.prefix = membership.etcd_prefix;
+    opts.request_timeout_ms = membership.etcd_request_timeout_ms;
+    membership_table_oracle_config ocfg;
+    ocfg.detection_ms = oracle_detection_ms(net);
+    oracle = spawn_membership_table_oracle(
+      sys, std::make_shared<etcd_membership_table>(std::move(opts)), ocfg);
+    link_net.primary_port = 0;
+  } else if (net.primary_port == 0) {
     oracle = spawn_membership_oracle(sys, membership_oracle_config{oracle_detection_ms(net)});
-  ep.link = spawn_net_link(sys, net, oracle);
+  }
+  bool primary = link_net.primary_port == 0;
+  ep.link = spawn_net_link(sys, link_net, oracle);
   caf::error err;
   uint16_t port = 0;
   {

@@ -23,6 +23,7 @@ namespace {
 using namespace cafmesh::config::json_rules;
 
 const std::vector<std::string> role_names{"silo_host", "pure_client", "monolith"};
+const std::vector<std::string> provider_names{"oracle", "etcd"};
 const std::vector<std::string> level_names{"trace",   "debug",    "info", "warning",
                                            "error",   "critical", "off"};
 
@@ -102,6 +103,27 @@ rule address_types() {
                 refuse(errs, at, "a non-empty string without '/' or '~'", shown(e));
               else if (!listed.insert(e.get<std::string>()).second)
                 refuse(errs, at, "an address type not listed before", shown(e));
+            }
+          }};
+}
+
+/// An array of etcd client URLs: `http://` or `https://` and a host.
+rule etcd_urls() {
+  return {"an array of etcd client URLs",
+          [](const json& v, const std::string& ptr, error_list& errs) {
+            if (!v.is_array()) {
+              refuse(errs, ptr, "an array of etcd client URLs", shown(v));
+              return;
+            }
+            for (size_t i = 0; i < v.size(); ++i) {
+              auto& e = v[i];
+              auto has_scheme = [&](const std::string& scheme) {
+                const auto& x = e.get_ref<const std::string&>();
+                return x.size() > scheme.size() && x.rfind(scheme, 0) == 0;
+              };
+              if (!e.is_string() || !(has_scheme("http://") || has_scheme("https://")))
+                refuse(errs, ptr + "/" + std::to_string(i),
+                       "a URL that starts with http:// or https://", shown(e));
             }
           }};
 }
@@ -236,7 +258,23 @@ schema make_schema() {
     .key("activation_timeout_ms", &catalog_section::activation_timeout_ms, integer(1));
   section_builder<membership_section>(s, "membership", &S::membership)
     .key("shutdown_grace_ms", &membership_section::shutdown_grace_ms, integer(1))
-    .key("dead_publish_ms", &membership_section::dead_publish_ms, integer(1));
+    .key("dead_publish_ms", &membership_section::dead_publish_ms, integer(1))
+    .key("provider", &membership_section::provider, one_of(provider_names))
+    .key("etcd_endpoints", &membership_section::etcd_endpoints, etcd_urls())
+    .key("etcd_prefix", &membership_section::etcd_prefix,
+         plain("a string that starts and ends with '/'",
+               [](const json& v) {
+                 if (!v.is_string())
+                   return false;
+                 const auto& x = v.get_ref<const std::string&>();
+                 return !x.empty() && x.front() == '/' && x.back() == '/';
+               }))
+    .key("etcd_request_timeout_ms", &membership_section::etcd_request_timeout_ms, integer(1));
+  s.relations.push_back([](const mesh_config& c, error_list& errs) {
+    if (c.membership.provider == "etcd" && c.membership.etcd_endpoints.empty())
+      refuse(errs, "/membership/etcd_endpoints",
+             "at least one etcd endpoint with provider \"etcd\"", "[]");
+  });
   section_builder<directory_section>(s, "directory", &S::directory)
     .retired("ring_points_per_silo",
              "no longer a key: the directory owner of a grain id is chosen by rendezvous "

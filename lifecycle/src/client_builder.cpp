@@ -119,7 +119,7 @@ caf::expected<client> client_builder::build() {
   po.cfg = *cfg;
   std::vector<caf::actor> endpoint;
   if (network_) {
-    auto ep = start_net_link(sys_, cfg->network,
+    auto ep = start_net_link(sys_, cfg->network, cfg->membership,
                              generation_ ? *generation_ : hosting::wall_generation());
     if (!ep) {
       if (admin->probe)

@@ -46,6 +46,10 @@ const std::vector<field> fields{
   CAFMESH_FIELD(catalog, activation_timeout_ms, 30000),
   CAFMESH_FIELD(membership, shutdown_grace_ms, 5000),
   CAFMESH_FIELD(membership, dead_publish_ms, 60000),
+  CAFMESH_FIELD(membership, provider, "oracle"),
+  CAFMESH_FIELD(membership, etcd_endpoints, json::array()),
+  CAFMESH_FIELD(membership, etcd_prefix, "/cafmesh/default/"),
+  CAFMESH_FIELD(membership, etcd_request_timeout_ms, 2000),
   CAFMESH_FIELD(directory, lookup_attempt_timeout_ms, 5000),
   CAFMESH_FIELD(directory, stateless_worker_bypass, true),
   CAFMESH_FIELD(placement, timeout_ms, 30000),
@@ -146,7 +150,11 @@ const char* default_text = R"({
   },
   "membership": {
     "shutdown_grace_ms": 5000,
-    "dead_publish_ms": 60000
+    "dead_publish_ms": 60000,
+    "provider": "oracle",
+    "etcd_endpoints": [],
+    "etcd_prefix": "/cafmesh/default/",
+    "etcd_request_timeout_ms": 2000
   },
   "directory": {
     "lookup_attempt_timeout_ms": 5000,
@@ -262,7 +270,14 @@ const char* distinct_text = R"({
   },
   "membership": {
     "shutdown_grace_ms": 5001,
-    "dead_publish_ms": 60001
+    "dead_publish_ms": 60001,
+    "provider": "etcd",
+    "etcd_endpoints": [
+      "http://10.0.0.1:2379",
+      "https://10.0.0.2:2379"
+    ],
+    "etcd_prefix": "/cafmesh/distinct/",
+    "etcd_request_timeout_ms": 2001
   },
   "directory": {
     "lookup_attempt_timeout_ms": 5002,
@@ -373,7 +388,7 @@ std::string read_text(const std::filesystem::path& p) {
 } // namespace
 
 TEST_CASE("config: mesh_config{} holds every SPEC 11 default") {
-  REQUIRE(fields.size() == 69);
+  REQUIRE(fields.size() == 73);
   std::set<std::string> pointers;
   for (auto& f : fields)
     CHECK(pointers.insert(f.pointer).second);
@@ -496,6 +511,6 @@ TEST_CASE("config: examples/config/README.md documents every key with its defaul
   size_t keys = 0;
   for (auto& section : defaults)
     keys += section.size();
-  CHECK(keys == 69);
+  CHECK(keys == 73);
   CHECK(documented.size() == keys);
 }

@@ -116,6 +116,22 @@ const std::vector<std::pair<std::string, std::string>> bad_documents{
   {with_role(R"("routing":{"stream_routed_address_types":["mesh","portal","mesh"]})"),
    R"(/routing/stream_routed_address_types/2: expected an address type not listed before, )"
    R"(got "mesh")"},
+  // Where membership lives.
+  {with_role(R"("membership":{"provider":"zookeeper"})"),
+   R"(/membership/provider: expected one of "oracle", "etcd", got "zookeeper")"},
+  {with_role(R"("membership":{"etcd_endpoints":["http://10.0.0.1:2379","ftp://x","http://",3]})"),
+   R"(/membership/etcd_endpoints/1: expected a URL that starts with http:// or https://, )"
+   R"(got "ftp://x")"
+   "\n"
+   R"(/membership/etcd_endpoints/2: expected a URL that starts with http:// or https://, )"
+   R"(got "http://")"
+   "\n"
+   "/membership/etcd_endpoints/3: expected a URL that starts with http:// or https://, got 3"},
+  {with_role(R"("membership":{"etcd_prefix":"cafmesh"})"),
+   R"(/membership/etcd_prefix: expected a string that starts and ends with '/', got "cafmesh")"},
+  {with_role(R"("membership":{"provider":"etcd"})"),
+   R"(/membership/etcd_endpoints: expected at least one etcd endpoint with provider "etcd", )"
+   "got []"},
   // Relations between keys, checked once every key is valid on its own.
   {with_role(R"("simulation":{"link_latency_min_ms":10})"),
    "/simulation/link_latency_max_ms: expected an integer >= link_latency_min_ms (10), got 5"},

@@ -61,6 +61,15 @@ caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
                                            const config::network_section& net,
                                            uint64_t generation, int64_t timeout_ms = 10000);
 
+/// `start_net_link` with membership where `membership.provider` says: with `oracle` as
+/// above; with `etcd` every process spawns its own table oracle
+/// (membership_table_oracle.hpp) over the etcd table, which its link treats as a primary's
+/// oracle (suspicions reported to it), and no process connects to a primary.
+caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
+                                           const config::network_section& net,
+                                           const config::membership_section& membership,
+                                           uint64_t generation, int64_t timeout_ms = 10000);
+
 /// Builds the process as described in the file comment. Fails with the link's publish
 /// error (e.g. `cannot_open_port`) or `request_timeout` when the port is not bound within
 /// `timeout_ms`; every actor spawned so far has then been sent an exit.

@@ -47,6 +47,17 @@ struct catalog_section {
 struct membership_section {
   int64_t shutdown_grace_ms = 5000; ///< ShuttingDown publish race before Stopping (§3.5); >= 1
   int64_t dead_publish_ms = 60000; ///< bound on publishing Dead at stage 2001 (§3.5); >= 1
+  /// Where membership lives (docs/behaviour/membership.md): `oracle`, the development
+  /// oracle the primary process hosts (`network.primary_port`), or `etcd`, a membership
+  /// table on an etcd cluster that no process hosts (every process then runs its own table
+  /// oracle and `network.primary_*` are not used).
+  std::string provider = "oracle";
+  /// Client URLs of the etcd members (`http://host:port`); required with `etcd`.
+  std::vector<std::string> etcd_endpoints{};
+  /// Key prefix of this cluster's table in etcd; starts and ends with `/`.
+  std::string etcd_prefix = "/cafmesh/default/";
+  /// Bound of one call to one etcd member; >= 1
+  int64_t etcd_request_timeout_ms = 2000;
 };
 
 /// Section `directory` (SPEC §5.1–§5.3).
