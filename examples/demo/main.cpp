@@ -14,6 +14,9 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
 
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/config/load.hpp"
@@ -24,6 +27,9 @@
 #include "cafmesh/mainjob/trace_replay.hpp"
 #include "cafmesh/mainjob/traffic.hpp"
 #include "cafmesh/mainjob/verbosity.hpp"
+#if CAFMESH_DEMO_ETCD
+#  include "cafmesh/testing/etcd_cluster.hpp"
+#endif
 
 using namespace cafmesh;
 using namespace cafmesh::mainjob;
@@ -110,6 +116,36 @@ int main(int argc, char** argv) {
       std::cerr << "cafmesh-demo: " << e << "\n";
     return exit_codes::usage;
   }
+  // --membership etcd: one etcd member of our own, and every process's configuration names it.
+#if CAFMESH_DEMO_ETCD
+  std::unique_ptr<cafmesh::testing::etcd_cluster> etcd;
+  if (opts.membership == "etcd" && !opts.print_scenario && !opts.plan_out) {
+    try {
+      etcd = std::make_unique<cafmesh::testing::etcd_cluster>(1);
+    } catch (const std::exception& e) {
+      std::cerr << "cafmesh-demo: cannot start etcd: " << e.what() << "\n";
+      return exit_codes::failed;
+    }
+    if (!etcd->wait_healthy()) {
+      std::cerr << "cafmesh-demo: etcd did not answer within 20 s (is the etcd executable of "
+                   "Debian's etcd-server on the PATH? its log: "
+                << etcd->directory() << "/m0.log)\n";
+      return exit_codes::failed;
+    }
+    auto doc = nlohmann::json::parse(s.config_json);
+    doc["membership"]["provider"] = "etcd";
+    doc["membership"]["etcd_endpoints"] = etcd->endpoints();
+    doc["membership"]["etcd_prefix"] = "/cafmesh/demo-" + std::to_string(::getpid()) + "/";
+    s.config_json = doc.dump();
+  }
+#else
+  std::unique_ptr<int> etcd;
+  if (opts.membership == "etcd") {
+    std::cerr << "cafmesh-demo: --membership etcd needs a build with the tests "
+                 "(CAFMESH_BUILD_TESTS=ON: the demo's etcd launcher is cafmesh::testing's)\n";
+    return exit_codes::usage;
+  }
+#endif
   if (!check_process_configs(s))
     return exit_codes::usage;
   if (opts.print_scenario) {
@@ -155,6 +191,11 @@ int main(int argc, char** argv) {
             << " deliveries/s: " << plan.size() << " paced deliveries planned over "
             << s.traffic.streams << " streams\n"
             << "roll:      " << joined(s.roll.order) << "\n";
+#if CAFMESH_DEMO_ETCD
+  if (etcd)
+    std::cout << "membership: a table on etcd " << etcd->endpoints().front()
+              << " (started by the demo); no process hosts it\n";
+#endif
   run_settings rs;
   rs.progress = opts.progress;
   rs.is_tty = ::isatty(STDOUT_FILENO) != 0;

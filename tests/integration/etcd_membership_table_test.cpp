@@ -7,20 +7,12 @@
 
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include "cafmesh/actors/etcd_membership_table.hpp"
+#include "cafmesh/testing/etcd_cluster.hpp"
 #include "cafmesh/testing/membership_table_contract.hpp"
 
 using namespace cafmesh;
@@ -30,122 +22,7 @@ using cafmesh::testing::make_table_row;
 
 namespace {
 
-/// A loopback TCP port nothing listens on right now (the OS chooses it).
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-/// An etcd cluster of `n` members, each a child process with its own data directory.
-class etcd_cluster {
-public:
-  explicit etcd_cluster(size_t n) {
-    char tmpl[] = "/tmp/cafmesh-etcd-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    std::string initial;
-    for (size_t i = 0; i < n; ++i) {
-      member m;
-      m.name = "m" + std::to_string(i);
-      m.client_port = free_port();
-      m.peer_port = free_port();
-      initial += (initial.empty() ? "" : ",") + m.name + "=" + peer_url(m);
-      members_.push_back(m);
-    }
-    for (auto& m : members_)
-      start(m, initial);
-  }
-
-  ~etcd_cluster() {
-    for (size_t i = 0; i < members_.size(); ++i)
-      stop(i, SIGKILL);
-    std::system(("rm -rf " + dir_).c_str());
-  }
-
-  /// Every member's client URL.
-  std::vector<std::string> endpoints() const {
-    std::vector<std::string> out;
-    for (const auto& m : members_)
-      out.push_back(client_url(m));
-    return out;
-  }
-
-  /// Ends member `i` with `sig` and waits for it.
-  void stop(size_t i, int sig) {
-    auto& m = members_.at(i);
-    if (m.pid <= 0)
-      return;
-    ::kill(m.pid, sig);
-    ::waitpid(m.pid, nullptr, 0);
-    m.pid = -1;
-  }
-
-  /// Waits until `table` can read (the cluster has a leader), at most 20 s.
-  bool wait_ready(membership_table& table) {
-    for (int k = 0; k < 200; ++k) {
-      table_snapshot t;
-      if (table.read_all(t).ok())
-        return true;
-      std::this_thread::sleep_for(100ms);
-    }
-    return false;
-  }
-
-private:
-  struct member {
-    std::string name;
-    uint16_t client_port = 0;
-    uint16_t peer_port = 0;
-    pid_t pid = -1;
-  };
-
-  static std::string client_url(const member& m) {
-    return "http://127.0.0.1:" + std::to_string(m.client_port);
-  }
-
-  static std::string peer_url(const member& m) {
-    return "http://127.0.0.1:" + std::to_string(m.peer_port);
-  }
-
-  void start(member& m, const std::string& initial) {
-    auto data = dir_ + "/" + m.name;
-    auto log = dir_ + "/" + m.name + ".log";
-    auto client = client_url(m);
-    auto peer = peer_url(m);
-    std::vector<std::string> args = {"etcd",
-                                     "--name", m.name,
-                                     "--data-dir", data,
-                                     "--listen-client-urls", client,
-                                     "--advertise-client-urls", client,
-                                     "--listen-peer-urls", peer,
-                                     "--initial-advertise-peer-urls", peer,
-                                     "--initial-cluster", initial,
-                                     "--initial-cluster-state", "new",
-                                     "--initial-cluster-token", "cafmesh-test"};
-    m.pid = ::fork();
-    if (m.pid == 0) {
-      auto fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      std::vector<char*> argv;
-      for (auto& a : args)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execvp("etcd", argv.data());
-      ::_exit(127);
-    }
-  }
-
-  std::string dir_;
-  std::vector<member> members_;
-};
+using cafmesh::testing::etcd_cluster;
 
 /// Retries `call` while it answers `unavailable`, for at most 10 s; true once it is `ok`.
 template <class Call>
@@ -176,7 +53,7 @@ etcd_table_options options_for(const etcd_cluster& cluster, const std::string& p
 TEST_CASE("etcd membership table: a single-member cluster meets the table's contract") {
   etcd_cluster cluster{1};
   etcd_membership_table table{options_for(cluster, "/cafmesh/contract/")};
-  REQUIRE(cluster.wait_ready(table));
+  REQUIRE(cluster.wait_healthy());
   cafmesh::testing::check_membership_table_contract(table);
 }
 
@@ -184,7 +61,7 @@ TEST_CASE("etcd membership table: tables of two prefixes do not see each other")
   etcd_cluster cluster{1};
   etcd_membership_table red{options_for(cluster, "/cafmesh/red/")};
   etcd_membership_table blue{options_for(cluster, "/cafmesh/blue/")};
-  REQUIRE(cluster.wait_ready(red));
+  REQUIRE(cluster.wait_healthy());
   REQUIRE(red.insert_row(make_table_row("h", 1, 1, silo_status::joining, 0), 0).ok());
   table_snapshot t;
   REQUIRE(blue.read_all(t).ok());
@@ -200,7 +77,7 @@ TEST_CASE("etcd membership table: tables of two prefixes do not see each other")
 TEST_CASE("etcd membership table: a watch of a 3-member cluster is notified of every status change, also after the member it used is killed") {
   etcd_cluster cluster{3};
   etcd_membership_table writer{options_for(cluster, "/cafmesh/roll/")};
-  REQUIRE(cluster.wait_ready(writer));
+  REQUIRE(cluster.wait_healthy());
   // The watcher prefers the first member; the writer goes through the others when it dies.
   etcd_membership_table watcher{options_for(cluster, "/cafmesh/roll/")};
   change_counter changes;
@@ -225,7 +102,7 @@ TEST_CASE("etcd membership table: a watch of a 3-member cluster is notified of e
                       << " ms after its write returned");
   };
   change_status(silo_status::active);
-  cluster.stop(0, SIGKILL);
+  cluster.signal(0, SIGKILL);
   change_status(silo_status::shutting_down);
   change_status(silo_status::stopping);
   table_snapshot t;
@@ -240,9 +117,9 @@ TEST_CASE("etcd membership table: with no member reachable every call is unavail
   etcd_cluster cluster{1};
   auto opts = options_for(cluster, "/cafmesh/gone/");
   etcd_membership_table table{opts};
-  REQUIRE(cluster.wait_ready(table));
+  REQUIRE(cluster.wait_healthy());
   REQUIRE(table.insert_row(make_table_row("h", 1, 1, silo_status::joining, 0), 0).ok());
-  cluster.stop(0, SIGKILL);
+  cluster.signal(0, SIGKILL);
   table_snapshot t;
   auto t0 = std::chrono::steady_clock::now();
   auto res = table.read_all(t);

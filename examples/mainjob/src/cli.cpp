@@ -159,6 +159,12 @@ void setup_demo_cli(CLI::App& app, demo_options& o) {
     ->type_name("FILE");
   app.add_flag("--processes", o.processes,
                "Run every silo as a separate cafmesh-node process, rolled with SIGTERM");
+  app.add_option("--membership", o.membership,
+                 "Where membership lives: oracle (the development oracle, hosted by the demo's "
+                 "client process) or etcd (a membership table on an etcd member the demo starts "
+                 "itself, Debian package etcd-server; no process is special); default oracle")
+    ->check(CLI::IsMember({"oracle", "etcd"}))
+    ->type_name("NAME");
   std::vector<CLI::Option*> overrides;
   add_overrides(app, o.overrides, overrides);
   app.add_option_function<std::string>(

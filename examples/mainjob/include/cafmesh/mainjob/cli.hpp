@@ -51,6 +51,9 @@ struct client_options {
 struct demo_options {
   std::optional<std::string> scenario_path; ///< positional `SCENARIO` (default: embedded)
   bool processes = false;                   ///< `--processes`
+  /// `--membership oracle|etcd`: the development oracle in the demo's client process, or a
+  /// membership table on an etcd member the demo starts (no process special).
+  std::string membership = "oracle";
   scenario_overrides overrides;             ///< `--seed`, `--duration-s`, `--rate`
   std::optional<std::string> report_path;   ///< `--report FILE`
   std::optional<std::string> html_path;     ///< `--html FILE` (the report as an HTML page)
