@@ -297,6 +297,9 @@ struct agent_state {
   caf::optional<silo_status> local_status; ///< set locally, not yet seen in a snapshot
   std::vector<caf::actor> subscribers;
   uint64_t stale_ignored = 0;
+  bool leaving = false;              ///< this silo published a leaving status itself
+  uint64_t declared_version = 0;     ///< the view that showed it declared Dead (0: none)
+  std::vector<caf::actor> declared_watchers;
   log::logger log;
   static const char* name;
 };
@@ -336,6 +339,18 @@ void fan_out(agent_actor* self) {
     self->send(sub, mb_snapshot_atom::value, self->state.view);
 }
 
+/// Tells the watchers, once, that the cluster declared this silo Dead.
+void check_declared(agent_actor* self) {
+  auto& st = self->state;
+  if (st.leaving || st.declared_version != 0 || !st.view.departed(st.self_addr))
+    return;
+  st.declared_version = st.view.version;
+  st.log.warning("membership v" + std::to_string(st.view.version)
+                 + " shows this silo Dead although it did not leave");
+  for (auto& w : st.declared_watchers)
+    self->send(w, mb_declared_atom::value, st.declared_version);
+}
+
 caf::behavior membership_agent(agent_actor* self, silo_address self_addr, caf::actor oracle) {
   auto& st = self->state;
   st.self_addr = self_addr;
@@ -358,6 +373,13 @@ caf::behavior membership_agent(agent_actor* self, silo_address self_addr, caf::a
       st.view = std::move(snap);
       patch_local(self);
       fan_out(self);
+      check_declared(self);
+    },
+    [=](mb_declared_atom, const caf::actor& watcher) {
+      auto& st = self->state;
+      st.declared_watchers.push_back(watcher);
+      if (st.declared_version != 0)
+        self->send(watcher, mb_declared_atom::value, st.declared_version);
     },
     [=](mb_subscribe_atom, const caf::actor& sub) {
       self->state.subscribers.push_back(sub);
@@ -381,6 +403,8 @@ caf::behavior membership_agent(agent_actor* self, silo_address self_addr, caf::a
     [=](mb_status_atom, silo_status to) -> caf::response_promise {
       auto& st = self->state;
       auto rp = self->make_response_promise();
+      if (is_terminating(to))
+        st.leaving = true;
       if (to == silo_status::shutting_down || to == silo_status::stopping) {
         // SPEC §4.3: apply locally before publishing.
         auto row = st.view.find(st.self_addr);

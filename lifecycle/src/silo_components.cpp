@@ -247,6 +247,24 @@ void call(observer_ptr self, const caf::actor& to, int64_t timeout_ms,
     [=](caf::message) { done(caf::error{}); }, [=](caf::error e) { done(std::move(e)); });
 }
 
+/// `(lifecycle::host_actor)` once, then the agent's `(mb_declared_atom, version)`: the
+/// cluster declared this silo Dead while it runs; the host halts non-gracefully (a halt
+/// already under way is joined, its flag ignored).
+caf::behavior death_watch(caf::event_based_actor* self, silo_address me) {
+  auto host = std::make_shared<lifecycle::host_actor>();
+  return {
+    [=](const lifecycle::host_actor& h) { *host = h; },
+    [=](mb_declared_atom, uint64_t version) {
+      log::get("membership")
+        .with_context(me.to_string())
+        .warning("membership v" + std::to_string(version)
+                 + " shows this silo Dead: stopping non-gracefully");
+      if (*host)
+        caf::anon_send(*host, lifecycle::host_halt_atom::value, false);
+    },
+  };
+}
+
 } // namespace
 
 // -- silo ------------------------------------------------------------------------------------
@@ -260,6 +278,7 @@ std::vector<caf::actor> silo_components::all() const {
                              routing,
                              claimer,
                              gateway,
+                             death_watch,
                              caf::actor_cast<caf::actor>(grains),
                              caf::actor_cast<caf::actor>(core),
                              caf::actor_cast<caf::actor>(streams),
@@ -591,6 +610,9 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   if (!opts.subscribe_quiescence)
     s.observers.push_back(s.quiescence);
 
+  s.death_watch = sys.spawn(death_watch, s.addr);
+  caf::anon_send(s.agent, mb_declared_atom::value, s.death_watch);
+
   // -- host (SPEC §3.7)
   lifecycle::host_options ho;
   ho.silo_name = name;
@@ -607,6 +629,7 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
     if (a && a != caf::actor_cast<caf::actor>(s.subject) && a != caf::actor_cast<caf::actor>(s.host))
       ho.runtime_services.push_back(a);
   s.host = lifecycle::spawn_host(sys, std::move(ho));
+  caf::anon_send(s.death_watch, s.host);
   return s;
 }
 

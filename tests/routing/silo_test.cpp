@@ -617,3 +617,26 @@ TEST_CASE_FIXTURE(fixture, "silo: the gateway part serves pure clients only betw
   CHECK(to_fault(answers[1].error).code == mesh_errc::silo_unavailable);
   CHECK(w.first(a, ev::gateway_closed).index > w.first(a, ev::all_deactivated).index);
 }
+
+TEST_CASE_FIXTURE(fixture, "silo: a running silo that membership declares Dead stops non-gracefully by itself; the others keep running") {
+  silo_world w{*this};
+  auto& sa = w.add_silo("a");
+  auto a = sa.addr;
+  auto host_a = sa.host;
+  auto b = w.add_silo("b").addr;
+  auto declared = testing::ask<uint64_t>(*this, w.oracle, mb_dead_atom::value, a);
+  auto halted = [&] {
+    auto st = testing::ask<lifecycle::host_phase>(*this, host_a, lifecycle::host_state_atom::value);
+    run();
+    return st->ok() && st->value == lifecycle::host_phase::torn_down;
+  };
+  REQUIRE(run_until([&] { return declared->done && halted(); }, std::chrono::minutes(2)));
+  REQUIRE(declared->ok());
+  CHECK(logs.count("shows this silo Dead: stopping non-gracefully") == 1);
+  CHECK(w.first(a, "shows this silo Dead").index >= 0);
+  auto v = w.view_of(b);
+  run();
+  REQUIRE(v->ok());
+  CHECK(v->value.active_set() == std::vector<silo_address>{b});
+  CHECK(w.first(b, "shows this silo Dead").index < 0);
+}

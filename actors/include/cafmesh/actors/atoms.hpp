@@ -51,6 +51,10 @@ using mb_subscribe_atom = caf::atom_constant<caf::atom("mbsub")>;
 using mb_snapshot_atom = caf::atom_constant<caf::atom("mbsnap")>;
 using mb_get_atom = caf::atom_constant<caf::atom("mbget")>;
 using mb_check_atom = caf::atom_constant<caf::atom("mbcheck")>;
+/// `(mb_declared_atom, caf::actor watcher)` to a membership agent: `watcher` receives
+/// `(mb_declared_atom, uint64_t version)` once a view shows this process's silo departed
+/// although it never published a leaving status itself (membership.hpp).
+using mb_declared_atom = caf::atom_constant<caf::atom("mbdeclared")>;
 
 // -- grain directory (directory.hpp) ---------------------------------------------
 using dir_lookup_atom = caf::atom_constant<caf::atom("dirlookup")>;

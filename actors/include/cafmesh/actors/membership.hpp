@@ -48,6 +48,11 @@
 ///   For ShuttingDown and Stopping the agent first applies the change to its own view and
 ///   fans it out (SPEC §4.3: its own placement never picks it again), then publishes.
 /// - `(mb_get_atom) -> membership_snapshot`: the agent's current view.
+/// - `(mb_declared_atom, caf::actor watcher)`: `watcher` receives `(mb_declared_atom,
+///   uint64_t version)` once, when a view (of that version) shows this silo departed while
+///   it never published ShuttingDown, Stopping or Dead itself: the cluster declared it Dead
+///   (docs/behaviour/membership.md#dead-peers). A watcher registered after that receives
+///   it at once.
 
 #include <cstdint>
 #include <string>

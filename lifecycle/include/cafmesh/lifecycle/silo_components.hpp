@@ -144,6 +144,10 @@ struct silo_components {
   caf::actor routing;   ///< the silo process's routing service
   caf::actor claimer;   ///< pod-hub claimer
   caf::actor gateway;   ///< gateway part (component `gateway`)
+  /// Stops the silo non-gracefully once its membership view shows this incarnation Dead
+  /// while it still runs (docs/behaviour/membership.md#dead-peers): a silo that the cluster
+  /// declared Dead must not go on serving.
+  caf::actor death_watch;
   routing::grain_port_actor grains;
   routing::router_core_actor core;
   /// The process's stream transport (stream_transport.hpp): the router core's stream port,
