@@ -39,7 +39,7 @@ json.dump(s, open(dst, "w"), indent=2)
 EOF
 [[ $? -eq 0 ]] || exit 2
 
-"$demo_bin" --processes --node-binary "$node_bin" --scenario "$out/scenario.json" \
+"$demo_bin" --processes --node-binary "$node_bin" "$out/scenario.json" \
   --progress plain --report "$out/report.json" > "$out/demo.out" 2> "$out/demo.err" &
 demo=$!
 echo "t_s,pid,process,rss_kib" > "$out/rss.csv"
