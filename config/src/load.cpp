@@ -312,13 +312,15 @@ schema make_schema() {
     .key("refusal_log_idle_windows", &R::refusal_log_idle_windows, integer(1))
     .key("outcome_dedup_window_ms", &R::outcome_dedup_window_ms, integer(1))
     .key("outcome_dedup_max_ids", &R::outcome_dedup_max_ids, integer(1))
+    .key("endpoint_record_max", &R::endpoint_record_max, integer(0))
     .key("max_in_flight", &R::max_in_flight, integer(0))
     .key("overload_retry_after_ms", &R::overload_retry_after_ms, integer(1));
   section_builder<gateway_section>(s, "gateway", &S::gateway)
     .key("max_outstanding", &gateway_section::max_outstanding, integer(0));
   section_builder<client_section>(s, "client", &S::client)
     .retry_policy()
-    .key("slow_dispatch_log_ms", &client_section::slow_dispatch_log_ms, integer(0));
+    .key("slow_dispatch_log_ms", &client_section::slow_dispatch_log_ms, integer(0))
+    .key("attempt_record_max", &client_section::attempt_record_max, integer(0));
   section_builder<attach_section>(s, "attach", &S::attach).retry_policy();
   section_builder<pool_section>(s, "pool", &S::pool)
     .key("cap", &pool_section::cap, integer(1))

@@ -1,5 +1,6 @@
 #include "cafmesh/routing/hub_endpoint.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include <caf/all.hpp>
@@ -46,16 +47,26 @@ void dropped(ep_actor* self, outcome_action act, const std::string& id) {
     notify(self, "duplicate", id, verdict::failed, "");
 }
 
+/// Appends `x` to `record`, dropping the oldest entries beyond `max`.
+template <class T>
+void keep(std::deque<T>& record, T x, size_t max) {
+  if (max == 0)
+    return;
+  record.push_back(std::move(x));
+  while (record.size() > max)
+    record.pop_front();
+}
+
 void record(ep_actor* self, hub_outcome o) {
   auto& st = self->state;
   st.log.debug("outcome " + o.kind + " for delivery " + o.id);
   notify(self, o.kind, o.id, o.verdict, o.message);
-  st.outcomes.push_back(std::move(o));
+  keep(st.outcomes, std::move(o), st.record_max);
 }
 
 void on_entry_answer(ep_actor* self, const envelope& answer, bool request) {
   auto& st = self->state;
-  st.entry_answers.push_back(answer);
+  keep(st.entry_answers, answer, st.record_max);
   // A plain failed answer means no NACK will come: it is the terminal outcome.
   if (answer.state == delivery_state::failed && !is_failed_and_nacked(answer)) {
     auto now = now_ms(self);
@@ -102,7 +113,7 @@ void take_in(ep_actor* self, envelope& d) {
     return;
   }
   notify(self, "received", d.id, verdict::failed, "");
-  st.received.push_back(hub_received{now, d});
+  keep(st.received, hub_received{now, d}, st.record_max);
   if (st.respond && !d.sender.empty() && may_answer(d)) {
     envelope r;
     r.id = d.id + "-response";
@@ -139,6 +150,7 @@ caf::behavior hub_endpoint(ep_actor* self, address me, caf::actor routing,
   st.self_address = me;
   st.routing = std::move(routing);
   st.respond = respond;
+  st.record_max = static_cast<size_t>(std::max<int64_t>(cfg.endpoint_record_max, 0));
   st.log = log::get("hub_endpoint").with_context(me.to_string());
   st.tracker = outcome_tracker{cfg, st.log};
   st.taken = outcome_tracker{cfg, st.log};

@@ -43,6 +43,34 @@ int64_t now_ms(rs_actor* self) {
   return duration_cast<milliseconds>(self->clock().now().time_since_epoch()).count();
 }
 
+/// Appends `x` to a per-attach record, keeping its newest `max` entries (`max` <= 0: none).
+/// Attaches happen per membership change, not per delivery: erasing at the front is cheap.
+template <class T>
+void keep_newest(std::vector<T>& record, T x, int64_t max) {
+  if (max <= 0)
+    return;
+  record.push_back(std::move(x));
+  if (record.size() > static_cast<size_t>(max))
+    record.erase(record.begin(), record.end() - max);
+}
+
+/// Appends attempt time `now` to `attempts_by_id[id]`, keeping at most
+/// `client.attempt_record_max` ids (the oldest dropped first).
+void record_attempt(routing_service_state& st, const std::string& id, int64_t now) {
+  auto cap = static_cast<size_t>(std::max<int64_t>(st.opts.client.attempt_record_max, 0));
+  if (cap == 0)
+    return;
+  auto [i, fresh] = st.attempts_by_id.try_emplace(id);
+  i->second.push_back(now);
+  if (!fresh)
+    return;
+  st.attempt_ids.push_back(id);
+  while (st.attempt_ids.size() > cap) {
+    st.attempts_by_id.erase(st.attempt_ids.front());
+    st.attempt_ids.pop_front();
+  }
+}
+
 /// Renders the route-table key of `a` (its host address's path, SPEC §2.1) into `out`,
 /// reusing `out`'s buffer; an unhosted address is its own host address (no copy of it).
 void render_route_key(rs_actor* self, const address& a, std::string& out) {
@@ -263,7 +291,7 @@ void attach_attempt(rs_actor* self, const std::string& key) {
   auto& r = i->second;
   auto tok = ++r.token;
   r.busy = true;
-  r.attempt_ms.push_back(now_ms(self));
+  keep_newest(r.attempt_ms, now_ms(self), st.opts.client.attempt_record_max);
   ++st.stats.attach_attempts;
   ensure_gateway(self);
   if (st.gateway.empty() || !st.opts.centre) {
@@ -291,8 +319,8 @@ void attach_attempt(rs_actor* self, const std::string& key) {
         if (ok) {
           ++st.stats.attach_ok;
           r.at = gw;
-          r.attached_at.push_back(gw);
-          r.attached_ms.push_back(now_ms(self));
+          keep_newest(r.attached_at, gw, st.opts.client.attempt_record_max);
+          keep_newest(r.attached_ms, now_ms(self), st.opts.client.attempt_record_max);
           st.log.info("inbound path " + key + " attached at gateway " + gw.to_string());
         } else {
           st.log.warning("inbound attach of " + key + " refused by gateway " + gw.to_string());
@@ -430,7 +458,7 @@ void client_attempt(rs_actor* self, uint64_t id) {
   auto tok = ++dsp.token;
   auto now = now_ms(self);
   dsp.attempt_ms.push_back(now);
-  st.attempts_by_id[dsp.env.id].push_back(now);
+  record_attempt(st, dsp.env.id, now);
   ++st.stats.client_attempts;
   ensure_gateway(self);
   if (st.gateway.empty() || !st.opts.centre) {

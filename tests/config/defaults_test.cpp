@@ -78,6 +78,7 @@ const std::vector<field> fields{
   CAFMESH_FIELD(routing, refusal_log_idle_windows, 10),
   CAFMESH_FIELD(routing, outcome_dedup_window_ms, 120000),
   CAFMESH_FIELD(routing, outcome_dedup_max_ids, 65536),
+  CAFMESH_FIELD(routing, endpoint_record_max, 1024),
   CAFMESH_FIELD(routing, max_in_flight, 768),
   CAFMESH_FIELD(routing, overload_retry_after_ms, 500),
   CAFMESH_FIELD(gateway, max_outstanding, 384),
@@ -85,6 +86,7 @@ const std::vector<field> fields{
   CAFMESH_FIELD(client, retry_base_ms, 200),
   CAFMESH_FIELD(client, retry_cap_ms, 30000),
   CAFMESH_FIELD(client, slow_dispatch_log_ms, 500),
+  CAFMESH_FIELD(client, attempt_record_max, 1024),
   CAFMESH_FIELD(attach, retry_max, 5),
   CAFMESH_FIELD(attach, retry_base_ms, 250),
   CAFMESH_FIELD(attach, retry_cap_ms, 4000),
@@ -195,6 +197,7 @@ const char* default_text = R"({
     "refusal_log_idle_windows": 10,
     "outcome_dedup_window_ms": 120000,
     "outcome_dedup_max_ids": 65536,
+    "endpoint_record_max": 1024,
     "max_in_flight": 768,
     "overload_retry_after_ms": 500
   },
@@ -205,7 +208,8 @@ const char* default_text = R"({
     "retry_max": 5,
     "retry_base_ms": 200,
     "retry_cap_ms": 30000,
-    "slow_dispatch_log_ms": 500
+    "slow_dispatch_log_ms": 500,
+    "attempt_record_max": 1024
   },
   "attach": {
     "retry_max": 5,
@@ -318,6 +322,7 @@ const char* distinct_text = R"({
     "refusal_log_idle_windows": 12,
     "outcome_dedup_window_ms": 120001,
     "outcome_dedup_max_ids": 65537,
+    "endpoint_record_max": 1025,
     "max_in_flight": 9000,
     "overload_retry_after_ms": 501
   },
@@ -328,7 +333,8 @@ const char* distinct_text = R"({
     "retry_max": 7,
     "retry_base_ms": 201,
     "retry_cap_ms": 30010,
-    "slow_dispatch_log_ms": 0
+    "slow_dispatch_log_ms": 0,
+    "attempt_record_max": 1025
   },
   "attach": {
     "retry_max": 8,
@@ -388,7 +394,7 @@ std::string read_text(const std::filesystem::path& p) {
 } // namespace
 
 TEST_CASE("config: mesh_config{} holds every SPEC 11 default") {
-  REQUIRE(fields.size() == 73);
+  REQUIRE(fields.size() == 75);
   std::set<std::string> pointers;
   for (auto& f : fields)
     CHECK(pointers.insert(f.pointer).second);
@@ -511,6 +517,6 @@ TEST_CASE("config: examples/config/README.md documents every key with its defaul
   size_t keys = 0;
   for (auto& section : defaults)
     keys += section.size();
-  CHECK(keys == 73);
+  CHECK(keys == 75);
   CHECK(documented.size() == keys);
 }

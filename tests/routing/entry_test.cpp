@@ -267,6 +267,27 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.27 pure client retries no_compatible_si
   CHECK(hub_of(built_hub(w, "Org/Acme")).received[0].t_ms - att[0] >= 1400);
 }
 
+TEST_CASE_FIXTURE(testing::fixture, "pure client: attempts_by_id keeps the newest client.attempt_record_max delivery ids") {
+  entry_world w(*this);
+  w.add_silo("a");
+  auto c = w.add_client("client", 104857600,
+                        [](routing_service_options& o) { o.client.attempt_record_max = 2; });
+  auto ch = w.add_hub(c.routing, "client/c1");
+  size_t n = 0;
+  for (auto id : {"c-1", "c-2", "c-3"}) {
+    caf::anon_send(ch, ep_post_atom::value, make_delivery(id, "node/Org/Acme"));
+    ++n;
+    REQUIRE(run_until([&] { return received_count(built_hub(w, "Org/Acme")) == n; }, 20s));
+  }
+  auto& svc = service_of(c.routing);
+  CHECK(svc.stats.client_attempts == 3);
+  CHECK(svc.attempts_by_id.size() == 2);
+  CHECK(svc.attempts_by_id.count("c-1") == 0);
+  CHECK(svc.attempts_by_id["c-2"].size() == 1);
+  CHECK(svc.attempts_by_id["c-3"].size() == 1);
+  CHECK(svc.attempt_ids == std::deque<std::string>{"c-2", "c-3"});
+}
+
 TEST_CASE_FIXTURE(testing::fixture, "S12.25 pure client sends a response_timeout call once and a rejected call six times at 0 200 600 1400 3000 6200 ms") {
   {
     entry_world w(*this);

@@ -79,3 +79,53 @@ TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: a send through a routing serv
   CHECK(st.outcomes[0].message.rfind("Host is shutting down, cannot route to portal/user1/tab1 (routing service unreachable: ", 0) == 0);
   CHECK(log->lines == std::vector<std::string>{"entry_failed p-1"});
 }
+
+TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: its records keep the newest routing.endpoint_record_max entries while duplicates are still dropped") {
+  auto log = std::make_shared<event_log>();
+  auto rec = track(sys.spawn(event_recorder, log));
+  auto gone = sys.spawn([](caf::event_based_actor* self) { self->quit(); });
+  run();
+  config::routing_section cfg;
+  cfg.endpoint_record_max = 3;
+  auto ep = track(spawn_hub_endpoint(sys, address::from("portal/user1/tab1"), gone, cfg, false,
+                                     rec));
+  for (int i = 1; i <= 5; ++i) {
+    caf::anon_send(ep, hb_in_atom::value, frame("d-" + std::to_string(i)));
+    caf::anon_send(ep, ep_post_atom::value, frame("p-" + std::to_string(i)));
+  }
+  run();
+  auto& st = state_of<hub_endpoint_state>(ep);
+  std::vector<std::string> received;
+  for (auto& r : st.received)
+    received.push_back(r.env.id);
+  CHECK(received == std::vector<std::string>{"d-3", "d-4", "d-5"});
+  std::vector<std::string> outcomes;
+  for (auto& o : st.outcomes)
+    outcomes.push_back(o.id);
+  CHECK(outcomes == std::vector<std::string>{"p-3", "p-4", "p-5"});
+  // The first copies left the records, not the dedup window: repeats are still dropped.
+  log->lines.clear();
+  caf::anon_send(ep, hb_in_atom::value, frame("d-1"));
+  caf::anon_send(ep, ep_post_atom::value, frame("p-1"));
+  run();
+  CHECK(st.received.size() == 3);
+  CHECK(st.outcomes.size() == 3);
+  CHECK(st.received.front().env.id == "d-3");
+  CHECK(log->lines == std::vector<std::string>{"duplicate d-1"});
+}
+
+TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: with routing.endpoint_record_max 0 it keeps no records and still tells the observer everything") {
+  auto log = std::make_shared<event_log>();
+  auto rec = track(sys.spawn(event_recorder, log));
+  config::routing_section cfg;
+  cfg.endpoint_record_max = 0;
+  auto ep = track(spawn_hub_endpoint(sys, address::from("portal/user1/tab1"), caf::actor{}, cfg,
+                                     false, rec));
+  caf::anon_send(ep, hb_in_atom::value, frame("d-1"));
+  caf::anon_send(ep, hb_in_atom::value, frame("d-2"));
+  caf::anon_send(ep, hb_in_atom::value, frame("d-1"));
+  run();
+  CHECK(state_of<hub_endpoint_state>(ep).received.empty());
+  CHECK(log->lines
+        == std::vector<std::string>{"received d-1", "received d-2", "duplicate d-1"});
+}

@@ -36,7 +36,8 @@ caf::behavior first_probe(caf::event_based_actor*, std::shared_ptr<first_probe_r
     [=](lifecycle::stop_stage_atom, lifecycle::stage, bool) {
       rec->at_ms = fx->now_ms();
       if (rec->sender)
-        rec->outcomes = hub_of(rec->sender).outcomes;
+        rec->outcomes.assign(hub_of(rec->sender).outcomes.begin(),
+                             hub_of(rec->sender).outcomes.end());
       return caf::ok_atom::value;
     },
     [=](lifecycle::budget_expired_atom) {},

@@ -226,8 +226,7 @@ client_result run_client(const config::mesh_config& mc, const client_traffic& t,
   for (auto& text : hosted) {
     auto addr = routing::address::from(text);
     auto& r = is_stream_routed(text, types) ? client.routing : owners.routing;
-    auto hub = routing::spawn_hub_endpoint(sys, addr, r, mc.routing, answering.count(text) > 0,
-                                           main);
+    auto hub = spawn_app_hub(sys, addr, r, mc.routing, answering.count(text) > 0, main);
     caf::anon_send(r, routing::rs_register_atom::value, addr, hub);
     hub_actors.push_back(hub);
     hubs.emplace(text, std::make_pair(addr, hub));

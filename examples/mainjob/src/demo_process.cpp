@@ -69,7 +69,7 @@ caf::behavior demo_agent(caf::stateful_actor<agent_state>* self, caf::actor rout
   });
   return {
     [=](dp_spawn_atom, const routing::address& a) -> caf::result<caf::actor> {
-      auto ep = routing::spawn_hub_endpoint(self->system(), a, routing, cfg, false, sink);
+      auto ep = spawn_app_hub(self->system(), a, routing, cfg, false, sink);
       self->state.endpoints.push_back(ep);
       auto rp = self->make_response_promise<caf::actor>();
       self->request(routing, std::chrono::seconds(10), routing::rs_register_atom::value, a, ep)

@@ -23,6 +23,20 @@ bool mesh_port::signal_silo_again(const std::string&) {
   return false;
 }
 
+namespace {
+
+/// How long the ledger keeps a terminated delivery's record: the scenario's
+/// `routing.outcome_dedup_window_ms`, within which the senders' outcome trackers still
+/// attribute a later outcome to its delivery (outcome_tracker.hpp); beyond it they do not
+/// either. docs/operations.md#memory
+int64_t ledger_retain_ms(const scenario& s) {
+  auto loaded = process_config(s, config::process_role::silo_host, "demo");
+  return loaded.ok ? loaded.value.routing.outcome_dedup_window_ms
+                   : config::routing_section{}.outcome_dedup_window_ms;
+}
+
+} // namespace
+
 demo_driver::demo_driver(const scenario& s, mesh_port& mesh, std::string mode,
                          std::string id_prefix)
   : demo_driver(s, mesh, std::move(mode),
@@ -42,6 +56,7 @@ demo_driver::demo_driver(const scenario& s, mesh_port& mesh, std::string mode,
     mesh_(mesh),
     mode_(std::move(mode)),
     source_(std::move(source)),
+    ledger_(ledger_retain_ms(s)),
     step_(s.roll.order.empty() ? roll_step::done : roll_step::wait_stop),
     roll_due_ms_(s.roll.first_stop_at_ms) {
   for (size_t i = 0; i < s.faults.size(); ++i) {

@@ -1,5 +1,7 @@
 #include "cafmesh/mainjob/ledger.hpp"
 
+#include "cafmesh/mainjob/traffic.hpp"
+
 #include <algorithm>
 #include <ostream>
 
@@ -49,185 +51,96 @@ std::optional<int64_t> nearest_rank(std::vector<int64_t> values, int percent) {
   return values[std::max<size_t>(rank, 1) - 1];
 }
 
+void latency_histogram::add(int64_t value) {
+  ++count_;
+  auto i = std::lower_bound(counts_.begin(), counts_.end(), value,
+                            [](const auto& x, int64_t v) { return x.first < v; });
+  if (i != counts_.end() && i->first == value)
+    ++i->second;
+  else
+    counts_.emplace(i, value, 1);
+}
+
+std::optional<int64_t> latency_histogram::nearest_rank(int percent) const {
+  if (count_ == 0 || percent < 1 || percent > 100)
+    return std::nullopt;
+  auto rank = std::max<uint64_t>((static_cast<uint64_t>(percent) * count_ + 99) / 100, 1);
+  uint64_t seen = 0;
+  for (auto& [value, n] : counts_) {
+    seen += n;
+    if (seen >= rank)
+      return value;
+  }
+  return counts_.back().first;
+}
+
+outcome_ledger::outcome_ledger(int64_t retain_ms) : retain_ms_(std::max<int64_t>(retain_ms, 0)) {
+  // nop
+}
+
 outcome_ledger::record* outcome_ledger::find(const std::string& id) {
-  auto i = index_.find(id);
-  if (i == index_.end()) {
+  auto i = records_.find(id);
+  if (i == records_.end()) {
     ++unknown_outcomes_;
     return nullptr;
   }
-  return &order_[i->second];
+  return &i->second;
 }
 
-void outcome_ledger::add_terminal(record& r, outcome_kind k, routing::verdict v, int64_t t_ms) {
-  if (r.terminal.empty()) {
+ledger_second& outcome_ledger::second_at(int64_t t_ms) {
+  auto s = static_cast<size_t>(std::max<int64_t>(t_ms, 0) / 1000);
+  if (seconds_.size() <= s)
+    seconds_.resize(s + 1);
+  return seconds_[s];
+}
+
+void outcome_ledger::retire_until(int64_t now_ms) {
+  latest_ms_ = std::max(latest_ms_, now_ms);
+  if (retain_ms_ == keep_all)
+    return;
+  auto keep = [](std::vector<sample>& xs, const sample& x) {
+    auto i = std::lower_bound(xs.begin(), xs.end(), x.seq,
+                              [](const sample& a, uint64_t seq) { return a.seq < seq; });
+    if (static_cast<size_t>(i - xs.begin()) >= ledger_summary::sample_max)
+      return;
+    xs.insert(i, x);
+    if (xs.size() > ledger_summary::sample_max)
+      xs.pop_back();
+  };
+  while (!terminated_.empty()) {
+    auto* x = terminated_.front();
+    auto& r = x->second;
+    if (latest_ms_ - r.first_terminal_ms < retain_ms_)
+      break;
+    if (r.terminals == 2 && (r.first == outcome_kind::landed || r.first == outcome_kind::response)
+        && r.second_timed_out_failure) {
+      ++retired_timed_out_;
+      keep(retired_timed_out_ids_, sample{r.seq, x->first});
+    } else if (r.terminals > 1) {
+      ++retired_multiple_;
+      keep(retired_multiple_ids_, sample{r.seq, x->first});
+    }
+    terminated_.pop_front();
+    records_.erase(records_.find(x->first));
+  }
+}
+
+void outcome_ledger::add_terminal(const std::string& id, record& r, outcome_kind k,
+                                  routing::verdict v, const std::string& text, int64_t t_ms) {
+  auto timed_out_failure = [&] {
+    return (k == outcome_kind::nack || k == outcome_kind::suppressed_failure)
+           && v == routing::verdict::failed
+           && (text.find("timed out") != std::string::npos
+               || text.find("expired") != std::string::npos);
+  };
+  if (r.terminals == 0) {
+    r.first = k;
     r.first_terminal_ms = t_ms;
     --in_flight_;
-    if (k == outcome_kind::landed || k == outcome_kind::response)
-      ++landed_;
-    else if (k == outcome_kind::nack)
-      ++nacked_[v];
-  }
-  r.terminal.emplace_back(k, v);
-}
-
-void outcome_ledger::emit(const std::string& line) {
-  if (sink_ != nullptr)
-    *sink_ << line << '\n';
-}
-
-bool outcome_ledger::accept(const accepted_delivery& d) {
-  if (index_.count(d.id) > 0) {
-    ++duplicate_accepts_;
-    return false;
-  }
-  if (sink_ != nullptr) {
-    auto j = head(d.accepted_ms, "accepted");
-    j["id"] = d.id;
-    j["kind"] = to_string(d.kind);
-    j["sender"] = d.sender;
-    j["target"] = d.target;
-    j["stream"] = d.stream;
-    j["version"] = d.version;
-    j["answer_suppressed"] = d.answer_suppressed;
-    j["origin"] = d.origin;
-    emit(j.dump());
-  }
-  index_.emplace(d.id, order_.size());
-  order_.push_back(record{d, {}, {}, std::nullopt, 0, 0});
-  ++in_flight_;
-  return true;
-}
-
-void outcome_ledger::landed(const std::string& id, int64_t t_ms) {
-  if (sink_ != nullptr) {
-    auto j = head(t_ms, "landed");
-    j["id"] = id;
-    emit(j.dump());
-  }
-  auto* r = find(id);
-  if (r == nullptr)
-    return;
-  ++r->landings;
-  if (!r->first_landing_ms)
-    r->first_landing_ms = t_ms;
-  if (r->d.kind == delivery_kind::frame) {
-    auto key = std::make_pair(r->d.target, r->d.stream);
-    auto i = max_landed_.find(key);
-    if (i == max_landed_.end()) {
-      max_landed_.emplace(key, r->d.version);
-    } else {
-      if (r->d.version < i->second) {
-        ++order_violations_;
-        if (violation_samples_.size() < ledger_summary::sample_max)
-          violation_samples_.push_back(
-            {id, r->d.target, r->d.stream, r->d.version, i->second, t_ms});
-      }
-      i->second = std::max(i->second, r->d.version);
-    }
-  }
-  if (r->d.kind != delivery_kind::request)
-    add_terminal(*r, outcome_kind::landed, routing::verdict::ignored, t_ms);
-}
-
-void outcome_ledger::response(const std::string& id, int64_t t_ms) {
-  if (sink_ != nullptr) {
-    auto j = head(t_ms, "response");
-    j["id"] = id;
-    emit(j.dump());
-  }
-  if (auto* r = find(id))
-    add_terminal(*r, outcome_kind::response, routing::verdict::ignored, t_ms);
-}
-
-void outcome_ledger::nack(const std::string& id, routing::verdict v, const std::string& text,
-                          int64_t t_ms) {
-  if (sink_ != nullptr) {
-    auto j = head(t_ms, "nack");
-    j["id"] = id;
-    j["verdict"] = routing::to_string(v);
-    j["text"] = text;
-    emit(j.dump());
-  }
-  if (auto* r = find(id)) {
-    if (r->d.answer_suppressed)
-      ++nacks_on_suppressed_;
-    r->nack_texts.emplace_back(v, text);
-    add_terminal(*r, outcome_kind::nack, v, t_ms);
-  }
-}
-
-void outcome_ledger::deadline(const std::string& id, int64_t t_ms) {
-  if (sink_ != nullptr) {
-    auto j = head(t_ms, "deadline");
-    j["id"] = id;
-    emit(j.dump());
-  }
-  if (auto* r = find(id))
-    add_terminal(*r, outcome_kind::deadline, routing::verdict::ignored, t_ms);
-}
-
-void outcome_ledger::suppressed_failure(const std::string& id, routing::verdict v,
-                                        const std::string& text, int64_t t_ms) {
-  if (sink_ != nullptr) {
-    auto j = head(t_ms, "suppressed_failure");
-    j["id"] = id;
-    j["verdict"] = routing::to_string(v);
-    j["text"] = text;
-    emit(j.dump());
-  }
-  if (auto* r = find(id)) {
-    r->nack_texts.emplace_back(v, text);
-    add_terminal(*r, outcome_kind::suppressed_failure, v, t_ms);
-  }
-}
-
-void outcome_ledger::unconfirmed(const std::string& id, int64_t t_ms) {
-  if (sink_ != nullptr) {
-    auto j = head(t_ms, "unconfirmed");
-    j["id"] = id;
-    emit(j.dump());
-  }
-  if (auto* r = find(id))
-    add_terminal(*r, outcome_kind::unconfirmed, routing::verdict::ignored, t_ms);
-}
-
-void outcome_ledger::duplicate_dropped(const std::string& id, int64_t t_ms) {
-  if (sink_ != nullptr) {
-    auto j = head(t_ms, "duplicate_dropped");
-    j["id"] = id;
-    emit(j.dump());
-  }
-  ++duplicates_dropped_;
-}
-
-void outcome_ledger::stale_dropped(const std::string& target, const std::string& stream,
-                                   uint64_t version, int64_t t_ms) {
-  if (sink_ != nullptr) {
-    auto j = head(t_ms, "stale_dropped");
-    j["target"] = target;
-    j["stream"] = stream;
-    j["version"] = version;
-    emit(j.dump());
-  }
-  ++stale_drops_;
-}
-
-bool outcome_ledger::terminated(const std::string& id) const {
-  auto i = index_.find(id);
-  return i != index_.end() && !order_[i->second].terminal.empty();
-}
-
-ledger_summary outcome_ledger::summarize() const {
-  ledger_summary s;
-  std::vector<int64_t> latencies;
-  for (auto& r : order_) {
+    auto& sec = second_at(t_ms);
+    ++sec.ended;
     auto count = [&](outcome_counts& c) {
-      ++c.accepted;
-      if (r.terminal.empty()) {
-        ++c.lost;
-        return;
-      }
-      switch (r.terminal.front().first) {
+      switch (k) {
         case outcome_kind::landed:
         case outcome_kind::response:
           ++c.landed;
@@ -246,48 +159,265 @@ ledger_summary outcome_ledger::summarize() const {
           break;
       }
     };
-    count(s.total);
-    count(s.by_kind[r.d.kind]);
-    count(s.by_origin[r.d.origin]);
-    if (r.terminal.empty()) {
-      if (s.lost_ids.size() < ledger_summary::sample_max)
-        s.lost_ids.push_back(r.d.id);
-    } else {
-      auto [k, v] = r.terminal.front();
-      if (k == outcome_kind::nack)
-        ++s.nacked_by_verdict[v];
-      else if (k == outcome_kind::suppressed_failure)
-        ++s.suppressed_by_verdict[v];
-      auto is_landing = [](outcome_kind x) {
-        return x == outcome_kind::landed || x == outcome_kind::response;
-      };
-      auto timed_out = [&] {
-        if (r.nack_texts.empty())
-          return false;
-        auto& text = r.nack_texts.back().second;
-        return text.find("timed out") != std::string::npos
-               || text.find("expired") != std::string::npos;
-      };
-      if (r.terminal.size() == 2 && is_landing(r.terminal[0].first)
-          && (r.terminal[1].first == outcome_kind::nack
-              || r.terminal[1].first == outcome_kind::suppressed_failure)
-          && r.terminal[1].second == routing::verdict::failed && timed_out()) {
-        ++s.landed_then_timed_out;
-        if (s.landed_then_timed_out_ids.size() < ledger_summary::sample_max)
-          s.landed_then_timed_out_ids.push_back(r.d.id);
-      } else if (r.terminal.size() > 1) {
-        ++s.multiple_terminal;
-        if (s.multiple_terminal_ids.size() < ledger_summary::sample_max)
-          s.multiple_terminal_ids.push_back(r.d.id);
-      }
+    count(total_);
+    count(by_kind_[r.kind]);
+    count(by_origin_[r.origin]);
+    switch (k) {
+      case outcome_kind::landed:
+      case outcome_kind::response:
+        ++landed_;
+        ++sec.landed;
+        break;
+      case outcome_kind::nack:
+      case outcome_kind::suppressed_failure:
+        if (k == outcome_kind::nack)
+          ++nacked_[v];
+        else
+          ++suppressed_[v];
+        if (overload_refusal(k, v, text).overloaded)
+          ++sec.refusals;
+        else if (k == outcome_kind::nack)
+          ++sec.nacked[v];
+        else
+          ++sec.suppressed;
+        break;
+      case outcome_kind::deadline:
+        ++sec.deadlines;
+        break;
+      case outcome_kind::unconfirmed:
+        break;
     }
-    for (auto& [v, text] : r.nack_texts) {
-      s.nack_texts.insert(text);
-      s.nack_texts_by_verdict[v].insert(text);
-    }
-    if (r.first_landing_ms)
-      latencies.push_back(*r.first_landing_ms - r.d.accepted_ms);
+    terminated_.push_back(&*records_.find(id));
+  } else if (r.terminals == 1) {
+    r.second_timed_out_failure = timed_out_failure();
   }
+  if (r.terminals < 3)
+    ++r.terminals;
+}
+
+void outcome_ledger::emit(const std::string& line) {
+  if (sink_ != nullptr)
+    *sink_ << line << '\n';
+}
+
+bool outcome_ledger::accept(const accepted_delivery& d) {
+  retire_until(d.accepted_ms);
+  if (records_.count(d.id) > 0) {
+    ++duplicate_accepts_;
+    return false;
+  }
+  if (sink_ != nullptr) {
+    auto j = head(d.accepted_ms, "accepted");
+    j["id"] = d.id;
+    j["kind"] = to_string(d.kind);
+    j["sender"] = d.sender;
+    j["target"] = d.target;
+    j["stream"] = d.stream;
+    j["version"] = d.version;
+    j["answer_suppressed"] = d.answer_suppressed;
+    j["origin"] = d.origin;
+    emit(j.dump());
+  }
+  record r;
+  r.seq = next_seq_++;
+  r.accepted_ms = d.accepted_ms;
+  r.version = d.version;
+  r.kind = d.kind;
+  r.answer_suppressed = d.answer_suppressed;
+  auto [o, fresh_origin] = origin_index_.try_emplace(d.origin,
+                                                     static_cast<uint32_t>(origins_.size()));
+  if (fresh_origin) {
+    origins_.push_back(d.origin);
+    by_origin_.emplace_back();
+  }
+  r.origin = o->second;
+  if (d.kind == delivery_kind::frame) {
+    auto [i, fresh] = stream_index_.try_emplace(std::make_pair(d.target, d.stream),
+                                                static_cast<uint32_t>(streams_.size()));
+    if (fresh)
+      streams_.push_back(stream_state{d.target, d.stream, 0, false});
+    r.stream = i->second;
+  }
+  records_.emplace(d.id, r);
+  ++total_.accepted;
+  ++by_kind_[d.kind].accepted;
+  ++by_origin_[r.origin].accepted;
+  ++second_at(d.accepted_ms).accepted;
+  ++in_flight_;
+  return true;
+}
+
+void outcome_ledger::landed(const std::string& id, int64_t t_ms) {
+  retire_until(t_ms);
+  if (sink_ != nullptr) {
+    auto j = head(t_ms, "landed");
+    j["id"] = id;
+    emit(j.dump());
+  }
+  auto* r = find(id);
+  if (r == nullptr)
+    return;
+  if (!r->landed) {
+    r->landed = true;
+    latencies_.add(t_ms - r->accepted_ms);
+    second_at(r->accepted_ms).latencies.add(t_ms - r->accepted_ms);
+  }
+  if (r->kind == delivery_kind::frame) {
+    auto& st = streams_[r->stream];
+    if (!st.any_landed) {
+      st.any_landed = true;
+      st.max_landed = r->version;
+    } else {
+      if (r->version < st.max_landed) {
+        ++order_violations_;
+        if (violation_samples_.size() < ledger_summary::sample_max)
+          violation_samples_.push_back(
+            {id, st.target, st.stream, r->version, st.max_landed, t_ms});
+      }
+      st.max_landed = std::max(st.max_landed, r->version);
+    }
+  }
+  if (r->kind != delivery_kind::request)
+    add_terminal(id, *r, outcome_kind::landed, routing::verdict::ignored, {}, t_ms);
+}
+
+void outcome_ledger::response(const std::string& id, int64_t t_ms) {
+  retire_until(t_ms);
+  if (sink_ != nullptr) {
+    auto j = head(t_ms, "response");
+    j["id"] = id;
+    emit(j.dump());
+  }
+  if (auto* r = find(id))
+    add_terminal(id, *r, outcome_kind::response, routing::verdict::ignored, {}, t_ms);
+}
+
+void outcome_ledger::nack(const std::string& id, routing::verdict v, const std::string& text,
+                          int64_t t_ms) {
+  retire_until(t_ms);
+  if (sink_ != nullptr) {
+    auto j = head(t_ms, "nack");
+    j["id"] = id;
+    j["verdict"] = routing::to_string(v);
+    j["text"] = text;
+    emit(j.dump());
+  }
+  if (auto* r = find(id)) {
+    if (r->answer_suppressed)
+      ++nacks_on_suppressed_;
+    nack_texts_.insert(text);
+    nack_texts_by_verdict_[v].insert(text);
+    add_terminal(id, *r, outcome_kind::nack, v, text, t_ms);
+  }
+}
+
+void outcome_ledger::deadline(const std::string& id, int64_t t_ms) {
+  retire_until(t_ms);
+  if (sink_ != nullptr) {
+    auto j = head(t_ms, "deadline");
+    j["id"] = id;
+    emit(j.dump());
+  }
+  if (auto* r = find(id))
+    add_terminal(id, *r, outcome_kind::deadline, routing::verdict::ignored, {}, t_ms);
+}
+
+void outcome_ledger::suppressed_failure(const std::string& id, routing::verdict v,
+                                        const std::string& text, int64_t t_ms) {
+  retire_until(t_ms);
+  if (sink_ != nullptr) {
+    auto j = head(t_ms, "suppressed_failure");
+    j["id"] = id;
+    j["verdict"] = routing::to_string(v);
+    j["text"] = text;
+    emit(j.dump());
+  }
+  if (auto* r = find(id)) {
+    nack_texts_.insert(text);
+    nack_texts_by_verdict_[v].insert(text);
+    add_terminal(id, *r, outcome_kind::suppressed_failure, v, text, t_ms);
+  }
+}
+
+void outcome_ledger::unconfirmed(const std::string& id, int64_t t_ms) {
+  retire_until(t_ms);
+  if (sink_ != nullptr) {
+    auto j = head(t_ms, "unconfirmed");
+    j["id"] = id;
+    emit(j.dump());
+  }
+  if (auto* r = find(id))
+    add_terminal(id, *r, outcome_kind::unconfirmed, routing::verdict::ignored, {}, t_ms);
+}
+
+void outcome_ledger::duplicate_dropped(const std::string& id, int64_t t_ms) {
+  retire_until(t_ms);
+  if (sink_ != nullptr) {
+    auto j = head(t_ms, "duplicate_dropped");
+    j["id"] = id;
+    emit(j.dump());
+  }
+  ++duplicates_dropped_;
+}
+
+void outcome_ledger::stale_dropped(const std::string& target, const std::string& stream,
+                                   uint64_t version, int64_t t_ms) {
+  retire_until(t_ms);
+  if (sink_ != nullptr) {
+    auto j = head(t_ms, "stale_dropped");
+    j["target"] = target;
+    j["stream"] = stream;
+    j["version"] = version;
+    emit(j.dump());
+  }
+  ++stale_drops_;
+}
+
+bool outcome_ledger::terminated(const std::string& id) const {
+  auto i = records_.find(id);
+  return i != records_.end() && i->second.terminals > 0;
+}
+
+ledger_summary outcome_ledger::summarize() const {
+  ledger_summary s;
+  s.total = total_;
+  s.by_kind = by_kind_;
+  for (size_t i = 0; i < origins_.size(); ++i)
+    s.by_origin.emplace(origins_[i], by_origin_[i]);
+  s.nacked_by_verdict = nacked_;
+  s.suppressed_by_verdict = suppressed_;
+  s.multiple_terminal = retired_multiple_;
+  s.landed_then_timed_out = retired_timed_out_;
+  std::vector<sample> lost;
+  std::vector<sample> multiple = retired_multiple_ids_;
+  std::vector<sample> timed_out = retired_timed_out_ids_;
+  for (auto& [id, r] : records_) {
+    if (r.terminals == 0) {
+      ++s.total.lost;
+      ++s.by_kind[r.kind].lost;
+      ++s.by_origin[origins_[r.origin]].lost;
+      lost.push_back(sample{r.seq, id});
+    } else if (r.terminals == 2
+               && (r.first == outcome_kind::landed || r.first == outcome_kind::response)
+               && r.second_timed_out_failure) {
+      ++s.landed_then_timed_out;
+      timed_out.push_back(sample{r.seq, id});
+    } else if (r.terminals > 1) {
+      ++s.multiple_terminal;
+      multiple.push_back(sample{r.seq, id});
+    }
+  }
+  // Samples in acceptance order, at most sample_max.
+  auto first_ids = [](std::vector<sample>& xs, std::vector<std::string>& out) {
+    std::sort(xs.begin(), xs.end(), [](const sample& a, const sample& b) { return a.seq < b.seq; });
+    for (size_t i = 0; i < xs.size() && i < ledger_summary::sample_max; ++i)
+      out.push_back(xs[i].id);
+  };
+  first_ids(lost, s.lost_ids);
+  first_ids(multiple, s.multiple_terminal_ids);
+  first_ids(timed_out, s.landed_then_timed_out_ids);
+  s.nack_texts = nack_texts_;
+  s.nack_texts_by_verdict = nack_texts_by_verdict_;
   s.duplicates_dropped = duplicates_dropped_;
   s.order_violations = order_violations_;
   s.order_violation_samples = violation_samples_;
@@ -295,36 +425,11 @@ ledger_summary outcome_ledger::summarize() const {
   s.unknown_outcomes = unknown_outcomes_;
   s.duplicate_accepts = duplicate_accepts_;
   s.nacks_on_suppressed = nacks_on_suppressed_;
-  s.latency_samples = latencies.size();
-  s.latency_max_ms = nearest_rank(latencies, 100);
-  s.latency_p50_ms = nearest_rank(latencies, 50);
-  s.latency_p99_ms = nearest_rank(std::move(latencies), 99);
+  s.latency_samples = latencies_.count();
+  s.latency_max_ms = latencies_.nearest_rank(100);
+  s.latency_p50_ms = latencies_.nearest_rank(50);
+  s.latency_p99_ms = latencies_.nearest_rank(99);
   return s;
-}
-
-std::vector<delivery_trace> outcome_ledger::traces() const {
-  std::vector<delivery_trace> out;
-  out.reserve(order_.size());
-  for (auto& r : order_) {
-    delivery_trace t;
-    t.kind = r.d.kind;
-    t.accepted_ms = r.d.accepted_ms;
-    t.first_landing_ms = r.first_landing_ms;
-    if (!r.terminal.empty()) {
-      auto [k, v] = r.terminal.front();
-      t.outcome = k;
-      t.outcome_ms = r.first_terminal_ms;
-      if (k == outcome_kind::nack || k == outcome_kind::suppressed_failure) {
-        t.verdict = v;
-        // The texts are kept in arrival order and only NACKs and suppressed failures add
-        // one, so a first terminal NACK's text is the first text.
-        if (!r.nack_texts.empty())
-          t.text = r.nack_texts.front().second;
-      }
-    }
-    out.push_back(std::move(t));
-  }
-  return out;
 }
 
 std::string read_event_line(const std::string& line, outcome_ledger& ledger) {

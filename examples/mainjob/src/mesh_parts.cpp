@@ -11,6 +11,14 @@
 
 namespace cafmesh::mainjob {
 
+caf::actor spawn_app_hub(caf::actor_system& sys, routing::address self_address,
+                         caf::actor routing, config::routing_section cfg, bool respond,
+                         caf::actor observer) {
+  cfg.endpoint_record_max = 0;
+  return routing::spawn_hub_endpoint(sys, std::move(self_address), std::move(routing), cfg,
+                                     respond, std::move(observer));
+}
+
 lifecycle::lifecycle_observer_actor spawn_stage_probe(caf::actor_system& sys, caf::actor sink,
                                                       std::string silo, uint64_t generation) {
   using probe = lifecycle::lifecycle_observer_actor;
@@ -73,8 +81,7 @@ caf::actor spawn_echo_hub_factory(caf::actor_system& sys, const config::routing_
           return to_error(fault{mesh_errc::silo_unavailable,
                                 "the echo application has no routing service yet"});
         auto addr = routing::address::from("node/" + key);
-        auto ep = routing::spawn_hub_endpoint(self->system(), addr, st.routing, cfg, true,
-                                              observer);
+        auto ep = spawn_app_hub(self->system(), addr, st.routing, cfg, true, observer);
         self->link_to(ep);
         caf::anon_send(st.routing, routing::rs_register_atom::value, addr, ep);
         st.hubs.emplace(key, ep);

@@ -317,8 +317,7 @@ public:
       auto text = owner_hub_address(i);
       auto a = routing::address::from(text);
       auto home = s_.silos[static_cast<size_t>(i % n)];
-      auto ep = routing::spawn_hub_endpoint(app_, a, routing_of(home), client_cfg_.routing,
-                                            false, main_);
+      auto ep = spawn_app_hub(app_, a, routing_of(home), client_cfg_.routing, false, main_);
       (*hubs)[text.substr(5)] = ep;
       all_.push_back(ep);
       homing_.add(lifecycle::hub_home_kind::owner, a, ep, home);
@@ -328,13 +327,11 @@ public:
       auto origin = portal_origin(s_, i);
       if (origin.rfind("silo:", 0) == 0) {
         auto home = origin.substr(5);
-        auto ep = routing::spawn_hub_endpoint(app_, a, routing_of(home), client_cfg_.routing,
-                                              false, main_);
+        auto ep = spawn_app_hub(app_, a, routing_of(home), client_cfg_.routing, false, main_);
         homing_.add(lifecycle::hub_home_kind::portal, a, ep, home);
         all_.push_back(ep);
       } else {
-        auto ep = routing::spawn_hub_endpoint(app_, a, client_.routing, client_cfg_.routing,
-                                              false, main_);
+        auto ep = spawn_app_hub(app_, a, client_.routing, client_cfg_.routing, false, main_);
         homing_.add(lifecycle::hub_home_kind::client, a, ep, {}, client_.routing);
         all_.push_back(ep);
       }
@@ -1059,8 +1056,7 @@ private:
       if (h.origin.rfind("silo:", 0) == 0) {
         h.home = h.origin.substr(5);
       } else {
-        h.ep = routing::spawn_hub_endpoint(app_, h.addr, client_.routing, client_cfg_.routing,
-                                           false, main_);
+        h.ep = spawn_app_hub(app_, h.addr, client_.routing, client_cfg_.routing, false, main_);
         caf::anon_send(client_.routing, routing::rs_register_atom::value, h.addr, h.ep);
         all_.push_back(h.ep);
       }

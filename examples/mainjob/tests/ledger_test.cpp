@@ -245,3 +245,180 @@ TEST_CASE("mainjob ledger: a landing followed by a response-timeout failure is t
   CHECK(s.total.landed == 4);
   CHECK(s.total.lost == 0);
 }
+
+namespace {
+
+/// Feeds `l` a run of `n` deliveries, one accepted every 10 ms, each ending a few ms later:
+/// posts land, requests are answered, frames land (every 7th out of order), heartbeats fail
+/// suppressed; every 11th post is NACKed after landing (a second outcome), every 13th
+/// request is answered and then NACKed by a timeout (the SPEC §7.6 ambiguity), every 17th
+/// delivery stays in flight. Every later event comes within `late_ms` of the first.
+void feed(outcome_ledger& l, int n, int64_t late_ms) {
+  for (int i = 0; i < n; ++i) {
+    auto t = int64_t{10} * i;
+    auto id = "d-" + std::to_string(i);
+    switch (i % 4) {
+      case 0:
+        l.accept(request(id, t));
+        if (i % 17 == 0)
+          break;
+        l.landed(id, t + 2 + i % 5);
+        l.response(id, t + 3 + i % 5);
+        if (i % 13 == 0)
+          l.nack(id, verdict::failed, "grain call timed out after 3 s", t + late_ms);
+        break;
+      case 1:
+        l.accept(heartbeat(id, t));
+        if (i % 17 != 0)
+          l.suppressed_failure(id, verdict::unavailable, "placement timed out", t + 4);
+        break;
+      case 2:
+        l.accept(frame(id, "portal/a/tab1", "stream-1",
+                       static_cast<uint64_t>(i - (i % 7 == 2 ? 9 : 0)), t));
+        if (i % 17 != 0)
+          l.landed(id, t + 1 + i % 3);
+        break;
+      default:
+        l.accept(accepted_delivery{id, delivery_kind::post, "portal/u1/tab1", "node/Org/N1",
+                                   "", 0, false, "silo:A", t});
+        if (i % 17 == 0)
+          break;
+        l.landed(id, t + 5);
+        if (i % 11 == 0)
+          l.nack(id, verdict::shutting_down, "Host is shutting down", t + late_ms);
+        break;
+    }
+  }
+}
+
+/// Checks every figure of two summaries.
+void check_same(const ledger_summary& a, const ledger_summary& b) {
+  CHECK(a.total == b.total);
+  CHECK(a.by_kind == b.by_kind);
+  CHECK(a.by_origin == b.by_origin);
+  CHECK(a.nacked_by_verdict == b.nacked_by_verdict);
+  CHECK(a.suppressed_by_verdict == b.suppressed_by_verdict);
+  CHECK(a.lost_ids == b.lost_ids);
+  CHECK(a.multiple_terminal == b.multiple_terminal);
+  CHECK(a.multiple_terminal_ids == b.multiple_terminal_ids);
+  CHECK(a.landed_then_timed_out == b.landed_then_timed_out);
+  CHECK(a.landed_then_timed_out_ids == b.landed_then_timed_out_ids);
+  CHECK(a.duplicates_dropped == b.duplicates_dropped);
+  CHECK(a.order_violations == b.order_violations);
+  CHECK(a.order_violation_samples == b.order_violation_samples);
+  CHECK(a.stale_drops == b.stale_drops);
+  CHECK(a.unknown_outcomes == b.unknown_outcomes);
+  CHECK(a.duplicate_accepts == b.duplicate_accepts);
+  CHECK(a.nacks_on_suppressed == b.nacks_on_suppressed);
+  CHECK(a.nack_texts == b.nack_texts);
+  CHECK(a.nack_texts_by_verdict == b.nack_texts_by_verdict);
+  CHECK(a.latency_samples == b.latency_samples);
+  CHECK(a.latency_p50_ms == b.latency_p50_ms);
+  CHECK(a.latency_p99_ms == b.latency_p99_ms);
+  CHECK(a.latency_max_ms == b.latency_max_ms);
+}
+
+} // namespace
+
+TEST_CASE("mainjob ledger: records are let go retain_ms after their first terminal outcome and the summary stays exact") {
+  outcome_ledger all;
+  outcome_ledger bounded{1000};
+  feed(all, 20000, 500);
+  feed(bounded, 20000, 500);
+  // Mid-run: at most the deliveries that ended in the last 1,000 ms (100 of them, 10 ms
+  // apart, with a landing or a few ms before a late NACK) besides those never ended.
+  CHECK(bounded.records() < 1177 + 200);
+  // An event long after the last one lets every terminated record go.
+  all.stale_dropped("portal/a/tab1", "stream-1", 0, 300000);
+  bounded.stale_dropped("portal/a/tab1", "stream-1", 0, 300000);
+  CHECK(all.records() == 20000);
+  CHECK(bounded.records() == 1177); // every 17th delivery never ended
+  auto a = all.summarize();
+  auto b = bounded.summarize();
+  check_same(a, b);
+  CHECK(a.total.accepted == 20000);
+  CHECK(a.total.lost == 1177);
+  CHECK(a.multiple_terminal > 0);
+  CHECK(a.landed_then_timed_out > 0);
+  CHECK(a.order_violations > 0);
+  CHECK(a.lost_ids.size() == ledger_summary::sample_max);
+  CHECK(a.multiple_terminal_ids.size() == ledger_summary::sample_max);
+  CHECK(a.landed_then_timed_out_ids.size() == ledger_summary::sample_max);
+}
+
+TEST_CASE("mainjob ledger: a bounded ledger bins the same per-second figures as an unbounded one") {
+  outcome_ledger all;
+  outcome_ledger bounded{1000};
+  feed(all, 5000, 500);
+  feed(bounded, 5000, 500);
+  REQUIRE(all.seconds().size() == bounded.seconds().size());
+  // Accepts until 49,990 ms and their first outcomes a few ms later: seconds 0 to 49 (a
+  // second outcome does not extend the run).
+  CHECK(all.seconds().size() == 50);
+  for (size_t s = 0; s < all.seconds().size(); ++s) {
+    CAPTURE(s);
+    auto& x = all.seconds()[s];
+    auto& y = bounded.seconds()[s];
+    CHECK(x.accepted == y.accepted);
+    CHECK(x.ended == y.ended);
+    CHECK(x.landed == y.landed);
+    CHECK(x.nacked == y.nacked);
+    CHECK(x.refusals == y.refusals);
+    CHECK(x.deadlines == y.deadlines);
+    CHECK(x.suppressed == y.suppressed);
+    CHECK(x.latencies.count() == y.latencies.count());
+    CHECK(x.latencies.nearest_rank(99) == y.latencies.nearest_rank(99));
+  }
+}
+
+TEST_CASE("mainjob ledger: a later outcome inside retain_ms is a second outcome, after it an unknown one") {
+  outcome_ledger l{1000};
+  l.accept(heartbeat("h1", 0));
+  l.accept(heartbeat("h2", 0));
+  l.landed("h1", 10);
+  l.landed("h2", 10);
+  l.suppressed_failure("h1", verdict::failed, "boom", 1009); // 999 ms later: still kept
+  CHECK(l.records() == 2);
+  l.suppressed_failure("h2", verdict::failed, "boom", 1010); // 1,000 ms later: let go
+  CHECK(l.records() == 0);
+  auto s = l.summarize();
+  CHECK(s.multiple_terminal == 1);
+  CHECK(s.multiple_terminal_ids == std::vector<std::string>{"h1"});
+  CHECK(s.unknown_outcomes == 1);
+  CHECK(s.total.landed == 2);
+  CHECK(s.total.lost == 0);
+  CHECK(s.nack_texts == std::set<std::string>{"boom"}); // h1's text: it was still known
+}
+
+TEST_CASE("mainjob ledger: a delivery in flight is kept however old it is") {
+  outcome_ledger l{10};
+  l.accept(request("r1", 0));
+  for (int i = 0; i < 1000; ++i) {
+    auto id = "p" + std::to_string(i);
+    l.accept(heartbeat(id, 100 + i));
+    l.landed(id, 101 + i);
+  }
+  CHECK(l.records() == 11); // r1 and the heartbeats of the last 10 ms
+  l.response("r1", 5000);
+  auto s = l.summarize();
+  CHECK(s.total.landed == 1001);
+  CHECK(s.unknown_outcomes == 0);
+  CHECK(s.latency_samples == 1000);
+  CHECK(l.records() == 1); // r1, terminated at 5,000 ms, is kept until 5,010 ms
+}
+
+TEST_CASE("mainjob ledger: the latency histogram's percentiles are nearest_rank's") {
+  latency_histogram h;
+  CHECK(h.nearest_rank(50) == std::nullopt);
+  std::vector<int64_t> values;
+  for (int64_t i = 0; i < 1000; ++i) {
+    auto v = (i * 7919) % 113; // 113 distinct values, each about 9 times
+    values.push_back(v);
+    h.add(v);
+  }
+  CHECK(h.count() == 1000);
+  CHECK(h.distinct() == 113);
+  for (int p : {1, 50, 90, 99, 100})
+    CHECK(h.nearest_rank(p) == nearest_rank(values, p));
+  CHECK(h.nearest_rank(0) == std::nullopt);
+}

@@ -108,6 +108,10 @@ struct routing_section {
   int64_t refusal_log_idle_windows = 10; ///< idle windows before eviction (§6.15); >= 1
   int64_t outcome_dedup_window_ms = 120000; ///< sender remembers terminated ids (§6.12); >= 1
   int64_t outcome_dedup_max_ids = 65536; ///< most ids remembered (§6.12); >= 1
+  /// Most received deliveries, outcomes and entry answers a hub endpoint keeps for
+  /// inspection, each record its own count; the oldest is dropped first
+  /// (docs/behaviour/routing.md#bounded-records). 0: keeps none; >= 0.
+  int64_t endpoint_record_max = 1024;
   /// Admission control: most legs a router core holds accepted and not terminated; a
   /// delivery beyond it is refused `unavailable` ("overloaded") before acceptance. 0: no
   /// bound; >= 0.
@@ -133,6 +137,10 @@ struct client_section {
   int64_t retry_base_ms = 200;
   int64_t retry_cap_ms = 30000;
   int64_t slow_dispatch_log_ms = 500; ///< info log for a slower dispatch (§6.2); >= 0
+  /// Most delivery ids whose dispatch attempt times a pure client's routing service keeps
+  /// for inspection; the oldest id is dropped first (docs/behaviour/routing.md#bounded-records).
+  /// 0: keeps none; >= 0.
+  int64_t attempt_record_max = 1024;
 };
 
 /// Section `attach` (SPEC §7.5).

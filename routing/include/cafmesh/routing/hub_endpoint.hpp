@@ -19,14 +19,18 @@
 /// - `(hb_deliver_atom, envelope) -> envelope`: a node hub's hand-over: recorded in
 ///   `received`, answered with state `processed` (and, with `respond` on, answered with a
 ///   response envelope to its sender as for `hb_in`).
+/// Records kept for inspection (`received`, `outcomes`, `entry_answers`) each hold at most
+/// `routing.endpoint_record_max` entries, the oldest dropped first
+/// (docs/behaviour/routing.md#bounded-records); the observer is told every event regardless.
 /// Outcomes passed to the application are recorded in `outcomes`; duplicates are dropped by
 /// the tracker with the debug line "duplicate outcome for delivery {id} dropped". A delivery
 /// whose id this hub already took in (a retried hand-over whose first copy landed) is
 /// dropped the same way, never recorded or answered twice.
 
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <string>
-#include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
@@ -65,9 +69,11 @@ struct hub_endpoint_state {
   /// (at-least-once hand-over) is dropped here, told to the observer as `duplicate`.
   outcome_tracker taken;
   bool respond = false;
-  std::vector<hub_outcome> outcomes;
-  std::vector<hub_received> received;
-  std::vector<envelope> entry_answers; ///< what `deliver` answered, in order
+  /// Most entries each record below keeps (`routing.endpoint_record_max`).
+  size_t record_max = 1024;
+  std::deque<hub_outcome> outcomes;
+  std::deque<hub_received> received;
+  std::deque<envelope> entry_answers; ///< what `deliver` answered, in order
   bool timer_armed = false;
   int64_t timer_due_ms = 0;
   log::logger log;

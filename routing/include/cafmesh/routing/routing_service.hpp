@@ -234,7 +234,8 @@ struct inbound_route {
   bool attached = false;              ///< the last assertion succeeded
   bool busy = false;                  ///< an attempt or a retry timer is outstanding
   silo_address at;                    ///< the gateway it was last attached at
-  std::vector<int64_t> attempt_ms;    ///< virtual ms of every attach attempt (tests)
+  // Inspection records, each keeping its newest `client.attempt_record_max` entries.
+  std::vector<int64_t> attempt_ms;    ///< virtual ms of every attach attempt
   std::vector<silo_address> attached_at; ///< gateway of every successful attach, in order
   std::vector<int64_t> attached_ms;      ///< virtual ms of every successful attach
 };
@@ -281,7 +282,11 @@ struct routing_service_state {
   size_t held_sweep_at = 1024; ///< sweep expired entries when `held` grows past this
   std::mt19937_64 rng;
   std::map<uint64_t, client_dispatch> dispatches;
-  std::map<std::string, std::vector<int64_t>> attempts_by_id; ///< delivery id -> attempt ms
+  /// Delivery id -> virtual ms of every dispatch attempt (inspection), at most
+  /// `client.attempt_record_max` ids: the oldest id is dropped first
+  /// (docs/behaviour/routing.md#bounded-records).
+  std::map<std::string, std::vector<int64_t>> attempts_by_id;
+  std::deque<std::string> attempt_ids; ///< the ids of `attempts_by_id`, oldest first
   std::map<std::string, inbound_route> inbound; ///< host path -> inbound attach
   std::deque<uint64_t> gated;  ///< dispatches waiting for a first attach, in arrival order
   // monolith

@@ -21,8 +21,18 @@
 /// Checks: lost = accepted with no terminal outcome; more than one terminal outcome (two
 /// landings of one post count too); per-(target, stream) order violations = a frame landing
 /// with version v after a landing of the same stream at that target with version v' > v.
+///
+/// Memory does not grow per delivery: the ledger keeps a small record per delivery only
+/// while it is in flight and `retain_ms` after its first terminal outcome (the window in
+/// which later events for it, a second outcome or a late landing, are still attributed to
+/// it); everything the summary and the timeline need beyond that is folded into counters,
+/// exact latency histograms and per-second bins as events come. Every event is still
+/// written to the event sink (the ledger file) in full. docs/operations.md#memory
 
+#include <climits>
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <iosfwd>
 #include <map>
 #include <optional>
@@ -143,21 +153,45 @@ struct ledger_summary {
   std::optional<int64_t> latency_max_ms; ///< the slowest first landing - accepted
 };
 
-/// One accepted delivery's times as the ledger holds them (`outcome_ledger::traces`): what
-/// the per-second timeline of the HTML report is binned from.
-struct delivery_trace {
-  delivery_kind kind = delivery_kind::post;
-  int64_t accepted_ms = 0;
-  std::optional<int64_t> first_landing_ms;  ///< the target hub received it (latency)
-  std::optional<outcome_kind> outcome;      ///< the first terminal outcome; none: in flight
-  std::optional<int64_t> outcome_ms;        ///< when the first terminal outcome came
-  routing::verdict verdict = routing::verdict::ignored; ///< with `nack`, `suppressed_failure`
-  std::string text;                         ///< with `nack`, `suppressed_failure`: its text
-};
-
 /// The nearest-rank percentile: the value at rank ceil(percent / 100 * N) (1-based) of the
 /// sorted values; none for no values. `percent` in [1, 100].
 std::optional<int64_t> nearest_rank(std::vector<int64_t> values, int percent);
+
+/// An exact histogram of integer samples (latencies in ms): one count per distinct value, so
+/// its memory grows with the number of distinct values, not with the number of samples, and
+/// its percentiles equal `nearest_rank` over every sample added.
+class latency_histogram {
+public:
+  /// Adds one sample.
+  void add(int64_t value);
+
+  /// Samples added.
+  uint64_t count() const { return count_; }
+
+  /// Distinct values held.
+  size_t distinct() const { return counts_.size(); }
+
+  /// `nearest_rank` over every sample added; none for none. `percent` in [1, 100].
+  std::optional<int64_t> nearest_rank(int percent) const;
+
+private:
+  std::vector<std::pair<int64_t, uint64_t>> counts_; ///< (value, count), ascending values
+  uint64_t count_ = 0;
+};
+
+/// One second of the run as the ledger bins it while events come (timeline.hpp reads the
+/// report's per-second series from these): second s covers [s * 1000, (s + 1) * 1000) ms.
+struct ledger_second {
+  uint64_t accepted = 0;  ///< deliveries accepted in this second
+  uint64_t ended = 0;     ///< deliveries whose first terminal outcome came in this second
+  uint64_t landed = 0;    ///< of those: a landing or a request's response
+  std::map<routing::verdict, uint64_t> nacked; ///< of those: a NACK, not an overload refusal
+  uint64_t refusals = 0;  ///< of those: an overload refusal (`overload_refusal`)
+  uint64_t deadlines = 0; ///< of those: a request's deadline
+  uint64_t suppressed = 0; ///< of those: a suppressed failure, not an overload refusal
+  /// First landing - accepted of the deliveries accepted in this second that landed.
+  latency_histogram latencies;
+};
 
 /// The outcome ledger (see the file comment).
 ///
@@ -171,7 +205,20 @@ std::optional<int64_t> nearest_rank(std::vector<int64_t> values, int percent);
 /// "target":…,"stream":…,"version":…}`. `read_event_line` parses them back.
 class outcome_ledger {
 public:
-  outcome_ledger() = default;
+  /// Keeps a delivery's record until its first terminal outcome is `retain_ms` old (by the
+  /// time of the latest event); a later event for it counts as an unknown outcome, an
+  /// `accept` of its id again is not detected as a duplicate. The default keeps every
+  /// record to the end of the run.
+  explicit outcome_ledger(int64_t retain_ms = keep_all);
+
+  /// `retain_ms` that never lets a record go.
+  static constexpr int64_t keep_all = INT64_MAX;
+
+  // Move-only: `terminated_` points into `records_`, whose elements a move keeps in place.
+  outcome_ledger(outcome_ledger&&) = default;
+  outcome_ledger& operator=(outcome_ledger&&) = default;
+  outcome_ledger(const outcome_ledger&) = delete;
+  outcome_ledger& operator=(const outcome_ledger&) = delete;
 
   /// Appends every later event as a JSON line to `out` (not owned; nullptr stops).
   void write_events_to(std::ostream* out) { sink_ = out; }
@@ -207,14 +254,18 @@ public:
   void stale_dropped(const std::string& target, const std::string& stream, uint64_t version,
                      int64_t t_ms);
 
-  /// True if `id` was accepted and has at least one terminal outcome.
+  /// True if `id` was accepted, has at least one terminal outcome and its record is still
+  /// kept (`retain_ms`).
   bool terminated(const std::string& id) const;
 
   /// Accepted deliveries without a terminal outcome so far ("in flight").
   uint64_t in_flight() const { return in_flight_; }
 
   /// Number of accepted deliveries.
-  size_t size() const { return order_.size(); }
+  size_t size() const { return static_cast<size_t>(total_.accepted); }
+
+  /// Deliveries whose record is kept: in flight, or terminated less than `retain_ms` ago.
+  size_t records() const { return records_.size(); }
 
   /// Deliveries whose first terminal outcome is a landing or a response, so far.
   uint64_t landed_count() const { return landed_; }
@@ -225,26 +276,73 @@ public:
   /// Evaluates every check over what was recorded.
   ledger_summary summarize() const;
 
-  /// Every accepted delivery's times and first terminal outcome, in acceptance order.
-  std::vector<delivery_trace> traces() const;
+  /// The run's seconds from second 0 to the last one with an accept or a first terminal
+  /// outcome so far.
+  const std::vector<ledger_second>& seconds() const { return seconds_; }
 
 private:
+  /// What the checks still need of one delivery (no texts, no addresses).
   struct record {
-    accepted_delivery d;
-    std::vector<std::pair<outcome_kind, routing::verdict>> terminal;
-    std::vector<std::pair<routing::verdict, std::string>> nack_texts;
-    std::optional<int64_t> first_landing_ms;
-    uint64_t landings = 0;
-    int64_t first_terminal_ms = 0; ///< valid once `terminal` is not empty
+    uint64_t seq = 0;            ///< acceptance order
+    int64_t accepted_ms = 0;
+    int64_t first_terminal_ms = 0; ///< valid once `terminals` > 0
+    uint64_t version = 0;        ///< frames
+    uint32_t origin = 0;         ///< index into `origins_`
+    uint32_t stream = 0;         ///< frames: index into `streams_`
+    delivery_kind kind = delivery_kind::post;
+    bool answer_suppressed = false;
+    bool landed = false;         ///< has a landing (its first one gave the latency)
+    uint8_t terminals = 0;       ///< terminal outcomes, counted up to 3
+    outcome_kind first = outcome_kind::landed;
+    /// The second terminal outcome is a NACK or suppressed failure `failed` whose text says
+    /// "timed out" or "expired" (with a first landing: the SPEC §7.6 ambiguity).
+    bool second_timed_out_failure = false;
+  };
+  using record_map = std::unordered_map<std::string, record>;
+
+  /// A delivery with more than one terminal outcome, for the id samples.
+  struct sample {
+    uint64_t seq;
+    std::string id;
   };
 
   record* find(const std::string& id);
-  void add_terminal(record& r, outcome_kind k, routing::verdict v, int64_t t_ms);
+  void add_terminal(const std::string& id, record& r, outcome_kind k, routing::verdict v,
+                    const std::string& text, int64_t t_ms);
+  ledger_second& second_at(int64_t t_ms);
+  void retire_until(int64_t now_ms);
   void emit(const std::string& line);
 
-  std::unordered_map<std::string, size_t> index_;
-  std::vector<record> order_;
-  std::map<std::pair<std::string, std::string>, uint64_t> max_landed_; ///< (target, stream)
+  int64_t retain_ms_;
+  record_map records_;
+  /// Terminated records by first terminal time, oldest first (pointers stay valid in an
+  /// unordered_map until the element is erased).
+  std::deque<record_map::value_type*> terminated_;
+  uint64_t next_seq_ = 0;
+  int64_t latest_ms_ = INT64_MIN;
+  std::vector<std::string> origins_;
+  std::unordered_map<std::string, uint32_t> origin_index_;
+  struct stream_state {
+    std::string target;
+    std::string stream;
+    uint64_t max_landed = 0;
+    bool any_landed = false;
+  };
+  std::vector<stream_state> streams_;
+  std::map<std::pair<std::string, std::string>, uint32_t> stream_index_;
+  outcome_counts total_;
+  std::map<delivery_kind, outcome_counts> by_kind_;
+  std::vector<outcome_counts> by_origin_; ///< parallel to `origins_`
+  std::map<routing::verdict, uint64_t> suppressed_;
+  std::set<std::string> nack_texts_;
+  std::map<routing::verdict, std::set<std::string>> nack_texts_by_verdict_;
+  latency_histogram latencies_;
+  std::vector<ledger_second> seconds_;
+  // Second outcomes of retired records (the kept ones are classified by `summarize`).
+  uint64_t retired_multiple_ = 0;
+  std::vector<sample> retired_multiple_ids_; ///< lowest `seq` first, at most sample_max
+  uint64_t retired_timed_out_ = 0;
+  std::vector<sample> retired_timed_out_ids_;
   uint64_t in_flight_ = 0;
   uint64_t landed_ = 0;
   std::map<routing::verdict, uint64_t> nacked_;

@@ -20,6 +20,7 @@
 #include "cafmesh/lifecycle/host.hpp"
 #include "cafmesh/mainjob/driver.hpp"
 #include "cafmesh/actors/observer.hpp"
+#include "cafmesh/routing/address.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/hub_protocol.hpp"
 
@@ -33,6 +34,14 @@ using mp_stage_atom = caf::atom_constant<caf::atom("mpstage")>;
 /// tells `sink` about it. Subscribe it at the stages to watch (one actor may serve several).
 lifecycle::lifecycle_observer_actor spawn_stage_probe(caf::actor_system& sys, caf::actor sink,
                                                       std::string silo, uint64_t generation);
+
+/// Spawns a hub endpoint of the demo's applications (`routing::spawn_hub_endpoint`) that keeps
+/// no records of its own (`routing.endpoint_record_max` 0, whatever `cfg` says): the demo
+/// takes every event through `observer`, so the records would only hold memory
+/// (docs/operations.md#memory).
+caf::actor spawn_app_hub(caf::actor_system& sys, routing::address self_address,
+                         caf::actor routing, config::routing_section cfg, bool respond,
+                         caf::actor observer);
 
 /// The application's hubs by node prefix (`Org/N3` -> the hub of `node/Org/N3`).
 using hub_map = std::map<std::string, caf::actor>;

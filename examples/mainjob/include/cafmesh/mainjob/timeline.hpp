@@ -2,7 +2,7 @@
 
 /// @file
 /// The run as a per-second timeline (the charts of `cafmesh-demo --html`, html_report.hpp),
-/// binned from the outcome ledger's accept and terminal times. Second s covers the times
+/// read from the outcome ledger's per-second bins of accept and terminal times. Second s covers the times
 /// [s * 1000, (s + 1) * 1000) ms since the traffic started; the timeline runs from second 0
 /// to the last second with an accept or a terminal outcome (the drain after the paced
 /// traffic included), at least `duration_s` seconds. Per second:
@@ -59,11 +59,8 @@ struct timeline {
   size_t seconds() const { return landed.size(); }
 };
 
-/// Bins `traces` (`outcome_ledger::traces`) into seconds (see the file comment); at least
-/// `duration_s` seconds.
-timeline build_timeline(const std::vector<delivery_trace>& traces, int64_t duration_s);
-
-/// The same for every delivery of `ledger`.
+/// The series of every delivery of `ledger` (from its per-second bins,
+/// `outcome_ledger::seconds`; see the file comment); at least `duration_s` seconds.
 timeline build_timeline(const outcome_ledger& ledger, int64_t duration_s);
 
 } // namespace cafmesh::mainjob
