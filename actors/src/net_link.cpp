@@ -712,11 +712,14 @@ caf::behavior oracle_relay(relay_actor* self, caf::actor link) {
       },
       [=](caf::error& e) {
         // The primary refused this process (docs/behaviour/peer-authentication.md): every
-        // request, now and later, is answered with that error.
+        // request, now and later, is answered with that error (a one-way message has no
+        // one to answer: an error sent back for it would reach its sender as a stray
+        // response).
         auto& st = self->state;
         st.refused = e;
         for (auto& w : st.waiting)
-          w.second.deliver(e);
+          if (!w.second.async())
+            w.second.deliver(e);
         st.waiting.clear();
       });
   // Every other message goes through the default handler above.
