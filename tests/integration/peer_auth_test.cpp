@@ -295,6 +295,12 @@ TEST_CASE("S13.14 a silo with the wrong secret or cluster id is refused, logged 
   refused_start(dir, "C", a_port, R"(, "cluster_id": "green", "cluster_secret": "right")",
                 "(cluster_id): it belongs to cluster \"blue\", this process to \"green\"");
 
+  // A secret file that cannot be read: the silo does not even listen.
+  refused_start(dir, "E", a_port,
+                R"(, "cluster_id": "blue", "cluster_secret_file": ")" + dir + R"(/missing")",
+                "cannot read the cluster secret file \"" + dir
+                  + "/missing\": No such file or directory");
+
   // The primary logged and counted both, and admitted nobody.
   auto auth = auth_line(*a);
   CHECK(auth.rfind("AUTH admitted 0 refused ", 0) == 0);
