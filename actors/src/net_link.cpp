@@ -16,6 +16,8 @@
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/actors/peer_auth.hpp"
+#include "peer_gate.hpp"
 
 namespace cafmesh {
 
@@ -64,6 +66,8 @@ using nl_reconnect_atom = caf::atom_constant<caf::atom("nlreconn")>;
 
 struct net_link_state {
   config::network_section cfg;
+  /// Publishes and connects (docs/behaviour/peer-authentication.md); exited with the link.
+  peer_gate gate;
   caf::io::middleman_actor mm;
   uint16_t port = 0;
   bool published = false;
@@ -74,6 +78,8 @@ struct net_link_state {
   caf::actor oracle;           ///< local (primary) or a remote proxy (learnt by hello)
   bool oracle_is_local = false;
   std::vector<caf::response_promise> oracle_waiters;
+  /// Set once the primary refused this process's credentials: the oracle stays unknown.
+  caf::error oracle_refusal;
   std::map<endpoint, peer> peers;
   std::set<silo_address> reported_silent; ///< primary only: told the oracle "silent"
   uint64_t next_attempt = 1;
@@ -243,6 +249,58 @@ void got_oracle(link_actor* self, const caf::actor& o) {
   st.oracle_waiters.clear();
 }
 
+/// The answer to request `req` whose connection failed authentication: `config_invalid`
+/// (another cluster or secret does not go away by retrying).
+wire_frame refused_response(const wire_frame& req, const std::string& why) {
+  auto resp = response_to(req);
+  fault f{mesh_errc::config_invalid, "silo " + req.dst.to_string()
+                                       + " cannot be reached: the connection failed "
+                                         "authentication: "
+                                       + why};
+  f.silo = req.dst;
+  resp.error = to_error(f);
+  return resp;
+}
+
+/// The connection to `ep` was refused during its handshake (either end refused; see
+/// docs/behaviour/peer-authentication.md). A permanent refusal answers every request waiting
+/// for it with `refused_response`, and one by the primary also fails whoever waits for the
+/// oracle: this process cannot join. A timeout is an ordinary failed connect.
+void refused(link_actor* self, const endpoint& ep, uint64_t attempt,
+             const peer_refusal_note& note) {
+  auto& st = self->state;
+  auto why = "authentication failed: " + note.text;
+  if (!note.permanent) {
+    fail_connect(self, ep, attempt, why);
+    return;
+  }
+  auto i = st.peers.find(ep);
+  if (i == st.peers.end() || i->second.attempt != attempt || i->second.phase == peer_phase::up)
+    return;
+  bool primary = !is_primary(st) && ep == primary_endpoint(st);
+  if (!primary || st.primary_failures++ % 100 == 0)
+    st.log.warning("cannot reach " + std::string{primary ? "the primary " : ""} + render(ep)
+                   + ": " + why);
+  // Requests are answered here; the rest is bounced to the centre by `drop_peer`.
+  std::deque<wire_frame> rest;
+  for (auto& f : i->second.queue) {
+    if (f.correlation_id != 0 && !f.is_response && st.centre)
+      self->send(st.centre, mc_frame_atom::value, refused_response(f, note.text));
+    else
+      rest.push_back(std::move(f));
+  }
+  i->second.queue = std::move(rest);
+  if (primary && !st.oracle) {
+    auto err = to_error(fault{mesh_errc::config_invalid, "the primary " + render(ep)
+                                                           + " cannot be joined: " + why});
+    for (auto& rp : st.oracle_waiters)
+      rp.deliver(err);
+    st.oracle_waiters.clear();
+    st.oracle_refusal = err;
+  }
+  drop_peer(self, ep, why);
+}
+
 /// Starts an asynchronous connection to `ep` (the entry must exist or is created).
 void connect(link_actor* self, const endpoint& ep) {
   auto& st = self->state;
@@ -250,6 +308,10 @@ void connect(link_actor* self, const endpoint& ep) {
   p.phase = peer_phase::connecting;
   p.attempt = st.next_attempt++;
   auto attempt = p.attempt;
+  if (!st.mm) {
+    fail_connect(self, ep, attempt, "this process does not listen (its start failed)");
+    return;
+  }
   auto timeout = std::chrono::milliseconds(st.cfg.failure_detection_ms);
   self->request(st.mm, timeout, caf::connect_atom::value, ep.first, ep.second)
     .then(
@@ -287,7 +349,13 @@ void connect(link_actor* self, const endpoint& ep) {
                            e == caf::sec::request_receiver_down);
             });
       },
-      [=](caf::error& e) { fail_connect(self, ep, attempt, self->system().render(e)); });
+      [=](caf::error& e) {
+        auto& g = self->state.gate.guard;
+        if (auto note = g ? take_refusal(*g, ep.first, ep.second) : std::nullopt)
+          refused(self, ep, attempt, *note);
+        else
+          fail_connect(self, ep, attempt, self->system().render(e));
+      });
 }
 
 void route(link_actor* self, wire_frame f) {
@@ -326,21 +394,34 @@ void tick(link_actor* self) {
       report_watch(self, p.addr, false);
     }
   }
-  if (!is_primary(st) && st.peers.count(primary_endpoint(st)) == 0)
+  // A primary that refused this process's credentials would refuse them again.
+  if (!is_primary(st) && !st.oracle_refusal && st.peers.count(primary_endpoint(st)) == 0)
     connect(self, primary_endpoint(st));
   self->delayed_send(self, std::chrono::milliseconds(st.cfg.heartbeat_interval_ms),
                      nl_tick_atom::value);
 }
 
-caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor oracle) {
+/// Starts listening through a gate holding the configured credentials; a secret that cannot
+/// be read fails the publish (`nl_port_atom` answers it).
+void listen(link_actor* self) {
   auto& st = self->state;
-  st.cfg = std::move(cfg);
-  st.mm = self->system().middleman().actor_handle();
-  st.log = log::get("net_link");
-  if (oracle) {
-    st.oracle = std::move(oracle);
-    st.oracle_is_local = true;
+  auto secret = cluster_secret(st.cfg);
+  if (!secret) {
+    st.publish_error = secret.error();
+    st.log.error("cannot listen on " + st.cfg.host + ":" + std::to_string(st.cfg.port) + ": "
+                 + to_fault(secret.error()).text);
+    return;
   }
+  if (secret->empty())
+    st.log.info("no cluster secret configured: peers are admitted by cluster id (\""
+                + st.cfg.cluster_id + "\") alone");
+  st.gate = spawn_peer_gate(self->system(), self->address(), st.cfg.cluster_id,
+                            std::move(*secret), st.cfg.authentication_timeout_ms);
+  st.mm = caf::actor_cast<caf::io::middleman_actor>(st.gate.actor);
+  // The gate goes with the link, after every request the link sent it.
+  self->attach_functor([gate = st.gate.actor](const caf::error&) {
+    caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
+  });
   std::set<std::string> no_ifs;
   // reuse_addr (SO_REUSEADDR): a silo restarted on its old port must bind while the
   // connections of its killed predecessor sit in TIME_WAIT.
@@ -367,6 +448,17 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
           rp.deliver(e);
         st.port_waiters.clear();
       });
+}
+
+caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor oracle) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  st.log = log::get("net_link");
+  if (oracle) {
+    st.oracle = std::move(oracle);
+    st.oracle_is_local = true;
+  }
+  listen(self);
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
     if (st.centre && dm.source == st.centre.address()) {
@@ -482,9 +574,20 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
       auto& st = self->state;
       if (st.oracle)
         return st.oracle;
+      if (st.oracle_refusal)
+        return st.oracle_refusal;
       auto rp = self->make_response_promise();
       st.oracle_waiters.push_back(rp);
       return rp;
+    },
+    [=](nl_gate_atom) { return self->state.gate.actor; },
+    [=](pg_expire_atom, uint64_t id) {
+      if (self->state.gate.guard)
+        expire_handshake(self->system(), self->state.gate.guard, id);
+    },
+    [=](nl_auth_atom) {
+      auto& g = self->state.gate.guard;
+      return g ? stats_of(*g) : peer_auth_stats{};
     },
     [=](nl_peers_atom) {
       std::vector<silo_address> out;
@@ -503,6 +606,9 @@ struct relay_state {
   caf::actor oracle;
   /// Why the oracle cannot be reached any more (its process is gone); empty while it can.
   caf::error gone;
+  /// Why the oracle can never be reached (the link's answer: the primary refused this
+  /// process's credentials); empty otherwise.
+  caf::error refused;
   std::vector<std::pair<caf::message, caf::response_promise>> waiting;
   /// Requests the oracle has not answered yet, by the relay's own number: answered
   /// `oracle_gone_error` if its process goes away first (a request to a vanished remote
@@ -583,7 +689,9 @@ caf::behavior oracle_relay(relay_actor* self, caf::actor link) {
       auto msg = x.move_content_to_message();
       auto rp = self->make_response_promise();
       auto& st = self->state;
-      if (st.gone)
+      if (st.refused)
+        rp.deliver(st.refused);
+      else if (st.gone)
         rp.deliver(oracle_gone_error(self, st.gone));
       else if (st.oracle)
         forward(self, std::move(msg), rp);
@@ -603,10 +711,16 @@ caf::behavior oracle_relay(relay_actor* self, caf::actor link) {
           forward(self, std::move(w.first), w.second);
       },
       [=](caf::error& e) {
-        for (auto& w : self->state.waiting)
-          w.second.deliver(e);
-        self->state.waiting.clear();
-        self->quit(e);
+        // The primary refused this process (docs/behaviour/peer-authentication.md): every
+        // request, now and later, is answered with that error (a one-way message has no
+        // one to answer: an error sent back for it would reach its sender as a stray
+        // response).
+        auto& st = self->state;
+        st.refused = e;
+        for (auto& w : st.waiting)
+          if (!w.second.async())
+            w.second.deliver(e);
+        st.waiting.clear();
       });
   // Every other message goes through the default handler above.
   return {

@@ -55,6 +55,10 @@ caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
     caf::scoped_actor self{sys};
     self->request(ep.link, std::chrono::milliseconds(timeout_ms), nl_port_atom::value)
       .receive([&](uint16_t x) { port = x; }, [&](caf::error& e) { err = std::move(e); });
+    if (!err)
+      self->request(ep.link, std::chrono::milliseconds(timeout_ms), nl_gate_atom::value)
+        .receive([&](const caf::actor& g) { ep.gate = g.address(); },
+                 [&](caf::error& e) { err = std::move(e); });
   }
   if (err) {
     for (auto& a : {ep.link, oracle})

@@ -86,6 +86,14 @@ rule one_of(const std::vector<std::string>& names) {
   });
 }
 
+/// A cluster id: 1 to 64 bytes (the handshake carries its length in one byte).
+rule cluster_id_text() {
+  return plain("a string of 1 to 64 bytes", [](const json& v) {
+    return v.is_string() && !v.get_ref<const std::string&>().empty()
+           && v.get_ref<const std::string&>().size() <= 64;
+  });
+}
+
 /// An array of distinct address types: non-empty strings without `/` or `~` (SPEC §2.1).
 rule address_types() {
   return {"an array of address types",
@@ -349,7 +357,17 @@ schema make_schema() {
     .key("heartbeat_interval_ms", &N::heartbeat_interval_ms, integer(1))
     .key("failure_detection_ms", &N::failure_detection_ms, integer(1))
     .relation("failure_detection_ms", &N::failure_detection_ms, ">",
-              "heartbeat_interval_ms", &N::heartbeat_interval_ms);
+              "heartbeat_interval_ms", &N::heartbeat_interval_ms)
+    .key("cluster_id", &N::cluster_id, cluster_id_text())
+    .key("cluster_secret", &N::cluster_secret, text(false))
+    .key("cluster_secret_file", &N::cluster_secret_file, text(false))
+    .key("authentication_timeout_ms", &N::authentication_timeout_ms, integer(1));
+  s.relations.push_back([](const mesh_config& c, error_list& errs) {
+    if (!c.network.cluster_secret.empty() && !c.network.cluster_secret_file.empty())
+      refuse(errs, "/network/cluster_secret_file",
+             "an empty string when /network/cluster_secret is set (one source of the secret)",
+             shown(json(c.network.cluster_secret_file)));
+  });
   // Any role may be the primary (`primary_port` 0: it hosts the development membership
   // oracle), a pure client included: a process with no hubs of its own is then a dedicated
   // oracle process that can be stopped last, or in any order.

@@ -20,6 +20,8 @@
 #include "cafmesh/actors/catalog.hpp"
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/membership.hpp"
+#include "cafmesh/actors/net_link.hpp"
+#include "cafmesh/actors/peer_auth.hpp"
 #include "cafmesh/actors/placement.hpp"
 #include "cafmesh/actors/placement_atoms.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
@@ -328,6 +330,16 @@ void add_catalog(families& fs, const catalog_report& x) {
              static_cast<double>(x.counters.turns));
 }
 
+void add_peer_auth(families& fs, const peer_auth_stats& x) {
+  fs.counter("cafmesh_peer_handshakes_admitted_total",
+             "Connections whose peer authenticated (docs/behaviour/peer-authentication.md)",
+             static_cast<double>(x.admitted));
+  const std::string help = "Connections refused before they authenticated, by reason";
+  for (size_t i = 0; i < peer_refusal_count; ++i)
+    fs.counter("cafmesh_peer_refusals_total", help, static_cast<double>(x.refused[i]),
+               {{"reason", to_string(static_cast<peer_refusal>(i))}});
+}
+
 void add_placement(families& fs, const placement_stats& x) {
   fs.counter("cafmesh_placement_calls_total", "Grain calls through this silo's placement service",
              static_cast<double>(x.calls));
@@ -359,6 +371,8 @@ std::string render_metrics(caf::actor_system& sys, const admin_sources& src,
     add_catalog(fs, *x);
   if (auto x = ask<placement_stats>(self, src.placement, pl_stats_atom::value))
     add_placement(fs, *x);
+  if (auto x = ask<peer_auth_stats>(self, src.link, nl_auth_atom::value))
+    add_peer_auth(fs, *x);
   if (auto x = ask<std::vector<silo_address>>(self, src.gateway, routing::gw_clients_atom::value))
     fs.gauge("cafmesh_gateway_clients_seen",
              "Pure clients that connected to this silo's gateway since it opened (clients that "

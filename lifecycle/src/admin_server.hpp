@@ -49,6 +49,7 @@ struct admin_sources {
   caf::actor placement;  ///< silo
   caf::actor agent;      ///< membership agent (silo, pure client)
   caf::actor gateway;    ///< gateway part (silo)
+  caf::actor link;       ///< network link (over CAF io)
 };
 
 /// The readiness probe: a receiver of the host's stopping signal that marks the phase

@@ -164,7 +164,7 @@ caf::expected<client> client_builder::build() {
     return err;
   }
   admin_sources src{st->role, pc.addr, host, caf::actor{}, pc.routing, caf::actor{},
-                    caf::actor{}, pc.agent, caf::actor{}};
+                    caf::actor{}, pc.agent, caf::actor{}, st->endpoint.link};
   admin->serve_into(sys_, std::move(src), st->admin);
   return client{std::move(st)};
 }

@@ -57,13 +57,24 @@ void release_actors(mesh_process::state& st, bool await) {
     [&](caf::down_msg&) { ++down; },
     caf::after(std::chrono::seconds(10)) >> [&] { late = true; });
   if (st.endpoint.link && st.sys->has_middleman())
-    drain_middleman(self, *st.sys);
+    drain_middleman(self, *st.sys, st.endpoint.gate);
 }
 
-void drain_middleman(caf::scoped_actor& self, caf::actor_system& sys) {
+void drain_middleman(caf::scoped_actor& self, caf::actor_system& sys,
+                     const caf::actor_addr& gate) {
+  // The link connects through its gate, which exits after the link, once it has handed the
+  // BASP broker every connect the link asked for: wait for it first.
+  if (auto g = caf::actor_cast<caf::actor>(gate)) {
+    self->monitor(g);
+    bool down = false;
+    bool late = false;
+    self->receive_while([&] { return !down && !late; })(
+      [&](caf::down_msg& dm) { down = dm.source == gate; },
+      caf::after(std::chrono::seconds(2)) >> [&] { late = true; });
+  }
   // The middleman actor answers `get_atom` by delegating it to its BASP broker, after every
-  // request it sent the broker before (one sender, one order): once the answer is here, a
-  // connect the link asked for before it exited is the broker's, not a message in flight.
+  // request the broker received before: once the answer is here, every connect the gate
+  // handed it is the broker's, not a message in flight.
   auto mm = sys.middleman().actor_handle();
   self->request(mm, std::chrono::seconds(2), caf::get_atom::value, caf::node_id{})
     .receive([](const caf::node_id&, const std::string&, uint16_t) {}, [](caf::error&) {});

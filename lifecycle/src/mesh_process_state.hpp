@@ -58,8 +58,10 @@ void release_actors(mesh_process::state& st, bool await);
 /// actor, which runs on a thread of its own: a connect that actor takes in between leaves
 /// its request in the stopped broker's mailbox, which is never emptied, and that request
 /// keeps the middleman actor from being destroyed: `~actor_system` then waits forever in
-/// `await_detached_threads`. `release_actors` calls it once the process's link is down,
-/// the only actor of the process that asks the middleman actor to connect.
-void drain_middleman(caf::scoped_actor& self, caf::actor_system& sys);
+/// `await_detached_threads`. The link connects through its own middleman actor, `gate`,
+/// which exits after the link: `release_actors` calls this once the link is down, and it
+/// waits for the gate first.
+void drain_middleman(caf::scoped_actor& self, caf::actor_system& sys,
+                     const caf::actor_addr& gate);
 
 } // namespace cafmesh::lifecycle

@@ -187,7 +187,7 @@ caf::expected<silo> silo_builder::build() {
   st->hub_table = table;
   caf::anon_send(table, routing::ht_routing_atom::value, c.routing, c.claimer);
   admin_sources src{st->role, c.addr,      c.host,  caf::actor_cast<caf::actor>(c.core),
-                    c.routing, c.catalog, c.placement, c.agent, c.gateway};
+                    c.routing, c.catalog, c.placement, c.agent, c.gateway, st->endpoint.link};
   admin->serve_into(sys_, std::move(src), st->admin);
   // The hubs' deliveries in progress count in the gauge until what they sent has landed.
   caf::anon_send(table, routing::ht_quiescence_atom::value,

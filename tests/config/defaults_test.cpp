@@ -107,6 +107,10 @@ const std::vector<field> fields{
   CAFMESH_FIELD(network, primary_port, 0),
   CAFMESH_FIELD(network, heartbeat_interval_ms, 1000),
   CAFMESH_FIELD(network, failure_detection_ms, 10000),
+  CAFMESH_FIELD(network, cluster_id, "cafmesh"),
+  CAFMESH_FIELD(network, cluster_secret, ""),
+  CAFMESH_FIELD(network, cluster_secret_file, ""),
+  CAFMESH_FIELD(network, authentication_timeout_ms, 5000),
   CAFMESH_FIELD(admin, enabled, false),
   CAFMESH_FIELD(admin, host, "127.0.0.1"),
   CAFMESH_FIELD(admin, port, 0),
@@ -239,7 +243,11 @@ const char* default_text = R"({
     "primary_host": "127.0.0.1",
     "primary_port": 0,
     "heartbeat_interval_ms": 1000,
-    "failure_detection_ms": 10000
+    "failure_detection_ms": 10000,
+    "cluster_id": "cafmesh",
+    "cluster_secret": "",
+    "cluster_secret_file": "",
+    "authentication_timeout_ms": 5000
   },
   "admin": {
     "enabled": false,
@@ -364,7 +372,11 @@ const char* distinct_text = R"({
     "primary_host": "10.0.0.1",
     "primary_port": 4242,
     "heartbeat_interval_ms": 999,
-    "failure_detection_ms": 10004
+    "failure_detection_ms": 10004,
+    "cluster_id": "orders-eu",
+    "cluster_secret": "",
+    "cluster_secret_file": "/run/secrets/cafmesh",
+    "authentication_timeout_ms": 5001
   },
   "admin": {
     "enabled": true,
@@ -394,7 +406,7 @@ std::string read_text(const std::filesystem::path& p) {
 } // namespace
 
 TEST_CASE("config: mesh_config{} holds every SPEC 11 default") {
-  REQUIRE(fields.size() == 75);
+  REQUIRE(fields.size() == 79);
   std::set<std::string> pointers;
   for (auto& f : fields)
     CHECK(pointers.insert(f.pointer).second);
@@ -517,6 +529,6 @@ TEST_CASE("config: examples/config/README.md documents every key with its defaul
   size_t keys = 0;
   for (auto& section : defaults)
     keys += section.size();
-  CHECK(keys == 75);
+  CHECK(keys == 79);
   CHECK(documented.size() == keys);
 }

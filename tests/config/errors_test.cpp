@@ -90,6 +90,13 @@ const std::vector<std::pair<std::string, std::string>> bad_documents{
   {with_role(R"("network":{"port":70000})"),
    "/network/port: expected an integer from 0 to 65535, got 70000"},
   {with_role(R"("network":{"host":""})"), R"(/network/host: expected a non-empty string, got "")"},
+  {with_role(R"("network":{"cluster_id":""})"),
+   R"(/network/cluster_id: expected a string of 1 to 64 bytes, got "")"},
+  {with_role(R"("network":{"cluster_secret":"s3cret","cluster_secret_file":"/run/s"})"),
+   "/network/cluster_secret_file: expected an empty string when /network/cluster_secret is "
+   R"(set (one source of the secret), got "/run/s")"},
+  {with_role(R"("network":{"authentication_timeout_ms":0})"),
+   "/network/authentication_timeout_ms: expected an integer >= 1, got 0"},
   {with_role(R"("simulation":{"seed":-1})"),
    "/simulation/seed: expected an integer from 0 to 18446744073709551615, got -1"},
   {with_role(R"("directory":{"stateless_worker_bypass":"yes"})"),

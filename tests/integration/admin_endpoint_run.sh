@@ -81,6 +81,8 @@ for line in "# TYPE cafmesh_deliveries_total counter" \
             "# TYPE cafmesh_router_in_flight gauge" \
             "# TYPE cafmesh_delivery_latency_seconds histogram" \
             "# TYPE cafmesh_quiescence_hold_seconds summary" \
+            "# TYPE cafmesh_peer_refusals_total counter" \
+            "cafmesh_peer_refusals_total{silo=\"$silo2\",reason=\"secret\"} 0" \
             "cafmesh_ready{silo=\"$silo2\"} 1" \
             "cafmesh_membership_silos{silo=\"$silo2\",status=\"Active\"} 2" \
             "cafmesh_quiescence_hold_seconds_count{silo=\"$silo2\"} 0" \

@@ -24,6 +24,8 @@
 // `grain {type} {key}`: a grain call through this process's placement service (silo hosts
 // only; type `echo` is single-activation with random placement, `pecho` single-activation
 // prefer-local, both answering `(silo, actor id)`);
+// `auth`: `AUTH admitted {n} refused {protocol} {cluster_id} {secret} {timeout} {oversized}`,
+// the process's handshake counters (peer_auth.hpp);
 // `stop` or end of input: the handle's graceful `stop()` (host stop, SPEC §3.7; a silo
 // publishes ShuttingDown, then Dead, and Stopping only if ShuttingDown misses
 // `membership.shutdown_grace_ms`: docs/behaviour/membership.md "Leaving"), exit code 0.
@@ -47,6 +49,8 @@
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/actors/net_link.hpp"
+#include "cafmesh/actors/peer_auth.hpp"
 #include "cafmesh/actors/placement.hpp"
 #include "cafmesh/config/load.hpp"
 #include "cafmesh/lifecycle/hosting.hpp"
@@ -101,6 +105,7 @@ struct node_parts {
   caf::actor centre;
   caf::actor agent;
   caf::actor placement; ///< null in a pure client
+  caf::actor link;
 };
 
 /// Prints the snapshots, registers the echo, starts `p`, runs the stdin commands and stops
@@ -137,6 +142,17 @@ int serve(caf::actor_system& sys, cafmesh::lifecycle::mesh_process& p, const nod
                                          text))
           .receive([](const std::string& reply) { say("REPLY " + reply); },
                    [&](caf::error& e) { say("CALLERR " + sys.render(e)); });
+      }
+      if (cmd == "auth") {
+        self->request(parts.link, bound, cafmesh::nl_auth_atom::value)
+          .receive(
+            [](const cafmesh::peer_auth_stats& x) {
+              std::string line = "AUTH admitted " + std::to_string(x.admitted) + " refused";
+              for (auto n : x.refused)
+                line += " " + std::to_string(n);
+              say(line);
+            },
+            [&](caf::error& e) { say("AUTHERR " + sys.render(e)); });
       }
       if (cmd == "grain") {
         cafmesh::grain_id id;
@@ -188,7 +204,8 @@ int run_silo(caf::actor_system& sys, const cafmesh::config::mesh_config& mc, boo
   }
   *where = silo->address().to_string();
   const auto& c = silo->components();
-  return serve(sys, *silo, node_parts{c.centre, c.agent, silo->placement()}, true);
+  return serve(sys, *silo, node_parts{c.centre, c.agent, silo->placement(), silo->endpoint().link},
+               true);
 }
 
 /// Builds and serves a pure client; `built` as for `run_silo`.
@@ -202,7 +219,8 @@ int run_client(caf::actor_system& sys, const cafmesh::config::mesh_config& mc, b
     return 3;
   }
   const auto& c = client->components();
-  return serve(sys, *client, node_parts{c.centre, c.agent, caf::actor{}}, false);
+  return serve(sys, *client,
+               node_parts{c.centre, c.agent, caf::actor{}, client->endpoint().link}, false);
 }
 
 } // namespace

@@ -60,6 +60,16 @@
 ///   the oracle from the hello answer: `(nl_oracle_atom) -> caf::actor` answers it once
 ///   known. `spawn_oracle_relay` gives membership agents an actor to talk to from the start.
 /// - `(nl_peers_atom) -> std::vector<silo_address>`: the connected peers, ordered.
+/// - **Authentication** (docs/behaviour/peer-authentication.md). The link publishes and
+///   connects through a middleman actor of its own (`nl_gate_atom`): on every connection,
+///   accepted or opened, both ends prove `network.cluster_id` and the cluster secret
+///   (`network.cluster_secret` or `network.cluster_secret_file`) before CAF's BASP broker
+///   reads a byte, and an unauthenticated connection holds at most
+///   `unauthenticated_bound_bytes`. A refused connection is logged (warning) and counted
+///   (`nl_auth_atom`). When a connection this link opened is refused for its credentials,
+///   the requests waiting for it are answered `config_invalid` (not bounced: retrying cannot
+///   help), and if the refusing peer is the primary, `nl_oracle_atom` answers that error
+///   from then on. A secret file that cannot be read fails the publish.
 ///
 /// Every type crossing the wire must be announced on both sides before the actor systems
 /// are built: `cafmesh::register_types` (routing) announces `wire_frame` and
@@ -94,6 +104,11 @@ using nl_peers_atom = caf::atom_constant<caf::atom("nlpeers")>;
 /// the silo Dead after `failure_detection_ms`; otherwise heartbeats continue and the stall
 /// goes undetected (S12.59).
 using nl_stall_atom = caf::atom_constant<caf::atom("nlstall")>;
+/// `(nl_gate_atom) -> caf::actor`: the middleman actor the link publishes and connects
+/// through (invalid if it does not listen); it exits after the link.
+using nl_gate_atom = caf::atom_constant<caf::atom("nlgate")>;
+/// `(nl_auth_atom) -> peer_auth_stats` (peer_auth.hpp): this process's handshakes so far.
+using nl_auth_atom = caf::atom_constant<caf::atom("nlauth")>;
 
 /// Silence (ms) after which a peer is suspected: `min(2 * heartbeat_interval_ms,
 /// failure_detection_ms / 2)`, at least 1.
@@ -113,7 +128,9 @@ caf::actor spawn_net_link(caf::actor_system& sys, const config::network_section&
 /// receives (requests keep their response path) is delegated to the oracle the link learns
 /// (`nl_oracle_atom`); messages arriving earlier wait, in order, until it is known. Exits
 /// when `link` exits (waiting requests then fail with the link's exit reason). Its own
-/// `(nl_oracle_atom) -> caf::actor` answers the oracle, or `runtime_error` while unknown.
+/// `(nl_oracle_atom) -> caf::actor` answers the oracle, or `runtime_error` while unknown. When
+/// the link answers an error instead of the oracle (the primary refused this process's
+/// credentials), every request is answered with that error.
 /// Pass it to `spawn_membership_agent` as the oracle. The relay monitors the oracle: once the
 /// oracle's process is gone (CAF silently drops what is sent to a remote actor whose
 /// connection broke), every request is answered at once with a `departed_silo` fault

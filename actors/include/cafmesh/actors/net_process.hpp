@@ -25,6 +25,7 @@
 #include <string>
 
 #include <caf/actor.hpp>
+#include <caf/actor_addr.hpp>
 #include <caf/expected.hpp>
 #include <caf/fwd.hpp>
 
@@ -51,6 +52,9 @@ struct net_endpoint {
   silo_address addr;  ///< (net.host, bound port, generation)
   caf::actor link;
   caf::actor oracle;  ///< the oracle (primary) or the relay standing for it
+  /// The link's middleman actor (`nl_gate_atom`), which exits after the link. Weak: a
+  /// detached actor still referenced when the actor system ends would hang its destructor.
+  caf::actor_addr gate;
 };
 
 /// The first half of `start_net_process`: the oracle (primary only), the link, the bound

@@ -185,6 +185,19 @@ struct network_section {
   uint16_t primary_port = 0;
   int64_t heartbeat_interval_ms = 1000; ///< >= 1
   int64_t failure_detection_ms = 10000; ///< > heartbeat_interval_ms
+  /// The cluster this process belongs to: a connection whose peer names another one is
+  /// refused before any cafmesh message (docs/behaviour/peer-authentication.md); 1 to 64
+  /// bytes. Not a secret: every process that connects learns it.
+  std::string cluster_id = "cafmesh";
+  /// The shared secret both ends of a connection prove they hold (HMAC-SHA256 over fresh
+  /// nonces; it never crosses the wire). Empty: no secret, peers are admitted by cluster id
+  /// alone. At most one of `cluster_secret` and `cluster_secret_file` is set.
+  std::string cluster_secret;
+  /// A file holding the secret (read when the process starts listening; trailing line
+  /// breaks dropped; an empty or unreadable file fails the start). Empty: none.
+  std::string cluster_secret_file;
+  /// A connection that has not authenticated this long after it opened is closed; >= 1.
+  int64_t authentication_timeout_ms = 5000;
 };
 
 /// `admin.*`: the HTTP admin endpoint of a process (docs/operations.md): Prometheus metrics,

@@ -1,0 +1,587 @@
+#include "peer_gate.hpp"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+
+#include <caf/all.hpp>
+#include <caf/io/basp_broker.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/io/middleman_actor_impl.hpp>
+#include <caf/io/network/default_multiplexer.hpp>
+#include <caf/io/network/doorman_impl.hpp>
+#include <caf/io/network/scribe_impl.hpp>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/log.hpp"
+#include "cafmesh/config/text.hpp"
+
+namespace cafmesh {
+
+std::string to_string(peer_refusal x) {
+  switch (x) {
+    case peer_refusal::protocol:
+      return "protocol";
+    case peer_refusal::cluster_id:
+      return "cluster_id";
+    case peer_refusal::secret:
+      return "secret";
+    case peer_refusal::timeout:
+      return "timeout";
+    case peer_refusal::oversized:
+      return "oversized";
+  }
+  return "protocol";
+}
+
+caf::expected<std::string> cluster_secret(const config::network_section& net) {
+  auto invalid = [](std::string text) {
+    return caf::expected<std::string>{to_error(fault{mesh_errc::config_invalid, std::move(text)})};
+  };
+  if (net.cluster_secret_file.empty())
+    return net.cluster_secret;
+  if (!net.cluster_secret.empty())
+    return invalid("network.cluster_secret and network.cluster_secret_file are both set: "
+                   "give the secret one way");
+  std::string text;
+  if (int err = config::read_text_file(net.cluster_secret_file, text))
+    return invalid("cannot read the cluster secret file \"" + net.cluster_secret_file
+                   + "\": " + std::strerror(err));
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
+    text.pop_back();
+  if (text.empty())
+    return invalid("the cluster secret file \"" + net.cluster_secret_file + "\" is empty");
+  return text;
+}
+
+// -- the handshake (docs/behaviour/peer-authentication.md#the-handshake) -------------------
+
+namespace {
+
+using nonce = std::array<uint8_t, 32>;
+using digest = std::array<uint8_t, 32>;
+
+/// The first 8 bytes each end sends: `CAFMESH` and the handshake version.
+constexpr std::array<uint8_t, 8> hello_magic{'C', 'A', 'F', 'M', 'E', 'S', 'H', 1};
+constexpr size_t max_cluster_id_bytes = 64;
+
+/// The acceptor's verdict on the connector's proof (one byte before its own proof).
+enum class verdict : uint8_t { admitted = 0, cluster_id = 1, secret = 2 };
+
+/// HMAC-SHA256(secret, label || 0 || len(cluster id) || cluster id || connector nonce ||
+/// acceptor nonce): the label makes the two ends' proofs differ, so neither can be
+/// reflected as the other.
+digest proof(const std::string& secret, const char* label, const std::string& cluster_id,
+             const nonce& connector, const nonce& acceptor) {
+  std::vector<uint8_t> msg(label, label + std::strlen(label) + 1);
+  msg.push_back(static_cast<uint8_t>(cluster_id.size()));
+  msg.insert(msg.end(), cluster_id.begin(), cluster_id.end());
+  msg.insert(msg.end(), connector.begin(), connector.end());
+  msg.insert(msg.end(), acceptor.begin(), acceptor.end());
+  digest out{};
+  unsigned int len = static_cast<unsigned int>(out.size());
+  // `secret.data()` is never null, also for the empty secret.
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), msg.data(), msg.size(),
+       out.data(), &len);
+  return out;
+}
+
+constexpr const char* connector_label = "cafmesh/1 connector";
+constexpr const char* acceptor_label = "cafmesh/1 acceptor";
+
+class guarded_scribe;
+
+} // namespace
+
+class peer_guard {
+public:
+  peer_guard(std::string cluster_id, std::string secret, int64_t timeout_ms)
+    : cluster_id_(std::move(cluster_id)),
+      secret_(std::move(secret)),
+      timeout_ms_(timeout_ms),
+      log_(log::get("peer_auth")) {
+    // nop
+  }
+
+  const std::string& cluster_id() const {
+    return cluster_id_;
+  }
+
+  const std::string& secret() const {
+    return secret_;
+  }
+
+  int64_t timeout_ms() const {
+    return timeout_ms_;
+  }
+
+  const log::logger& log() const {
+    return log_;
+  }
+
+  void set_deadline_receiver(caf::actor_addr x) {
+    deadline_receiver_ = std::move(x);
+  }
+
+  void admitted() {
+    ++admitted_;
+  }
+
+  /// Counts and logs a refusal by this process; `endpoint` names a connection it opened.
+  void refused(peer_refusal why, const std::string& peer, const std::string& text,
+               const std::optional<std::pair<std::string, uint16_t>>& endpoint) {
+    ++refused_[static_cast<size_t>(why)];
+    log_.warning("refused peer " + peer + " (" + to_string(why) + "): " + text);
+    if (endpoint)
+      note(*endpoint, {"this process refused it (" + to_string(why) + "): " + text,
+                       why != peer_refusal::timeout && why != peer_refusal::oversized});
+  }
+
+  /// Records why the connection to `endpoint` was refused.
+  void note(const std::pair<std::string, uint16_t>& endpoint, peer_refusal_note x) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    refusals_[endpoint] = std::move(x);
+  }
+
+  std::optional<peer_refusal_note>
+  take(const std::pair<std::string, uint16_t>& endpoint) {
+    std::lock_guard<std::mutex> guard{mtx_};
+    auto i = refusals_.find(endpoint);
+    if (i == refusals_.end())
+      return std::nullopt;
+    auto out = std::move(i->second);
+    refusals_.erase(i);
+    return out;
+  }
+
+  peer_auth_stats stats() const {
+    peer_auth_stats out;
+    out.admitted = admitted_.load();
+    for (size_t i = 0; i < peer_refusal_count; ++i)
+      out.refused[i] = refused_[i].load();
+    return out;
+  }
+
+  // Multiplexer thread only: the connections waiting for their handshake's deadline.
+
+  void watch(caf::actor_system& sys, caf::intrusive_ptr<guarded_scribe> s);
+
+  void unwatch(uint64_t id);
+
+  void expire(uint64_t id);
+
+private:
+  std::string cluster_id_;
+  std::string secret_;
+  int64_t timeout_ms_;
+  log::logger log_;
+  caf::actor_addr deadline_receiver_;
+  std::atomic<uint64_t> admitted_{0};
+  std::array<std::atomic<uint64_t>, peer_refusal_count> refused_{};
+  std::mutex mtx_;
+  std::map<std::pair<std::string, uint16_t>, peer_refusal_note> refusals_;
+  uint64_t next_watch_ = 0;
+  std::map<uint64_t, caf::intrusive_ptr<guarded_scribe>> watched_;
+};
+
+namespace {
+
+using caf::io::receive_policy;
+using caf::io::network::default_multiplexer;
+using caf::io::network::native_socket;
+
+/// A TCP connection that runs the handshake before the BASP broker sees its bytes: until
+/// the peer is authenticated, what the broker writes is held, its read configuration is
+/// kept for later, and the connection reads only the handshake's fixed-size frames.
+class guarded_scribe : public caf::io::network::scribe_impl {
+public:
+  guarded_scribe(default_multiplexer& mx, native_socket fd, peer_guard_ptr guard,
+                 std::optional<std::pair<std::string, uint16_t>> endpoint)
+    : scribe_impl(mx, fd), guard_(std::move(guard)), endpoint_(std::move(endpoint)) {
+    // nop
+  }
+
+  bool authenticated() const {
+    return stage_ == stage::done;
+  }
+
+  void configure_read(receive_policy::config cfg) override {
+    if (authenticated()) {
+      scribe_impl::configure_read(cfg);
+      return;
+    }
+    pending_read_ = cfg;
+    if (!launched_)
+      start();
+  }
+
+  std::vector<char>& wr_buf() override {
+    return authenticated() ? stream_.wr_buf() : held_;
+  }
+
+  void flush() override {
+    if (authenticated()) {
+      stream_.flush(this);
+      return;
+    }
+    if (held_.size() > unauthenticated_bound_bytes && !doomed_) {
+      // Called from within the broker: refuse from the event loop, not under its feet.
+      doomed_ = true;
+      held_.clear();
+      held_.shrink_to_fit();
+      caf::intrusive_ptr<guarded_scribe> self{this};
+      stream_.backend().post([self] {
+        self->refuse(peer_refusal::oversized,
+                     "CAF queued more than " + std::to_string(unauthenticated_bound_bytes)
+                       + " bytes for it before it authenticated");
+      });
+    }
+  }
+
+  bool consume(caf::execution_unit* ctx, const void* buf, size_t num_bytes) override {
+    if (authenticated())
+      return scribe_impl::consume(ctx, buf, num_bytes);
+    if (detached() || doomed_)
+      return false;
+    return step(static_cast<const uint8_t*>(buf), num_bytes);
+  }
+
+  /// Closes the connection unless it authenticated meanwhile.
+  void expire() {
+    if (authenticated() || detached() || doomed_)
+      return;
+    refuse(peer_refusal::timeout, "no authentication within "
+                                    + std::to_string(guard_->timeout_ms()) + " ms");
+  }
+
+  uint64_t watch_id = 0;
+
+protected:
+  void detach_from(caf::io::abstract_broker* ptr) override {
+    scribe_impl::detach_from(ptr);
+    if (authenticated())
+      return;
+    // Closed before it authenticated (by either end): no deadline to wait for. Posted, so
+    // that the guard's reference is not the last one while this call runs.
+    auto g = guard_;
+    auto id = watch_id;
+    stream_.backend().post([g, id] { g->unwatch(id); });
+  }
+
+private:
+  enum class stage { idle, magic, fixed, cluster_id, verdict, proof, done };
+
+  bool connector() const {
+    return endpoint_.has_value();
+  }
+
+  std::string peer_name() const {
+    if (endpoint_)
+      return endpoint_->first + ":" + std::to_string(endpoint_->second);
+    return addr() + ":" + std::to_string(port());
+  }
+
+  void expect(stage s, size_t n) {
+    stage_ = s;
+    stream_.configure_read(receive_policy::exactly(n));
+  }
+
+  template <class Bytes>
+  void send(const Bytes& xs) {
+    auto& out = stream_.wr_buf();
+    out.insert(out.end(), xs.begin(), xs.end());
+  }
+
+  /// Sends the hello (magic, cluster id length, nonce, cluster id) and waits for the peer's.
+  void start() {
+    RAND_bytes(own_nonce_.data(), static_cast<int>(own_nonce_.size()));
+    send(hello_magic);
+    auto& id = guard_->cluster_id();
+    stream_.wr_buf().push_back(static_cast<char>(id.size()));
+    send(own_nonce_);
+    send(id);
+    expect(stage::magic, hello_magic.size());
+    launch();
+    stream_.flush(this);
+    guard_->watch(stream_.backend().system(), caf::intrusive_ptr<guarded_scribe>{this});
+  }
+
+  const nonce& connector_nonce() const {
+    return connector() ? own_nonce_ : peer_nonce_;
+  }
+
+  const nonce& acceptor_nonce() const {
+    return connector() ? peer_nonce_ : own_nonce_;
+  }
+
+  digest expected_proof() const {
+    return proof(guard_->secret(), connector() ? acceptor_label : connector_label,
+                 guard_->cluster_id(), connector_nonce(), acceptor_nonce());
+  }
+
+  digest own_proof() const {
+    return proof(guard_->secret(), connector() ? connector_label : acceptor_label,
+                 guard_->cluster_id(), connector_nonce(), acceptor_nonce());
+  }
+
+  bool step(const uint8_t* data, size_t n) {
+    switch (stage_) {
+      case stage::magic:
+        if (n != hello_magic.size()
+            || std::memcmp(data, hello_magic.data(), hello_magic.size() - 1) != 0)
+          return refuse(peer_refusal::protocol, "its first bytes are not a cafmesh handshake");
+        if (data[hello_magic.size() - 1] != hello_magic.back())
+          return refuse(peer_refusal::protocol,
+                        "it speaks handshake version " + std::to_string(data[7])
+                          + ", this process version " + std::to_string(hello_magic.back()));
+        expect(stage::fixed, 1 + peer_nonce_.size());
+        return true;
+      case stage::fixed:
+        if (data[0] == 0 || data[0] > max_cluster_id_bytes)
+          return refuse(peer_refusal::protocol,
+                        "its cluster id length " + std::to_string(data[0]) + " is not 1 to "
+                          + std::to_string(max_cluster_id_bytes));
+        std::memcpy(peer_nonce_.data(), data + 1, peer_nonce_.size());
+        expect(stage::cluster_id, data[0]);
+        return true;
+      case stage::cluster_id: {
+        std::string id(reinterpret_cast<const char*>(data), n);
+        if (id != guard_->cluster_id()) {
+          if (!connector())
+            answer(verdict::cluster_id);
+          return refuse(peer_refusal::cluster_id, "it belongs to cluster \"" + printable(id)
+                                                    + "\", this process to \""
+                                                    + guard_->cluster_id() + "\"");
+        }
+        if (connector()) {
+          send(own_proof());
+          stream_.flush(this);
+          expect(stage::verdict, 1);
+        } else {
+          expect(stage::proof, digest{}.size());
+        }
+        return true;
+      }
+      case stage::verdict:
+        if (data[0] != static_cast<uint8_t>(verdict::admitted)) {
+          auto text = data[0] == static_cast<uint8_t>(verdict::cluster_id)
+                        ? std::string{"it belongs to another cluster"}
+                        : data[0] == static_cast<uint8_t>(verdict::secret)
+                            ? std::string{"this process's proof does not match its cluster "
+                                          "secret"}
+                            : "verdict " + std::to_string(data[0]);
+          return refused_by_peer(text);
+        }
+        expect(stage::proof, digest{}.size());
+        return true;
+      case stage::proof: {
+        auto want = expected_proof();
+        if (CRYPTO_memcmp(data, want.data(), want.size()) != 0) {
+          if (!connector())
+            answer(verdict::secret);
+          return refuse(peer_refusal::secret,
+                        "its proof does not match this process's cluster secret");
+        }
+        if (!connector())
+          answer(verdict::admitted);
+        admit();
+        return true;
+      }
+      case stage::idle:
+      case stage::done:
+        break;
+    }
+    return false;
+  }
+
+  /// The acceptor's verdict; its own proof follows an admission.
+  void answer(verdict v) {
+    stream_.wr_buf().push_back(static_cast<char>(v));
+    if (v == verdict::admitted)
+      send(own_proof());
+  }
+
+  static std::string printable(const std::string& x) {
+    std::string out;
+    for (char c : x)
+      out += (c >= 0x20 && c < 0x7f && c != '"') ? c : '?';
+    return out;
+  }
+
+  void admit() {
+    stage_ = stage::done;
+    guard_->unwatch(watch_id);
+    guard_->admitted();
+    guard_->log().debug("peer " + peer_name() + " authenticated");
+    auto& out = stream_.wr_buf();
+    out.insert(out.end(), held_.begin(), held_.end());
+    held_.clear();
+    held_.shrink_to_fit();
+    stream_.flush(this);
+    stream_.configure_read(pending_read_);
+  }
+
+  bool refused_by_peer(const std::string& text) {
+    guard_->log().warning("peer " + peer_name() + " refused this process: " + text);
+    if (endpoint_)
+      guard_->note(*endpoint_, {"the peer refused this process: " + text, true});
+    close();
+    return false;
+  }
+
+  bool refuse(peer_refusal why, const std::string& text) {
+    guard_->refused(why, peer_name(), text, endpoint_);
+    close();
+    return false;
+  }
+
+  /// Flushes what the handshake wrote (a verdict), then closes; the broker hears
+  /// `connection_closed_msg`, so a connect waiting for this connection fails at once.
+  void close() {
+    doomed_ = true;
+    held_.clear();
+    stream_.flush(this);
+    stream_.graceful_shutdown();
+    detach(&stream_.backend(), true);
+  }
+
+  peer_guard_ptr guard_;
+  std::optional<std::pair<std::string, uint16_t>> endpoint_; ///< set on the connecting end
+  stage stage_ = stage::idle;
+  bool doomed_ = false;
+  nonce own_nonce_{};
+  nonce peer_nonce_{};
+  receive_policy::config pending_read_ = receive_policy::exactly(1);
+  std::vector<char> held_;
+};
+
+/// The acceptor of a published port: every accepted connection is a `guarded_scribe`.
+class guarded_doorman : public caf::io::network::doorman_impl {
+public:
+  guarded_doorman(default_multiplexer& mx, native_socket fd, peer_guard_ptr guard)
+    : doorman_impl(mx, fd), guard_(std::move(guard)) {
+    // nop
+  }
+
+  bool new_connection() override {
+    if (detached())
+      return false;
+    auto& mx = acceptor_.backend();
+    auto fd = acceptor_.accepted_socket();
+    caf::io::network::keepalive(fd, true);
+    auto scribe = caf::make_counted<guarded_scribe>(mx, fd, guard_, std::nullopt);
+    auto hdl = scribe->hdl();
+    parent()->add_scribe(caf::io::scribe_ptr{std::move(scribe)});
+    return doorman::new_connection(&mx, hdl);
+  }
+
+private:
+  peer_guard_ptr guard_;
+};
+
+/// CAF's middleman actor with guarded connections.
+class gate_actor : public caf::io::middleman_actor_impl {
+public:
+  gate_actor(caf::actor_config& cfg, caf::actor broker, peer_guard_ptr guard)
+    : middleman_actor_impl(cfg, std::move(broker)), guard_(std::move(guard)) {
+    // nop
+  }
+
+  const char* name() const override {
+    return "cafmesh.peer_gate";
+  }
+
+protected:
+  caf::expected<caf::io::scribe_ptr> connect(const std::string& host, uint16_t port) override {
+    auto fd = caf::io::network::new_tcp_connection(host, port);
+    if (!fd)
+      return std::move(fd.error());
+    caf::io::network::keepalive(*fd, true);
+    return caf::io::scribe_ptr{
+      caf::make_counted<guarded_scribe>(mx(), *fd, guard_, std::make_pair(host, port))};
+  }
+
+  caf::expected<caf::io::doorman_ptr> open(uint16_t port, const char* addr,
+                                           bool reuse) override {
+    auto fd = caf::io::network::new_tcp_acceptor_impl(port, addr, reuse);
+    if (!fd)
+      return std::move(fd.error());
+    return caf::io::doorman_ptr{caf::make_counted<guarded_doorman>(mx(), *fd, guard_)};
+  }
+
+private:
+  default_multiplexer& mx() {
+    return static_cast<default_multiplexer&>(system().middleman().backend());
+  }
+
+  peer_guard_ptr guard_;
+};
+
+} // namespace
+
+void peer_guard::watch(caf::actor_system& sys, caf::intrusive_ptr<guarded_scribe> s) {
+  auto id = ++next_watch_;
+  s->watch_id = id;
+  watched_.emplace(id, std::move(s));
+  // Not the gate: a pending timeout holds its receiver, and `~actor_system` waits until a
+  // detached actor such as the gate is destroyed (docs/caf-notes.md "Shutdown").
+  auto receiver = caf::actor_cast<caf::strong_actor_ptr>(deadline_receiver_);
+  if (!receiver)
+    return;
+  auto& clock = sys.clock();
+  clock.schedule_message(clock.now() + std::chrono::milliseconds(timeout_ms_),
+                         std::move(receiver),
+                         caf::make_mailbox_element(nullptr, caf::make_message_id(), {},
+                                                   pg_expire_atom::value, id));
+}
+
+void peer_guard::unwatch(uint64_t id) {
+  watched_.erase(id);
+}
+
+void peer_guard::expire(uint64_t id) {
+  auto i = watched_.find(id);
+  if (i == watched_.end())
+    return;
+  auto s = std::move(i->second);
+  watched_.erase(i);
+  s->expire();
+}
+
+void expire_handshake(caf::actor_system& sys, const peer_guard_ptr& guard, uint64_t id) {
+  sys.middleman().backend().post([guard, id] { guard->expire(id); });
+}
+
+peer_gate spawn_peer_gate(caf::actor_system& sys, const caf::actor_addr& deadline_receiver,
+                          std::string cluster_id, std::string secret, int64_t timeout_ms) {
+  peer_gate out;
+  out.guard = std::make_shared<peer_guard>(std::move(cluster_id), std::move(secret), timeout_ms);
+  auto broker = sys.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
+  // Detached like CAF's own middleman actor: a connect blocks until the socket connected.
+  out.actor = caf::actor_cast<caf::actor>(
+    sys.spawn<gate_actor, caf::detached + caf::hidden>(std::move(broker), out.guard));
+  out.guard->set_deadline_receiver(deadline_receiver);
+  return out;
+}
+
+peer_auth_stats stats_of(const peer_guard& guard) {
+  return guard.stats();
+}
+
+std::optional<peer_refusal_note> take_refusal(peer_guard& guard, const std::string& host,
+                                              uint16_t port) {
+  return guard.take({host, port});
+}
+
+} // namespace cafmesh

@@ -1,0 +1,339 @@
+// Peer authentication over real sockets (docs/behaviour/peer-authentication.md): silo
+// PROCESSES (`cafmesh_net_node`, node_child.hpp) on 127.0.0.1 with ports chosen by the OS.
+// The hostile-peer case connects to a silo's port with raw sockets and sends random bytes,
+// half a BASP handshake header that then stalls, a BASP header announcing a 2 GiB payload,
+// and a cafmesh hello cut short that then stalls: the silo's resident memory (VmRSS and its
+// peak VmHWM, /proc) grows by at most `unauthenticated_bound_bytes` per connection plus a
+// stated slack; the first three are closed at once (their first 8 bytes are not the
+// handshake's), the cut-short hello at its handshake deadline; and the silo keeps serving
+// its cluster and admits a new silo. The refused-peer case starts silos with the wrong secret
+// and the wrong cluster id: they cannot join (so neither place nor call), say why, and the
+// primary logs and counts each refusal; a silo reading the right secret from a file joins
+// and places a grain.
+
+#include <doctest/doctest.h>
+
+#ifdef CAFMESH_NET_NODE_PATH
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cafmesh/actors/peer_auth.hpp"
+#include "node_child.hpp"
+
+namespace {
+
+using namespace cafmesh::testing; // child, node_addr, port_of, ...
+
+constexpr int64_t step_bound_ms = 10000;
+/// The silos' `network.authentication_timeout_ms`: long enough to measure a stalled
+/// connection while it is open, short enough to see it closed.
+constexpr int64_t auth_timeout_ms = 3000;
+/// Connections of each hostile kind.
+constexpr int per_kind = 4;
+/// Growth allowed beyond the bound per connection: allocator and log-line noise of a process
+/// that logs a warning per refusal (measured growth on this machine: see the MESSAGE lines).
+constexpr int64_t slack_kib = 1024;
+
+/// A silo configuration in `dir`/`name`.json; `extra` is appended to the `network` object.
+std::string silo_config(const std::string& dir, const std::string& name, uint16_t primary_port,
+                        const std::string& extra) {
+  auto path = dir + "/" + name + ".json";
+  std::ofstream out{path};
+  out << R"({"mesh": {"process_role": "silo_host", "name": ")" << name << R"("},)"
+      << R"( "network": {"host": "127.0.0.1", "port": 0, "primary_host": "127.0.0.1",)"
+      << R"( "primary_port": )" << primary_port
+      << R"(, "heartbeat_interval_ms": 100, "failure_detection_ms": 1500,)"
+      << R"( "authentication_timeout_ms": )" << auth_timeout_ms << extra << "}}\n";
+  return path;
+}
+
+void wait_active(child& c) {
+  auto i = c.wait_for([](const std::string& l) { return l == "ACTIVE"; }, step_bound_ms);
+  REQUIRE_MESSAGE(i.has_value(), c.name << " never became Active; stderr:\n" << c.log_tail());
+}
+
+/// A `/proc/{pid}/status` field in KiB (`VmRSS`, `VmHWM`).
+int64_t status_kib(pid_t pid, const std::string& field) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(field + ":", 0) == 0)
+      return std::stoll(line.substr(field.size() + 1));
+  FAIL("no " << field << " in /proc/" << pid << "/status");
+  return -1;
+}
+
+/// A connected TCP socket to 127.0.0.1:`port`.
+int dial(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
+  return fd;
+}
+
+void send_all(int fd, const std::vector<uint8_t>& bytes) {
+  size_t off = 0;
+  while (off < bytes.size()) {
+    auto n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0)
+      return; // the silo may close while we write: that is what is asserted later
+    off += static_cast<size_t>(n);
+  }
+}
+
+/// True once the silo closed `fd` (EOF or reset) within `timeout_ms`; what it sent before
+/// (its hello) is read and dropped.
+bool closed_within(int fd, int64_t timeout_ms) {
+  auto t0 = clock_type::now();
+  for (;;) {
+    auto left = timeout_ms - ms_since(t0);
+    if (left <= 0)
+      return false;
+    pollfd pfd{fd, POLLIN, 0};
+    if (::poll(&pfd, 1, static_cast<int>(left)) <= 0)
+      continue;
+    char buf[512];
+    auto n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0)
+      return true;
+  }
+}
+
+/// A BASP header (32 bytes, big-endian) of a client handshake announcing `payload_len`.
+std::vector<uint8_t> basp_header(uint32_t payload_len) {
+  std::vector<uint8_t> h(32, 0);
+  h[0] = 0x01; // client_handshake
+  h[4] = static_cast<uint8_t>(payload_len >> 24);
+  h[5] = static_cast<uint8_t>(payload_len >> 16);
+  h[6] = static_cast<uint8_t>(payload_len >> 8);
+  h[7] = static_cast<uint8_t>(payload_len);
+  return h;
+}
+
+/// `AUTH admitted {n} refused {protocol} {cluster_id} {secret} {timeout} {oversized}`.
+std::string auth_line(child& c) {
+  auto mark = c.lines.size();
+  c.send("auth");
+  auto i = c.wait_for([](const std::string& l) { return l.rfind("AUTH", 0) == 0; },
+                      step_bound_ms, mark);
+  REQUIRE_MESSAGE(i.has_value(), c.name << " answered no auth line");
+  return c.lines[*i];
+}
+
+/// The refusal counters of an `AUTH` line: `{protocol} {cluster_id} {secret} {timeout}
+/// {oversized}`.
+std::string refusals_of(const std::string& auth) {
+  return auth.substr(auth.find(" refused ") + 9);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in{path};
+  return std::string{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// Starts silo `name` with the `extra` network keys, joining the primary at `primary_port`:
+/// its start fails (exit code 3, `start failed` on stderr) and its stderr has `why`.
+void refused_start(const std::string& dir, const std::string& name, uint16_t primary_port,
+                   const std::string& extra, const std::string& why) {
+  child n{name, silo_config(dir, name, primary_port, extra), dir + "/" + name + ".log"};
+  REQUIRE_MESSAGE(n.wait_exit(step_bound_ms), name << " was not refused; stderr:\n"
+                                                     << n.log_tail());
+  CHECK(WIFEXITED(n.status));
+  CHECK(WEXITSTATUS(n.status) == 3);
+  auto log = read_file(n.log_path);
+  CHECK_MESSAGE(log.find(why) != std::string::npos, log);
+  CHECK_MESSAGE(log.find("start failed") != std::string::npos, log);
+}
+
+std::string temp_dir(const char* prefix) {
+  std::string tmpl = std::string{"/tmp/"} + prefix + "_XXXXXX";
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  return tmpl;
+}
+
+} // namespace
+
+TEST_CASE("S13.14 random bytes, half a BASP header, a 2 GiB BASP header and a stalled hello "
+          "make a silo hold at most 64 KiB each, are closed, and the silo keeps serving") {
+  signal(SIGPIPE, SIG_IGN);
+  auto dir = temp_dir("cafmesh_hostile");
+  MESSAGE("node configs and stderr logs in " << dir);
+  const std::string creds = R"(, "cluster_id": "hostile-test", "cluster_secret": "s3cret")";
+  auto a = std::make_unique<child>("A", silo_config(dir, "A", 0, creds), dir + "/A.log");
+  auto a_addr = node_addr(*a);
+  auto a_port = port_of(a_addr);
+  wait_active(*a);
+  auto b = std::make_unique<child>("B", silo_config(dir, "B", a_port, creds), dir + "/B.log");
+  node_addr(*b);
+  wait_active(*b);
+  // A settles: its own start-up allocations are done before the baseline.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto rss0 = status_kib(a->pid, "VmRSS");
+  auto hwm0 = status_kib(a->pid, "VmHWM");
+
+  std::mt19937 rng{42};
+  std::vector<int> random_fds, half_fds, header_fds, stalled_fds;
+  for (int k = 0; k < per_kind; ++k) {
+    // (1) random bytes
+    std::vector<uint8_t> noise(4096);
+    for (auto& x : noise)
+      x = static_cast<uint8_t>(rng());
+    random_fds.push_back(dial(a_port));
+    send_all(random_fds.back(), noise);
+    // (2) half a BASP client handshake header, then nothing
+    auto half = basp_header(64);
+    half.resize(16);
+    half_fds.push_back(dial(a_port));
+    send_all(half_fds.back(), half);
+    // (3) a BASP header announcing 2 GiB, and the first 64 KiB of that payload
+    auto big = basp_header(uint32_t{1} << 31);
+    big.resize(big.size() + 65536, 0x5a);
+    header_fds.push_back(dial(a_port));
+    send_all(header_fds.back(), big);
+    // (4) a cafmesh hello cut short: its 8 bytes `CAFMESH` 1 and 10 of the 33 that follow
+    std::vector<uint8_t> hello{'C', 'A', 'F', 'M', 'E', 'S', 'H', 1, 8, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    stalled_fds.push_back(dial(a_port));
+    send_all(stalled_fds.back(), hello);
+  }
+  // The silo closes (1), (2) and (3) at once: their first 8 bytes are not the handshake's.
+  for (int fd : random_fds)
+    CHECK_MESSAGE(closed_within(fd, 2000), "a random-bytes connection stayed open");
+  for (int fd : half_fds)
+    CHECK_MESSAGE(closed_within(fd, 2000), "a half-BASP-header connection stayed open");
+  for (int fd : header_fds)
+    CHECK_MESSAGE(closed_within(fd, 2000), "a 2 GiB-header connection stayed open");
+  // Measured while the stalled connections are still open (before their deadline).
+  auto rss1 = status_kib(a->pid, "VmRSS");
+  auto hwm1 = status_kib(a->pid, "VmHWM");
+  const int64_t connections = 4 * per_kind;
+  const int64_t bound_kib
+    = connections * static_cast<int64_t>(cafmesh::unauthenticated_bound_bytes / 1024)
+      + slack_kib;
+  MESSAGE("silo A VmRSS " << rss0 << " KiB -> " << rss1 << " KiB (+" << rss1 - rss0
+                          << "), VmHWM " << hwm0 << " KiB -> " << hwm1 << " KiB (+"
+                          << hwm1 - hwm0 << ") for " << connections
+                          << " hostile connections; bound +" << bound_kib << " KiB");
+  CHECK(rss1 - rss0 <= bound_kib);
+  CHECK(hwm1 - hwm0 <= bound_kib);
+  // (4) is open until its handshake deadline, then closed.
+  for (int fd : stalled_fds)
+    CHECK_MESSAGE(!closed_within(fd, 100), "a stalled connection was closed before its deadline");
+  for (int fd : stalled_fds)
+    CHECK_MESSAGE(closed_within(fd, auth_timeout_ms + 2000),
+                  "a stalled connection outlived its handshake deadline");
+  for (auto* fds : {&random_fds, &half_fds, &header_fds, &stalled_fds})
+    for (int fd : *fds)
+      ::close(fd);
+  // Counted: (1), (2) and (3) as protocol refusals, (4) as timeouts.
+  auto auth = auth_line(*a);
+  CHECK(refusals_of(auth) == std::to_string(3 * per_kind) + " 0 0 "
+                               + std::to_string(per_kind) + " 0");
+  auto text = read_file(dir + "/A.log");
+  CHECK(text.find("(protocol): its first bytes are not a cafmesh handshake")
+        != std::string::npos);
+  CHECK(text.find("(timeout): no authentication within 3000 ms") != std::string::npos);
+
+  // A still serves: B's call reaches A's echo, and a new silo C joins and calls A.
+  auto call = "call " + call_args(a_addr);
+  auto mark = b->lines.size();
+  b->send(call + " still-there");
+  auto reply = b->wait_for([](const std::string& l) { return l.rfind("REPLY ", 0) == 0
+                                                             || l.rfind("CALLERR ", 0) == 0; },
+                           step_bound_ms, mark);
+  REQUIRE(reply.has_value());
+  CHECK(b->lines[*reply] == "REPLY still-there from " + a_addr);
+  auto c = std::make_unique<child>("C", silo_config(dir, "C", a_port, creds), dir + "/C.log");
+  node_addr(*c);
+  wait_active(*c);
+  mark = c->lines.size();
+  c->send(call + " newcomer");
+  reply = c->wait_for([](const std::string& l) { return l.rfind("REPLY ", 0) == 0
+                                                        || l.rfind("CALLERR ", 0) == 0; },
+                      step_bound_ms, mark);
+  REQUIRE(reply.has_value());
+  CHECK(c->lines[*reply] == "REPLY newcomer from " + a_addr);
+  for (auto* n : {c.get(), b.get(), a.get()}) {
+    n->send("stop");
+    CHECK_MESSAGE(n->wait_exit(step_bound_ms), n->name << " did not stop");
+  }
+}
+
+TEST_CASE("S13.14 a silo with the wrong secret or cluster id is refused, logged and counted "
+          "and cannot join; the right secret from a file joins and places") {
+  signal(SIGPIPE, SIG_IGN);
+  auto dir = temp_dir("cafmesh_refused");
+  MESSAGE("node configs and stderr logs in " << dir);
+  auto a = std::make_unique<child>(
+    "A", silo_config(dir, "A", 0, R"(, "cluster_id": "blue", "cluster_secret": "right")"),
+    dir + "/A.log");
+  auto a_addr = node_addr(*a);
+  auto a_port = port_of(a_addr);
+  wait_active(*a);
+
+  // The wrong secret: the primary refuses B's proof; B's start fails and says why.
+  refused_start(dir, "B", a_port, R"(, "cluster_id": "blue", "cluster_secret": "wrong")",
+                "the peer refused this process: this process's proof does not match its "
+                "cluster secret");
+
+  // Another cluster id: both ends refuse on the hello.
+  refused_start(dir, "C", a_port, R"(, "cluster_id": "green", "cluster_secret": "right")",
+                "(cluster_id): it belongs to cluster \"blue\", this process to \"green\"");
+
+  // A secret file that cannot be read: the silo does not even listen.
+  refused_start(dir, "E", a_port,
+                R"(, "cluster_id": "blue", "cluster_secret_file": ")" + dir + R"(/missing")",
+                "cannot read the cluster secret file \"" + dir
+                  + "/missing\": No such file or directory");
+
+  // The primary logged and counted both, and admitted nobody.
+  auto auth = auth_line(*a);
+  CHECK(auth.rfind("AUTH admitted 0 refused ", 0) == 0);
+  CHECK(refusals_of(auth) == "0 1 1 0 0");
+  auto text = read_file(dir + "/A.log");
+  CHECK(text.find("(secret): its proof does not match this process's cluster secret")
+        != std::string::npos);
+  CHECK(text.find("(cluster_id): it belongs to cluster \"green\", this process to \"blue\"")
+        != std::string::npos);
+
+  // The right secret, from a file with a trailing line break: D joins and places a grain.
+  {
+    std::ofstream secret{dir + "/secret"};
+    secret << "right\n";
+  }
+  auto d = std::make_unique<child>(
+    "D",
+    silo_config(dir, "D", a_port,
+                R"(, "cluster_id": "blue", "cluster_secret_file": ")" + dir + R"(/secret")"),
+    dir + "/D.log");
+  auto d_addr = node_addr(*d);
+  wait_active(*d);
+  auto mark = d->lines.size();
+  d->send("grain pecho k1");
+  auto placed = d->wait_for([](const std::string& l) { return l.rfind("GRAIN", 0) == 0; },
+                            step_bound_ms, mark);
+  REQUIRE(placed.has_value());
+  CHECK(d->lines[*placed].rfind("GRAIN pecho/k1 " + d_addr + " #", 0) == 0);
+  CHECK(refusals_of(auth_line(*a)) == "0 1 1 0 0");
+  for (auto* n : {d.get(), a.get()}) {
+    n->send("stop");
+    CHECK_MESSAGE(n->wait_exit(step_bound_ms), n->name << " did not stop");
+  }
+}
+
+#endif
