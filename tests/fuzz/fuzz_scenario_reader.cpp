@@ -1,0 +1,35 @@
+// Fuzz target: the main job's scenario reader (examples/mainjob/include/cafmesh/mainjob/
+// scenario.hpp) on arbitrary text. Invariants: a refusal has at least one error line; an
+// accepted scenario renders to a text that is accepted again and renders the same
+// (`parse_scenario(to_json_text(s))` gives back `s`), and every process configuration it
+// yields goes through the config loader without a crash.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "cafmesh/mainjob/scenario.hpp"
+
+#include "fuzz_support.hpp"
+
+using namespace cafmesh;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto res = mainjob::parse_scenario(fuzz::as_text(data, size));
+  if (!res.ok) {
+    fuzz::check(!res.errors.empty(), "a refused scenario has an error line");
+    return 0;
+  }
+  fuzz::check(res.errors.empty(), "an accepted scenario has no error line");
+  auto rendered = mainjob::to_json_text(res.value);
+  auto again = mainjob::parse_scenario(rendered);
+  fuzz::check(again.ok, "the rendering of an accepted scenario is accepted");
+  fuzz::check(mainjob::to_json_text(again.value) == rendered,
+              "parse_scenario(to_json_text(s)) gives back s");
+  for (auto role : {config::process_role::silo_host, config::process_role::pure_client,
+                    config::process_role::monolith}) {
+    auto cfg = mainjob::process_config(res.value, role, "fuzz");
+    fuzz::check(cfg.ok || !cfg.errors.empty(), "a refused process configuration says why");
+  }
+  return 0;
+}
