@@ -15,17 +15,12 @@
 using namespace cafmesh;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto res = mainjob::parse_scenario(fuzz::as_text(data, size));
-  if (!res.ok) {
-    fuzz::check(!res.errors.empty(), "a refused scenario has an error line");
+  auto res = fuzz::check_rendered_round_trip(
+    fuzz::as_text(data, size),
+    [](const std::string& text) { return mainjob::parse_scenario(text); },
+    [](const mainjob::scenario& s) { return mainjob::to_json_text(s); });
+  if (!res.ok)
     return 0;
-  }
-  fuzz::check(res.errors.empty(), "an accepted scenario has no error line");
-  auto rendered = mainjob::to_json_text(res.value);
-  auto again = mainjob::parse_scenario(rendered);
-  fuzz::check(again.ok, "the rendering of an accepted scenario is accepted");
-  fuzz::check(mainjob::to_json_text(again.value) == rendered,
-              "parse_scenario(to_json_text(s)) gives back s");
   for (auto role : {config::process_role::silo_host, config::process_role::pure_client,
                     config::process_role::monolith}) {
     auto cfg = mainjob::process_config(res.value, role, "fuzz");

@@ -39,4 +39,20 @@ inline bool is_utf8(const std::string& s) {
   }
 }
 
+/// Reads `text` with `parse` and checks what every reader with a renderer promises: a refusal
+/// has an error line and an acceptance none; the rendering of an accepted value is accepted
+/// again and renders the same (`parse(render(x))` gives back `x`). Answers the first read.
+template <class Parse, class Render>
+auto check_rendered_round_trip(const std::string& text, Parse parse, Render render) {
+  auto res = parse(text);
+  check(res.ok == res.errors.empty(), "a refusal has an error line, an acceptance none");
+  if (res.ok) {
+    auto rendered = render(res.value);
+    auto again = parse(rendered);
+    check(again.ok, "the rendering of an accepted value is accepted");
+    check(render(again.value) == rendered, "reading the rendering gives back the value");
+  }
+  return res;
+}
+
 } // namespace cafmesh::fuzz

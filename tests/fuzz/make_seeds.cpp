@@ -48,28 +48,32 @@ std::string binary(T x) {
   return std::string{buf.begin(), buf.end()};
 }
 
-routing::envelope request() {
+/// An envelope of `type` (payload `{"$type":type}` plus `extra`) from `sender` to `target`.
+routing::envelope envelope_of(std::string id, const std::string& sender,
+                              const std::string& target, const std::string& type,
+                              const std::string& extra) {
   routing::envelope e;
-  e.id = "client1-7";
-  e.sender = routing::address::from("portal/user1/tab1~client/c1");
-  e.target = routing::address::from("node/Org/N1");
-  e.state = routing::delivery_state::submitted;
+  e.id = std::move(id);
+  e.sender = routing::address::from(sender);
+  e.target = routing::address::from(target);
+  e.payload_type = type;
+  e.payload_json = R"({"$type":")" + type + "\"," + extra + "}";
+  return e;
+}
+
+routing::envelope request() {
+  auto e = envelope_of("client1-7", "portal/user1/tab1~client/c1", "node/Org/N1",
+                       "demo.request", R"("n":7)");
   e.properties = {{"trace", "\"t-1\""}, {"priority", "3"}};
   e.access_context = std::string{"user1"};
   e.routing_path = {routing::address::from("router/A"), routing::address::from("router/B")};
-  e.payload_type = "demo.request";
-  e.payload_json = R"({"$type":"demo.request","n":7})";
   return e;
 }
 
 routing::envelope frame() {
-  routing::envelope e;
-  e.id = "silo-A-12";
-  e.sender = routing::address::from("node/Owner/O1");
-  e.target = routing::address::from("portal/user2/tab1~mesh/m1");
+  auto e = envelope_of("silo-A-12", "node/Owner/O1", "portal/user2/tab1~mesh/m1", "demo.frame",
+                       R"("v":3)");
   e.state = routing::delivery_state::forwarded;
-  e.payload_type = "demo.frame";
-  e.payload_json = R"({"$type":"demo.frame","v":3})";
   e.ordering_key = std::string{"stream-2"};
   e.answer_suppressed = true;
   return e;
