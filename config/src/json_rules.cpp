@@ -140,6 +140,13 @@ bool parse_json(const std::string& text, const std::string& ptr, json& doc,
     std::string what = e.what();
     refuse(errs, ptr, "valid JSON", "a " + what.substr(what.find("parse error")));
     return false;
+  } catch (const json::out_of_range& e) {
+    // A number no double holds (`1e999`), valid JSON grammar: e.what() is
+    // "[json.exception.out_of_range.406] number overflow parsing '1e999'".
+    std::string what = e.what();
+    refuse(errs, ptr, "JSON numbers within the range of a double",
+           what.substr(what.find("] ") + 2));
+    return false;
   }
 }
 

@@ -469,14 +469,8 @@ load_result parse(const std::string& json_text) {
   load_result result;
   std::set<std::string> duplicates;
   json doc;
-  try {
-    doc = json::parse(json_text, duplicate_finder{duplicates});
-  } catch (const json::parse_error& e) {
-    // e.what(): "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
-    std::string what = e.what();
-    refuse(result.errors, "", "valid JSON", "a " + what.substr(what.find("parse error")));
+  if (!parse_json(json_text, "", doc, duplicates, result.errors))
     return result;
-  }
   mesh_config candidate;
   apply(doc, duplicates, candidate, result.errors);
   if (result.errors.empty()) {

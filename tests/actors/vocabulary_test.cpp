@@ -103,6 +103,28 @@ fault three_deep_fault() {
   return root;
 }
 
+/// A chain of `depth` faults (code `rejected`, empty text), each the only cause of the one
+/// before.
+fault fault_chain(int depth) {
+  fault f{mesh_errc::rejected, ""};
+  for (int i = 1; i < depth; ++i)
+    f = fault{mesh_errc::rejected, "", {f}};
+  return f;
+}
+
+/// CAF 0.17's binary form of `fault_chain(depth)`, written by hand so that a chain too deep to
+/// build in memory can be read: per fault its code, text length 0 and cause count, the cause,
+/// then its four unset attributes (retry hint, recorded, probe, silo).
+std::vector<char> fault_chain_bytes(int depth) {
+  std::vector<char> out;
+  for (int i = 1; i < depth; ++i)
+    out.insert(out.end(), {1, 0, 1});
+  out.insert(out.end(), {1, 0, 0});
+  for (int i = 0; i < depth; ++i)
+    out.insert(out.end(), {0, 0, 0, 0});
+  return out;
+}
+
 /// Every mesh_errc with its SPEC §7.2 name.
 const std::vector<std::pair<mesh_errc, std::string>>& all_codes() {
   static const std::vector<std::pair<mesh_errc, std::string>> codes{
@@ -228,6 +250,58 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   // A default fault (no optionals set) round-trips too.
   fault plain;
   CHECK(binary_roundtrip(sys, plain) == plain);
+}
+
+TEST_CASE_FIXTURE(cafmesh::testing::fixture,
+                  "vocabulary: a fault tree read from the wire may be 64 deep, a deeper one however deep is refused with invalid_argument") {
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys, buf};
+  auto three = fault_chain(3);
+  REQUIRE(!sink(three));
+  REQUIRE(buf == fault_chain_bytes(3));
+  for (int depth : {65, 30000}) {
+    CAPTURE(depth);
+    fault f;
+    auto bytes = fault_chain_bytes(depth);
+    caf::binary_deserializer source{sys, bytes};
+    auto err = source(f);
+    REQUIRE(err);
+    CHECK(err == caf::sec::invalid_argument);
+    REQUIRE(err.context().match_elements<std::string>());
+    CHECK(err.context().get_as<std::string>(0) == "fault tree deeper than 64");
+  }
+  // After the refusals (the depth count is per read), 64 deep is still read.
+  fault f;
+  auto bytes = fault_chain_bytes(cafmesh::max_fault_depth);
+  caf::binary_deserializer source{sys, bytes};
+  auto err = source(f);
+  REQUIRE_MESSAGE(!err, describe(sys, err));
+  CHECK(f == fault_chain(64));
+}
+
+TEST_CASE_FIXTURE(cafmesh::testing::fixture,
+                  "vocabulary: a fault from the wire with a code, qualifier or probe answer its enum does not name is refused with invalid_argument") {
+  // One fault: code, text length, cause count, retry hint, recorded, probe, silo.
+  auto refusal = [&](size_t at, char value) -> std::string {
+    auto bytes = fault_chain_bytes(1);
+    REQUIRE(bytes.size() == 7);
+    bytes[at] = value;
+    fault f;
+    caf::binary_deserializer source{sys, bytes};
+    auto err = source(f);
+    if (!err)
+      return "";
+    CHECK(err == caf::sec::invalid_argument);
+    REQUIRE(err.context().match_elements<std::string>());
+    return err.context().get_as<std::string>(0);
+  };
+  CHECK(refusal(0, static_cast<char>(mesh_errc::config_invalid)) == "");
+  CHECK(refusal(0, 0) == "unknown mesh_errc 0");
+  CHECK(refusal(0, 24) == "unknown mesh_errc 24");
+  CHECK(refusal(4, static_cast<char>(tri_bool::yes)) == "");
+  CHECK(refusal(4, 3) == "unknown fault qualifier");
+  CHECK(refusal(5, static_cast<char>(probe_answer::torn_down)) == "");
+  CHECK(refusal(5, 3) == "unknown fault qualifier");
 }
 
 TEST_CASE("vocabulary: a fault renders its text then each cause's rendering depth first") {

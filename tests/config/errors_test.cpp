@@ -36,6 +36,10 @@ const std::vector<std::pair<std::string, std::string>> bad_documents{
    ": expected valid JSON, got a parse error at line 3, column 3: syntax error while "
    "parsing value - invalid literal; last read: '\"mesh\": {}<U+000A>} /'; expected end of "
    "input"},
+  // A number beyond the range of a double: valid JSON grammar, refused with the parser's text.
+  {with_role(R"("routing":{"retry_max":4.43e444})"),
+   ": expected JSON numbers within the range of a double, got number overflow parsing "
+   "'4.43e444'"},
   // The root and the sections must be objects.
   {R"([1,2])", ": expected an object, got [1,2]"},
   {with_role(R"("pool":5)"), "/pool: expected an object, got 5"},

@@ -300,6 +300,61 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK(rp != nack);
 }
 
+namespace {
+
+/// CAF's binary form of `x`.
+template <class T>
+std::vector<char> binary_of(caf::actor_system& sys, T x) {
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys, buf};
+  auto err = sink(x);
+  REQUIRE_MESSAGE(!err, describe(sys, err));
+  return buf;
+}
+
+/// Reads a `T` from `bytes`; answers the text of the refusal, or "" when it was read.
+template <class T>
+std::string refusal_of(caf::actor_system& sys, const std::vector<char>& bytes) {
+  T x;
+  caf::binary_deserializer source{sys, bytes};
+  auto err = source(x);
+  if (!err)
+    return "";
+  CHECK(err == caf::sec::invalid_argument);
+  REQUIRE(err.context().match_elements<std::string>());
+  return err.context().get_as<std::string>(0);
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(cafmesh::testing::fixture,
+                  "vocabulary: an envelope or NACK from the wire with a state or verdict its enum does not name is refused with invalid_argument") {
+  // A default envelope: id, sender (type, id, hosts), target (type, id, hosts), then the state.
+  auto bytes = binary_of(sys, envelope{});
+  REQUIRE(bytes.size() > 7);
+  REQUIRE(bytes[7] == 0);
+  bytes[7] = static_cast<char>(delivery_state::ignored);
+  CHECK(refusal_of<envelope>(sys, bytes) == "");
+  bytes[7] = 7;
+  CHECK(refusal_of<envelope>(sys, bytes) == "unknown delivery_state 7");
+  bytes[7] = 32;
+  CHECK(refusal_of<envelope>(sys, bytes) == "unknown delivery_state 32");
+  // A default NACK: request id, the echo, the message, then the verdict.
+  auto echo_size = binary_of(sys, envelope{}).size();
+  auto nack = binary_of(sys, delivery_failure{});
+  auto at = 1 + echo_size + 1;
+  REQUIRE(nack.size() > at);
+  REQUIRE(nack[at] == static_cast<char>(verdict::failed));
+  nack[at] = static_cast<char>(verdict::ignored);
+  CHECK(refusal_of<delivery_failure>(sys, nack) == "");
+  nack[at] = 14;
+  CHECK(refusal_of<delivery_failure>(sys, nack) == "unknown verdict 14");
+  // The echo's state is checked inside a NACK too.
+  nack[at] = static_cast<char>(verdict::failed);
+  nack[1 + 7] = 9;
+  CHECK(refusal_of<delivery_failure>(sys, nack) == "unknown delivery_state 9");
+}
+
 TEST_CASE("vocabulary: may_answer and the failed-and-NACKed marking follow SPEC §2.4 and §2.6") {
   envelope d;
   CHECK(cafmesh::routing::may_answer(d));

@@ -438,6 +438,11 @@ std::string read_event_line(const std::string& line, outcome_ledger& ledger) {
     j = json::parse(line);
   } catch (const json::parse_error& e) {
     return std::string{"expected a JSON object, got a parse error: "} + e.what();
+  } catch (const json::out_of_range& e) {
+    // A number no double holds (`1e999`): "[json.exception.out_of_range.406] number ...".
+    std::string what = e.what();
+    return "expected JSON numbers within the range of a double, got "
+           + what.substr(what.find("] ") + 2);
   }
   if (!j.is_object())
     return "expected a JSON object, got " + j.dump();

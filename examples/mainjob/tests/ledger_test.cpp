@@ -213,6 +213,9 @@ TEST_CASE("mainjob ledger: the event file reads back into the same summary") {
            "suppressed_failure, unconfirmed, duplicate_dropped, stale_dropped, got \"exploded\"");
   CHECK(read_event_line(R"({"t_ms":1,"event":"nack","id":"x","verdict":"meh","text":""})", back)
         == "expected \"verdict\" to be a verdict, got \"meh\"");
+  CHECK(read_event_line(R"({"t_ms":1e999,"event":"landed","id":"x"})", back)
+        == "expected JSON numbers within the range of a double, got number overflow parsing "
+           "'1e999'");
 }
 
 TEST_CASE("mainjob ledger: a landing followed by a response-timeout failure is the SPEC 7.6 ambiguity, any other second outcome is not") {

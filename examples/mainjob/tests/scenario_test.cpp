@@ -133,6 +133,9 @@ TEST_CASE("mainjob scenario: validation errors name the JSON pointer") {
         == std::vector<std::string>{
           ": expected valid JSON, got a parse error at line 1, column 9: syntax error while "
           "parsing value - unexpected end of input; expected '[', '{', or a literal"});
+  CHECK(errors_of(R"({"seed":-1e999})")
+        == std::vector<std::string>{": expected JSON numbers within the range of a double, "
+                                    "got number overflow parsing '-1e999'"});
 }
 
 TEST_CASE("mainjob scenario: errors come in document order, missing required keys last") {

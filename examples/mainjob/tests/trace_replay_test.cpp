@@ -55,6 +55,9 @@ TEST_CASE("mainjob trace: validation errors name the line and the JSON pointer")
           "line 1: expected valid JSON, got a parse error at column 11: syntax error "
           "while parsing object key - unexpected end of input; expected string literal"});
   CHECK(errors_of("[1]") == std::vector<std::string>{"line 1: expected an object, got [1]"});
+  CHECK(errors_of(R"({"t_ms":1e999})")
+        == std::vector<std::string>{"line 1: expected JSON numbers within the range of a "
+                                    "double, got number overflow parsing '1e999'"});
 }
 
 TEST_CASE("mainjob trace: times never go back and only frames have a stream") {

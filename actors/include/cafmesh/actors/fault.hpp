@@ -10,8 +10,10 @@
 
 #include <caf/error.hpp>
 #include <caf/fwd.hpp>
+#include <caf/meta/load_callback.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/optional.hpp>
+#include <caf/sec.hpp>
 
 #include "cafmesh/actors/ids.hpp"
 
@@ -45,11 +47,20 @@ enum class mesh_errc : uint8_t {
   config_invalid,          ///< configuration refused (SPEC §1.3, §11); terminal
 };
 
+/// True for a code the enum names, 0 excluded (what a code read from the wire must be).
+constexpr bool is_known(mesh_errc x) {
+  return static_cast<uint8_t>(x) >= static_cast<uint8_t>(mesh_errc::rejected)
+         && static_cast<uint8_t>(x) <= static_cast<uint8_t>(mesh_errc::config_invalid);
+}
+
 /// Renders the code's name, e.g. `placement_timeout`.
 std::string to_string(mesh_errc x);
 
 /// Yes / no / cannot tell: the `activation_error_recorded` qualifier (SPEC §2.10, §7.2).
 enum class tri_bool : uint8_t { unknown = 0, no = 1, yes = 2 };
+
+/// True for `unknown`, `no` and `yes`.
+constexpr bool is_known(tri_bool x) { return static_cast<uint8_t>(x) <= 2; }
 
 /// Renders `unknown`, `no` or `yes`.
 std::string to_string(tri_bool x);
@@ -57,6 +68,9 @@ std::string to_string(tri_bool x);
 /// The runtime probe's answer attached to a `runtime_gone` fault (SPEC §3.7, §7.2):
 /// `no_answer` when the probe did not answer (or was not asked).
 enum class probe_answer : uint8_t { no_answer = 0, alive = 1, torn_down = 2 };
+
+/// True for `no_answer`, `alive` and `torn_down`.
+constexpr bool is_known(probe_answer x) { return static_cast<uint8_t>(x) <= 2; }
 
 /// Renders `no_answer`, `alive` or `torn_down`.
 std::string to_string(probe_answer x);
@@ -89,10 +103,56 @@ struct fault {
 /// Renders like `fault::render`.
 std::string to_string(const fault& x);
 
+/// The deepest fault tree read from the wire (the root at depth 1): a deeper one is refused
+/// with `sec::invalid_argument` before its recursion can exhaust the reading thread's stack,
+/// and so is a node whose code, qualifier or probe answer the enums do not name
+/// (docs/behaviour/classification.md#fault-trees-on-the-wire).
+constexpr int max_fault_depth = 64;
+
+namespace detail {
+
+/// Counts the depth of the fault tree being read on this thread (see `inspect`).
+class fault_read_guard {
+public:
+  fault_read_guard() { ++depth(); }
+  ~fault_read_guard() { --depth(); }
+  fault_read_guard(const fault_read_guard&) = delete;
+  fault_read_guard& operator=(const fault_read_guard&) = delete;
+
+  bool too_deep() const { return depth() > max_fault_depth; }
+
+private:
+  static int& depth() {
+    static thread_local int value = 0;
+    return value;
+  }
+};
+
+} // namespace detail
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, fault& x) {
-  return f(caf::meta::type_name("cafmesh.fault"), x.code, x.text, x.causes, x.retry_after_ms,
-           x.activation_error_recorded, x.probe, x.silo);
+  auto known_values = caf::meta::load_callback([&]() -> caf::error {
+    if (!is_known(x.code))
+      return caf::make_error(caf::sec::invalid_argument,
+                             "unknown mesh_errc " + std::to_string(static_cast<int>(x.code)));
+    if (!is_known(x.activation_error_recorded) || !is_known(x.probe))
+      return caf::make_error(caf::sec::invalid_argument, "unknown fault qualifier");
+    return caf::none;
+  });
+  auto fields = [&] {
+    return f(caf::meta::type_name("cafmesh.fault"), x.code, x.text, x.causes,
+             x.retry_after_ms, x.activation_error_recorded, x.probe, x.silo, known_values);
+  };
+  if constexpr (Inspector::writes_state) {
+    detail::fault_read_guard guard;
+    if (guard.too_deep())
+      return caf::make_error(caf::sec::invalid_argument,
+                             "fault tree deeper than " + std::to_string(max_fault_depth));
+    return fields();
+  } else {
+    return fields();
+  }
 }
 
 /// Wraps a fault into a CAF error: code = `fault.code`, category atom `mesh`, context = a

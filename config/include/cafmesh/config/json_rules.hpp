@@ -78,7 +78,9 @@ private:
 };
 
 /// Parses `text` into `doc`; a parse error becomes
-/// `{ptr}: expected valid JSON, got a parse error at line L, column C: {parser text}`.
+/// `{ptr}: expected valid JSON, got a parse error at line L, column C: {parser text}`, a
+/// number no double holds `{ptr}: expected JSON numbers within the range of a double, got
+/// number overflow parsing '1e999'`.
 bool parse_json(const std::string& text, const std::string& ptr, json& doc,
                 std::set<std::string>& duplicates, error_list& errs);
 

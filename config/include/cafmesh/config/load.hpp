@@ -28,7 +28,9 @@
 ///   `link_latency_max_ms >= link_latency_min_ms`,
 ///   `network.failure_detection_ms > network.heartbeat_interval_ms`, and a `pure_client`
 ///   needs `network.primary_port` from 1 to 65535.
-/// - Malformed JSON: `: expected valid JSON, got a parse error at line L, column C: {parser text}`.
+/// - Malformed JSON: `: expected valid JSON, got a parse error at line L, column C: {parser text}`;
+///   a number no double holds: `: expected JSON numbers within the range of a double, got
+///   number overflow parsing '1e999'`.
 ///
 /// Order: all errors of a document are collected, in order of appearance in the document; a
 /// missing required key is reported after the other errors of its section (or at the end when

@@ -7,8 +7,11 @@
 #include <string>
 #include <vector>
 
+#include <caf/error.hpp>
+#include <caf/meta/load_callback.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/optional.hpp>
+#include <caf/sec.hpp>
 
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/routing/address.hpp"
@@ -36,11 +39,19 @@ struct envelope {
   friend bool operator!=(const envelope& x, const envelope& y) { return !(x == y); }
 };
 
+/// Read from the wire, a state the enum does not name is refused with
+/// `sec::invalid_argument` (docs/behaviour/routing.md#envelopes-on-the-wire).
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, envelope& x) {
+  auto known_state = caf::meta::load_callback([&]() -> caf::error {
+    if (is_known(x.state))
+      return caf::none;
+    return caf::make_error(caf::sec::invalid_argument,
+                           "unknown delivery_state " + std::to_string(static_cast<int>(x.state)));
+  });
   return f(caf::meta::type_name("cafmesh.envelope"), x.id, x.sender, x.target, x.state,
-           x.properties, x.access_context, x.routing_path, x.payload_type, x.payload_json,
-           x.ordering_key, x.answer_suppressed, x.request_id);
+           known_state, x.properties, x.access_context, x.routing_path, x.payload_type,
+           x.payload_json, x.ordering_key, x.answer_suppressed, x.request_id);
 }
 
 /// `may_answer(d)`: true iff `d.answer_suppressed` is false (SPEC §2.4).
@@ -77,10 +88,18 @@ struct delivery_failure {
   }
 };
 
+/// Read from the wire, a verdict the enum does not name is refused with
+/// `sec::invalid_argument` (docs/behaviour/routing.md#envelopes-on-the-wire).
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, delivery_failure& x) {
+  auto known_verdict = caf::meta::load_callback([&]() -> caf::error {
+    if (is_known(x.verdict))
+      return caf::none;
+    return caf::make_error(caf::sec::invalid_argument,
+                           "unknown verdict " + std::to_string(static_cast<int>(x.verdict)));
+  });
   return f(caf::meta::type_name("cafmesh.delivery_failure"), x.request_id, x.original,
-           x.message, x.verdict, x.target_unserved, x.responding_silo);
+           x.message, x.verdict, known_verdict, x.target_unserved, x.responding_silo);
 }
 
 } // namespace cafmesh::routing

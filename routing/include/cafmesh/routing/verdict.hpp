@@ -19,6 +19,11 @@ enum class delivery_state : uint8_t {
   ignored,       ///< declined at intake; never NACKed
 };
 
+/// True for a value the enum names (what a state read from the wire must be).
+constexpr bool is_known(delivery_state x) {
+  return static_cast<uint8_t>(x) <= static_cast<uint8_t>(delivery_state::ignored);
+}
+
 /// Renders the state's name, e.g. `forwarded`.
 std::string to_string(delivery_state x);
 
@@ -42,6 +47,11 @@ enum class verdict : uint8_t {
   startup_script_failed,   ///< carried verbatim
   ignored,           ///< never in a NACK
 };
+
+/// True for a value the enum names (what a verdict read from the wire must be).
+constexpr bool is_known(verdict x) {
+  return static_cast<uint8_t>(x) <= static_cast<uint8_t>(verdict::ignored);
+}
 
 /// Renders the verdict's wire name, e.g. `shutting_down`.
 std::string to_string(verdict x);

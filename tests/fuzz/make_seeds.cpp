@@ -1,0 +1,209 @@
+// fuzz_make_seeds <corpus dir>: writes the seed corpora of the fuzz targets
+// (tests/fuzz/corpus/<target>/) from real values: rendered configurations and scenarios,
+// trace lines and ledger events as the main job writes them, envelopes, faults and NACKs
+// serialised with CAF's binary serialiser and the NACK codec. The shipped files of
+// examples/config/ and examples/scenarios/ are copied in by hand (README "Sanitizers and
+// fuzzing").
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <caf/binary_serializer.hpp>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/config/load.hpp"
+#include "cafmesh/mainjob/ledger.hpp"
+#include "cafmesh/mainjob/scenario.hpp"
+#include "cafmesh/mainjob/trace_replay.hpp"
+#include "cafmesh/routing/envelope.hpp"
+#include "cafmesh/routing/nack_codec.hpp"
+
+using namespace cafmesh;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path corpus;
+
+void write(const std::string& target, const std::string& name, const std::string& bytes) {
+  auto dir = corpus / target;
+  fs::create_directories(dir);
+  std::ofstream out{dir / name, std::ios::binary};
+  out << bytes;
+}
+
+template <class T>
+std::string binary(T x) {
+  std::vector<char> buf;
+  caf::binary_serializer sink{nullptr, buf};
+  if (auto err = sink(x)) {
+    std::fprintf(stderr, "cannot serialise\n");
+    std::exit(1);
+  }
+  return std::string{buf.begin(), buf.end()};
+}
+
+/// An envelope of `type` (payload `{"$type":type}` plus `extra`) from `sender` to `target`.
+routing::envelope envelope_of(std::string id, const std::string& sender,
+                              const std::string& target, const std::string& type,
+                              const std::string& extra) {
+  routing::envelope e;
+  e.id = std::move(id);
+  e.sender = routing::address::from(sender);
+  e.target = routing::address::from(target);
+  e.payload_type = type;
+  e.payload_json = R"({"$type":")" + type + "\"," + extra + "}";
+  return e;
+}
+
+routing::envelope request() {
+  auto e = envelope_of("client1-7", "portal/user1/tab1~client/c1", "node/Org/N1",
+                       "demo.request", R"("n":7)");
+  e.properties = {{"trace", "\"t-1\""}, {"priority", "3"}};
+  e.access_context = std::string{"user1"};
+  e.routing_path = {routing::address::from("router/A"), routing::address::from("router/B")};
+  return e;
+}
+
+routing::envelope frame() {
+  auto e = envelope_of("silo-A-12", "node/Owner/O1", "portal/user2/tab1~mesh/m1", "demo.frame",
+                       R"("v":3)");
+  e.state = routing::delivery_state::forwarded;
+  e.ordering_key = std::string{"stream-2"};
+  e.answer_suppressed = true;
+  return e;
+}
+
+routing::envelope failed_answer() {
+  auto e = request();
+  e.state = routing::delivery_state::failed;
+  e.properties["error"] = "\"the target is stopping\"";
+  e.properties["verdict"] = "\"shutting_down\"";
+  e.request_id = std::string{"client1-7"};
+  return e;
+}
+
+fault timeout_tree() {
+  fault leaf{mesh_errc::departed_silo, "silo left"};
+  leaf.silo = silo_address{"10.0.0.2", 4711, 3};
+  fault busy{mesh_errc::overloaded, "shed load"};
+  busy.retry_after_ms = 250u;
+  fault gone{mesh_errc::activation_deactivated, "deactivated"};
+  gone.activation_error_recorded = tri_bool::yes;
+  fault probe{mesh_errc::runtime_gone, "runtime torn down"};
+  probe.probe = probe_answer::torn_down;
+  return fault{mesh_errc::response_timeout, "no answer", {leaf, busy, gone, probe}};
+}
+
+routing::delivery_failure nack_of(const routing::envelope& e, routing::verdict v,
+                                  bool unserved) {
+  caf::optional<silo_address> silo;
+  if (unserved)
+    silo = silo_address{"127.0.0.1", 9000, 2};
+  return routing::make_delivery_failure(e, "Delivery to '" + e.target.to_string()
+                                             + "' failed: " + routing::to_string(v),
+                                        v, unserved, silo);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: fuzz_make_seeds <corpus dir>\n");
+    return 2;
+  }
+  corpus = argv[1];
+
+  // Configurations: every role, rendered as the loader reads them.
+  for (auto role : {config::process_role::silo_host, config::process_role::pure_client,
+                    config::process_role::monolith}) {
+    config::mesh_config c;
+    c.mesh.role = role;
+    c.mesh.name = "fuzz";
+    if (role == config::process_role::pure_client)
+      c.network.primary_port = 4242;
+    write("fuzz_config_loader", "rendered-" + config::to_string(role) + ".json",
+          config::to_json_text(c));
+  }
+
+  // Scenarios: the embedded default, rendered.
+  write("fuzz_scenario_reader", "default-rendered.json",
+        mainjob::to_json_text(mainjob::default_scenario()));
+
+  // Traces: one line of every kind, and a frame stream.
+  std::string trace;
+  int64_t t_ms = 0;
+  for (auto kind : {mainjob::delivery_kind::request, mainjob::delivery_kind::post,
+                    mainjob::delivery_kind::post, mainjob::delivery_kind::frame,
+                    mainjob::delivery_kind::frame}) {
+    mainjob::planned_delivery d;
+    d.t_ms = t_ms += 5;
+    d.kind = kind;
+    d.sender = kind == mainjob::delivery_kind::frame ? "node/Owner/O1" : "portal/user1/tab1";
+    d.target = kind == mainjob::delivery_kind::frame ? "portal/user1/tab1" : "node/Org/N1";
+    d.stream = kind == mainjob::delivery_kind::frame ? "stream-1" : "";
+    d.answer_suppressed = kind == mainjob::delivery_kind::post && t_ms == 15;
+    d.payload_bytes = 64;
+    trace += mainjob::to_trace_line(d) + "\n";
+  }
+  write("fuzz_trace_reader", "every-kind.jsonl", trace + "\n");
+
+  // Ledger events: every event kind, as the ledger writes them.
+  std::ostringstream events;
+  mainjob::outcome_ledger ledger;
+  ledger.write_events_to(&events);
+  mainjob::accepted_delivery d;
+  d.id = "c-1", d.kind = mainjob::delivery_kind::request, d.sender = "portal/user1/tab1";
+  d.target = "node/Org/N1", d.origin = "client:1", d.accepted_ms = 1;
+  ledger.accept(d);
+  ledger.landed("c-1", 3);
+  ledger.response("c-1", 4);
+  d.id = "c-2", d.kind = mainjob::delivery_kind::post, d.accepted_ms = 2;
+  ledger.accept(d);
+  ledger.nack("c-2", routing::verdict::shutting_down, "silo stopping", 5);
+  ledger.duplicate_dropped("c-2", 6);
+  d.id = "c-3", d.kind = mainjob::delivery_kind::frame, d.stream = "stream-1", d.version = 4;
+  d.sender = "node/Owner/O1", d.target = "portal/user1/tab1";
+  ledger.accept(d);
+  ledger.landed("c-3", 7);
+  ledger.stale_dropped("portal/user1/tab1", "stream-1", 3, 8);
+  d.id = "c-4", d.kind = mainjob::delivery_kind::post, d.stream = "", d.version = 0;
+  d.answer_suppressed = true;
+  ledger.accept(d);
+  ledger.suppressed_failure("c-4", routing::verdict::unavailable, "no route", 9);
+  d.id = "c-5", d.answer_suppressed = false;
+  ledger.accept(d);
+  ledger.unconfirmed("c-5", 10);
+  d.id = "c-6", d.kind = mainjob::delivery_kind::request;
+  ledger.accept(d);
+  ledger.deadline("c-6", 11);
+  write("fuzz_ledger_events", "every-event.jsonl", events.str());
+
+  // Envelopes, faults and NACKs: CAF's binary form, and the NACK's JSON.
+  write("fuzz_envelope_binary", "request.bin", binary(request()));
+  write("fuzz_envelope_binary", "frame.bin", binary(frame()));
+  write("fuzz_envelope_binary", "failed-answer.bin", binary(failed_answer()));
+  write("fuzz_envelope_binary", "nack.bin",
+        binary(routing::make_nack_envelope(nack_of(request(), routing::verdict::not_found, false),
+                                           "router-A-1", routing::address::from("router/A"))));
+  write("fuzz_fault_binary", "leaf.bin", binary(fault{mesh_errc::not_found, "no such hub"}));
+  write("fuzz_fault_binary", "tree.bin", binary(timeout_tree()));
+  write("fuzz_fault_binary", "nested.bin",
+        binary(fault{mesh_errc::resolve_failed, "resolve", {timeout_tree()}}));
+  int n = 0;
+  for (const auto& [e, v, unserved] :
+       {std::tuple{request(), routing::verdict::shutting_down, false},
+        std::tuple{frame(), routing::verdict::unavailable, true},
+        std::tuple{failed_answer(), routing::verdict::routing_loop, false}}) {
+    auto f = nack_of(e, v, unserved);
+    auto name = "nack-" + std::to_string(++n);
+    write("fuzz_nack_binary", name + ".bin", binary(f));
+    write("fuzz_nack_json", name + ".json", routing::to_json_text(f));
+  }
+  return 0;
+}
