@@ -266,7 +266,8 @@ ledger_summary outcome_ledger::summarize() const {
           return false;
         auto& text = r.nack_texts.back().second;
         return text.find("timed out") != std::string::npos
-               || text.find("expired") != std::string::npos;
+               || text.find("expired") != std::string::npos
+               || text.find("outcome is unknown") != std::string::npos;
       };
       if (r.terminal.size() == 2 && is_landing(r.terminal[0].first)
           && (r.terminal[1].first == outcome_kind::nack

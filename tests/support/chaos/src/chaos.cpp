@@ -83,18 +83,23 @@ std::vector<chaos_violation> check(const chaos_schedule& x, const scenario& s,
   for (auto& [silo, at] : r.kills)
     last_kill_ms = std::max(last_kill_ms, at);
   std::vector<std::string> lost;
+  uint64_t with_crash = 0;
   for (auto& id : l.lost_ids) {
     auto i = accepted.find(id);
     bool one_way = i != accepted.end() && i->second.first != "request";
     if (one_way && i->second.second <= last_kill_ms)
-      continue; // lost with the crash
-    lost.push_back(id);
+      ++with_crash; // lost with the crash
+    else
+      lost.push_back(id);
   }
-  if (!lost.empty() || l.multiple_terminal > 0 || !r.quiescent) {
+  // The ledger names only a sample of the lost: the others cannot be excused.
+  bool unnamed = l.total.lost > l.lost_ids.size();
+  if (!lost.empty() || unnamed || l.multiple_terminal > 0) {
     std::ostringstream d;
-    d << "lost " << some(lost) << "; two or more terminal outcomes "
-      << some(l.multiple_terminal_ids) << "; quiescent at the end: "
-      << (r.quiescent ? "yes" : "no") << "\n";
+    d << "lost " << l.total.lost << " (" << with_crash << " one-way, accepted before a kill, "
+      << "lost with the crash; the others " << some(lost) << (unnamed ? " and unnamed" : "")
+      << "); two or more terminal outcomes " << some(l.multiple_terminal_ids)
+      << "; quiescent at the end: " << (r.quiescent ? "yes" : "no") << "\n";
     if (!lost.empty())
       d << ledger_excerpt(r.ledger_lines, lost.front());
     else if (!l.multiple_terminal_ids.empty())
