@@ -64,7 +64,7 @@ TEST_CASE("chaos: 20 seeds") {
   }
 }
 
-TEST_CASE("chaos: a seed replays to the same schedule and trace digest; another seed differs") {
+TEST_CASE("chaos: a seed replays to the same schedule and trace digest, and another seed gives another schedule") {
   chaos_options o;
   auto a = run_chaos(3, o);
   auto b = run_chaos(3, o);
