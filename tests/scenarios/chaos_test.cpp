@@ -24,9 +24,8 @@ constexpr uint64_t ci_seeds = 20;
 
 /// The kinds the CI seeds draw. Left out until their findings are fixed (`cafmesh-chaos
 /// --seeds 200` draws them all; docs/testing.md#findings):
-/// - `kill`: deliveries other than one-way ones accepted before the kill stay without an
-///   outcome and requests end by their deadline (seed 5: 125 unnamed lost, 3 deadlines;
-///   seed 7: 14 lost, 1 deadline);
+/// - `kill`: a request that landed at its hub ends by its deadline, without a response or
+///   NACK (seed 5: 3 requests, seed 7: 1);
 /// - `second_signal`: a frame NACKed `failed` "outcome is unknown" by the non-graceful stop
 ///   lands later (seed 6, 10 deliveries with two outcomes); a request that landed at a hub
 ///   of the stopped silo ends by its deadline;
