@@ -131,7 +131,10 @@ void outcome_ledger::add_terminal(const std::string& id, record& r, outcome_kind
     return (k == outcome_kind::nack || k == outcome_kind::suppressed_failure)
            && v == routing::verdict::failed
            && (text.find("timed out") != std::string::npos
-               || text.find("expired") != std::string::npos);
+               || text.find("expired") != std::string::npos
+               // the silo of the call ended (a crash, a non-graceful stop): as ambiguous
+               // as a response timeout
+               || text.find("outcome is unknown") != std::string::npos);
   };
   if (r.terminals == 0) {
     r.first = k;

@@ -425,3 +425,28 @@ TEST_CASE("mainjob ledger: the latency histogram's percentiles are nearest_rank'
     CHECK(h.nearest_rank(p) == nearest_rank(values, p));
   CHECK(h.nearest_rank(0) == std::nullopt);
 }
+
+TEST_CASE("mainjob ledger: a landing followed by a failure that says the outcome is unknown (the silo the call went through ended) is the same SPEC 7.6 ambiguity") {
+  outcome_ledger l;
+  l.accept(frame("f1", "portal/u2/tab1", "stream-1", 1, 0));
+  l.accept(frame("f2", "portal/u2/tab1", "stream-1", 2, 0));
+  l.accept(frame("f3", "portal/u2/tab1", "stream-1", 3, 0));
+  l.landed("f1", 3);
+  l.nack("f1", verdict::failed,
+         "Delivery to 'portal/u2/tab1' failed: silo SB:11111@2 departed while the call was in "
+         "flight; its outcome is unknown",
+         5);
+  l.landed("f2", 4);
+  l.nack("f2", verdict::failed,
+         "silo SC:11111@3 stopped while the delivery to portal/u2/tab1 was in flight; its "
+         "outcome is unknown",
+         6);
+  // Not the ambiguity: the same text with another verdict.
+  l.landed("f3", 5);
+  l.nack("f3", verdict::shutting_down, "its outcome is unknown", 7);
+  auto s = l.summarize();
+  CHECK(s.landed_then_timed_out == 2);
+  CHECK(s.landed_then_timed_out_ids == std::vector<std::string>{"f1", "f2"});
+  CHECK(s.multiple_terminal == 1);
+  CHECK(s.multiple_terminal_ids == std::vector<std::string>{"f3"});
+}

@@ -131,10 +131,12 @@ struct ledger_summary {
   uint64_t multiple_terminal = 0; ///< deliveries with more than one terminal outcome
   std::vector<std::string> multiple_terminal_ids;
   /// Deliveries that landed and whose sender was then told `failed` by a response timeout
-  /// (a NACK or suppressed failure whose text says "timed out" or "expired"): the answer
-  /// was held or lost after the landing. SPEC §7.6: "the callee may already hold the
-  /// delivery"; the landing is the outcome, the sender's failure is its one report, so
-  /// these do not count in `multiple_terminal`. Any other second outcome does.
+  /// (a NACK or suppressed failure whose text says "timed out" or "expired") or by the end
+  /// of the silo the call went through ("outcome is unknown": killed, or stopped
+  /// non-gracefully, while the call was in flight): the answer was held or lost after the
+  /// landing. SPEC §7.6: "the callee may already hold the delivery"; the landing is the
+  /// outcome, the sender's failure is its one report, so these do not count in
+  /// `multiple_terminal`. Any other second outcome does.
   uint64_t landed_then_timed_out = 0;
   std::vector<std::string> landed_then_timed_out_ids;
   uint64_t duplicates_dropped = 0; ///< later outcomes the senders' trackers dropped (§6.12)

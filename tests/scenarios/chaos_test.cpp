@@ -1,0 +1,155 @@
+// Seeded chaos in simulation (cafmesh/testing/chaos.hpp, docs/testing.md#chaos): random
+// fault schedules over 3 to 5 silos and 2 pure clients with live traffic in the users'
+// topology, every invariant checked after each run. `cafmesh-chaos --seeds N` runs more
+// seeds than these; a failure prints its seed, its events and its trace digest.
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cafmesh/lifecycle/typed_grain.hpp"
+#include "cafmesh/testing/chaos.hpp"
+#include "counter.hpp"
+
+using namespace cafmesh;
+using namespace cafmesh::testing;
+
+namespace {
+
+/// The CI seeds.
+constexpr uint64_t ci_seeds = 20;
+
+/// The kinds the CI seeds draw. Left out until their findings are fixed (`cafmesh-chaos
+/// --seeds 200` draws them all; docs/testing.md#findings):
+/// - `kill`: a request that landed at its hub ends by its deadline, without a response or
+///   NACK (seed 5: 3 requests, seed 7: 1);
+/// - `second_signal`: a frame NACKed `failed` "outcome is unknown" by the non-graceful stop
+///   lands later (seed 6, 10 deliveries with two outcomes); a request that landed at a hub
+///   of the stopped silo ends by its deadline;
+/// - `link_drop` and `partition`: frames held or dropped on a link while a silo stops
+///   gracefully reach their receivers out of order (order violations and stale drops with
+///   graceful stops only: `--kinds` without kill and second_signal, seeds 13 and 18; with
+///   these CI kinds plus partition, seed 5).
+std::vector<chaos_kind> ci_kinds() {
+  return {chaos_kind::graceful_restart, chaos_kind::overlapping_stops, chaos_kind::owner_stall,
+          chaos_kind::link_delay, chaos_kind::overload_burst};
+}
+
+} // namespace
+
+TEST_CASE("chaos: 20 seeds") {
+  chaos_options o;
+  o.kinds = ci_kinds();
+  std::set<chaos_kind> drawn;
+  for (uint64_t seed = 1; seed <= ci_seeds; ++seed) {
+    auto r = run_chaos(seed, o);
+    for (auto& e : r.schedule.events)
+      drawn.insert(e.kind);
+    MESSAGE("seed " << seed << ": " << r.schedule.events.size() << " events, "
+                    << r.run.real_ms << " ms");
+    INFO(r.render());
+    CHECK(r.ok());
+    // Traffic really flowed through every run.
+    CHECK(r.run.rep.input.ledger.total.accepted > 0);
+    CHECK(r.run.rep.input.ledger.total.landed > 0);
+  }
+  // The CI seeds exercise every kind they draw from.
+  for (auto k : o.kinds) {
+    INFO(to_string(k));
+    CHECK(drawn.count(k) == 1);
+  }
+}
+
+TEST_CASE("chaos: a seed replays to the same schedule and trace digest, and another seed gives another schedule") {
+  chaos_options o;
+  auto a = run_chaos(3, o);
+  auto b = run_chaos(3, o);
+  CHECK(a.schedule.render() == b.schedule.render());
+  CHECK(a.digest == b.digest);
+  CHECK(a.run.ledger_lines == b.run.ledger_lines);
+  CHECK(a.run.network_digest == b.run.network_digest);
+  auto c = make_chaos_schedule(4, o);
+  CHECK(c.render() != a.schedule.render());
+}
+
+TEST_CASE("chaos: the generator gives each lifecycle fault its own silo and keeps one silo running, for seeds 1 to 200") {
+  chaos_options o;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    auto x = make_chaos_schedule(seed, o);
+    INFO(x.render());
+    REQUIRE(x.silos.size() >= 3);
+    REQUIRE(x.silos.size() <= 5);
+    std::set<std::string> touched;
+    size_t lifecycle = 0;
+    for (auto& e : x.events) {
+      CHECK(e.at_ms >= 1000);
+      CHECK(e.at_ms <= o.duration_s * 1000 - 1500);
+      if (e.kind == chaos_kind::graceful_restart || e.kind == chaos_kind::second_signal
+          || e.kind == chaos_kind::kill) {
+        touched.insert(e.a);
+        ++lifecycle;
+      } else if (e.kind == chaos_kind::overlapping_stops) {
+        touched.insert(e.a);
+        touched.insert(e.b);
+        lifecycle += 2;
+      }
+    }
+    CHECK(touched.size() == lifecycle);
+    CHECK(touched.size() < x.silos.size());
+    CHECK(std::is_sorted(x.events.begin(), x.events.end(),
+                         [](const chaos_event& p, const chaos_event& q) {
+                           return p.at_ms < q.at_ms;
+                         }));
+  }
+}
+
+TEST_CASE("chaos: a run whose hubs never answer breaks `every request answered or NACKed`, and the shrinker keeps that break with fewer events") {
+  chaos_options o;
+  o.duration_s = 4;
+  o.rate_per_s = 50;
+  o.mix = {0, 0, 1}; // requests only
+  o.min_faults = 3;
+  o.max_faults = 3;
+  o.kinds = {chaos_kind::owner_stall, chaos_kind::link_delay};
+  o.app.hubs = {{"node/Org/*", [](const lifecycle::silo_components&) {
+                   return routing::async_hub_handler{
+                     [](caf::event_based_actor*, const routing::envelope&,
+                        routing::hub_responder) {}};
+                 }}};
+  auto r = run_chaos(1, o);
+  INFO(r.render());
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.violations.front().invariant == "every request answered or NACKed");
+  auto small = shrink_chaos(r, o);
+  INFO(small.render());
+  REQUIRE_FALSE(small.ok());
+  CHECK(small.violations.front().invariant == "every request answered or NACKed");
+  CHECK(small.schedule.events.empty());
+}
+
+TEST_CASE("chaos example: the counter service's grain and hub (examples/counter_service) under chaos seeds 1 to 3, frames and requests") {
+  chaos_options o;
+  o.kinds = ci_kinds();
+  o.mix = {80, 0, 20};
+  o.app.grains = [](grain_registry& r, const silo_address&) {
+    lifecycle::add_typed_grain<counter_service::counter>(r, "counter",
+                                                         counter_service::counter_grain);
+  };
+  o.app.hubs = {{"node/Org/*", [](const lifecycle::silo_components& s) {
+                   return counter_service::counter_hub(s.placement);
+                 }}};
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    auto r = run_chaos(seed, o);
+    MESSAGE("seed " << seed << ": " << r.schedule.events.size() << " events, "
+                    << r.run.real_ms << " ms");
+    INFO(r.render());
+    CHECK(r.ok());
+    // The counter hubs answered requests.
+    auto& l = r.run.rep.input.ledger;
+    REQUIRE(l.by_kind.count(mainjob::delivery_kind::request) == 1);
+    CHECK(l.by_kind.at(mainjob::delivery_kind::request).landed > 0);
+  }
+}
