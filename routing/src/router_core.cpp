@@ -1162,19 +1162,13 @@ uint64_t stop_nack(pointer self, leg_rec& leg, bool direct) {
                        + " left it; the request's outcome is unknown",
                      false, caf::none, leg.id, false, direct);
   }
-  if (leg.in_flight)
-    return via_entry_client(self,
-                            post_nack(self, leg.env, verdict::failed,
-                                      "silo " + s.silo_name + " stopped while the delivery to "
-                                        + target + " was in flight; its outcome is unknown",
-                                      false, caf::none, leg.id, false, direct),
-                            leg);
-  return via_entry_client(self,
-                          post_nack(self, leg.env, verdict::shutting_down,
-                                    "silo " + s.silo_name + " stopped before the delivery to "
-                                      + target + " was attempted",
-                                    false, caf::none, leg.id, false, direct),
-                          leg);
+  auto v = leg.in_flight ? verdict::failed : verdict::shutting_down;
+  auto text = leg.in_flight ? "silo " + s.silo_name + " stopped while the delivery to " + target
+                                + " was in flight; its outcome is unknown"
+                            : "silo " + s.silo_name + " stopped before the delivery to " + target
+                                + " was attempted";
+  return via_entry_client(
+    self, post_nack(self, leg.env, v, text, false, caf::none, leg.id, false, direct), leg);
 }
 
 /// Arms the bound within which the NACKs of a stop must leave (unless one is armed).
