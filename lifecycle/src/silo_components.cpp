@@ -341,6 +341,7 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   co.failure_observer = opts.failure_observer;
   co.local_routes = caf::actor_cast<local_route_port_actor>(s.routing);
   co.streams = caf::actor_cast<stream_port_actor>(s.streams);
+  co.centre = s.centre;
   s.core = spawn_router_core(sys, co);
   s.slots->core = s.core;
   s.slots->routing = s.routing;

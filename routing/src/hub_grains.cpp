@@ -33,7 +33,7 @@ using ms = std::chrono::milliseconds;
 
 caf::behavior routing_grain_behavior(caf::event_based_actor* self, silo_routing_slots_ptr slots) {
   return {
-    [=](hg_route_atom, envelope& d) -> caf::result<envelope> {
+    [=](hg_route_atom, envelope& d, silo_address& client) -> caf::result<envelope> {
       if (!slots->core) {
         fault f{mesh_errc::silo_unavailable,
                 "silo " + slots->silo.to_string() + " has no router core; route elsewhere"};
@@ -41,7 +41,7 @@ caf::behavior routing_grain_behavior(caf::event_based_actor* self, silo_routing_
         return to_error(f);
       }
       self->delegate(caf::actor_cast<caf::actor>(slots->core), rc_grain_atom::value,
-                     std::move(d));
+                     std::move(d), std::move(client));
       return caf::delegated<envelope>{};
     },
   };

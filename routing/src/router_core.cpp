@@ -16,6 +16,7 @@
 
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/routing/leg_latch.hpp"
 #include "cafmesh/routing/routing_quiescence.hpp"
 #include "cafmesh/routing/classify.hpp"
@@ -101,10 +102,13 @@ struct leg_rec {
   int64_t accepted_ms = 0; ///< actor-clock ms at acceptance (delivery latency histogram)
   grain_id grain;        ///< the hub grain the retry loop calls
   std::optional<retry_state> retry;
+  /// The pure client that handed the delivery to the routing grain (its process hosts the
+  /// sender); empty: a co-hosted delivery, or a caller that did not say.
+  silo_address entry_client;
 };
 
 /// The ladder rung a NACK is on (SPEC §6.11 step 4).
-enum class rung : uint8_t { local, resolve, node_hub, pod_hub, stream };
+enum class rung : uint8_t { entry_client, local, resolve, node_hub, pod_hub, stream };
 
 /// One NACK in flight: tracked work of its own (SPEC §6.11 step 3).
 struct nack_job {
@@ -119,6 +123,9 @@ struct nack_job {
   /// The pool entry of a cancelled leg whose NACK this is: ended in the pool once the NACK
   /// is through, so the drain's cancel wait covers the NACK. 0: none.
   uint64_t pool_leg_id = 0;
+  /// The pure client that handed the failed delivery to the routing grain: its local route
+  /// is tried first. Empty: none.
+  silo_address entry_client;
   rung at = rung::local;
   uint64_t token = 0;
   grain_id grain;
@@ -636,15 +643,10 @@ void nack_after_local(pointer self, uint64_t id) {
     nack_resolve(self, id);
 }
 
-/// The pool admitted a NACK: climb the ladder from rung a.
-void nack_start(pointer self, uint64_t id) {
+/// Rung a: the local route of the sender in this process.
+void nack_local(pointer self, uint64_t id) {
   auto& s = self->state;
   auto& job = s.nacks.at(id);
-  if (job.started)
-    return;
-  job.started = true;
-  if (job.slot == job.id)
-    gauge_mark(self, job.slot);
   if (s.opts.local_routes) {
     job.at = rung::local;
     auto tok = ++job.token;
@@ -668,6 +670,63 @@ void nack_start(pointer self, uint64_t id) {
   } else {
     nack_after_local(self, id);
   }
+}
+
+/// Before rung a: the local route of the pure client that handed the delivery to the
+/// routing grain. Its process hosts the sender, whose address may name a hub elsewhere too
+/// (a node hub any silo's application would build): only there does the NACK reach the
+/// sender that waits for it. Not taken or not reachable: rung a.
+/// docs/behaviour/routing.md#nacks
+void nack_entry_client(pointer self, uint64_t id) {
+  auto& s = self->state;
+  auto& job = s.nacks.at(id);
+  job.at = rung::entry_client;
+  auto tok = ++job.token;
+  auto bound = attempt_timeout(self);
+  self
+    ->request(s.opts.centre, bound,
+              make_bounded_call(bound.count(), job.entry_client, component::client,
+                                lr_deliver_atom::value, job.nack))
+    .then(
+      [=](bool took) {
+        auto job = find_nack(self, id, tok);
+        if (job == nullptr)
+          return;
+        if (took) {
+          ++self->state.stats.nacks_client;
+          nack_done(self, id);
+          return;
+        }
+        self->state.log.info("NACK to " + job->sender + " (delivery " + job->delivery_id
+                             + "): pure client " + job->entry_client.to_string()
+                             + " has no route for it; trying this silo's transports");
+        nack_local(self, id);
+      },
+      [=](caf::error& e) {
+        auto job = find_nack(self, id, tok);
+        if (job == nullptr)
+          return;
+        self->state.log.info("NACK to " + job->sender + " (delivery " + job->delivery_id
+                             + "): pure client " + job->entry_client.to_string()
+                             + " not reached (" + to_fault(e).render()
+                             + "); trying this silo's transports");
+        nack_local(self, id);
+      });
+}
+
+/// The pool admitted a NACK: climb the ladder from its first rung.
+void nack_start(pointer self, uint64_t id) {
+  auto& s = self->state;
+  auto& job = s.nacks.at(id);
+  if (job.started)
+    return;
+  job.started = true;
+  if (job.slot == job.id)
+    gauge_mark(self, job.slot);
+  if (!job.entry_client.empty() && s.opts.centre)
+    nack_entry_client(self, id);
+  else
+    nack_local(self, id);
   pool_started(self, id);
 }
 
@@ -695,12 +754,23 @@ void finish_leg(pointer self, leg_rec& leg, leg_outcome outcome) {
   self->send(self, rc_leg_done_atom::value, leg.id, static_cast<uint8_t>(outcome));
 }
 
+/// The NACK `nack_id` (0: none was posted) answers `leg`'s own sender: it tries first the
+/// pure client that handed the delivery to the routing grain, if one did. Answers `nack_id`.
+uint64_t via_entry_client(pointer self, uint64_t nack_id, const leg_rec& leg) {
+  if (nack_id != 0 && !leg.entry_client.empty())
+    self->state.nacks.at(nack_id).entry_client = leg.entry_client;
+  return nack_id;
+}
+
 /// Ends `leg` with a NACK that takes over its gauge slot.
 void leg_nack(pointer self, leg_rec& leg, verdict v, const std::string& text,
               bool target_unserved = false, caf::optional<silo_address> responding = caf::none,
               bool quiet = false) {
   leg.slot_owned = false;
-  post_nack(self, leg.env, v, text, target_unserved, std::move(responding), leg.id, quiet);
+  via_entry_client(self,
+                   post_nack(self, leg.env, v, text, target_unserved, std::move(responding),
+                             leg.id, quiet),
+                   leg);
   finish_leg(self, leg, leg_outcome::nacked);
 }
 
@@ -1092,15 +1162,13 @@ uint64_t stop_nack(pointer self, leg_rec& leg, bool direct) {
                        + " left it; the request's outcome is unknown",
                      false, caf::none, leg.id, false, direct);
   }
-  if (leg.in_flight)
-    return post_nack(self, leg.env, verdict::failed,
-                     "silo " + s.silo_name + " stopped while the delivery to " + target
-                       + " was in flight; its outcome is unknown",
-                     false, caf::none, leg.id, false, direct);
-  return post_nack(self, leg.env, verdict::shutting_down,
-                   "silo " + s.silo_name + " stopped before the delivery to " + target
-                     + " was attempted",
-                   false, caf::none, leg.id, false, direct);
+  auto v = leg.in_flight ? verdict::failed : verdict::shutting_down;
+  auto text = leg.in_flight ? "silo " + s.silo_name + " stopped while the delivery to " + target
+                                + " was in flight; its outcome is unknown"
+                            : "silo " + s.silo_name + " stopped before the delivery to " + target
+                                + " was attempted";
+  return via_entry_client(
+    self, post_nack(self, leg.env, v, text, false, caf::none, leg.id, false, direct), leg);
 }
 
 /// Arms the bound within which the NACKs of a stop must leave (unless one is armed).
@@ -1219,19 +1287,23 @@ bool on_path(const envelope& env, const address& self_addr) {
   return false;
 }
 
-/// Accepts `env`; answers the leg id, or none when it was NACKed as a loop (`looped` tells
-/// whether the loop NACK was posted).
-std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_posted) {
+/// Accepts `env`, which `entry_client` handed to the routing grain (empty: co-hosted or
+/// unknown); answers the leg id, or none when it was NACKed as a loop (`loop_nack_posted`
+/// tells whether the loop NACK was posted).
+std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_posted,
+                               const silo_address& entry_client = silo_address{}) {
   auto& s = self->state;
   if (on_path(env, s.opts.self_address)) {
     ++s.stats.routing_loops;
     s.log.warning("routing loop: delivery " + env.id + " to '" + env.target.to_string()
                   + "' came back to " + s.opts.self_address.to_string());
-    loop_nack_posted = post_nack(self, env, verdict::routing_loop,
-                                 "Routing loop: delivery to '" + env.target.to_string()
-                                   + "' came back to router '"
-                                   + s.opts.self_address.to_string() + "'",
-                                 false, caf::none, std::nullopt);
+    auto nack = post_nack(self, env, verdict::routing_loop,
+                          "Routing loop: delivery to '" + env.target.to_string()
+                            + "' came back to router '" + s.opts.self_address.to_string() + "'",
+                          false, caf::none, std::nullopt);
+    if (nack != 0 && !entry_client.empty())
+      s.nacks.at(nack).entry_client = entry_client;
+    loop_nack_posted = nack != 0;
     return std::nullopt;
   }
   env.routing_path.push_back(s.opts.self_address);
@@ -1249,6 +1321,7 @@ std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_poste
   leg.label = leg.ordered ? routing::stream_routed_label(leg.host_path, env.id)
                           : routing::dispatch_label(leg.host_path, env.id);
   leg.env = std::move(env);
+  leg.entry_client = entry_client;
   auto id = leg.id;
   s.latch.arm(id);
   gauge_track(self, id, leg.label, routing::slot_state::queued);
@@ -1295,7 +1368,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       if (accept(self, std::move(env), posted))
         ++self->state.stats.accepted_co_hosted;
     },
-    [=](rc_grain_atom, envelope& env) -> caf::result<envelope> {
+    [=](rc_grain_atom, envelope& env, const silo_address& client) -> caf::result<envelope> {
       auto& s = self->state;
       if (s.stopping) {
         ++s.stats.refused_stopping;
@@ -1313,7 +1386,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       }
       auto answer = env;
       bool posted = false;
-      if (accept(self, std::move(env), posted)) {
+      if (accept(self, std::move(env), posted, client)) {
         answer.state = delivery_state::forwarded;
         answer.routing_path.push_back(s.opts.self_address);
         return answer;
@@ -1432,8 +1505,11 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
               arm_release_bound(self);
           } else {
             leg.slot_owned = false;
-            post_nack(self, leg.env, verdict::failed, before_attempt_text(leg, f.render()),
-                      false, caf::none, id);
+            via_entry_client(self,
+                             post_nack(self, leg.env, verdict::failed,
+                                       before_attempt_text(leg, f.render()), false, caf::none,
+                                       id),
+                             leg);
           }
         }
         leg_terminal(self, id, leg_outcome::refused);
@@ -1489,9 +1565,12 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
                     + self->system().render(reason));
         if (!leg.finished && !is_failed_and_nacked(leg.env)) {
           leg.slot_owned = false;
-          post_nack(self, leg.env, verdict::failed,
-                    before_attempt_text(leg, "leg crashed: " + self->system().render(reason)),
-                    false, caf::none, id);
+          via_entry_client(
+            self,
+            post_nack(self, leg.env, verdict::failed,
+                      before_attempt_text(leg, "leg crashed: " + self->system().render(reason)),
+                      false, caf::none, id),
+            leg);
         }
         leg_terminal(self, id, leg_outcome::crashed);
         return;

@@ -474,7 +474,8 @@ void client_attempt(rs_actor* self, uint64_t id) {
                                          + st.opts.grain_response_timeout_ms);
   auto call = make_bounded_call(bound.count(), gw, component::gateway, pl_call_atom::value,
                                 routing_grain_id(), int32_t{0},
-                                caf::make_message(hg_route_atom::value, dsp.env));
+                                caf::make_message(hg_route_atom::value, dsp.env,
+                                                  st.opts.self_silo));
   self->request(st.opts.centre, bound, std::move(call))
     .then([=](envelope&) { client_finish(self, id, true, nullptr, gw); },
           [=](caf::error& e) {

@@ -506,7 +506,7 @@ struct bed {
 inline caf::expected<envelope> grain_route(cafmesh::testing::fixture& fx, bed& b,
                                            const envelope& e) {
   caf::scoped_actor self{fx.sys};
-  self->send(b.rc, rc_grain_atom::value, e);
+  self->send(b.rc, rc_grain_atom::value, e, silo_address{});
   fx.run();
   caf::expected<envelope> out{caf::error{}};
   bool got = false;

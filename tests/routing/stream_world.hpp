@@ -156,7 +156,8 @@ inline caf::behavior test_entry(caf::event_based_actor* self, caf::actor centre,
       auto rp = self->make_response_promise();
       self
         ->request(centre, std::chrono::seconds(60),
-                  make_call(router_silo, component::router, rc_grain_atom::value, e))
+                  make_call(router_silo, component::router, rc_grain_atom::value, e,
+                            silo_address{}))
         .then([=](envelope& r) mutable { rp.deliver(std::move(r)); },
               [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
       return rp;
@@ -165,7 +166,8 @@ inline caf::behavior test_entry(caf::event_based_actor* self, caf::actor centre,
       auto rp = self->make_response_promise();
       self
         ->request(centre, std::chrono::seconds(60),
-                  make_call(router_silo, component::router, rc_grain_atom::value, e))
+                  make_call(router_silo, component::router, rc_grain_atom::value, e,
+                            silo_address{}))
         .then([=](envelope& r) mutable { rp.deliver(std::move(r)); },
               [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
       return rp;

@@ -41,7 +41,8 @@ using hb_deliver_atom = caf::atom_constant<caf::atom("hbdeliver")>;
 using hf_build_atom = caf::atom_constant<caf::atom("hfbuild")>;
 
 // -- hub grains (hub_grains.hpp) -----------------------------------------------------------
-/// `(hg_route_atom, envelope) -> envelope`: the routing grain's turn (SPEC §6.3).
+/// `(hg_route_atom, envelope, silo_address client) -> envelope`: the routing grain's turn
+/// (SPEC §6.3); `client` is the calling pure client (empty: unknown).
 using hg_route_atom = caf::atom_constant<caf::atom("hgroute")>;
 /// `(hg_deliver_atom, envelope) -> envelope`: `deliver` on a node hub or pod hub grain.
 using hg_deliver_atom = caf::atom_constant<caf::atom("hgdeliver")>;

@@ -72,6 +72,11 @@ struct router_core_options {
   path_resolver_actor resolver;
   stream_port_actor streams;
   local_route_port_actor local_routes;
+  /// The silo's message centre: a NACK for a delivery a pure client handed to the routing
+  /// grain goes first to that client's local route through it (`lr_deliver_atom` to the
+  /// client's component `client`), since the client's process hosts the sender. Null: that
+  /// rung is skipped.
+  caf::actor centre;
   /// Told every failure of an answer-suppressed delivery (no NACK may answer it, SPEC §6.11
   /// step 1): `(ep_event_atom, "suppressed", delivery id, uint8_t verdict, text)` one-way
   /// (entry_atoms.hpp), e.g. by a traffic driver keeping an outcome ledger. May be null.
@@ -123,7 +128,8 @@ address default_router_address(const silo_address& silo);
 ///
 /// **NACKs** (SPEC §6.11) are tracked work: the leg's gauge slot is handed over (label
 /// `NACK -> {sender} (delivery {id})`), the NACK is admitted through the pool (refused ->
-/// debug, carries nothing) and climbs the ladder a (local route) -> b (node hub of the
+/// debug, carries nothing) and climbs the ladder: the local route of the pure client that
+/// handed the delivery to the routing grain, if one did -> a (local route) -> b (node hub of the
 /// sender, router retry loop) / c (pod hub of the sender) -> d (stream, probe then publish;
 /// "BOTH transports failed for NACK to {sender} (delivery {id})" windowed at error).
 router_core_actor spawn_router_core(caf::actor_system& sys, router_core_options opts);

@@ -7,7 +7,7 @@
 /// | sender -> router core | message | answer |
 /// |---|---|---|
 /// | routing service (co-hosted hand-over, SPEC §6.2 step 4) | `(rc_route_atom, envelope)` one-way | none: the routing service answers its own caller |
-/// | routing grain via `delegate` (SPEC §6.3) | `(rc_grain_atom, envelope) -> envelope` | the envelope with state `forwarded` and the router's address appended to `routing_path`, as soon as the leg is enqueued/admitted (SPEC §6.4 step 6); after the stopping signal the error `to_error(fault{silo_unavailable, "silo {S} is leaving; route elsewhere"})` with `fault::silo` set (step 1); on a routing loop the envelope marked failed-and-NACKed (its `routing_loop` NACK was handed to the NACK machinery) or, if it may not be answered, state `failed` with `properties["error"]` |
+/// | routing grain via `delegate` (SPEC §6.3) | `(rc_grain_atom, envelope, silo_address client) -> envelope` (`client`: the pure client that called the routing grain, whose process hosts the sender; empty: unknown) | the envelope with state `forwarded` and the router's address appended to `routing_path`, as soon as the leg is enqueued/admitted (SPEC §6.4 step 6); after the stopping signal the error `to_error(fault{silo_unavailable, "silo {S} is leaving; route elsewhere"})` with `fault::silo` set (step 1); on a routing loop the envelope marked failed-and-NACKed (its `routing_loop` NACK was handed to the NACK machinery) or, if it may not be answered, state `failed` with `properties["error"]` |
 /// | host (SPEC §3.7 step 1) | `(host_stopping_atom) -> ok_atom` | ok once the core refuses grain-path envelopes; already-accepted legs continue and their grain calls are never gated |
 /// | tests, diagnostics | `(rc_stats_atom) -> router_core_stats` | the snapshot below |
 /// | an application hub of the silo, after its routing service took a response or NACK | `(rc_sync_atom) -> ok_atom` | ok, after every message enqueued before it: the continuation the routing service handed over (`rc_route`) is accepted and tracked by the gauge by then, so the hub may release its own gauge slot (docs/behaviour/lifecycle.md) |
@@ -86,6 +86,9 @@ struct router_core_stats {
   // -- NACK machinery (SPEC §6.11) --
   uint64_t nacks_posted = 0;      ///< NACKs handed to the machinery (tracked work)
   uint64_t nacks_pool_refused = 0;///< NACKs the pool refused (logged at debug, carried nothing)
+  /// Delivered to the local route of the pure client that handed the delivery to the
+  /// routing grain (docs/behaviour/routing.md#nacks), before rung a.
+  uint64_t nacks_client = 0;
   uint64_t nacks_local = 0;       ///< delivered on rung a (local route)
   uint64_t nacks_node_hub = 0;    ///< delivered on rung b (messagehub)
   uint64_t nacks_pod_hub = 0;     ///< delivered on rung c (podhub)
@@ -115,8 +118,8 @@ typename Inspector::result_type inspect(Inspector& f, router_core_stats& x) {
            x.routing_loops, x.terminal_events, x.landed, x.nacked,
            x.abandoned, x.ended_by_release, x.crashed, x.refused, x.grain_attempts,
            x.continuation_retries,
-           x.nacks_posted, x.nacks_pool_refused, x.nacks_local, x.nacks_node_hub,
-           x.nacks_pod_hub, x.nacks_stream, x.nacks_failed, x.nacks_unsent,
+           x.nacks_posted, x.nacks_pool_refused, x.nacks_client, x.nacks_local,
+           x.nacks_node_hub, x.nacks_pod_hub, x.nacks_stream, x.nacks_failed, x.nacks_unsent,
            x.suppressed_failures, x.nacks_by_verdict, x.latency_buckets, x.latency_sum_ms,
            x.in_flight_ids);
 }
@@ -125,7 +128,7 @@ typename Inspector::result_type inspect(Inspector& f, router_core_stats& x) {
 /// `lifecycle::stopping_recipient_actor`: `caf::actor_cast<stopping_recipient_actor>(rc)`.
 using router_core_actor = caf::typed_actor<
   caf::reacts_to<rc_route_atom, envelope>,
-  caf::replies_to<rc_grain_atom, envelope>::with<envelope>,
+  caf::replies_to<rc_grain_atom, envelope, silo_address>::with<envelope>,
   caf::reacts_to<rc_locals_atom, local_route_port_actor>,
   caf::replies_to<lifecycle::host_stopping_atom>::with<caf::ok_atom>,
   caf::replies_to<routing::q_end_legs_atom, std::string>::with<std::vector<std::string>>,
