@@ -8,6 +8,7 @@
 
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
+#include "membership_detail.hpp"
 
 namespace cafmesh {
 
@@ -136,9 +137,7 @@ std::string membership_snapshot::render() const {
 
 namespace {
 
-caf::error refused(mesh_errc code, std::string text) {
-  return to_error(fault{code, std::move(text)});
-}
+using membership_detail::refused;
 
 // -- oracle ---------------------------------------------------------------------------
 
@@ -147,8 +146,7 @@ struct oracle_state {
   caf::actor net; ///< the sim_network, whose trace records every snapshot
   membership_snapshot snap;
   std::vector<caf::actor> subscribers;
-  std::set<silo_address> silent;         ///< currently silent silos
-  std::map<silo_address, uint64_t> epoch; ///< bumps on every silence change
+  membership_detail::silence_tracker silences;
   log::logger log;
   static const char* name;
 };
@@ -199,20 +197,6 @@ caf::error declare_dead(oracle_actor* self, const silo_address& s) {
   return transition(self, s, silo_status::dead);
 }
 
-void on_silence(oracle_actor* self, const silo_address& s, bool alive) {
-  auto& st = self->state;
-  if (alive) {
-    if (st.silent.erase(s) > 0)
-      ++st.epoch[s];
-    return;
-  }
-  if (!st.silent.insert(s).second)
-    return; // already silent: the running detection keeps its start time
-  auto e = ++st.epoch[s];
-  self->delayed_send(self, std::chrono::milliseconds(st.cfg.failure_detection_ms),
-                     mb_check_atom::value, s, e);
-}
-
 caf::behavior membership_oracle(oracle_actor* self, membership_oracle_config cfg,
                                 caf::actor net) {
   self->state.cfg = cfg;
@@ -221,10 +205,7 @@ caf::behavior membership_oracle(oracle_actor* self, membership_oracle_config cfg
   if (net)
     self->send(net, sim_watch_atom::value, caf::actor_cast<caf::actor>(self));
   self->set_down_handler([=](caf::down_msg& dm) {
-    auto& subs = self->state.subscribers;
-    subs.erase(std::remove_if(subs.begin(), subs.end(),
-                              [&](const caf::actor& a) { return a.address() == dm.source; }),
-               subs.end());
+    membership_detail::forget(self->state.subscribers, dm);
   });
   return {
     [=](mb_join_atom, membership_row& row) -> caf::result<uint64_t> {
@@ -273,10 +254,15 @@ caf::behavior membership_oracle(oracle_actor* self, membership_oracle_config cfg
         self->send(sub, mb_snapshot_atom::value, self->state.snap);
     },
     [=](mb_get_atom) { return self->state.snap; },
-    [=](sim_watch_atom, const silo_address& s, bool alive) { on_silence(self, s, alive); },
+    [=](sim_watch_atom, const silo_address& s, bool alive) {
+      // A silence that starts is checked once the detection delay has passed.
+      if (auto e = self->state.silences.report(s, alive))
+        self->delayed_send(self, std::chrono::milliseconds(self->state.cfg.failure_detection_ms),
+                           mb_check_atom::value, s, e);
+    },
     [=](mb_check_atom, const silo_address& s, uint64_t e) {
       auto& st = self->state;
-      if (st.epoch[s] != e || st.silent.count(s) == 0)
+      if (!st.silences.lasts(s, e))
         return;
       auto row = st.snap.find(s);
       if (row == nullptr || row->status == silo_status::dead)
@@ -358,10 +344,7 @@ caf::behavior membership_agent(agent_actor* self, silo_address self_addr, caf::a
   st.log = log::get("membership").with_context(self_addr.to_string());
   self->send(oracle, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(self));
   self->set_down_handler([=](caf::down_msg& dm) {
-    auto& subs = self->state.subscribers;
-    subs.erase(std::remove_if(subs.begin(), subs.end(),
-                              [&](const caf::actor& a) { return a.address() == dm.source; }),
-               subs.end());
+    membership_detail::forget(self->state.subscribers, dm);
   });
   return {
     [=](mb_snapshot_atom, membership_snapshot& snap) {

@@ -11,10 +11,13 @@
 #include "cafmesh/actors/atoms.hpp"
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
+#include "membership_detail.hpp"
 
 namespace cafmesh {
 
 namespace {
+
+using membership_detail::refused;
 
 /// `(mt_refresh_atom)`: the table's watch reported a change; read it again.
 using mt_refresh_atom = caf::atom_constant<caf::atom("mtrefresh")>;
@@ -24,10 +27,6 @@ using mt_alive_atom = caf::atom_constant<caf::atom("mtalive")>;
 int64_t wall_clock_ms() {
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
-}
-
-caf::error refused(mesh_errc code, std::string text) {
-  return to_error(fault{code, std::move(text)});
 }
 
 caf::error unreachable(const table_outcome& res) {
@@ -42,8 +41,7 @@ struct table_oracle_state {
   membership_snapshot view; ///< the last view sent to subscribers
   std::vector<caf::actor> subscribers;
   caf::optional<silo_address> joined; ///< this process's silo, once it joined
-  std::set<silo_address> silent;
-  std::map<silo_address, uint64_t> epoch; ///< bumps on every suspicion change
+  membership_detail::silence_tracker suspicions;
   log::logger log;
   static const char* name;
 };
@@ -233,20 +231,6 @@ void vote(oracle_actor* self, const silo_address& suspect) {
                 + " ms: voted");
 }
 
-void on_suspicion(oracle_actor* self, const silo_address& s, bool alive) {
-  auto& st = self->state;
-  if (alive) {
-    if (st.silent.erase(s) > 0)
-      ++st.epoch[s];
-    return;
-  }
-  if (!st.silent.insert(s).second)
-    return;
-  auto e = ++st.epoch[s];
-  self->delayed_send(self, std::chrono::milliseconds(st.cfg.detection_ms), mb_check_atom::value,
-                     s, e);
-}
-
 caf::behavior table_oracle(oracle_actor* self, std::shared_ptr<membership_table> table,
                            membership_table_oracle_config cfg) {
   auto& st = self->state;
@@ -261,10 +245,7 @@ caf::behavior table_oracle(oracle_actor* self, std::shared_ptr<membership_table>
   });
   refresh(self);
   self->set_down_handler([=](caf::down_msg& dm) {
-    auto& subs = self->state.subscribers;
-    subs.erase(std::remove_if(subs.begin(), subs.end(),
-                              [&](const caf::actor& a) { return a.address() == dm.source; }),
-               subs.end());
+    membership_detail::forget(self->state.subscribers, dm);
   });
   return {
     [=](mb_join_atom, membership_row& row) -> caf::result<uint64_t> {
@@ -298,12 +279,15 @@ caf::behavior table_oracle(oracle_actor* self, std::shared_ptr<membership_table>
       self->delayed_send(self, std::chrono::milliseconds(st.cfg.i_am_alive_interval_ms),
                          mt_alive_atom::value);
     },
-    [=](sim_watch_atom, const silo_address& s, bool alive) { on_suspicion(self, s, alive); },
+    [=](sim_watch_atom, const silo_address& s, bool alive) {
+      // A suspicion that starts becomes a vote if it lasts the detection delay.
+      if (auto e = self->state.suspicions.report(s, alive))
+        self->delayed_send(self, std::chrono::milliseconds(self->state.cfg.detection_ms),
+                           mb_check_atom::value, s, e);
+    },
     [=](mb_check_atom, const silo_address& s, uint64_t e) {
-      auto& st = self->state;
-      if (st.epoch[s] != e || st.silent.count(s) == 0)
-        return;
-      vote(self, s);
+      if (self->state.suspicions.lasts(s, e))
+        vote(self, s);
     },
   };
 }

@@ -321,8 +321,8 @@ std::string refusal_of(caf::actor_system& sys, const std::vector<char>& bytes) {
   if (!err)
     return "";
   CHECK(err == caf::sec::invalid_argument);
-  REQUIRE(err.context().match_elements<std::string>());
-  return err.context().get_as<std::string>(0);
+  REQUIRE(err.context().template match_elements<std::string>());
+  return err.context().template get_as<std::string>(0);
 }
 
 } // namespace
