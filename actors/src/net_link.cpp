@@ -54,6 +54,9 @@ struct peer {
   bool suspected = false;
   /// Failed connects in a row; the frames wait while it is below `connect_retries`.
   int connect_failures = 0;
+  /// The member a probe of this endpoint is meant to reach (docs/behaviour/membership.md#probes):
+  /// suspected if the connection cannot be made.
+  silo_address expected;
 };
 
 /// A connect that fails is tried again this often (every heartbeat interval) before the
@@ -82,6 +85,9 @@ struct net_link_state {
   caf::error oracle_refusal;
   std::map<endpoint, peer> peers;
   std::set<silo_address> reported_silent; ///< primary only: told the oracle "silent"
+  /// With a local oracle: the other silos its latest view lists as not Dead, by endpoint;
+  /// each is probed (docs/behaviour/membership.md#probes).
+  std::map<endpoint, silo_address> members;
   uint64_t next_attempt = 1;
   uint64_t primary_failures = 0; ///< failed connects to the primary since the last success
   bool ticking = false;
@@ -144,10 +150,24 @@ void drop_peer(link_actor* self, const endpoint& ep, const std::string& why) {
     return;
   auto p = std::move(i->second);
   st.peers.erase(i);
-  for (auto& f : p.queue)
+  // A member this process could not connect to is suspected like one that fell silent: a
+  // silo killed before this process ever spoke to it would otherwise get no vote from it.
+  std::set<silo_address> unreachable;
+  if (p.expected.generation != 0)
+    unreachable.insert(p.expected);
+  for (auto& f : p.queue) {
+    if (f.dst.generation != 0)
+      unreachable.insert(f.dst);
     bounce(self, std::move(f));
-  if (p.phase != peer_phase::up)
+  }
+  if (p.phase != peer_phase::up) {
+    for (auto& s : unreachable) {
+      auto m = st.members.find(ep);
+      if (m != st.members.end() && m->second == s)
+        report_watch(self, s, false);
+    }
     return;
+  }
   st.log.info("peer " + p.addr.to_string() + " gone: " + why);
   if (st.centre)
     self->send(st.centre, mc_gone_atom::value, p.addr);
@@ -232,6 +252,10 @@ void fail_connect(link_actor* self, const endpoint& ep, uint64_t attempt,
     self->delayed_send(self, std::chrono::milliseconds(st.cfg.heartbeat_interval_ms),
                        nl_reconnect_atom::value, ep.first, ep.second);
     return;
+  } else if (i->second.queue.empty() && i->second.expected.generation != 0) {
+    // A probe: repeated every heartbeat interval until the member is declared Dead.
+    st.log.info("cannot reach member " + i->second.expected.to_string() + " at " + render(ep)
+                + ": " + why + " (suspected)");
   } else {
     st.log.warning("cannot reach " + render(ep) + ": " + why);
   }
@@ -374,6 +398,35 @@ void route(link_actor* self, wire_frame f) {
   deliver_to(self, ep, i->second, std::move(f), false);
 }
 
+/// Connects to every member of the latest view that this process has no connection to, and
+/// suspects a member whose endpoint answers with a newer generation
+/// (docs/behaviour/membership.md#probes).
+void probe(link_actor* self) {
+  auto& st = self->state;
+  for (auto& [ep, s] : st.members) {
+    auto i = st.peers.find(ep);
+    if (i == st.peers.end()) {
+      st.peers[ep].expected = s;
+      connect(self, ep);
+    } else if (i->second.phase == peer_phase::up && i->second.addr.generation > s.generation) {
+      report_watch(self, s, false);
+    } else if (i->second.phase != peer_phase::up) {
+      i->second.expected = s;
+    }
+  }
+}
+
+/// The local oracle's view changed: the members to probe are its silos that are not Dead.
+void members_from(link_actor* self, const membership_snapshot& view) {
+  auto& st = self->state;
+  st.members.clear();
+  for (auto& row : view.rows)
+    if (row.status != silo_status::dead && row.silo != st.self_addr
+        && row.silo.generation != 0)
+      st.members[endpoint_of(row.silo)] = row.silo;
+  probe(self);
+}
+
 void tick(link_actor* self) {
   auto& st = self->state;
   auto now = self->clock().now();
@@ -397,6 +450,8 @@ void tick(link_actor* self) {
   // A primary that refused this process's credentials would refuse them again.
   if (!is_primary(st) && !st.oracle_refusal && st.peers.count(primary_endpoint(st)) == 0)
     connect(self, primary_endpoint(st));
+  if (!st.stalled)
+    probe(self);
   self->delayed_send(self, std::chrono::milliseconds(st.cfg.heartbeat_interval_ms),
                      nl_tick_atom::value);
 }
@@ -491,11 +546,14 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
       st.centre = centre;
       st.log = log::get("net_link").with_context(addr.to_string());
       self->monitor(centre);
+      if (st.oracle_is_local && st.oracle)
+        self->send(st.oracle, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(self));
       if (!st.ticking) {
         st.ticking = true;
         tick(self);
       }
     },
+    [=](mb_snapshot_atom, const membership_snapshot& view) { members_from(self, view); },
     [=](sim_frame_atom, wire_frame& f) {
       auto& st = self->state;
       if (st.stalled) {
