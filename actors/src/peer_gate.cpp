@@ -410,10 +410,13 @@ private:
     return endpoint_.has_value();
   }
 
-  std::string peer_name() const {
-    if (endpoint_)
-      return endpoint_->first + ":" + std::to_string(endpoint_->second);
-    return addr() + ":" + std::to_string(port());
+  /// The peer's host and port, as connected to or as seen when the connection started (a
+  /// connection the peer closed has no address any more).
+  const std::string& peer_name() {
+    if (peer_name_.empty())
+      peer_name_ = endpoint_ ? endpoint_->first + ":" + std::to_string(endpoint_->second)
+                             : addr() + ":" + std::to_string(port());
+    return peer_name_;
   }
 
   void expect(stage s, size_t n) {
@@ -430,6 +433,7 @@ private:
   /// Starts reading and the handshake's deadline, and sends the hello; with TLS, once the
   /// TLS handshake completed (`tls_established`).
   void start() {
+    peer_name();
     RAND_bytes(own_nonce_.data(), static_cast<int>(own_nonce_.size()));
     expect(stage::magic, hello_magic.size());
     launch();
@@ -475,6 +479,10 @@ private:
   bool step(const uint8_t* data, size_t n) {
     switch (stage_) {
       case stage::magic:
+        if (n == tls_required_magic.size()
+            && std::memcmp(data, tls_required_magic.data(), n) == 0)
+          return refuse(peer_refusal::protocol,
+                        "it requires TLS (network.tls_*), this process does not use TLS");
         if (n == hello_magic.size() && data[0] == 0x16 && data[1] == 0x03)
           return refuse(peer_refusal::protocol,
                         "its first bytes are a TLS handshake: it uses TLS, this process "
@@ -598,6 +606,7 @@ private:
 
   peer_guard_ptr guard_;
   endpoint_type endpoint_; ///< set on the connecting end
+  std::string peer_name_;
   bool launched_ = false;
   caf::io::network::stream_impl<Policy> stream_;
   stage stage_ = stage::idle;

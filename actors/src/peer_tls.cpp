@@ -116,15 +116,20 @@ caf::expected<tls_context_ptr> make_tls_context(const config::network_section& n
   if (SSL_CTX_use_certificate_chain_file(c, cert.c_str()) != 1)
     return invalid("the TLS certificate file \"" + cert
                    + "\" holds no PEM certificate chain: " + openssl_errors());
-  if (SSL_CTX_use_PrivateKey_file(c, key.c_str(), SSL_FILETYPE_PEM) != 1)
-    return invalid("the TLS key file \"" + key
-                   + "\" holds no unencrypted PEM private key: " + openssl_errors());
-  if (SSL_CTX_check_private_key(c) != 1) {
+  auto mismatch = [&] {
     ERR_clear_error();
     return invalid("the TLS key file \"" + key
                    + "\" does not hold the private key of the certificate in \"" + cert
                    + "\"");
+  };
+  if (SSL_CTX_use_PrivateKey_file(c, key.c_str(), SSL_FILETYPE_PEM) != 1) {
+    if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH)
+      return mismatch();
+    return invalid("the TLS key file \"" + key
+                   + "\" holds no unencrypted PEM private key: " + openssl_errors());
   }
+  if (SSL_CTX_check_private_key(c) != 1)
+    return mismatch();
   if (SSL_CTX_load_verify_locations(c, ca.c_str(), nullptr) != 1)
     return invalid("the TLS CA file \"" + ca + "\" holds no PEM certificate: "
                    + openssl_errors());
@@ -146,7 +151,7 @@ caf::expected<tls_context_ptr> make_tls_context(const config::network_section& n
 
 tls_policy::tls_policy(const tls_context& ctx, native_socket fd, bool connector,
                        tls_events* owner)
-  : ssl_(SSL_new(ctx.get())), owner_(owner) {
+  : ssl_(SSL_new(ctx.get())), owner_(owner), connector_(connector) {
   if (ssl_ == nullptr)
     return;
   SSL_set_fd(ssl_, fd);
@@ -173,6 +178,16 @@ tls_policy::rw_state tls_policy::handshake(native_socket fd, bool writing) {
     if (n > 0) {
       checked_plaintext_ = true;
       if (std::memcmp(head, "CAFMESH", static_cast<size_t>(n)) == 0) {
+        if (!connector_) {
+          // Its hello (at most a few hundred bytes) is read first, so that closing sends
+          // FIN after the answer rather than a reset that may discard it.
+          char drain[512];
+          for (int i = 0; i < 8 && ::recv(fd, drain, sizeof(drain), MSG_DONTWAIT) > 0; ++i) {
+            // dropped
+          }
+          [[maybe_unused]] auto sent = ::send(fd, tls_required_magic.data(),
+                                              tls_required_magic.size(), MSG_NOSIGNAL);
+        }
         owner_->tls_failed("it speaks the cafmesh handshake without TLS, this process "
                            "requires TLS (network.tls_*)",
                            false);

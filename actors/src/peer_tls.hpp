@@ -4,7 +4,9 @@
 // protocol policy that CAF's `stream_impl` reads and writes a connection through
 // (docs/behaviour/peer-authentication.md#tls).
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -17,6 +19,12 @@
 #include "cafmesh/config/mesh_config.hpp"
 
 namespace cafmesh {
+
+/// What a TLS acceptor answers a cafmesh hello without TLS with before it closes: the
+/// hello's first 8 bytes with handshake version 255, so that the peer refuses the
+/// connection knowing why (docs/behaviour/peer-authentication.md#tls).
+inline constexpr std::array<uint8_t, 8> tls_required_magic{'C', 'A', 'F', 'M',
+                                                           'E', 'S', 'H', 255};
 
 /// The TLS configuration of one process: its certificate chain and key, the cluster CA that
 /// must have issued every peer's certificate, TLS 1.3 at least, no session resumption.
@@ -98,6 +106,7 @@ private:
 
   SSL* ssl_;
   tls_events* owner_;
+  bool connector_;
   bool established_ = false;
   bool checked_plaintext_ = false;
 };
