@@ -236,6 +236,13 @@ tls_policy::rw_state tls_policy::failed(int ret, bool writing) {
   return rw_state::failure;
 }
 
+tls_policy::rw_state tls_policy::transferred(int ret, size_t& result, bool writing) {
+  if (ret <= 0)
+    return failed(ret, writing);
+  result = static_cast<size_t>(ret);
+  return rw_state::success;
+}
+
 tls_policy::rw_state tls_policy::read_some(size_t& result, native_socket fd, void* buf,
                                            size_t len) {
   sigpipe_blocked guard;
@@ -246,12 +253,7 @@ tls_policy::rw_state tls_policy::read_some(size_t& result, native_socket fd, voi
       return st;
   }
   ERR_clear_error();
-  auto n = SSL_read(ssl_, buf, static_cast<int>(len));
-  if (n > 0) {
-    result = static_cast<size_t>(n);
-    return rw_state::success;
-  }
-  return failed(n, false);
+  return transferred(SSL_read(ssl_, buf, static_cast<int>(len)), result, false);
 }
 
 tls_policy::rw_state tls_policy::write_some(size_t& result, native_socket fd, const void* buf,
@@ -269,12 +271,7 @@ tls_policy::rw_state tls_policy::write_some(size_t& result, native_socket fd, co
   if (len == 0)
     return rw_state::indeterminate;
   ERR_clear_error();
-  auto n = SSL_write(ssl_, buf, static_cast<int>(len));
-  if (n > 0) {
-    result = static_cast<size_t>(n);
-    return rw_state::success;
-  }
-  return failed(n, true);
+  return transferred(SSL_write(ssl_, buf, static_cast<int>(len)), result, true);
 }
 
 bool tls_policy::must_read_more(native_socket, size_t threshold) {

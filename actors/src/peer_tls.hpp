@@ -104,6 +104,9 @@ private:
   /// The state after OpenSSL call `ret` of the handshake, a read or a write failed.
   rw_state failed(int ret, bool writing);
 
+  /// The state after `SSL_read` or `SSL_write` answered `ret`: its byte count in `result`.
+  rw_state transferred(int ret, size_t& result, bool writing);
+
   SSL* ssl_;
   tls_events* owner_;
   bool connector_;

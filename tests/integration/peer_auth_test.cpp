@@ -9,7 +9,10 @@
 // its cluster and admits a new silo. The refused-peer case starts silos with the wrong secret
 // and the wrong cluster id: they cannot join (so neither place nor call), say why, and the
 // primary logs and counts each refusal; a silo reading the right secret from a file joins
-// and places a grain.
+// and places a grain. Both cases also run over mutual TLS (certificates of a throwaway CA,
+// tls_authority.hpp), where the hostile bytes include a hello without TLS and half a TLS
+// handshake, and a certificate of another CA, another CA's trust and a silo without TLS are
+// refused; TLS files that cannot be used fail a silo's start.
 
 #include <doctest/doctest.h>
 
@@ -163,9 +166,13 @@ void refused_start(const std::string& dir, const std::string& name, uint16_t pri
   CHECK_MESSAGE(log.find("start failed") != std::string::npos, log);
 }
 
-std::string temp_dir(const char* prefix) {
+/// A test's directory for node configs and logs (named in the output); SIGPIPE ignored, so
+/// that writing to a connection a silo closed cannot end the test.
+std::string case_dir(const char* prefix) {
+  signal(SIGPIPE, SIG_IGN);
   std::string tmpl = std::string{"/tmp/"} + prefix + "_XXXXXX";
   REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  MESSAGE("node configs and stderr logs in " << tmpl);
   return tmpl;
 }
 
@@ -381,9 +388,7 @@ void stop(child& n) {
 
 TEST_CASE("S13.14 random bytes, half a BASP header, a 2 GiB BASP header and a stalled hello "
           "make a silo hold at most 64 KiB each, are closed, and the silo keeps serving") {
-  signal(SIGPIPE, SIG_IGN);
-  auto dir = temp_dir("cafmesh_hostile");
-  MESSAGE("node configs and stderr logs in " << dir);
+  auto dir = case_dir("cafmesh_hostile");
   std::mt19937 rng{42};
   auto half = basp_header(64);
   half.resize(16);
@@ -399,9 +404,7 @@ TEST_CASE("S13.14 random bytes, half a BASP header, a 2 GiB BASP header and a st
 TEST_CASE("S13.14 over TLS: random bytes, a 2 GiB BASP header, a hello without TLS and half a "
           "TLS handshake make a silo hold at most 64 KiB each, are closed, and the silo keeps "
           "serving") {
-  signal(SIGPIPE, SIG_IGN);
-  auto dir = temp_dir("cafmesh_hostile_tls");
-  MESSAGE("node configs and stderr logs in " << dir);
+  auto dir = case_dir("cafmesh_hostile_tls");
   tls_authority ca;
   std::mt19937 rng{42};
   // A TLS record header announcing a 16 KiB handshake message, and 1 KiB of it.
@@ -418,9 +421,7 @@ TEST_CASE("S13.14 over TLS: random bytes, a 2 GiB BASP header, a hello without T
 
 TEST_CASE("S13.14 a silo with the wrong secret or cluster id is refused, logged and counted "
           "and cannot join; the right secret from a file joins and places") {
-  signal(SIGPIPE, SIG_IGN);
-  auto dir = temp_dir("cafmesh_refused");
-  MESSAGE("node configs and stderr logs in " << dir);
+  auto dir = case_dir("cafmesh_refused");
   auto [a, a_addr] = refused_case(dir, no_tls);
   stop(*a);
 }
@@ -428,9 +429,7 @@ TEST_CASE("S13.14 a silo with the wrong secret or cluster id is refused, logged 
 TEST_CASE("S13.14 over TLS: the wrong secret or cluster id is refused as without TLS; a "
           "certificate of another CA, another CA's trust and no TLS are refused tls; the "
           "right certificate and secret join, place and call") {
-  signal(SIGPIPE, SIG_IGN);
-  auto dir = temp_dir("cafmesh_refused_tls");
-  MESSAGE("node configs and stderr logs in " << dir);
+  auto dir = case_dir("cafmesh_refused_tls");
   tls_authority ca{"blue-ca"};
   tls_authority other{"other-ca"};
   auto [a, a_addr] = refused_case(dir, tls_of(ca));
@@ -471,8 +470,7 @@ TEST_CASE("S13.14 over TLS: the wrong secret or cluster id is refused as without
 
 TEST_CASE("S13.14 over TLS: a key that is not the certificate's, a missing CA file and a "
           "certificate another CA issued fail the start, naming the file") {
-  auto dir = temp_dir("cafmesh_tls_files");
-  MESSAGE("node configs and stderr logs in " << dir);
+  auto dir = case_dir("cafmesh_tls_files");
   tls_authority ca;
   tls_authority other{"other-ca"};
   auto mine = ca.issue("mine");
