@@ -420,14 +420,14 @@ TEST_CASE("S13.14 over TLS: random bytes, a 2 GiB BASP header, a hello without T
 }
 
 TEST_CASE("S13.14 a silo with the wrong secret or cluster id is refused, logged and counted "
-          "and cannot join; the right secret from a file joins and places") {
+          "and cannot join, and the right secret from a file joins and places") {
   auto dir = case_dir("cafmesh_refused");
   auto [a, a_addr] = refused_case(dir, no_tls);
   stop(*a);
 }
 
-TEST_CASE("S13.14 over TLS: the wrong secret or cluster id is refused as without TLS; a "
-          "certificate of another CA, another CA's trust and no TLS are refused tls; the "
+TEST_CASE("S13.14 over TLS: the wrong secret or cluster id is refused as without TLS, a "
+          "certificate of another CA, another CA's trust and no TLS are refused tls, and the "
           "right certificate and secret join, place and call") {
   auto dir = case_dir("cafmesh_refused_tls");
   tls_authority ca{"blue-ca"};
