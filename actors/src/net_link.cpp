@@ -456,22 +456,31 @@ void tick(link_actor* self) {
                      nl_tick_atom::value);
 }
 
-/// Starts listening through a gate holding the configured credentials; a secret that cannot
-/// be read fails the publish (`nl_port_atom` answers it).
+/// Starts listening through a gate holding the configured credentials; a secret or TLS file
+/// that cannot be read or used fails the publish (`nl_port_atom` answers it).
 void listen(link_actor* self) {
   auto& st = self->state;
-  auto secret = cluster_secret(st.cfg);
-  if (!secret) {
-    st.publish_error = secret.error();
+  auto cannot_listen = [&](const caf::error& err) {
+    st.publish_error = err;
     st.log.error("cannot listen on " + st.cfg.host + ":" + std::to_string(st.cfg.port) + ": "
-                 + to_fault(secret.error()).text);
-    return;
-  }
+                 + to_fault(err).text);
+  };
+  auto secret = cluster_secret(st.cfg);
+  if (!secret)
+    return cannot_listen(secret.error());
+  auto tls = make_tls_context(st.cfg);
+  if (!tls)
+    return cannot_listen(tls.error());
   if (secret->empty())
     st.log.info("no cluster secret configured: peers are admitted by cluster id (\""
                 + st.cfg.cluster_id + "\") alone");
+  if (*tls)
+    st.log.info("TLS: every connection is mutual TLS 1.3 with certificate \""
+                + st.cfg.tls_certificate_file + "\", peers' certificates issued by \""
+                + st.cfg.tls_ca_file + "\"");
   st.gate = spawn_peer_gate(self->system(), self->address(), st.cfg.cluster_id,
-                            std::move(*secret), st.cfg.authentication_timeout_ms);
+                            std::move(*secret), st.cfg.authentication_timeout_ms,
+                            std::move(*tls));
   st.mm = caf::actor_cast<caf::io::middleman_actor>(st.gate.actor);
   // The gate goes with the link, after every request the link sent it.
   self->attach_functor([gate = st.gate.actor](const caf::error&) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -21,11 +22,13 @@
 #include <caf/io/middleman_actor_impl.hpp>
 #include <caf/io/network/default_multiplexer.hpp>
 #include <caf/io/network/doorman_impl.hpp>
-#include <caf/io/network/scribe_impl.hpp>
+#include <caf/io/network/stream_impl.hpp>
+#include <caf/policy/tcp.hpp>
 
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/config/text.hpp"
+#include "peer_tls.hpp"
 
 namespace cafmesh {
 
@@ -41,6 +44,8 @@ std::string to_string(peer_refusal x) {
       return "timeout";
     case peer_refusal::oversized:
       return "oversized";
+    case peer_refusal::tls:
+      return "tls";
   }
   return "protocol";
 }
@@ -100,16 +105,27 @@ digest proof(const std::string& secret, const char* label, const std::string& cl
 constexpr const char* connector_label = "cafmesh/1 connector";
 constexpr const char* acceptor_label = "cafmesh/1 acceptor";
 
-class guarded_scribe;
+/// What `peer_guard` knows of a connection waiting for its handshake's deadline.
+class watched_connection {
+public:
+  virtual ~watched_connection() = default;
+
+  /// Closes the connection unless it authenticated meanwhile.
+  virtual void expire() = 0;
+
+  uint64_t watch_id = 0;
+};
 
 } // namespace
 
 class peer_guard {
 public:
-  peer_guard(std::string cluster_id, std::string secret, int64_t timeout_ms)
+  peer_guard(std::string cluster_id, std::string secret, int64_t timeout_ms,
+             tls_context_ptr tls)
     : cluster_id_(std::move(cluster_id)),
       secret_(std::move(secret)),
       timeout_ms_(timeout_ms),
+      tls_(std::move(tls)),
       log_(log::get("peer_auth")) {
     // nop
   }
@@ -124,6 +140,11 @@ public:
 
   int64_t timeout_ms() const {
     return timeout_ms_;
+  }
+
+  /// The TLS context every connection runs under; null without TLS.
+  const tls_context* tls() const {
+    return tls_.get();
   }
 
   const log::logger& log() const {
@@ -146,6 +167,14 @@ public:
     if (endpoint)
       note(*endpoint, {"this process refused it (" + to_string(why) + "): " + text,
                        why != peer_refusal::timeout && why != peer_refusal::oversized});
+  }
+
+  /// Logs, and notes for a connection this process opened, that the peer refused it.
+  void refused_by_peer(const std::string& peer, const std::string& text,
+                       const std::optional<std::pair<std::string, uint16_t>>& endpoint) {
+    log_.warning("peer " + peer + " refused this process: " + text);
+    if (endpoint)
+      note(*endpoint, {"the peer refused this process: " + text, true});
   }
 
   /// Records why the connection to `endpoint` was refused.
@@ -175,7 +204,8 @@ public:
 
   // Multiplexer thread only: the connections waiting for their handshake's deadline.
 
-  void watch(caf::actor_system& sys, caf::intrusive_ptr<guarded_scribe> s);
+  /// Watches `conn`, the connection `keep` refers to, until `unwatch` or its deadline.
+  void watch(caf::actor_system& sys, caf::io::scribe_ptr keep, watched_connection* conn);
 
   void unwatch(uint64_t id);
 
@@ -185,6 +215,7 @@ private:
   std::string cluster_id_;
   std::string secret_;
   int64_t timeout_ms_;
+  tls_context_ptr tls_;
   log::logger log_;
   caf::actor_addr deadline_receiver_;
   std::atomic<uint64_t> admitted_{0};
@@ -192,7 +223,7 @@ private:
   std::mutex mtx_;
   std::map<std::pair<std::string, uint16_t>, peer_refusal_note> refusals_;
   uint64_t next_watch_ = 0;
-  std::map<uint64_t, caf::intrusive_ptr<guarded_scribe>> watched_;
+  std::map<uint64_t, std::pair<caf::io::scribe_ptr, watched_connection*>> watched_;
 };
 
 namespace {
@@ -201,14 +232,24 @@ using caf::io::receive_policy;
 using caf::io::network::default_multiplexer;
 using caf::io::network::native_socket;
 
-/// A TCP connection that runs the handshake before the BASP broker sees its bytes: until
-/// the peer is authenticated, what the broker writes is held, its read configuration is
-/// kept for later, and the connection reads only the handshake's fixed-size frames.
-class guarded_scribe : public caf::io::network::scribe_impl {
+/// A connection that runs the handshake before the BASP broker sees its bytes: until the
+/// peer is authenticated, what the broker writes is held, its read configuration is kept
+/// for later, and the connection reads only the handshake's fixed-size frames. `Policy` is
+/// CAF's `policy::tcp` (plain TCP) or `tls_policy` (the handshake runs inside mutual TLS,
+/// docs/behaviour/peer-authentication.md#tls); otherwise this is CAF's `scribe_impl`.
+template <class Policy>
+class guarded_scribe final : public caf::io::scribe,
+                             public watched_connection,
+                             public tls_events {
 public:
+  static constexpr bool uses_tls = std::is_same_v<Policy, tls_policy>;
+
+  using endpoint_type = std::optional<std::pair<std::string, uint16_t>>;
+
   guarded_scribe(default_multiplexer& mx, native_socket fd, peer_guard_ptr guard,
-                 std::optional<std::pair<std::string, uint16_t>> endpoint)
-    : scribe_impl(mx, fd), guard_(std::move(guard)), endpoint_(std::move(endpoint)) {
+                 endpoint_type endpoint)
+    : guarded_scribe(mx, fd, std::move(guard), std::move(endpoint),
+                     std::bool_constant<uses_tls>{}) {
     // nop
   }
 
@@ -216,9 +257,13 @@ public:
     return stage_ == stage::done;
   }
 
+  // -- caf::io::scribe (as `scribe_impl`, but for the handshake) --------------------------
+
   void configure_read(receive_policy::config cfg) override {
     if (authenticated()) {
-      scribe_impl::configure_read(cfg);
+      stream_.configure_read(cfg);
+      if (!launched_)
+        launch();
       return;
     }
     pending_read_ = cfg;
@@ -226,8 +271,21 @@ public:
       start();
   }
 
+  void ack_writes(bool enable) override {
+    stream_.ack_writes(enable);
+  }
+
   std::vector<char>& wr_buf() override {
     return authenticated() ? stream_.wr_buf() : held_;
+  }
+
+  std::vector<char>& rd_buf() override {
+    return stream_.rd_buf();
+  }
+
+  void graceful_shutdown() override {
+    stream_.graceful_shutdown();
+    detach(&stream_.backend(), false);
   }
 
   void flush() override {
@@ -249,27 +307,69 @@ public:
     }
   }
 
+  std::string addr() const override {
+    auto x = caf::io::network::remote_addr_of_fd(stream_.fd());
+    return x ? *x : std::string{};
+  }
+
+  uint16_t port() const override {
+    auto x = caf::io::network::remote_port_of_fd(stream_.fd());
+    return x ? *x : uint16_t{0};
+  }
+
+  void add_to_loop() override {
+    stream_.activate(this);
+  }
+
+  void remove_from_loop() override {
+    stream_.passivate();
+  }
+
   bool consume(caf::execution_unit* ctx, const void* buf, size_t num_bytes) override {
     if (authenticated())
-      return scribe_impl::consume(ctx, buf, num_bytes);
+      return scribe::consume(ctx, buf, num_bytes);
     if (detached() || doomed_)
       return false;
     return step(static_cast<const uint8_t*>(buf), num_bytes);
   }
 
-  /// Closes the connection unless it authenticated meanwhile.
-  void expire() {
+  // -- watched_connection -----------------------------------------------------------------
+
+  void expire() override {
     if (authenticated() || detached() || doomed_)
       return;
     refuse(peer_refusal::timeout, "no authentication within "
                                     + std::to_string(guard_->timeout_ms()) + " ms");
   }
 
-  uint64_t watch_id = 0;
+  // -- tls_events -------------------------------------------------------------------------
+
+  void tls_established() override {
+    if (!doomed_)
+      hello();
+  }
+
+  void tls_failed(const std::string& text, bool by_peer) override {
+    if (authenticated() || doomed_) {
+      guard_->log().debug("TLS connection with " + peer_name() + " failed: " + text);
+      return;
+    }
+    // The stream closes the connection (`io_failure`) when this returns.
+    doomed_ = true;
+    held_.clear();
+    if (by_peer)
+      guard_->refused_by_peer(peer_name(), "TLS: " + text, endpoint_);
+    else
+      guard_->refused(peer_refusal::tls, peer_name(), text, endpoint_);
+  }
+
+  void tls_wants_write() override {
+    stream_.force_empty_write(this);
+  }
 
 protected:
   void detach_from(caf::io::abstract_broker* ptr) override {
-    scribe_impl::detach_from(ptr);
+    scribe::detach_from(ptr);
     if (authenticated())
       return;
     // Closed before it authenticated (by either end): no deadline to wait for. Posted, so
@@ -280,16 +380,43 @@ protected:
   }
 
 private:
-  enum class stage { idle, magic, fixed, cluster_id, verdict, proof, done };
+  enum class stage { idle, tls, magic, fixed, cluster_id, verdict, proof, done };
+
+  guarded_scribe(default_multiplexer& mx, native_socket fd, peer_guard_ptr guard,
+                 endpoint_type endpoint, std::false_type)
+    : scribe(caf::io::network::conn_hdl_from_socket(fd)),
+      guard_(std::move(guard)),
+      endpoint_(std::move(endpoint)),
+      stream_(mx, fd) {
+    // nop
+  }
+
+  guarded_scribe(default_multiplexer& mx, native_socket fd, peer_guard_ptr guard,
+                 endpoint_type endpoint, std::true_type)
+    : scribe(caf::io::network::conn_hdl_from_socket(fd)),
+      guard_(std::move(guard)),
+      endpoint_(std::move(endpoint)),
+      stream_(mx, fd, *guard_->tls(), fd, endpoint_.has_value(),
+              static_cast<tls_events*>(this)) {
+    // nop
+  }
+
+  void launch() {
+    launched_ = true;
+    stream_.start(this);
+  }
 
   bool connector() const {
     return endpoint_.has_value();
   }
 
-  std::string peer_name() const {
-    if (endpoint_)
-      return endpoint_->first + ":" + std::to_string(endpoint_->second);
-    return addr() + ":" + std::to_string(port());
+  /// The peer's host and port, as connected to or as seen when the connection started (a
+  /// connection the peer closed has no address any more).
+  const std::string& peer_name() {
+    if (peer_name_.empty())
+      peer_name_ = endpoint_ ? endpoint_->first + ":" + std::to_string(endpoint_->second)
+                             : addr() + ":" + std::to_string(port());
+    return peer_name_;
   }
 
   void expect(stage s, size_t n) {
@@ -303,18 +430,32 @@ private:
     out.insert(out.end(), xs.begin(), xs.end());
   }
 
-  /// Sends the hello (magic, cluster id length, nonce, cluster id) and waits for the peer's.
+  /// Starts reading and the handshake's deadline, and sends the hello; with TLS, once the
+  /// TLS handshake completed (`tls_established`).
   void start() {
+    peer_name();
     RAND_bytes(own_nonce_.data(), static_cast<int>(own_nonce_.size()));
+    expect(stage::magic, hello_magic.size());
+    launch();
+    guard_->watch(stream_.backend().system(), caf::io::scribe_ptr{this}, this);
+    if constexpr (uses_tls) {
+      stage_ = stage::tls;
+      // An empty write drives the TLS handshake (the connecting end's ClientHello).
+      stream_.force_empty_write(this);
+    } else {
+      hello();
+    }
+  }
+
+  /// Sends the hello (magic, cluster id length, nonce, cluster id); the peer's is awaited.
+  void hello() {
     send(hello_magic);
     auto& id = guard_->cluster_id();
     stream_.wr_buf().push_back(static_cast<char>(id.size()));
     send(own_nonce_);
     send(id);
-    expect(stage::magic, hello_magic.size());
-    launch();
+    stage_ = stage::magic;
     stream_.flush(this);
-    guard_->watch(stream_.backend().system(), caf::intrusive_ptr<guarded_scribe>{this});
   }
 
   const nonce& connector_nonce() const {
@@ -338,6 +479,14 @@ private:
   bool step(const uint8_t* data, size_t n) {
     switch (stage_) {
       case stage::magic:
+        if (n == tls_required_magic.size()
+            && std::memcmp(data, tls_required_magic.data(), n) == 0)
+          return refuse(peer_refusal::protocol,
+                        "it requires TLS (network.tls_*), this process does not use TLS");
+        if (n == hello_magic.size() && data[0] == 0x16 && data[1] == 0x03)
+          return refuse(peer_refusal::protocol,
+                        "its first bytes are a TLS handshake: it uses TLS, this process "
+                        "does not (network.tls_*)");
         if (n != hello_magic.size()
             || std::memcmp(data, hello_magic.data(), hello_magic.size() - 1) != 0)
           return refuse(peer_refusal::protocol, "its first bytes are not a cafmesh handshake");
@@ -399,6 +548,7 @@ private:
         return true;
       }
       case stage::idle:
+      case stage::tls:
       case stage::done:
         break;
     }
@@ -433,9 +583,7 @@ private:
   }
 
   bool refused_by_peer(const std::string& text) {
-    guard_->log().warning("peer " + peer_name() + " refused this process: " + text);
-    if (endpoint_)
-      guard_->note(*endpoint_, {"the peer refused this process: " + text, true});
+    guard_->refused_by_peer(peer_name(), text, endpoint_);
     close();
     return false;
   }
@@ -457,7 +605,10 @@ private:
   }
 
   peer_guard_ptr guard_;
-  std::optional<std::pair<std::string, uint16_t>> endpoint_; ///< set on the connecting end
+  endpoint_type endpoint_; ///< set on the connecting end
+  std::string peer_name_;
+  bool launched_ = false;
+  caf::io::network::stream_impl<Policy> stream_;
   stage stage_ = stage::idle;
   bool doomed_ = false;
   nonce own_nonce_{};
@@ -465,6 +616,17 @@ private:
   receive_policy::config pending_read_ = receive_policy::exactly(1);
   std::vector<char> held_;
 };
+
+/// A guarded connection over `fd`, TLS if `guard` has a TLS context; `endpoint` is set on
+/// the connecting end.
+caf::io::scribe_ptr guarded_connection(default_multiplexer& mx, native_socket fd,
+                                       const peer_guard_ptr& guard,
+                                       std::optional<std::pair<std::string, uint16_t>> endpoint) {
+  if (guard->tls())
+    return caf::make_counted<guarded_scribe<tls_policy>>(mx, fd, guard, std::move(endpoint));
+  return caf::make_counted<guarded_scribe<caf::policy::tcp>>(mx, fd, guard,
+                                                             std::move(endpoint));
+}
 
 /// The acceptor of a published port: every accepted connection is a `guarded_scribe`.
 class guarded_doorman : public caf::io::network::doorman_impl {
@@ -480,9 +642,9 @@ public:
     auto& mx = acceptor_.backend();
     auto fd = acceptor_.accepted_socket();
     caf::io::network::keepalive(fd, true);
-    auto scribe = caf::make_counted<guarded_scribe>(mx, fd, guard_, std::nullopt);
+    auto scribe = guarded_connection(mx, fd, guard_, std::nullopt);
     auto hdl = scribe->hdl();
-    parent()->add_scribe(caf::io::scribe_ptr{std::move(scribe)});
+    parent()->add_scribe(std::move(scribe));
     return doorman::new_connection(&mx, hdl);
   }
 
@@ -508,8 +670,7 @@ protected:
     if (!fd)
       return std::move(fd.error());
     caf::io::network::keepalive(*fd, true);
-    return caf::io::scribe_ptr{
-      caf::make_counted<guarded_scribe>(mx(), *fd, guard_, std::make_pair(host, port))};
+    return guarded_connection(mx(), *fd, guard_, std::make_pair(host, port));
   }
 
   caf::expected<caf::io::doorman_ptr> open(uint16_t port, const char* addr,
@@ -530,10 +691,11 @@ private:
 
 } // namespace
 
-void peer_guard::watch(caf::actor_system& sys, caf::intrusive_ptr<guarded_scribe> s) {
+void peer_guard::watch(caf::actor_system& sys, caf::io::scribe_ptr keep,
+                       watched_connection* conn) {
   auto id = ++next_watch_;
-  s->watch_id = id;
-  watched_.emplace(id, std::move(s));
+  conn->watch_id = id;
+  watched_.emplace(id, std::make_pair(std::move(keep), conn));
   // Not the gate: a pending timeout holds its receiver, and `~actor_system` waits until a
   // detached actor such as the gate is destroyed (docs/caf-notes.md "Shutdown").
   auto receiver = caf::actor_cast<caf::strong_actor_ptr>(deadline_receiver_);
@@ -556,7 +718,7 @@ void peer_guard::expire(uint64_t id) {
     return;
   auto s = std::move(i->second);
   watched_.erase(i);
-  s->expire();
+  s.second->expire();
 }
 
 void expire_handshake(caf::actor_system& sys, const peer_guard_ptr& guard, uint64_t id) {
@@ -564,9 +726,11 @@ void expire_handshake(caf::actor_system& sys, const peer_guard_ptr& guard, uint6
 }
 
 peer_gate spawn_peer_gate(caf::actor_system& sys, const caf::actor_addr& deadline_receiver,
-                          std::string cluster_id, std::string secret, int64_t timeout_ms) {
+                          std::string cluster_id, std::string secret, int64_t timeout_ms,
+                          tls_context_ptr tls) {
   peer_gate out;
-  out.guard = std::make_shared<peer_guard>(std::move(cluster_id), std::move(secret), timeout_ms);
+  out.guard = std::make_shared<peer_guard>(std::move(cluster_id), std::move(secret), timeout_ms,
+                                           std::move(tls));
   auto broker = sys.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
   // Detached like CAF's own middleman actor: a connect blocks until the socket connected.
   out.actor = caf::actor_cast<caf::actor>(

@@ -15,6 +15,7 @@
 #include <caf/fwd.hpp>
 
 #include "cafmesh/actors/peer_auth.hpp"
+#include "peer_tls.hpp"
 
 namespace cafmesh {
 
@@ -37,9 +38,11 @@ using pg_expire_atom = caf::atom_constant<caf::atom("pgexpire")>;
 
 /// Spawns a gate for a process of cluster `cluster_id` holding `secret` ("" = none), whose
 /// connections must authenticate within `timeout_ms`; each deadline is sent to
-/// `deadline_receiver` (an event-based actor: the link). Requires the io middleman.
+/// `deadline_receiver` (an event-based actor: the link). With `tls` (not null) every
+/// connection is mutual TLS and the handshake runs inside it. Requires the io middleman.
 peer_gate spawn_peer_gate(caf::actor_system& sys, const caf::actor_addr& deadline_receiver,
-                          std::string cluster_id, std::string secret, int64_t timeout_ms);
+                          std::string cluster_id, std::string secret, int64_t timeout_ms,
+                          tls_context_ptr tls);
 
 /// Closes connection `id` of `guard` (on the multiplexer's thread) unless it authenticated.
 void expire_handshake(caf::actor_system& sys, const peer_guard_ptr& guard, uint64_t id);
@@ -50,7 +53,7 @@ peer_auth_stats stats_of(const peer_guard& guard);
 /// Why a connection this process opened was refused before it authenticated.
 struct peer_refusal_note {
   std::string text;
-  /// The refusal will repeat on every attempt (another cluster id or secret, not the
+  /// The refusal will repeat on every attempt (another cluster id, secret or CA, not the
   /// cafmesh handshake), unlike a timeout.
   bool permanent = false;
 };

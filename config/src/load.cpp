@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -361,12 +363,29 @@ schema make_schema() {
     .key("cluster_id", &N::cluster_id, cluster_id_text())
     .key("cluster_secret", &N::cluster_secret, text(false))
     .key("cluster_secret_file", &N::cluster_secret_file, text(false))
-    .key("authentication_timeout_ms", &N::authentication_timeout_ms, integer(1));
+    .key("authentication_timeout_ms", &N::authentication_timeout_ms, integer(1))
+    .key("tls_certificate_file", &N::tls_certificate_file, text(false))
+    .key("tls_key_file", &N::tls_key_file, text(false))
+    .key("tls_ca_file", &N::tls_ca_file, text(false));
   s.relations.push_back([](const mesh_config& c, error_list& errs) {
     if (!c.network.cluster_secret.empty() && !c.network.cluster_secret_file.empty())
       refuse(errs, "/network/cluster_secret_file",
              "an empty string when /network/cluster_secret is set (one source of the secret)",
              shown(json(c.network.cluster_secret_file)));
+    // TLS needs all three files (docs/behaviour/peer-authentication.md#tls).
+    const std::pair<const char*, const std::string*> tls[] = {
+      {"tls_certificate_file", &c.network.tls_certificate_file},
+      {"tls_key_file", &c.network.tls_key_file},
+      {"tls_ca_file", &c.network.tls_ca_file}};
+    auto set = std::count_if(std::begin(tls), std::end(tls),
+                             [](auto& x) { return !x.second->empty(); });
+    if (set > 0 && set < 3)
+      for (auto& [name, value] : tls)
+        if (value->empty())
+          refuse(errs, std::string{"/network/"} + name,
+                 "a file name when another /network/tls_* key is set (TLS needs the "
+                 "certificate, its key and the CA)",
+                 shown(json(*value)));
   });
   // Any role may be the primary (`primary_port` 0: it hosts the development membership
   // oracle), a pure client included: a process with no hubs of its own is then a dedicated

@@ -27,8 +27,9 @@
 #include "cafmesh/mainjob/trace_replay.hpp"
 #include "cafmesh/mainjob/traffic.hpp"
 #include "cafmesh/mainjob/verbosity.hpp"
-#if CAFMESH_DEMO_ETCD
+#if CAFMESH_DEMO_TESTING
 #  include "cafmesh/testing/etcd_cluster.hpp"
+#  include "cafmesh/testing/tls_authority.hpp"
 #endif
 
 using namespace cafmesh;
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
     return exit_codes::usage;
   }
   // --membership etcd: one etcd member of our own, and every process's configuration names it.
-#if CAFMESH_DEMO_ETCD
+#if CAFMESH_DEMO_TESTING
   std::unique_ptr<cafmesh::testing::etcd_cluster> etcd;
   if (opts.membership == "etcd" && !opts.print_scenario && !opts.plan_out) {
     try {
@@ -138,11 +139,32 @@ int main(int argc, char** argv) {
     doc["membership"]["etcd_prefix"] = "/cafmesh/demo-" + std::to_string(::getpid()) + "/";
     s.config_json = doc.dump();
   }
+  // --tls: a throwaway CA and one certificate of it that every process presents.
+  std::unique_ptr<cafmesh::testing::tls_authority> ca;
+  if (opts.tls && !opts.print_scenario && !opts.plan_out) {
+    try {
+      ca = std::make_unique<cafmesh::testing::tls_authority>("cafmesh-demo-ca");
+      auto files = ca->issue("demo");
+      auto doc = nlohmann::json::parse(s.config_json);
+      doc["network"]["tls_certificate_file"] = files.certificate_file;
+      doc["network"]["tls_key_file"] = files.key_file;
+      doc["network"]["tls_ca_file"] = files.ca_file;
+      s.config_json = doc.dump();
+    } catch (const std::exception& e) {
+      std::cerr << "cafmesh-demo: cannot make the TLS certificates: " << e.what() << "\n";
+      return exit_codes::failed;
+    }
+  }
 #else
   std::unique_ptr<int> etcd;
   if (opts.membership == "etcd") {
     std::cerr << "cafmesh-demo: --membership etcd needs a build with the tests "
                  "(CAFMESH_BUILD_TESTS=ON: the demo's etcd launcher is cafmesh::testing's)\n";
+    return exit_codes::usage;
+  }
+  if (opts.tls) {
+    std::cerr << "cafmesh-demo: --tls needs a build with the tests (CAFMESH_BUILD_TESTS=ON: "
+                 "the demo's certificate authority is cafmesh::testing's)\n";
     return exit_codes::usage;
   }
 #endif
@@ -201,10 +223,14 @@ int main(int argc, char** argv) {
             << " deliveries/s: " << planned << " paced deliveries planned over "
             << s.traffic.streams << " streams\n"
             << "roll:      " << joined(s.roll.order) << "\n";
-#if CAFMESH_DEMO_ETCD
+#if CAFMESH_DEMO_TESTING
   if (etcd)
     std::cout << "membership: a table on etcd " << etcd->endpoints().front()
               << " (started by the demo); no process hosts it\n";
+  if (ca)
+    std::cout << "transport: mutual TLS 1.3 between every process, certificates of a "
+                 "throwaway CA in "
+              << ca->directory() << "\n";
 #endif
   run_settings rs;
   rs.progress = opts.progress;

@@ -10,12 +10,16 @@
 
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/peer_auth.hpp"
 #include "cafmesh/testing/fixture.hpp"
 
 using cafmesh::activation_tag;
 using cafmesh::fault;
 using cafmesh::grain_id;
 using cafmesh::mesh_errc;
+using cafmesh::peer_auth_stats;
+using cafmesh::peer_refusal;
+using cafmesh::peer_refusal_count;
 using cafmesh::probe_answer;
 using cafmesh::silo_address;
 using cafmesh::tri_bool;
@@ -457,4 +461,22 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK(sb.result->code == mesh_errc::response_timeout);
   CHECK(sb.result->text == "system_error(request_timeout)");
   CHECK(sb.at_ms == 30000);
+}
+
+TEST_CASE_FIXTURE(cafmesh::testing::fixture,
+                  "vocabulary: every peer refusal kind has its name, tls the last, and the "
+                  "handshake counters round-trip with one counter per kind") {
+  const std::vector<std::string> names{"protocol", "cluster_id", "secret",
+                                       "timeout",  "oversized",  "tls"};
+  REQUIRE(peer_refusal_count == names.size());
+  for (size_t i = 0; i < peer_refusal_count; ++i)
+    CHECK(to_string(static_cast<peer_refusal>(i)) == names[i]);
+  CHECK(static_cast<size_t>(peer_refusal::tls) == peer_refusal_count - 1);
+  peer_auth_stats x;
+  x.admitted = 7;
+  for (size_t i = 0; i < peer_refusal_count; ++i)
+    x.refused[i] = 10 + i;
+  auto y = binary_roundtrip(sys, x);
+  CHECK(y.admitted == 7);
+  CHECK(y.refused == x.refused);
 }

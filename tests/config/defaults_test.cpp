@@ -111,6 +111,9 @@ const std::vector<field> fields{
   CAFMESH_FIELD(network, cluster_secret, ""),
   CAFMESH_FIELD(network, cluster_secret_file, ""),
   CAFMESH_FIELD(network, authentication_timeout_ms, 5000),
+  CAFMESH_FIELD(network, tls_certificate_file, ""),
+  CAFMESH_FIELD(network, tls_key_file, ""),
+  CAFMESH_FIELD(network, tls_ca_file, ""),
   CAFMESH_FIELD(admin, enabled, false),
   CAFMESH_FIELD(admin, host, "127.0.0.1"),
   CAFMESH_FIELD(admin, port, 0),
@@ -247,7 +250,10 @@ const char* default_text = R"({
     "cluster_id": "cafmesh",
     "cluster_secret": "",
     "cluster_secret_file": "",
-    "authentication_timeout_ms": 5000
+    "authentication_timeout_ms": 5000,
+    "tls_certificate_file": "",
+    "tls_key_file": "",
+    "tls_ca_file": ""
   },
   "admin": {
     "enabled": false,
@@ -376,7 +382,10 @@ const char* distinct_text = R"({
     "cluster_id": "orders-eu",
     "cluster_secret": "",
     "cluster_secret_file": "/run/secrets/cafmesh",
-    "authentication_timeout_ms": 5001
+    "authentication_timeout_ms": 5001,
+    "tls_certificate_file": "/etc/cafmesh/silo.crt",
+    "tls_key_file": "/etc/cafmesh/silo.key",
+    "tls_ca_file": "/etc/cafmesh/ca.crt"
   },
   "admin": {
     "enabled": true,
@@ -406,7 +415,7 @@ std::string read_text(const std::filesystem::path& p) {
 } // namespace
 
 TEST_CASE("config: mesh_config{} holds every SPEC 11 default") {
-  REQUIRE(fields.size() == 79);
+  REQUIRE(fields.size() == 82);
   std::set<std::string> pointers;
   for (auto& f : fields)
     CHECK(pointers.insert(f.pointer).second);
@@ -529,6 +538,6 @@ TEST_CASE("config: examples/config/README.md documents every key with its defaul
   size_t keys = 0;
   for (auto& section : defaults)
     keys += section.size();
-  CHECK(keys == 79);
+  CHECK(keys == 82);
   CHECK(documented.size() == keys);
 }

@@ -99,6 +99,9 @@ const std::vector<std::pair<std::string, std::string>> bad_documents{
   {with_role(R"("network":{"cluster_secret":"s3cret","cluster_secret_file":"/run/s"})"),
    "/network/cluster_secret_file: expected an empty string when /network/cluster_secret is "
    R"(set (one source of the secret), got "/run/s")"},
+  {with_role(R"("network":{"tls_certificate_file":"/etc/c.pem","tls_ca_file":"/etc/ca.pem"})"),
+   "/network/tls_key_file: expected a file name when another /network/tls_* key is set (TLS "
+   R"(needs the certificate, its key and the CA), got "")"},
   {with_role(R"("network":{"authentication_timeout_ms":0})"),
    "/network/authentication_timeout_ms: expected an integer >= 1, got 0"},
   {with_role(R"("simulation":{"seed":-1})"),

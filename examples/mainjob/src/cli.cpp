@@ -165,6 +165,10 @@ void setup_demo_cli(CLI::App& app, demo_options& o) {
                  "itself, Debian package etcd-server; no process is special); default oracle")
     ->check(CLI::IsMember({"oracle", "etcd"}))
     ->type_name("NAME");
+  app.add_flag("--tls", o.tls,
+               "Mutual TLS 1.3 on every connection between the mesh's processes, with "
+               "certificates of a throwaway CA the demo makes with the openssl tool (removed "
+               "at the end)");
   std::vector<CLI::Option*> overrides;
   add_overrides(app, o.overrides, overrides);
   app.add_option_function<std::string>(

@@ -132,14 +132,16 @@ TEST_CASE("mainjob cli: cafmesh-demo") {
   CHECK_FALSE(p.code.has_value());
   CHECK_FALSE(none.scenario_path.has_value());
   CHECK_FALSE(none.processes);
+  CHECK_FALSE(none.tls);
   demo_options o;
   p = run(setup_demo_cli, o,
-          {"scenario.json", "--processes", "--seed", "3", "--report", "out.json", "--progress",
-           "plain"},
+          {"scenario.json", "--processes", "--tls", "--seed", "3", "--report", "out.json",
+           "--progress", "plain"},
           "cafmesh-demo");
   CHECK_FALSE(p.code.has_value());
   CHECK(o.scenario_path == "scenario.json");
   CHECK(o.processes);
+  CHECK(o.tls);
   CHECK(o.overrides.seed == 3u);
   CHECK(o.report_path == "out.json");
   CHECK(o.progress == progress_mode::plain);
@@ -151,7 +153,7 @@ TEST_CASE("mainjob cli: cafmesh-demo") {
   demo_options h;
   auto help = run(setup_demo_cli, h, {"--help"}, "cafmesh-demo");
   CHECK(help.code == exit_codes::ok);
-  for (auto text : {"SCENARIO", "--processes", "--seed", "--duration-s", "--rate", "--report",
+  for (auto text : {"SCENARIO", "--processes", "--tls", "--seed", "--duration-s", "--rate", "--report",
                     "--print-scenario", "--plan-out", "--progress", "--node-binary",
                     "Exit codes: 0"})
     CHECK_MESSAGE(help.out.find(text) != std::string::npos, text);

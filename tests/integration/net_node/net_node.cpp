@@ -24,7 +24,8 @@
 // `grain {type} {key}`: a grain call through this process's placement service (silo hosts
 // only; type `echo` is single-activation with random placement, `pecho` single-activation
 // prefer-local, both answering `(silo, actor id)`);
-// `auth`: `AUTH admitted {n} refused {protocol} {cluster_id} {secret} {timeout} {oversized}`,
+// `auth`: `AUTH admitted {n} refused {protocol} {cluster_id} {secret} {timeout} {oversized}
+// {tls}`,
 // the process's handshake counters (peer_auth.hpp);
 // `stop` or end of input: the handle's graceful `stop()` (host stop, SPEC §3.7; a silo
 // publishes ShuttingDown, then Dead, and Stopping only if ShuttingDown misses

@@ -69,7 +69,9 @@
 ///   (`nl_auth_atom`). When a connection this link opened is refused for its credentials,
 ///   the requests waiting for it are answered `config_invalid` (not bounced: retrying cannot
 ///   help), and if the refusing peer is the primary, `nl_oracle_atom` answers that error
-///   from then on. A secret file that cannot be read fails the publish.
+///   from then on. A secret file that cannot be read fails the publish. With `network.tls_*`
+///   every connection is mutual TLS and the proofs run inside it; a TLS failure before them
+///   is a refusal (`tls`), and TLS files that cannot be used fail the publish.
 ///
 /// Every type crossing the wire must be announced on both sides before the actor systems
 /// are built: `cafmesh::register_types` (routing) announces `wire_frame` and

@@ -31,12 +31,15 @@ enum class peer_refusal : uint8_t {
   secret,       ///< the peer's proof does not match this process's secret
   timeout,      ///< no authentication within `network.authentication_timeout_ms`
   oversized,    ///< it would make this process hold more than `unauthenticated_bound_bytes`
+  /// TLS failed before the handshake (`network.tls_*`): no TLS, a certificate the cluster
+  /// CA did not issue, or none
+  tls,
 };
 
 /// Number of `peer_refusal` values (`inspect` below lists each).
-inline constexpr size_t peer_refusal_count = 5;
+inline constexpr size_t peer_refusal_count = 6;
 
-/// Renders `protocol`, `cluster_id`, `secret`, `timeout` or `oversized`.
+/// Renders `protocol`, `cluster_id`, `secret`, `timeout`, `oversized` or `tls`.
 std::string to_string(peer_refusal x);
 
 /// Counters of one process's handshakes, both directions (connections it accepted and
@@ -49,7 +52,7 @@ struct peer_auth_stats {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, peer_auth_stats& x) {
   return f(caf::meta::type_name("cafmesh.peer_auth_stats"), x.admitted, x.refused[0],
-           x.refused[1], x.refused[2], x.refused[3], x.refused[4]);
+           x.refused[1], x.refused[2], x.refused[3], x.refused[4], x.refused[5]);
 }
 
 /// The cluster secret `net` configures: `cluster_secret`, or the content of

@@ -198,6 +198,15 @@ struct network_section {
   std::string cluster_secret_file;
   /// A connection that has not authenticated this long after it opened is closed; >= 1.
   int64_t authentication_timeout_ms = 5000;
+  /// Mutual TLS (docs/behaviour/peer-authentication.md#tls): this process's certificate
+  /// chain (PEM, its own certificate first). Empty: no TLS. The three `tls_*` keys are set
+  /// all together or not at all; with them every connection of the process is TLS 1.3.
+  std::string tls_certificate_file;
+  /// The private key (PEM, unencrypted) of `tls_certificate_file`'s certificate.
+  std::string tls_key_file;
+  /// The cluster's CA certificates (PEM): a peer is admitted to the cafmesh handshake only
+  /// with a certificate they issued. Host names are not checked.
+  std::string tls_ca_file;
 };
 
 /// `admin.*`: the HTTP admin endpoint of a process (docs/operations.md): Prometheus metrics,

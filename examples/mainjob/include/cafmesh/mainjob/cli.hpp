@@ -54,6 +54,9 @@ struct demo_options {
   /// `--membership oracle|etcd`: the development oracle in the demo's client process, or a
   /// membership table on an etcd member the demo starts (no process special).
   std::string membership = "oracle";
+  /// `--tls`: every connection between the processes is mutual TLS, with certificates of a
+  /// throwaway CA the demo makes (docs/behaviour/peer-authentication.md#tls).
+  bool tls = false;
   scenario_overrides overrides;             ///< `--seed`, `--duration-s`, `--rate`
   std::optional<std::string> report_path;   ///< `--report FILE`
   std::optional<std::string> html_path;     ///< `--html FILE` (the report as an HTML page)
