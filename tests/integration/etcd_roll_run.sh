@@ -11,8 +11,8 @@
 #
 # Passes (exit 0) when the client exits 0 (every report check of the scenario), its report
 # shows lost 0, the ledger has one terminal line per accepted delivery, every SIGTERM ends
-# its node with exit 0, every restarted silo becomes ACTIVE, and no node log says a silo was
-# declared Dead.
+# its node with exit 0, every restarted silo becomes ACTIVE, no node log says a silo was
+# declared Dead, and none says that its actor system did not end after the stop.
 #
 #   etcd_roll_run.sh NODE_BINARY CLIENT_BINARY CLIENT_SCENARIO MODE [DURATION_S]
 set -u
@@ -221,6 +221,10 @@ fi
 
 for i in 1 2 3; do stop_node $i; done
 node_pid=()
+# A stop whose actor system did not end is bounded (exit within 10 s) and says so.
+if grep -E "did not end within|not ended within" "$dir"/silo-*.log; then
+  fail "a silo's actor system did not end after its stop"
+fi
 cleanup_processes
 echo "etcd_roll_run: PASS ($mode)"
 rm -rf "$dir"
