@@ -80,8 +80,11 @@ struct net_link_state {
   caf::actor centre;
   caf::actor oracle;           ///< local (primary) or a remote proxy (learnt by hello)
   bool oracle_is_local = false;
+  /// The local oracle goes out in hello answers (`link_oracle::cluster`).
+  bool oracle_shared = true;
   std::vector<caf::response_promise> oracle_waiters;
-  /// Set once the primary refused this process's credentials: the oracle stays unknown.
+  /// Set once the primary refused this process's credentials or turned out to serve no
+  /// oracle (its membership is on a shared table): the oracle stays unknown.
   caf::error oracle_refusal;
   std::map<endpoint, peer> peers;
   std::set<silo_address> reported_silent; ///< primary only: told the oracle "silent"
@@ -264,8 +267,23 @@ void fail_connect(link_actor* self, const endpoint& ep, uint64_t attempt,
 
 void got_oracle(link_actor* self, const caf::actor& o) {
   auto& st = self->state;
-  if (!o || st.oracle)
+  if (st.oracle || st.oracle_refusal)
     return;
+  if (!o) {
+    // The primary runs an oracle of its own over a shared table (link_oracle::own): no
+    // process serves one to join through, and retrying does not change that.
+    auto err = to_error(fault{mesh_errc::config_invalid,
+                              "the primary " + render(primary_endpoint(st))
+                                + " serves no membership oracle: its membership is on a "
+                                  "shared table (membership.provider); give every process "
+                                  "of the cluster the same provider"});
+    st.log.warning(to_fault(err).text);
+    for (auto& rp : st.oracle_waiters)
+      rp.deliver(err);
+    st.oracle_waiters.clear();
+    st.oracle_refusal = err;
+    return;
+  }
   st.oracle = o;
   st.log.info("membership oracle reachable through " + render(primary_endpoint(st)));
   for (auto& rp : st.oracle_waiters)
@@ -514,13 +532,15 @@ void listen(link_actor* self) {
       });
 }
 
-caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor oracle) {
+caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor oracle,
+                       link_oracle scope) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.log = log::get("net_link");
   if (oracle) {
     st.oracle = std::move(oracle);
     st.oracle_is_local = true;
+    st.oracle_shared = scope == link_oracle::cluster;
   }
   listen(self);
   self->set_down_handler([=](caf::down_msg& dm) {
@@ -611,7 +631,8 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
       } else if (i->second.addr == addr) {
         heard(self, addr);
       }
-      return {st.self_addr, st.oracle_is_local ? st.oracle : caf::actor{}};
+      return {st.self_addr,
+              st.oracle_is_local && st.oracle_shared ? st.oracle : caf::actor{}};
     },
     [=](nl_frame_atom, wire_frame& f) {
       auto& st = self->state;
@@ -802,8 +823,8 @@ caf::behavior oracle_relay(relay_actor* self, caf::actor link) {
 } // namespace
 
 caf::actor spawn_net_link(caf::actor_system& sys, const config::network_section& net,
-                          const caf::actor& oracle) {
-  return sys.spawn(net_link, net, oracle);
+                          const caf::actor& oracle, link_oracle scope) {
+  return sys.spawn(net_link, net, oracle, scope);
 }
 
 caf::actor spawn_oracle_relay(caf::actor_system& sys, const caf::actor& link) {

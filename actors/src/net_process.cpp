@@ -31,6 +31,7 @@ caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
                                            uint64_t generation, int64_t timeout_ms) {
   net_endpoint ep;
   caf::actor oracle;
+  auto scope = link_oracle::cluster;
   auto link_net = net;
   if (membership.provider == "etcd") {
     // No process is special: this process's own oracle over the shared table, to which
@@ -44,11 +45,14 @@ caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
     oracle = spawn_membership_table_oracle(
       sys, std::make_shared<etcd_membership_table>(std::move(opts)), ocfg);
     link_net.primary_port = 0;
+    // Its handle never leaves the process: it is detached, and a peer's proxy of it could
+    // keep it alive past the actor system's end (docs/caf-notes.md "Shutdown").
+    scope = link_oracle::own;
   } else if (net.primary_port == 0) {
     oracle = spawn_membership_oracle(sys, membership_oracle_config{oracle_detection_ms(net)});
   }
   bool primary = link_net.primary_port == 0;
-  ep.link = spawn_net_link(sys, link_net, oracle);
+  ep.link = spawn_net_link(sys, link_net, oracle, scope);
   caf::error err;
   uint16_t port = 0;
   {

@@ -17,6 +17,9 @@
 // admin endpoint (docs/operations.md) and prints `ADMIN {host}:{port}` before `ADDR`.
 // Standard output, one line each: `ADDR {address}` once listening, `ACTIVE` (silo Active,
 // monolith running) or `CLIENT` (pure client running), `STOPPED` at the end of a clean run.
+// The actor system may take 10 s to end after the stop; past that the process logs a warning
+// ("the actor system did not end within 10000 ms of the stop ...") and exits without
+// `STOPPED` (docs/hosting.md#stopping-and-the-actor-system).
 // Start-up failures print `FAILED (exit 1; ...)` instead and exit 1.
 // Application hubs: without `--app` none (a delivery to a node hub is NACKed: "no hub handler
 // for '{address}' in this process"); with `--app echo` every node hub (`node/*`) answers every
@@ -51,6 +54,10 @@ uint64_t wall_generation() {
                                  std::chrono::system_clock::now().time_since_epoch())
                                  .count());
 }
+
+/// How long the actor system may take to end once the process stopped
+/// (`lifecycle::system_end_bound`).
+constexpr int64_t system_end_bound_ms = 10000;
 
 void say(const std::string& line) {
   std::cout << line << std::endl;
@@ -168,6 +175,8 @@ int main(int argc, char** argv) {
   cfg.set("logger.verbosity", caf::atom("quiet"));
   int rc = exit_codes::ok;
   {
+    // Declared before the actor system: its end is bounded once the process stopped.
+    lifecycle::system_end_bound end_bound;
     caf::actor_system sys{cfg};
     if (demo)
       rc = run_demo_silo(sys, mc, *demo, wall_generation(), lg);
@@ -177,6 +186,7 @@ int main(int argc, char** argv) {
         case config::process_role::pure_client: rc = run_client(sys, mc, lg); break;
         case config::process_role::monolith: rc = run_monolith(sys, mc, opts.app, lg); break;
       }
+    end_bound.arm(system_end_bound_ms, rc);
   }
   // `STOPPED` only after a clean run; a start that failed says so instead.
   say(rc == exit_codes::ok ? std::string{"STOPPED"}

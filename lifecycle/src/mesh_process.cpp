@@ -9,6 +9,7 @@
 
 #include "cafmesh/actors/atoms.hpp"
 #include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/log.hpp"
 #include "cafmesh/actors/membership.hpp"
 #include "hosting_steps.hpp"
 #include "mesh_process_state.hpp"
@@ -47,15 +48,28 @@ void release_actors(mesh_process::state& st, bool await) {
     return;
   }
   caf::scoped_actor self{*st.sys};
+  std::set<caf::actor_addr> alive;
   for (auto& a : actors) {
+    alive.insert(a.address());
     self->monitor(a);
     self->send_exit(a, caf::exit_reason::user_shutdown);
   }
-  size_t down = 0;
   bool late = false;
-  self->receive_while([&] { return down < actors.size() && !late; })(
-    [&](caf::down_msg&) { ++down; },
+  self->receive_while([&] { return !alive.empty() && !late; })(
+    [&](caf::down_msg& dm) { alive.erase(dm.source); },
     caf::after(std::chrono::seconds(10)) >> [&] { late = true; });
+  if (late) {
+    // The actor system's end waits for them (bounded in cafmesh-node: system_end_bound).
+    std::string names;
+    for (auto& a : actors) {
+      if (alive.count(a.address()) == 0)
+        continue;
+      auto* local = dynamic_cast<caf::local_actor*>(caf::actor_cast<caf::abstract_actor*>(a));
+      names += (names.empty() ? "" : ", ") + std::string{local ? local->name() : "?"};
+    }
+    log::get("host").warning(std::to_string(alive.size())
+                             + " actor(s) not ended within 10 s of their exit: " + names);
+  }
   if (st.endpoint.link && st.sys->has_middleman())
     drain_middleman(self, *st.sys, st.endpoint.gate);
 }

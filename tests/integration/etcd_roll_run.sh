@@ -11,8 +11,8 @@
 #
 # Passes (exit 0) when the client exits 0 (every report check of the scenario), its report
 # shows lost 0, the ledger has one terminal line per accepted delivery, every SIGTERM ends
-# its node with exit 0, every restarted silo becomes ACTIVE, and no node log says a silo was
-# declared Dead.
+# its node with exit 0, every restarted silo becomes ACTIVE, no node log says a silo was
+# declared Dead, and none says that its actor system did not end after the stop.
 #
 #   etcd_roll_run.sh NODE_BINARY CLIENT_BINARY CLIENT_SCENARIO MODE [DURATION_S]
 set -u
@@ -37,7 +37,7 @@ fail() {
   echo "etcd_roll_run: FAIL: $*" >&2
   for f in "$dir"/*.log; do
     echo "---- $f (last 20 lines)" >&2
-    tail -n 20 "$f" >&2
+    tail -n "${CAFMESH_LOG_TAIL:-20}" "$f" >&2
   done
   cleanup_processes
   exit 1
@@ -55,33 +55,49 @@ free_port() { # a loopback port that refuses connections now
 }
 
 # -- etcd ------------------------------------------------------------------------------------
-initial=""
-client_urls=()
-peer_urls=()
-for i in 0 1 2; do
-  client_urls+=("http://127.0.0.1:$(free_port)")
-  peer_urls+=("http://127.0.0.1:$(free_port)")
-  initial+="${initial:+,}m$i=${peer_urls[$i]}"
-done
-for i in 0 1 2; do
-  etcd --name "m$i" --data-dir "$dir/etcd-m$i" \
-    --listen-client-urls "${client_urls[$i]}" --advertise-client-urls "${client_urls[$i]}" \
-    --listen-peer-urls "${peer_urls[$i]}" --initial-advertise-peer-urls "${peer_urls[$i]}" \
-    --initial-cluster "$initial" --initial-cluster-state new \
-    --initial-cluster-token "cafmesh-$$" > "$dir/etcd-m$i.log" 2>&1 &
-  etcd_pids+=($!)
-done
-endpoints=$(printf '"%s",' "${client_urls[@]}")
-endpoints="[${endpoints%,}]"
-wait_etcd_healthy() { # seconds: 0 once every member answers a health check
-  for _ in $(seq 1 $(($1 * 10))); do
+wait_etcd_healthy() { # seconds: 0 once every member answers a health check (wall time)
+  local until=$((SECONDS + $1))
+  while [ "$SECONDS" -lt "$until" ]; do
     ETCDCTL_API=3 etcdctl --endpoints "$(IFS=,; echo "${client_urls[*]}")" \
-      endpoint health > /dev/null 2>&1 && return 0
+      --dial-timeout 1s --command-timeout 2s endpoint health > /dev/null 2>&1 && return 0
     sleep 0.1
   done
   return 1
 }
-wait_etcd_healthy 20 || fail "the etcd cluster is not healthy within 20 s"
+etcd_members_alive() {
+  for p in "${etcd_pids[@]}"; do kill -0 "$p" 2> /dev/null || return 1; done
+}
+# A free port can be taken by another process before etcd binds it: a member that exits at
+# start ends the attempt, and the cluster starts again on other ports (3 attempts).
+for attempt in 1 2 3; do
+  initial=""
+  client_urls=()
+  peer_urls=()
+  etcd_pids=()
+  for i in 0 1 2; do
+    client_urls+=("http://127.0.0.1:$(free_port)")
+    peer_urls+=("http://127.0.0.1:$(free_port)")
+    initial+="${initial:+,}m$i=${peer_urls[$i]}"
+  done
+  rm -rf "$dir"/etcd-m*
+  for i in 0 1 2; do
+    etcd --name "m$i" --data-dir "$dir/etcd-m$i" \
+      --listen-client-urls "${client_urls[$i]}" --advertise-client-urls "${client_urls[$i]}" \
+      --listen-peer-urls "${peer_urls[$i]}" --initial-advertise-peer-urls "${peer_urls[$i]}" \
+      --initial-cluster "$initial" --initial-cluster-state new \
+      --initial-cluster-token "cafmesh-$$-$attempt" > "$dir/etcd-m$i.log" 2>&1 &
+    etcd_pids+=($!)
+  done
+  healthy=0
+  wait_etcd_healthy 20 && etcd_members_alive && healthy=1
+  [ "$healthy" = 1 ] && break
+  echo "etcd_roll_run: the etcd cluster did not start (attempt $attempt):" \
+    "$(grep -h 'bind: address already in use' "$dir"/etcd-m*.log | head -n 1)"
+  for p in "${etcd_pids[@]}"; do { kill -KILL "$p"; wait "$p"; } 2> /dev/null; done
+done
+[ "$healthy" = 1 ] || fail "the etcd cluster is not healthy within 20 s (3 attempts)"
+endpoints=$(printf '"%s",' "${client_urls[@]}")
+endpoints="[${endpoints%,}]"
 echo "etcd_roll_run: etcd members ${client_urls[*]}"
 
 # -- silos -----------------------------------------------------------------------------------
@@ -105,7 +121,7 @@ table_config() { # name role
 {"mesh":{"process_role":"$2","name":"$1"},
  "membership":{"provider":"etcd","etcd_endpoints":$endpoints,"etcd_prefix":"/cafmesh/run-$$/"},
  "network":{"host":"127.0.0.1","port":0},
- "log":{"level":"warning"}}
+ "log":{"level":"${CAFMESH_LOG_LEVEL:-warning}"}}
 JSON
 }
 
@@ -132,7 +148,12 @@ stop_node() { # index: SIGTERM, exit 0 within 90 s (the host budget, 30 s, and t
     kill -0 "$p" 2> /dev/null || break
     sleep 0.1
   done
-  kill -0 "$p" 2> /dev/null && fail "$n did not stop within 90 s of SIGTERM"
+  if kill -0 "$p" 2> /dev/null; then
+    # Where it waits: every thread's stack, if gdb is installed.
+    command -v gdb > /dev/null \
+      && gdb -p "$p" -batch -ex "thread apply all bt" ${CAFMESH_GDB_ARGS:-} > "$dir/$n.stacks.log" 2>&1
+    fail "$n did not stop within 90 s of SIGTERM"
+  fi
   wait "$p"
   local code=$?
   [ "$code" = 0 ] || fail "$n exited $code after SIGTERM"
@@ -200,6 +221,10 @@ fi
 
 for i in 1 2 3; do stop_node $i; done
 node_pid=()
+# A stop whose actor system did not end is bounded (exit within 10 s) and says so.
+if grep -E "did not end within|not ended within" "$dir"/silo-*.log; then
+  fail "a silo's actor system did not end after its stop"
+fi
 cleanup_processes
 echo "etcd_roll_run: PASS ($mode)"
 rm -rf "$dir"

@@ -479,3 +479,67 @@ TEST_CASE("net link: a port already in use fails the link's port request and sta
   REQUIRE_FALSE(started);
   CHECK(started.error() == caf::sec::cannot_open_port);
 }
+
+TEST_CASE("net link: a process with membership on a table keeps its oracle to itself: a process that takes it for its primary is told config_invalid, and learns no handle") {
+  // A: membership on etcd, so its link reports suspicions to a table oracle of its own,
+  // a detached actor whose handle must never reach a peer (net_link.hpp, "The oracle over
+  // the network"). No etcd member answers here (nothing listens on port 1): the oracle
+  // starts all the same, and the link's hello answer is what this case is about.
+  caf::actor_system_config cfg_a;
+  cafmesh::register_types(cfg_a);
+  cfg_a.load<caf::io::middleman>();
+  cfg_a.set("scheduler.max-threads", size_t{2});
+  auto sys_a = std::make_unique<caf::actor_system>(cfg_a);
+  cafmesh::config::network_section net_a;
+  net_a.heartbeat_interval_ms = 200;
+  net_a.failure_detection_ms = 2000;
+  cafmesh::config::membership_section table;
+  table.provider = "etcd";
+  table.etcd_endpoints = {"http://127.0.0.1:1"};
+  table.etcd_request_timeout_ms = 200;
+  auto a = cafmesh::start_net_link(*sys_a, net_a, table, 1, 10000);
+  REQUIRE(a);
+  auto centre_a = cafmesh::spawn_message_center(*sys_a, a->addr, a->link);
+  // B: configured with A as its primary (a mixed-up configuration).
+  caf::actor_system_config cfg_b;
+  cafmesh::register_types(cfg_b);
+  cfg_b.load<caf::io::middleman>();
+  cfg_b.set("scheduler.max-threads", size_t{2});
+  auto sys_b = std::make_unique<caf::actor_system>(cfg_b);
+  cafmesh::config::network_section net_b = net_a;
+  net_b.primary_host = "127.0.0.1";
+  net_b.primary_port = a->addr.port;
+  auto link_b = cafmesh::spawn_net_link(*sys_b, net_b);
+  uint16_t port_b = 0;
+  caf::error oracle_err;
+  bool got_handle = false;
+  {
+    caf::scoped_actor self{*sys_b};
+    self->request(link_b, wait_bound, cafmesh::nl_port_atom::value)
+      .receive([&](uint16_t p) { port_b = p; },
+               [&](caf::error& e) { FAIL("no port: " << sys_b->render(e)); });
+    auto centre_b
+      = cafmesh::spawn_message_center(*sys_b, silo_address{"127.0.0.1", port_b, 2}, link_b);
+    self->request(link_b, wait_bound, cafmesh::nl_oracle_atom::value)
+      .receive([&](const caf::actor& o) { got_handle = static_cast<bool>(o); },
+               [&](caf::error& e) { oracle_err = std::move(e); });
+    caf::anon_send_exit(centre_b, caf::exit_reason::user_shutdown);
+  }
+  CHECK_FALSE(got_handle);
+  REQUIRE(oracle_err);
+  auto f = cafmesh::to_fault(oracle_err);
+  CHECK(f.code == mesh_errc::config_invalid);
+  CHECK(f.text
+        == "the primary 127.0.0.1:" + std::to_string(a->addr.port)
+             + " serves no membership oracle: its membership is on a shared table"
+               " (membership.provider); give every process of the cluster the same provider");
+  caf::anon_send_exit(link_b, caf::exit_reason::user_shutdown);
+  link_b = nullptr;
+  sys_b.reset();
+  for (auto& x : {centre_a, a->link, a->oracle})
+    caf::anon_send_exit(x, caf::exit_reason::user_shutdown);
+  centre_a = nullptr;
+  a->link = nullptr;
+  a->oracle = nullptr;
+  sys_a.reset();
+}

@@ -59,6 +59,12 @@
 ///   centre is attached (retrying every heartbeat interval until it succeeds) and learns
 ///   the oracle from the hello answer: `(nl_oracle_atom) -> caf::actor` answers it once
 ///   known. `spawn_oracle_relay` gives membership agents an actor to talk to from the start.
+///   With membership on a shared table every process passes its own table oracle
+///   (`link_oracle::own`): the link reports suspicions to it, and its hello answers carry
+///   no oracle, so that the handle never leaves the process (docs/caf-notes.md "Shutdown":
+///   a peer's proxy makes CAF's BASP broker monitor it, and the oracle's last down message
+///   can then hold it alive in the stopped broker's mailbox). A process that takes such a
+///   process for its primary learns no oracle: `nl_oracle_atom` answers `config_invalid`.
 /// - `(nl_peers_atom) -> std::vector<silo_address>`: the connected peers, ordered.
 /// - **Authentication** (docs/behaviour/peer-authentication.md). The link publishes and
 ///   connects through a middleman actor of its own (`nl_gate_atom`): on every connection,
@@ -120,11 +126,21 @@ int64_t suspect_ms(const config::network_section& net);
 /// (`membership_oracle_config::failure_detection_ms`): `failure_detection_ms - suspect_ms`.
 int64_t oracle_detection_ms(const config::network_section& net);
 
+/// Whose membership oracle a link is given (`spawn_net_link`).
+enum class link_oracle : uint8_t {
+  /// The cluster's: the development oracle of the primary, handed to every peer.
+  cluster,
+  /// This process's own (membership on a shared table): never handed to a peer.
+  own,
+};
+
 /// Spawns the network link of this process and starts publishing it (see the file
 /// comment). `oracle` is the membership oracle when this process is the primary
-/// (`net.primary_port == 0`), else an invalid handle. Requires the io middleman.
+/// (`net.primary_port == 0`) or runs its own (`scope` `own`), else an invalid handle.
+/// Requires the io middleman.
 caf::actor spawn_net_link(caf::actor_system& sys, const config::network_section& net,
-                          const caf::actor& oracle = caf::actor{});
+                          const caf::actor& oracle = caf::actor{},
+                          link_oracle scope = link_oracle::cluster);
 
 /// Spawns a relay that stands for the cluster's oracle in this process: every message it
 /// receives (requests keep their response path) is delegated to the oracle the link learns
