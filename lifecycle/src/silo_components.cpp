@@ -48,6 +48,7 @@ struct gateway_state {
   caf::actor placement;
   caf::actor centre;
   stream_transport_actor streams; ///< told every client as a stream peer
+  router_core_actor core;         ///< answers a client's `gw_drained`
   bool open = false;      ///< stage Active started
   bool accepting = true;  ///< false after the GrainDeactivation stop
   bool stop_sent = false; ///< stop-send went out: no new inbound attach
@@ -59,6 +60,7 @@ struct gateway_state {
   int64_t retry_after_ms = 500;
   uint64_t outstanding = 0; ///< client dispatches handed to placement, not yet answered
   uint64_t refused_overloaded = 0;
+  uint64_t refused_leaving = 0; ///< routing-grain calls refused after stop-send
   uint64_t attaches = 0;  ///< inbound attaches taken
   uint64_t detaches = 0;
   static inline const char* name = "cafmesh.gateway";
@@ -92,14 +94,15 @@ void gateway_attach(caf::stateful_actor<gateway_state>* self, grain_id g, silo_a
 
 caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, silo_address s,
                            caf::actor placement, caf::actor centre,
-                           stream_transport_actor streams, int64_t max_outstanding,
-                           int64_t retry_after_ms) {
+                           stream_transport_actor streams, router_core_actor core,
+                           int64_t max_outstanding, int64_t retry_after_ms) {
   self->state.self = s;
   self->state.max_outstanding = max_outstanding;
   self->state.retry_after_ms = retry_after_ms;
   self->state.placement = std::move(placement);
   self->state.centre = std::move(centre);
   self->state.streams = std::move(streams);
+  self->state.core = std::move(core);
   // A client of this gateway may host stream subscribers (SPEC §6.2 inbound stream).
   auto add_client = [=](const silo_address& c) {
     if (self->state.clients.insert(c).second && self->state.streams)
@@ -113,6 +116,18 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, silo_addres
         return to_error(fault{mesh_errc::silo_unavailable,
                               "gateway " + st.self.to_string()
                                 + " is not accepting client messages"});
+      // After stop-send a routing-grain call is refused before placement sees it, as an
+      // attach is: the routing grain of a leaving silo may be placed on another silo, whose
+      // router core would accept the delivery while this gateway stops before the answer
+      // comes back; the client, seeing the call fail, would send it again and it would be
+      // accepted twice. docs/behaviour/routing.md#stopping-silos
+      if (st.stop_sent && g == routing_grain_id()) {
+        ++st.refused_leaving;
+        fault f{mesh_errc::silo_unavailable,
+                "gateway " + st.self.to_string() + " is leaving; route elsewhere"};
+        f.silo = st.self;
+        return to_error(f);
+      }
       if (st.max_outstanding <= 0) {
         self->delegate(st.placement, a, g, fwd, std::move(m));
         return caf::delegated<caf::message>{};
@@ -192,6 +207,14 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, silo_addres
       return caf::ok_atom::value;
     },
     [=](gw_connect_atom, const silo_address& client) { add_client(client); },
+    [=](gw_drained_atom, std::string& destination,
+        std::string& key) -> caf::result<caf::ok_atom> {
+      auto& st = self->state;
+      if (!st.core)
+        return caf::ok_atom::value;
+      self->delegate(st.core, rc_drained_atom::value, std::move(destination), std::move(key));
+      return caf::delegated<caf::ok_atom>{};
+    },
     [=](gw_lookup_atom, const address& path) {
       auto& m = self->state.attached;
       auto i = m.find(host_address(path).path());
@@ -348,7 +371,7 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   s.slots->hubs = opts.hubs;
   s.slots->centre = s.centre;
   s.claimer = spawn_pod_hub_claimer(sys, s.placement, s.routing, cfg.attach, name, s.slots);
-  s.gateway = sys.spawn(gateway_part, s.addr, s.placement, s.centre, s.streams,
+  s.gateway = sys.spawn(gateway_part, s.addr, s.placement, s.centre, s.streams, s.core,
                         cfg.gateway.max_outstanding, cfg.routing.overload_retry_after_ms);
   s.slots->gateway = s.gateway;
   // What the message centre serves as component `gateway` (the gateway part unless a test

@@ -164,6 +164,9 @@ struct core_state {
   /// Generation of the armed release bound (`rc_release`); 0: none armed.
   uint64_t release_gen = 0;
   uint64_t release_gen_seq = 0;
+  /// `rc_drained` requests waiting until their channel holds no leg.
+  std::map<ordering_channel, std::vector<caf::typed_response_promise<caf::ok_atom>>>
+    drain_waiters;
 };
 
 const char* core_state::name = "cafmesh.router_core";
@@ -1127,12 +1130,25 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_po
   s.legs.erase(i);
   if (outcome != leg_outcome::refused && end_in_pool)
     pool_ended(self, id);
-  if (ordered)
-    if (auto next = s.disp.on_terminal(id)) {
-      auto j = s.legs.find(*next);
-      if (j == s.legs.end() || !j->second.finished) // an ended head needs no permit
-        admit(self, *next);
+  if (!ordered)
+    return;
+  std::optional<ordering_channel> channel;
+  if (!s.drain_waiters.empty())
+    channel = s.disp.channel_of(id);
+  if (auto next = s.disp.on_terminal(id)) {
+    auto j = s.legs.find(*next);
+    if (j == s.legs.end() || !j->second.finished) // an ended head needs no permit
+      admit(self, *next);
+  }
+  if (channel && !s.disp.head_of(*channel)) {
+    auto w = s.drain_waiters.find(*channel);
+    if (w != s.drain_waiters.end()) {
+      auto waiters = std::move(w->second);
+      s.drain_waiters.erase(w);
+      for (auto& rp : waiters)
+        rp.deliver(caf::ok_atom::value);
     }
+  }
 }
 
 // -- ending legs that will not land ------------------------------------------------------
@@ -1434,6 +1450,16 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       self->state.opts.local_routes = std::move(port);
     },
     [=](rc_sync_atom) { return caf::ok_atom::value; },
+    [=](rc_drained_atom, std::string& destination,
+        const std::string& key) -> caf::result<caf::ok_atom> {
+      auto& s = self->state;
+      auto channel = make_channel(std::move(destination), key);
+      if (!s.disp.head_of(channel))
+        return caf::ok_atom::value;
+      auto rp = self->make_response_promise<caf::ok_atom>();
+      s.drain_waiters[channel].push_back(rp);
+      return rp;
+    },
     [=](rc_stats_atom) -> router_core_stats {
       auto& s = self->state;
       auto out = s.stats;

@@ -41,5 +41,11 @@ using gw_detach_atom = caf::atom_constant<caf::atom("gwdetach")>;
 /// neither a client nor a local route asks before answering `pod_hub_not_here`, so an
 /// activation a delivery created here before the client's attach arrived still reaches it.
 using gw_lookup_atom = caf::atom_constant<caf::atom("gwlookup")>;
+/// Gateway part: `(gw_drained_atom, destination host path, ordering key) -> ok` from a pure
+/// client that moves the channel (destination, key) to another gateway: answered once this
+/// silo's router core holds no leg of that channel (`rc_drained_atom`), so that the
+/// channel's next delivery, sent elsewhere, cannot land before the ones this gateway took
+/// (docs/behaviour/routing.md#a-pure-clients-streams-across-a-re-homing).
+using gw_drained_atom = caf::atom_constant<caf::atom("gwdrained")>;
 
 } // namespace cafmesh::routing

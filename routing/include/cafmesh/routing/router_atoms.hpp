@@ -22,6 +22,10 @@ using rc_locals_atom = caf::atom_constant<caf::atom("rclocals")>;
 using rc_stats_atom = caf::atom_constant<caf::atom("rcstats")>;
 /// Barrier (request): answered after everything the router core was sent before it.
 using rc_sync_atom = caf::atom_constant<caf::atom("rcsync")>;
+/// `(rc_drained_atom, destination host path, ordering key) -> ok` (request): answered once
+/// the channel (destination, key) holds no leg, at once if it holds none now
+/// (docs/behaviour/routing.md#a-pure-clients-streams-across-a-re-homing).
+using rc_drained_atom = caf::atom_constant<caf::atom("rcdrained")>;
 
 // -- router core: internal messages to itself ------------------------------------------
 /// `(rc_leg_done_atom, leg id, outcome)`: a leg terminated (SPEC §6.5).

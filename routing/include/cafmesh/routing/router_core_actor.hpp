@@ -134,6 +134,7 @@ using router_core_actor = caf::typed_actor<
   caf::replies_to<routing::q_end_legs_atom, std::string>::with<std::vector<std::string>>,
   caf::replies_to<routing::q_nacks_out_atom>::with<caf::ok_atom>,
   caf::replies_to<rc_stats_atom>::with<router_core_stats>,
-  caf::replies_to<rc_sync_atom>::with<caf::ok_atom>>;
+  caf::replies_to<rc_sync_atom>::with<caf::ok_atom>,
+  caf::replies_to<rc_drained_atom, std::string, std::string>::with<caf::ok_atom>>;
 
 } // namespace cafmesh::routing

@@ -81,6 +81,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -103,6 +104,7 @@
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/gateway_atoms.hpp"
 #include "cafmesh/routing/hub_protocol.hpp"
+#include "cafmesh/routing/ordered_route_dispatcher.hpp"
 #include "cafmesh/routing/retry_policy.hpp"
 #include "cafmesh/routing/router_core_actor.hpp"
 #include "cafmesh/routing/router_ports.hpp"
@@ -168,6 +170,11 @@ struct routing_service_options {
   int64_t max_outstanding = 0;
   /// The `retry_after_ms` of that refusal (`routing.overload_retry_after_ms`).
   int64_t overload_retry_after_ms = 500;
+  /// pure_client: how long a channel remembers the gateway that accepted its latest
+  /// delivery (`routing.leg_self_bound_ms`: a leg older than that is a defect), so that a
+  /// re-homing waits until that gateway's router core let go of the channel
+  /// (docs/behaviour/routing.md#a-pure-clients-streams-across-a-re-homing).
+  int64_t channel_pin_ms = 100000;
   /// The process's stream transport (stream_transport.hpp); null: none. Every local route
   /// is subscribed there under its host address (`st_sub_atom`) while it is registered, so
   /// the stream leg and NACK rung d reach this process's hubs (SPEC §6.5, §6.11, §6.2
@@ -213,6 +220,8 @@ struct routing_service_stats {
   uint64_t gateways_lost = 0;     ///< gateways whose connection this client lost
   uint64_t departed_nacks = 0;    ///< accepted requests NACKed because their gateway departed
   uint64_t refused_overloaded = 0; ///< pure_client: refused at `max_outstanding`
+  uint64_t order_held = 0;  ///< pure_client: dispatches that waited for their channel
+  uint64_t drains = 0;      ///< pure_client: `gw_drained` requests to a channel's old gateway
 };
 
 template <class Inspector>
@@ -222,7 +231,8 @@ typename Inspector::result_type inspect(Inspector& f, routing_service_stats& x) 
            x.to_core, x.client_dispatches, x.client_attempts, x.client_accepted,
            x.client_failed, x.hubs_built, x.monolith_nacks, x.lr_delivered, x.lr_refused,
            x.attach_attempts, x.attach_ok, x.attach_gave_up, x.gated, x.stop_sends,
-           x.rehomes, x.gateways_lost, x.departed_nacks, x.refused_overloaded);
+           x.rehomes, x.gateways_lost, x.departed_nacks, x.refused_overloaded, x.order_held,
+           x.drains);
 }
 
 /// One inbound path of a pure client (SPEC §6.2 "Pure client inbound attach").
@@ -250,6 +260,26 @@ struct client_dispatch {
   int64_t started_ms = 0;
   uint64_t token = 0;
   std::vector<int64_t> attempt_ms; ///< virtual ms of every attempt (tests)
+  /// The ordering channel of a stream-routed target (as the router core forms it); none
+  /// for the node branch, which the router core does not order.
+  std::optional<ordering_channel> channel;
+  /// The gateway of the attempt in progress; empty while the dispatch waits for a retry
+  /// or for its channel.
+  silo_address in_call;
+  bool held = false; ///< waits for its channel (an earlier dispatch or the old gateway)
+};
+
+/// One ordering channel of a pure client's dispatches
+/// (docs/behaviour/routing.md#a-pure-clients-streams-across-a-re-homing).
+struct client_channel {
+  /// Its dispatches not yet accepted or given up, in arrival order.
+  std::deque<uint64_t> pending;
+  /// The gateway that accepted the channel's latest dispatch: its router core may still
+  /// hold that leg. Empty: none that may.
+  silo_address pinned;
+  int64_t pinned_ms = 0; ///< actor-clock ms of that acceptance
+  bool draining = false; ///< a `gw_drained` request to `pinned` is outstanding
+  uint64_t drain_token = 0;
 };
 
 /// The routing service's state; public so tests can read it.
@@ -289,6 +319,9 @@ struct routing_service_state {
   std::deque<std::string> attempt_ids; ///< the ids of `attempts_by_id`, oldest first
   std::map<std::string, inbound_route> inbound; ///< host path -> inbound attach
   std::deque<uint64_t> gated;  ///< dispatches waiting for a first attach, in arrival order
+  /// Ordering channels with a dispatch in progress or a pinned gateway.
+  std::map<ordering_channel, client_channel> channels;
+  size_t channel_sweep_at = 1024; ///< sweep unpinned-by-age channels past this size
   // monolith
   std::map<std::string, std::deque<envelope>> building; ///< host path -> waiting deliveries
   routing_service_stats stats;
