@@ -185,7 +185,7 @@ TEST_CASE_FIXTURE(oracle_fixture, "table oracle: a restart supersedes its predec
   CHECK(twice->value == 8);
 }
 
-TEST_CASE_FIXTURE(oracle_fixture, "table oracle: a suspicion lasting the detection delay is a vote; the second of three silos' votes declares Dead; a clearing cancels") {
+TEST_CASE_FIXTURE(oracle_fixture, "table oracle: a suspicion lasting the detection delay is a vote, the second of three silos' votes declares Dead, a clearing cancels") {
   auto a = oracle();
   auto b = oracle();
   auto c = oracle();

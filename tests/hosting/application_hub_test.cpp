@@ -152,7 +152,7 @@ TEST_CASE("hub table: node hubs by prefix, the longest pattern wins, no match is
                                 address::from("node/counter/vip")});
 }
 
-TEST_CASE("hub table: a stream-routed hub is registered at once; a bad pattern is refused") {
+TEST_CASE("hub table: a stream-routed hub is registered at once, a bad pattern is refused") {
   testing::fixture fx;
   auto routing = fx.track(fx.sys.spawn(recording_routing));
   auto table = fx.track(spawn_hub_table(fx.sys, hub_key_form::node_prefix, {}));
@@ -171,7 +171,7 @@ TEST_CASE("hub table: a stream-routed hub is registered at once; a bad pattern i
         == std::vector<address>{address::from("portal/alice")});
 }
 
-TEST_CASE("application hub: an asynchronous hub ends a delivery later; a fault keeps its verdict") {
+TEST_CASE("application hub: an asynchronous hub ends a delivery later, a fault keeps its verdict") {
   testing::fixture fx;
   auto routing = fx.track(fx.sys.spawn(recording_routing));
   std::vector<hub_responder> parked;

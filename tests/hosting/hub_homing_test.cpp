@@ -150,7 +150,7 @@ TEST_CASE("hub homing: a portal holds while its home is down and registers, clai
   CHECK(b.seen(ep) == strings{"rehome rs-B2", "request d1 500"});
 }
 
-TEST_CASE("hub homing: a killed home moves its owners at once; with no silo available they hold until one is Active") {
+TEST_CASE("hub homing: a killed home moves its owners at once, with no silo available they hold until one is Active") {
   homing_bed b;
   auto o1 = b.probe("o1");
   b.homing.add(hub_home_kind::owner, address::from("node/Owner/O1"), o1, "A");

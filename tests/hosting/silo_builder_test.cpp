@@ -133,7 +133,7 @@ TEST_CASE("client_builder: a pure client's request is answered by a hub in a sil
   CHECK(r->value == "{\"echo\":{\"n\":1}}");
 }
 
-TEST_CASE("monolith_builder: hubs answer in one process; while stopping nothing is built") {
+TEST_CASE("monolith_builder: hubs answer in one process, while stopping nothing is built") {
   testing::fixture fx;
   auto mono = monolith_builder{fx.sys}.hub("node/echo/*", echo()).build();
   REQUIRE(mono);

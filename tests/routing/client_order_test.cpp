@@ -90,7 +90,7 @@ std::vector<int> landed_rounds(const flow_result& r, int s) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture, "client order: a pure client's gateway stops under 4 streams of frames; every frame lands once, each stream in send order, across the re-homing") {
+TEST_CASE_FIXTURE(fixture, "client order: a pure client's gateway stops under 4 streams of frames, every frame lands once, each stream in send order, across the re-homing") {
   auto r = stop_sender_gateway_under_flow(*this, 4);
   CHECK(r.stop_sends == 1);
   // Nothing is lost or NACKed: the portal's pod hub is on B, which stays.

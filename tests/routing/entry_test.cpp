@@ -75,7 +75,7 @@ bool contains(const std::string& hay, const std::string& needle) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(testing::fixture, "S12.35 host stopping NACKs co-hosted deliveries without placement; a stopping monolith builds no hub") {
+TEST_CASE_FIXTURE(testing::fixture, "S12.35 host stopping NACKs co-hosted deliveries without placement, a stopping monolith builds no hub") {
   entry_world w(*this);
   auto& a = w.add_silo("a");
   w.add_silo("b");
@@ -744,7 +744,7 @@ std::string claim_attempts(testing::fixture& fx, const silo_address& answered_on
 
 } // namespace
 
-TEST_CASE_FIXTURE(testing::fixture, "pod hub claim: an attempt that reached the pod hub's activation on another silo after it had left is placed again at once, at most 3 times per assertion; the attach policy then applies") {
+TEST_CASE_FIXTURE(testing::fixture, "pod hub claim: an attempt that reached the pod hub's activation on another silo after it had left is placed again at once, at most 3 times per assertion, the attach policy then applies") {
   // The activation in the way lived on silo c: the second attempt follows at once and lands.
   auto c = silo_address{"c", 11111, 3};
   auto once = claim_attempts(*this, c, 1, 10000);

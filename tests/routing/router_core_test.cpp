@@ -313,7 +313,7 @@ TEST_CASE_FIXTURE(fixture, "S12.43 saturation reports at 64, escalates once afte
   run();
 }
 
-TEST_CASE_FIXTURE(fixture, "router: with saturation_warn_after_ms 1000 a saturation reports at info and warns once when it lasts 1 s; a burst that clears sooner warns nothing") {
+TEST_CASE_FIXTURE(fixture, "router: with saturation_warn_after_ms 1000 a saturation reports at info and warns once when it lasts 1 s, a burst that clears sooner warns nothing") {
   bed b(*this);
   b.opts.placement_timeout_ms = 500000;
   b.opts.grain_response_timeout_ms = 500000;

@@ -56,7 +56,7 @@ caf::behavior oracle_host(caf::stateful_actor<oracle_host_state>* self, caf::act
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture, "S13.07 A hosts the development oracle and stops first; B and C then stop gracefully, each within its host budget, their membership steps bounded and skipped with a warning") {
+TEST_CASE_FIXTURE(fixture, "S13.07 A hosts the development oracle and stops first, B and C then stop gracefully, each within its host budget, their membership steps bounded and skipped with a warning") {
   silo_world w{*this};
   auto host = track(sys.spawn(oracle_host, w.oracle));
   silo_world_options o;

@@ -127,7 +127,7 @@ TEST_CASE_FIXTURE(fixture, "S13.08 continuations of accepted work are admitted b
   CHECK(b.gauge_count() == 0);
 }
 
-TEST_CASE_FIXTURE(fixture, "S13.08 legs waiting for their next attempt because their destination silo departed are not counted by admission control, so traffic to healthy silos is still admitted; they count again when they attempt") {
+TEST_CASE_FIXTURE(fixture, "S13.08 legs waiting for their next attempt because their destination silo departed are not counted by admission control, so traffic to healthy silos is still admitted, they count again when they attempt") {
   bed b(*this);
   b.cfg.routing.max_in_flight = 2;
   b.start();

@@ -619,7 +619,7 @@ TEST_CASE_FIXTURE(fixture, "silo: the gateway part serves pure clients only betw
   CHECK(w.first(a, ev::gateway_closed).index > w.first(a, ev::all_deactivated).index);
 }
 
-TEST_CASE_FIXTURE(fixture, "silo: a running silo that membership declares Dead stops non-gracefully by itself; the others keep running") {
+TEST_CASE_FIXTURE(fixture, "silo: a running silo that membership declares Dead stops non-gracefully by itself, the others keep running") {
   silo_world w{*this};
   auto& sa = w.add_silo("a");
   auto a = sa.addr;

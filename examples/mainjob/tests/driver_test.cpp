@@ -302,7 +302,7 @@ TEST_CASE("mainjob driver: roll steps stop silos at their own times, so their wi
   CHECK(d.stops()[1].generation_after == 4u);
 }
 
-TEST_CASE("mainjob driver: kill and second_signal faults reach the mesh; a mesh that cannot inject them fails the run") {
+TEST_CASE("mainjob driver: kill and second_signal faults reach the mesh, a mesh that cannot inject them fails the run") {
   struct killing_mesh : scripted_mesh {
     bool kill_silo(const std::string& name) override {
       commands.push_back("kill " + name);
