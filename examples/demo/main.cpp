@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
     std::cout << "membership: a table on etcd " << etcd->endpoints().front()
               << " (started by the demo); no process hosts it\n";
   if (ca)
-    std::cout << "transport: mutual TLS 1.3 between every process, certificates of a "
+    std::cout << "transport: mutual TLS 1.3 on every connection of the mesh, certificates of a "
                  "throwaway CA in "
               << ca->directory() << "\n";
 #endif
