@@ -46,14 +46,6 @@ fail() {
 . "$(dirname "${BASH_SOURCE[0]}")/node_helpers.sh"
 command -v etcd > /dev/null || fail "etcd is not installed (Debian package etcd-server)"
 
-free_port() { # a loopback port that refuses connections now
-  local p
-  while :; do
-    p=$((20000 + RANDOM % 40000))
-    (exec 3<> "/dev/tcp/127.0.0.1/$p") 2> /dev/null || { echo "$p"; return; }
-  done
-}
-
 # -- etcd ------------------------------------------------------------------------------------
 wait_etcd_healthy() { # seconds: 0 once every member answers a health check (wall time)
   local until=$((SECONDS + $1))

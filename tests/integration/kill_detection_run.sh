@@ -33,28 +33,9 @@ fail() {
 . "$(dirname "${BASH_SOURCE[0]}")/node_helpers.sh"
 command -v etcd > /dev/null || fail "etcd is not installed (Debian package etcd-server)"
 
-free_port() { # a loopback port that refuses connections now
-  local p
-  while :; do
-    p=$((20000 + RANDOM % 40000))
-    (exec 3<> "/dev/tcp/127.0.0.1/$p") 2> /dev/null || { echo "$p"; return; }
-  done
-}
-
-client_url="http://127.0.0.1:$(free_port)"
-peer_url="http://127.0.0.1:$(free_port)"
-etcd --name m0 --data-dir "$dir/etcd" --listen-client-urls "$client_url" \
-  --advertise-client-urls "$client_url" --listen-peer-urls "$peer_url" \
-  --initial-advertise-peer-urls "$peer_url" --initial-cluster "m0=$peer_url" \
-  --initial-cluster-state new > "$dir/etcd.log" 2>&1 &
-etcd_pid=$!
+start_etcd_member
+client_url=$etcd_url
 etcdctl_() { ETCDCTL_API=3 etcdctl --endpoints "$client_url" "$@"; }
-healthy=""
-for _ in $(seq 1 200); do
-  etcdctl_ endpoint health > /dev/null 2>&1 && { healthy=1; break; }
-  sleep 0.1
-done
-[ -n "$healthy" ] || fail "etcd is not healthy within 20 s"
 
 prefix="/cafmesh/kill-$$/"
 for i in 1 2 3; do

@@ -20,3 +20,26 @@ wait_for_line() { # file pattern seconds: 0 once the file has a line matching pa
   done
   return 1
 }
+
+free_port() { # a loopback port that refuses connections now (SRANDOM: leaves $RANDOM alone)
+  local p
+  while :; do
+    p=$((20000 + SRANDOM % 40000))
+    (exec 3<> "/dev/tcp/127.0.0.1/$p") 2> /dev/null || { echo "$p"; return; }
+  done
+}
+
+start_etcd_member() { # a one-member etcd in $dir/etcd: sets etcd_pid and etcd_url, or fails
+  etcd_url="http://127.0.0.1:$(free_port)"
+  local peer="http://127.0.0.1:$(free_port)"
+  etcd --name m0 --data-dir "$dir/etcd" --listen-client-urls "$etcd_url" \
+    --advertise-client-urls "$etcd_url" --listen-peer-urls "$peer" \
+    --initial-advertise-peer-urls "$peer" --initial-cluster "m0=$peer" \
+    --initial-cluster-state new > "$dir/etcd.log" 2>&1 &
+  etcd_pid=$!
+  for _ in $(seq 1 200); do
+    ETCDCTL_API=3 etcdctl --endpoints "$etcd_url" endpoint health > /dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  fail "etcd is not healthy within 20 s"
+}
