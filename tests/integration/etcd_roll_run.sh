@@ -5,8 +5,8 @@
 # primary), and one cafmesh-client sending DURATION_S seconds of CLIENT_SCENARIO's traffic.
 #
 # MODE `roll`: while the client sends, every silo is stopped with SIGTERM and restarted, in
-# start order (the first-started silo first); after the second stop one etcd member is
-# killed with SIGKILL. MODE `pause`: no roll; every etcd member is frozen (SIGSTOP) for 10 s
+# start order (the first-started silo first) or in the order CAFMESH_ROLL_ORDER gives (e.g.
+# "3 1 2"); after the second stop one etcd member is killed with SIGKILL. MODE `pause`: no roll; every etcd member is frozen (SIGSTOP) for 10 s
 # and then resumed; afterwards one silo is stopped and restarted, so membership must resume.
 #
 # Passes (exit 0) when the client exits 0 (every report check of the scenario), its report
@@ -166,9 +166,11 @@ table_config client pure_client
 client_pid=$!
 sleep 3
 if [ "$mode" = roll ]; then
-  for i in 1 2 3; do
+  stops=0
+  for i in ${CAFMESH_ROLL_ORDER:-1 2 3}; do
     stop_node $i
-    if [ "$i" = 2 ]; then
+    stops=$((stops + 1))
+    if [ "$stops" = 2 ]; then
       kill -KILL "${etcd_pids[0]}"
       wait "${etcd_pids[0]}" 2> /dev/null
       echo "etcd_roll_run: etcd member m0 killed"
