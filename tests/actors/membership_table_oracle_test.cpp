@@ -228,7 +228,7 @@ TEST_CASE_FIXTURE(oracle_fixture, "table oracle: a suspicion lasting the detecti
   CHECK(logs.count("S127.0.0.1:7003@1 suspected for 1000 ms: this vote declared it Dead") == 1);
 }
 
-TEST_CASE_FIXTURE(oracle_fixture, "table oracle: an unreachable table fails requests with departed_silo, and this process's suspicions then declare nobody Dead") {
+TEST_CASE_FIXTURE(oracle_fixture, "S13.13 in virtual time: an unreachable membership table fails the table oracle's requests with departed_silo, its suspicions declare nobody Dead, and the last view stays") {
   cfg.unavailable_budget_ms = 0;
   auto flaky = std::make_shared<switchable_table>();
   auto a = track(spawn_membership_table_oracle(sys, flaky, cfg));
