@@ -1,0 +1,125 @@
+#pragma once
+
+/// @file
+/// Shared pieces of cafmesh-bench (examples/bench/README.md): the result rows, the run
+/// options, the actor systems every row builds, wall and CPU clocks, counters the benchmark
+/// thread waits on, and the rows' entry points (one .cpp file per group of rows).
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <caf/fwd.hpp>
+#include <nlohmann/json.hpp>
+
+namespace cafmesh::bench {
+
+/// How much of each row a run measures.
+struct options {
+  bool quick = false;        ///< `--quick`: fewer repetitions and smaller batches
+  bool p8 = false;           ///< `--p8`: run P8 (the demo rates) also in a quick run
+  bool skip_p8 = false;      ///< `--no-p8`: never run P8
+  std::string demo_binary;   ///< `--demo PATH`: cafmesh-demo for P8
+  std::string only;          ///< `--only P1,P4`: run just these row groups (empty: all)
+  size_t threads = 0;        ///< `--threads N`: scheduler.max-threads (0: CAF's default)
+};
+
+/// One printed row: the headline figure, its goal and whether it is met.
+struct row {
+  std::string id;        ///< e.g. `P4 K=100`
+  std::string what;      ///< what the figure is
+  double value = 0;      ///< the headline figure
+  std::string unit;      ///< `x`, `ms`, `B`, ...
+  std::string goal;      ///< e.g. `>= 0.25`
+  bool measured = false; ///< false: the row could not be measured (see `detail`)
+  bool met = false;
+  std::string detail;    ///< one line: the raw figures behind `value`
+  nlohmann::json data;   ///< everything measured, for `--json`
+};
+
+using rows = std::vector<row>;
+
+/// Builds a row whose goal is `value >= goal` (`at_least`) or `value <= goal`.
+row make_row(std::string id, std::string what, double value, std::string unit, double goal,
+             bool at_least);
+
+/// A row that could not be measured, with the reason.
+row failed_row(std::string id, std::string what, std::string why);
+
+// -- actor systems ------------------------------------------------------------------------
+
+/// One CAF actor system prepared for cafmesh (`lifecycle::prepare`: types and io
+/// middleman), CAF's logger quiet, with `scheduler.max-threads` = `threads` when not 0.
+struct system_box {
+  std::unique_ptr<caf::actor_system_config> cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  explicit system_box(size_t threads);
+  ~system_box();
+};
+
+/// The scheduler settings an actor system of `system_box` runs with (policy, max threads,
+/// max throughput), as JSON and as one line.
+nlohmann::json scheduler_settings(size_t threads);
+std::string scheduler_line(const nlohmann::json& s);
+
+/// Destroys the systems together (system_teardown.hpp) after every actor was told to exit.
+void destroy_together(std::vector<std::unique_ptr<system_box>>& boxes);
+
+// -- clocks -------------------------------------------------------------------------------
+
+using clock_type = std::chrono::steady_clock;
+
+/// Seconds since `t0`.
+double seconds_since(clock_type::time_point t0);
+/// The process's CPU time in seconds (CLOCK_PROCESS_CPUTIME_ID: every thread).
+double process_cpu_s();
+/// The 1-minute load average (/proc/loadavg).
+double load_1min();
+/// The whole /proc/loadavg line's first three fields.
+std::string loadavg_text();
+
+/// Nearest-rank percentile `p` (0..100) of `xs` (sorted in place); 0 when empty.
+double percentile(std::vector<double>& xs, double p);
+double median(std::vector<double> xs);
+
+// -- counters -----------------------------------------------------------------------------
+
+/// A counter actors bump and the benchmark thread waits on.
+struct progress {
+  std::atomic<uint64_t> count{0};
+  std::atomic<uint64_t> target{~uint64_t{0}};
+  std::atomic<uint64_t> bad{0}; ///< answers that were not what the case expects, errors
+  std::mutex mtx;
+  std::condition_variable cv;
+
+  void bump(uint64_t n = 1);
+  /// Arms the next target `n` ahead of what was counted so far.
+  void arm(uint64_t n) { target.store(count.load() + n); }
+  /// Waits until the target is reached; false after `timeout_s` without it.
+  bool wait(double timeout_s = 120);
+  /// Waits until `count` >= `value`; false after `timeout_s`.
+  bool wait_for_count(uint64_t value, double timeout_s = 120);
+};
+
+// -- row groups ---------------------------------------------------------------------------
+
+/// P1, P1b, P7 (co_hosted.cpp): co-hosted router core and local route vs raw one-way.
+rows run_co_hosted(const options& opt, caf::actor_system& sys);
+/// P5 (channels.cpp): router-core cost per delivery with 10, 1,000, 100,000 open channels.
+rows run_channels(const options& opt, caf::actor_system& sys);
+/// P6 (memory.cpp): bytes per idle channel, queued delivery, in-flight leg.
+rows run_memory(const options& opt, caf::actor_system& sys);
+/// P4 (stop.cpp): how long a graceful stop holds beyond its slowest leg's landing.
+rows run_stop(const options& opt, caf::actor_system& sys);
+/// P2, P3 (loopback.cpp): pure client -> gateway and cross-silo over loopback TCP vs raw
+/// CAF io in the same actor systems.
+rows run_loopback(const options& opt);
+/// P8 (demo_rate.cpp): the highest cafmesh-demo rate with p99 <= 50 ms during the roll.
+rows run_demo_rates(const options& opt);
+
+} // namespace cafmesh::bench

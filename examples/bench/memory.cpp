@@ -1,0 +1,162 @@
+/// @file
+/// P6 (examples/bench/README.md): heap bytes the co-hosted router-core rig keeps per idle
+/// channel, per queued delivery and per leg in flight, from `mallinfo2()` deltas (bytes in
+/// use in every malloc arena plus mmapped blocks) taken once the actors are idle. Queued and
+/// in-flight figures are beyond the envelope: the heap bytes of one envelope held in a vector
+/// (its `sizeof` plus its strings) are subtracted.
+
+#include <malloc.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench.hpp"
+#include "rig.hpp"
+
+namespace cafmesh::bench {
+
+using namespace cafmesh::routing;
+
+namespace {
+
+double heap_in_use() {
+  auto mi = mallinfo2();
+  return static_cast<double>(mi.uordblks) + static_cast<double>(mi.hblkhd);
+}
+
+/// Lets the actors finish what is in their mailboxes (the gauge's and pool's notes arrive
+/// after the router core's turn), then asks the router core once more.
+void settle(core_rig& rig) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  rig.stats();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+std::vector<envelope> targets(const std::string& type, const std::string& prefix, uint64_t n) {
+  std::vector<envelope> xs;
+  xs.reserve(n);
+  for (uint64_t i = 0; i < n; ++i)
+    xs.push_back(make_proto(address{type, prefix + std::to_string(i), {}}));
+  return xs;
+}
+
+} // namespace
+
+rows run_memory(const options& opt, caf::actor_system& sys) {
+  const uint64_t n = opt.quick ? 5000 : 20000;
+  rows out;
+  // The envelope itself: one copy of the proto held in a vector, measured three times once
+  // the actors of earlier rows are gone (their teardown frees memory asynchronously).
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  std::vector<double> env_samples;
+  for (int k = 0; k < 3; ++k) {
+    auto proto = make_proto(address{"portal", "q", {}});
+    auto before = heap_in_use();
+    std::vector<envelope> xs;
+    xs.reserve(n);
+    for (uint64_t i = 0; i < n; ++i)
+      xs.push_back(proto);
+    env_samples.push_back((heap_in_use() - before) / static_cast<double>(n));
+  }
+  double envelope_bytes = median(env_samples);
+  nlohmann::json common{{"items", n},
+                        {"envelope_bytes", envelope_bytes},
+                        {"sizeof_envelope", sizeof(envelope)}};
+
+  // -- idle channels: C stream-routed deliveries to distinct targets, all landed ----------
+  {
+    core_rig rig{sys};
+    auto warm = protos_of(targets("portal", "w", 1000));
+    auto open = protos_of(targets("portal", "i", n));
+    bool ok = rig.deliver(1000, warm) && rig.wait_landed(1000);
+    settle(rig);
+    auto before = heap_in_use();
+    ok = ok && rig.deliver(n, open) && rig.wait_landed(1000 + n);
+    settle(rig);
+    auto st = rig.stats();
+    auto per = (heap_in_use() - before) / static_cast<double>(n);
+    if (!ok || st.channels != 0) {
+      out.push_back(failed_row("P6 idle channel", "bytes kept per idle channel",
+                               "legs did not land or channels stayed open"));
+    } else {
+      auto r = make_row("P6 idle channel", "heap bytes kept per idle channel", per, "B", 0,
+                        false);
+      r.detail = std::to_string(n) + " channels opened and landed; channels open after: "
+                 + std::to_string(st.channels);
+      r.data = common;
+      r.data["bytes_per_item"] = per;
+      out.push_back(std::move(r));
+    }
+  }
+
+  // -- queued deliveries: one channel whose head never lands, n deliveries behind it ------
+  {
+    rig_options ro;
+    ro.answer = [](const grain_id& g) {
+      return g.key == "portal/q" ? grain_answer::never : grain_answer::at_once;
+    };
+    core_rig rig{sys, ro};
+    auto head = protos_of({make_proto(address{"portal", "q", {}})});
+    bool ok = rig.deliver(1, head) && rig.grain_calls.wait_for_count(1, 30);
+    settle(rig);
+    auto before = heap_in_use();
+    ok = ok && rig.deliver(n, head);
+    settle(rig);
+    auto st = rig.stats();
+    auto per = (heap_in_use() - before) / static_cast<double>(n) - envelope_bytes;
+    if (!ok || st.queued < n) {
+      out.push_back(failed_row("P6 queued delivery", "bytes per queued delivery",
+                               "deliveries were not queued (" + std::to_string(st.queued)
+                                 + " queued)"));
+    } else {
+      auto r = make_row("P6 queued delivery", "heap bytes per queued delivery beyond envelope",
+                        per, "B", 64, false);
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%llu queued behind one held head; envelope %.0f B "
+                                     "subtracted (sizeof %zu)",
+                    static_cast<unsigned long long>(st.queued), envelope_bytes,
+                    sizeof(envelope));
+      r.detail = buf;
+      r.data = common;
+      r.data["bytes_per_item"] = per;
+      out.push_back(std::move(r));
+    }
+  }
+
+  // -- legs in flight: node legs whose grain call is never answered ------------------------
+  {
+    rig_options ro;
+    ro.answer = [](const grain_id&) { return grain_answer::never; };
+    core_rig rig{sys, ro};
+    auto legs = protos_of({make_proto(address{"node", "Org/Bench", {}})});
+    bool ok = rig.deliver(100, legs) && rig.grain_calls.wait_for_count(100, 30);
+    settle(rig);
+    auto before = heap_in_use();
+    ok = ok && rig.deliver(n, legs) && rig.grain_calls.wait_for_count(100 + n, 120);
+    settle(rig);
+    auto st = rig.stats();
+    auto per = (heap_in_use() - before) / static_cast<double>(n) - envelope_bytes;
+    if (!ok || st.in_flight < 100 + n) {
+      out.push_back(failed_row("P6 in-flight leg", "bytes per leg in flight",
+                               "legs were not all in flight (" + std::to_string(st.in_flight)
+                                 + ")"));
+    } else {
+      auto r = make_row("P6 in-flight leg", "heap bytes per leg in flight beyond envelope", per,
+                        "B", 256, false);
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%llu node legs waiting on their grain call; envelope "
+                                     "%.0f B subtracted",
+                    static_cast<unsigned long long>(st.in_flight), envelope_bytes);
+      r.detail = buf;
+      r.data = common;
+      r.data["bytes_per_item"] = per;
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+} // namespace cafmesh::bench

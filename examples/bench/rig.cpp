@@ -1,0 +1,224 @@
+#include "rig.hpp"
+
+#include <chrono>
+#include <deque>
+#include <thread>
+#include <utility>
+
+#include "cafmesh/config/mesh_config.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
+#include "cafmesh/routing/io_pool.hpp"
+#include "cafmesh/routing/router_core.hpp"
+#include "cafmesh/routing/routing_quiescence.hpp"
+
+namespace cafmesh::bench {
+
+using namespace cafmesh::routing;
+
+envelope make_proto(address target) {
+  envelope d;
+  d.id = "bench-1";
+  d.sender = address{"portal", "bench", {}};
+  d.target = std::move(target);
+  d.payload_type = "bench.ping";
+  d.payload_json = R"({"n":1})";
+  return d;
+}
+
+proto_list protos_of(std::vector<envelope> xs) {
+  return std::make_shared<const std::vector<envelope>>(std::move(xs));
+}
+
+caf::behavior bench_sink(caf::event_based_actor*, progress* p) {
+  return {
+    [=](hb_in_atom, const envelope&) { p->bump(); },
+  };
+}
+
+caf::behavior bench_driver(caf::stateful_actor<driver_state>* self, progress* answers) {
+  // Owned by the behavior; the response handlers use the raw pointer (no ownership cycle;
+  // they never run after the actor quit).
+  auto send_one_owner = std::make_shared<std::function<void()>>();
+  auto send_one = send_one_owner.get();
+  *send_one = [=] {
+    auto& st = self->state;
+    --st.remaining;
+    auto& protos = *st.protos;
+    const auto& proto = protos[st.next++ % protos.size()];
+    self->request(st.rs, caf::infinite, rs_deliver_atom::value, proto)
+      .then(
+        [=](const envelope& answer) {
+          if (answer.state != delivery_state::forwarded)
+            answers->bad.fetch_add(1);
+          answers->bump();
+          if (self->state.remaining > 0)
+            (*send_one)();
+        },
+        [=](caf::error&) {
+          answers->bad.fetch_add(1);
+          answers->bump();
+          if (self->state.remaining > 0)
+            (*send_one)();
+        });
+  };
+  return {
+    [=, keep = send_one_owner](bn_raw_atom, const caf::actor& dst, uint64_t n,
+                               const envelope& proto) {
+      for (uint64_t i = 0; i < n; ++i)
+        self->send(dst, hb_in_atom::value, proto);
+    },
+    [=](bn_req_atom, const routing_service_actor& rs, uint64_t n, const proto_list& protos,
+        uint64_t offset) {
+      auto& st = self->state;
+      st.rs = rs;
+      st.protos = protos;
+      st.next = offset;
+      st.remaining = n;
+      for (uint64_t i = 0; i < request_window && st.remaining > 0; ++i)
+        (*send_one)();
+    },
+  };
+}
+
+std::pair<double, double> raw_one_way_batch(caf::actor& drv, caf::actor& snk, progress& sunk,
+                                            uint64_t n, const envelope& proto) {
+  sunk.arm(n);
+  auto t0 = clock_type::now();
+  auto c0 = process_cpu_s();
+  caf::anon_send(drv, bn_raw_atom::value, snk, n, proto);
+  sunk.wait();
+  return {seconds_since(t0), process_cpu_s() - c0};
+}
+
+namespace {
+
+struct grains_state {
+  std::deque<std::pair<caf::typed_response_promise<envelope>, envelope>> held;
+  static inline const char* name = "bench.grains";
+};
+
+/// The fake grain port (see `grain_answer`).
+grain_port_actor::behavior_type
+fake_grains(grain_port_actor::stateful_pointer<grains_state> self, core_rig* rig,
+            std::function<grain_answer(const grain_id&)> answer) {
+  // The release message is not in the port's interface: it arrives as a default-handled
+  // message (typed actors in CAF 0.17 take unexpected messages through the default handler).
+  self->set_default_handler([=](caf::scheduled_actor*, caf::message_view& xs) -> caf::result<caf::message> {
+    auto msg = xs.copy_content_to_message();
+    uint64_t n = 0;
+    if (msg.match_elements<bn_release_atom, uint64_t>())
+      n = msg.get_as<uint64_t>(1);
+    auto& held = self->state.held;
+    uint64_t done = 0;
+    while (done < n && !held.empty()) {
+      auto [promise, d] = std::move(held.front());
+      held.pop_front();
+      d.state = delivery_state::processed;
+      promise.deliver(std::move(d));
+      ++done;
+    }
+    if (done > 0) {
+      rig->last_release_ns.store(clock_type::now().time_since_epoch().count());
+      rig->released.bump(done);
+    }
+    return caf::message{};
+  });
+  return {
+    [=](gp_deliver_atom, const grain_id& g, envelope& d) -> caf::result<envelope> {
+      rig->grain_calls.bump();
+      auto what = answer ? answer(g) : grain_answer::at_once;
+      if (what == grain_answer::never)
+        return caf::delegated<envelope>{};
+      if (what == grain_answer::on_release) {
+        auto promise = self->make_response_promise<envelope>();
+        self->state.held.emplace_back(promise, std::move(d));
+        return promise;
+      }
+      d.state = delivery_state::processed;
+      return std::move(d);
+    },
+    [](gp_invalidate_atom, const grain_id&) {},
+    [](gp_inval_silo_atom, const silo_address&) {},
+    [](gp_act_error_atom, const grain_id&) -> std::string { return {}; },
+  };
+}
+
+path_resolver_actor::behavior_type node_resolver(path_resolver_actor::pointer) {
+  return {
+    [](pr_resolve_atom, const std::string& path) {
+      resolve_result r;
+      if (path.rfind("node/", 0) == 0) {
+        r.found = true;
+        r.node_prefix = path.substr(5);
+      }
+      return r;
+    },
+  };
+}
+
+} // namespace
+
+core_rig::core_rig(caf::actor_system& sys, rig_options opts) : sys_(sys) {
+  silo_address silo{"127.0.0.1", 11111, 1};
+  config::mesh_config cfg;
+  cfg.routing.max_in_flight = opts.max_in_flight;
+  gauge_ = spawn_routing_quiescence(sys, {silo.to_string()});
+  pool_ = spawn_io_pool(sys, io_pool_options::from(cfg.pool, silo.to_string()));
+  grains_ = sys.spawn(fake_grains, this, opts.answer);
+  resolver_ = sys.spawn(node_resolver);
+  auto co = router_core_options::from(cfg, silo);
+  co.gauge = gauge_;
+  co.pool = pool_;
+  co.grains = grains_;
+  co.resolver = resolver_;
+  rc_ = spawn_router_core(sys, co);
+  auto ro = routing_service_options::from(cfg);
+  ro.role = config::process_role::silo_host;
+  ro.process_name = "bench";
+  ro.core = rc_;
+  rs_ = spawn_routing_service(sys, ro);
+  caf::anon_send(rc_, rc_locals_atom::value, caf::actor_cast<local_route_port_actor>(rs_));
+  drv_ = sys.spawn(bench_driver, &answers);
+  self_ = std::make_unique<caf::scoped_actor>(sys);
+}
+
+core_rig::~core_rig() {
+  for (auto h : {caf::actor_cast<caf::actor>(drv_), caf::actor_cast<caf::actor>(rs_),
+                 caf::actor_cast<caf::actor>(rc_), caf::actor_cast<caf::actor>(grains_),
+                 caf::actor_cast<caf::actor>(resolver_), caf::actor_cast<caf::actor>(pool_),
+                 caf::actor_cast<caf::actor>(gauge_)})
+    caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
+  self_.reset();
+}
+
+bool core_rig::deliver(uint64_t n, const proto_list& protos, uint64_t offset,
+                       double timeout_s) {
+  answers.arm(n);
+  caf::anon_send(drv_, bn_req_atom::value, rs_, n, protos, offset);
+  return answers.wait(timeout_s);
+}
+
+router_core_stats core_rig::stats() {
+  router_core_stats out;
+  (*self_)->request(rc_, caf::infinite, rc_stats_atom::value)
+    .receive([&](router_core_stats& x) { out = std::move(x); }, [&](caf::error&) {});
+  return out;
+}
+
+bool core_rig::wait_landed(uint64_t goal, double timeout_s) {
+  auto t0 = clock_type::now();
+  for (;;) {
+    auto st = stats();
+    if (st.landed >= goal)
+      return true;
+    if (st.terminal_events > st.landed || seconds_since(t0) > timeout_s)
+      return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void core_rig::release(uint64_t n) {
+  caf::anon_send(caf::actor_cast<caf::actor>(grains_), bn_release_atom::value, n);
+}
+
+} // namespace cafmesh::bench
