@@ -53,14 +53,14 @@ rows run_channels(const options& opt, caf::actor_system& sys) {
     // Warm-up on the measured targets, then the timed batches.
     uint64_t landed_goal = st0.landed;
     landed_goal += batch / 10;
-    bool ok = rig.deliver(batch / 10, m_protos) && rig.wait_landed(landed_goal);
+    bool ok = rig.deliver(batch / 10, m_protos) && rig.wait_landed(landed_goal, c + landed_goal);
     std::vector<double> walls, cpus;
     uint64_t offset = 0;
     for (int r = 0; r < reps && ok; ++r) {
       landed_goal += batch;
       auto t0 = clock_type::now();
       auto c0 = process_cpu_s();
-      ok = rig.deliver(batch, m_protos, offset) && rig.wait_landed(landed_goal);
+      ok = rig.deliver(batch, m_protos, offset) && rig.wait_landed(landed_goal, c + landed_goal);
       walls.push_back(seconds_since(t0) / batch * 1e6);
       cpus.push_back((process_cpu_s() - c0) / batch * 1e6);
       offset += batch;

@@ -78,7 +78,7 @@ rows run_co_hosted(const options& opt, caf::actor_system& sys) {
     landed_goal += n;
     auto t0 = clock_type::now();
     auto c0 = process_cpu_s();
-    bool ok = rig.deliver(n, core_protos) && rig.wait_landed(landed_goal);
+    bool ok = rig.deliver(n, core_protos) && rig.wait_landed(landed_goal, landed_goal);
     timing t{seconds_since(t0), process_cpu_s() - c0};
     if (!ok)
       core_ok = false;

@@ -205,8 +205,10 @@ router_core_stats core_rig::stats() {
   return out;
 }
 
-bool core_rig::wait_landed(uint64_t goal, double timeout_s) {
+bool core_rig::wait_landed(uint64_t goal, uint64_t calls, double timeout_s) {
   auto t0 = clock_type::now();
+  if (!grain_calls.wait_for_count(calls, timeout_s))
+    return false;
   for (;;) {
     auto st = stats();
     if (st.landed >= goal)

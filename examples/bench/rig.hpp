@@ -69,9 +69,11 @@ public:
   /// routing service and waits for the n answers (`forwarded`); false on a timeout.
   bool deliver(uint64_t n, const proto_list& protos, uint64_t offset = 0,
                double timeout_s = 300);
-  /// Waits until the router core counts `goal` landed legs (polled every 50 us: each
-  /// `rc_stats` is a router-core turn); false on a timeout or a leg that did not land.
-  bool wait_landed(uint64_t goal, double timeout_s = 300);
+  /// Waits until the fake grain port has seen `calls` calls, then until the router core
+  /// counts `goal` landed legs (polled every 50 us); false on a timeout or a leg that did
+  /// not land. Each `rc_stats` is a router-core turn whose snapshot of the dispatcher is
+  /// O(channels), so the poll starts only at the tail of a batch, once every call is out.
+  bool wait_landed(uint64_t goal, uint64_t calls, double timeout_s = 300);
   /// The router core's statistics.
   routing::router_core_stats stats();
   /// Answers the oldest `n` held promises (`grain_answer::on_release`).
