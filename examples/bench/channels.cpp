@@ -1,10 +1,10 @@
 /// @file
-/// P5 (examples/bench/README.md): the router core's cost per delivery while 10, 1,000 or
-/// 100,000 ordering channels are open. A channel exists while it has a leg (the dispatcher
-/// keeps no idle channel, docs/behaviour/routing.md#ordering), so the rig opens C channels
-/// with C stream-routed deliveries to distinct targets `portal/o{i}` whose pod-hub calls the
-/// fake grain port never answers; then it times deliveries round-robin over 100 other
-/// stream-routed targets `portal/m{j}` (answered at once) while the C legs stay in flight.
+/// P5 (examples/bench/README.md): the router core's cost per delivery while 10, 1,000 or 100,000
+/// ordering channels are open. A channel exists while it has a leg (the dispatcher keeps no idle
+/// channel, docs/behaviour/routing.md#the-ordered-dispatcher), so the rig opens C channels with C
+/// stream-routed deliveries to distinct targets `portal/o{i}` whose pod-hub calls the fake grain
+/// port never answers; then it times deliveries round-robin over 100 other stream-routed targets
+/// `portal/m{j}` (answered at once) while the C legs stay in flight.
 
 #include <algorithm>
 #include <cstdio>

@@ -46,7 +46,7 @@ rows run_co_hosted(const options& opt, caf::actor_system& sys) {
   auto raw_proto = make_proto(node_target);
 
   // The local route: a silo_host routing service whose route table maps the target to
-  // the sink (docs/behaviour/routing.md#the-routing-service, step 1).
+  // the sink (docs/behaviour/routing.md#the-entry, step 1).
   routing_service_options lo;
   lo.role = config::process_role::silo_host;
   lo.process_name = "bench-local";
@@ -164,7 +164,7 @@ rows run_co_hosted(const options& opt, caf::actor_system& sys) {
     }
     auto r = make_row("P1b", "co-hosted local route / raw one-way", median(p1b), "x", 0.33,
                       true);
-    // The goal: >= 0.33 in 9 of 10 runs.
+    // The goal: >= 0.33 in 9 of 10 runs.
     r.met = p1b.size() >= 10 && passing * 10 >= p1b.size() * 9;
     r.goal = ">= 0.33 in 9 of 10";
     char buf[80];

@@ -136,7 +136,8 @@ int main(int argc, char** argv) {
                          {"mode", opt.quick ? "quick" : "full"}};
   std::printf("cafmesh-bench (%s run), started %s\n", opt.quick ? "quick" : "full",
               machine["started_utc"].get<std::string>().c_str());
-  std::printf("CPU: %s, %d cores; CAF scheduler: %s\n", machine["cpu_model"].get<std::string>().c_str(),
+  std::printf("CPU: %s, %d cores; CAF scheduler: %s\n",
+              machine["cpu_model"].get<std::string>().c_str(),
               machine["cpus"].get<int>(), scheduler_line(sched).c_str());
   std::printf("load average before: %s\n", machine["load_before"].get<std::string>().c_str());
   std::fflush(stdout);

@@ -103,7 +103,8 @@ fake_grains(grain_port_actor::stateful_pointer<grains_state> self, core_rig* rig
             std::function<grain_answer(const grain_id&)> answer) {
   // The release message is not in the port's interface: it arrives as a default-handled
   // message (typed actors in CAF 0.17 take unexpected messages through the default handler).
-  self->set_default_handler([=](caf::scheduled_actor*, caf::message_view& xs) -> caf::result<caf::message> {
+  self->set_default_handler([=](caf::scheduled_actor*,
+                                caf::message_view& xs) -> caf::result<caf::message> {
     auto msg = xs.copy_content_to_message();
     uint64_t n = 0;
     if (msg.match_elements<bn_release_atom, uint64_t>())

@@ -5,7 +5,7 @@
 /// router core runs real legs through the real quiescence gauge and I/O pool against a fake
 /// path resolver (`node/{prefix}`) and a fake grain port (the node-hub and pod-hub calls),
 /// fed by a driver actor that keeps a window of `rs_deliver` requests outstanding
-/// (examples/bench/README.md "The co-hosted rig").
+/// (examples/bench/README.md "What each row measures", P1).
 
 #include <atomic>
 #include <cstdint>

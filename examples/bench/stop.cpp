@@ -1,11 +1,12 @@
 /// @file
-/// P4 (examples/bench/README.md): how long a graceful stop holds beyond the landing of its
-/// slowest leg. K node legs of the co-hosted rig wait on their grain calls; the quiescence
-/// participant (the silo's stage-Active observer, docs/behaviour/lifecycle.md#quiescence) is
-/// asked to stop its stage gracefully, and the fake grain port answers the K calls spread
-/// evenly over the next D ms in 100 steps (K/100 answers every D/100 ms), the last at D. The figure is the time from the fake port's
-/// last answer to the participant's answer of the stop (received by an actor that stamps
-/// it): the legs' landing in the router core, the gauge's release and the participant.
+/// P4 (examples/bench/README.md): how long a graceful stop holds beyond the landing of its slowest
+/// leg. K node legs of the co-hosted rig wait on their grain calls; the quiescence participant (the
+/// silo's stage-Active observer, docs/behaviour/quiescence.md#the-participant-at-stage-active) is
+/// asked to stop its stage gracefully, and the fake grain port answers the K calls spread evenly
+/// over the next D ms in 100 steps (K/100 answers every D/100 ms), the last at D. The figure is the
+/// time from the fake port's last answer to the participant's answer of the stop (received by an
+/// actor that stamps it): the legs' landing in the router core, the gauge's release and the
+/// participant.
 
 #include <algorithm>
 #include <atomic>
