@@ -43,7 +43,9 @@ function(cafmesh_add_test_suite name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LABELS;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE cafmesh::testing ${ARG_DEPS})
-  target_compile_options(${name} PRIVATE -Wall -Wextra -Winvalid-pch)
+  # A virtual-time run whose result nobody reads proves nothing: `run_until` is
+  # [[nodiscard]] and an ignored result does not compile (docs/testing.md#run-loop).
+  target_compile_options(${name} PRIVATE -Wall -Wextra -Winvalid-pch -Werror=unused-result)
   cafmesh_use_pch(${name})
   if(ARG_LABELS)
     doctest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}")

@@ -13,6 +13,7 @@
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/gateway_atoms.hpp"
+#include "cafmesh/routing/routing_grain.hpp"
 #include "cafmesh/routing/size_guard.hpp"
 
 namespace cafmesh::routing {
@@ -28,24 +29,6 @@ std::string owner_refusal_text(const std::string& addr, const activation_tag& ta
 namespace {
 
 using ms = std::chrono::milliseconds;
-
-// -- routing grain (SPEC §6.3) ---------------------------------------------------------
-
-caf::behavior routing_grain_behavior(caf::event_based_actor* self, silo_routing_slots_ptr slots) {
-  return {
-    [=](hg_route_atom, envelope& d, silo_address& client) -> caf::result<envelope> {
-      if (!slots->core) {
-        fault f{mesh_errc::silo_unavailable,
-                "silo " + slots->silo.to_string() + " has no router core; route elsewhere"};
-        f.silo = slots->silo;
-        return to_error(f);
-      }
-      self->delegate(caf::actor_cast<caf::actor>(slots->core), rc_grain_atom::value,
-                     std::move(d), std::move(client));
-      return caf::delegated<envelope>{};
-    },
-  };
-}
 
 // -- activation helpers ------------------------------------------------------------------
 

@@ -16,7 +16,7 @@
 #include "cafmesh/testing/placement_world.hpp"
 
 using namespace cafmesh;
-using namespace cafmesh::test;
+using namespace cafmesh::testing;
 using testing::fixture;
 
 namespace {

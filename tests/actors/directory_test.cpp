@@ -13,7 +13,7 @@
 
 using namespace std::chrono_literals;
 using namespace cafmesh;
-using namespace cafmesh::test;
+using namespace cafmesh::testing;
 
 namespace {
 
@@ -300,29 +300,29 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: register is first-wins, unregister ne
   auto p = spawn_probe();
   auto call = [&](auto... xs) { return make_call(b.addr, component::directory, xs...); };
   ask(p, a.mc, call(dir_register_atom::value, act(g, a.addr, 1)), "first");
-  run_until([&] { return probe_of(p).answers.size() == 1; });
+  REQUIRE(run_until([&] { return probe_of(p).answers.size() == 1; }));
   ask(p, c.mc, call(dir_register_atom::value, act(g, c.addr, 2)), "second");
   ask(p, c.mc, call(dir_register_atom::value, act(g2, c.addr, 3)), "other");
-  run_until([&] { return probe_of(p).answers.size() == 3; });
+  REQUIRE(run_until([&] { return probe_of(p).answers.size() == 3; }));
   auto& ans = probe_of(p).answers;
   CHECK(ans[0].reply.get_as<activation_address>(0) == act(g, a.addr, 1));
   CHECK(ans[1].reply.get_as<activation_address>(0) == act(g, a.addr, 1));
   CHECK(ans[2].reply.get_as<activation_address>(0) == act(g2, c.addr, 3));
   ask(p, a.mc, call(dir_unregister_atom::value, act(g, c.addr, 2)), "wrong unreg");
-  run_until([&] { return ans.size() == 4; });
+  REQUIRE(run_until([&] { return ans.size() == 4; }));
   ask(p, a.mc, call(dir_lookup_atom::value, g), "still");
-  run_until([&] { return ans.size() == 5; });
+  REQUIRE(run_until([&] { return ans.size() == 5; }));
   CHECK(ans[4].reply.get_as<lookup_result>(0).registered);
   CHECK(ans[4].reply.get_as<lookup_result>(0).address == act(g, a.addr, 1));
   ask(p, a.mc, call(dir_unregister_atom::value, act(g, a.addr, 1)), "right unreg");
-  run_until([&] { return ans.size() == 6; });
+  REQUIRE(run_until([&] { return ans.size() == 6; }));
   ask(p, a.mc, call(dir_lookup_atom::value, g), "gone");
-  run_until([&] { return ans.size() == 7; });
+  REQUIRE(run_until([&] { return ans.size() == 7; }));
   CHECK_FALSE(ans[6].reply.get_as<lookup_result>(0).registered);
   ask(p, a.mc, call(dir_unreg_silo_atom::value, c.addr), "unreg silo");
-  run_until([&] { return ans.size() == 8; });
+  REQUIRE(run_until([&] { return ans.size() == 8; }));
   ask(p, a.mc, call(dir_lookup_atom::value, g2), "g2");
-  run_until([&] { return ans.size() == 9; });
+  REQUIRE(run_until([&] { return ans.size() == 9; }));
   CHECK_FALSE(ans[8].reply.get_as<lookup_result>(0).registered);
 }
 
@@ -363,14 +363,14 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a leaving silo's partition hands its 
     gs.push_back(owned_by(ring, b.addr, i));
     caf::anon_send(user, user_reg_atom::value, act(gs.back(), a.addr, 100 + i));
   }
-  run_until([&] { return user_of(user).winners.size() == 12; });
+  REQUIRE(run_until([&] { return user_of(user).winners.size() == 12; }));
   hash_ring after{{a.addr, c.addr}};
   std::map<silo_address, size_t> expected;
   for (auto& g : gs)
     ++expected[*after.owner(g)];
   auto mark = w.net_state().trace.size();
   w.set_status(b.addr, silo_status::shutting_down);
-  run_until([&] { return false; }, 100ms);
+  run_up_to(100ms);
   // One hand-off frame (a one-way `directory send`) from b per new owner.
   size_t frames = 0;
   for (auto& kv : expected)
@@ -393,7 +393,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a leaving silo's partition hands its 
     us.cache.invalidate(g);
     caf::anon_send(user, user_lookup_atom::value, g);
   }
-  run_until([&] { return us.lookups.size() == 12; });
+  REQUIRE(run_until([&] { return us.lookups.size() == 12; }));
   REQUIRE(us.lookups.size() == 12);
   for (auto& l : us.lookups)
     CHECK(l.second.registered);
@@ -429,7 +429,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a partition hands the entries it does
   run();
   auto mark = w.net_state().trace.size();
   w.join_active(d.addr);
-  run_until([&] { return false; }, 100ms);
+  run_up_to(100ms);
   CHECK(w.net_state().count("Sa:11111@1 -> Sb:11111@2 #0 directory send +") == 1);
   CHECK(w.net_state().count("Sa:11111@1 -> Sc:11111@3 #0 directory send +") == 1);
   CHECK(frames_after(w, mark, "Sa:11111@1 -> ") == 2);
@@ -465,10 +465,10 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: every partition drops the entries of 
   caf::anon_send(user, user_reg_atom::value, act(ga, c.addr, 1));
   caf::anon_send(user, user_reg_atom::value, act(gb, c.addr, 2));
   caf::anon_send(user, user_reg_atom::value, act(owned_by(ring, b.addr, 1), b.addr, 3));
-  run_until([&] { return user_of(user).winners.size() == 3; });
+  REQUIRE(run_until([&] { return user_of(user).winners.size() == 3; }));
   w.set_status(c.addr, silo_status::stopping);
   caf::anon_send(w.oracle, mb_dead_atom::value, c.addr);
-  run_until([&] { return false; }, 100ms);
+  run_up_to(100ms);
   auto p = spawn_probe();
   ask(p, a.partition, caf::make_message(dir_entries_atom::value), "a");
   ask(p, b.partition, caf::make_message(dir_entries_atom::value), "b");
@@ -500,10 +500,10 @@ TEST_CASE_FIXTURE(dir_fixture, "S12.48 a snapshot in which silo B leaves drops e
     gs.push_back(owned_by(ring0, all[i / 10], i % 10));
     caf::anon_send(user, user_reg_atom::value, act(gs.back(), all[(i + i / 10) % 4], 1000 + i));
   }
-  run_until([&] { return us.winners.size() == 40; });
+  REQUIRE(run_until([&] { return us.winners.size() == 40; }));
   for (auto& g : gs)
     caf::anon_send(user, user_lookup_atom::value, g);
-  run_until([&] { return us.lookups.size() == 40; });
+  REQUIRE(run_until([&] { return us.lookups.size() == 40; }));
   REQUIRE(us.cache.size() == 40);
   CHECK(us.client.lookups_sent() == 40);
   CHECK(us.hits == 0);
@@ -524,7 +524,7 @@ TEST_CASE_FIXTURE(dir_fixture, "S12.48 a snapshot in which silo B leaves drops e
   REQUIRE(expected.size() < 40);
   us.dropped.clear();
   w.set_status(b.addr, silo_status::shutting_down);
-  run_until([&] { return false; }, 100ms);
+  run_up_to(100ms);
   std::set<grain_id> dropped;
   for (auto& x : us.dropped)
     dropped.insert(x.grain);
@@ -535,7 +535,7 @@ TEST_CASE_FIXTURE(dir_fixture, "S12.48 a snapshot in which silo B leaves drops e
   auto frames_before = w.net_state().requests_by_component[component::directory];
   for (auto& g : gs)
     caf::anon_send(user, user_lookup_atom::value, g);
-  run_until([&] { return us.lookups.size() == 80; });
+  REQUIRE(run_until([&] { return us.lookups.size() == 80; }));
   CHECK(us.hits == 40 - expected.size());
   CHECK(us.client.lookups_sent() - lookups_before == expected.size());
   uint64_t remote = 0;
@@ -576,7 +576,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: the resolver sends stateless workers 
   CHECK(w.net_state().frames_sent == frames0);
   // A previous-build silo without the bypass: one ring lookup, answered not_registered.
   caf::anon_send(old_build, user_lookup_atom::value, grain_id{"routing", "default"});
-  run_until([&] { return user_of(old_build).lookups.size() == 1; });
+  REQUIRE(run_until([&] { return user_of(old_build).lookups.size() == 1; }));
   auto& ob = user_of(old_build);
   CHECK(ob.client.lookups_sent() == 1);
   CHECK_FALSE(ob.lookups[0].second.registered);
@@ -598,7 +598,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a lookup at a stalled owner fails aft
   auto g = owned_by(hash_ring{{a.addr, b.addr}}, b.addr);
   auto t0 = now_ms();
   caf::anon_send(user, user_lookup_atom::value, g);
-  run_until([&] { return !user_of(user).errors.empty(); });
+  REQUIRE(run_until([&] { return !user_of(user).errors.empty(); }));
   auto& us = user_of(user);
   REQUIRE(us.errors.size() == 1);
   CHECK(us.errors[0].first - t0 == 5000);
@@ -698,7 +698,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a restarted silo's partition keeps a 
   auto c_addr = c.addr;
   w.kill(c_addr);
   caf::anon_send(w.oracle, mb_dead_atom::value, c_addr);
-  run_until([] { return false; }, 100ms);
+  run_up_to(100ms);
   // C restarts with the next generation. Its partition is not subscribed to its agent: the
   // test hands it its snapshots itself, after the hand-offs from A and B have reached it.
   auto c2 = w.add_silo("c", 11111);
@@ -717,7 +717,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a restarted silo's partition keeps a 
     regs.push_back(act(owned_by(final_ring, c2, i), i % 2 == 0 ? a.addr : b.addr, 100 + i));
     caf::anon_send(user, user_reg_atom::value, regs.back());
   }
-  run_until([&] { return user_of(user).winners.size() == 6; });
+  REQUIRE(run_until([&] { return user_of(user).winners.size() == 6; }));
   std::sort(regs.begin(), regs.end(),
             [](const activation_address& x, const activation_address& y) { return x.grain < y.grain; });
   auto winners = user_of(user).winners;
@@ -729,7 +729,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a restarted silo's partition keeps a 
   caf::anon_send(c2_agent, mb_join_atom::value, default_manifest(), true);
   run();
   caf::anon_send(c2_agent, mb_status_atom::value, silo_status::active);
-  run_until([] { return false; }, 100ms);
+  run_up_to(100ms);
   auto to_c2 = " -> " + c2.to_string() + " #0 directory send";
   CHECK(lines_after(w, mark, " deliver ", to_c2) >= 1);
   CHECK(entries_of(*this, c2_part).size() == 6);
@@ -747,9 +747,9 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a restarted silo's partition keeps a 
   REQUIRE(active.version > joining.version);
   mark = w.net_state().trace.size();
   caf::anon_send(c2_part, mb_snapshot_atom::value, joining);
-  run_until([] { return false; }, 100ms);
+  run_up_to(100ms);
   caf::anon_send(c2_part, mb_snapshot_atom::value, active);
-  run_until([] { return false; }, 100ms);
+  run_up_to(100ms);
   // Nothing bounced: C2 sent no hand-off, A and B hold none of C2's entries, C2 holds all.
   CHECK(lines_after(w, mark, c2.to_string() + " -> ", "directory send +") == 0);
   auto held = entries_of(*this, c2_part);
@@ -762,7 +762,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a restarted silo's partition keeps a 
     us.cache.invalidate(x.grain);
     caf::anon_send(user, user_lookup_atom::value, x.grain);
   }
-  run_until([&] { return us.lookups.size() == 6; });
+  REQUIRE(run_until([&] { return us.lookups.size() == 6; }));
   REQUIRE(us.lookups.size() == 6);
   std::vector<activation_address> found;
   for (auto& l : us.lookups) {
@@ -799,7 +799,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off from an older ring is forw
                  c.addr, 7);
   auto mark = w.net_state().trace.size();
   send_handoff(a.partition, c.addr, 1, {e_b});
-  run_until([] { return false; }, 100ms);
+  run_up_to(100ms);
   CHECK(lines_after(w, mark, "Sa:11111@1 -> Sb:11111@2 #0 directory send +", "") == 1);
   CHECK(lines_after(w, mark, "directory send +", "") == 1);
   CHECK(entries_of(*this, a.partition).empty());
@@ -814,17 +814,17 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off from an older ring is forw
                                     : std::vector<activation_address>{e_d, e_b};
   mark = w.net_state().trace.size();
   send_handoff(b.partition, a.addr, v + 1, {e_d});
-  run_until([] { return false; }, 100ms);
+  run_up_to(100ms);
   CHECK(lines_after(w, mark, "directory send +", "") == 0);
   CHECK(entries_of(*this, b.partition) == both);
   // ... through D's Joining snapshot (version v + 1, not newer than the entry's ring), and
   // hands it to D, its owner, at the first newer ring (D Active, version v + 2).
   caf::anon_send(d.agent, mb_join_atom::value, default_manifest(), true);
-  run_until([] { return false; }, 100ms);
+  run_up_to(100ms);
   CHECK(lines_after(w, mark, "directory send +", "") == 0);
   CHECK(entries_of(*this, b.partition) == both);
   w.set_status(d.addr, silo_status::active);
-  run_until([] { return false; }, 100ms);
+  run_up_to(100ms);
   CHECK(lines_after(w, mark, "Sb:11111@2 -> Sd:11111@4 #0 directory send +", "") == 1);
   CHECK(entries_of(*this, b.partition) == std::vector<activation_address>{e_b});
   auto at_d = entries_of(*this, d.partition);
@@ -846,7 +846,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off entry colliding with a reg
   auto g = find_key([&](const grain_id& x) { return ring.owner(x) == c.addr; });
   auto registered = act(g, b.addr, 2);
   caf::anon_send(user, user_reg_atom::value, registered);
-  run_until([&] { return user_of(user).winners.size() == 1; });
+  REQUIRE(run_until([&] { return user_of(user).winners.size() == 1; }));
   // A hand-off (from the current ring) brings another activation of the same grain, on A.
   auto other = act(g, a.addr, 1);
   auto p = spawn_probe();
@@ -854,7 +854,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off entry colliding with a reg
   run();
   auto v = probe_of(p).answers.at(0).reply.get_as<membership_snapshot>(0).version;
   send_handoff(c.partition, a.addr, v, {other});
-  run_until([] { return false; }, 100ms);
+  run_up_to(100ms);
   CHECK(entries_of(*this, c.partition) == std::vector<activation_address>{registered});
   // A's catalog hears `(dir_lost, loser, winner)` exactly once.
   auto& got = state_of<echo_state>(cat_a).received;
@@ -865,7 +865,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off entry colliding with a reg
   CHECK(logs.count("hand-off of " + other.to_string() + " lost to " + registered.to_string()) == 1);
   // The same entry again is no collision: nothing more is sent.
   send_handoff(c.partition, a.addr, v, {registered});
-  run_until([] { return false; }, 100ms);
+  run_up_to(100ms);
   CHECK(got.size() == 1);
 }
 
@@ -893,7 +893,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off of another directory proto
   // A later version.
   caf::anon_send(b.partition, dir_handoff_atom::value, uint32_t{3}, a.addr, v,
                  std::vector<activation_address>{e});
-  run_until([] { return false; }, 100ms);
+  run_up_to(100ms);
   CHECK(entries_of(*this, b.partition).empty());
   CHECK(lines_after(w, mark, "directory send +", "") == 0);
   auto at_b = "[" + b.addr.to_string() + "] ";
@@ -909,7 +909,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off of another directory proto
         == 1);
   // The same entries in this build's protocol are kept.
   send_handoff(b.partition, a.addr, v, {e, e2});
-  run_until([] { return false; }, 100ms);
+  run_up_to(100ms);
   auto both = e.grain < e2.grain ? std::vector<activation_address>{e, e2}
                                  : std::vector<activation_address>{e2, e};
   CHECK(entries_of(*this, b.partition) == both);
@@ -946,10 +946,10 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: when a killed silo restarts, a peer's
     all.insert(all.end(), v->begin(), v->end());
   for (auto& x : all)
     caf::anon_send(user, user_reg_atom::value, x);
-  run_until([&] { return us.winners.size() == all.size(); });
+  REQUIRE(run_until([&] { return us.winners.size() == all.size(); }));
   for (auto& x : all)
     caf::anon_send(user, user_lookup_atom::value, x.grain);
-  run_until([&] { return us.lookups.size() == all.size(); });
+  REQUIRE(run_until([&] { return us.lookups.size() == all.size(); }));
   REQUIRE(us.cache.size() == all.size());
   // C is killed and restarts with the next generation; its join supersedes C1 (Dead in the
   // same snapshot that adds C2 as Joining).
@@ -957,7 +957,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: when a killed silo restarts, a peer's
   auto& c2 = w.restart(c1);
   REQUIRE(c2.addr.generation > c1.generation);
   caf::anon_send(c2.agent, mb_join_atom::value, default_manifest(), true);
-  run_until([] { return false; }, 100ms);
+  run_up_to(100ms);
   // Dropped: every entry on C1 and every entry C1 owned; the rest survive.
   std::set<grain_id> dropped, expected;
   for (auto& x : us.dropped)
@@ -974,13 +974,13 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: when a killed silo restarts, a peer's
   us.lookups.clear();
   for (auto& x : on_c)
     caf::anon_send(user, user_lookup_atom::value, x.grain);
-  run_until([&] { return us.lookups.size() == on_c.size(); });
+  REQUIRE(run_until([&] { return us.lookups.size() == on_c.size(); }));
   for (auto& l : us.lookups)
     CHECK_FALSE(l.second.registered);
   CHECK(lines_after(w, mark, "-> " + c1.to_string(), "") == 0);
   // Once C2 is Active the client's ring names C2, never C1.
   w.set_status(c2.addr, silo_status::active);
-  run_until([] { return false; }, 100ms);
+  run_up_to(100ms);
   CHECK(us.client.ring() == hash_ring{{a.addr, b.addr, c2.addr}});
   for (auto& m : us.client.ring().members())
     CHECK(m != c1);

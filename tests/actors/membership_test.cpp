@@ -11,7 +11,7 @@
 
 using namespace std::chrono_literals;
 using namespace cafmesh;
-using namespace cafmesh::test;
+using namespace cafmesh::testing;
 
 namespace {
 
@@ -361,7 +361,7 @@ TEST_CASE_FIXTURE(mb_fixture, "membership: a restarted silo gets the next genera
   run();
   ask(p, a.mc, make_call(b_old, component::test, echo_atom::value, 1), "old");
   ask(p, a.mc, make_call(b_new.addr, component::test, echo_atom::value, 2), "new");
-  run_until([&] { return probe_of(p).answers.size() == 3; });
+  REQUIRE(run_until([&] { return probe_of(p).answers.size() == 3; }));
   auto& ans = probe_of(p).answers;
   REQUIRE(ans.size() == 3);
   CHECK(ans[1].tag == "old");

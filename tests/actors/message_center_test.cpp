@@ -11,7 +11,7 @@
 
 using namespace std::chrono_literals;
 using namespace cafmesh;
-using namespace cafmesh::test;
+using namespace cafmesh::testing;
 
 namespace {
 
@@ -43,7 +43,7 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: a remote call crosses the sim net
   auto p = spawn_probe();
   run();
   ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 21), "call");
-  run_until([&] { return !probe_of(p).answers.empty(); });
+  REQUIRE(run_until([&] { return !probe_of(p).answers.empty(); }));
   auto& ans = probe_of(p).answers;
   REQUIRE(ans.size() == 1);
   CHECK(ans[0].t_ms == 6);
@@ -81,7 +81,7 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: a component's fault crosses the w
   auto p = spawn_probe();
   run();
   ask(p, w.centres[a], make_call(b, component::test, fail_atom::value, std::string("queue full")), "f");
-  run_until([&] { return !probe_of(p).answers.empty(); });
+  REQUIRE(run_until([&] { return !probe_of(p).answers.empty(); }));
   auto& ans = probe_of(p).answers;
   REQUIRE(ans.size() == 1);
   CHECK(ans[0].t_ms == 2);
@@ -98,7 +98,7 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: an unregistered component answers
   run();
   ask(p, w.centres[a], make_call(b, component::catalog, echo_atom::value, 1), "remote");
   ask(p, w.centres[a], make_call(a, component::catalog, echo_atom::value, 1), "local");
-  run_until([&] { return probe_of(p).answers.size() == 2; });
+  REQUIRE(run_until([&] { return probe_of(p).answers.size() == 2; }));
   auto& ans = probe_of(p).answers;
   REQUIRE(ans.size() == 2);
   CHECK(ans[0].tag == "local");
@@ -123,7 +123,7 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: blocking refuses application comp
   run();
   ask(p, w.centres[a], make_call(b, component::activation, echo_atom::value, 1), "app");
   ask(p, w.centres[a], make_call(b, component::directory, echo_atom::value, 2), "sys");
-  run_until([&] { return probe_of(p).answers.size() == 2; });
+  REQUIRE(run_until([&] { return probe_of(p).answers.size() == 2; }));
   auto& ans = probe_of(p).answers;
   REQUIRE(ans.size() == 2);
   CHECK(ans[0].tag == "app");
@@ -172,7 +172,7 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: a call to a silo the network neve
   run();
   silo_address ghost{"ghost", 1, 99};
   ask(p, w.centres[a], make_call(ghost, component::test, echo_atom::value, 1), "ghost");
-  run_until([&] { return !probe_of(p).answers.empty(); });
+  REQUIRE(run_until([&] { return !probe_of(p).answers.empty(); }));
   auto& ans = probe_of(p).answers;
   REQUIRE(ans.size() == 1);
   CHECK(ans[0].t_ms == 2);
@@ -193,7 +193,7 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: a frame for an earlier generation
   caf::anon_send(w.net, sim_attach_atom::value, old_b, w.centres[b]);
   run();
   ask(p, w.centres[a], make_call(old_b, component::test, echo_atom::value, 1), "old");
-  run_until([&] { return !probe_of(p).answers.empty(); });
+  REQUIRE(run_until([&] { return !probe_of(p).answers.empty(); }));
   auto& ans = probe_of(p).answers;
   REQUIRE(ans.size() == 1);
   CHECK(fault_of(ans[0].error).code == mesh_errc::departed_silo);
@@ -228,7 +228,7 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: a request to a killed silo bounce
   caf::anon_send(w.net, sim_kill_atom::value, b);
   run();
   ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 1), "killed");
-  run_until([&] { return !probe_of(p).answers.empty(); });
+  REQUIRE(run_until([&] { return !probe_of(p).answers.empty(); }));
   auto& ans = probe_of(p).answers;
   REQUIRE(ans.size() == 1);
   CHECK(ans[0].t_ms == 3);
@@ -298,7 +298,7 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: a call whose time-to-live ran out
   ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 6), "unbounded");
   run_for(10s);
   caf::anon_send(w.net, sim_unstall_atom::value, b);
-  run_until([&] { return probe_of(p).answers.size() == 2; });
+  REQUIRE(run_until([&] { return probe_of(p).answers.size() == 2; }));
   auto& ans = probe_of(p).answers;
   REQUIRE(ans.size() == 2);
   CHECK(ans[0].tag == "bounded");
@@ -321,7 +321,7 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: a call whose time-to-live ran out
   // The expired request's answer freed a's pending call; b counted it.
   ask(p, w.centres[b], caf::make_message(mc_stats_atom::value), "stats b");
   ask(p, w.centres[a], caf::make_message(mc_stats_atom::value), "stats a");
-  run_until([&] { return probe_of(p).answers.size() == 4; });
+  REQUIRE(run_until([&] { return probe_of(p).answers.size() == 4; }));
   REQUIRE(ans.size() == 4);
   REQUIRE(ans[2].reply.match_elements<message_center_stats>());
   CHECK(ans[2].reply.get_as<message_center_stats>(0).expired == 1);

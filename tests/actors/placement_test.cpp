@@ -17,7 +17,7 @@
 
 using namespace std::chrono_literals;
 using namespace cafmesh;
-using namespace cafmesh::test;
+using namespace cafmesh::testing;
 
 namespace {
 

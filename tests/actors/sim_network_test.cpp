@@ -12,7 +12,7 @@
 
 using namespace std::chrono_literals;
 using namespace cafmesh;
-using namespace cafmesh::test;
+using namespace cafmesh::testing;
 
 namespace {
 
@@ -77,7 +77,7 @@ TEST_CASE_FIXTURE(net_fixture, "sim_network: latencies stay within [1, 5] ms and
   run();
   for (int i = 0; i < 200; ++i)
     caf::anon_send(w.centres[a], mc_send_atom::value, b, component::test, caf::make_message(i));
-  run_until([&] { return state_of<echo_state>(e).received.size() == 200; });
+  REQUIRE(run_until([&] { return state_of<echo_state>(e).received.size() == 200; }));
   auto& rec = state_of<echo_state>(e).received;
   REQUIRE(rec.size() == 200);
   for (int i = 0; i < 200; ++i)
@@ -123,7 +123,7 @@ TEST_CASE_FIXTURE(net_fixture, "sim_network: the order of deliveries on a link e
     caf::anon_send(w.centres[a], mc_send_atom::value, b, component::test, caf::make_message(i));
     run_for(1ms);
   }
-  run_until([&] { return state_of<echo_state>(e).received.size() == 50; });
+  REQUIRE(run_until([&] { return state_of<echo_state>(e).received.size() == 50; }));
   auto& rec = state_of<echo_state>(e).received;
   REQUIRE(rec.size() == 50);
   for (int i = 0; i < 50; ++i)
@@ -159,7 +159,7 @@ TEST_CASE_FIXTURE(net_fixture, "sim_network: a stall holds frames to and from th
   CHECK(probe_of(p).answers.empty());
   CHECK(w.net_state().count(" hold ") == 2);
   caf::anon_send(w.net, sim_unstall_atom::value, b);
-  run_until([&] { return probe_of(p).answers.size() == 2; });
+  REQUIRE(run_until([&] { return probe_of(p).answers.size() == 2; }));
   auto& ans = probe_of(p).answers;
   REQUIRE(ans.size() == 2);
   // Released at 10,000 ms; each reply takes one more 2 ms hop.
@@ -188,7 +188,7 @@ TEST_CASE_FIXTURE(net_fixture, "sim_network: a partition holds frames between tw
   CHECK(ans[0].tag == "c->b");
   CHECK(ans[0].t_ms == 2);
   caf::anon_send(w.net, sim_heal_atom::value, b, a);
-  run_until([&] { return ans.size() == 2; });
+  REQUIRE(run_until([&] { return ans.size() == 2; }));
   REQUIRE(ans.size() == 2);
   CHECK(ans[1].tag == "a->b");
   CHECK(ans[1].t_ms == 5001);
@@ -221,7 +221,7 @@ TEST_CASE_FIXTURE(net_fixture, "sim_network: drop by rule or predicate discards 
   ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 1), "d1", 1000);
   ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 2), "d2", 1000);
   ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 3), "ok", 1000);
-  run_until([&] { return probe_of(p).answers.size() == 4; });
+  REQUIRE(run_until([&] { return probe_of(p).answers.size() == 4; }));
   auto& ans = probe_of(p).answers;
   REQUIRE(ans.size() == 4);
   CHECK(ans[0].tag == "ok");
@@ -246,7 +246,7 @@ TEST_CASE_FIXTURE(net_fixture, "sim_network: an announced type survives the seri
   run();
   ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, grain_id{"messagehub", "Org/Acme"}), "grain");
   ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, unannounced{3}), "bad");
-  run_until([&] { return probe_of(p).answers.size() == 2; });
+  REQUIRE(run_until([&] { return probe_of(p).answers.size() == 2; }));
   auto& ans = probe_of(p).answers;
   REQUIRE(ans.size() == 2);
   CHECK(ans[0].tag == "bad");
@@ -269,7 +269,7 @@ TEST_CASE_FIXTURE(net_fixture, "sim_network: a reply holding an unannounced type
   auto p = spawn_probe();
   run();
   ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 5), "bad reply");
-  run_until([&] { return !probe_of(p).answers.empty(); });
+  REQUIRE(run_until([&] { return !probe_of(p).answers.empty(); }));
   auto& ans = probe_of(p).answers;
   REQUIRE(ans.size() == 1);
   CHECK(ans[0].t_ms == 4);
@@ -294,7 +294,7 @@ uint64_t exchange_digest(testing::fixture& fx, uint64_t seed) {
         caf::anon_send(p, probe_ask_atom::value, w.centres[from],
                        make_call(to, component::test, echo_atom::value, n++), int64_t{60000},
                        std::string("x"));
-  fx.run_until([&] { return fx.state_of<probe_state>(p).answers.size() == 36; });
+  REQUIRE(fx.run_until([&] { return fx.state_of<probe_state>(p).answers.size() == 36; }));
   REQUIRE(fx.state_of<probe_state>(p).answers.size() == 36);
   return w.net_state().trace_digest();
 }

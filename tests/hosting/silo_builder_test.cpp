@@ -54,7 +54,7 @@ std::shared_ptr<testing::reply<std::string>> ask_request(testing::fixture& fx, P
   auto r = testing::ask<std::string>(fx, p.entry(), routing::ce_request_atom::value,
                                      address::from(target), std::string{"request"},
                                      std::string{"{\"n\":1}"}, int64_t{30000}, false);
-  fx.run_until([&] { return r->done; }, std::chrono::minutes(1));
+  REQUIRE(fx.run_until([&] { return r->done; }, std::chrono::minutes(1)));
   return r;
 }
 
@@ -87,7 +87,7 @@ TEST_CASE("silo_builder: a typed grain answers, a hub answers a request, the sto
       ref.request(self, add_atom::value, n).then([=](int64_t total) { *out = total; });
     });
     fx.track(a);
-    fx.run_until([&] { return *out >= 0; }, std::chrono::minutes(1));
+    REQUIRE(fx.run_until([&] { return *out >= 0; }, std::chrono::minutes(1)));
     return *out;
   };
   CHECK(call(2) == 2);

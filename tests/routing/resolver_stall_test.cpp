@@ -10,7 +10,7 @@
 #include "cafmesh/testing/silo_world.hpp"
 
 using namespace cafmesh;
-using namespace cafmesh::test;
+using namespace cafmesh::testing;
 using testing::fixture;
 
 namespace {

@@ -3,7 +3,7 @@
 
 #include "router_fakes.hpp"
 
-using namespace rtest;
+using namespace cafmesh::testing::router_bed;
 using cafmesh::testing::fixture;
 using lvl = cafmesh::log::level;
 
@@ -15,11 +15,11 @@ bool contains(const std::string& hay, const std::string& needle) {
 
 void settle(fixture& fx, bed& b, std::chrono::milliseconds cap = 120s) {
   fx.run();
-  fx.run_until([&] {
-    auto st = b.stats();
-    return st.in_flight == 0 && st.nacks_alive == 0;
-  },
-               cap);
+  REQUIRE(fx.run_until([&] {
+            auto st = b.stats();
+            return st.in_flight == 0 && st.nacks_alive == 0;
+          },
+                       cap));
 }
 
 std::vector<std::string> attempt_ids(bed& b) {

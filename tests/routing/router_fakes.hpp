@@ -29,7 +29,7 @@
 #include "cafmesh/routing/size_guard.hpp"
 #include "cafmesh/testing/fixture.hpp"
 
-namespace rtest {
+namespace cafmesh::testing::router_bed {
 
 using namespace cafmesh;
 using namespace cafmesh::routing;
@@ -534,4 +534,4 @@ inline fault deactivated(tri_bool recorded, std::string text = "activation is go
   return f;
 }
 
-} // namespace rtest
+} // namespace cafmesh::testing::router_bed

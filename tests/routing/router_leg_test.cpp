@@ -3,7 +3,7 @@
 
 #include "router_fakes.hpp"
 
-using namespace rtest;
+using namespace cafmesh::testing::router_bed;
 using cafmesh::testing::fixture;
 using lvl = cafmesh::log::level;
 
@@ -17,11 +17,11 @@ bool contains(const std::string& hay, const std::string& needle) {
 void route_and_settle(fixture& fx, bed& b, const envelope& e, std::chrono::milliseconds cap = 120s) {
   b.route(e);
   fx.run();
-  fx.run_until([&] {
-    auto st = b.stats();
-    return st.in_flight == 0 && st.nacks_alive == 0;
-  },
-               cap);
+  REQUIRE(fx.run_until([&] {
+            auto st = b.stats();
+            return st.in_flight == 0 && st.nacks_alive == 0;
+          },
+                       cap));
 }
 
 /// The single NACK at the sender's local route.
@@ -215,7 +215,7 @@ TEST_CASE_FIXTURE(fixture, "router: the S12.26 leg logic with a fake port timing
   run_to(t1 + 40000);
   CHECK(u.grain().attempts.size() == 2);
   caf::anon_send(u.grains, ft_unstall_atom::value);
-  run_until([&] { return u.stats().in_flight == 0; }, 120s);
+  REQUIRE(run_until([&] { return u.stats().in_flight == 0; }, 120s));
   CHECK(u.grain().attempts.size() == 2);
   CHECK(u.stats().landed == 1);
   CHECK(u.local_nacks().empty());

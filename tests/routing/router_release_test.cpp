@@ -7,7 +7,7 @@
 
 #include "cafmesh/testing/ask.hpp"
 
-using namespace rtest;
+using namespace cafmesh::testing::router_bed;
 using cafmesh::testing::fixture;
 
 namespace {
@@ -37,10 +37,10 @@ TEST_CASE_FIXTURE(fixture, "router: q_end_legs ends every leg that has not lande
   run();
   REQUIRE(b.stats().in_flight == 4);
   REQUIRE(b.grain().attempts.size() == 2); // h1 and n1; q1 and s1 wait behind h1
-  auto residual = rtest::ask<std::vector<std::string>>(*this, b.rc, routing::q_end_legs_atom::value,
+  auto residual = cafmesh::testing::router_bed::ask<std::vector<std::string>>(*this, b.rc, routing::q_end_legs_atom::value,
                                                 std::string{"non-graceful stop"});
   CHECK(residual == std::vector<std::string>{"h1", "q1", "n1", "s1"});
-  auto out = rtest::ask<caf::ok_atom>(*this, b.rc, routing::q_nacks_out_atom::value);
+  auto out = cafmesh::testing::router_bed::ask<caf::ok_atom>(*this, b.rc, routing::q_nacks_out_atom::value);
   (void) out;
   auto nacks = b.local_nacks();
   REQUIRE(nacks.size() == 3);
@@ -79,7 +79,7 @@ TEST_CASE_FIXTURE(fixture, "router: q_end_legs ends a response that has not left
   run();
   REQUIRE(b.stats().in_flight == 1);
   REQUIRE(b.grain().attempts.size() == 1);
-  auto residual = rtest::ask<std::vector<std::string>>(
+  auto residual = cafmesh::testing::router_bed::ask<std::vector<std::string>>(
     *this, b.rc, routing::q_end_legs_atom::value, std::string{"non-graceful stop"});
   CHECK(residual == std::vector<std::string>{"req-7-response"});
   run();
@@ -108,7 +108,7 @@ TEST_CASE_FIXTURE(fixture, "router: after the stopping signal a leg cancelled by
   b.route(bed::make("q1", "cache/one"));
   b.route(bed::make("q2", "cache/one"));
   run();
-  auto ok = rtest::ask<caf::ok_atom>(*this, b.rc, lifecycle::host_stopping_atom::value);
+  auto ok = cafmesh::testing::router_bed::ask<caf::ok_atom>(*this, b.rc, lifecycle::host_stopping_atom::value);
   (void) ok;
   auto drain = testing::ask<uint64_t>(*this, b.pool, routing::pool_drain_atom::value);
   run_to(8000);
@@ -144,7 +144,7 @@ TEST_CASE_FIXTURE(fixture, "router: NACKs of a stop that cannot leave within the
   for (int i = 0; i < 22; ++i)
     b.route(bed::make("d" + std::to_string(i), "node/Org/N" + std::to_string(i)));
   run();
-  auto residual = rtest::ask<std::vector<std::string>>(*this, b.rc, routing::q_end_legs_atom::value,
+  auto residual = cafmesh::testing::router_bed::ask<std::vector<std::string>>(*this, b.rc, routing::q_end_legs_atom::value,
                                                 std::string{"hold budget expired"});
   CHECK(residual.size() == 22);
   auto out = testing::ask<caf::ok_atom>(*this, b.rc, routing::q_nacks_out_atom::value);

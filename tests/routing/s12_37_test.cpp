@@ -5,7 +5,7 @@
 
 #include "stream_world.hpp"
 
-using namespace swtest;
+using namespace cafmesh::testing::stream_bed;
 using cafmesh::testing::fixture;
 
 TEST_CASE_FIXTURE(fixture, "S12.37 a NACK delivered over both the pod hub and the stream transport reaches the application once and a late NACK after the response is dropped") {

@@ -16,7 +16,7 @@
 #include "cafmesh/testing/entry_world.hpp"
 
 using namespace cafmesh;
-using namespace cafmesh::test;
+using namespace cafmesh::testing;
 using namespace std::chrono_literals;
 
 namespace {

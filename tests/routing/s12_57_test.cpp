@@ -20,7 +20,7 @@
 
 using namespace cafmesh;
 using namespace cafmesh::routing;
-using namespace cafmesh::test;
+using namespace cafmesh::testing;
 using namespace std::chrono_literals;
 
 namespace {

@@ -16,7 +16,7 @@
 #include "cafmesh/routing/router_core_actor.hpp"
 #include "cafmesh/testing/silo_world.hpp"
 
-namespace cafmesh::test {
+namespace cafmesh::testing {
 
 /// The active set as `s`'s placement sees it (the ring's members, SPEC §5.1).
 inline std::vector<silo_address> ring_of(silo_world& w, const silo_address& s) {
@@ -156,4 +156,4 @@ inline bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-} // namespace cafmesh::test
+} // namespace cafmesh::testing

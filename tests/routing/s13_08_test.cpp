@@ -6,7 +6,7 @@
 
 #include "cafmesh/routing/retry_policy.hpp"
 
-using namespace rtest;
+using namespace cafmesh::testing::router_bed;
 using cafmesh::testing::fixture;
 
 TEST_CASE_FIXTURE(fixture, "S13.08 a router core at routing.max_in_flight refuses the next delivery unavailable with overloaded and retry_after_ms before acceptance, accepts again once legs end, and never refuses an accepted delivery") {

@@ -9,7 +9,7 @@
 #include "cafmesh/testing/silo_world.hpp"
 
 using namespace cafmesh;
-using namespace cafmesh::test;
+using namespace cafmesh::testing;
 namespace ev = cafmesh::lifecycle::silo_event_text;
 using testing::fixture;
 
@@ -112,7 +112,7 @@ TEST_CASE_FIXTURE(fixture, "S12.07 a silo with probes stops gracefully in the SP
   logs.clear();
   auto t0 = now_ms();
   auto stopped = w.stop(a, true);
-  run_until([&] { return stopped->done; }, std::chrono::minutes(10));
+  REQUIRE(run_until([&] { return stopped->done; }, std::chrono::minutes(10)));
   REQUIRE(stopped->ok());
   auto ts = check_s1207_order(w, a, t0);
   // Nothing held anything: every action ran at the instant of the stop (latency 0).

@@ -5,7 +5,7 @@
 
 #include "stream_world.hpp"
 
-using namespace swtest;
+using namespace cafmesh::testing::stream_bed;
 using cafmesh::testing::fixture;
 
 namespace {

@@ -7,7 +7,7 @@
 #include "cafmesh/testing/silo_world.hpp"
 
 using namespace cafmesh;
-using namespace cafmesh::test;
+using namespace cafmesh::testing;
 using namespace std::chrono_literals;
 using testing::fixture;
 

@@ -29,7 +29,7 @@
 #include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/fixture.hpp"
 
-namespace swtest {
+namespace cafmesh::testing::stream_bed {
 
 using namespace cafmesh;
 using namespace cafmesh::routing;
@@ -295,4 +295,4 @@ inline std::vector<hub_outcome> outcomes_for(const caf::actor& h, const std::str
   return out;
 }
 
-} // namespace swtest
+} // namespace cafmesh::testing::stream_bed

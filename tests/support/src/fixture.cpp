@@ -61,6 +61,10 @@ int64_t fixture::next_timeout_ms() const {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
+void fixture::run_up_to(std::chrono::milliseconds cap) {
+  static_cast<void>(run_until([] { return false; }, cap));
+}
+
 bool fixture::run_until(const std::function<bool()>& pred, std::chrono::milliseconds cap) {
   auto deadline = now_ms() + cap.count();
   for (;;) {

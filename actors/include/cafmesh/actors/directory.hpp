@@ -75,6 +75,7 @@
 
 #include "cafmesh/actors/activation_address.hpp"
 #include "cafmesh/actors/atoms.hpp"
+#include "cafmesh/actors/directory_resolver.hpp"
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/membership.hpp"
 #include "cafmesh/config/mesh_config.hpp"
@@ -207,33 +208,6 @@ public:
 private:
   hash_ring ring_;
   std::map<grain_id, activation_address> entries_;
-};
-
-// -- resolver ---------------------------------------------------------------------------
-
-/// Which directory a grain type uses on this silo (SPEC §5.3).
-enum class directory_kind : uint8_t { ring = 1, null = 2 };
-
-/// Renders `ring` or `null`.
-std::string to_string(directory_kind x);
-
-/// A silo's directory resolver (SPEC §5.3): grain type -> directory. Local configuration:
-/// never published, never in the manifest. With `stateless_worker_bypass` (the default),
-/// every type this silo knows as a stateless worker goes to the null directory; every
-/// other type — and every type unknown to this silo — to the ring.
-class directory_resolver {
-public:
-  directory_resolver() = default;
-  directory_resolver(const std::vector<grain_type_info>& local_types,
-                     bool stateless_worker_bypass = true);
-
-  directory_kind resolve(const std::string& grain_type) const;
-
-  bool bypass() const { return bypass_; }
-
-private:
-  std::set<std::string> stateless_workers_;
-  bool bypass_ = true;
 };
 
 /// The in-process null directory (SPEC §5.3): lookup answers not registered, register

@@ -7,11 +7,8 @@
 /// on top of the placement service) and the pod-hub claimer.
 ///
 /// ## Grain protocols (turns handed over by the catalog, one at a time)
-/// - `routing/default` (stateless worker, limit 1 per silo): `(hg_route_atom, envelope,
-///   silo_address client) -> envelope`: O(1), `delegate`s `(rc_grain_atom, envelope,
-///   client)` to its own silo's router core, which answers the caller `forwarded` or
-///   `silo_unavailable` (SPEC §6.3); `client` is the calling pure client, whose local route
-///   the delivery's NACK tries first.
+/// - `routing/default` (stateless worker, limit 1 per silo): its own header,
+///   `cafmesh/routing/routing_grain.hpp`.
 /// - `messagehub/{prefix}` (single activation, random): `(hg_deliver_atom, envelope) ->
 ///   envelope`, accept and park (SPEC §6.9). On activation it asks the silo's hub factory for
 ///   the hub of `{prefix}` (the answer is a message to the activation itself) and pins itself

@@ -181,7 +181,7 @@ caf::actor spawn_layered_hub_factory(caf::actor_system& sys, std::shared_ptr<con
 /// The simulated mesh: `mesh_port` over a `silo_world` (file comment of sim_mesh.hpp).
 class sim_mesh : public mesh_port {
 public:
-  sim_mesh(fixture& fx, test::silo_world& w, const scenario& s, caf::actor rec,
+  sim_mesh(fixture& fx, testing::silo_world& w, const scenario& s, caf::actor rec,
            sim_topology topo)
     : fx_(fx), w_(w), s_(s), rec_(std::move(rec)), topo_(std::move(topo)),
       configure_(scenario_configure(s)),
@@ -354,7 +354,7 @@ private:
   }
 
   void build_silo(const std::string& name) {
-    test::silo_world_options o;
+    testing::silo_world_options o;
     o.start = false;
     o.failure_observer = rec_;
     o.configure = configure_;
@@ -408,7 +408,7 @@ private:
   }
 
   fixture& fx_;
-  test::silo_world& w_;
+  testing::silo_world& w_;
   scenario s_;
   caf::actor rec_;
   sim_topology topo_;
@@ -428,7 +428,7 @@ private:
 };
 
 /// Sends net fault `f` to the network (endpoints resolved now).
-void apply(fixture& fx, test::silo_world& w, const sim_mesh& mesh, const net_fault& f) {
+void apply(fixture& fx, testing::silo_world& w, const sim_mesh& mesh, const net_fault& f) {
   auto a = mesh.address_of(f.a);
   auto b = mesh.address_of(f.b);
   caf::anon_send(w.net, sim_note_atom::value, "chaos " + to_string(f));
@@ -509,7 +509,7 @@ sim_run run_sim(const scenario& s, const sim_options& opts) {
   sim_run out;
   fixture fx;
   {
-    test::silo_world w{fx, s.seed, opts.link_latency_min_ms, opts.link_latency_max_ms};
+    testing::silo_world w{fx, s.seed, opts.link_latency_min_ms, opts.link_latency_max_ms};
     auto rec = fx.track(fx.sys.spawn(recorder, &fx));
     auto& events = fixture::state_of<recorder_state>(rec).events;
     sim_mesh mesh{fx, w, s, rec, opts.topology};

@@ -39,7 +39,7 @@
 #include "cafmesh/routing/router_core.hpp"
 #include "cafmesh/routing/routing_service.hpp"
 
-namespace cafmesh::test {
+namespace cafmesh::testing {
 
 using namespace cafmesh::routing;
 
@@ -542,4 +542,4 @@ inline envelope make_delivery(const std::string& id, const std::string& target,
   return d;
 }
 
-} // namespace cafmesh::test
+} // namespace cafmesh::testing

@@ -60,8 +60,13 @@ public:
   /// hold, fire the earliest timeout. Answers true once `pred` holds, false if it still does
   /// not hold when virtual time would pass `now + cap` or nothing is left to do (then the
   /// clock stays at or before the cap).
-  bool run_until(const std::function<bool()>& pred,
-                 std::chrono::milliseconds cap = std::chrono::hours(1));
+  [[nodiscard]] bool run_until(const std::function<bool()>& pred,
+                               std::chrono::milliseconds cap = std::chrono::hours(1));
+
+  /// Runs every ready actor and fires every timeout due within `cap` of now, and stops
+  /// early when nothing is left to do: `run_until` with a predicate that never holds, for a
+  /// step that waits on nothing in particular (the clock stays at or before `now + cap`).
+  void run_up_to(std::chrono::milliseconds cap);
 
   /// Advances virtual time by exactly `d`, running every actor and firing every timeout
   /// that falls due on the way, in order.

@@ -30,7 +30,7 @@
 #include "cafmesh/testing/fixture.hpp"
 #include "cafmesh/testing/sim_world.hpp"
 
-namespace cafmesh::test {
+namespace cafmesh::testing {
 
 using pt_echo_atom = caf::atom_constant<caf::atom("ptecho")>;
 using pt_slow_atom = caf::atom_constant<caf::atom("ptslow")>;
@@ -222,4 +222,4 @@ inline caf::message grain_call_msg(const grain_id& g, caf::message payload, int3
   return caf::make_message(pl_call_atom::value, g, fwd, std::move(payload));
 }
 
-} // namespace cafmesh::test
+} // namespace cafmesh::testing

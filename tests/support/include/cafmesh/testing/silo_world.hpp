@@ -29,7 +29,7 @@
 #include "cafmesh/testing/fixture.hpp"
 #include "cafmesh/testing/entry_world.hpp"
 
-namespace cafmesh::test {
+namespace cafmesh::testing {
 
 /// One silo of the world, with the test hub factory and path resolver it was given.
 struct world_entry {
@@ -267,4 +267,4 @@ private:
   uint64_t generation_ = 0;
 };
 
-} // namespace cafmesh::test
+} // namespace cafmesh::testing

@@ -21,7 +21,7 @@
 #include "cafmesh/actors/sim_network.hpp"
 #include "cafmesh/testing/fixture.hpp"
 
-namespace cafmesh::test {
+namespace cafmesh::testing {
 
 using probe_ask_atom = caf::atom_constant<caf::atom("tprobeask")>;
 using probe_tell_atom = caf::atom_constant<caf::atom("tprobetel")>;
@@ -213,4 +213,4 @@ private:
 /// The fault carried by `e` (`to_fault`).
 inline fault fault_of(const caf::error& e) { return to_fault(e); }
 
-} // namespace cafmesh::test
+} // namespace cafmesh::testing
