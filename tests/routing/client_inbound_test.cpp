@@ -282,12 +282,10 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a gateway stopped under a frame flow
 TEST_CASE_FIXTURE(fixture, "client inbound: a gateway stopped under a frame flow from a third silo gives every frame exactly one terminal result") {
   // Legs on S may create the pod hub on S (prefer-local) in the instant between A's
   // activation leaving and the client's re-attach; such an activation answers not-here and
-  // the sender gets a `shutting_down` NACK (SPEC §6.10). Measured with seed 1, latency 0;
-  // since the router core starts and ends legs within its own turns
-  // (docs/behaviour/routing.md#one-turn-per-step) fewer legs fall into that instant.
+  // the sender gets a `shutting_down` NACK (SPEC §6.10). Measured with seed 1, latency 0.
   auto r = gateway_stop_under_flow(*this, {"a", "b", "s"}, "s");
-  CHECK(r.landed == 128);
-  CHECK(r.nacked == 2);
+  CHECK(r.landed == 126);
+  CHECK(r.nacked == 4);
 }
 
 TEST_CASE_FIXTURE(fixture, "client inbound: the attach retries under the attach policy without an Active gateway and gives up with one error line") {

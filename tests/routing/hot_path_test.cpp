@@ -58,6 +58,9 @@ TEST_CASE_FIXTURE(fixture, "hot path: a co-hosted router-core delivery costs at 
   bed b(*this);
   // The flow offers 1,000 deliveries at once; admission control is not what this measures.
   b.cfg.routing.max_in_flight = 0;
+  // Every hot-path interpretation on, the core's own start permits included (off by default,
+  // docs/behaviour/quiescence.md#admission-inside-the-router-core).
+  b.opts.own_start_permits = true;
   b.start();
   routing_service_options ro;
   ro.role = config::process_role::silo_host;

@@ -437,6 +437,7 @@ struct bed {
     o.grain_response_timeout_ms = opts.grain_response_timeout_ms != 30000
                                     ? opts.grain_response_timeout_ms
                                     : o.grain_response_timeout_ms;
+    o.own_start_permits = opts.own_start_permits;
     o.gauge = gauge;
     o.pool = pool;
     o.grains = grains;

@@ -59,6 +59,10 @@ struct router_core_options {
   /// Per-channel FIFO of the ordered route dispatcher (SPEC §6.8). Test-only negative
   /// control (SPEC §12.2 S12.57): false admits every stream-routed leg at once.
   bool per_channel_fifo = true;
+  /// The core grants its own start permits until the pool's drain takes its legs over
+  /// (docs/behaviour/quiescence.md#admission-inside-the-router-core). Off by default: with
+  /// it the simulated overlapping stops (S13.10) do not hold yet for every seed.
+  bool own_start_permits = false;
 
   /// The silo's quiescence gauge (SPEC §8.1).
   routing::routing_quiescence_actor gauge;
