@@ -366,6 +366,9 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   co.streams = caf::actor_cast<stream_port_actor>(s.streams);
   co.centre = s.centre;
   s.core = spawn_router_core(sys, co);
+  // A new membership version drops the core's cached resolutions
+  // (docs/behaviour/routing.md#cacheable-resolutions).
+  caf::anon_send(s.agent, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(s.core));
   s.slots->core = s.core;
   s.slots->routing = s.routing;
   s.slots->hubs = opts.hubs;

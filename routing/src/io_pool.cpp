@@ -1,5 +1,6 @@
 #include "cafmesh/routing/io_pool.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -81,6 +82,10 @@ struct pool_state {
   uint64_t residual = 0;
   std::vector<caf::typed_response_promise<uint64_t>> drain_waiters;
   std::set<caf::actor_addr> monitored;
+  /// Owners admitting their legs themselves until the drain (`pool_attach_atom`).
+  std::vector<io_pool_owner_actor> attached;
+  /// Their hand-overs the drain still waits for.
+  size_t handovers_pending = 0;
 };
 
 const char* pool_state::name = "cafmesh.io_pool";
@@ -188,6 +193,8 @@ void gone(pool_pointer self, uint64_t leg_id) {
   if (!i->second.started)
     --s.permits_out;
   s.legs.erase(i);
+  if (s.handovers_pending > 0)
+    return; // the drain goes on once the hand-overs are in
   switch (s.phase) {
     case pool_phase::open:
       grant_waiting(self);
@@ -213,6 +220,34 @@ void gone(pool_pointer self, uint64_t leg_id) {
   }
 }
 
+/// Tracks leg `id` of an owner that admitted it itself as started (its hand-over).
+void adopt(pool_pointer self, uint64_t id, const io_pool_owner_actor& owner) {
+  auto& s = self->state;
+  if (s.legs.count(id) != 0)
+    return;
+  pool_leg leg;
+  leg.owner = owner;
+  leg.started = true;
+  s.legs.emplace(id, std::move(leg));
+}
+
+/// Drain step 1 and 2: waiting admissions refused, then the grace (or the end at once).
+void begin_grace(pool_pointer self) {
+  auto& s = self->state;
+  auto refused = std::move(s.waiting);
+  s.waiting.clear();
+  s.waiting_ids.clear();
+  s.log.info("routing I/O pool: draining with " + std::to_string(s.legs.size())
+             + " leg(s) alive; " + std::to_string(refused.size())
+             + " waiting admission(s) refused");
+  for (auto& w : refused)
+    refuse_drained(self, w.leg_id, w.owner);
+  if (s.legs.empty())
+    finish(self);
+  else
+    arm_grace(self);
+}
+
 pool_actor_type::behavior_type pool_actor(pool_pointer self, io_pool_options opts) {
   auto& st = self->state;
   st.log = opts.silo_name.empty() ? log::get("pool") : log::get("pool").with_context(opts.silo_name);
@@ -222,6 +257,11 @@ pool_actor_type::behavior_type pool_actor(pool_pointer self, io_pool_options opt
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& s = self->state;
     s.monitored.erase(dm.source);
+    s.attached.erase(std::remove_if(s.attached.begin(), s.attached.end(),
+                                    [&](const io_pool_owner_actor& o) {
+                                      return o.address() == dm.source;
+                                    }),
+                     s.attached.end());
     // Admissions still waiting for a dead owner can never start.
     for (auto i = s.waiting.begin(); i != s.waiting.end();) {
       if (i->owner.address() == dm.source) {
@@ -268,6 +308,13 @@ pool_actor_type::behavior_type pool_actor(pool_pointer self, io_pool_options opt
         s.waiting_ids.insert(leg_id);
       }
     },
+    [=](pool_attach_atom, io_pool_owner_actor& owner) {
+      auto& s = self->state;
+      if (!owner || s.phase != pool_phase::open)
+        return;
+      watch(self, owner);
+      s.attached.push_back(std::move(owner));
+    },
     [=](pool_watch_atom, uint64_t leg_id, caf::actor& leg_actor) {
       auto& s = self->state;
       auto i = s.legs.find(leg_id);
@@ -310,18 +357,26 @@ pool_actor_type::behavior_type pool_actor(pool_pointer self, io_pool_options opt
       if (s.phase != pool_phase::open)
         return rp; // joins the drain in progress
       s.phase = pool_phase::grace;
-      auto refused = std::move(s.waiting);
-      s.waiting.clear();
-      s.waiting_ids.clear();
-      s.log.info("routing I/O pool: draining with " + std::to_string(s.legs.size())
-                 + " leg(s) alive; " + std::to_string(refused.size())
-                 + " waiting admission(s) refused");
-      for (auto& w : refused)
-        refuse_drained(self, w.leg_id, w.owner);
-      if (s.legs.empty())
-        finish(self);
-      else
-        arm_grace(self);
+      if (s.attached.empty()) {
+        begin_grace(self);
+        return rp;
+      }
+      // The owners that admit their legs themselves hand them over first; the drain goes on
+      // once every one answered (docs/behaviour/quiescence.md#admission-inside-the-router-core).
+      s.handovers_pending = s.attached.size();
+      for (auto& owner : s.attached)
+        self->request(owner, caf::infinite, pool_handover_atom::value)
+          .then(
+            [=](std::vector<uint64_t>& ids) {
+              for (auto id : ids)
+                adopt(self, id, owner);
+              if (--self->state.handovers_pending == 0)
+                begin_grace(self);
+            },
+            [=](caf::error&) {
+              if (--self->state.handovers_pending == 0)
+                begin_grace(self);
+            });
       return rp;
     },
     [=](pool_stats_atom) -> io_pool_stats {

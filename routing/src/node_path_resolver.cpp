@@ -13,6 +13,7 @@ path_resolver_actor spawn_node_path_resolver(caf::actor_system& sys, std::string
         if (path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0) {
           r.found = true;
           r.node_prefix = path.substr(prefix.size());
+          r.cacheable = true; // a pure function of the path
         }
         return r;
       },

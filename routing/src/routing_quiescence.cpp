@@ -92,7 +92,8 @@ int64_t clock_ms(gauge_pointer self) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
-void take(gauge_pointer self, uint64_t slot, std::string label, slot_state st) {
+void take(gauge_pointer self, uint64_t slot, std::string label, slot_state st,
+          int64_t at_ms = -1) {
   auto& s = self->state;
   if (s.torn_down)
     return;
@@ -105,7 +106,7 @@ void take(gauge_pointer self, uint64_t slot, std::string label, slot_state st) {
   e.slot = slot;
   e.label = std::move(label);
   e.state = st;
-  e.taken_ms = clock_ms(self);
+  e.taken_ms = at_ms >= 0 ? at_ms : clock_ms(self);
   e.dispatched_ms = st == slot_state::dispatched ? e.taken_ms : -1;
   s.slots.emplace(slot, std::move(e));
 }
@@ -153,6 +154,39 @@ routing_quiescence_actor::behavior_type gauge_actor(gauge_pointer self,
       if (s.torn_down)
         return;
       if (s.slots.erase(slot) != 0 && s.slots.empty())
+        answer_awaiting(self);
+    },
+    [=](q_delta_atom, std::vector<slot_op>& ops) {
+      // The router core's changes of one turn (docs/behaviour/quiescence.md#the-router-cores-own-count).
+      auto& s = self->state;
+      if (s.torn_down)
+        return;
+      bool released = false;
+      for (auto& op : ops) {
+        switch (op.kind) {
+          case slot_op_kind::track:
+            take(self, op.slot, std::move(op.label), op.state, op.at_ms);
+            break;
+          case slot_op_kind::mark: {
+            auto i = s.slots.find(op.slot);
+            if (i != s.slots.end() && i->second.state != slot_state::dispatched) {
+              i->second.state = slot_state::dispatched;
+              i->second.dispatched_ms = op.at_ms;
+            }
+            break;
+          }
+          case slot_op_kind::handover: {
+            auto i = s.slots.find(op.slot);
+            if (i != s.slots.end())
+              i->second.label = std::move(op.label);
+            break;
+          }
+          case slot_op_kind::release:
+            released = s.slots.erase(op.slot) != 0 || released;
+            break;
+        }
+      }
+      if (released && s.slots.empty())
         answer_awaiting(self);
     },
     [=](q_count_atom) -> uint64_t { return self->state.slots.size(); },

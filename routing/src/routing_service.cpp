@@ -839,6 +839,32 @@ envelope deliver(rs_actor* self, envelope& d, int64_t deadline_ms = 0) {
   return answer;
 }
 
+/// The one-way entry (docs/behaviour/routing.md#the-co-hosted-hot-path): the local route and
+/// the co-hosted router core take `d` as `deliver` would, without the copy an answer needs;
+/// anything else goes through `deliver`, and a refusal no NACK carried is logged.
+void post(rs_actor* self, envelope& d) {
+  auto& st = self->state;
+  if (auto h = find_route(self, d.target)) {
+    ++st.stats.delivered;
+    ++st.stats.local_hits;
+    self->send(*h, hb_in_atom::value, std::move(d));
+    return;
+  }
+  if (st.opts.role == config::process_role::silo_host && !st.stopping && st.opts.core) {
+    ++st.stats.delivered;
+    ++st.stats.to_core;
+    self->send(st.opts.core, rc_route_atom::value, std::move(d));
+    return;
+  }
+  auto a = deliver(self, d);
+  if (a.state == delivery_state::failed && !is_failed_and_nacked(a)) {
+    auto i = a.properties.find("error");
+    st.log.warning("post " + a.id + " to '" + a.target.to_string()
+                   + "' refused and no NACK could reach its sender: "
+                   + (i == a.properties.end() ? std::string{"refused"} : i->second));
+  }
+}
+
 caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
   auto& st = self->state;
   if (opts.self_address.empty())
@@ -848,6 +874,7 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
   st.opts = std::move(opts);
   return {
     [=](rs_deliver_atom, envelope& d) -> envelope { return deliver(self, d); },
+    [=](rs_post_atom, envelope& d) { post(self, d); },
     [=](rs_request_atom, envelope& d, int64_t timeout_ms) -> envelope {
       return deliver(self, d, now_ms(self) + std::max<int64_t>(timeout_ms, 0));
     },

@@ -235,6 +235,8 @@ struct resolver_fake_state {
   std::set<std::string> hold;                  ///< never answered until released
   std::vector<std::string> calls;
   std::map<std::string, std::vector<caf::typed_response_promise<resolve_result>>> pending;
+  /// Default answers are marked cacheable (docs/behaviour/routing.md#cacheable-resolutions).
+  bool cacheable = true;
 };
 
 using resolver_fake_actor
@@ -249,6 +251,7 @@ inline resolve_result default_resolve(const resolver_fake_state& s, const std::s
   if (path.rfind("node/", 0) == 0) {
     r.found = true;
     r.node_prefix = path.substr(5);
+    r.cacheable = s.cacheable;
   }
   return r;
 }
@@ -434,6 +437,7 @@ struct bed {
     o.grain_response_timeout_ms = opts.grain_response_timeout_ms != 30000
                                     ? opts.grain_response_timeout_ms
                                     : o.grain_response_timeout_ms;
+    o.own_start_permits = opts.own_start_permits;
     o.gauge = gauge;
     o.pool = pool;
     o.grains = grains;

@@ -13,6 +13,9 @@ namespace cafmesh::routing {
 // -- routing service (routing_service.hpp) ---------------------------------------------
 using rs_deliver_atom = caf::atom_constant<caf::atom("rsdeliver")>;
 using rs_request_atom = caf::atom_constant<caf::atom("rsrequest")>;
+/// `(rs_post_atom, envelope)` one-way: the entry without an answer, for posts, frames and
+/// heartbeats (docs/behaviour/routing.md#the-co-hosted-hot-path).
+using rs_post_atom = caf::atom_constant<caf::atom("rspost")>;
 using rs_register_atom = caf::atom_constant<caf::atom("rsreg")>;
 using rs_unregister_atom = caf::atom_constant<caf::atom("rsunreg")>;
 using rs_has_route_atom = caf::atom_constant<caf::atom("rshasroute")>;

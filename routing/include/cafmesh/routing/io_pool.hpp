@@ -44,6 +44,9 @@ inline constexpr const char* pool_refused_text = "pool drained; leg will not run
 /// **Admission.** At most `cap` permits out; further admissions wait in FIFO order. A permit
 /// returns on `started` (or `ended` before it). Every answer to an admission is a separate
 /// message to the owner.
+/// An owner that attached (`pool_attach_atom`, the router core) admits its legs itself until
+/// the drain; the drain first asks it for them (`pool_handover_atom`) and tracks them as
+/// started (docs/behaviour/quiescence.md#admission-inside-the-router-core).
 ///
 /// **Drain** (`pool_drain_atom`, terminal, idempotent):
 /// 1. stop admitting; admissions still waiting are refused (`pool_refused`), each by its

@@ -23,6 +23,8 @@
 /// | P -> O | `(pool_down_atom, leg_id, reason)` | watched leg actor L (not O) went down while the leg was tracked; the owner's latch turns it into `leg_crashed` unless `leg_done` came first. |
 /// | any -> P | `(pool_drain_atom) -> uint64_t` | drain (terminal, idempotent): answers the residual count once the drain finished; later calls answer the same residual at once. |
 /// | any -> P | `(pool_stats_atom) -> io_pool_stats` | diagnostics. |
+/// | O -> P | `(pool_attach_atom, O)` | O admits its legs itself, with a permit counter of its own, and tells P nothing per leg until the drain (docs/behaviour/quiescence.md#admission-inside-the-router-core). P monitors O. |
+/// | P -> O | `(pool_handover_atom) -> std::vector<uint64_t>` | the drain began: O answers the ids of its admitted legs and NACKs that are not gone (P tracks them as started) and from then on uses the messages above for every leg (admissions are refused, as for any owner of a draining pool). |
 ///
 /// A leg is gone for the pool on the first of: `pool_ended`, the down of its watched actor L,
 /// or the down of its owner O. The owner keeps exactly one terminal event per leg with
@@ -30,6 +32,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/error.hpp>
@@ -72,6 +75,7 @@ typename Inspector::result_type inspect(Inspector& f, io_pool_stats& x) {
 /// passes `caf::actor_cast<io_pool_owner_actor>(self)` at admission). The pool sends them to
 /// the owner handle given at admission.
 using io_pool_owner_actor = caf::typed_actor<
+  caf::replies_to<pool_handover_atom>::with<std::vector<uint64_t>>,
   caf::reacts_to<pool_admitted_atom, uint64_t>,
   caf::reacts_to<pool_refused_atom, uint64_t, caf::error>,
   caf::reacts_to<pool_cancel_atom, uint64_t>,
@@ -80,6 +84,7 @@ using io_pool_owner_actor = caf::typed_actor<
 /// The routing I/O pool (SPEC §6.7); see the file comment for the protocol.
 using io_pool_actor = caf::typed_actor<
   caf::reacts_to<pool_admit_atom, uint64_t, io_pool_owner_actor>,
+  caf::reacts_to<pool_attach_atom, io_pool_owner_actor>,
   caf::reacts_to<pool_watch_atom, uint64_t, caf::actor>,
   caf::reacts_to<pool_started_atom, uint64_t>,
   caf::reacts_to<pool_ended_atom, uint64_t>,

@@ -14,6 +14,8 @@ using q_track_atom = caf::atom_constant<caf::atom("qtrack")>;
 using q_mark_atom = caf::atom_constant<caf::atom("qmark")>;
 using q_handover_atom = caf::atom_constant<caf::atom("qhandover")>;
 using q_release_atom = caf::atom_constant<caf::atom("qrelease")>;
+/// `(q_delta_atom, std::vector<slot_op>)`: the router core's changes of one turn, in order.
+using q_delta_atom = caf::atom_constant<caf::atom("qdelta")>;
 using q_count_atom = caf::atom_constant<caf::atom("qcount")>;
 using q_oldest_atom = caf::atom_constant<caf::atom("qoldest")>;
 using q_await_atom = caf::atom_constant<caf::atom("qawait")>;
@@ -33,6 +35,10 @@ using pool_cancel_atom = caf::atom_constant<caf::atom("poolcancel")>;
 using pool_down_atom = caf::atom_constant<caf::atom("pooldown")>;
 using pool_drain_atom = caf::atom_constant<caf::atom("pooldrain")>;
 using pool_stats_atom = caf::atom_constant<caf::atom("poolstats")>;
+/// `(pool_attach_atom, owner)`: an owner that admits its legs itself until the drain.
+using pool_attach_atom = caf::atom_constant<caf::atom("poolattach")>;
+/// `(pool_handover_atom) -> std::vector<uint64_t>`: the drain asks such an owner for its legs.
+using pool_handover_atom = caf::atom_constant<caf::atom("poolhandov")>;
 
 // -- routing I/O pool internals (timers) ------------------------------------------------
 using pool_grace_atom = caf::atom_constant<caf::atom("poolgrace")>;

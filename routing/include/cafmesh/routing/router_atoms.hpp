@@ -27,9 +27,14 @@ using rc_sync_atom = caf::atom_constant<caf::atom("rcsync")>;
 /// (docs/behaviour/routing.md#a-pure-clients-streams-across-a-re-homing).
 using rc_drained_atom = caf::atom_constant<caf::atom("rcdrained")>;
 
+/// `(rc_forget_atom, host path)` one-way: drop the cached resolution of that path (empty:
+/// every cached resolution), docs/behaviour/routing.md#cacheable-resolutions.
+using rc_forget_atom = caf::atom_constant<caf::atom("rcforget")>;
+
 // -- router core: internal messages to itself ------------------------------------------
-/// `(rc_leg_done_atom, leg id, outcome)`: a leg terminated (SPEC §6.5).
-using rc_leg_done_atom = caf::atom_constant<caf::atom("rclegdone")>;
+/// `(rc_flush_atom)`: the router core's mailbox drained up to this point: publish the gauge
+/// delta and run what the last turns left (docs/behaviour/quiescence.md#the-router-cores-own-count).
+using rc_flush_atom = caf::atom_constant<caf::atom("rcflush")>;
 /// `(rc_timer_atom, work id, step token)`: a leg's or NACK's retry delay elapsed.
 using rc_timer_atom = caf::atom_constant<caf::atom("rctimer")>;
 /// `(rc_deadline_atom, due ms)`: the earliest bound of the router core's own request

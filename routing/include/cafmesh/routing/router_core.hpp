@@ -59,6 +59,10 @@ struct router_core_options {
   /// Per-channel FIFO of the ordered route dispatcher (SPEC §6.8). Test-only negative
   /// control (SPEC §12.2 S12.57): false admits every stream-routed leg at once.
   bool per_channel_fifo = true;
+  /// The core grants its own start permits until the pool's drain takes its legs over
+  /// (docs/behaviour/quiescence.md#admission-inside-the-router-core). Off by default: with
+  /// it the simulated overlapping stops (S13.10) do not hold yet for every seed.
+  bool own_start_permits = false;
 
   /// The silo's quiescence gauge (SPEC §8.1).
   routing::routing_quiescence_actor gauge;
@@ -104,8 +108,11 @@ address default_router_address(const silo_address& silo);
 ///    `routing.client_hosted_address_types` that are not stream-routed run a stream leg on
 ///    the node branch (SPEC §6.5 "Stream leg (client-hosted types …)");
 /// 5. in-flight count + 1 and one gauge slot (state queued) at once; slot dispatched when the
-///    leg starts (pool permit granted, first asynchronous step issued); both released at its
-///    one terminal event;
+///    leg starts (start permit granted, first asynchronous step issued); both released at its
+///    one terminal event. The core counts its slots itself and publishes them to the gauge as
+///    deltas (docs/behaviour/quiescence.md#the-router-cores-own-count); it grants its own start
+///    permits until the pool's drain takes its legs over
+///    (docs/behaviour/quiescence.md#admission-inside-the-router-core);
 /// 6. grain path answered `forwarded`.
 ///
 /// **Admission control.** Before step 2, a delivery that finds `routing.max_in_flight` legs
@@ -118,8 +125,9 @@ address default_router_address(const silo_address& silo);
 ///
 /// **Legs** (SPEC §6.5) run inside the router core: every step is a `request(...).then`
 /// continuation or a `delayed_send` timer, tagged with the leg id and a step token so late
-/// answers of a finished or cancelled leg are ignored. A leg ends with `leg_done` (a message
-/// to itself) once it landed or its NACK was handed over; the latch keeps exactly one
+/// answers of a finished or cancelled leg are ignored. A leg ends with `leg_done`, run at the
+/// end of the turn in which it landed or its NACK was handed over
+/// (docs/behaviour/routing.md#one-turn-per-step); the latch keeps exactly one
 /// terminal event among `leg_done`, the pool's cancel (`abandoned`; after the stopping
 /// signal plus one NACK as for `q_end_legs_atom`, started without a pool permit since the
 /// pool is draining, and a refused admission likewise gets its `shutting_down` NACK), the pool's

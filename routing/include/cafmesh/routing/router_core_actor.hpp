@@ -10,6 +10,8 @@
 /// | routing grain via `delegate` (SPEC §6.3) | `(rc_grain_atom, envelope, silo_address client) -> envelope` (`client`: the pure client that called the routing grain, whose process hosts the sender; empty: unknown) | the envelope with state `forwarded` and the router's address appended to `routing_path`, as soon as the leg is enqueued/admitted (SPEC §6.4 step 6); after the stopping signal the error `to_error(fault{silo_unavailable, "silo {S} is leaving; route elsewhere"})` with `fault::silo` set (step 1); on a routing loop the envelope marked failed-and-NACKed (its `routing_loop` NACK was handed to the NACK machinery) or, if it may not be answered, state `failed` with `properties["error"]` |
 /// | host (SPEC §3.7 step 1) | `(host_stopping_atom) -> ok_atom` | ok once the core refuses grain-path envelopes; already-accepted legs continue and their grain calls are never gated |
 /// | tests, diagnostics | `(rc_stats_atom) -> router_core_stats` | the snapshot below |
+/// | the application, tests | `(rc_forget_atom, std::string host_path)` one-way | none: the cached resolution of that path is dropped (empty: all), docs/behaviour/routing.md#cacheable-resolutions |
+/// | the membership agent (subscribed by the silo) | `(mb_snapshot_atom, membership_snapshot)` one-way | none: a new membership version drops every cached resolution |
 /// | an application hub of the silo, after its routing service took a response or NACK | `(rc_sync_atom) -> ok_atom` | ok, after every message enqueued before it: the continuation the routing service handed over (`rc_route`) is accepted and tracked by the gauge by then, so the hub may release its own gauge slot (docs/behaviour/lifecycle.md) |
 /// | quiescence participant (the stop lets go with work in flight) | `(q_end_legs_atom, why) -> std::vector<std::string>` | every accepted leg that has not landed ends now with one NACK: `shutting_down` "silo {S} stopped before the delivery to {target} was attempted" if no grain call or publish of it is outstanding (queued, waiting for a permit, between retries, resolving), else `failed` "silo {S} stopped while the delivery to {target} was in flight; its outcome is unknown"; answered at once with the residual's delivery ids |
 /// | quiescence participant, after `q_end_legs` | `(q_nacks_out_atom) -> ok` | once no NACK is on the ladder, or `release_bound_ms` after the release began (one error line then names the NACKs that could not leave, which are dropped) |
@@ -32,7 +34,9 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
+#include "cafmesh/actors/atoms.hpp"
 #include "cafmesh/actors/lifecycle_atoms.hpp"
+#include "cafmesh/actors/membership.hpp"
 #include "cafmesh/routing/leg_release.hpp"
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/router_atoms.hpp"
@@ -128,6 +132,8 @@ typename Inspector::result_type inspect(Inspector& f, router_core_stats& x) {
 /// `lifecycle::stopping_recipient_actor`: `caf::actor_cast<stopping_recipient_actor>(rc)`.
 using router_core_actor = caf::typed_actor<
   caf::reacts_to<rc_route_atom, envelope>,
+  caf::reacts_to<rc_forget_atom, std::string>,
+  caf::reacts_to<mb_snapshot_atom, membership_snapshot>,
   caf::replies_to<rc_grain_atom, envelope, silo_address>::with<envelope>,
   caf::reacts_to<rc_locals_atom, local_route_port_actor>,
   caf::replies_to<lifecycle::host_stopping_atom>::with<caf::ok_atom>,

@@ -96,17 +96,22 @@ struct resolve_result {
   std::string remainder;
   /// The closest existing ancestor, when known (SPEC §6.5: ". Closest ancestor: '{a}'").
   caf::optional<std::string> closest_ancestor;
+  /// The resolver says this answer stays valid: the router core may keep a found node for
+  /// the path until a membership change, a transient fault of that node's hub or an
+  /// explicit `rc_forget_atom` (docs/behaviour/routing.md#cacheable-resolutions). False: the
+  /// path is resolved again for every leg.
+  bool cacheable = false;
 
   friend bool operator==(const resolve_result& x, const resolve_result& y) {
     return x.found == y.found && x.node_prefix == y.node_prefix && x.remainder == y.remainder
-           && x.closest_ancestor == y.closest_ancestor;
+           && x.closest_ancestor == y.closest_ancestor && x.cacheable == y.cacheable;
   }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, resolve_result& x) {
   return f(caf::meta::type_name("cafmesh.resolve_result"), x.found, x.node_prefix, x.remainder,
-           x.closest_ancestor);
+           x.closest_ancestor, x.cacheable);
 }
 
 /// The path resolver (SPEC §6.1): `(pr_resolve_atom, path) -> resolve_result`, where `path`

@@ -10,6 +10,7 @@
 /// | message | answer |
 /// |---|---|
 /// | `(rs_deliver_atom, envelope)` | at once, never after the outcome: the envelope with state `forwarded` when accepted (local route, router core, client dispatch, monolith hub); failed-and-NACKed when the entry posted its own NACK to the sender's local route; plain `failed` with `properties["error"]` otherwise |
+/// | `(rs_post_atom, envelope)` one-way | none: as `rs_deliver_atom` for a post, a frame or a heartbeat whose sender needs no answer (docs/behaviour/routing.md#the-co-hosted-hot-path). A refusal reaches the sender as the entry's NACK where its local route is here, and is logged at warning where it is not; requests use `rs_request_atom`, which keeps its answer |
 /// | `(rs_request_atom, envelope, int64_t timeout_ms)` | as `rs_deliver_atom`, for a request whose sender waits `timeout_ms` for its answer. In a `pure_client`, a request its gateway accepted is remembered until its answer passes this service or its deadline: if that gateway departs first, the request ends at once in one NACK `failed` ("silo {S} departed while the call was in flight; its outcome is unknown") |
 /// | `(mc_gone_atom, silo_address s)` | `pure_client`, from the message centre (`mc_watch_atom`): the connection to `s` is lost or `s` is gone. `s` is never chosen as a gateway again (a restart comes with a newer generation), the client re-homes if it was the current one, and the requests `s` had accepted are NACKed as above unless membership showed `s` ShuttingDown (a graceful leave finishes its accepted work). Another silo's departure never moves the client off its gateway |
 /// | `(rs_register_atom, address, caf::actor handler) -> ok` | registers a local route for the address's host path (SPEC §2.1) |
@@ -115,6 +116,7 @@ namespace cafmesh::routing {
 /// Typed view of the routing service (see the file comment).
 using routing_service_actor = caf::typed_actor<
   caf::replies_to<rs_deliver_atom, envelope>::with<envelope>,
+  caf::reacts_to<rs_post_atom, envelope>,
   caf::replies_to<rs_request_atom, envelope, int64_t>::with<envelope>,
   caf::reacts_to<mc_gone_atom, silo_address>,
   caf::replies_to<rs_register_atom, address, caf::actor>::with<caf::ok_atom>,
