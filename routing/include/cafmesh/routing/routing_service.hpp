@@ -103,6 +103,7 @@
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/gateway_atoms.hpp"
+#include "cafmesh/routing/held_requests.hpp"
 #include "cafmesh/routing/hub_protocol.hpp"
 #include "cafmesh/routing/ordered_route_dispatcher.hpp"
 #include "cafmesh/routing/retry_policy.hpp"
@@ -219,6 +220,8 @@ struct routing_service_stats {
   uint64_t rehomes = 0;           ///< gateways dropped (stop-send, refusal, departure)
   uint64_t gateways_lost = 0;     ///< gateways whose connection this client lost
   uint64_t departed_nacks = 0;    ///< accepted requests NACKed because their gateway departed
+  uint64_t landings = 0;          ///< landing reports of held requests (`rs_landed_atom`)
+  uint64_t landing_nacks = 0;     ///< held requests NACKed because their landing silo departed
   uint64_t refused_overloaded = 0; ///< pure_client: refused at `max_outstanding`
   uint64_t order_held = 0;  ///< pure_client: dispatches that waited for their channel
   uint64_t drains = 0;      ///< pure_client: `gw_drained` requests to a channel's old gateway
@@ -232,7 +235,7 @@ typename Inspector::result_type inspect(Inspector& f, routing_service_stats& x) 
            x.client_failed, x.hubs_built, x.monolith_nacks, x.lr_delivered, x.lr_refused,
            x.attach_attempts, x.attach_ok, x.attach_gave_up, x.gated, x.stop_sends,
            x.rehomes, x.gateways_lost, x.departed_nacks, x.refused_overloaded, x.order_held,
-           x.drains);
+           x.drains, x.landings, x.landing_nacks);
 }
 
 /// One inbound path of a pure client (SPEC §6.2 "Pure client inbound attach").
@@ -300,16 +303,14 @@ struct routing_service_state {
   std::set<silo_address> lost;
   /// Silos membership showed ShuttingDown (graceful leave): their departure NACKs nothing.
   std::set<silo_address> graceful;
-  /// Requests a gateway accepted (`forwarded`) whose answer has not passed this service:
-  /// delivery id -> (gateway, request, sender's deadline ms). When that gateway departs
-  /// before its deadline, the request ends in one NACK `failed` at once.
-  struct held_request {
-    silo_address gateway;
-    envelope env;
-    int64_t deadline_ms = 0;
-  };
-  std::map<std::string, held_request> held;
-  size_t held_sweep_at = 1024; ///< sweep expired entries when `held` grows past this
+  /// The latest membership view (a landing reported after its silo departed is NACKed).
+  std::optional<membership_snapshot> view;
+  /// Requests handed on (a pure client: accepted `forwarded` by a gateway; a silo host:
+  /// handed to its router core) whose answer has not passed this service, with the gateway
+  /// and the landing silo the answer depends on. When one of them departs abruptly before
+  /// the request's deadline, the request ends in one NACK `failed` at once
+  /// (docs/behaviour/routing.md#requests-whose-silo-departs).
+  held_requests held;
   std::mt19937_64 rng;
   std::map<uint64_t, client_dispatch> dispatches;
   /// Delivery id -> virtual ms of every dispatch attempt (inspection), at most
