@@ -10,8 +10,9 @@
 /// | message | answer |
 /// |---|---|
 /// | `(rs_deliver_atom, envelope)` | at once, never after the outcome: the envelope with state `forwarded` when accepted (local route, router core, client dispatch, monolith hub); failed-and-NACKed when the entry posted its own NACK to the sender's local route; plain `failed` with `properties["error"]` otherwise |
-/// | `(rs_request_atom, envelope, int64_t timeout_ms)` | as `rs_deliver_atom`, for a request whose sender waits `timeout_ms` for its answer. In a `pure_client`, a request its gateway accepted is remembered until its answer passes this service or its deadline: if that gateway departs first, the request ends at once in one NACK `failed` ("silo {S} departed while the call was in flight; its outcome is unknown") |
-/// | `(mc_gone_atom, silo_address s)` | `pure_client`, from the message centre (`mc_watch_atom`): the connection to `s` is lost or `s` is gone. `s` is never chosen as a gateway again (a restart comes with a newer generation), the client re-homes if it was the current one, and the requests `s` had accepted are NACKed as above unless membership showed `s` ShuttingDown (a graceful leave finishes its accepted work). Another silo's departure never moves the client off its gateway |
+/// | `(rs_request_atom, envelope, int64_t timeout_ms)` | as `rs_deliver_atom`, for a request whose sender waits `timeout_ms` for its answer. A request handed on (a `pure_client`: accepted by its gateway; a `silo_host`: handed to the router core) is held until its answer passes this service or its deadline, with its gateway and the silo whose hub took it (`rs_landed_atom`): if one of them departs abruptly first, the request ends at once in one NACK `failed` ("silo {S} departed while the call was in flight; its outcome is unknown", or "... departed after its hub took the request, before the answer left; its outcome is unknown"; docs/behaviour/routing.md#requests-whose-silo-departs) |
+/// | `(mc_gone_atom, silo_address s)` | from the message centre (`mc_watch_atom`): the connection to `s` is lost or `s` is gone. A `pure_client` never chooses `s` as a gateway again (a restart comes with a newer generation) and re-homes if it was the current one; another silo's departure never moves it off its gateway. Every held request `s` had accepted or whose hub `s` hosts is NACKed as above, unless membership showed `s` ShuttingDown (a graceful leave finishes its accepted work and lets its hubs' answers leave) |
+| `(rs_landed_atom, std::string id, silo_address at)` | from the router core whose leg landed request `id` at a hub of `at` (another silo): the held request now depends on `at`; if `at` is already known gone, it is NACKed at once. Ignored for an id not held |
 /// | `(rs_register_atom, address, caf::actor handler) -> ok` | registers a local route for the address's host path (SPEC §2.1) |
 /// | `(rs_unregister_atom, address) -> ok` | removes it |
 /// | `(rs_has_route_atom, address) -> bool` | is there a local route for the host path? |
@@ -298,8 +299,9 @@ struct routing_service_state {
   /// Gateways that refused (`silo_unavailable`) or departed: not chosen again while
   /// another Active gateway exists (SPEC §4.4 "re-homes to another gateway").
   std::set<silo_address> avoided;
-  /// Gateways whose connection this client lost (its centre reported them departed):
-  /// never chosen again. A restarted silo has a newer generation, hence another address.
+  /// Silos whose departure the centre reported: a pure client never chooses them as a
+  /// gateway again (a restarted silo has a newer generation, hence another address); a
+  /// landing reported at one of them is NACKed at once.
   std::set<silo_address> lost;
   /// Silos membership showed ShuttingDown (graceful leave): their departure NACKs nothing.
   std::set<silo_address> graceful;
