@@ -816,8 +816,10 @@ envelope deliver(rs_actor* self, envelope& d, int64_t deadline_ms = 0) {
     envelope answer = d;
     answer.state = delivery_state::forwarded;
     // A request is held until its answer passes: if the silo whose hub took it departs
-    // abruptly first, it ends in one NACK at once. docs/behaviour/routing.md#requests-whose-silo-departs
-    if (deadline_ms > 0 && may_answer(d) && !is_continuation(d))
+    // abruptly first, it ends in one NACK at once. Only a sender this process can NACK (a
+    // local route) is held. docs/behaviour/routing.md#requests-whose-silo-departs
+    if (deadline_ms > 0 && may_answer(d) && !is_continuation(d)
+        && find_route(self, d.sender) != nullptr)
       st.held.hold(d, silo_address{}, deadline_ms, now_ms(self));
     self->send(st.opts.core, rc_route_atom::value, std::move(d));
     return answer;
