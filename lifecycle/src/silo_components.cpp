@@ -353,6 +353,11 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   ro.role = config::process_role::silo_host;
   ro.process_name = name;
   s.routing = caf::actor_cast<caf::actor>(spawn_routing_service(sys, ro));
+  // The routing service ends the held requests of its hubs whose landing silo departs
+  // abruptly (docs/behaviour/routing.md#requests-whose-silo-departs): it learns departures
+  // from the centre and graceful leaves from membership.
+  caf::anon_send(s.centre, mc_watch_atom::value, s.routing);
+  caf::anon_send(s.agent, mb_subscribe_atom::value, s.routing);
   s.grains = spawn_grain_delivery(sys, s.placement);
   auto co = router_core_options::from(cfg, s.addr);
   co.gauge = s.gauge;

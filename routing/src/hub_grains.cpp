@@ -13,6 +13,7 @@
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/gateway_atoms.hpp"
+#include "cafmesh/routing/held_requests.hpp"
 #include "cafmesh/routing/routing_grain.hpp"
 #include "cafmesh/routing/size_guard.hpp"
 
@@ -226,13 +227,31 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
         return to_error(leaving_fault(*slots));
       }
       switch (data->phase) {
-        case hub_phase::ready:
-          self->delegate(data->hub, hb_deliver_atom::value, std::move(d));
-          return caf::delegated<envelope>{};
+        case hub_phase::ready: {
+          if (!may_answer(d) || is_continuation(d)) {
+            self->delegate(data->hub, hb_deliver_atom::value, std::move(d));
+            return caf::delegated<envelope>{};
+          }
+          // Its answer names this silo, whose hub took it: if this silo dies before the
+          // answer leaves, the sender's entry ends the request at once.
+          // docs/behaviour/routing.md#requests-whose-silo-departs
+          auto rp = self->make_response_promise<envelope>();
+          auto silo = slots->silo;
+          self->request(data->hub, caf::infinite, hb_deliver_atom::value, std::move(d))
+            .then(
+              [=](envelope& r) mutable {
+                stamp_landing(r, silo);
+                rp.deliver(std::move(r));
+              },
+              [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
+          return rp;
+        }
         case hub_phase::building: {
           pin(self, data->me, true); // exempt from idle collection while building
           auto ack = d;
           ack.state = delivery_state::submitted;
+          if (may_answer(d) && !is_continuation(d))
+            stamp_landing(ack, slots->silo);
           data->parked.push_back(std::move(d));
           return ack;
         }
@@ -396,6 +415,8 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
           [=](bool took) mutable {
             if (took) {
               ack.state = delivery_state::forwarded;
+              if (may_answer(ack) && !is_continuation(ack))
+                stamp_landing(ack, slots->silo); // a hub of this silo's process took it
               rp.deliver(ack);
               return;
             }

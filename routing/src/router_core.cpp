@@ -29,6 +29,7 @@
 #include "cafmesh/routing/retry_policy.hpp"
 #include "cafmesh/routing/saturation_report.hpp"
 #include "cafmesh/routing/size_guard.hpp"
+#include "landing_report.hpp"
 
 namespace cafmesh::routing {
 
@@ -1057,6 +1058,8 @@ void leg_attempt(pointer self, uint64_t id) {
         auto d = judge_result(r);
         switch (d.action) {
           case result_action::landed:
+            report_landing(self->state.opts.silo, self->state.opts.centre,
+                           self->state.opts.local_routes, leg->entry_client, leg->env, r);
             finish_leg(self, *leg, leg_outcome::landed);
             return;
           case result_action::already_nacked:

@@ -361,19 +361,6 @@ bool is_stream_routed(rs_actor* self, const address& host) {
   return std::find(types.begin(), types.end(), host.type) != types.end();
 }
 
-/// Forgets the accepted requests whose sender stopped waiting (memory bound of `held`).
-void sweep_held(rs_actor* self) {
-  auto& st = self->state;
-  auto now = now_ms(self);
-  for (auto i = st.held.begin(); i != st.held.end();) {
-    if (i->second.deadline_ms <= now)
-      i = st.held.erase(i);
-    else
-      ++i;
-  }
-  st.held_sweep_at = std::max<size_t>(1024, 2 * st.held.size());
-}
-
 // -- per-channel order across a re-homing ------------------------------------------------
 // docs/behaviour/routing.md#a-pure-clients-streams-across-a-re-homing
 
@@ -528,9 +515,7 @@ void client_finish(rs_actor* self, uint64_t id, bool ok, const fault* f,
   if (ok) {
     ++st.stats.client_accepted;
     if (dsp.deadline_ms > now_ms(self) && !gw.empty() && may_answer(dsp.env)) {
-      st.held[dsp.env.id] = routing_service_state::held_request{gw, dsp.env, dsp.deadline_ms};
-      if (st.held.size() > st.held_sweep_at)
-        sweep_held(self);
+      st.held.hold(dsp.env, gw, dsp.deadline_ms, now_ms(self));
     }
   } else {
     ++st.stats.client_failed;
@@ -640,44 +625,73 @@ void client_attempt(rs_actor* self, uint64_t id) {
           });
 }
 
-/// The centre reports `s` departed (its connection broke, a call to it bounced, or
-/// membership shows it Dead). A pure client leaves `s` for good if it was its gateway,
-/// never picks it again, and ends every request `s` had accepted with one NACK `failed`:
-/// the answer can no longer come, and whether `s` processed the request is unknown.
-void gateway_lost(rs_actor* self, const silo_address& s) {
+/// Ends held request `r` with one NACK `failed`: `s`, which its answer depended on, is gone.
+void nack_lost(rs_actor* self, const held_requests::entry& r, held_loss why,
+               const silo_address& s) {
   auto& st = self->state;
-  if (st.opts.role != config::process_role::pure_client || s.empty())
+  auto& d = r.env;
+  auto detail = why == held_loss::gateway
+                  ? departed_in_flight(s).render()
+                  : "silo " + s.to_string() + " departed after its hub took the request, "
+                      "before the answer left; its outcome is unknown";
+  if (post_local_nack(self, d, verdict::failed,
+                      "Delivery to '" + d.target.to_string() + "' failed: " + detail)) {
+    ++(why == held_loss::gateway ? st.stats.departed_nacks : st.stats.landing_nacks);
+  } else {
+    st.log.error("request " + d.id + " held for departed silo " + s.to_string()
+                 + " has no local route for its sender here: " + detail);
+  }
+}
+
+/// True if this process knows `s` is gone: its centre reported it, or membership shows it
+/// Dead or superseded.
+bool known_gone(rs_actor* self, const silo_address& s) {
+  auto& st = self->state;
+  return st.lost.count(s) > 0 || (st.view && st.view->departed(s));
+}
+
+/// The centre reports `s` departed (its connection broke, a call to it bounced, or
+/// membership shows it Dead). A pure client leaves `s` for good if it was its gateway and
+/// never picks it again. Every held request `s` had accepted, or whose hub `s` hosts, ends
+/// with one NACK `failed`: the answer can no longer come, and whether `s` processed the
+/// request is unknown. docs/behaviour/routing.md#requests-whose-silo-departs
+void silo_lost(rs_actor* self, const silo_address& s) {
+  auto& st = self->state;
+  if (st.opts.role == config::process_role::monolith || s.empty())
     return;
   if (!st.lost.insert(s).second)
     return;
-  ++st.stats.gateways_lost;
-  if (st.gateway == s)
-    drop_gateway(self, s, "the connection to it was lost");
+  if (st.opts.role == config::process_role::pure_client) {
+    ++st.stats.gateways_lost;
+    if (st.gateway == s)
+      drop_gateway(self, s, "the connection to it was lost");
+  }
   if (st.graceful.count(s) > 0) {
-    // A gateway that left gracefully finishes the work it accepted (its answers reach this
-    // client through the next gateway): nothing to NACK.
-    for (auto i = st.held.begin(); i != st.held.end();)
-      i = i->second.gateway == s ? st.held.erase(i) : std::next(i);
+    // A silo that left gracefully finishes the work it accepted and its hubs' answers leave
+    // before it goes (their answers reach this process through the next gateway): nothing
+    // to NACK.
+    st.held.left(s);
     return;
   }
-  auto now = now_ms(self);
-  auto detail = departed_in_flight(s).render();
-  for (auto i = st.held.begin(); i != st.held.end();) {
-    if (i->second.gateway != s) {
-      ++i;
-      continue;
-    }
-    if (i->second.deadline_ms > now) {
-      auto& d = i->second.env;
-      if (post_local_nack(self, d, verdict::failed,
-                          "Delivery to '" + d.target.to_string() + "' failed: " + detail))
-        ++st.stats.departed_nacks;
-      else
-        st.log.error("request " + d.id + " accepted by departed gateway " + s.to_string()
-                     + " has no local route for its sender here: " + detail);
-    }
-    i = st.held.erase(i);
+  for (auto& l : st.held.departed(s, now_ms(self)))
+    nack_lost(self, l.req, l.why, s);
+}
+
+/// The router core whose leg landed request `id` reports that a hub of `at` took it.
+void on_landed(rs_actor* self, const std::string& id, const silo_address& at) {
+  auto& st = self->state;
+  if (!st.held.landed(id, at))
+    return; // answered already, expired, or a post
+  ++st.stats.landings;
+  if (!known_gone(self, at))
+    return;
+  if (st.graceful.count(at) > 0) {
+    st.held.landed(id, silo_address{});
+    return;
   }
+  // `at` departed before this report arrived: the answer cannot come any more.
+  if (auto r = st.held.take(id, now_ms(self)))
+    nack_lost(self, *r, held_loss::landing, at);
 }
 
 // -- monolith --------------------------------------------------------------------------
@@ -752,6 +766,8 @@ envelope deliver(rs_actor* self, envelope& d, int64_t deadline_ms = 0) {
   // 1. local route table hit.
   if (auto h = find_route(self, d.target)) {
     ++st.stats.local_hits;
+    if (d.request_id && st.held.size() > 0)
+      st.held.answered(*d.request_id);
     envelope answer = d;
     answer.state = delivery_state::forwarded;
     self->send(*h, hb_in_atom::value, std::move(d));
@@ -799,6 +815,12 @@ envelope deliver(rs_actor* self, envelope& d, int64_t deadline_ms = 0) {
     ++st.stats.to_core;
     envelope answer = d;
     answer.state = delivery_state::forwarded;
+    // A request is held until its answer passes: if the silo whose hub took it departs
+    // abruptly first, it ends in one NACK at once. Only a sender this process can NACK (a
+    // local route) is held. docs/behaviour/routing.md#requests-whose-silo-departs
+    if (deadline_ms > 0 && may_answer(d) && !is_continuation(d)
+        && find_route(self, d.sender) != nullptr)
+      st.held.hold(d, silo_address{}, deadline_ms, now_ms(self));
     self->send(st.opts.core, rc_route_atom::value, std::move(d));
     return answer;
   }
@@ -878,7 +900,10 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
     [=](rs_request_atom, envelope& d, int64_t timeout_ms) -> envelope {
       return deliver(self, d, now_ms(self) + std::max<int64_t>(timeout_ms, 0));
     },
-    [=](mc_gone_atom, const silo_address& s) { gateway_lost(self, s); },
+    [=](mc_gone_atom, const silo_address& s) { silo_lost(self, s); },
+    [=](rs_landed_atom, const std::string& id, const silo_address& at) {
+      on_landed(self, id, at);
+    },
     [=](rs_register_atom, const address& a, caf::actor& h) {
       auto& st = self->state;
       auto key = route_key(self, a);
@@ -932,8 +957,8 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
     },
     [=](rs_has_route_atom, const address& a) { return find_route(self, a) != nullptr; },
     [=](lr_deliver_atom, envelope& d) {
-      if (d.request_id && !self->state.held.empty())
-        self->state.held.erase(*d.request_id);
+      if (d.request_id && self->state.held.size() > 0)
+        self->state.held.answered(*d.request_id);
       auto h = find_route(self, d.target);
       if (h == nullptr) {
         ++self->state.stats.lr_refused;
@@ -1008,10 +1033,17 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
     },
     [=](mb_snapshot_atom, const membership_snapshot& v) {
       auto& st = self->state;
-      st.gateways = v.active_set();
       for (auto& r : v.rows)
         if (r.status == silo_status::shutting_down)
           st.graceful.insert(r.silo);
+      st.view = v;
+      if (st.opts.role != config::process_role::pure_client) {
+        // A silo host only needs the view for its held requests (silo_lost, on_landed).
+        for (auto i = st.lost.begin(); i != st.lost.end();)
+          i = v.departed(*i) ? st.lost.erase(i) : std::next(i);
+        return;
+      }
+      st.gateways = v.active_set();
       for (auto i = st.lost.begin(); i != st.lost.end();) {
         if (v.departed(*i))
           i = st.lost.erase(i); // membership caught up: Dead or superseded for good

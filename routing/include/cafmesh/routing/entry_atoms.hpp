@@ -34,6 +34,10 @@ using rs_reattach_atom = caf::atom_constant<caf::atom("rsreattach")>;
 using rs_home_atom = caf::atom_constant<caf::atom("rshome")>;
 /// `(rs_stats_atom) -> routing_service_stats`: the routing service's counters (diagnostics).
 using rs_stats_atom = caf::atom_constant<caf::atom("rsstats")>;
+/// `(rs_landed_atom, std::string delivery_id, silo_address at)` one-way, from the router core
+/// whose leg landed the delivery (a pure client's component `client`, or the co-hosted
+/// routing service): a hub of silo `at` took it (held_requests.hpp).
+using rs_landed_atom = caf::atom_constant<caf::atom("rslanded")>;
 
 // -- hubs (hub_protocol.hpp) ---------------------------------------------------------------
 /// `(hb_in_atom, envelope)` one-way: an envelope handed to an in-process handler.

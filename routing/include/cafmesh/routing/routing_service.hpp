@@ -11,8 +11,9 @@
 /// |---|---|
 /// | `(rs_deliver_atom, envelope)` | at once, never after the outcome: the envelope with state `forwarded` when accepted (local route, router core, client dispatch, monolith hub); failed-and-NACKed when the entry posted its own NACK to the sender's local route; plain `failed` with `properties["error"]` otherwise |
 /// | `(rs_post_atom, envelope)` one-way | none: as `rs_deliver_atom` for a post, a frame or a heartbeat whose sender needs no answer (docs/behaviour/routing.md#the-co-hosted-hot-path). A refusal reaches the sender as the entry's NACK where its local route is here, and is logged at warning where it is not; requests use `rs_request_atom`, which keeps its answer |
-/// | `(rs_request_atom, envelope, int64_t timeout_ms)` | as `rs_deliver_atom`, for a request whose sender waits `timeout_ms` for its answer. In a `pure_client`, a request its gateway accepted is remembered until its answer passes this service or its deadline: if that gateway departs first, the request ends at once in one NACK `failed` ("silo {S} departed while the call was in flight; its outcome is unknown") |
-/// | `(mc_gone_atom, silo_address s)` | `pure_client`, from the message centre (`mc_watch_atom`): the connection to `s` is lost or `s` is gone. `s` is never chosen as a gateway again (a restart comes with a newer generation), the client re-homes if it was the current one, and the requests `s` had accepted are NACKed as above unless membership showed `s` ShuttingDown (a graceful leave finishes its accepted work). Another silo's departure never moves the client off its gateway |
+/// | `(rs_request_atom, envelope, int64_t timeout_ms)` | as `rs_deliver_atom`, for a request whose sender waits `timeout_ms` for its answer. A request handed on (a `pure_client`: accepted by its gateway; a `silo_host`: handed to the router core) is held until its answer passes this service or its deadline, with its gateway and the silo whose hub took it (`rs_landed_atom`): if one of them departs abruptly first, the request ends at once in one NACK `failed` ("silo {S} departed while the call was in flight; its outcome is unknown", or "... departed after its hub took the request, before the answer left; its outcome is unknown"; docs/behaviour/routing.md#requests-whose-silo-departs) |
+/// | `(mc_gone_atom, silo_address s)` | from the message centre (`mc_watch_atom`): the connection to `s` is lost or `s` is gone. A `pure_client` never chooses `s` as a gateway again (a restart comes with a newer generation) and re-homes if it was the current one; another silo's departure never moves it off its gateway. Every held request `s` had accepted or whose hub `s` hosts is NACKed as above, unless membership showed `s` ShuttingDown (a graceful leave finishes its accepted work and lets its hubs' answers leave) |
+/// | `(rs_landed_atom, std::string id, silo_address at)` | from the router core whose leg landed request `id` at a hub of `at` (another silo): the held request now depends on `at`; if `at` is already known gone, it is NACKed at once. Ignored for an id not held |
 /// | `(rs_register_atom, address, caf::actor handler) -> ok` | registers a local route for the address's host path (SPEC §2.1) |
 /// | `(rs_unregister_atom, address) -> ok` | removes it |
 /// | `(rs_has_route_atom, address) -> bool` | is there a local route for the host path? |
@@ -104,6 +105,7 @@
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/gateway_atoms.hpp"
+#include "cafmesh/routing/held_requests.hpp"
 #include "cafmesh/routing/hub_protocol.hpp"
 #include "cafmesh/routing/ordered_route_dispatcher.hpp"
 #include "cafmesh/routing/retry_policy.hpp"
@@ -221,6 +223,8 @@ struct routing_service_stats {
   uint64_t rehomes = 0;           ///< gateways dropped (stop-send, refusal, departure)
   uint64_t gateways_lost = 0;     ///< gateways whose connection this client lost
   uint64_t departed_nacks = 0;    ///< accepted requests NACKed because their gateway departed
+  uint64_t landings = 0;          ///< landing reports of held requests (`rs_landed_atom`)
+  uint64_t landing_nacks = 0;     ///< held requests NACKed because their landing silo departed
   uint64_t refused_overloaded = 0; ///< pure_client: refused at `max_outstanding`
   uint64_t order_held = 0;  ///< pure_client: dispatches that waited for their channel
   uint64_t drains = 0;      ///< pure_client: `gw_drained` requests to a channel's old gateway
@@ -234,7 +238,7 @@ typename Inspector::result_type inspect(Inspector& f, routing_service_stats& x) 
            x.client_failed, x.hubs_built, x.monolith_nacks, x.lr_delivered, x.lr_refused,
            x.attach_attempts, x.attach_ok, x.attach_gave_up, x.gated, x.stop_sends,
            x.rehomes, x.gateways_lost, x.departed_nacks, x.refused_overloaded, x.order_held,
-           x.drains);
+           x.drains, x.landings, x.landing_nacks);
 }
 
 /// One inbound path of a pure client (SPEC §6.2 "Pure client inbound attach").
@@ -297,21 +301,20 @@ struct routing_service_state {
   /// Gateways that refused (`silo_unavailable`) or departed: not chosen again while
   /// another Active gateway exists (SPEC §4.4 "re-homes to another gateway").
   std::set<silo_address> avoided;
-  /// Gateways whose connection this client lost (its centre reported them departed):
-  /// never chosen again. A restarted silo has a newer generation, hence another address.
+  /// Silos whose departure the centre reported: a pure client never chooses them as a
+  /// gateway again (a restarted silo has a newer generation, hence another address); a
+  /// landing reported at one of them is NACKed at once.
   std::set<silo_address> lost;
   /// Silos membership showed ShuttingDown (graceful leave): their departure NACKs nothing.
   std::set<silo_address> graceful;
-  /// Requests a gateway accepted (`forwarded`) whose answer has not passed this service:
-  /// delivery id -> (gateway, request, sender's deadline ms). When that gateway departs
-  /// before its deadline, the request ends in one NACK `failed` at once.
-  struct held_request {
-    silo_address gateway;
-    envelope env;
-    int64_t deadline_ms = 0;
-  };
-  std::map<std::string, held_request> held;
-  size_t held_sweep_at = 1024; ///< sweep expired entries when `held` grows past this
+  /// The latest membership view (a landing reported after its silo departed is NACKed).
+  std::optional<membership_snapshot> view;
+  /// Requests handed on (a pure client: accepted `forwarded` by a gateway; a silo host:
+  /// handed to its router core) whose answer has not passed this service, with the gateway
+  /// and the landing silo the answer depends on. When one of them departs abruptly before
+  /// the request's deadline, the request ends in one NACK `failed` at once
+  /// (docs/behaviour/routing.md#requests-whose-silo-departs).
+  held_requests held;
   std::mt19937_64 rng;
   std::map<uint64_t, client_dispatch> dispatches;
   /// Delivery id -> virtual ms of every dispatch attempt (inspection), at most
