@@ -185,8 +185,9 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
       return rp;
     },
     [=](dir_lost_atom, const activation_address& loser, const activation_address& winner) {
-      // The directory kept another activation of this grain (a hand-off collision, SPEC
-      // §5.2 first-wins): this one deactivates and its held messages go to the winner.
+      // The directory kept another activation of this grain (a hand-off collision; the first registration
+      // wins: docs/behaviour/directory-and-placement.md#lookup-registration-cache): this one
+      // deactivates and its held messages go to the winner.
       auto& st = self->state;
       auto i = st.activations.find(loser.tag.value);
       if (loser.silo != st.cfg.self || i == st.activations.end()

@@ -272,11 +272,11 @@ void register_activation(ct_actor* self, uint32_t tag) {
 }
 
 /// Asked to activate a grain that is already active here: placement found no directory
-/// entry for it, which a ring change can lose (a hand-off that never arrived, SPEC §6.10).
-/// Registers the activation again (first wins) before answering, so the claim that asked
-/// repairs the directory instead of answering an address nobody else can find. If another
-/// activation won meanwhile, this one deactivates (`lost_registration`) and the winner is
-/// the answer, as for a first registration. A directory that cannot be reached leaves the
+/// entry for it, which a ring change can lose (a hand-off that never arrived,
+/// docs/behaviour/routing.md#hubs). Registers the activation again (first wins) before answering,
+/// so the claim that asked repairs the directory instead of answering an address nobody else can
+/// find. If another activation won meanwhile, this one deactivates (`lost_registration`) and the
+/// winner is the answer, as for a first registration. A directory that cannot be reached leaves the
 /// answer as before: this activation.
 void reassert_registration(ct_actor* self, uint32_t tag, caf::response_promise rp) {
   auto& st = self->state;

@@ -48,7 +48,8 @@ inline caf::error failed_activation_error(const catalog_state& st, const grain_i
   return to_error(f);
 }
 
-/// SPEC §3.6: a message for an activation that is not (or no longer) here.
+/// docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion: a message for an
+/// activation that is not (or no longer) here.
 inline caf::error missing_error(const catalog_state& st, const grain_id& g, activation_tag t) {
   auto fl = st.failures.find(g);
   if (fl != st.failures.end())
@@ -106,11 +107,11 @@ catalog_activation* pick_worker(ct_actor* self, const grain_id& g, const grain_t
 void register_activation(ct_actor* self, uint32_t tag);
 
 /// Asked to activate a grain that is already active here: placement found no directory
-/// entry for it, which a ring change can lose (a hand-off that never arrived, SPEC §6.10).
-/// Registers the activation again (first wins) before answering, so the claim that asked
-/// repairs the directory instead of answering an address nobody else can find. If another
-/// activation won meanwhile, this one deactivates (`lost_registration`) and the winner is
-/// the answer, as for a first registration. A directory that cannot be reached leaves the
+/// entry for it, which a ring change can lose (a hand-off that never arrived,
+/// docs/behaviour/routing.md#hubs). Registers the activation again (first wins) before answering,
+/// so the claim that asked repairs the directory instead of answering an address nobody else can
+/// find. If another activation won meanwhile, this one deactivates (`lost_registration`) and the
+/// winner is the answer, as for a first registration. A directory that cannot be reached leaves the
 /// answer as before: this activation.
 void reassert_registration(ct_actor* self, uint32_t tag, caf::response_promise rp);
 

@@ -305,8 +305,9 @@ void send_moves(partition_actor* self, moves& out, const char* what) {
 }
 
 /// Keeps `a` here (first-wins): an entry already held for the same grain id stays, and the
-/// catalog of the other activation's silo is told it lost (SPEC §5.2 first-wins; the
-/// loser deactivates and reroutes to the winner).
+/// catalog of the other activation's silo is told it lost
+/// (docs/behaviour/directory-and-placement.md#lookup-registration-cache first-wins; the loser
+/// deactivates and reroutes to the winner).
 void merge(partition_actor* self, const activation_address& a, uint64_t ring_version) {
   auto& st = self->state;
   auto i = st.entries.find(a.grain);

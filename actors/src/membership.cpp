@@ -389,7 +389,7 @@ caf::behavior membership_agent(agent_actor* self, silo_address self_addr, caf::a
       if (is_terminating(to))
         st.leaving = true;
       if (to == silo_status::shutting_down || to == silo_status::stopping) {
-        // SPEC §4.3: apply locally before publishing.
+        // docs/behaviour/membership.md#leaving: apply locally before publishing.
         auto row = st.view.find(st.self_addr);
         if (row != nullptr && is_allowed_transition(row->status, to)) {
           row->status = to;

@@ -80,8 +80,9 @@ void invalidate(pl_actor* self, const grain_id& g, const silo_address& s, activa
   self->state.cache.invalidate(activation_address{g, s, t});
 }
 
-/// Sends one message to its activation: it leaves placement now (SPEC §5.4 "Response
-/// timeout"). A stateless-worker message carries tag 0: the target catalog picks.
+/// Sends one message to its activation: it leaves placement now
+/// (docs/behaviour/directory-and-placement.md#placement "Response timeout"). A stateless-worker
+/// message carries tag 0: the target catalog picks.
 void send_to(pl_actor* self, const grain_id& g, const silo_address& s, activation_tag t,
              placement_waiter w) {
   auto& st = self->state;
@@ -161,7 +162,8 @@ fault no_candidate_fault(const membership_snapshot& v, const std::string& type,
 }
 
 /// Silos Active in the latest view whose manifest lists `info.type` with the same interface
-/// version, ordered by rendered address (SPEC §5.4 "Compatibility").
+/// version, ordered by rendered address (docs/behaviour/directory-and-placement.md#placement
+/// "Compatibility").
 std::vector<silo_address> candidates_for(const placement_state& st, const grain_type_info& info) {
   std::vector<silo_address> candidates;
   for (auto& row : st.view.rows) {
@@ -248,7 +250,8 @@ void start_lookup(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
       if (find_item(self, idx, g, id) == nullptr)
         return;
       if (e == caf::sec::request_timeout) {
-        // SPEC §5.2: retry against the ring as it is by now.
+        // docs/behaviour/directory-and-placement.md#lookup-registration-cache: retry against the
+        // ring as it is by now.
         start_lookup(self, idx, g, id);
         return;
       }

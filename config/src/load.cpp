@@ -96,7 +96,8 @@ rule cluster_id_text() {
   });
 }
 
-/// An array of distinct address types: non-empty strings without `/` or `~` (SPEC §2.1).
+/// An array of distinct address types: non-empty strings without `/` or `~`
+/// (docs/behaviour/envelope.md#addresses).
 rule address_types() {
   return {"an array of address types",
           [](const json& v, const std::string& ptr, error_list& errs) {

@@ -1,5 +1,5 @@
 // cafmesh-client: a pure client that sends the scenario's traffic mix or replays a trace
-// file and writes every outcome to a ledger file (issue "The main job", item 2; issue #6).
+// file and writes every outcome to a ledger file.
 //
 // Parses the command line, loads the configuration (which must declare mesh.process_role
 // "pure_client"; the loader requires network.primary_port, the cluster's primary), loads

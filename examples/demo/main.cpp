@@ -1,4 +1,4 @@
-// cafmesh-demo: the rolling-restart demo (issue "The main job", item 3).
+// cafmesh-demo: the rolling-restart demo.
 //
 // Parses the command line, loads the scenario (a file, or the embedded roll-three-silos
 // default), applies --seed/--duration-s/--rate, validates every process's configuration, and
@@ -39,7 +39,8 @@ namespace {
 
 /// After a failed report: how many warnings and errors the run logged, every error line
 /// (the quiescence participant's "did not land" line is the only record of a stuck leg,
-/// SPEC §8.2) and the last warnings, so the cause is at the end of a CI log.
+/// docs/behaviour/quiescence.md#the-participant-at-stage-active) and the last warnings, so the
+/// cause is at the end of a CI log.
 void print_diagnostics(std::ostream& out, const std::vector<log::line>& lines) {
   constexpr size_t max_errors = 20;
   constexpr size_t max_warnings = 10;

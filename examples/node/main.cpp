@@ -9,8 +9,8 @@
 // - `pure_client`: `client_builder` over CAF io (it hosts no hubs; a dedicated oracle
 //   process when `primary_port` is 0);
 // - `monolith`: `monolith_builder`: the whole mesh in this process, no network.
-// SIGTERM/SIGINT = graceful host stop (SPEC §3.7); a second signal = non-graceful. Exit 0
-// once the host reports the runtime torn down.
+// SIGTERM/SIGINT = graceful host stop (docs/behaviour/lifecycle.md#the-host); a second signal =
+// non-graceful. Exit 0 once the host reports the runtime torn down.
 // With `--demo-control HOST:PORT --demo-silo NAME` (set by `cafmesh-demo --processes`) a
 // silo_host runs as one silo of the demo's multi-process mesh instead (demo_process.hpp).
 // With `--admin-port PORT` (or `admin.enabled` in the configuration) the process serves its

@@ -15,7 +15,8 @@ client::client(std::unique_ptr<state> st) : mesh_process(std::move(st)) {
 
 namespace {
 
-/// The pure client's host (SPEC §3.7 without a lifecycle subject: steps 1, 4 and 5).
+/// The pure client's host (docs/behaviour/lifecycle.md#the-host without a lifecycle subject: steps
+/// 1, 4 and 5).
 host_actor spawn_client_host(caf::actor_system& sys, const config::mesh_config& cfg,
                              const pure_client& pc, const stopping_recipient_actor& probe) {
   host_options ho;

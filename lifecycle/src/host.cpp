@@ -156,9 +156,10 @@ void signal_acked(self_ptr self) {
 }
 
 /// A non-graceful stop requested while a graceful one runs (e.g. a second SIGTERM): the rest
-/// of the stop runs non-gracefully, exactly as if the shutdown budget had expired (SPEC §3.3
-/// rule 5): observers with an open stop get `shutdown_budget_expired`, later stages get
-/// graceful = false. Before the silo stop began, the silo stop simply starts non-graceful.
+/// of the stop runs non-gracefully, exactly as if the shutdown budget had expired
+/// (docs/behaviour/lifecycle.md#the-lifecycle-subject rule 5): observers with an open stop get
+/// `shutdown_budget_expired`, later stages get graceful = false. Before the silo stop began, the
+/// silo stop simply starts non-graceful.
 void escalate(self_ptr self) {
   auto& st = self->state;
   st.graceful = false;
@@ -231,7 +232,8 @@ host_impl_actor::behavior_type host_impl(self_ptr self, host_options opts) {
                 start_completed(self, e);
                 auto& st = self->state;
                 if (st.phase == host_phase::running) {
-                  // SPEC §3.2 rule 5: the host stops the silo after a failed start.
+                  // docs/behaviour/lifecycle.md#the-lifecycle-subject: the host stops the silo
+                  // after a failed start.
                   st.lg.error("silo start failed: " + describe(e) + "; stopping the silo");
                   begin_stop(self, true);
                 }

@@ -43,7 +43,8 @@ void apply_embedded_defaults(config::mesh_config& cfg, std::optional<log::level>
 caf::error add_hubs(const caf::actor& table,
                     const std::vector<std::pair<std::string, routing::async_hub_handler>>& hubs);
 
-/// The wall-clock ms since the epoch: a network process's generation (SPEC §2.3).
+/// The wall-clock ms since the epoch: a network process's generation
+/// (docs/behaviour/envelope.md#silo-addresses-and-activations).
 uint64_t wall_generation();
 
 /// The correlating entry of the process at `addr`: `client/{name}-{port}-{generation}`

@@ -69,13 +69,15 @@ struct gateway_state {
 /// Attempts at one inbound attach inside the gateway: an activation that was leaving when
 /// the call reached it (`activation_deactivated`) is re-resolved at once, so a client
 /// re-homing while deliveries churn a not-here activation does not wait for its own
-/// 250 ms backoff (SPEC §6.6 "transient hub conditions re-resolve").
+/// 250 ms backoff (docs/behaviour/classification.md#retry-policies "transient hub conditions
+/// re-resolve").
 constexpr int gateway_attach_attempts = 4;
 
 void gateway_attach(caf::stateful_actor<gateway_state>* self, grain_id g, silo_address client,
                     caf::typed_response_promise<bool> rp, int attempt) {
   auto& st = self->state;
-  // Bypass the directory cache: the attach must reach the directory (SPEC §6.10).
+  // Bypass the directory cache: the attach must reach the directory
+  // (docs/behaviour/routing.md#hubs).
   self->send(st.placement, pl_inval_atom::value, g);
   self
     ->request(st.placement, caf::infinite, pl_call_atom::value, g, int32_t{0},
@@ -103,7 +105,8 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, silo_addres
   self->state.centre = std::move(centre);
   self->state.streams = std::move(streams);
   self->state.core = std::move(core);
-  // A client of this gateway may host stream subscribers (SPEC §6.2 inbound stream).
+  // A client of this gateway may host stream subscribers (docs/behaviour/routing.md#the-entry
+  // inbound stream).
   auto add_client = [=](const silo_address& c) {
     if (self->state.clients.insert(c).second && self->state.streams)
       caf::anon_send(self->state.streams, st_peer_atom::value, c);
@@ -165,8 +168,8 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, silo_addres
     },
     [=](gw_attach_atom, const silo_address& client,
         const address& path) -> caf::result<bool> {
-      // SPEC §6.2 "Pure client inbound attach": the pod hub of the client's path, through
-      // this silo's placement (prefer-local puts a new activation here).
+      // docs/behaviour/routing.md#the-entry "Pure client inbound attach": the pod hub of the
+      // client's path, through this silo's placement (prefer-local puts a new activation here).
       auto& st = self->state;
       if (!st.open || !st.accepting || st.stop_sent)
         return to_error(fault{mesh_errc::silo_unavailable,
@@ -386,7 +389,7 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   // bed interposes).
   auto served_gateway = opts.wrap_gateway ? opts.wrap_gateway(s.gateway) : s.gateway;
 
-  // -- stage observers (SPEC §3.5)
+  // -- stage observers (docs/behaviour/lifecycle.md#stages)
   auto centre = s.centre;
   auto agent = s.agent;
   auto partition = s.partition;
@@ -583,14 +586,15 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
     });
 
   // RuntimeInitialize 2000: message centre. Its start is the lowest silo stage after First,
-  // so the standard-wiring check (SPEC §8.2) fails the start before any service started.
+  // so the standard-wiring check (docs/behaviour/quiescence.md#the-participant-at-stage-active)
+  // fails the start before any service started.
   auto centre_obs = spawn_obs(
     [=](observer_ptr self, bool, ok_promise rp) mutable {
       if (!quiescence_wired) {
         auto f = fault{mesh_errc::config_invalid,
                        "silo " + name
                          + ": the routing quiescence participant is not subscribed at stage"
-                           " Active (SPEC §8.2)"};
+                           " Active (docs/behaviour/quiescence.md#the-participant-at-stage-active)"};
         lg->error(f.text);
         rp.deliver(to_error(f));
         return;
@@ -645,7 +649,7 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   s.death_watch = sys.spawn(death_watch, s.addr);
   caf::anon_send(s.agent, mb_declared_atom::value, s.death_watch);
 
-  // -- host (SPEC §3.7)
+  // -- host (docs/behaviour/lifecycle.md#the-host)
   lifecycle::host_options ho;
   ho.silo_name = name;
   ho.subject = s.subject;

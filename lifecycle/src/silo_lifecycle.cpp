@@ -150,7 +150,8 @@ void close_request(self_ptr self, size_t idx, uint64_t token, caf::error err) {
 
 void start_next_stage(self_ptr self) {
   auto& st = self->state;
-  // SPEC §3.2 rule 6: a pending stop cancels the start before the next stage.
+  // docs/behaviour/lifecycle.md#the-lifecycle-subject: a pending stop cancels the start before the
+  // next stage.
   if (st.stop_requested) {
     st.lg.info("lifecycle start cancelled by a stop request"
                + (st.start_cursor < st.start_order.size()
@@ -169,7 +170,7 @@ void start_next_stage(self_ptr self) {
   }
   auto s = st.start_order[st.start_cursor++];
   st.current = s;
-  // SPEC §3.2 rule 4: recorded before the requests go out.
+  // docs/behaviour/lifecycle.md#the-lifecycle-subject: recorded before the requests go out.
   st.highest_started = s;
   st.lg.debug("starting stage " + stage_name(s));
   auto now = self->clock().now();
@@ -193,7 +194,8 @@ void stop_next_stage(self_ptr self) {
   }
   auto s = st.stop_order[st.stop_cursor++];
   st.current = s;
-  // SPEC §3.3 rule 5: after the host budget expired, every later stage is non-graceful.
+  // docs/behaviour/lifecycle.md#the-lifecycle-subject: after the host budget expired, every later
+  // stage is non-graceful.
   bool graceful = st.stop_graceful && !st.budget_expired;
   st.lg.debug("stopping stage " + stage_name(s) + (graceful ? "" : " (non-graceful)"));
   auto now = self->clock().now();
@@ -293,7 +295,8 @@ silo_lifecycle_actor::behavior_type silo_lifecycle_impl(self_ptr self,
       if (st.stop_done)
         return caf::ok_atom::value;
       if (st.stop_requested) {
-        // SPEC §3.3 rule 7: a second stop receives the first one's answer.
+        // docs/behaviour/lifecycle.md#the-lifecycle-subject: a second stop receives the first
+        // one's answer.
         auto rp = self->make_response_promise<caf::ok_atom>();
         st.stop_rps.push_back(rp);
         return rp;
@@ -301,7 +304,7 @@ silo_lifecycle_actor::behavior_type silo_lifecycle_impl(self_ptr self,
       st.stop_requested = true;
       st.stop_graceful = graceful;
       if (!st.start_begun) {
-        // SPEC §3.3 rule 1: nothing started, nothing to stop.
+        // docs/behaviour/lifecycle.md#the-lifecycle-subject: nothing started, nothing to stop.
         st.stop_done = true;
         st.lg.info("silo lifecycle stop without start: no observer to stop");
         return caf::ok_atom::value;

@@ -46,7 +46,7 @@ bool is_transient_node(const fault& node) {
     case mesh_errc::silo_unavailable:
     case mesh_errc::lifecycle_cancelled:
     case mesh_errc::departed_silo:
-    case mesh_errc::activation_deactivated: // every recorded value (SPEC §7.2)
+    case mesh_errc::activation_deactivated: // every recorded value (docs/behaviour/classification.md#codes)
     case mesh_errc::pod_hub_not_here:
       return true;
     case mesh_errc::runtime_gone:

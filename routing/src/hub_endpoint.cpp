@@ -130,7 +130,8 @@ void take_in(ep_actor* self, envelope& d) {
 /// The routing service did not answer the entry at all: this hub's host is gone (its
 /// routing service exited with the silo). The delivery was never accepted; its terminal
 /// outcome is `entry_failed` with verdict `shutting_down`, as the entry itself answers while
-/// its host stops (SPEC §6.2 step 2): "Host is shutting down, cannot route to {target}".
+/// its host stops (docs/behaviour/routing.md#the-entry): "Host is shutting down, cannot route to
+/// {target}".
 void on_entry_error(ep_actor* self, const std::string& id, const address& target,
                     const caf::error& e) {
   auto& st = self->state;

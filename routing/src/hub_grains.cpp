@@ -75,7 +75,8 @@ bool silo_stopping(const silo_routing_slots& slots) {
   return slots.stopping.load(std::memory_order_acquire);
 }
 
-// -- node hub (SPEC §6.9) ----------------------------------------------------------------
+// -- node hub -------------------------------------------------------------------------------------
+// docs/behaviour/routing.md#hubs
 
 /// `leaving`: activated after the silo's stopping signal; it builds no hub.
 enum class hub_phase : uint8_t { building, ready, failed, disposed, leaving };
@@ -279,7 +280,8 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
   };
 }
 
-// -- pod hub (SPEC §6.10) ----------------------------------------------------------------
+// -- pod hub --------------------------------------------------------------------------------------
+// docs/behaviour/routing.md#hubs
 
 caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
                             silo_routing_slots_ptr slots) {
@@ -296,8 +298,9 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
     f.silo = slots->silo;
     return f;
   };
-  // Hands `d` to client `c` through the centres, awaited inside the turn (SPEC §6.2): the
-  // next delivery is taken only after this one was handed over.
+  // Hands `d` to client `c` through the centres, awaited inside the turn
+  // (docs/behaviour/routing.md#the-entry): the next delivery is taken only after this one was
+  // handed over.
   auto to_client = [=](silo_address c, envelope d, caf::typed_response_promise<envelope> rp) {
     auto ack = d;
     self
@@ -520,7 +523,7 @@ void claim_attempt(pc_actor* self, const std::string& key) {
   auto tok = ++i->second.token;
   ++st.attaches;
   // Bypass the directory cache: every attempt must reach the directory, whose entry a ring
-  // change may have lost (SPEC §6.10).
+  // change may have lost (docs/behaviour/routing.md#hubs).
   self->send(st.placement, pl_inval_atom::value, pod_hub_grain(key));
   grain_call(self, st.placement, pod_hub_grain(key), caf::make_message(ph_attach_atom::value))
     .then(
@@ -573,7 +576,8 @@ void claim_attempt(pc_actor* self, const std::string& key) {
       });
 }
 
-/// Decides on a failed or refused claim attempt under the attach policy (SPEC §7.5).
+/// Decides on a failed or refused claim attempt under the attach policy
+/// (docs/behaviour/classification.md#retry-policies).
 void retry_claim(pc_actor* self, const std::string& key, uint64_t tok, const fault& f) {
   auto& st = self->state;
   auto j = st.claims.find(key);

@@ -68,7 +68,8 @@ using impl_actor = router_core_actor::extend<caf::reacts_to<rc_flush_atom>,
                                              caf::reacts_to<rc_sat_lasting_atom>>::
   extend_with<routing::io_pool_owner_actor>;
 
-/// How a leg ended (its one terminal event, SPEC §6.5, §6.7).
+/// How a leg ended (its one terminal event, docs/behaviour/routing.md#legs,
+/// docs/behaviour/quiescence.md#the-routing-io-pool).
 enum class leg_outcome : uint8_t { landed = 0, nacked, abandoned, crashed, refused };
 
 const char* outcome_name(leg_outcome x) {
@@ -81,14 +82,14 @@ const char* outcome_name(leg_outcome x) {
   }
 }
 
-/// What a leg does (SPEC §6.5).
+/// What a leg does (docs/behaviour/routing.md#legs).
 enum class leg_kind : uint8_t { node, pod_hub, stream };
 
 /// One accepted delivery's leg: an explicit state machine owned by the router core.
 struct leg_rec {
   uint64_t id = 0;
   envelope env;          ///< as routed (router appended to routing_path)
-  address host;          ///< host address of the target (SPEC §2.1)
+  address host;          ///< host address of the target (docs/behaviour/envelope.md#addresses)
   std::string host_path; ///< `type/id` of `host`
   std::string label;     ///< gauge label
   leg_kind kind = leg_kind::node;
@@ -112,10 +113,10 @@ struct leg_rec {
   silo_address entry_client;
 };
 
-/// The ladder rung a NACK is on (SPEC §6.11 step 4).
+/// The ladder rung a NACK is on (docs/behaviour/routing.md#nacks).
 enum class rung : uint8_t { entry_client, local, resolve, node_hub, pod_hub, stream };
 
-/// One NACK in flight: tracked work of its own (SPEC §6.11 step 3).
+/// One NACK in flight: tracked work of its own (docs/behaviour/routing.md#nacks).
 struct nack_job {
   uint64_t id = 0;   ///< pool id
   uint64_t slot = 0; ///< gauge slot (the leg's after a hand-over)
@@ -370,8 +371,9 @@ void gauge_release(pointer self, uint64_t slot) {
   gauge_changed(self);
 }
 
-/// Fills the probe qualifier of `runtime_gone` nodes (SPEC §7.2), then calls `k(f)`. Asks the
-/// registry only when needed; silence, an error or no registry leave `no_answer`.
+/// Fills the probe qualifier of `runtime_gone` nodes (docs/behaviour/classification.md#codes), then
+/// calls `k(f)`. Asks the registry only when needed; silence, an error or no registry leave
+/// `no_answer`.
 template <class K>
 void with_probe(pointer self, fault f, K k) {
   auto& s = self->state;
@@ -468,12 +470,13 @@ void bounded_request(pointer self, const Dest& dest, ms bound, OnValue on_value,
     });
 }
 
-// -- the NACK machinery (SPEC §6.11) ---------------------------------------------------
+// -- the NACK machinery ---------------------------------------------------------------------------
+// docs/behaviour/routing.md#nacks
 
-/// Posts a NACK for `original` (SPEC §6.11 steps 1–3). `handover_slot`: the failing leg's
-/// gauge slot, which the NACK takes over (count unchanged); none: a fresh slot. Answers true
-/// if a NACK was handed to the machinery. When no NACK may be sent, the hand-over slot is
-/// released and the failure is logged windowed and counted as suppressed.
+/// Posts a NACK for `original` (docs/behaviour/routing.md#nacks). `handover_slot`: the
+/// failing leg's gauge slot, which the NACK takes over (count unchanged); none: a fresh slot.
+/// Answers true if a NACK was handed to the machinery. When no NACK may be sent, the hand-over
+/// slot is released and the failure is logged windowed and counted as suppressed.
 uint64_t post_nack(pointer self, const envelope& original, verdict v, const std::string& text,
                    bool target_unserved, caf::optional<silo_address> responding,
                    std::optional<uint64_t> handover_slot, bool quiet = false,
@@ -608,7 +611,7 @@ void nack_publish(pointer self, uint64_t id) {
       });
 }
 
-/// Rung d: stream publish, probing for a subscriber first (SPEC §6.11).
+/// Rung d: stream publish, probing for a subscriber first (docs/behaviour/routing.md#nacks).
 void nack_stream(pointer self, uint64_t id) {
   auto& s = self->state;
   auto& job = s.nacks.at(id);
@@ -855,7 +858,8 @@ void nack_start(pointer self, uint64_t id) {
   pool_started(self, id);
 }
 
-// -- legs (SPEC §6.5, §6.6) ------------------------------------------------------------
+// -- legs -----------------------------------------------------------------------------------------
+// docs/behaviour/routing.md#legs, docs/behaviour/classification.md#retry-policies
 
 leg_rec* find_leg(pointer self, uint64_t id, uint64_t token) {
   auto i = self->state.legs.find(id);
@@ -913,7 +917,8 @@ void composition_fault(pointer self, leg_rec& leg, const std::string& what) {
 void leg_attempt(pointer self, uint64_t id);
 void leg_stream_probe(pointer self, uint64_t id);
 
-/// Size check against the grain-call limit (SPEC §9.2) then the retry loop.
+/// Size check against the grain-call limit (docs/behaviour/size-guard.md#limits) then the
+/// retry loop.
 void leg_grain_call(pointer self, leg_rec& leg) {
   auto& s = self->state;
   auto check = check_size(leg.env, size_crossing::grain_call, s.opts.size);
@@ -930,7 +935,7 @@ void leg_grain_call(pointer self, leg_rec& leg) {
   leg_attempt(self, leg.id);
 }
 
-/// The fault arm once the retry loop gave up (SPEC §6.5 step 5).
+/// The fault arm once the retry loop gave up (docs/behaviour/routing.md#legs).
 void leg_fault_arm(pointer self, uint64_t id, fault f, retry_decision d) {
   auto& s = self->state;
   auto& leg = s.legs.at(id);
@@ -985,7 +990,7 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
     s.resolved.forget(leg.host_path);
   if (leg.kind == leg_kind::pod_hub) {
     if (auto n = find_code(f, mesh_errc::pod_hub_not_here)) {
-      // Handled before classification (SPEC §6.5, §6.10).
+      // Handled before classification (docs/behaviour/routing.md#legs, #hubs).
       if (s.client_hosted.count(leg.host.type) != 0) {
         s.log.info("delivery " + leg.env.id + ": pod hub for '" + leg.host_path
                    + "' not here; falling back to the stream transport");
@@ -1040,7 +1045,8 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
   leg_fault_arm(self, id, std::move(f), std::move(d));
 }
 
-/// One grain attempt (SPEC §6.5 step 3, §6.6).
+/// One grain attempt (docs/behaviour/routing.md#legs,
+/// docs/behaviour/classification.md#retry-policies).
 void leg_attempt(pointer self, uint64_t id) {
   auto& s = self->state;
   auto& leg = s.legs.at(id);
@@ -1092,7 +1098,7 @@ void leg_attempt(pointer self, uint64_t id) {
     gp_deliver_atom::value, leg.grain, leg.env);
 }
 
-/// Node leg step 1: resolve the host path (SPEC §6.5).
+/// Node leg step 1: resolve the host path (docs/behaviour/routing.md#legs).
 void leg_resolve(pointer self, uint64_t id) {
   auto& s = self->state;
   auto& leg = s.legs.at(id);
@@ -1141,7 +1147,7 @@ void leg_resolve(pointer self, uint64_t id) {
     pr_resolve_atom::value, leg.host_path);
 }
 
-/// Stream leg step 3: publish under the router's guard (SPEC §6.5).
+/// Stream leg step 3: publish under the router's guard (docs/behaviour/routing.md#legs).
 void leg_stream_publish(pointer self, uint64_t id) {
   auto& s = self->state;
   auto& leg = s.legs.at(id);
@@ -1177,7 +1183,7 @@ void leg_stream_publish(pointer self, uint64_t id) {
       });
 }
 
-/// Stream leg step 1: probe for a live subscriber (SPEC §6.5).
+/// Stream leg step 1: probe for a live subscriber (docs/behaviour/routing.md#legs).
 void leg_stream_probe(pointer self, uint64_t id) {
   auto& s = self->state;
   auto& leg = s.legs.at(id);
@@ -1207,7 +1213,7 @@ void leg_stream_probe(pointer self, uint64_t id) {
         if (leg == nullptr)
           return;
         // A transport that has not started cannot carry the leg: a composition fault
-        // (SPEC §6.5), not a silent probe.
+        // (docs/behaviour/routing.md#legs), not a silent probe.
         auto f = to_fault(e);
         if (f.code == mesh_errc::lifecycle_misuse) {
           composition_fault(self, *leg, f.text);
@@ -1217,7 +1223,7 @@ void leg_stream_probe(pointer self, uint64_t id) {
       });
 }
 
-/// The pool admitted `leg`: it starts now (its timers start here, SPEC §6.5).
+/// The pool admitted `leg`: it starts now (its timers start here, docs/behaviour/routing.md#legs).
 void leg_start(pointer self, leg_rec& leg) {
   auto& s = self->state;
   leg.started = true;
@@ -1427,7 +1433,8 @@ void run_work(pointer self) {
   }
 }
 
-// -- accepting (SPEC §6.4) -----------------------------------------------------------------
+// -- accepting ------------------------------------------------------------------------------------
+// docs/behaviour/routing.md#the-router-core
 
 /// Admission control: the router core already holds `routing.max_in_flight` legs and
 /// `env` is new work. A continuation (a response or a NACK) answers work some router core
@@ -1520,7 +1527,8 @@ std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_poste
   ++s.stats.accepted;
   leg.accepted_ms = now_ms(self);
   bool ordered = leg.ordered;
-  // Only the stream-routed branch has a channel (SPEC §6.8); the node branch builds none.
+  // Only the stream-routed branch has a channel (docs/behaviour/routing.md#the-ordered-dispatcher);
+  // the node branch builds none.
   std::optional<ordering_channel> channel;
   if (ordered)
     channel = make_channel(leg.host_path, leg.env.ordering_key ? *leg.env.ordering_key
@@ -1541,7 +1549,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
   s.policy = router_policy(opts.routing);
   s.disp = ordered_route_dispatcher{opts.per_channel_fifo};
   if (!opts.per_channel_fifo)
-    s.log.warning("per-channel FIFO disabled (test-only negative control, SPEC 12.2 S12.57)");
+    s.log.warning("per-channel FIFO disabled (test-only negative control, S12.57)");
   s.sat = saturation_monitor(opts.routing);
   s.refusals = refusal_log(opts.routing);
   s.stream_routed.insert(opts.routing.stream_routed_address_types.begin(),
@@ -1728,7 +1736,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         if (job->at == rung::node_hub)
           nack_node_attempt(self, id);
     },
-    // -- pool owner protocol (SPEC §6.7) --
+    // -- pool owner protocol (docs/behaviour/quiescence.md#the-routing-io-pool) --
     [=](routing::pool_admitted_atom, uint64_t id) { on_admitted(self, id); },
     [=](routing::pool_refused_atom, uint64_t id, caf::error& err) {
       turn_scope turn{self};

@@ -72,8 +72,9 @@ void record_attempt(routing_service_state& st, const std::string& id, int64_t no
   }
 }
 
-/// Renders the route-table key of `a` (its host address's path, SPEC §2.1) into `out`,
-/// reusing `out`'s buffer; an unhosted address is its own host address (no copy of it).
+/// Renders the route-table key of `a` (its host address's path,
+/// docs/behaviour/envelope.md#addresses) into `out`, reusing `out`'s buffer; an unhosted address is
+/// its own host address (no copy of it).
 void render_route_key(rs_actor* self, const address& a, std::string& out) {
   if (a.hosts.empty()) {
     out.assign(a.type);
@@ -102,8 +103,8 @@ caf::actor* find_route(rs_actor* self, const address& a) {
   return i == self->state.routes.end() ? nullptr : &i->second;
 }
 
-/// Posts a NACK straight to the sender's local route (entry NACKs, SPEC §6.2, §6.11 step 3:
-/// not tracked). Answers true if it was posted.
+/// Posts a NACK straight to the sender's local route (entry NACKs,
+/// docs/behaviour/routing.md#the-entry, #nacks: not tracked). Answers true if it was posted.
 bool post_local_nack(rs_actor* self, const envelope& d, verdict v, const std::string& text,
                      std::optional<int64_t> retry_after_ms = std::nullopt) {
   if (!may_answer(d) || d.sender.empty())
@@ -144,8 +145,9 @@ envelope accepted(envelope d) {
 void client_attempt(rs_actor* self, uint64_t id);
 void reassert_all(rs_actor* self, bool idle_only);
 
-/// Picks a gateway if there is none (SPEC §4.4: at random from the active set, avoiding
-/// gateways that refused or said stop-send while another exists) and connects to it.
+/// Picks a gateway if there is none (docs/behaviour/membership.md#gateways-for-pure-clients: at
+/// random from the active set, avoiding gateways that refused or said stop-send while another
+/// exists) and connects to it.
 void ensure_gateway(rs_actor* self) {
   auto& st = self->state;
   if (!st.gateway.empty() || st.gateways.empty())
@@ -170,8 +172,9 @@ void ensure_gateway(rs_actor* self) {
   }
 }
 
-/// Drops gateway `gw` if it is the current one (re-homing, SPEC §4.4): it is avoided while
-/// another Active gateway exists, and every inbound path is attached again elsewhere.
+/// Drops gateway `gw` if it is the current one (re-homing,
+/// docs/behaviour/membership.md#gateways-for-pure-clients): it is avoided while another Active
+/// gateway exists, and every inbound path is attached again elsewhere.
 void drop_gateway(rs_actor* self, const silo_address& gw, const std::string& why) {
   auto& st = self->state;
   if (gw.empty())
@@ -187,11 +190,12 @@ void drop_gateway(rs_actor* self, const silo_address& gw, const std::string& why
 
 /// A gateway call that failed this way says the gateway `gw` cannot serve this client now:
 /// it refused (`silo_unavailable`), is gone (`departed_silo`), or did not answer in time
-/// (`response_timeout`: cafmesh goes further than SPEC §4.4, a stalled gateway that the
-/// failure detector has not caught is left like a stopping one). Only a node about `gw`
-/// itself (or about no silo in particular) counts: a healthy gateway that reports the
-/// departure of another silo it tried to reach keeps this client.
-/// The `retry_after_ms` of an `overloaded` node anywhere in `f`, if there is one.
+/// (`response_timeout`: cafmesh goes further than
+/// docs/behaviour/membership.md#gateways-for-pure-clients, a stalled gateway that the failure
+/// detector has not caught is left like a stopping one). Only a node about `gw` itself (or about no
+/// silo in particular) counts: a healthy gateway that reports the departure of another silo it
+/// tried to reach keeps this client. The `retry_after_ms` of an `overloaded` node anywhere in `f`,
+/// if there is one.
 std::optional<uint32_t> overload_hint_ms(const fault& f) {
   if (f.code == mesh_errc::overloaded && f.retry_after_ms)
     return *f.retry_after_ms;
@@ -227,7 +231,8 @@ bool any_first_pending(rs_actor* self) {
 }
 
 /// Starts the dispatches that waited for a first attach, in arrival order, once no first
-/// assertion is pending (SPEC §6.2: dispatch no longer waits after the attach completed).
+/// assertion is pending (docs/behaviour/routing.md#the-entry: dispatch no longer waits after the
+/// attach completed).
 void release_gate(rs_actor* self) {
   auto& st = self->state;
   if (any_first_pending(self))
@@ -825,9 +830,9 @@ envelope deliver(rs_actor* self, envelope& d, int64_t deadline_ms = 0) {
     return answer;
   }
   // pure_client
-  // 3b. admission (SPEC §13 A6): at the bound the delivery is refused here, before it is
-  // accepted, so an offered load above what the cluster carries never queues in a mailbox.
-  // Continuations of accepted work are always admitted.
+  // 3b. admission (docs/behaviour/admission-control.md): at the bound the delivery is refused here,
+  // before it is accepted, so an offered load above what the cluster carries never queues in
+  // a mailbox. Continuations of accepted work are always admitted.
   if (st.opts.max_outstanding > 0 && !is_continuation(d)
       && st.dispatches.size() >= static_cast<size_t>(st.opts.max_outstanding)) {
     ++st.stats.refused_overloaded;
@@ -1061,7 +1066,7 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
         ++st.stats.rehomes;
         st.gateway = silo_address{};
       }
-      // SPEC §6.2, §6.10: every snapshot re-asserts the inbound attaches.
+      // docs/behaviour/routing.md#the-entry, #hubs: every snapshot re-asserts the inbound attaches.
       if (!st.stopping)
         reassert_all(self, false);
     },

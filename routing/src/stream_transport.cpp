@@ -62,7 +62,8 @@ fault not_started_fault() {
 }
 
 /// A peer that answered this fault serves no subscriber: it departed, or it has no stream
-/// component (not started) or blocks application messages (stopping, SPEC §3.5).
+/// component (not started) or blocks application messages (stopping,
+/// docs/behaviour/lifecycle.md#stages).
 bool definitely_nobody(const caf::error& e) {
   auto f = to_fault(e);
   return f.code == mesh_errc::departed_silo || f.code == mesh_errc::silo_unavailable;

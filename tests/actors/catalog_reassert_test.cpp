@@ -1,6 +1,7 @@
 // The catalog repairs a lost directory entry when placement asks it to activate a grain that
-// is already active here (SPEC §6.10: a ring change can lose the directory entry; the pod-hub
-// owner's claim must then put it back, not answer an address nobody else can find).
+// is already active here (docs/behaviour/routing.md#hubs: a ring change can lose the directory
+// entry; the pod-hub owner's claim must then put it back, not answer an address nobody else
+// can find).
 
 #include <doctest/doctest.h>
 

@@ -638,7 +638,8 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: the cache actor answers, invalidates 
   CHECK_FALSE(ans[5].reply.get_as<lookup_result>(0).registered);
 }
 
-// -- hand-off during a restart (SPEC §5.1-§5.2, README "hand-off bounce") ------------------
+// -- hand-off during a restart --------------------------------------------------------------------
+// docs/behaviour/directory-and-placement.md#who-owns-a-grain-id, #lookup-registration-cache, README "hand-off bounce"
 
 namespace {
 

@@ -43,7 +43,7 @@ struct mb_fixture : testing::fixture {
 
 } // namespace
 
-TEST_CASE("membership: the transition table of SPEC 4.1") {
+TEST_CASE("membership: the documented status transition table") {
   using s = silo_status;
   std::vector<s> all{s::joining, s::active, s::shutting_down, s::stopping, s::dead};
   std::set<std::pair<s, s>> allowed{{s::joining, s::active},       {s::joining, s::dead},

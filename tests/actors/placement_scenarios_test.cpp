@@ -56,7 +56,8 @@ grain_id owned_by(const std::vector<silo_address>& active, const silo_address& o
   }
 }
 
-/// The silo `n` random picks of A's placement PRNG choose among `candidates` (SPEC §5.5).
+/// The silo `n` random picks of A's placement PRNG choose among `candidates`
+/// (docs/behaviour/directory-and-placement.md#placement).
 std::vector<silo_address> expected_picks(const silo_address& self, uint64_t seed,
                                          std::vector<silo_address> candidates, int n) {
   std::sort(candidates.begin(), candidates.end());
@@ -69,7 +70,7 @@ std::vector<silo_address> expected_picks(const silo_address& self, uint64_t seed
 
 } // namespace
 
-// -- SPEC §12.2 placement and directory scenarios -------------------------------------
+// -- docs/scenarios.md placement and directory scenarios -------------------------------------
 
 TEST_CASE_FIXTURE(sc_fixture, "S12.45 a stalled ring owner times a messagehub placement out after 30 s while routing/default on A and B sends zero lookups") {
   placement_world w{*this};
@@ -235,7 +236,8 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: with the bypass (default) and the rout
   CHECK(w.placement_of(from).stats.timeouts == 0);
 }
 
-// -- catalog (SPEC §3.6; the catalog parts of S12.09) --------------------------------
+// -- catalog --------------------------------------------------------------------------------------
+// docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion; the catalog parts of S12.09
 
 TEST_CASE_FIXTURE(sc_fixture, "catalog: an activation in a 40 s turn at deactivate-all is abandoned at 30 s with a warning") {
   placement_world w{*this};

@@ -130,7 +130,7 @@ TEST_CASE_FIXTURE(pl_fixture, "catalog: activation tags are 8 lower-case hex dig
   CHECK(hexes.size() == 50);
 }
 
-TEST_CASE("placement and catalog configs take the SPEC 11 defaults from mesh_config") {
+TEST_CASE("placement and catalog configs take the documented defaults from mesh_config") {
   config::mesh_config m;
   silo_address s{"h", 1, 7};
   auto pc = make_placement_config(m, s);

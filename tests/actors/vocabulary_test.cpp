@@ -1,5 +1,7 @@
-// Wire vocabulary of the actors layer (SPEC §2.2, §2.3, §2.10): grain ids, silo addresses,
-// activation tags, the fault tree, mesh_errc and the CAF-code translation table.
+// Wire vocabulary of the actors layer (docs/behaviour/envelope.md#grain-ids-and-grain-types,
+// #silo-addresses-and-activations, docs/behaviour/classification.md#faults-and-caf-errors): grain
+// ids, silo addresses, activation tags, the fault tree, mesh_errc and the CAF-code
+// translation table.
 
 #include <string>
 #include <vector>
@@ -129,7 +131,7 @@ std::vector<char> fault_chain_bytes(int depth) {
   return out;
 }
 
-/// Every mesh_errc with its SPEC §7.2 name.
+/// Every mesh_errc with its docs/behaviour/classification.md#codes name.
 const std::vector<std::pair<mesh_errc, std::string>>& all_codes() {
   static const std::vector<std::pair<mesh_errc, std::string>> codes{
     {mesh_errc::rejected, "rejected"},
@@ -161,7 +163,7 @@ const std::vector<std::pair<mesh_errc, std::string>>& all_codes() {
 
 } // namespace
 
-TEST_CASE("vocabulary: grain ids, silo addresses and activation tags render as SPEC §2.2 and §2.3 show") {
+TEST_CASE("vocabulary: grain ids, silo addresses and activation tags render as documented") {
   CHECK(grain_id{"messagehub", "Org/Acme"}.to_string() == "messagehub/Org/Acme");
   CHECK(to_string(grain_id{"routing", "default"}) == "routing/default");
   CHECK(to_string(grain_id{"podhub", "portal/alice"}) == "podhub/portal/alice");
@@ -189,7 +191,8 @@ TEST_CASE("vocabulary: the same host and port with another generation is a diffe
   CHECK(a == silo_address{"127.0.0.1", 11111, 7});
   CHECK(silo_address{}.empty());
   CHECK_FALSE(a.empty());
-  // Ordered by rendered form (SPEC §4.2): "S127.0.0.1:11111@10" < "S127.0.0.1:11111@7".
+  // Ordered by rendered form (docs/behaviour/membership.md#snapshots): "S127.0.0.1:11111@10" <
+  // "S127.0.0.1:11111@7".
   CHECK(silo_address{"127.0.0.1", 11111, 10} < a);
   CHECK(grain_id{"a", "b"} == grain_id{"a", "b"});
   CHECK(grain_id{"a", "b"} != grain_id{"a", "c"});
@@ -322,7 +325,7 @@ TEST_CASE("vocabulary: a fault renders its text then each cause's rendering dept
   CHECK(caf::deep_to_string(a) == "A <- B <- C <- D <- E");
 }
 
-TEST_CASE("vocabulary: every mesh_errc, tri_bool and probe_answer has its SPEC name") {
+TEST_CASE("vocabulary: every mesh_errc, tri_bool and probe_answer has its documented name") {
   for (const auto& [code, name] : all_codes()) {
     CAPTURE(name);
     CHECK(to_string(code) == name);
@@ -369,7 +372,7 @@ TEST_CASE("vocabulary: to_error and to_fault round-trip every mesh_errc") {
   CHECK(f.text == "oversized");
 }
 
-TEST_CASE("vocabulary: CAF codes translate to faults as the SPEC §2.10 table says") {
+TEST_CASE("vocabulary: CAF codes translate to faults as the documented table says") {
   using caf::exit_reason;
   using caf::sec;
   auto code_of = [](const caf::error& e, bool departed = false) {

@@ -1,4 +1,5 @@
-// Defaults, rendering, round trips and the shipped examples of the JSON configuration (SPEC §11).
+// Defaults, rendering, round trips and the shipped examples of the JSON configuration
+// (examples/config/README.md#keys).
 
 #include <filesystem>
 #include <fstream>
@@ -19,7 +20,7 @@ namespace {
 using json = nlohmann::json;
 
 /// One key, read through its member (independently of the loader's schema), with the
-/// default SPEC §11 (or the cafmesh extension) gives it.
+/// default examples/config/README.md#keys (or the cafmesh extension) gives it.
 struct field {
   std::string pointer;
   json spec_default;
@@ -122,7 +123,7 @@ const std::vector<field> fields{
 
 #undef CAFMESH_FIELD
 
-/// Checks every key of `c` against its SPEC default.
+/// Checks every key of `c` against its documented default.
 void check_spec_defaults(const mesh_config& c) {
   for (auto& f : fields) {
     CAPTURE(f.pointer);
@@ -414,7 +415,7 @@ std::string read_text(const std::filesystem::path& p) {
 
 } // namespace
 
-TEST_CASE("config: mesh_config{} holds every SPEC 11 default") {
+TEST_CASE("config: mesh_config{} holds every documented default") {
   REQUIRE(fields.size() == 82);
   std::set<std::string> pointers;
   for (auto& f : fields)
@@ -512,7 +513,8 @@ TEST_CASE("config: every example in examples/config loads and is in canonical fo
 }
 
 TEST_CASE("config: examples/config/README.md documents every key with its default") {
-  // Rows look like: | `routing.retry_max` | 6 | retries | >= 0 | meaning | §7.5 |
+  // Rows look like: | `routing.retry_max` | 6 | retries | >= 0 | meaning |
+  // docs/behaviour/classification.md#retry-policies |
   auto defaults = json::parse(to_json_text(mesh_config{}));
   std::istringstream readme(read_text(examples_dir() / "README.md"));
   std::set<std::string> documented;

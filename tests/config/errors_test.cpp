@@ -1,5 +1,6 @@
-// Refusals of the JSON configuration loader (SPEC §11, §1.3): exact messages, all errors
-// collected in document order, nothing partially applied.
+// Refusals of the JSON configuration loader (examples/config/README.md#keys,
+// docs/architecture.md#process-roles): exact messages, all errors collected in document order,
+// nothing partially applied.
 
 #include <cstdio>
 #include <filesystem>
@@ -44,7 +45,7 @@ const std::vector<std::pair<std::string, std::string>> bad_documents{
   {R"([1,2])", ": expected an object, got [1,2]"},
   {with_role(R"("pool":5)"), "/pool: expected an object, got 5"},
   {R"({"mesh":"silo_host"})", R"(/mesh: expected an object, got "silo_host")"},
-  // The process role (SPEC §1.3): required, one of three names.
+  // The process role (docs/architecture.md#process-roles): required, one of three names.
   {R"({})", "/mesh/process_role: " + role_expected + ", got nothing"},
   {R"({"mesh":{"name":"a"}})", "/mesh/process_role: " + role_expected + ", got nothing"},
   {R"({"mesh":{"process_role":"server"}})",
@@ -113,7 +114,7 @@ const std::vector<std::pair<std::string, std::string>> bad_documents{
    R"("off", got "warn")"},
   {with_role(R"("pool":{"cap":"0123456789012345678901234567890123456789012345678901234567890"})"),
    R"(/pool/cap: expected an integer >= 1, got "01234567890123456789012345678901234567890123456789012345...)"},
-  // Address-type lists (SPEC §2.1).
+  // Address-type lists (docs/behaviour/envelope.md#addresses).
   {with_role(R"("routing":{"stream_routed_address_types":"portal"})"),
    R"(/routing/stream_routed_address_types: expected an array of address types, got "portal")"},
   {with_role(R"("routing":{"client_hosted_address_types":["kiosk","a/b"]})"),

@@ -1,6 +1,6 @@
-// Asynchronous activation and deactivation hooks of typed grains (typed_grain.hpp, SPEC §13
-// A9) on whole silos in virtual time: a grain loads its state before its first message and
-// saves it before the grain is let go, each bounded.
+// Asynchronous activation and deactivation hooks of typed grains (typed_grain.hpp,
+// docs/scenarios.md#zero-loss A9) on whole silos in virtual time: a grain loads its state before
+// its first message and saves it before the grain is let go, each bounded.
 
 #include <doctest/doctest.h>
 

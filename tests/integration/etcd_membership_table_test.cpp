@@ -1,6 +1,6 @@
-// The etcd membership table against real etcd servers (docs/behaviour/membership.md#the-etcd-
-// provider): single-member and 3-member clusters started as child processes on free loopback
-// ports. The table's contract, a watch's delivery after every write, the failover to the next
+// The etcd membership table against real etcd servers
+// (docs/behaviour/membership.md#the-etcd-provider): single-member and 3-member clusters started
+// as child processes on free loopback ports. The table's contract, a watch's delivery after every write, the failover to the next
 // member when one is killed, and `unavailable` (within the call bound) when none is reachable.
 
 #include <doctest/doctest.h>

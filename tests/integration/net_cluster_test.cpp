@@ -160,9 +160,10 @@ TEST_CASE("net cluster: grain calls cross silo processes and never reach a resta
   }
 
   // -- from A, grain keys until one activation is on B and one on C ----------------
-  // `echo` is single-activation with random placement (SPEC §5.5): A's placement picks
-  // among the 3 Active silos with its own seeded PRNG, so which key lands where differs
-  // from run to run; 40 keys leave a chance of (2/3)^40 that B (or C) gets none.
+  // `echo` is single-activation with random placement
+  // (docs/behaviour/directory-and-placement.md#placement): A's placement picks among the 3 Active
+  // silos with its own seeded PRNG, so which key lands where differs from run to run; 40 keys leave
+  // a chance of (2/3)^40 that B (or C) gets none.
   std::string b_key;
   std::vector<std::string> c_keys;
   int next_key = 0;
@@ -225,10 +226,11 @@ TEST_CASE("net cluster: grain calls cross silo processes and never reach a resta
   }
 
   // -- no call ever reaches the old C ---------------------------------------------
-  // The activation on B is still alive, but SPEC §5.2 does not make every caller find it:
-  // the ring changed twice (C gone, C2 added) and an entry held by the old C's partition
-  // died with it, so a caller whose lookup misses places the key again. Only "a live silo
-  // answers" is asserted; a second activation is reported with the directory owners.
+  // The activation on B is still alive, but
+  // docs/behaviour/directory-and-placement.md#lookup-registration-cache does not make every caller
+  // find it: the ring changed twice (C gone, C2 added) and an entry held by the old C's partition
+  // died with it, so a caller whose lookup misses places the key again. Only "a live silo answers"
+  // is asserted; a second activation is reported with the directory owners.
   for (auto* n : {a.get(), c.get()}) {
     auto host = grain_echo(*n, b_key, &inst);
     CHECK_MESSAGE((host == a_addr || host == b_addr || host == c2_addr),
@@ -383,7 +385,7 @@ TEST_CASE("net cluster: 3 silo processes join through the primary, leave, crash 
   CHECK(killed_to_dead_ms >= oracle_detection_ms - 50);
   CHECK(killed_to_dead_ms <= failure_detection_ms + 2 * heartbeat_interval_ms + 500);
   auto stopping = p->wait_for(shows(b_addr, "Stopping"), 0, p_mark);
-  CHECK(stopping.has_value()); // Active -> Stopping -> Dead (SPEC §4.1)
+  CHECK(stopping.has_value()); // Active -> Stopping -> Dead (docs/behaviour/membership.md#statuses)
   if (stopping)
     CHECK(*stopping < *dead);
   CHECK(b->wait_exit(step_bound_ms));

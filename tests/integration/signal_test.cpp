@@ -1,5 +1,5 @@
-// SIGTERM wiring of the host (SPEC §3.7): a real signal on a real scheduler, so it lives in
-// the integration suite (wall-clock polling allowed here, bounded).
+// SIGTERM wiring of the host (docs/behaviour/lifecycle.md#the-host): a real signal on a real
+// scheduler, so it lives in the integration suite (wall-clock polling allowed here, bounded).
 
 #include <chrono>
 #include <csignal>

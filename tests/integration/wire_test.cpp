@@ -1,6 +1,6 @@
-// The wire vocabulary on a real wire (SPEC §2): two actor systems in one process, connected
-// by CAF's middleman over 127.0.0.1, exchange an envelope, a NACK and a 3-deep fault tree
-// (as a value, inside a caf::error as data, and as an error response) and both sides see
+// The wire vocabulary on a real wire (docs/behaviour/envelope.md): two actor systems in one
+// process, connected by CAF's middleman over 127.0.0.1, exchange an envelope, a NACK and a 3-deep
+// fault tree (as a value, inside a caf::error as data, and as an error response) and both sides see
 // them arrive equal. Every wait is bounded (10 s), and the published actor is sent an exit
 // before the systems are destroyed (docs/caf-notes.md "Shutdown"), so a failure cannot hang CI.
 
@@ -250,7 +250,7 @@ TEST_CASE("wire: a peer without register_types cannot even bind the typed interf
   CHECK(client_sys.render(remote.error()).find("cafmesh.envelope") != std::string::npos);
 }
 
-TEST_CASE("wire: a remote actor that has exited - down reason and a late request, translated per SPEC §2.10") {
+TEST_CASE("wire: a remote actor that has exited - down reason and a late request, translated as documented") {
   wire_config server_cfg;
   caf::actor_system server_sys{server_cfg};
   wire_config client_cfg;
@@ -284,7 +284,8 @@ TEST_CASE("wire: a remote actor that has exited - down reason and a late request
   CHECK(f.code == mesh_errc::application);
   CHECK(f.text == "exit_reason(user_shutdown)");
   // CAF 0.17 does not bounce a request to a remote actor known to be dead: it times out.
-  // (A caller must monitor, and a response timeout is never resendable, SPEC §7.6.)
+  // (A caller must monitor, and a response timeout is never resendable,
+  // docs/behaviour/classification.md#why-a-response-timeout-is-never-resent.)
   caf::error err;
   self->request(*remote, 2s, vw_echo_atom::value, three_deep_fault())
     .receive([](bool, fault&) {}, [&](caf::error& e) { err = std::move(e); });

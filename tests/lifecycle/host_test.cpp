@@ -212,7 +212,7 @@ struct host_fixture : testing::fixture {
 
 } // namespace
 
-// -- SPEC §12.2 S12.08 ------------------------------------------------------------
+// -- docs/scenarios.md S12.08 ------------------------------------------------------------
 
 TEST_CASE_FIXTURE(host_fixture, "host: (S12.08 with fake recipients) stopping signal acknowledged before any stop_stage, "
                   "teardown after the lifecycle stop, probe torn_down only after teardown") {
@@ -324,7 +324,8 @@ TEST_CASE_FIXTURE(host_fixture, "host: a non-graceful halt during a graceful sto
   CHECK(events(log, "budget").size() == 1);
 }
 
-// -- host budget (SPEC §3.7 step 2, §3.3 rule 5; the host half of S12.05) ---------------
+// -- host budget ----------------------------------------------------------------------------------
+// docs/behaviour/lifecycle.md#the-host, #the-lifecycle-subject; the host half of S12.05
 
 TEST_CASE_FIXTURE(host_fixture, "S12.05 (host half) the real host's 30 s shutdown budget reaches the 19998 observer at 30 s and lower "
                   "stages stop non-gracefully") {
@@ -394,7 +395,8 @@ TEST_CASE_FIXTURE(host_fixture,
   CHECK(probe_now() == probe_answer::torn_down);
 }
 
-// -- teardown step (SPEC §3.7 step 4) ----------------------------------------------
+// -- teardown step --------------------------------------------------------------------------------
+// docs/behaviour/lifecycle.md#the-host
 
 TEST_CASE_FIXTURE(host_fixture, "host: the teardown step logs clean, DIRTY with the residual, "
                                 "DIRTY on timeout and swallows faults") {

@@ -1,6 +1,6 @@
-// The routing I/O pool (SPEC §6.7), its exactly-one-terminal-event latch and the pool
-// teardown participant at stage First, driven by a test owner that runs legs as explicit
-// state machines (no actor per leg), as the router core will.
+// The routing I/O pool (docs/behaviour/quiescence.md#the-routing-io-pool), its
+// exactly-one-terminal-event latch and the pool teardown participant at stage First, driven by a
+// test owner that runs legs as explicit state machines (no actor per leg), as the router core will.
 
 #include <chrono>
 #include <map>

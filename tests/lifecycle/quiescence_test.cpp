@@ -1,5 +1,7 @@
-// Routing quiescence (SPEC §8): the gauge (§8.1) and the participant at stage Active (§8.2),
-// driven directly through the observer protocol (the lifecycle subject is not needed here).
+// Routing quiescence (docs/behaviour/quiescence.md): the gauge
+// (docs/behaviour/quiescence.md#the-gauge) and the participant at stage Active
+// (docs/behaviour/quiescence.md#the-participant-at-stage-active), driven directly through the
+// observer protocol (the lifecycle subject is not needed here).
 
 #include <chrono>
 #include <string>
@@ -48,7 +50,8 @@ bool ends_with(const std::string& text, const std::string& suffix) {
 
 } // namespace
 
-// -- gauge (SPEC §8.1) ---------------------------------------------------------------------
+// -- gauge ----------------------------------------------------------------------------------------
+// docs/behaviour/quiescence.md#the-gauge
 
 TEST_CASE("gauge: seconds render with one decimal and budgets in s or ms") {
   CHECK(render_seconds_1(31000) == "31.0");
@@ -66,7 +69,7 @@ TEST_CASE("gauge: seconds render with one decimal and budgets in s or ms") {
   CHECK(render_entry(d, 3000) == "dispatch -> acme/X (delivery d2), in flight 0.5s");
 }
 
-TEST_CASE("gauge: labels follow SPEC 8.1 and participant options follow the lifecycle section") {
+TEST_CASE("gauge: labels follow the documented form and participant options follow the lifecycle section") {
   CHECK(dispatch_label("acme/Stuck", "abc123") == "dispatch -> acme/Stuck (delivery abc123)");
   CHECK(stream_routed_label("cache/m1", "d7") == "stream-routed -> cache/m1 (delivery d7)");
   CHECK(nack_label("portal/alice", "d7") == "NACK -> portal/alice (delivery d7)");
@@ -224,7 +227,8 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK_FALSE(td2->err);
 }
 
-// -- participant (SPEC §8.2) ---------------------------------------------------------------
+// -- participant ----------------------------------------------------------------------------------
+// docs/behaviour/quiescence.md#the-participant-at-stage-active
 
 namespace {
 

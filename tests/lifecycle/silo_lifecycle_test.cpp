@@ -63,7 +63,7 @@ fault boom(std::string text) {
 
 } // namespace
 
-// -- SPEC §12.2 lifecycle scenarios ---------------------------------------------
+// -- docs/scenarios.md lifecycle scenarios ---------------------------------------------
 
 TEST_CASE_FIXTURE(lc_fixture, "S12.01 start ascending with same stage together and stop descending with "
                   "same stage in parallel") {
@@ -165,7 +165,8 @@ TEST_CASE_FIXTURE(lc_fixture, "S12.03 two observers at 19998 stopping 5 s each f
   // The stage took 5 s, not 10 s: 4000 begins at 6,000 ms.
   CHECK(find_event(log, "stop", "directory").t_ms == 6000);
   CHECK(stopped->t_ms == 6000);
-  // SPEC §3.3 rule 8: each 5 s stop is logged at info with stage and name.
+  // docs/behaviour/lifecycle.md#the-lifecycle-subject: each 5 s stop is logged at info with stage
+  // and name.
   auto slow = logs.find("took 5000 ms to stop", log::level::info);
   REQUIRE(slow.size() == 2);
   for (auto& l : slow) {
@@ -239,7 +240,8 @@ TEST_CASE_FIXTURE(lc_fixture, "S12.05 a non-graceful stop reaches every observer
     auto started = start();
     REQUIRE(run_until([&] { return started->done; }));
     auto stopped = stop(true);
-    // The host's 30 s budget (SPEC §3.7 step 2): it sends shutdown_budget_expired.
+    // The host's 30 s budget (docs/behaviour/lifecycle.md#the-host): it sends
+    // shutdown_budget_expired.
     run_to(30000);
     CHECK_FALSE(stopped->done);
     caf::anon_send(subject, budget_expired_atom::value);
@@ -326,7 +328,7 @@ TEST_CASE_FIXTURE(lc_fixture, "S12.06 no subject deadline and single use and a s
   }
 }
 
-// -- further SPEC §3.2 / §3.3 rules ----------------------------------------------
+// -- further docs/behaviour/lifecycle.md#the-lifecycle-subject rules ------------------------------
 
 TEST_CASE_FIXTURE(lc_fixture,
                   "silo_lifecycle: a stop during start cancels before the next stage and stops "

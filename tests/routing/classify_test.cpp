@@ -1,4 +1,5 @@
-// Classification (SPEC §7) and the result arm (SPEC §6.5, §7.4).
+// Classification (docs/behaviour/classification.md) and the result arm
+// (docs/behaviour/routing.md#legs, docs/behaviour/classification.md#results-that-carry-a-verdict).
 
 #include <algorithm>
 #include <random>
@@ -87,9 +88,9 @@ const probe_answer all_probes[] = {probe_answer::no_answer, probe_answer::alive,
 
 } // namespace
 
-// -- the §7.2 table, row by row ---------------------------------------------------
+// -- the docs/behaviour/classification.md#codes table, row by row ---------------------------------
 
-TEST_CASE("classify: every row of the SPEC 7.2 table, read on a single node") {
+TEST_CASE("classify: every row of the codes table, read on a single node") {
   struct row {
     fault f;
     bool transient;

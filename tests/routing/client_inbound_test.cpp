@@ -1,6 +1,8 @@
-// Pure-client inbound attach (SPEC §6.2 "Pure client inbound attach", §4.4 gateways and
-// stop-send, §6.10 pod hubs, §6.11 NACK rung c): hubs hosted in a pure client receive
-// deliveries, responses and NACKs through a pod hub on the client's gateway silo.
+// Pure-client inbound attach (docs/behaviour/routing.md#the-entry "Pure client inbound attach",
+// docs/behaviour/membership.md#gateways-for-pure-clients gateways and stop-send,
+// docs/behaviour/routing.md#hubs pod hubs, docs/behaviour/routing.md#nacks NACK rung c): hubs
+// hosted in a pure client receive deliveries, responses and NACKs through a pod hub on the client's
+// gateway silo.
 
 #include <doctest/doctest.h>
 
@@ -88,8 +90,8 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a post and a stream frame from a sil
   CHECK(hub_of(sender).outcomes.empty());
   CHECK(svc.stats.lr_delivered == 2);
   CHECK(svc.stats.lr_refused == 0);
-  // Every membership snapshot re-asserts the attach (SPEC §6.2, §6.10): a joining silo
-  // produces snapshots; the path stays attached at A, the activation stays on A.
+  // Every membership snapshot re-asserts the attach (docs/behaviour/routing.md#the-entry, #hubs): a
+  // joining silo produces snapshots; the path stays attached at A, the activation stays on A.
   auto before = in.attempt_ms.size();
   w.add_silo("d");
   run();
@@ -126,7 +128,7 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a client request gets its response a
   CHECK(hub.outcomes[0].id == "req-1");
   CHECK(hub.outcomes[0].kind == "response");
   // A request to an address no node serves: the router core's NACK reaches the client
-  // through the pod hub (SPEC §6.11 rung c).
+  // through the pod hub (docs/behaviour/routing.md#nacks rung c).
   caf::anon_send(portal, routing::ep_request_atom::value, make_delivery("req-2", "nowhere/x"),
                  int64_t{60000});
   run_for(2s);
@@ -237,7 +239,8 @@ stop_result gateway_stop_under_flow(fixture& fx, const std::vector<std::string>&
   for (auto& o : hub_of(sender).outcomes)
     if (o.kind == "nack") {
       ++nacked[o.id];
-      // The only NACK a re-homing may cause: "pod hub not here" (SPEC §6.5, §2.9).
+      // The only NACK a re-homing may cause: "pod hub not here" (docs/behaviour/routing.md#legs,
+      // docs/behaviour/envelope.md#the-nack).
       CHECK(o.verdict == routing::verdict::shutting_down);
       CHECK(o.target_unserved);
       CHECK(o.message.find("No silo serves hub 'portal/user1/tab1'") != std::string::npos);
@@ -290,8 +293,8 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a gateway stopped under a frame flow
 TEST_CASE_FIXTURE(fixture, "client inbound: a gateway stopped under a frame flow from a third silo gives every frame exactly one terminal result") {
   // Legs on S may create the pod hub on S (prefer-local) in the instant between A's
   // activation leaving and the client's re-attach; such an activation answers not-here and
-  // the sender gets a `shutting_down` NACK (SPEC §6.10). So a NACK is possible only for a
-  // frame sent while the client re-homes, and every other frame lands.
+  // the sender gets a `shutting_down` NACK (docs/behaviour/routing.md#hubs). So a NACK is possible
+  // only for a frame sent while the client re-homes, and every other frame lands.
   auto r = gateway_stop_under_flow(*this, {"a", "b", "s"}, "s");
   CHECK(r.landed + r.nacked == 130);
   CHECK(r.nacked == r.nacked_while_rehoming);
@@ -402,8 +405,8 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a killed gateway is left as soon as 
     }
   REQUIRE(t_reattach >= 0);
   // The attach is asserted at B as soon as the connection to A is lost (t_kill); it
-  // completes once A is declared Dead (SPEC §4.3: 10,000 ms of silence), when the pod
-  // hub's directory entry on A is given up. The two snapshots at the detection instant
+  // completes once A is declared Dead (docs/behaviour/membership.md#leaving: 10,000 ms of silence),
+  // when the pod hub's directory entry on A is given up. The two snapshots at the detection instant
   // (Stopping, Dead) each assert the attach again (the world's links have no latency).
   CHECK(in.attempt_ms == std::vector<int64_t>{clock_ms(*this, 0), clock_ms(*this, t_kill),
                                               clock_ms(*this, t_kill + 10000),
@@ -461,7 +464,7 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a dispatch to an undetected stalled 
   CHECK(hub.outcomes[0].verdict == routing::verdict::failed);
   CHECK(hub.outcomes[0].t_ms == clock_ms(*this, t_stall + 60000));
   CHECK(svc.stats.client_failed == 1);
-  CHECK(svc.stats.client_attempts == 1); // a response timeout is not re-sent (SPEC §7.6)
+  CHECK(svc.stats.client_attempts == 1); // a response timeout is not re-sent (docs/behaviour/classification.md#why-a-response-timeout-is-never-resent)
   // The client left a: the next dispatch goes through b.
   CHECK(svc.gateway == b);
   CHECK(svc.avoided.count(a) == 1);

@@ -1,5 +1,7 @@
-// Routing entry layer: routing service (SPEC §6.2, §6.14), routing grain (§6.3), node hub
-// (§6.9), pod hub and claimer (§6.10), hub endpoint (§6.12) on simulated silos.
+// Routing entry layer: routing service (docs/behaviour/routing.md#the-entry, #monolith), routing
+// grain (docs/behaviour/routing.md#the-routing-grain), node hub (docs/behaviour/routing.md#hubs),
+// pod hub and claimer (docs/behaviour/routing.md#hubs), hub endpoint
+// (docs/behaviour/routing.md#nacks) on simulated silos.
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,7 @@
-// Tests for the ordered route dispatcher (SPEC §6.8). Dispatcher-level versions of S12.38,
-// S12.39, S12.40 and S12.41; the full scenarios need the router core, the I/O pool and legs
-// in virtual time and are finished in the router-core integration.
+// Tests for the ordered route dispatcher (docs/behaviour/routing.md#the-ordered-dispatcher).
+// Dispatcher-level versions of S12.38, S12.39, S12.40 and S12.41; the full scenarios need the
+// router core, the I/O pool and legs in virtual time and are finished in the router-core
+// integration.
 
 #include <algorithm>
 #include <cstdint>
@@ -41,7 +42,7 @@ TEST_CASE("dispatcher: a channel is a pair, never a concatenated string") {
   CHECK(y.name() == "cache/a/b [c]");
   CHECK(wide("cache/a").name() == "cache/a []");
   CHECK(wide("cache/a") != keyed("cache/a", ""));
-  // Packaging: an empty ordering key counts as none (SPEC §2.4).
+  // Packaging: an empty ordering key counts as none (docs/behaviour/envelope.md#the-envelope).
   CHECK(make_channel("cache/a", "") == wide("cache/a"));
   CHECK(make_channel("cache/a", "s1") == keyed("cache/a", "s1"));
 }
@@ -225,7 +226,8 @@ TEST_CASE("dispatcher: no idle state after 10,000 channels came and went") {
 
 // --- the owner pattern in actors: a running head with 32 legs queued behind it, then the
 // pool drains. The "pool" here is a stand-in that refuses admissions by a separate message
-// (SPEC §6.7); the real pool and router core finish S12.41 in the integration.
+// (docs/behaviour/quiescence.md#the-routing-io-pool); the real pool and router core finish S12.41
+// in the integration.
 
 namespace {
 

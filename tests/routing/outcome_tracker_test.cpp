@@ -1,6 +1,6 @@
-// Tests for the sender's outcome tracker (SPEC §6.12, sender side). The S12.37 parts
-// checked here are the tracker's; the transports and the trace are the hub endpoint's and
-// the simulation's.
+// Tests for the sender's outcome tracker (docs/behaviour/routing.md#nacks, sender side). The
+// S12.37 parts checked here are the tracker's; the transports and the trace are the hub
+// endpoint's and the simulation's.
 
 #include <cstdint>
 #include <string>

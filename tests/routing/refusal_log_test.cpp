@@ -1,4 +1,4 @@
-// Tests for refusal log windowing (SPEC §6.15).
+// Tests for refusal log windowing (docs/behaviour/routing.md#saturation-report-and-refusal-log).
 
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-// Retry policies and the in-leg retry decision (SPEC §6.6, §7.5).
+// Retry policies and the in-leg retry decision (docs/behaviour/classification.md#retry-policies).
 
 #include <cstdint>
 #include <limits>
@@ -129,7 +129,7 @@ TEST_CASE("retry: the attach policy waits 250, 500, 1,000, 2,000, 4,000 ms (7,75
   CHECK(n.last.reason == give_up_reason::not_retryable);
 }
 
-TEST_CASE("retry: the three predicates differ exactly as SPEC 7.5 says") {
+TEST_CASE("retry: the three predicates differ exactly as the retry policies say") {
   auto router = router_policy({});
   auto client = client_policy({});
   auto attach = attach_policy({});

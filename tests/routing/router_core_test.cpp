@@ -1,4 +1,6 @@
-// The router core (SPEC §6.4, §6.5 arms, §6.7 terminal events, §6.8, §6.11, §6.13) in
+// The router core (docs/behaviour/routing.md#the-router-core, #legs arms,
+// docs/behaviour/quiescence.md#the-routing-io-pool terminal events,
+// docs/behaviour/routing.md#the-ordered-dispatcher, #nacks, #saturation-report-and-refusal-log) in
 // virtual time through the real router core, real io_pool and real gauge, with fake ports.
 
 #include "router_fakes.hpp"
@@ -35,7 +37,8 @@ routing::io_pool_owner_actor as_owner(const router_core_actor& rc) {
 
 } // namespace
 
-// -- acceptance (SPEC §6.4) ---------------------------------------------------------------
+// -- acceptance -----------------------------------------------------------------------------------
+// docs/behaviour/routing.md#the-router-core
 
 TEST_CASE_FIXTURE(fixture, "router: the grain path is answered forwarded with the router appended and refused silo_unavailable after the stopping signal") {
   bed b(*this);
@@ -92,7 +95,8 @@ TEST_CASE_FIXTURE(fixture, "router: an envelope already carrying the router on i
   CHECK(b.gauge_count() == 0);
 }
 
-// -- ordering (SPEC §6.8) -----------------------------------------------------------------
+// -- ordering -------------------------------------------------------------------------------------
+// docs/behaviour/routing.md#the-ordered-dispatcher
 
 TEST_CASE_FIXTURE(fixture, "S12.38 legs of one unkeyed destination start one at a time in order") {
   bed b(*this);
@@ -234,7 +238,8 @@ TEST_CASE_FIXTURE(fixture, "S12.41 a drain with a running head and 32 queued leg
   CHECK(attempt_ids(b).size() == 1);
 }
 
-// -- saturation (SPEC §6.13) ----------------------------------------------------------------
+// -- saturation -----------------------------------------------------------------------------------
+// docs/behaviour/routing.md#saturation-report-and-refusal-log
 
 TEST_CASE_FIXTURE(fixture, "S12.42 after a slow head lands the oldest dispatched age restarts and the queued leg's age is labelled queued") {
   bed b(*this);
@@ -354,7 +359,8 @@ TEST_CASE_FIXTURE(fixture, "router: with saturation_warn_after_ms 1000 a saturat
   run();
 }
 
-// -- pod-hub and stream legs (SPEC §6.5) -----------------------------------------------------
+// -- pod-hub and stream legs ----------------------------------------------------------------------
+// docs/behaviour/routing.md#legs
 
 TEST_CASE_FIXTURE(fixture, "router: pod_hub_not_here is NACKed shutting_down with target_unserved and the answering silo, without retry") {
   bed b(*this);
@@ -445,7 +451,8 @@ TEST_CASE_FIXTURE(fixture, "router: a stream leg without a stream transport is a
            "transport has not started");
 }
 
-// -- node leg resolution (SPEC §6.5 step 1) ---------------------------------------------------
+// -- node leg resolution --------------------------------------------------------------------------
+// docs/behaviour/routing.md#legs
 
 TEST_CASE_FIXTURE(fixture, "router: node leg resolution failures") {
   bed b(*this);
@@ -480,7 +487,8 @@ TEST_CASE_FIXTURE(fixture, "router: node leg resolution failures") {
   CHECK(now_ms() - t0 >= 30000);
 }
 
-// -- NACK ladder (SPEC §6.11) --------------------------------------------------------------------
+// -- NACK ladder ----------------------------------------------------------------------------------
+// docs/behaviour/routing.md#nacks
 
 TEST_CASE_FIXTURE(fixture, "router: NACK ladder rung b delivers to the sender's node hub and falls back to the stream") {
   bed b(*this);
@@ -567,7 +575,8 @@ TEST_CASE_FIXTURE(fixture, "router: a failing answer-suppressed delivery is neve
   CHECK(b.gauge_count() == 0);
 }
 
-// -- terminal events (SPEC §6.5, §6.7) ---------------------------------------------------------
+// -- terminal events ------------------------------------------------------------------------------
+// docs/behaviour/routing.md#legs, docs/behaviour/quiescence.md#the-routing-io-pool
 
 TEST_CASE_FIXTURE(fixture, "router: a crashed leg is NACKed leg_crashed once unless already failed-and-NACKed") {
   bed b(*this);

@@ -1,7 +1,8 @@
 // The router core's own request bounds (router_core.cpp `bounded_request`): the node leg's
-// resolve (SPEC §6.5 step 1, 30 s) and grain attempt (§6.5 step 3, placement 30 s + response
-// 30 s) time out at exactly their bound in virtual time, several bounds share one timer, and
-// an answer arriving after its bound is ignored (no landing, no second terminal event).
+// resolve (docs/behaviour/routing.md#legs s) and grain attempt (docs/behaviour/routing.md#legs,
+// placement 30 s + response 30 s) time out at exactly their bound in virtual time, several bounds
+// share one timer, and an answer arriving after its bound is ignored (no landing, no second
+// terminal event).
 
 #include "router_fakes.hpp"
 

@@ -1,5 +1,7 @@
-// Legs of the router core (SPEC §6.5, §6.6, §7, §9.2) in virtual time, end to end through
-// the real router core, real io_pool and real gauge, with fake ports (router_fakes.hpp).
+// Legs of the router core (docs/behaviour/routing.md#legs,
+// docs/behaviour/classification.md#retry-policies, docs/behaviour/classification.md,
+// docs/behaviour/size-guard.md#limits) in virtual time, end to end through the real router core,
+// real io_pool and real gauge, with fake ports (router_fakes.hpp).
 
 #include "router_fakes.hpp"
 

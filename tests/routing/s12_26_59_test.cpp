@@ -1,8 +1,12 @@
-// SPEC §12.2 S12.26 and S12.59 end to end on whole silos (`spawn_silo`, tests/routing/
-// silo_world.hpp): a stalled directory owner (SPEC §5.2, §5.4) costs a leg at most two
-// placement-timeout attempts (§6.6, §7.5) and one NACK `unavailable` (§7.2), while routing
-// through `routing/default` (stateless-worker bypass, §5.3) and traffic to node hubs the
-// stalled silo does not own go on unaffected (§5.6 "A busy cluster").
+// docs/scenarios.md S12.26 and S12.59 end to end on whole silos (`spawn_silo`, tests/routing/
+// silo_world.hpp): a stalled directory owner
+// (docs/behaviour/directory-and-placement.md#lookup-registration-cache, #placement) costs a leg at
+// most two placement-timeout attempts (docs/behaviour/classification.md#retry-policies) and one
+// NACK `unavailable` (docs/behaviour/classification.md#codes), while routing through
+// `routing/default` (stateless-worker bypass,
+// docs/behaviour/directory-and-placement.md#the-stateless-worker-bypass) and traffic to node hubs
+// the stalled silo does not own go on unaffected
+// (docs/behaviour/directory-and-placement.md#the-incidents-behind-this-design "A busy cluster").
 
 #include <doctest/doctest.h>
 
@@ -39,7 +43,8 @@ abc three_silos(silo_world& w) {
   return out;
 }
 
-/// Stalls `s` without the failure detector noticing (SPEC §12.1 `stall`, undetected).
+/// Stalls `s` without the failure detector noticing (docs/testing.md#the-simulation-harness
+/// `stall`, undetected).
 void stall_undetected(fixture& fx, silo_world& w, const silo_address& s) {
   caf::anon_send(w.net, sim_stall_atom::value, s, false);
   fx.run();
@@ -77,7 +82,8 @@ TEST_CASE_FIXTURE(fixture, "S12.26 a stalled directory owner fails the first att
     CHECK(pl.stats.timeouts - base.timeouts == 1);
     CHECK(pl.stats.items_created - base.items_created == 1);
     CHECK(pl.dir.lookups_sent() - lookups0 == 6); // at 0, 5, ..., 25 s
-    // One retry, 250 ms later (router policy, SPEC §7.5), through placement again.
+    // One retry, 250 ms later (router policy, docs/behaviour/classification.md#retry-policies),
+    // through placement again.
     run_to(t0 + 30249);
     CHECK(core_stats(*this, w, s.a).grain_attempts - core0.grain_attempts == 1);
     run_to(t0 + 30250);

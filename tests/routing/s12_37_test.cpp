@@ -1,6 +1,6 @@
-// SPEC §12.2 S12.37 (cafmesh goes further, §6.11 step 5, §6.12): one terminal outcome per
-// delivery id at the sender, with a NACK that really travels over both the pod-hub and the
-// stream transport (stream_world.hpp: the router core in process A, the sender's hub in
+// docs/scenarios.md S12.37 (cafmesh goes further, docs/behaviour/routing.md#nacks): one terminal
+// outcome per delivery id at the sender, with a NACK that really travels over both the pod-hub
+// and the stream transport (stream_world.hpp: the router core in process A, the sender's hub in
 // process B behind its pod hub and subscribed to B's stream transport).
 
 #include "stream_world.hpp"

@@ -1,6 +1,8 @@
-// SPEC §12.2 S12.50 through a real pure client: the stateless-worker bypass (§5.3) keeps
+// docs/scenarios.md S12.50 through a real pure client: the stateless-worker bypass
+// (docs/behaviour/directory-and-placement.md#the-stateless-worker-bypass) keeps
 // `routing/default` off the directory, so a stalled ring owner of `routing/default` cannot
-// fail a pure client's hand-over (§6.2) — and without it every delivery of a burst fails
+// fail a pure client's hand-over (docs/behaviour/routing.md#the-entry) — and without it every
+// delivery of a burst fails
 // `placement_timeout` together (the negative control).
 
 #include <doctest/doctest.h>
@@ -55,7 +57,8 @@ int64_t post_burst(testing::fixture& fx, const caf::actor& ch, const std::string
 }
 
 /// The first silo gateway `gw`'s placement PRNG picks among `candidates` for a `random`
-/// grain (SPEC §5.5: seeded `seed ^ fnv1a64("placement/" + self)`, sorted candidates).
+/// grain (docs/behaviour/directory-and-placement.md#placement: seeded
+/// `seed ^ fnv1a64("placement/" + self)`, sorted candidates).
 silo_address first_random_pick(const silo_address& gw, uint64_t seed,
                                std::vector<silo_address> candidates) {
   std::sort(candidates.begin(), candidates.end());
@@ -119,7 +122,8 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.50 bypass off: with the routing/default
     CHECK(pl.stats.items_created - base.items_created == 1);
     CHECK(svc.stats.client_attempts == burst_size);
     // Each delivery's failure reached the client at that same instant: the client policy
-    // (SPEC §7.5, first back-off 200 ms) re-sends all 331 at exactly t0 + 30 200 ms.
+    // (docs/behaviour/classification.md#retry-policies, first back-off 200 ms) re-sends all 331 at
+    // exactly t0 + 30 200 ms.
     run_to(t0 + 30199);
     CHECK(svc.stats.client_attempts == burst_size);
     run_to(t0 + 30200);

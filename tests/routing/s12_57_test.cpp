@@ -1,10 +1,11 @@
-// SPEC §12.2 S12.57: the delta-sync receiver guard (§10) needs per-channel FIFO (§6.8). The
-// mirror part (no base, a patch that does not apply) on a `delta_mirror`, and the negative
-// control end to end: frames of one stream routed by a real router core to a pod-hub
-// subscriber, P6's first pod-hub attempt `rejected` (§6.6 retry after 250 ms). With the
-// router's per-channel FIFO, P7 waits behind P6 and both apply; with it disabled (a
-// test-only switch of the ordered route dispatcher), P7 overtakes P6, P6 is dropped as stale
-// and `a` never arrives.
+// docs/scenarios.md S12.57: the delta-sync receiver guard (docs/behaviour/sync-guard.md) needs
+// per-channel FIFO (docs/behaviour/routing.md#the-ordered-dispatcher). The mirror part (no base, a
+// patch that does not apply) on a `delta_mirror`, and the negative control end to end: frames of
+// one stream routed by a real router core to a pod-hub subscriber, P6's first pod-hub attempt
+// `rejected` (docs/behaviour/classification.md#retry-policies retry after 250 ms). With the
+// router's per-channel FIFO, P7 waits behind P6 and both apply; with it disabled (a test-only
+// switch of the ordered route dispatcher), P7 overtakes P6, P6 is dropped as stale and `a`
+// never arrives.
 
 #include <doctest/doctest.h>
 

@@ -1,8 +1,10 @@
-// SPEC §12.2 S12.60 through a real pure client (the S12.50 world, tests/routing/
+// docs/scenarios.md S12.60 through a real pure client (the S12.50 world, tests/routing/
 // entry_world.hpp): with the stateless-worker bypass disabled and the ring owner of
-// `routing/default` stalled, a burst of 331 deliveries fails in placement together (§5.4);
-// cafmesh goes further (§1.6 item 1, §7.2): a placement timeout is resendable, so the client
-// policy (§7.5) re-sends each, and once the owner is unstalled every one lands exactly once.
+// `routing/default` stalled, a burst of 331 deliveries fails in placement together
+// (docs/behaviour/directory-and-placement.md#placement); cafmesh goes further
+// (docs/architecture.md, docs/behaviour/classification.md#codes): a placement timeout is
+// resendable, so the client policy (docs/behaviour/classification.md#retry-policies) re-sends each,
+// and once the owner is unstalled every one lands exactly once.
 
 #include <doctest/doctest.h>
 

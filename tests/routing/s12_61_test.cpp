@@ -1,13 +1,16 @@
-// SPEC §12.2 S12.61 end to end on whole silos (tests/routing/silo_world.hpp): silo B is
-// killed without a lifecycle stop (§3.8, §12.1 `kill`) while legs on A target node hubs on
-// B. Those legs see `departed_silo` (§2.10), invalidate and re-resolve (§6.6), and either
-// land on new activations once B is declared Dead (10 s, §11 `simulation.failure_detection_ms`)
-// or, with their budget spent before that, end in one `shutting_down` NACK (§7.2). What B had
-// itself accepted dies with it. As amended by §13 A4, the requests B had accepted end within
-// the failure-detection bound plus 1 s, not at their senders' deadlines: the pure client
-// that handed them to B sees its connection to B break and ends each in one NACK `failed`
-// ("outcome is unknown") at once. One-way posts are recorded in the trace as lost with the
-// crash — the only permitted loss.
+// docs/scenarios.md S12.61 end to end on whole silos (tests/routing/silo_world.hpp): silo B is
+// killed without a lifecycle stop (docs/behaviour/lifecycle.md#non-graceful-stops-and-crashes,
+// docs/testing.md#the-simulation-harness `kill`) while legs on A target node hubs on B. Those legs
+// see `departed_silo` (docs/behaviour/classification.md#faults-and-caf-errors), invalidate and
+// re-resolve (docs/behaviour/classification.md#retry-policies), and either land on new activations
+// once B is declared Dead (10 s, examples/config/README.md#keys `simulation.failure_detection_ms`)
+// or, with their budget spent before that, end in one `shutting_down` NACK
+// (docs/behaviour/classification.md#codes). What B had itself accepted dies with it. As amended by
+// docs/behaviour/membership.md#dead-peers, the requests B had accepted end within the
+// failure-detection bound plus 1 s, not at their senders' deadlines: the pure client that handed
+// them to B sees its connection to B break and ends each in one NACK `failed` ("outcome is
+// unknown") at once. One-way posts are recorded in the trace as lost with the crash — the only
+// permitted loss.
 
 #include <doctest/doctest.h>
 
@@ -28,9 +31,9 @@ namespace {
 
 /// The trace line the simulation writes for a delivery lost with a crash of `s`.
 
-/// SPEC §12.1 `kill(silo)` with the loss record: every delivery `s`'s router core had
-/// accepted and not yet terminated is written to the network trace as lost with the crash,
-/// then the network drops `s`'s traffic and its actors exit without a lifecycle stop.
+/// docs/testing.md#the-simulation-harness `kill(silo)` with the loss record: every delivery `s`'s
+/// router core had accepted and not yet terminated is written to the network trace as lost with
+/// the crash, then the network drops `s`'s traffic and its actors exit without a lifecycle stop.
 std::vector<std::string> kill_recording_losses(fixture& fx, silo_world& w,
                                                const silo_address& s) {
   auto st = core_stats(fx, w, s);
@@ -46,7 +49,7 @@ std::vector<std::string> kill_recording_losses(fixture& fx, silo_world& w,
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture, "S12.61 silo B killed while legs on A target node hubs on B: departed_silo, re-resolution once B is Dead at 10 s, landing on new activations or one shutting_down NACK, and B's own accepted requests end within the failure-detection bound plus 1 s (amended by SPEC 13 A4) while its posts are recorded lost with the crash") {
+TEST_CASE_FIXTURE(fixture, "S12.61 silo B killed while legs on A target node hubs on B: departed_silo, re-resolution once B is Dead at 10 s, landing on new activations or one shutting_down NACK, and B's own accepted requests end within the failure-detection bound plus 1 s (amended by docs/behaviour/membership.md#dead-peers) while its posts are recorded lost with the crash") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   auto b = w.add_silo("b").addr;

@@ -1,10 +1,11 @@
 #pragma once
 
 /// @file
-/// Helpers shared by the whole-silo scenario tests of SPEC §12.2 S12.26, S12.59 and S12.61
+/// Helpers shared by the whole-silo scenario tests of docs/scenarios.md S12.26, S12.59 and S12.61
 /// (tests/routing/s12_26_59_test.cpp, s12_61_test.cpp): co-hosted sender hubs, keys whose
-/// `messagehub` grain id a given silo owns on the ring (SPEC §5.1), where a node hub was
-/// built, a pure client homed on a chosen gateway, and router-core snapshots.
+/// `messagehub` grain id a given silo owns on the ring
+/// (docs/behaviour/directory-and-placement.md#who-owns-a-grain-id), where a node hub was built, a
+/// pure client homed on a chosen gateway, and router-core snapshots.
 
 #include <chrono>
 #include <string>
@@ -18,7 +19,8 @@
 
 namespace cafmesh::testing {
 
-/// The active set as `s`'s placement sees it (the ring's members, SPEC §5.1).
+/// The active set as `s`'s placement sees it (the ring's members,
+/// docs/behaviour/directory-and-placement.md#who-owns-a-grain-id).
 inline std::vector<silo_address> ring_of(silo_world& w, const silo_address& s) {
   return testing::fixture::state_of<placement_state>(w.at(s).placement).view.active_set();
 }
@@ -47,8 +49,8 @@ inline caf::actor cohosted_hub(testing::fixture& fx, silo_world& w, const silo_a
   return h;
 }
 
-/// A pure client homed on gateway `gw` (SPEC §4.4) with one hub `hub_addr` registered as a
-/// local route of its routing service.
+/// A pure client homed on gateway `gw` (docs/behaviour/membership.md#gateways-for-pure-clients)
+/// with one hub `hub_addr` registered as a local route of its routing service.
 struct homed_client {
   world_client c;
   caf::actor hub;

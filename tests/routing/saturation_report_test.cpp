@@ -1,7 +1,7 @@
-// Tests for the router core's in-flight count and saturation report (SPEC §6.13), driven
-// with explicit virtual times. Dispatcher-level versions of S12.42 and S12.43; the full
-// scenarios (router core + pool + legs in virtual time) are finished in the router-core
-// integration.
+// Tests for the router core's in-flight count and saturation report
+// (docs/behaviour/routing.md#saturation-report-and-refusal-log), driven with explicit virtual
+// times. Dispatcher-level versions of S12.42 and S12.43; the full scenarios (router core + pool +
+// legs in virtual time) are finished in the router-core integration.
 
 #include <cstdint>
 #include <deque>

@@ -1,4 +1,6 @@
-// Whole-silo tests (SPEC §3.5, §3.7, §3.8, §8.2, §12.2 S12.07, S12.09): silos assembled by
+// Whole-silo tests (docs/behaviour/lifecycle.md#stages, #the-host, #non-graceful-stops-and-crashes,
+// docs/behaviour/quiescence.md#the-participant-at-stage-active, docs/scenarios.md S12.07, S12.09):
+// silos assembled by
 // `spawn_silo`, driven through their hosts in virtual time.
 
 #include <doctest/doctest.h>
@@ -54,7 +56,7 @@ std::vector<int64_t> check_s1207_order(const silo_world& w, const silo_address& 
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture, "silo: start runs every SPEC 3.5 stage and the silo becomes Active with its gateway open") {
+TEST_CASE_FIXTURE(fixture, "silo: start runs every documented stage and the silo becomes Active with its gateway open") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   REQUIRE(w.last_start->ok());
@@ -76,7 +78,7 @@ TEST_CASE_FIXTURE(fixture, "silo: start runs every SPEC 3.5 stage and the silo b
   CHECK(v->value.find(a)->status == silo_status::active);
 }
 
-TEST_CASE_FIXTURE(fixture, "silo: without the quiescence participant the start fails config_invalid (SPEC 8.2)") {
+TEST_CASE_FIXTURE(fixture, "silo: without the quiescence participant the start fails config_invalid") {
   silo_world w{*this};
   silo_world_options o;
   o.subscribe_quiescence = false;
@@ -91,7 +93,7 @@ TEST_CASE_FIXTURE(fixture, "silo: without the quiescence participant the start f
   CHECK(w.first(a, ev::active_published).index == -1);
 }
 
-TEST_CASE_FIXTURE(fixture, "S12.07 a silo with probes stops gracefully in the SPEC 3.5 stage order") {
+TEST_CASE_FIXTURE(fixture, "S12.07 a silo with probes stops gracefully in the documented stage order") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   auto b = w.add_silo("b").addr;
@@ -468,7 +470,7 @@ TEST_CASE_FIXTURE(fixture, "S12.08 a silo host under traffic acknowledges host_s
   CHECK(hub_of(hub).outcomes.empty());
 }
 
-TEST_CASE_FIXTURE(fixture, "silo: a non-graceful host stop publishes Stopping then Dead, does not hold and still stops every stage in order (SPEC 3.8)") {
+TEST_CASE_FIXTURE(fixture, "silo: a non-graceful host stop publishes Stopping then Dead, does not hold and still stops every stage in order") {
   silo_world w{*this};
   auto resolver = track(sys.spawn(slow_resolver, int64_t{2000}));
   silo_world_options o;
@@ -542,7 +544,7 @@ caf::behavior oracle_gate(caf::stateful_actor<oracle_gate_state>* self, caf::act
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture, "silo: when the ShuttingDown publication loses its 5 s grace window the silo warns and publishes Stopping (SPEC 3.5 BecomeActive)") {
+TEST_CASE_FIXTURE(fixture, "silo: when the ShuttingDown publication loses its 5 s grace window the silo warns and publishes Stopping (stage BecomeActive)") {
   silo_world w{*this};
   auto gate = track(sys.spawn(oracle_gate, w.oracle));
   silo_world_options o;

@@ -1,4 +1,5 @@
-// The size guard (SPEC §9) and the NACK payload (SPEC §2.8).
+// The size guard (docs/behaviour/size-guard.md) and the NACK payload
+// (docs/behaviour/envelope.md#the-nack).
 
 #include <cstdint>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 // The stream transport (routing/stream_transport.hpp) and the router's stream leg over it
-// (SPEC §6.5 "Stream leg", §9.2 stream block, §11 timeouts), in virtual time on two
-// simulated processes (stream_world.hpp): A runs the router core and a stream transport,
-// B hosts the subscribers.
+// (docs/behaviour/routing.md#legs "Stream leg", docs/behaviour/size-guard.md#limits stream block,
+// examples/config/README.md#keys timeouts), in virtual time on two simulated processes
+// (stream_world.hpp): A runs the router core and a stream transport, B hosts the subscribers.
 
 #include "stream_world.hpp"
 
@@ -100,7 +100,8 @@ TEST_CASE_FIXTURE(fixture, "stream transport: before its start it refuses probes
   CHECK_FALSE(w.stats_a().started);
 }
 
-// -- the stream leg (SPEC §6.5) --------------------------------------------------------------
+// -- the stream leg -------------------------------------------------------------------------------
+// docs/behaviour/routing.md#legs
 
 TEST_CASE_FIXTURE(fixture, "stream leg: a definite none is NACKed not_found with target_unserved and nothing is published") {
   world w{*this};
@@ -170,7 +171,7 @@ TEST_CASE_FIXTURE(fixture, "stream leg: 1,048,576 payload bytes are rejected wit
   CHECK(st.nacked == 1);
 }
 
-TEST_CASE_FIXTURE(fixture, "stream leg: the router's post guard fires at exactly 60,000 ms with the SPEC text and NACKs failed") {
+TEST_CASE_FIXTURE(fixture, "stream leg: the router's post guard fires at exactly 60,000 ms with the documented text and NACKs failed") {
   world w{*this};
   w.cfg.routing.client_hosted_address_types = {"app"};
   w.cfg.routing.stream_transport_timeout_ms = 90000; // the transport outlasts the guard

@@ -1,6 +1,6 @@
-// The stream transport wired into whole silos (spawn_silo, SPEC §6.5 stream leg): every silo
-// has one, started with the routing actors, whose peers are the silos of the membership
-// snapshots.
+// The stream transport wired into whole silos (spawn_silo, docs/behaviour/routing.md#legs stream
+// leg): every silo has one, started with the routing actors, whose peers are the silos of the
+// membership snapshots.
 
 #include <doctest/doctest.h>
 

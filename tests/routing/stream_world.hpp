@@ -1,12 +1,12 @@
 #pragma once
 
-// A two-process simulated world for the stream transport (SPEC §6.5 stream leg, §6.11 NACK
-// ladder, §6.12 outcome tracker): process A runs a router core with the real gauge, pool and
-// stream transport; process B (a client-like process) hosts hub endpoints, reachable from A
-// by their pod hub (a small grain port that hands a `podhub/{path}` delivery to B's inbound
-// component through the message centres, as the real pod hub does for a pure client) and by
-// B's stream transport. Every cross-process message crosses `sim_network` (latency 0), so
-// every timing is exact virtual time.
+// A two-process simulated world for the stream transport (docs/behaviour/routing.md#legs stream
+// leg, docs/behaviour/routing.md#nacks NACK ladder, docs/behaviour/routing.md#nacks outcome
+// tracker): process A runs a router core with the real gauge, pool and stream transport; process B
+// (a client-like process) hosts hub endpoints, reachable from A by their pod hub (a small grain
+// port that hands a `podhub/{path}` delivery to B's inbound component through the message centres,
+// as the real pod hub does for a pure client) and by B's stream transport. Every cross-process
+// message crosses `sim_network` (latency 0), so every timing is exact virtual time.
 
 #include <doctest/doctest.h>
 

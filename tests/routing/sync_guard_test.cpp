@@ -1,4 +1,4 @@
-// The delta-sync receiver guard (SPEC §10).
+// The delta-sync receiver guard (docs/behaviour/sync-guard.md).
 
 #include <cstdint>
 #include <cstdlib>

@@ -1,5 +1,6 @@
-// Wire vocabulary of the routing layer (SPEC §2.1, §2.4, §2.6 - §2.9): addresses and their
-// host-address reduction, the envelope, delivery states, verdicts and the NACK payload.
+// Wire vocabulary of the routing layer (docs/behaviour/envelope.md#addresses, #the-envelope,
+// #delivery-states, #verdicts, #the-nack): addresses and their host-address reduction, the
+// envelope, delivery states, verdicts and the NACK payload.
 
 #include <stdexcept>
 #include <string>
@@ -66,7 +67,7 @@ address addr(const std::string& text) {
   return address::from(text);
 }
 
-/// An envelope with every SPEC §2.4 field set to a non-default value.
+/// An envelope with every docs/behaviour/envelope.md#the-envelope field set to a non-default value.
 envelope full_envelope() {
   envelope e;
   e.id = "p7-42";
@@ -88,7 +89,7 @@ envelope full_envelope() {
 
 } // namespace
 
-TEST_CASE("vocabulary: addresses parse and render as SPEC §2.1 shows") {
+TEST_CASE("vocabulary: addresses parse and render as documented") {
   auto a = addr("node/Org/Acme");
   CHECK(a.type == "node");
   CHECK(a.id == "Org/Acme");
@@ -164,7 +165,7 @@ TEST_CASE("vocabulary: addresses compare byte-wise on the rendered string") {
   CHECK(addr("a/b~mesh/m") != addr("a/b"));
 }
 
-TEST_CASE("vocabulary: delivery states and verdicts carry their SPEC names") {
+TEST_CASE("vocabulary: delivery states and verdicts carry their documented names") {
   const std::vector<std::pair<delivery_state, std::string>> states{
     {delivery_state::submitted, "submitted"}, {delivery_state::forwarded, "forwarded"},
     {delivery_state::processed, "processed"}, {delivery_state::not_found, "not_found"},
@@ -355,7 +356,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK(refusal_of<delivery_failure>(sys, nack) == "unknown delivery_state 9");
 }
 
-TEST_CASE("vocabulary: may_answer and the failed-and-NACKed marking follow SPEC §2.4 and §2.6") {
+TEST_CASE("vocabulary: may_answer and the failed-and-NACKed marking follow the documented rules") {
   envelope d;
   CHECK(cafmesh::routing::may_answer(d));
   d.answer_suppressed = true;

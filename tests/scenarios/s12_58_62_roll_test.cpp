@@ -1,7 +1,7 @@
-// The main job's rolling restart in simulation (SPEC §12.1, S12.58, S12.62): `demo_driver`
-// drives the simulated mesh of cafmesh::testing (cafmesh/testing/sim_mesh.hpp: whole silos
-// of silo_world.hpp on the virtual-time fixture, the topology of the in-process network
-// mesh).
+// The main job's rolling restart in simulation (docs/testing.md#the-simulation-harness, S12.58,
+// S12.62): `demo_driver` drives the simulated mesh of cafmesh::testing
+// (cafmesh/testing/sim_mesh.hpp: whole silos of silo_world.hpp on the virtual-time fixture, the
+// topology of the in-process network mesh).
 //
 // The S12.58 scenario below puts the portal hubs in the two pure clients (`senders:
 // pure_client`); the co-hosted hubs are the owners and the node hubs. The mesh also hosts
@@ -66,8 +66,8 @@ void check_s12_58(const sim_run& r, const scenario& s) {
     CHECK(t.find("no active silo") == std::string::npos);
   }
   // A request's deadline is its one terminal outcome only when the request itself landed
-  // and its response was what could not be delivered (SPEC §6.12: the response's NACK goes
-  // to the responder, responses are not re-sent).
+  // and its response was what could not be delivered (docs/behaviour/routing.md#nacks: the
+  // response's NACK goes to the responder, responses are not re-sent).
   CHECK(r.deadline_not_landed.empty());
   for (auto& x : r.deadline_not_landed)
     MESSAGE("deadline of a request that never landed: " << x);

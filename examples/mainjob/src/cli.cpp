@@ -61,11 +61,11 @@ std::string exit_code_help() {
 
 void setup_node_cli(CLI::App& app, node_options& o) {
   app.description("cafmesh-node: one cafmesh process over CAF io - a silo, a pure client or a "
-                  "monolith, as the configuration's mesh.process_role says (SPEC §1.3). "
-                  "SIGTERM/SIGINT: graceful host stop (SPEC §3.7); a second signal: "
+                  "monolith, as the configuration's mesh.process_role says (docs/architecture.md#process-roles). "
+                  "SIGTERM/SIGINT: graceful host stop (docs/behaviour/lifecycle.md#the-host); a second signal: "
                   "non-graceful stop.");
   app.add_option("-c,--config", o.config_path,
-                 "JSON configuration file (SPEC §11; keys in examples/config/README.md)")
+                 "JSON configuration file (every key: examples/config/README.md)")
     ->required()
     ->type_name("FILE");
   app.add_flag("--print-config", o.print_config,

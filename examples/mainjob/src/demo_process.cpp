@@ -137,7 +137,8 @@ int run_demo_silo(caf::actor_system& sys, const config::mesh_config& mc, const d
                  .override_options([&](lifecycle::silo_options& so) {
                    so.hubs = caf::actor_cast<routing::hub_factory_actor>(factory);
                    // Router failures of answer-suppressed deliveries reach the demo's ledger
-                   // (no NACK carries them, SPEC §6.11), as in the in-process mesh.
+                   // (no NACK carries them, docs/behaviour/routing.md#nacks), as in the
+                   // in-process mesh.
                    so.failure_observer = sink;
                  })
                  .build();

@@ -745,7 +745,7 @@ public:
       return;
     begin_stop(name);
     slot.current->stopping = true;
-    ::kill(slot.current->pid, SIGTERM); // graceful host stop (SPEC §3.7)
+    ::kill(slot.current->pid, SIGTERM); // graceful host stop (docs/behaviour/lifecycle.md#the-host)
   }
 
   void restart_silo(const std::string& name) override {

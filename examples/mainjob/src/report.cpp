@@ -284,7 +284,7 @@ std::vector<report_table> report_tables(const report& r) {
   rows.push_back({"lost", std::to_string(l.total.lost)});
   rows.push_back({"two or more terminal outcomes", std::to_string(l.multiple_terminal)});
   if (l.landed_then_timed_out > 0)
-    rows.push_back({"landed, then a response timeout (§7.6)",
+    rows.push_back({"landed, then a response timeout",
                     std::to_string(l.landed_then_timed_out)});
   rows.push_back({"duplicate outcomes dropped", std::to_string(l.duplicates_dropped)});
   rows.push_back({"order violations", std::to_string(l.order_violations)});

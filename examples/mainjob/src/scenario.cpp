@@ -21,7 +21,7 @@ constexpr int64_t rate_max = 1000000;
 /// memory, so its size must stay bounded whatever the command line says.
 constexpr int64_t duration_max_s = 86400;
 constexpr int64_t planned_max = 20000000;
-constexpr int64_t payload_max = 1048575; // below the stream block limit (SPEC §9.2)
+constexpr int64_t payload_max = 1048575; // below the stream block limit (docs/behaviour/size-guard.md#limits)
 constexpr int64_t silos_max = 16;
 
 const std::vector<std::string> placement_names{"pure_client", "co_hosted", "both"};
@@ -308,7 +308,7 @@ private:
         errs_.push_back(at + ": duplicate key");
       routing::verdict vd;
       if (!routing::from_string(name, vd) || vd == routing::verdict::ignored) {
-        errs_.push_back(at + ": unknown key, expected a NACK verdict (SPEC §2.7)");
+        errs_.push_back(at + ": unknown key, expected a NACK verdict (docs/behaviour/envelope.md#verdicts)");
         continue;
       }
       each(value, at, vd);

@@ -115,7 +115,7 @@ TEST_CASE("mainjob ledger: per-stream order violations at a receiver") {
   l.landed("p6", 11); // v6 after v7: violation
   l.landed("q5", 12);
   l.landed("s3", 13);
-  l.landed("full7", 14); // equal version passes (SPEC §10: v = C passes)
+  l.landed("full7", 14); // equal version passes (docs/behaviour/sync-guard.md: v = C passes)
   l.landed("p8", 15);
   auto s = l.summarize();
   CHECK(s.order_violations == 1);
@@ -218,7 +218,7 @@ TEST_CASE("mainjob ledger: the event file reads back into the same summary") {
            "'1e999'");
 }
 
-TEST_CASE("mainjob ledger: a landing followed by a response-timeout failure is the SPEC 7.6 ambiguity, any other second outcome is not") {
+TEST_CASE("mainjob ledger: a landing followed by a response-timeout failure is the response-timeout ambiguity, any other second outcome is not") {
   outcome_ledger l;
   l.accept(frame("f1", "portal/u2/tab1", "stream-1", 1, 0));
   l.accept(heartbeat("h1", 0));
@@ -254,7 +254,8 @@ namespace {
 /// Feeds `l` a run of `n` deliveries, one accepted every 10 ms, each ending a few ms later:
 /// posts land, requests are answered, frames land (every 7th out of order), heartbeats fail
 /// suppressed; every 11th post is NACKed after landing (a second outcome), every 13th
-/// request is answered and then NACKed by a timeout (the SPEC §7.6 ambiguity), every 17th
+/// request is answered and then NACKed by a timeout (the
+/// docs/behaviour/classification.md#why-a-response-timeout-is-never-resent ambiguity), every 17th
 /// delivery stays in flight. Every later event comes within `late_ms` of the first.
 void feed(outcome_ledger& l, int n, int64_t late_ms) {
   for (int i = 0; i < n; ++i) {
@@ -426,7 +427,7 @@ TEST_CASE("mainjob ledger: the latency histogram's percentiles are nearest_rank'
   CHECK(h.nearest_rank(0) == std::nullopt);
 }
 
-TEST_CASE("mainjob ledger: a landing followed by a failure that says the outcome is unknown (the silo the call went through ended) is the same SPEC 7.6 ambiguity") {
+TEST_CASE("mainjob ledger: a landing followed by a failure that says the outcome is unknown (the silo the call went through ended) is the same response-timeout ambiguity") {
   outcome_ledger l;
   l.accept(frame("f1", "portal/u2/tab1", "stream-1", 1, 0));
   l.accept(frame("f2", "portal/u2/tab1", "stream-1", 2, 0));

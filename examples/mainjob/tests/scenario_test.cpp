@@ -189,7 +189,7 @@ TEST_CASE("mainjob scenario: config overrides are validated by the config loader
 TEST_CASE("mainjob scenario: expect names NACK verdicts only") {
   CHECK(errors_of(R"({"name":"x","expected_outcome":"y","expect":{"max_nacked":{"ignored":0,"failed":-1}}})")
         == std::vector<std::string>{
-          "/expect/max_nacked/ignored: unknown key, expected a NACK verdict (SPEC §2.7)",
+          "/expect/max_nacked/ignored: unknown key, expected a NACK verdict (docs/behaviour/envelope.md#verdicts)",
           "/expect/max_nacked/failed: expected an integer >= 0, got -1"});
 }
 
@@ -250,7 +250,7 @@ TEST_CASE("mainjob scenario: traffic bursts and required NACK texts are validate
   CHECK(errors_of(R"({"name":"x","expected_outcome":"y","expect":{"required_nack_texts":{"failed":[],"late":["x"],"unavailable":"timed out"}}})")
         == std::vector<std::string>{
           "/expect/required_nack_texts/failed: expected a non-empty array of non-empty strings, got []",
-          "/expect/required_nack_texts/late: unknown key, expected a NACK verdict (SPEC §2.7)",
+          "/expect/required_nack_texts/late: unknown key, expected a NACK verdict (docs/behaviour/envelope.md#verdicts)",
           "/expect/required_nack_texts/unavailable: expected an array of non-empty strings, got \"timed out\""});
   auto r = parse_scenario(R"({"name":"x","expected_outcome":"y","traffic":{"bursts":[{"at_ms":1500,"count":331}]},"expect":{"required_nack_texts":{"failed":["timed out","expired"]}}})");
   REQUIRE_MESSAGE(r.ok, r.message());

@@ -8,7 +8,8 @@
 // registered through the builder; a `pure_client` is a `client_builder` client over CAF io.
 // Either is started with `start()` / `when_active()`; a `component::test` echo is registered
 // at its message centre, and a printer subscribed to its membership agent. Generation =
-// wall-clock ms since the epoch at start (the builders' default, SPEC §2.3 production rule).
+// wall-clock ms since the epoch at start (the builders' default,
+// docs/behaviour/envelope.md#silo-addresses-and-activations production rule).
 //
 // stdout, one line each, flushed:
 //   `ADDR {silo address}` once listening;  `ACTIVE` once the silo is Active (a `silo_host`) or
@@ -27,8 +28,9 @@
 // `auth`: `AUTH admitted {n} refused {protocol} {cluster_id} {secret} {timeout} {oversized}
 // {tls}`,
 // the process's handshake counters (peer_auth.hpp);
-// `stop` or end of input: the handle's graceful `stop()` (host stop, SPEC §3.7; a silo
-// publishes ShuttingDown, then Dead, and Stopping only if ShuttingDown misses
+// `stop` or end of input: the handle's graceful `stop()` (host stop,
+// docs/behaviour/lifecycle.md#the-host; a silo publishes ShuttingDown, then Dead, and Stopping only
+// if ShuttingDown misses
 // `membership.shutdown_grace_ms`: docs/behaviour/membership.md "Leaving"), exit code 0.
 // Exit code 2: bad usage or config (also `monolith`, not a network process); 3: start-up
 // failed (a build that failed, e.g. a port in use, prints no `STOPPED`). The node dies with
@@ -176,7 +178,8 @@ int serve(caf::actor_system& sys, cafmesh::lifecycle::mesh_process& p, const nod
             });
       }
     }
-    // Graceful host stop (SPEC §3.7); blocks until the process's runtime is torn down.
+    // Graceful host stop (docs/behaviour/lifecycle.md#the-host); blocks until the process's runtime
+    // is torn down.
     if (auto err = p.stop())
       std::cerr << "stop: " << sys.render(err) << "\n";
   }

@@ -1,8 +1,9 @@
 #pragma once
 
 /// @file
-/// An activation's full address (SPEC §2.3): grain id, hosting silo and activation tag —
-/// the value the grain directory maps a single-activation grain to (SPEC §5.1).
+/// An activation's full address (docs/behaviour/envelope.md#silo-addresses-and-activations): grain
+/// id, hosting silo and activation tag — the value the grain directory maps a single-activation
+/// grain to (docs/behaviour/directory-and-placement.md#who-owns-a-grain-id).
 
 #include <string>
 #include <tuple>

@@ -1,9 +1,10 @@
 #pragma once
 
 /// @file
-/// The catalog (SPEC §3.6, §2.3): the per-silo actor that creates, owns and deactivates
-/// activations. One CAF actor per activation; the catalog hands it one message at a time
-/// (a turn), so turns never overlap even when the activation answers later.
+/// The catalog (docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion,
+/// docs/behaviour/envelope.md#silo-addresses-and-activations): the per-silo actor that creates,
+/// owns and deactivates activations. One CAF actor per activation; the catalog hands it one message
+/// at a time (a turn), so turns never overlap even when the activation answers later.
 ///
 /// ## Protocol (untyped `caf::actor`; reached through the message centre as
 /// `component::catalog` and `component::activation`)
@@ -13,9 +14,9 @@
 ///   100 ms within `activation_timeout_ms`, then the activation leaves and the error is
 ///   answered). If an
 ///   activation of `g` already lives here, registers it again first (placement asks only
-///   after a directory miss, and a ring change can lose an entry: SPEC §6.10) and answers
-///   the winner (this one, or another that won and this one deactivates; this one when the
-///   directory cannot be reached). If another activation won the
+///   after a directory miss, and a ring change can lose an entry: docs/behaviour/routing.md#hubs)
+///   and answers the winner (this one, or another that won and this one deactivates; this one
+///   when the directory cannot be reached). If another activation won the
 ///   registration, the new one deactivates at once and the winner is answered. Errors:
 ///   `silo_unavailable` "silo {S} is not active, refusing to activate {g}" when this silo
 ///   is not Active in its latest view; `activation_deactivated` recorded = yes with the
@@ -35,13 +36,15 @@
 /// - `(ct_deact_atom, activation_tag t) -> ok_atom`: deactivate one activation (answers
 ///   once it is gone).
 /// - `(dir_lost_atom, activation_address loser, activation_address winner)` one-way, from
-///   a directory partition that kept `winner` when a hand-off brought `loser` (SPEC §5.2
-///   first-wins across a hand-off): if `loser` lives here and is not deactivating, it
-///   deactivates (reason `lost_registration`, warning "{tag} of {g} lost its registration
-///   to {winner}") and its held messages are rerouted; a pending `ct_activate` of it is
-///   answered `winner`. A stale notice changes nothing.
-/// - `(ct_deact_all_atom) -> ok_atom`: SPEC §3.5 stage 19998: every activation deactivates
-///   in parallel; each finishes its current turn; one still in its turn after
+///   a directory partition that kept `winner` when a hand-off brought `loser`
+///   (docs/behaviour/directory-and-placement.md#lookup-registration-cache first-wins across a
+///   hand-off): if `loser` lives here and is not deactivating, it deactivates (reason
+///   `lost_registration`, warning "{tag} of {g} lost its registration to {winner}") and its held
+///   messages are rerouted; a pending `ct_activate` of it is answered `winner`. A stale notice
+///   changes nothing.
+/// - `(ct_deact_all_atom) -> ok_atom`: docs/behaviour/lifecycle.md#stages stage 19998: every
+///   activation deactivates in parallel; each finishes its current turn; one still in its
+///   turn after
 ///   `deactivation_timeout_ms` is abandoned (killed) with a warning "… abandoned …".
 ///   Answers when every activation is gone and every held message it rerouted has been
 ///   answered (each reroute is bounded by placement's own timeouts).
@@ -50,7 +53,8 @@
 ///   (error `not_found` from anyone else); `(ct_leave_atom)` one-way: the asking activation
 ///   deactivates (reason `request`) once its current turn is over; `(ct_pin_atom, bool)`
 ///   one-way: pin (true) or unpin the asking activation: a pinned activation is exempt from
-///   idle deactivation (SPEC §6.9 "kept alive", §6.10 "pins").
+///   idle deactivation (docs/behaviour/routing.md#hubs "kept alive",
+///   docs/behaviour/routing.md#hubs "pins").
 /// - `(mb_snapshot_atom, membership_snapshot)`: the latest view from the membership agent;
 ///   the catalog activates only while its own silo is Active in it.
 
@@ -82,7 +86,8 @@ namespace config {
 struct mesh_config;
 } // namespace config
 
-/// The catalog's settings (SPEC §11 `catalog.*`, `placement.max_forward_count`).
+/// The catalog's settings (examples/config/README.md#keys `catalog.*`,
+/// `placement.max_forward_count`).
 struct catalog_config {
   silo_address self;                        ///< this silo
   uint64_t seed = 1;                        ///< `simulation.seed`; tags draw from it
@@ -95,7 +100,7 @@ struct catalog_config {
   int64_t idle_deactivation_ms = 0;
 };
 
-/// Fills a `catalog_config` for silo `self` from the SPEC §11 configuration.
+/// Fills a `catalog_config` for silo `self` from the examples/config/README.md#keys configuration.
 catalog_config make_catalog_config(const config::mesh_config& cfg, const silo_address& self);
 
 /// A message waiting for a turn of one activation.

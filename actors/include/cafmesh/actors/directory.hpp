@@ -1,10 +1,11 @@
 #pragma once
 
 /// @file
-/// The grain directory (SPEC §5.1–§5.3): the hash ring, the per-silo directory partition
-/// actor, the per-silo directory cache, the directory resolver with its in-process null
-/// directory for stateless workers, and `directory_client`, the helper an actor uses to
-/// look up, register and unregister through the resolver's directory.
+/// The grain directory (docs/behaviour/directory-and-placement.md#who-owns-a-grain-id,
+/// #lookup-registration-cache, #the-stateless-worker-bypass): the hash ring, the per-silo directory
+/// partition actor, the per-silo directory cache, the directory resolver with its in-process null
+/// directory for stateless workers, and `directory_client`, the helper an actor uses to look up,
+/// register and unregister through the resolver's directory.
 ///
 /// ## directory_partition (one per silo; untyped `caf::actor`, component `directory`)
 /// Stores grain id -> activation address for the single-activation grains it owns, per the
@@ -82,7 +83,8 @@
 
 namespace cafmesh {
 
-/// A lookup's answer (SPEC §5.2): the registered address, or "not registered".
+/// A lookup's answer (docs/behaviour/directory-and-placement.md#lookup-registration-cache): the
+/// registered address, or "not registered".
 struct lookup_result {
   bool registered = false;
   activation_address address;
@@ -175,8 +177,9 @@ private:
 
 // -- cache ------------------------------------------------------------------------------
 
-/// A silo's cache of lookup results (SPEC §5.2 "Cache"). Plain object: use it inside one
-/// actor (placement) or through `spawn_directory_cache`.
+/// A silo's cache of lookup results
+/// (docs/behaviour/directory-and-placement.md#lookup-registration-cache "Cache"). Plain object: use
+/// it inside one actor (placement) or through `spawn_directory_cache`.
 class directory_cache {
 public:
   directory_cache() = default;
@@ -193,9 +196,10 @@ public:
   /// Drops the entry of `a.grain` only if it still names `a`; true if dropped.
   bool invalidate(const activation_address& a);
 
-  /// Applies a snapshot (SPEC §5.2): drops every entry whose ring owner differs between the
-  /// previous ring and the snapshot's ring, and every entry on a silo that is not Active in
-  /// the snapshot; the rest survive. Returns the dropped entries.
+  /// Applies a snapshot (docs/behaviour/directory-and-placement.md#lookup-registration-cache):
+  /// drops every entry whose ring owner differs between the previous ring and the snapshot's ring,
+  /// and every entry on a silo that is not Active in the snapshot; the rest survive. Returns the
+  /// dropped entries.
   std::vector<activation_address> on_snapshot(const membership_snapshot& snap);
 
   size_t size() const { return entries_.size(); }
@@ -210,9 +214,10 @@ private:
   std::map<grain_id, activation_address> entries_;
 };
 
-/// The in-process null directory (SPEC §5.3): lookup answers not registered, register
-/// answers the address given, unregister and unregister_silo do nothing. Never sends a
-/// message.
+/// The in-process null directory
+/// (docs/behaviour/directory-and-placement.md#the-stateless-worker-bypass): lookup answers not
+/// registered, register answers the address given, unregister and unregister_silo do nothing. Never
+/// sends a message.
 struct null_directory {
   static lookup_result lookup(const grain_id&) { return {}; }
   static activation_address register_activation(const activation_address& a) { return a; }
@@ -222,19 +227,22 @@ struct null_directory {
 
 // -- client -----------------------------------------------------------------------------
 
-/// Configuration of a `directory_client` (SPEC §11 `directory.*`).
+/// Configuration of a `directory_client` (examples/config/README.md#keys `directory.*`).
 struct directory_client_config {
-  /// Bound on one lookup request (SPEC §5.2); also bounds register and unregister.
+  /// Bound on one lookup request
+  /// (docs/behaviour/directory-and-placement.md#lookup-registration-cache); also bounds register
+  /// and unregister.
   int64_t lookup_attempt_timeout_ms = 5000;
 };
 
-/// `directory.lookup_attempt_timeout_ms` (SPEC §11).
+/// `directory.lookup_attempt_timeout_ms` (examples/config/README.md#keys).
 directory_client_config make_directory_client_config(const config::directory_section& dir);
 
 /// The directory operations of one silo, for use inside an event-based actor (placement
 /// workers, the catalog). Feed it every snapshot from the membership agent. Each call is
 /// **one attempt**: on `directory_unstable` or a timeout the caller retries against the
-/// ring as it is by then (SPEC §5.2, the placement worker's loop).
+/// ring as it is by then (docs/behaviour/directory-and-placement.md#lookup-registration-cache, the
+/// placement worker's loop).
 /// - Null-directory types complete at once, inside the call, without any message.
 /// - Ring types ask the owner's partition through the message centre (a local call when the
 ///   owner is this silo), bounded by `lookup_attempt_timeout_ms`; a timeout fails with

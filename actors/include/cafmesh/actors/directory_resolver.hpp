@@ -1,9 +1,10 @@
 #pragma once
 
 /// @file
-/// The directory resolver (SPEC §5.3): which directory a grain type uses on this silo, the
-/// hash ring of its owners or the in-process null directory of stateless workers. Local
-/// configuration: never published, never in the manifest.
+/// The directory resolver (docs/behaviour/directory-and-placement.md#the-stateless-worker-bypass):
+/// which directory a grain type uses on this silo, the hash ring of its owners or the in-process
+/// null directory of stateless workers. Local configuration: never published, never in the
+/// manifest.
 
 #include <cstdint>
 #include <set>
@@ -14,16 +15,18 @@
 
 namespace cafmesh {
 
-/// Which directory a grain type uses on this silo (SPEC §5.3).
+/// Which directory a grain type uses on this silo
+/// (docs/behaviour/directory-and-placement.md#the-stateless-worker-bypass).
 enum class directory_kind : uint8_t { ring = 1, null = 2 };
 
 /// Renders `ring` or `null`.
 std::string to_string(directory_kind x);
 
-/// A silo's directory resolver (SPEC §5.3): grain type -> directory. Local configuration:
-/// never published, never in the manifest. With `stateless_worker_bypass` (the default),
-/// every type this silo knows as a stateless worker goes to the null directory; every
-/// other type — and every type unknown to this silo — to the ring.
+/// A silo's directory resolver
+/// (docs/behaviour/directory-and-placement.md#the-stateless-worker-bypass): grain type ->
+/// directory. Local configuration: never published, never in the manifest. With
+/// `stateless_worker_bypass` (the default), every type this silo knows as a stateless worker goes
+/// to the null directory; every other type — and every type unknown to this silo — to the ring.
 class directory_resolver {
 public:
   directory_resolver() = default;

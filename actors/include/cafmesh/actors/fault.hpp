@@ -1,8 +1,9 @@
 #pragma once
 
 /// @file
-/// The fault tree and its codes (SPEC §2.10, §7.2): cafmesh's value-typed replacement for
-/// inner and aggregate exceptions. Classification (routing/classify.hpp) walks the whole tree.
+/// The fault tree and its codes (docs/behaviour/classification.md#faults-and-caf-errors, #codes):
+/// cafmesh's value-typed replacement for inner and aggregate exceptions. Classification
+/// (routing/classify.hpp) walks the whole tree.
 
 #include <cstdint>
 #include <string>
@@ -19,8 +20,8 @@
 
 namespace cafmesh {
 
-/// Every fault code of SPEC §7.2 plus the two terminal codes classification never sees.
-/// Value 0 is reserved: `caf::error` treats code 0 as "no error".
+/// Every fault code of docs/behaviour/classification.md#codes plus the two terminal codes
+/// classification never sees. Value 0 is reserved: `caf::error` treats code 0 as "no error".
 enum class mesh_errc : uint8_t {
   rejected = 1,            ///< runtime refused the message (queue limit, forward count, turned away)
   overloaded,              ///< the target silo shed load
@@ -35,16 +36,21 @@ enum class mesh_errc : uint8_t {
   activation_deactivated,  ///< the activation is gone; see `fault::activation_error_recorded`
   runtime_gone,            ///< a torn-down service was used; see `fault::probe`
   pod_hub_not_here,        ///< the pod hub's activation is not in the owner's process
-  oversized,               ///< payload at or above a size limit (SPEC §9)
+  oversized,               ///< payload at or above a size limit (docs/behaviour/size-guard.md)
   not_found,               ///< the address names nothing
   resolve_failed,          ///< path resolution faulted or timed out
-  pool_refused,            ///< the routing I/O pool is draining or drained (SPEC §6.7)
-  leg_crashed,             ///< a leg exited abnormally (SPEC §6.5)
+  /// the routing I/O pool is draining or drained (docs/behaviour/quiescence.md#the-routing-io-pool)
+  pool_refused,
+  leg_crashed,             ///< a leg exited abnormally (docs/behaviour/routing.md#legs)
   extension_missing,       ///< application or programming fault
   invalid_operation,       ///< application or programming fault
   application,             ///< any other application fault (text carries the detail)
-  lifecycle_misuse,        ///< subscribe after start, second start (SPEC §3.2); terminal
-  config_invalid,          ///< configuration refused (SPEC §1.3, §11); terminal
+  /// subscribe after start, second start (docs/behaviour/lifecycle.md#the-lifecycle-subject);
+  /// terminal
+  lifecycle_misuse,
+  /// configuration refused (docs/architecture.md#process-roles,
+  /// examples/config/README.md#keys); terminal
+  config_invalid,
 };
 
 /// True for a code the enum names, 0 excluded (what a code read from the wire must be).
@@ -56,7 +62,8 @@ constexpr bool is_known(mesh_errc x) {
 /// Renders the code's name, e.g. `placement_timeout`.
 std::string to_string(mesh_errc x);
 
-/// Yes / no / cannot tell: the `activation_error_recorded` qualifier (SPEC §2.10, §7.2).
+/// Yes / no / cannot tell: the `activation_error_recorded` qualifier
+/// (docs/behaviour/classification.md#faults-and-caf-errors, #codes).
 enum class tri_bool : uint8_t { unknown = 0, no = 1, yes = 2 };
 
 /// True for `unknown`, `no` and `yes`.
@@ -65,7 +72,8 @@ constexpr bool is_known(tri_bool x) { return static_cast<uint8_t>(x) <= 2; }
 /// Renders `unknown`, `no` or `yes`.
 std::string to_string(tri_bool x);
 
-/// The runtime probe's answer attached to a `runtime_gone` fault (SPEC §3.7, §7.2):
+/// The runtime probe's answer attached to a `runtime_gone` fault
+/// (docs/behaviour/lifecycle.md#the-host, docs/behaviour/classification.md#codes):
 /// `no_answer` when the probe did not answer (or was not asked).
 enum class probe_answer : uint8_t { no_answer = 0, alive = 1, torn_down = 2 };
 
@@ -75,12 +83,13 @@ constexpr bool is_known(probe_answer x) { return static_cast<uint8_t>(x) <= 2; }
 /// Renders `no_answer`, `alive` or `torn_down`.
 std::string to_string(probe_answer x);
 
-/// A node of a fault tree (SPEC §2.10). One cause plays "inner", several "aggregate".
+/// A node of a fault tree (docs/behaviour/classification.md#faults-and-caf-errors). One cause plays
+/// "inner", several "aggregate".
 struct fault {
   mesh_errc code = mesh_errc::application;
   std::string text;
   std::vector<fault> causes;
-  /// The runtime's "will retry after n ms" hint (SPEC §6.6).
+  /// The runtime's "will retry after n ms" hint (docs/behaviour/classification.md#retry-policies).
   caf::optional<uint32_t> retry_after_ms;
   /// Only meaningful for `activation_deactivated`.
   tri_bool activation_error_recorded = tri_bool::unknown;
@@ -93,7 +102,8 @@ struct fault {
   fault(mesh_errc c, std::string t, std::vector<fault> cs = {})
     : code(c), text(std::move(t)), causes(std::move(cs)) {}
 
-  /// Renders `text`, then ` <- ` and each cause's rendering, depth first (SPEC §2.10).
+  /// Renders `text`, then ` <- ` and each cause's rendering, depth first
+  /// (docs/behaviour/classification.md#faults-and-caf-errors).
   std::string render() const;
 
   friend bool operator==(const fault& x, const fault& y);
@@ -156,11 +166,12 @@ typename Inspector::result_type inspect(Inspector& f, fault& x) {
 }
 
 /// Wraps a fault into a CAF error: code = `fault.code`, category atom `mesh`, context = a
-/// message holding the whole fault (SPEC §2.10).
+/// message holding the whole fault (docs/behaviour/classification.md#faults-and-caf-errors).
 caf::error to_error(const fault& x);
 
-/// Recovers a fault from a CAF error (SPEC §2.10 translation table). A `mesh` error yields
-/// its carried fault; CAF's own codes are translated: `sec::request_timeout` ->
+/// Recovers a fault from a CAF error (docs/behaviour/classification.md#faults-and-caf-errors
+/// translation table). A `mesh` error yields its carried fault; CAF's own codes are translated:
+/// `sec::request_timeout` ->
 /// `response_timeout`; `sec::request_receiver_down` -> `departed_silo` if
 /// `receiver_departed` (the receiver's silo is missing from the latest snapshot or
 /// superseded), else `activation_deactivated` with recorded = unknown; connection-level

@@ -1,12 +1,14 @@
 #pragma once
 
 /// @file
-/// Grain calls (SPEC §5.4 "Entry", "Response timeout"; §7.2): `grain_call(self, placement,
-/// id, payload)` asks the silo's own placement service to deliver `payload` to grain `id`
-/// and answers the activation's reply. Usable from any event-based actor of a silo.
+/// Grain calls (docs/behaviour/directory-and-placement.md#placement "Entry", "Response timeout";
+/// docs/behaviour/classification.md#codes): `grain_call(self, placement, id, payload)` asks the
+/// silo's own placement service to deliver `payload` to grain `id` and answers the activation's
+/// reply. Usable from any event-based actor of a silo.
 ///
 /// Every failure is a `caf::error` carrying a `fault` (`to_fault(err)` recovers it) whose
-/// code is one of §7.2's grain-call codes: `placement_timeout`, `no_compatible_silo`,
+/// code is one of docs/behaviour/classification.md#codes's grain-call codes: `placement_timeout`,
+/// `no_compatible_silo`,
 /// `response_timeout`, `rejected`, `silo_unavailable`, `departed_silo`,
 /// `activation_deactivated`, or the activation's own error. The placement service bounds
 /// every call (placement timeout + response timeout), so the request itself needs none.

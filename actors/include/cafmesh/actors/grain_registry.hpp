@@ -1,12 +1,14 @@
 #pragma once
 
 /// @file
-/// The grain registry (SPEC §2.2, §5.5): grain type -> kind, placement strategy, interface
-/// version, local limit and the factory producing one activation's CAF behaviour. A silo's
-/// catalog and placement service share one registry; the grain manifest the silo publishes
+/// The grain registry (docs/behaviour/envelope.md#grain-ids-and-grain-types,
+/// docs/behaviour/directory-and-placement.md#placement): grain type -> kind, placement strategy,
+/// interface version, local limit and the factory producing one activation's CAF behaviour. A
+/// silo's catalog and placement service share one registry; the grain manifest the silo publishes
 /// in membership is `grain_registry::manifest()`.
 ///
-/// The built-in types of SPEC §2.2 (`routing` stateless worker limit 1, `messagehub` random,
+/// The built-in types of docs/behaviour/envelope.md#grain-ids-and-grain-types (`routing` stateless
+/// worker limit 1, `messagehub` random,
 /// `podhub` prefer-local) are registered by the routing layer; tests register their own.
 
 #include <cstdint>
@@ -25,7 +27,7 @@
 
 namespace cafmesh {
 
-/// How many activations a grain type may have (SPEC §1.5).
+/// How many activations a grain type may have (docs/architecture.md).
 enum class grain_kind : uint8_t {
   single_activation = 0, ///< at most one activation cluster-wide, located via the directory
   stateless_worker = 1,  ///< up to `local_limit` activations per silo, never registered
@@ -37,13 +39,15 @@ std::string to_string(grain_kind x);
 /// Produces the behaviour of one activation of a grain. Called once per activation, inside
 /// the activation's own actor (`self`), with the grain id it serves. Each message the
 /// catalog hands the activation is one non-reentrant turn: the catalog sends the next one
-/// only after the activation answered the previous one (SPEC §2.2 "non-reentrant").
+/// only after the activation answered the previous one
+/// (docs/behaviour/envelope.md#grain-ids-and-grain-types "non-reentrant").
 using activation_factory =
   std::function<caf::behavior(caf::event_based_actor* self, const grain_id& id)>;
 
 /// Decides whether an activation of `id` may start: an empty string means yes, any other
 /// text is the activation error recorded in the catalog's activation-failure registry
-/// (SPEC §3.6). Optional; no check means every activation starts.
+/// (docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion). Optional; no
+/// check means every activation starts.
 using activation_check = std::function<std::string(const grain_id& id)>;
 
 /// `(grain_deactivate_atom) -> ok_atom`: the catalog asks an activation of a type with a
@@ -61,13 +65,15 @@ struct grain_type {
   uint32_t local_limit = 1;
   activation_factory factory;
   activation_check check;
-  /// > 0: its activations answer `grain_deactivate_atom` (their deactivation hook, SPEC
-  /// §13 A9), bounded by this many ms. 0: none.
+  /// > 0: its activations answer `grain_deactivate_atom` (their deactivation hook,
+  /// docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion), bounded by
+  /// this many ms. 0: none.
   int64_t deactivation_hook_ms = 0;
 };
 
-/// The grain types one silo hosts (SPEC §2.2). Plain data, no actor: fill it before the
-/// silo's catalog and placement service are spawned, then share it read-only.
+/// The grain types one silo hosts (docs/behaviour/envelope.md#grain-ids-and-grain-types). Plain
+/// data, no actor: fill it before the silo's catalog and placement service are spawned, then share
+/// it read-only.
 class grain_registry {
 public:
   /// Registers a single-activation type. Returns false (and changes nothing) if `type` is
@@ -76,8 +82,9 @@ public:
                   uint32_t interface_version = 1, activation_check check = {});
 
   /// Registers a stateless-worker type with at most `local_limit` (>= 1) activations per
-  /// silo (SPEC §5.5; `placement.stateless_worker_max_local` = 1 is the usual limit).
-  /// Returns false if `type` is already registered or `local_limit` is 0.
+  /// silo (docs/behaviour/directory-and-placement.md#placement;
+  /// `placement.stateless_worker_max_local` = 1 is the usual limit). Returns false if `type` is
+  /// already registered or `local_limit` is 0.
   bool add_stateless(std::string type, uint32_t local_limit, activation_factory factory,
                      uint32_t interface_version = 1, activation_check check = {});
 

@@ -2,7 +2,9 @@
 
 /// @file
 /// Identities of the substrate: grain ids, generation-stamped silo addresses and activation
-/// tags (SPEC §2.2, §2.3), plus the FNV-1a 64 hash every ring position uses (SPEC §5.1).
+/// tags (docs/behaviour/envelope.md#grain-ids-and-grain-types, #silo-addresses-and-activations),
+/// plus the FNV-1a 64 hash every ring position uses
+/// (docs/behaviour/directory-and-placement.md#who-owns-a-grain-id).
 
 #include <cstdint>
 #include <string>
@@ -14,7 +16,8 @@
 namespace cafmesh {
 
 /// FNV-1a 64 over the bytes of `s` (offset basis 14695981039346656037, prime 1099511628211).
-/// Fixed by SPEC §5.1 so placement is identical on every platform and in every run.
+/// Fixed by docs/behaviour/directory-and-placement.md#who-owns-a-grain-id so placement is identical
+/// on every platform and in every run.
 constexpr uint64_t fnv1a64(std::string_view s) noexcept {
   uint64_t h = 14695981039346656037ull;
   for (unsigned char c : s) {
@@ -24,7 +27,8 @@ constexpr uint64_t fnv1a64(std::string_view s) noexcept {
   return h;
 }
 
-/// A grain's name: (grain type, key), rendered `type/key` (SPEC §2.2).
+/// A grain's name: (grain type, key), rendered `type/key`
+/// (docs/behaviour/envelope.md#grain-ids-and-grain-types).
 struct grain_id {
   std::string type;
   std::string key;
@@ -50,8 +54,8 @@ typename Inspector::result_type inspect(Inspector& f, grain_id& x) {
 }
 
 /// A silo incarnation: (host, port, generation), rendered `S{host}:{port}@{generation}`
-/// (SPEC §2.3). Same host and port with another generation is a different silo; a lower
-/// generation never answers again.
+/// (docs/behaviour/envelope.md#silo-addresses-and-activations). Same host and port with another
+/// generation is a different silo; a lower generation never answers again.
 struct silo_address {
   std::string host;
   uint16_t port = 0;
@@ -74,7 +78,7 @@ struct silo_address {
     return x.host == y.host && x.port == y.port && x.generation == y.generation;
   }
   friend bool operator!=(const silo_address& x, const silo_address& y) { return !(x == y); }
-  /// Orders by rendered form, as SPEC §4.2 orders the active set.
+  /// Orders by rendered form, as docs/behaviour/membership.md#snapshots orders the active set.
   friend bool operator<(const silo_address& x, const silo_address& y) {
     return x.to_string() < y.to_string();
   }
@@ -89,7 +93,7 @@ typename Inspector::result_type inspect(Inspector& f, silo_address& x) {
 }
 
 /// An activation's tag: unique within its silo, rendered as 8 lower-case hex digits
-/// (SPEC §2.3, fixed width).
+/// (docs/behaviour/envelope.md#silo-addresses-and-activations, fixed width).
 struct activation_tag {
   uint32_t value = 0;
 

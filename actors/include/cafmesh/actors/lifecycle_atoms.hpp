@@ -8,17 +8,20 @@
 
 namespace cafmesh::lifecycle {
 
-// -- observer protocol (SPEC §3.4) ---------------------------------------------
+// -- observer protocol ----------------------------------------------------------------------------
+// docs/behaviour/lifecycle.md#the-lifecycle-subject
 using start_stage_atom = caf::atom_constant<caf::atom("lcstart")>;
 using stop_stage_atom = caf::atom_constant<caf::atom("lcstop")>;
 using budget_expired_atom = caf::atom_constant<caf::atom("lcbudget")>;
 
-// -- lifecycle subject (SPEC §3.2, §3.3) ---------------------------------------
+// -- lifecycle subject ----------------------------------------------------------------------------
+// docs/behaviour/lifecycle.md#the-lifecycle-subject
 using subscribe_atom = caf::atom_constant<caf::atom("lcsub")>;
 using run_start_atom = caf::atom_constant<caf::atom("lcrun")>;
 using run_stop_atom = caf::atom_constant<caf::atom("lchalt")>;
 
-// -- host (SPEC §3.7) -----------------------------------------------------------
+// -- host -----------------------------------------------------------------------------------------
+// docs/behaviour/lifecycle.md#the-host
 using host_stopping_atom = caf::atom_constant<caf::atom("hoststop")>;
 using probe_runtime_atom = caf::atom_constant<caf::atom("hostprobe")>;
 /// Host: start the silo (`run_start` on its lifecycle subject).

@@ -1,8 +1,8 @@
 #pragma once
 
 /// @file
-/// cafmesh's logging (SPEC §1.4 "Logging"): one spdlog logger per component behind a thin
-/// wrapper, so spdlog stays out of the headers. Every line goes to one shared distribution
+/// cafmesh's logging (docs/architecture.md "Logging"): one spdlog logger per component behind
+/// a thin wrapper, so spdlog stays out of the headers. Every line goes to one shared distribution
 /// sink: stderr in processes, plus a `capture` sink in tests that stamps each line with the
 /// virtual time of the test coordinator's clock.
 
@@ -27,7 +27,7 @@ struct log_section;
 
 namespace cafmesh::log {
 
-/// Severity, in increasing order (SPEC §1.4: debug, info, warning, error, critical).
+/// Severity, in increasing order (docs/architecture.md: debug, info, warning, error, critical).
 enum class level : int { trace = 0, debug, info, warning, error, critical, off };
 
 /// Renders `trace`, `debug`, `info`, `warning`, `error`, `critical` or `off`.
@@ -75,8 +75,8 @@ logger get(const std::string& component);
 /// Sets the level of the stderr sink (default `info`). Captures always see every level.
 void set_stderr_level(level lvl);
 
-/// Applies the `log` section of the configuration (SPEC §11 extension `log.level`) to the
-/// stderr sink. The level was validated when the configuration was loaded.
+/// Applies the `log` section of the configuration (examples/config/README.md#keys extension
+/// `log.level`) to the stderr sink. The level was validated when the configuration was loaded.
 void configure(const config::log_section& cfg);
 
 /// Turns the stderr sink on or off (tests turn it off unless CAFMESH_TEST_LOG is set).
@@ -103,7 +103,8 @@ struct line {
 };
 
 /// While alive, records every line of every cafmesh logger with `now_ms()` as its time.
-/// Tests assert on it (SPEC §12.1 "Trace"). Not copyable; one at a time is typical.
+/// Tests assert on it (docs/testing.md#the-simulation-harness "Trace"). Not copyable; one at a time
+/// is typical.
 class capture {
 public:
   explicit capture(std::function<int64_t()> now_ms);

@@ -1,8 +1,8 @@
 #pragma once
 
 /// @file
-/// Membership (SPEC §4): silo statuses and their allowed transitions, grain manifests,
-/// snapshots with the active set, the cluster's membership oracle and the per-process
+/// Membership (docs/behaviour/membership.md): silo statuses and their allowed transitions, grain
+/// manifests, snapshots with the active set, the cluster's membership oracle and the per-process
 /// membership agent.
 ///
 /// ## membership_oracle (one per cluster; untyped `caf::actor`)
@@ -12,11 +12,12 @@
 /// - `(mb_join_atom, membership_row row) -> uint64_t version`: adds `row` with status
 ///   Joining. A row of the same endpoint (host, port) with an older generation that is not
 ///   Dead yet is declared Dead in the same snapshot (a restart supersedes its predecessor,
-///   SPEC §4.3). Refused with `invalid_operation` if the endpoint already has a row of the
-///   same or a newer generation.
+///   docs/behaviour/membership.md#leaving). Refused with `invalid_operation` if the endpoint
+///   already has a row of the same or a newer generation.
 /// - `(mb_status_atom, silo_address s, silo_status to) -> uint64_t version`: one transition
-///   (SPEC §4.1); a transition not in the table is refused with `invalid_operation`
-///   ("membership transition {from} -> {to} of {s} refused"); a silo without a row with
+///   (docs/behaviour/membership.md#statuses); a transition not in the table is refused with
+///   `invalid_operation` ("membership transition {from} -> {to} of {s} refused"); a silo without
+///   a row with
 ///   `not_found`; to the status it already has: no change, answers the current version.
 /// - `(mb_dead_atom, silo_address s) -> uint64_t version`: declares `s` Dead. From Active
 ///   this takes two snapshots (Active -> Stopping -> Dead, the only allowed path); from
@@ -25,12 +26,12 @@
 ///   (if any change happened yet) and every later one, in version order. Subscribers are
 ///   monitored and forgotten when they exit.
 /// - `(mb_get_atom) -> membership_snapshot`.
-/// - Failure detection (simulation, SPEC §4.3): the oracle watches the `sim_network`
-///   (`spawn_membership_oracle(sys, cfg, net)`). When a silo falls silent — its centre
-///   exited, it was killed, or it was stalled with `detectable = true` — the oracle declares
-///   it Dead after `failure_detection_ms` of uninterrupted silence; an unstall before that
-///   cancels. A stall with `detectable = false` is never noticed (S12.59). Every snapshot is
-///   also noted in the network's trace: `note membership v{n}: {silo}={Status} ...`.
+/// - Failure detection (simulation, docs/behaviour/membership.md#leaving): the oracle watches the
+///   `sim_network` (`spawn_membership_oracle(sys, cfg, net)`). When a silo falls silent —
+///   its centre exited, it was killed, or it was stalled with `detectable = true` — the
+///   oracle declares it Dead after `failure_detection_ms` of uninterrupted silence; an unstall
+///   before that cancels. A stall with `detectable = false` is never noticed (S12.59). Every
+///   snapshot is also noted in the network's trace: `note membership v{n}: {silo}={Status} ...`.
 ///
 /// ## membership_agent (one per silo or pure client; untyped `caf::actor`)
 /// - `(mb_snapshot_atom, membership_snapshot)` from the oracle: applied only if its version
@@ -43,10 +44,11 @@
 ///   Subscribers apply **every** snapshot the agent sends: the agent alone orders them, and
 ///   a locally applied change is re-sent with the same version number.
 /// - `(mb_join_atom, std::vector<grain_type_info> manifest, bool gateway) -> uint64_t`:
-///   joins the oracle as Joining (SPEC §3.5 stage 4000).
+///   joins the oracle as Joining (docs/behaviour/lifecycle.md#stages stage 4000).
 /// - `(mb_status_atom, silo_status to) -> uint64_t`: publishes this silo's transition.
 ///   For ShuttingDown and Stopping the agent first applies the change to its own view and
-///   fans it out (SPEC §4.3: its own placement never picks it again), then publishes.
+///   fans it out (docs/behaviour/membership.md#leaving: its own placement never picks it again),
+///   then publishes.
 /// - `(mb_get_atom) -> membership_snapshot`: the agent's current view.
 /// - `(mb_declared_atom, caf::actor watcher)`: `watcher` receives `(mb_declared_atom,
 ///   uint64_t version)` once, when a view (of that version) shows this silo departed while
@@ -67,7 +69,7 @@
 
 namespace cafmesh {
 
-/// A silo's membership status (SPEC §4.1). Values cross the wire.
+/// A silo's membership status (docs/behaviour/membership.md#statuses). Values cross the wire.
 enum class silo_status : uint8_t {
   joining = 1,
   active = 2,
@@ -79,15 +81,16 @@ enum class silo_status : uint8_t {
 /// Renders `Joining`, `Active`, `ShuttingDown`, `Stopping` or `Dead`.
 std::string to_string(silo_status x);
 
-/// True for ShuttingDown, Stopping and Dead (SPEC §4.1).
+/// True for ShuttingDown, Stopping and Dead (docs/behaviour/membership.md#statuses).
 bool is_terminating(silo_status x);
 
-/// True iff SPEC §4.1 allows `from -> to`: Joining -> Active, Joining -> Dead,
-/// Active -> ShuttingDown, Active -> Stopping, ShuttingDown -> Stopping,
+/// True iff docs/behaviour/membership.md#statuses allows `from -> to`: Joining -> Active,
+/// Joining -> Dead, Active -> ShuttingDown, Active -> Stopping, ShuttingDown -> Stopping,
 /// ShuttingDown -> Dead, Stopping -> Dead.
 bool is_allowed_transition(silo_status from, silo_status to);
 
-/// A grain type's placement strategy (SPEC §5.5). Values cross the wire.
+/// A grain type's placement strategy (docs/behaviour/directory-and-placement.md#placement). Values
+/// cross the wire.
 enum class placement_strategy : uint8_t {
   stateless_worker = 1,
   prefer_local = 2,
@@ -97,7 +100,8 @@ enum class placement_strategy : uint8_t {
 /// Renders `stateless_worker`, `prefer_local` or `random`.
 std::string to_string(placement_strategy x);
 
-/// One entry of a grain manifest (SPEC §2.2): a grain type this silo hosts.
+/// One entry of a grain manifest (docs/behaviour/envelope.md#grain-ids-and-grain-types): a grain
+/// type this silo hosts.
 struct grain_type_info {
   std::string type;
   placement_strategy strategy = placement_strategy::random;
@@ -115,7 +119,7 @@ typename Inspector::result_type inspect(Inspector& f, grain_type_info& x) {
            x.interface_version);
 }
 
-/// One silo's row in the membership table (SPEC §4.2).
+/// One silo's row in the membership table (docs/behaviour/membership.md#snapshots).
 struct membership_row {
   silo_address silo;
   silo_status status = silo_status::joining;
@@ -132,8 +136,8 @@ typename Inspector::result_type inspect(Inspector& f, membership_row& x) {
            x.gateway);
 }
 
-/// A version of the membership table (SPEC §4.2). Rows are kept ordered by rendered silo
-/// address. Version 0 is the empty table before any change.
+/// A version of the membership table (docs/behaviour/membership.md#snapshots). Rows are kept
+/// ordered by rendered silo address. Version 0 is the empty table before any change.
 struct membership_snapshot {
   uint64_t version = 0;
   std::vector<membership_row> rows;
@@ -150,14 +154,17 @@ struct membership_snapshot {
   /// True if `s` is Active.
   bool is_active(const silo_address& s) const;
 
-  /// The active set: the Active silos ordered by rendered address (SPEC §4.2).
+  /// The active set: the Active silos ordered by rendered address
+  /// (docs/behaviour/membership.md#snapshots).
   std::vector<silo_address> active_set() const;
 
-  /// Active silos with the gateway flag, ordered by rendered address (SPEC §4.4).
+  /// Active silos with the gateway flag, ordered by rendered address
+  /// (docs/behaviour/membership.md#gateways-for-pure-clients).
   std::vector<silo_address> gateways() const;
 
   /// True if `s` can never answer again: its row is Dead, or a newer generation of its
-  /// endpoint has a row (SPEC §2.3 "departed silo").
+  /// endpoint has a row (docs/behaviour/envelope.md#silo-addresses-and-activations
+  /// "departed silo").
   bool departed(const silo_address& s) const;
 
   /// Inserts or replaces the row of `r.silo`, keeping the order.

@@ -1,8 +1,8 @@
 #pragma once
 
 /// @file
-/// The mesh-teardown protocol (SPEC §3.7 step 4): disposing every hub hosted in this
-/// process and draining their queues after the silo has stopped.
+/// The mesh-teardown protocol (docs/behaviour/lifecycle.md#the-host): disposing every hub hosted
+/// in this process and draining their queues after the silo has stopped.
 
 #include <cstdint>
 #include <string>
@@ -14,7 +14,7 @@
 
 namespace cafmesh::lifecycle {
 
-/// The process's mesh teardown (SPEC §3.7 step 4):
+/// The process's mesh teardown (docs/behaviour/lifecycle.md#the-host):
 /// `(host_teardown_atom, int64_t budget_ms) -> std::string residual`. The actor disposes
 /// every hub hosted in this process and drains their queues, bounding its own work by
 /// `budget_ms` (the host gives up after the same budget). The answer describes what was left

@@ -1,8 +1,8 @@
 #pragma once
 
 /// @file
-/// The message centre: the one seam every cross-process message passes (DESIGN.md "The seam
-/// that makes simulation possible"; SPEC §3.5 stages 2000 and 4000, §12.1 "Network").
+/// The message centre: the one seam every cross-process message passes (docs/architecture.md#the-seam-the-message-centre;
+/// docs/behaviour/lifecycle.md#stages, stages 2000 and 4000; docs/testing.md#network).
 ///
 /// No actor of one silo holds a handle to an actor of another silo. A component hands a
 /// cross-process message to its **local** message centre as (destination silo, destination
@@ -39,10 +39,11 @@
 /// - `(mc_call_atom, silo_address dst, component c, caf::message payload, int64_t ttl_ms)`
 ///   (`make_bounded_call`): the same call with a **time-to-live**: the caller waits at most
 ///   `ttl_ms` milliseconds (its own request timeout). The frame never reaches `c` once that
-///   time is up (SPEC §7.6 says a timed-out callee "may hold" the delivery; cafmesh goes
-///   further, as Orleans does with expired messages, and makes sure a remote callee never
-///   *starts* processing a call whose caller has stopped waiting, so a response timeout's
-///   NACK stays the delivery's only outcome whenever the call was still in transit):
+///   time is up (docs/behaviour/classification.md#why-a-response-timeout-is-never-resent says a
+///   timed-out callee "may hold" the delivery; cafmesh goes further, as Orleans does with expired
+///   messages, and makes sure a remote callee never *starts* processing a call whose caller has
+///   stopped waiting, so a response timeout's NACK stays the delivery's only outcome whenever the
+///   call was still in transit):
 ///   * a link that hands the frame on converts what is left of the deadline into the
 ///     frame's `ttl_ms` (`refresh_ttl`); an expired request (`call_expiry_margin_ms` or less
 ///     left) is not sent but answered at once with `response_timeout` ("... expired before
@@ -78,8 +79,9 @@
 /// - `(mb_snapshot_atom, membership_snapshot)`: the centre subscribes to its membership
 ///   agent; every silo the snapshot shows departed (Dead, or superseded by a newer
 ///   generation of its endpoint) is handled as by `mc_gone_atom`.
-/// - `(mc_block_atom, bool on) -> ok_atom`: block application messages (SPEC §3.5 stage
-///   4000): an inbound request for an application component (`is_application`) is answered
+/// - `(mc_block_atom, bool on) -> ok_atom`: block application messages
+///   (docs/behaviour/lifecycle.md#stages stage 4000): an inbound request for an application
+///   component (`is_application`) is answered
 ///   `silo_unavailable` ("silo {S} is not accepting application messages"); an inbound
 ///   one-way application message is dropped and logged. System traffic still passes.
 /// - `(mc_whoami_atom) -> silo_address`.
@@ -113,7 +115,8 @@ enum class component : uint8_t {
   none = 0,
   membership = 1,  ///< the silo's membership agent
   oracle = 2,      ///< the cluster's membership oracle (hosted by the primary silo)
-  directory = 3,   ///< the silo's directory partition (SPEC §5.1)
+  /// the silo's directory partition (docs/behaviour/directory-and-placement.md#who-owns-a-grain-id)
+  directory = 3,
   catalog = 4,     ///< the silo's catalog (activations)
   placement = 5,   ///< the silo's placement service
   activation = 6,  ///< grain calls addressed to an activation (via the catalog)
@@ -131,7 +134,8 @@ enum class component : uint8_t {
 std::string to_string(component x);
 
 /// True for the components whose inbound traffic counts as application traffic, blocked
-/// at the stage-4000 stop (SPEC §3.5): `catalog`, `activation`, `router`, `routing`,
+/// at the stage-4000 stop (docs/behaviour/lifecycle.md#stages): `catalog`, `activation`, `router`,
+/// `routing`,
 /// `gateway`, `pod_hub`, `stream` and every user component. Membership, oracle, directory, placement,
 /// client and test traffic is system traffic and always passes.
 bool is_application(component x);

@@ -1,9 +1,10 @@
 #pragma once
 
 /// @file
-/// Network mode of the message centre's seam (DESIGN.md "Network link"; SPEC §4.3, §4.4):
-/// each process is its own CAF actor system, and the frames between message centres travel
-/// over CAF's io middleman on real sockets.
+/// Network mode of the message centre's seam (docs/architecture.md#the-seam-the-message-centre;
+/// docs/behaviour/membership.md#leaving, #gateways-for-pure-clients): each process is its own CAF
+/// actor system, and the frames between message centres travel over CAF's io middleman on
+/// real sockets.
 ///
 /// This is the substrate's only network mode: the link below keeps the centre exactly as
 /// in simulation (the link is its `net`), adds heartbeats and silence detection (a frozen
@@ -52,11 +53,11 @@
 ///   falls silent is declared Dead between `failure_detection_ms` and
 ///   `failure_detection_ms + heartbeat_interval_ms` after its last sign of life (the tick
 ///   granularity), and a silo whose connection drops `oracle_detection_ms` after the drop.
-/// - **The oracle over the network** (SPEC §4, like Orleans' development clustering): the
-///   primary process (`network.primary_port == 0`) passes its oracle to `spawn_net_link`;
-///   every hello answer carries that handle (a remote proxy on the receiving side). Any
-///   other process connects to `network.primary_host`:`network.primary_port` as soon as its
-///   centre is attached (retrying every heartbeat interval until it succeeds) and learns
+/// - **The oracle over the network** (docs/behaviour/membership.md, like Orleans' development
+///   clustering): the primary process (`network.primary_port == 0`) passes its oracle to
+///   `spawn_net_link`; every hello answer carries that handle (a remote proxy on the receiving
+///   side). Any other process connects to `network.primary_host`:`network.primary_port` as soon
+///   as its centre is attached (retrying every heartbeat interval until it succeeds) and learns
 ///   the oracle from the hello answer: `(nl_oracle_atom) -> caf::actor` answers it once
 ///   known. `spawn_oracle_relay` gives membership agents an actor to talk to from the start.
 ///   With membership on a shared table every process passes its own table oracle
@@ -106,11 +107,11 @@ using nl_tick_atom = caf::atom_constant<caf::atom("nltick")>;
 using nl_oracle_atom = caf::atom_constant<caf::atom("nloracle")>;
 using nl_peers_atom = caf::atom_constant<caf::atom("nlpeers")>;
 /// `(nl_stall_atom, bool on, bool detected) -> ok`: fault injection on the real network (the
-/// SPEC §12.1 `stall`, for demos and tests): while on, every frame the centre sends and every
-/// frame a peer sends is held, in order, and handed on when the stall ends. `detected`: the
-/// link also stops its heartbeats and ignores the peers', so the failure detector declares
-/// the silo Dead after `failure_detection_ms`; otherwise heartbeats continue and the stall
-/// goes undetected (S12.59).
+/// docs/testing.md#the-simulation-harness `stall`, for demos and tests): while on, every frame the
+/// centre sends and every frame a peer sends is held, in order, and handed on when the stall ends.
+/// `detected`: the link also stops its heartbeats and ignores the peers', so the failure
+/// detector declares the silo Dead after `failure_detection_ms`; otherwise heartbeats continue and
+/// the stall goes undetected (S12.59).
 using nl_stall_atom = caf::atom_constant<caf::atom("nlstall")>;
 /// `(nl_gate_atom) -> caf::actor`: the middleman actor the link publishes and connects
 /// through (invalid if it does not listen); it exits after the link.

@@ -1,15 +1,17 @@
 #pragma once
 
 /// @file
-/// Wiring of one process in network mode (SPEC §4.2–§4.4 over CAF io): network link,
-/// message centre, membership agent, and — on the primary — the membership oracle.
+/// Wiring of one process in network mode (docs/behaviour/membership.md#snapshots, #leaving,
+/// #gateways-for-pure-clients over CAF io): network link, message centre, membership agent, and —
+/// on the primary — the membership oracle.
 ///
 /// Setup code only: `start_net_process` waits (bounded by `timeout_ms`) for the link's
 /// listening port with a `scoped_actor`, so call it from `main` or a test, never from an
 /// actor handler.
 ///
-/// What it builds, for `net` = the `network` section and `generation` (SPEC §2.3:
-/// production uses the start time in ms since the epoch):
+/// What it builds, for `net` = the `network` section and `generation`
+/// (docs/behaviour/envelope.md#silo-addresses-and-activations: production uses the start time in ms
+/// since the epoch):
 /// - on the primary (`net.primary_port == 0`) the oracle, with failure detection after
 ///   `oracle_detection_ms(net)` of reported silence (net_link.hpp), registered with the
 ///   centre as `component::oracle`;

@@ -1,8 +1,9 @@
 #pragma once
 
 /// @file
-/// The lifecycle observer protocol (SPEC §3.4) and the lifecycle subject's interface
-/// (SPEC §3.2, §3.3) as CAF typed actors.
+/// The lifecycle observer protocol (docs/behaviour/lifecycle.md#the-lifecycle-subject) and the
+/// lifecycle subject's interface (docs/behaviour/lifecycle.md#the-lifecycle-subject) as CAF
+/// typed actors.
 
 #include <string>
 
@@ -15,7 +16,8 @@
 
 namespace cafmesh::lifecycle {
 
-/// An observer subscribed to one stage of a silo's lifecycle (SPEC §3.4):
+/// An observer subscribed to one stage of a silo's lifecycle
+/// (docs/behaviour/lifecycle.md#the-lifecycle-subject):
 /// - `(start_stage_atom, stage) -> ok_atom` or an error (a `to_error(fault)`);
 /// - `(stop_stage_atom, stage, bool graceful) -> ok_atom` or an error;
 /// - `(budget_expired_atom)` one-way, only while this observer's stop is open.
@@ -25,7 +27,7 @@ using lifecycle_observer_actor = caf::typed_actor<
   caf::replies_to<stop_stage_atom, stage, bool>::with<caf::ok_atom>,
   caf::reacts_to<budget_expired_atom>>;
 
-/// The lifecycle subject of one silo (SPEC §3.2, §3.3):
+/// The lifecycle subject of one silo (docs/behaviour/lifecycle.md#the-lifecycle-subject):
 /// - `(subscribe_atom, stage, name, observer) -> ok_atom`; after start began (or after a
 ///   stop): error `lifecycle_misuse`. The subject monitors the observer: one that dies with a
 ///   request open counts as that observer's error;
@@ -38,7 +40,8 @@ using lifecycle_observer_actor = caf::typed_actor<
 ///   stage finished; a second stop joins the first (its flag is ignored);
 /// - `(budget_expired_atom)` one-way, from the host when its shutdown budget runs out: it is
 ///   forwarded to every observer whose stop is open, and later stages stop non-gracefully.
-/// No request of the subject carries a deadline (SPEC §3.3 rule 6).
+/// No request of the subject carries a deadline
+/// (docs/behaviour/lifecycle.md#the-lifecycle-subject).
 using silo_lifecycle_actor = caf::typed_actor<
   caf::replies_to<subscribe_atom, stage, std::string, lifecycle_observer_actor>::with<
     caf::ok_atom>,

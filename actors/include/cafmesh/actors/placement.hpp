@@ -1,8 +1,9 @@
 #pragma once
 
 /// @file
-/// The placement service (SPEC §5.4, §5.5) and the grain-call entry (SPEC §5.4 "Entry",
-/// "Response timeout", §7.2 grain-call codes). One placement service per silo.
+/// The placement service (docs/behaviour/directory-and-placement.md#placement) and the grain-call
+/// entry (docs/behaviour/directory-and-placement.md#placement "Entry", "Response timeout",
+/// docs/behaviour/classification.md#codes grain-call codes). One placement service per silo.
 ///
 /// ## Protocol (untyped `caf::actor`)
 /// - `(pl_call_atom, grain_id g, int32_t forward_count, caf::message payload) -> <reply>`:
@@ -15,7 +16,8 @@
 ///     version {v}); silos known with this type: [{list}]" (list: rendered addresses of every
 ///     silo of the view whose manifest lists the type, any status, ordered, ", "-separated).
 ///   * `rejected` "forward count {n} exceeds placement.max_forward_count = {max}" when
-///     `forward_count` > `max_forward_count` (SPEC §3.6).
+///     `forward_count` > `max_forward_count`
+///     (docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion).
 ///   * `silo_unavailable` "silo {S} is shutting down" once the service was stopped.
 ///   * `response_timeout` "grain call to {g} timed out after 30 s": no answer within
 ///     `response_timeout_ms` after the message left placement.
@@ -24,14 +26,15 @@
 ///     `departed_silo` and `activation_deactivated` also drop the cached address.
 ///   The service always answers, so callers may use `caf::infinite` (see grain_call.hpp).
 /// - `(mb_snapshot_atom, membership_snapshot)`: the latest view from the silo's membership
-///   agent (SPEC §4.2; subscribe the service with `mb_subscribe_atom`). Every snapshot the
-///   agent sends is applied (the agent orders them). Cache entries pointing at a silo that
-///   is not Active are dropped.
+///   agent (docs/behaviour/membership.md#snapshots; subscribe the service with
+///   `mb_subscribe_atom`). Every snapshot the agent sends is applied (the agent orders them). Cache
+///   entries pointing at a silo that is not Active are dropped.
 /// - `(pl_inval_atom, activation_address a)`: drop the cached address of `a.grain` if it
 ///   still names `a` (sent by a catalog whose activation left).
 /// - `(pl_inval_atom, grain_id g)`: drop the cached address of `g`, whatever it names (the
-///   router's retry loop before re-resolving, SPEC §6.6).
-/// - `(pl_inval_atom, silo_address s)`: drop every cached address naming `s` (SPEC §6.6
+///   router's retry loop before re-resolving, docs/behaviour/classification.md#retry-policies).
+/// - `(pl_inval_atom, silo_address s)`: drop every cached address naming `s`
+///   (docs/behaviour/classification.md#retry-policies
 ///   `departed_silo`).
 /// - `(pl_leaving_atom, silo_address s)`: `s` refused a call because it is leaving (its
 ///   `silo_unavailable` answer named it) while the latest view still lists it Active. New
@@ -41,10 +44,11 @@
 ///   that is not Active in the view. Existing activations on `s` are still
 ///   called (their directory entries and cache entries are left alone): continuations of
 ///   work they accepted must reach them.
-/// - `(pl_stop_atom) -> ok_atom`: SPEC §3.5 stage 2001: every waiting message fails
+/// - `(pl_stop_atom) -> ok_atom`: docs/behaviour/lifecycle.md#stages stage 2001: every waiting
+///   message fails
 ///   `silo_unavailable` ("silo {S} is shutting down"), and so does every later call.
 ///
-/// ## Work items (SPEC §5.4)
+/// ## Work items (docs/behaviour/directory-and-placement.md#placement)
 /// `worker_count` workers, worker = `fnv1a64(rendered grain id) % worker_count`, each a
 /// map grain id -> work item inside this one actor (no extra hop per message; a worker is a
 /// partition of state, not a thread: CAF gives the whole service one turn at a time, and
@@ -55,7 +59,7 @@
 /// (4) single-activation: ask that silo's catalog (`ct_activate_atom`) to activate and
 /// register, first-wins; (5) cache the address; (6) send every batched message on.
 ///
-/// ## Strategies (SPEC §5.5)
+/// ## Strategies (docs/behaviour/directory-and-placement.md#placement)
 /// Candidates: silos Active in the latest view whose manifest lists the type with the same
 /// interface version as the local registry's (the local silo only if it is Active too).
 /// "At random": candidates ordered by rendered address, index `next() % n` of a
@@ -63,15 +67,15 @@
 /// stateless worker and prefer-local: the local silo if it is a candidate, otherwise at
 /// random; random: at random.
 ///
-/// **Stateless workers and the local limit (interpretation of SPEC §5.5).** The "fewer
-/// busy activations than the local limit" test is made by the local catalog, which adds an
-/// activation while every existing one is in a turn and fewer than the limit exist, and
-/// queues the message on the least-loaded one beyond that. Placement never sends a
-/// stateless-worker message away from an Active compatible local silo just because its
-/// activation is busy: such a spill picks uniformly among Active silos, including an
-/// undetected stalled one (S12.59), and would turn a local queueing delay of microseconds
-/// into a 30 s `response_timeout`. The burst test in placement_scenarios_test.cpp shows
-/// the difference (20 calls at one instant: all served locally).
+/// **Stateless workers and the local limit (interpretation of
+/// docs/behaviour/directory-and-placement.md#placement).** The "fewer busy activations than the
+/// local limit" test is made by the local catalog, which adds an activation while every existing
+/// one is in a turn and fewer than the limit exist, and queues the message on the least-loaded one
+/// beyond that. Placement never sends a stateless-worker message away from an Active compatible
+/// local silo just because its activation is busy: such a spill picks uniformly among Active silos,
+/// including an undetected stalled one (S12.59), and would turn a local queueing delay of
+/// microseconds into a 30 s `response_timeout`. The burst test in
+/// placement_scenarios_test.cpp shows the difference (20 calls at one instant: all served locally).
 ///
 /// ## Directory
 /// Lookups go through a `directory_client` (directory.hpp) inside the service, built with
@@ -109,20 +113,25 @@ namespace config {
 struct mesh_config;
 } // namespace config
 
-/// The placement service's settings (SPEC §11 `placement.*`, `directory.*`, `grain_call.*`).
+/// The placement service's settings (examples/config/README.md#keys `placement.*`, `directory.*`,
+/// `grain_call.*`).
 struct placement_config {
   silo_address self;                        ///< this silo
-  uint64_t seed = 1;                        ///< `simulation.seed` (SPEC §12.1)
+  /// `simulation.seed` (docs/testing.md#the-simulation-harness)
+  uint64_t seed = 1;
   int64_t timeout_ms = 30000;               ///< `placement.timeout_ms`, per work item
   int64_t worker_count = 16;                ///< `placement.worker_count`
   int64_t max_forward_count = 2;            ///< `placement.max_forward_count`
   int64_t lookup_attempt_timeout_ms = 5000; ///< `directory.lookup_attempt_timeout_ms`
   int64_t response_timeout_ms = 30000;      ///< `grain_call.response_timeout_ms`
   int64_t unstable_retry_ms = 100;          ///< wait before re-asking after `directory_unstable`
-  bool stateless_worker_bypass = true;      ///< `directory.stateless_worker_bypass` (SPEC §5.3)
+  /// `directory.stateless_worker_bypass`
+  /// (docs/behaviour/directory-and-placement.md#the-stateless-worker-bypass)
+  bool stateless_worker_bypass = true;
 };
 
-/// Fills a `placement_config` for silo `self` from the SPEC §11 configuration.
+/// Fills a `placement_config` for silo `self` from the examples/config/README.md#keys
+/// configuration.
 placement_config make_placement_config(const config::mesh_config& cfg, const silo_address& self);
 
 /// One message waiting in a work item.
@@ -132,7 +141,7 @@ struct placement_waiter {
   caf::response_promise rp;
 };
 
-/// One pending placement of one grain id (SPEC §5.4).
+/// One pending placement of one grain id (docs/behaviour/directory-and-placement.md#placement).
 struct placement_item {
   uint64_t id = 0;
   grain_id grain;
@@ -172,7 +181,8 @@ struct placement_state {
   membership_snapshot view;
   std::mt19937_64 rng;
   std::vector<std::map<grain_id, placement_item>> workers;
-  /// Cached single-activation addresses (SPEC §5.2 "Cache").
+  /// Cached single-activation addresses
+  /// (docs/behaviour/directory-and-placement.md#lookup-registration-cache "Cache").
   directory_cache cache;
   uint64_t next_item_id = 0;
   bool stopped = false;
@@ -191,7 +201,8 @@ struct placement_state {
 caf::actor spawn_placement_service(caf::actor_system& sys, placement_config cfg,
                                    grain_registry_ptr registry, caf::actor centre);
 
-/// Picks the silo for a new activation of a grain of type `info` (SPEC §5.5) among
+/// Picks the silo for a new activation of a grain of type `info`
+/// (docs/behaviour/directory-and-placement.md#placement) among
 /// `candidates` (Active, compatible, ordered by rendered address, non-empty).
 /// `local_ok`: the local silo is a candidate.
 silo_address pick_silo(placement_strategy strategy, const silo_address& self, bool local_ok,

@@ -1,8 +1,9 @@
 #pragma once
 
 /// @file
-/// The runtime probe (SPEC §3.7 step 5, §7.2): a process-level registry actor that outlives
-/// every silo of the process and says whether a silo's runtime services still answer.
+/// The runtime probe (docs/behaviour/lifecycle.md#the-host,
+/// docs/behaviour/classification.md#codes): a process-level registry actor that outlives every silo
+/// of the process and says whether a silo's runtime services still answer.
 
 #include <string>
 
@@ -18,7 +19,8 @@ class actor_system;
 
 namespace cafmesh::lifecycle {
 
-/// The runtime registry (SPEC §3.7), keyed by rendered silo address (or process name):
+/// The runtime registry (docs/behaviour/lifecycle.md#the-host), keyed by rendered silo address (or
+/// process name):
 /// - `(host_register_atom, silo) -> ok_atom`: the silo's runtime is up; probes answer `alive`;
 /// - `(host_torn_down_atom, silo) -> ok_atom`: its runtime services are torn down; from now
 ///   on probes answer `torn_down` (the host sends this after its teardown step);

@@ -1,8 +1,8 @@
 #pragma once
 
 /// @file
-/// The simulated network (SPEC §12.1 "Network", "Fault injection", "Trace"): the link every
-/// frame between simulated processes' message centres passes through.
+/// The simulated network (docs/testing.md#the-simulation-harness "Network", "Fault injection",
+/// "Trace"): the link every frame between simulated processes' message centres passes through.
 ///
 /// - **Latency**: each frame draws `min + next() % (max - min + 1)` ms from a
 ///   `std::mt19937_64` seeded `seed ^ fnv1a64("sim_network")`, with [min, max] the link's
@@ -89,7 +89,7 @@
 
 namespace cafmesh {
 
-/// Configuration of the simulated network (SPEC §11 `simulation.*`).
+/// Configuration of the simulated network (examples/config/README.md#keys `simulation.*`).
 struct sim_network_config {
   uint64_t seed = 1;
   int64_t link_latency_min_ms = 1;
@@ -114,9 +114,9 @@ typename Inspector::result_type inspect(Inspector& f, drop_rule& x) {
 /// True if `r` matches the frame header.
 bool matches(const drop_rule& r, const wire_frame& f);
 
-/// A drop by predicate (SPEC §12.1 `drop(predicate, count)`): the next `count` frames for
-/// which `pred` holds are dropped. The predicate sees the whole frame, payload included.
-/// Local only (never serialised): `(sim_drop_atom, drop_predicate)`.
+/// A drop by predicate (docs/testing.md#the-simulation-harness `drop(predicate, count)`): the next
+/// `count` frames for which `pred` holds are dropped. The predicate sees the whole frame, payload
+/// included. Local only (never serialised): `(sim_drop_atom, drop_predicate)`.
 struct drop_predicate {
   std::function<bool(const wire_frame&)> pred;
   uint64_t count = 1;
@@ -168,7 +168,7 @@ struct sim_network_state {
   uint64_t frames_sent = 0;
   uint64_t frames_delivered = 0;
 
-  /// FNV-1a 64 over the canonical trace text (SPEC §12.1).
+  /// FNV-1a 64 over the canonical trace text (docs/testing.md#the-simulation-harness).
   uint64_t trace_digest() const;
 
   /// Number of trace lines containing `needle`.
@@ -177,7 +177,7 @@ struct sim_network_state {
   static const char* name;
 };
 
-/// The network configuration of SPEC §11 `simulation.*`.
+/// The network configuration of examples/config/README.md#keys `simulation.*`.
 sim_network_config make_sim_network_config(const config::simulation_section& sim);
 
 /// Spawns the simulated network.

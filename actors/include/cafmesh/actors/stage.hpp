@@ -1,7 +1,8 @@
 #pragma once
 
 /// @file
-/// Lifecycle stages (SPEC §3.1): any int32 is a valid stage; these are the named ones.
+/// Lifecycle stages (docs/behaviour/lifecycle.md#stages): any int32 is a valid stage; these are the
+/// named ones.
 
 #include <climits>
 #include <cstdint>

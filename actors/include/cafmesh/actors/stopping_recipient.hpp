@@ -1,9 +1,9 @@
 #pragma once
 
 /// @file
-/// The host's stopping-signal protocol (SPEC §3.7 step 1): every process-level actor that
-/// must stop accepting new work before the silo stops (routing service, router core, pod-hub
-/// claimer) implements it.
+/// The host's stopping-signal protocol (docs/behaviour/lifecycle.md#the-host): every process-level
+/// actor that must stop accepting new work before the silo stops (routing service, router
+/// core, pod-hub claimer) implements it.
 
 #include <caf/atom.hpp>
 #include <caf/replies_to.hpp>
@@ -13,7 +13,7 @@
 
 namespace cafmesh::lifecycle {
 
-/// A recipient of the host's stopping signal (SPEC §3.7 step 1):
+/// A recipient of the host's stopping signal (docs/behaviour/lifecycle.md#the-host):
 /// `(host_stopping_atom) -> ok_atom`. The recipient answers once it has switched to its
 /// stopping behaviour (new deliveries refused or NACKed `shutting_down`, claims stopped); the
 /// host sends nothing else to the silo before every recipient acknowledged.

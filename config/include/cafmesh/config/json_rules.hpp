@@ -1,9 +1,9 @@
 #pragma once
 
 /// @file
-/// Rules for strict JSON validation shared by the configuration loader (SPEC §11) and the
-/// main job's scenario and trace readers: every problem is one line `{pointer}: {what}` with
-/// an RFC 6901 JSON pointer, in document order. The texts:
+/// Rules for strict JSON validation shared by the configuration loader
+/// (examples/config/README.md#keys) and the main job's scenario and trace readers: every problem is
+/// one line `{pointer}: {what}` with an RFC 6901 JSON pointer, in document order. The texts:
 /// - `{ptr}: expected {what}, got {found}` (`{found}`: compact JSON cut to 60 characters
 ///   ending in `...`, or `nothing` for a missing required key);
 /// - `{ptr}: unknown key, did you mean "{known}"?` (at most two edits away), else

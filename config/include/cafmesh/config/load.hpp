@@ -1,7 +1,8 @@
 #pragma once
 
 /// @file
-/// Loading and validating the JSON configuration (SPEC §11, §1.3).
+/// Loading and validating the JSON configuration (examples/config/README.md#keys,
+/// docs/architecture.md#process-roles).
 ///
 /// A document is one JSON object with one object per section (`mesh`, `lifecycle`, ...,
 /// `simulation`, plus the cafmesh extensions `network` and `log`), holding the keys of

@@ -1,8 +1,8 @@
 #pragma once
 
 /// @file
-/// The cafmesh configuration (SPEC §11): one struct per JSON section, every key with its
-/// SPEC default and the range the loader accepts (durations in ms on the actor clock).
+/// The cafmesh configuration (examples/config/README.md#keys): one struct per JSON section, every
+/// key with its documented default and the range the loader accepts (durations in ms on the actor clock).
 /// Loading and validation live in `cafmesh/config/load.hpp`; examples/config/README.md
 /// documents every key. This header has no CAF or JSON dependency.
 
@@ -12,7 +12,7 @@
 
 namespace cafmesh::config {
 
-/// `mesh.process_role` (SPEC §1.3); read once at start and never changed.
+/// `mesh.process_role` (docs/architecture.md#process-roles); read once at start and never changed.
 enum class process_role : uint8_t { silo_host, pure_client, monolith };
 
 /// Renders `silo_host`, `pure_client` or `monolith`.
@@ -24,29 +24,42 @@ struct mesh_section {
   std::string name;                            ///< optional process tag for ids and logs
 };
 
-/// Section `lifecycle` (SPEC §8.2, §3.3).
+/// Section `lifecycle` (docs/behaviour/quiescence.md#the-participant-at-stage-active,
+/// docs/behaviour/lifecycle.md#the-lifecycle-subject).
 struct lifecycle_section {
-  int64_t quiescence_hold_ms = 30000; ///< hold budget at stage Active (§8.2); >= 1
-  int64_t quiescence_residual_sample = 10; ///< legs named on hold expiry (§8.2); >= 1
-  int64_t slow_observer_log_ms = 1000; ///< log an observer whose stop takes longer (§3.3); >= 0
+  /// hold budget at stage Active (docs/behaviour/quiescence.md#the-participant-at-stage-active);
+  /// >= 1
+  int64_t quiescence_hold_ms = 30000;
+  /// legs named on hold expiry (docs/behaviour/quiescence.md#the-participant-at-stage-active); >= 1
+  int64_t quiescence_residual_sample = 10;
+  /// log an observer whose stop takes longer (docs/behaviour/lifecycle.md#the-lifecycle-subject);
+  /// >= 0
+  int64_t slow_observer_log_ms = 1000;
 };
 
-/// Section `host` (SPEC §3.7).
+/// Section `host` (docs/behaviour/lifecycle.md#the-host).
 struct host_section {
-  int64_t shutdown_budget_ms = 30000; ///< expiry sends `shutdown_budget_expired` (§3.7); >= 1
-  int64_t teardown_budget_ms = 30000; ///< mesh teardown after the silo stopped (§3.7); >= 1
+  /// expiry sends `shutdown_budget_expired` (docs/behaviour/lifecycle.md#the-host); >= 1
+  int64_t shutdown_budget_ms = 30000;
+  /// mesh teardown after the silo stopped (docs/behaviour/lifecycle.md#the-host); >= 1
+  int64_t teardown_budget_ms = 30000;
 };
 
-/// Section `catalog` (SPEC §3.6).
+/// Section `catalog`
+/// (docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion).
 struct catalog_section {
-  int64_t deactivation_timeout_ms = 30000; ///< per activation at GrainDeactivation (§3.6); >= 1
+  /// per activation at GrainDeactivation
+  /// (docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion); >= 1
+  int64_t deactivation_timeout_ms = 30000;
   int64_t activation_timeout_ms = 30000; ///< bound on activating a grain; >= 1
 };
 
-/// Section `membership` (SPEC §3.5, §4).
+/// Section `membership` (docs/behaviour/lifecycle.md#stages, docs/behaviour/membership.md).
 struct membership_section {
-  int64_t shutdown_grace_ms = 5000; ///< ShuttingDown publish race before Stopping (§3.5); >= 1
-  int64_t dead_publish_ms = 60000; ///< bound on publishing Dead at stage 2001 (§3.5); >= 1
+  /// ShuttingDown publish race before Stopping (docs/behaviour/lifecycle.md#stages); >= 1
+  int64_t shutdown_grace_ms = 5000;
+  /// bound on publishing Dead at stage 2001 (docs/behaviour/lifecycle.md#stages); >= 1
+  int64_t dead_publish_ms = 60000;
   /// Where membership lives (docs/behaviour/membership.md): `oracle`, the development
   /// oracle the primary process hosts (`network.primary_port`), or `etcd`, a membership
   /// table on an etcd cluster that no process hosts (every process then runs its own table
@@ -60,54 +73,83 @@ struct membership_section {
   int64_t etcd_request_timeout_ms = 2000;
 };
 
-/// Section `directory` (SPEC §5.1–§5.3).
+/// Section `directory` (docs/behaviour/directory-and-placement.md#who-owns-a-grain-id,
+/// #lookup-registration-cache, #the-stateless-worker-bypass).
 struct directory_section {
-  int64_t lookup_attempt_timeout_ms = 5000; ///< one lookup request (§5.2); >= 1
-  bool stateless_worker_bypass = true; ///< null directory for stateless workers (§5.3)
+  /// one lookup request (docs/behaviour/directory-and-placement.md#lookup-registration-cache); >= 1
+  int64_t lookup_attempt_timeout_ms = 5000;
+  /// null directory for stateless workers
+  /// (docs/behaviour/directory-and-placement.md#the-stateless-worker-bypass)
+  bool stateless_worker_bypass = true;
 };
 
-/// Section `placement` (SPEC §5.4, §3.6).
+/// Section `placement` (docs/behaviour/directory-and-placement.md#placement,
+/// #deactivation-and-messages-in-motion).
 struct placement_section {
-  int64_t timeout_ms = 30000; ///< per placement work item (§5.4); >= 1
-  int64_t worker_count = 16; ///< placement workers per silo (§5.4); >= 1
-  int64_t max_forward_count = 2; ///< reroutes of one message (§3.6); >= 0
+  /// per placement work item (docs/behaviour/directory-and-placement.md#placement); >= 1
+  int64_t timeout_ms = 30000;
+  /// placement workers per silo (docs/behaviour/directory-and-placement.md#placement); >= 1
+  int64_t worker_count = 16;
+  /// reroutes of one message
+  /// (docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion); >= 0
+  int64_t max_forward_count = 2;
   int64_t stateless_worker_max_local = 1; ///< default local activations of a stateless worker; >= 1
 };
 
-/// Section `grain_call` (SPEC §5.4).
+/// Section `grain_call` (docs/behaviour/directory-and-placement.md#placement).
 struct grain_call_section {
-  int64_t response_timeout_ms = 30000; ///< per attempt, from leaving placement (§5.4); >= 1
+  /// per attempt, from leaving placement (docs/behaviour/directory-and-placement.md#placement);
+  /// >= 1
+  int64_t response_timeout_ms = 30000;
 };
 
-/// Section `routing` (SPEC §6, §7.5). Address types: distinct non-empty strings without `/`
-/// or `~` (§2.1). The router retry policy waits min(retry_base_ms·2ⁿ, retry_cap_ms) before
-/// retry n; retry_max >= 0, retry_base_ms >= 1, retry_cap_ms >= retry_base_ms (also in
+/// Section `routing` (docs/behaviour/routing.md, docs/behaviour/classification.md#retry-policies).
+/// Address types: distinct non-empty strings without `/` or `~`
+/// (docs/behaviour/envelope.md#addresses). The router retry policy waits min(retry_base_ms·2ⁿ,
+/// retry_cap_ms) before retry n; retry_max >= 0, retry_base_ms >= 1, retry_cap_ms >=
+/// retry_base_ms (also in
 /// `client` and `attach`).
 struct routing_section {
   std::vector<std::string> stream_routed_address_types{"portal", "client", "cache", "mesh"};
   std::vector<std::string> client_hosted_address_types{};
-  int64_t resolve_timeout_ms = 30000; ///< path resolution (§6.5, §6.11); >= 1
-  int64_t subscriber_probe_timeout_ms = 10000; ///< no answer counts as "yes" (§6.5); >= 1
-  int64_t stream_post_timeout_ms = 60000; ///< router guard on one stream post (§6.5); >= 1
-  int64_t stream_transport_timeout_ms = 30000; ///< the stream transport's own bound (§6.5); >= 1
+  /// path resolution (docs/behaviour/routing.md#legs, #nacks); >= 1
+  int64_t resolve_timeout_ms = 30000;
+  /// no answer counts as "yes" (docs/behaviour/routing.md#legs); >= 1
+  int64_t subscriber_probe_timeout_ms = 10000;
+  /// router guard on one stream post (docs/behaviour/routing.md#legs); >= 1
+  int64_t stream_post_timeout_ms = 60000;
+  /// the stream transport's own bound (docs/behaviour/routing.md#legs); >= 1
+  int64_t stream_transport_timeout_ms = 30000;
   int64_t retry_max = 6;
   int64_t retry_base_ms = 250;
   int64_t retry_cap_ms = 3000;
-  int64_t placement_timeout_attempts = 2; ///< may end in placement_timeout (§6.6); >= 1
-  int64_t saturation_report_count = 64; ///< report threshold (§6.13); >= 1
-  int64_t saturation_clear_count = 32; ///< clear threshold (§6.13); 0 .. report count - 1
-  int64_t leg_self_bound_ms = 100000; ///< critical leg age (§6.13); >= 1
-  int64_t saturation_review_ms = 10000; ///< latched re-check interval (§6.13); >= 1
+  /// may end in placement_timeout (docs/behaviour/classification.md#retry-policies); >= 1
+  int64_t placement_timeout_attempts = 2;
+  /// report threshold (docs/behaviour/routing.md#saturation-report-and-refusal-log); >= 1
+  int64_t saturation_report_count = 64;
+  /// clear threshold (docs/behaviour/routing.md#saturation-report-and-refusal-log); 0 .. report
+  /// count - 1
+  int64_t saturation_clear_count = 32;
+  /// critical leg age (docs/behaviour/routing.md#saturation-report-and-refusal-log); >= 1
+  int64_t leg_self_bound_ms = 100000;
+  /// latched re-check interval (docs/behaviour/routing.md#saturation-report-and-refusal-log); >= 1
+  int64_t saturation_review_ms = 10000;
   /// A report below critical is logged at info, and a warning follows only if the episode
   /// is still latched this many ms later (docs/behaviour/routing.md); 0: the report itself
-  /// is the warning (§6.13). The embedded default (a builder given no configuration) is
-  /// 1,000. >= 0
+  /// is the warning (docs/behaviour/routing.md#saturation-report-and-refusal-log). The embedded
+  /// default (a builder given no configuration) is 1,000. >= 0
   int64_t saturation_warn_after_ms = 0;
-  int64_t refusal_log_window_ms = 60000; ///< refusal log window (§6.15); >= 1
-  int64_t refusal_log_sweep_entries = 512; ///< sweep threshold (§6.15); >= 1
-  int64_t refusal_log_idle_windows = 10; ///< idle windows before eviction (§6.15); >= 1
-  int64_t outcome_dedup_window_ms = 120000; ///< sender remembers terminated ids (§6.12); >= 1
-  int64_t outcome_dedup_max_ids = 65536; ///< most ids remembered (§6.12); >= 1
+  /// refusal log window (docs/behaviour/routing.md#saturation-report-and-refusal-log); >= 1
+  int64_t refusal_log_window_ms = 60000;
+  /// sweep threshold (docs/behaviour/routing.md#saturation-report-and-refusal-log); >= 1
+  int64_t refusal_log_sweep_entries = 512;
+  /// idle windows before eviction (docs/behaviour/routing.md#saturation-report-and-refusal-log);
+  /// >= 1
+  int64_t refusal_log_idle_windows = 10;
+  /// sender remembers terminated ids (docs/behaviour/routing.md#nacks); >= 1
+  int64_t outcome_dedup_window_ms = 120000;
+  /// most ids remembered (docs/behaviour/routing.md#nacks); >= 1
+  int64_t outcome_dedup_max_ids = 65536;
   /// Most received deliveries, outcomes and entry answers a hub endpoint keeps for
   /// inspection, each record its own count; the oldest is dropped first
   /// (docs/behaviour/routing.md#bounded-records). 0: keeps none; >= 0.
@@ -131,26 +173,27 @@ struct gateway_section {
   int64_t max_outstanding = 384;
 };
 
-/// Section `client` (SPEC §7.5).
+/// Section `client` (docs/behaviour/classification.md#retry-policies).
 struct client_section {
   int64_t retry_max = 5;
   int64_t retry_base_ms = 200;
   int64_t retry_cap_ms = 30000;
-  int64_t slow_dispatch_log_ms = 500; ///< info log for a slower dispatch (§6.2); >= 0
+  /// info log for a slower dispatch (docs/behaviour/routing.md#the-entry); >= 0
+  int64_t slow_dispatch_log_ms = 500;
   /// Most delivery ids whose dispatch attempt times a pure client's routing service keeps
   /// for inspection; the oldest id is dropped first (docs/behaviour/routing.md#bounded-records).
   /// 0: keeps none; >= 0.
   int64_t attempt_record_max = 1024;
 };
 
-/// Section `attach` (SPEC §7.5).
+/// Section `attach` (docs/behaviour/classification.md#retry-policies).
 struct attach_section {
   int64_t retry_max = 5;
   int64_t retry_base_ms = 250;
   int64_t retry_cap_ms = 4000;
 };
 
-/// Section `pool` (SPEC §6.7).
+/// Section `pool` (docs/behaviour/quiescence.md#the-routing-io-pool).
 struct pool_section {
   int64_t cap = 256; ///< concurrent leg starts; >= 1
   int64_t drain_grace_ms = 8000; ///< restarted on every termination; >= 0
@@ -159,22 +202,24 @@ struct pool_section {
   int64_t teardown_join_ms = 30000; ///< pool teardown participant at First; >= 1
 };
 
-/// Section `size` (SPEC §9.2).
+/// Section `size` (docs/behaviour/size-guard.md#limits).
 struct size_section {
   int64_t grain_call_body_limit_bytes = 104857600; ///< >= 1
 };
 
-/// Section `simulation` (SPEC §12.1).
+/// Section `simulation` (docs/testing.md#the-simulation-harness).
 struct simulation_section {
   uint64_t seed = 1; ///< PRNG seed; any value
   int64_t link_latency_min_ms = 1; ///< >= 0
   int64_t link_latency_max_ms = 5; ///< >= link_latency_min_ms
-  int64_t failure_detection_ms = 10000; ///< silence before a killed silo is Dead (§4.3); >= 1
+  /// silence before a killed silo is Dead (docs/behaviour/membership.md#leaving); >= 1
+  int64_t failure_detection_ms = 10000;
   int64_t virtual_time_cap_ms = 3600000; ///< a scenario not finished by then fails; >= 1
 };
 
-/// Section `network` (cafmesh extension, not in SPEC §11): where this process listens and
-/// how it finds the membership oracle's primary silo over CAF io. Port 0 = chosen by the OS.
+/// Section `network` (cafmesh extension, not in examples/config/README.md#keys): where this process
+/// listens and how it finds the membership oracle's primary silo over CAF io. Port 0 = chosen
+/// by the OS.
 struct network_section {
   std::string host = "127.0.0.1"; ///< listening host; non-empty
   uint16_t port = 0; ///< 0 = chosen by the OS
@@ -244,7 +289,7 @@ struct mesh_config {
   log_section log;
 };
 
-/// Fixed limits (SPEC §11, not configurable).
+/// Fixed limits (examples/config/README.md#keys, not configurable).
 inline constexpr int64_t stream_block_limit_bytes = 1048576;
 inline constexpr int64_t nack_echo_limit_bytes = 1048576;
 inline constexpr int64_t payload_preview_chars = 200;

@@ -1,9 +1,10 @@
 #pragma once
 
 /// @file
-/// Building a pure client (SPEC §1.3 role `pure_client`, docs/hosting.md): a process that
-/// hosts no grains and sends into the cluster through a gateway silo. `client_builder{sys}`
-/// with the configuration and the client's hubs, then `build()`; the `client` is a
+/// Building a pure client (docs/architecture.md#process-roles role `pure_client`, docs/hosting.md):
+/// a process that hosts no grains and sends into the cluster through a gateway silo.
+/// `client_builder{sys}` with the configuration and the client's hubs, then `build()`; the
+/// `client` is a
 /// `mesh_process`. Its hubs of a stream-routed address type (`portal`, `client`, ...) are
 /// attached at its gateway, so answers from every silo reach them, and so do the answers to
 /// its correlating entry.

@@ -2,10 +2,11 @@
 
 /// @file
 /// A typed reference to one grain (docs/hosting.md "Grains"): `grain_ref<Interface>` names
-/// a grain id and the placement service its calls go through (SPEC §5.4). `request(self,
-/// args...)` is a grain call whose arguments must match a handler of `Interface` (checked
-/// at compile time); the answer is the activation's reply, the error a `caf::error` carrying
-/// a grain-call `fault` (`to_fault(err)`: `placement_timeout`, `no_compatible_silo`,
+/// a grain id and the placement service its calls go through
+/// (docs/behaviour/directory-and-placement.md#placement). `request(self, args...)` is a grain call
+/// whose arguments must match a handler of `Interface` (checked at compile time); the answer is the
+/// activation's reply, the error a `caf::error` carrying a grain-call `fault` (`to_fault(err)`:
+/// `placement_timeout`, `no_compatible_silo`,
 /// `response_timeout`, `silo_unavailable`, `departed_silo`, `activation_deactivated`, ...).
 /// The placement service bounds every call (placement + response timeout).
 

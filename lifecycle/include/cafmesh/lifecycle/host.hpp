@@ -1,8 +1,9 @@
 #pragma once
 
 /// @file
-/// The host around one silo (SPEC §3.7, §3.8): owns the stopping signal, the shutdown
-/// budget, the silo stop and the teardown step, and marks the runtime torn down at the end.
+/// The host around one silo (docs/behaviour/lifecycle.md#the-host,
+/// #non-graceful-stops-and-crashes): owns the stopping signal, the shutdown budget, the silo stop
+/// and the teardown step, and marks the runtime torn down at the end.
 
 #include <cstdint>
 #include <memory>
@@ -26,7 +27,7 @@ class actor_system;
 
 namespace cafmesh::lifecycle {
 
-/// Where a host's stop sequence stands (SPEC §3.7).
+/// Where a host's stop sequence stands (docs/behaviour/lifecycle.md#the-host).
 enum class host_phase : uint8_t {
   running = 0,       ///< no stop requested yet
   signalling = 1,    ///< step 1: waiting for every stopping-signal acknowledgement
@@ -38,11 +39,11 @@ enum class host_phase : uint8_t {
 /// Renders `running`, `signalling`, `stopping_silo`, `tearing_down` or `torn_down`.
 std::string to_string(host_phase x);
 
-/// The host (SPEC §3.7, §3.8):
+/// The host (docs/behaviour/lifecycle.md#the-host, #non-graceful-stops-and-crashes):
 /// - `(host_start_atom) -> ok_atom`: `run_start` on the lifecycle subject (ok at once without
 ///   one). A failed start answers the subject's error and the host then runs its graceful
-///   stop sequence by itself (SPEC §3.2 rule 5). A second start: `lifecycle_misuse`; a start
-///   after a stop began: `lifecycle_cancelled`.
+///   stop sequence by itself (docs/behaviour/lifecycle.md#the-lifecycle-subject). A second start:
+///   `lifecycle_misuse`; a start after a stop began: `lifecycle_cancelled`.
 /// - `(host_halt_atom, bool graceful) -> ok_atom`: the stop sequence, answered once the
 ///   runtime is marked torn down. A second halt joins the first (its flag is ignored); a halt
 ///   after the sequence completed answers at once.
@@ -65,7 +66,7 @@ struct host_options {
   /// Rendered silo address (or process name for a pure client): log context and registry key.
   std::string silo_name;
   /// The silo's lifecycle subject; null for a `pure_client` host, which runs only steps 1, 4
-  /// and 5 (SPEC §3.7).
+  /// and 5 (docs/behaviour/lifecycle.md#the-host).
   silo_lifecycle_actor subject;
   /// Receivers of the stopping signal: routing service, router core, pod-hub claimer.
   std::vector<stopping_recipient_actor> recipients;
@@ -80,19 +81,21 @@ struct host_options {
   config::host_section budgets;
 };
 
-/// Spawns a host (SPEC §3.7). Its graceful stop sequence:
+/// Spawns a host (docs/behaviour/lifecycle.md#the-host). Its graceful stop sequence:
 /// 1. sends `host_stopping` to every recipient and waits for ALL acknowledgements (no
 ///    deadline; a recipient that fails or dies is logged at warning and counts as done);
 /// 2. arms `budgets.shutdown_budget_ms`; on expiry, while the silo is still stopping, sends
 ///    `budget_expired_atom` to the subject and logs a warning containing "shutdown budget";
-/// 3. `run_stop(graceful = true)` on the subject and waits (no host deadline: SPEC §3.3 rule 6);
+/// 3. `run_stop(graceful = true)` on the subject and waits (no host deadline:
+/// docs/behaviour/lifecycle.md#the-lifecycle-subject);
 /// 4. teardown: `(host_teardown_atom, teardown_budget_ms)` bounded by
 ///    `budgets.teardown_budget_ms`; an empty residual logs info "mesh teardown clean", a
 ///    non-empty one error "mesh teardown DIRTY: {residual}"; a timeout or a fault also logs
 ///    "mesh teardown DIRTY: ..." at error and is swallowed;
 /// 5. exits every runtime service, marks the silo torn down in the registry (acknowledged),
 ///    then answers every halt request.
-/// A non-graceful stop (SPEC §3.8) sends the stopping signal, arms no budget, runs
+/// A non-graceful stop (docs/behaviour/lifecycle.md#non-graceful-stops-and-crashes) sends the
+/// stopping signal, arms no budget, runs
 /// `run_stop(graceful = false)` and the same steps 4 and 5.
 host_actor spawn_host(caf::actor_system& sys, host_options opts);
 

@@ -7,9 +7,11 @@
 ///
 /// | call | what it does |
 /// |---|---|
-/// | `start()` | begins the start (host start, SPEC §3.7); returns at once |
+/// | `start()` | begins the start (host start, docs/behaviour/lifecycle.md#the-host); returns
+/// at once |
 /// | `when_active()` | blocks until the start completed: none when the silo reached Active (a pure client: once its membership shows a gateway silo), the start's error otherwise |
-/// | `stop(graceful)` | the host's stop sequence (SPEC §3.7, §3.8); blocks until the runtime is torn down |
+/// | `stop(graceful)` | the host's stop sequence (docs/behaviour/lifecycle.md#the-host,
+/// #non-graceful-stops-and-crashes); blocks until the runtime is torn down |
 /// | `wait()` | blocks until the runtime is torn down (after a signal or a `stop` elsewhere) |
 /// | `stop_on_signals()` | SIGTERM/SIGINT stop the process gracefully (`install_signal_stop`) |
 /// | `register_hub(pattern, handler)` | an application hub (application_hub.hpp); does not block |
@@ -70,7 +72,7 @@ public:
   const host_actor& host() const;
   /// This process's address (host, port, generation).
   const silo_address& address() const;
-  /// The routing service (SPEC §6.2) of this process.
+  /// The routing service (docs/behaviour/routing.md#the-entry) of this process.
   const caf::actor& routing_service() const;
   /// The process role's name: `silo_host`, `pure_client` or `monolith`.
   const std::string& role() const;

@@ -1,11 +1,11 @@
 #pragma once
 
 /// @file
-/// Building a monolith (SPEC §1.3 role `monolith`, §6.14, docs/hosting.md): the whole mesh
-/// in one process, no network, no silos, no grains: a delivery to a hub address is handed
-/// to the hub registered for it (built on the first delivery), so a small service or a test
-/// runs its hubs with the same `send` / `request` calls it uses on a cluster. While it
-/// stops it builds no hub and NACKs `shutting_down`.
+/// Building a monolith (docs/architecture.md#process-roles role `monolith`,
+/// docs/behaviour/routing.md#monolith, docs/hosting.md): the whole mesh in one process, no network,
+/// no silos, no grains: a delivery to a hub address is handed to the hub registered for it (built
+/// on the first delivery), so a small service or a test runs its hubs with the same `send` /
+/// `request` calls it uses on a cluster. While it stops it builds no hub and NACKs `shutting_down`.
 
 #include <optional>
 #include <string>

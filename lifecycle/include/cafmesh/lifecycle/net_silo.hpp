@@ -1,8 +1,9 @@
 #pragma once
 
 /// @file
-/// A whole silo in network mode (SPEC §3.5, §4 over CAF io; DESIGN.md "Network link"): the
-/// process's network endpoint (`start_net_link`: link listening on `network.host`:
+/// A whole silo in network mode (docs/behaviour/lifecycle.md#stages, docs/behaviour/membership.md
+/// over CAF io; docs/architecture.md#the-seam-the-message-centre): the process's network endpoint
+/// (`start_net_link`: link listening on `network.host`:
 /// `network.port`, the oracle on the primary or the relay standing for it elsewhere) and the
 /// silo `spawn_silo` builds on it. Setup code: it waits for the bound port with a
 /// `scoped_actor`, so call it from `main` or a test, never from an actor handler.
@@ -27,9 +28,10 @@ struct net_silo {
   void stop_all() const;
 };
 
-/// Starts the endpoint for `opts.cfg.network` with `generation` (SPEC §2.3: production uses
-/// the start time in ms since the epoch) and spawns the silo on it: `opts.self`, `opts.link`
-/// and `opts.oracle` are set here (values passed in are ignored). Nothing has started: send
+/// Starts the endpoint for `opts.cfg.network` with `generation`
+/// (docs/behaviour/envelope.md#silo-addresses-and-activations: production uses the start time in ms
+/// since the epoch) and spawns the silo on it: `opts.self`, `opts.link` and `opts.oracle` are set
+/// here (values passed in are ignored). Nothing has started: send
 /// `host_start_atom` to `s.host`. Fails with the link's publish error (e.g.
 /// `cannot_open_port`) or `request_timeout` after `timeout_ms`.
 caf::expected<net_silo> start_net_silo(caf::actor_system& sys, silo_options opts,

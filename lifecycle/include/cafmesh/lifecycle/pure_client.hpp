@@ -1,9 +1,10 @@
 #pragma once
 
 /// @file
-/// A pure-client process (SPEC §1.3 role `pure_client`, §4.4, §6.2): the actors a process
-/// needs to send into the cluster through a gateway silo and to receive at the hubs it
-/// hosts. `spawn_pure_client` is the one place that knows this wiring (simulation, and the
+/// A pure-client process (docs/architecture.md#process-roles role `pure_client`,
+/// docs/behaviour/membership.md#gateways-for-pure-clients, docs/behaviour/routing.md#the-entry):
+/// the actors a process needs to send into the cluster through a gateway silo and to receive at the
+/// hubs it hosts. `spawn_pure_client` is the one place that knows this wiring (simulation, and the
 /// network client where `link` is a net_link and `oracle` a relay).
 ///
 /// ## What is built
@@ -11,11 +12,17 @@
 /// |---|---|
 /// | message centre | on `link` (or `opts.centre` when given); registers the routing service as component `client` |
 /// | membership agent | talks to `oracle`; the centre and the routing service subscribe to it |
-/// | routing service | role `pure_client`, inbound attach on (routing_service.hpp): sends through `routing/default` at a gateway; attaches every stream-routed local route at its gateway, so that pod hubs `podhub/{path}` hand deliveries, responses and NACKs to it (`lr_deliver`); handles stop-send by re-homing (SPEC §4.4); watches the centre's departures (`mc_watch_atom`): a gateway whose connection is lost is left at once and never chosen again, and the requests it had accepted end in one NACK `failed` |
+/// | routing service | role `pure_client`, inbound attach on (routing_service.hpp): sends through
+/// `routing/default` at a gateway; attaches every stream-routed local route at its gateway, so that
+/// pod hubs `podhub/{path}` hand deliveries, responses and NACKs to it (`lr_deliver`); handles
+/// stop-send by re-homing (docs/behaviour/membership.md#gateways-for-pure-clients); watches the
+/// centre's departures (`mc_watch_atom`): a gateway whose connection is lost is left at once and
+/// never chosen again, and the requests it had accepted end in one NACK `failed` |
 ///
 /// Hubs of the process register with the routing service (`rs_register_atom`); a
 /// stream-routed one (`routing.stream_routed_address_types`, e.g. `portal/user1/tab1`) is
-/// attached at the gateway at once, under the attach policy (SPEC §7.5).
+/// attached at the gateway at once, under the attach policy
+/// (docs/behaviour/classification.md#retry-policies).
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
@@ -28,8 +35,9 @@ namespace cafmesh::lifecycle {
 
 /// What a pure client is built from.
 struct pure_client_options {
-  /// The whole configuration (SPEC §11): client, attach, routing, size, placement and
-  /// grain_call sections, `mesh.name` (empty: the rendered `self` names the process) and
+  /// The whole configuration (examples/config/README.md#keys): client, attach, routing, size,
+  /// placement and grain_call sections, `mesh.name` (empty: the rendered `self` names the
+  /// process) and
   /// `simulation.seed` (gateway choice).
   config::mesh_config cfg;
   /// This process's address (host, port, generation); the gateways' pod hubs reach it here.
@@ -55,7 +63,8 @@ struct pure_client {
   caf::actor routing; ///< the routing service (component `client` of the centre)
   /// The process's stream transport (stream_transport.hpp), started at once: a hub of this
   /// client subscribes its address here (`st_sub_atom`) to be reachable by the stream leg
-  /// and NACK rung d (SPEC §6.5, §6.11); peers = the silos of the membership snapshots.
+  /// and NACK rung d (docs/behaviour/routing.md#legs, #nacks); peers = the silos of the membership
+  /// snapshots.
   routing::stream_transport_actor streams;
 
   /// Sends an exit (`user_shutdown`) to every actor of the client. Idempotent.

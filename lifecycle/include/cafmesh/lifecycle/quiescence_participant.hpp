@@ -1,8 +1,9 @@
 #pragma once
 
 /// @file
-/// The routing quiescence participant (SPEC §8.2): a lifecycle observer at stage Active
-/// (20000) that holds the silo stop until the gauge reads 0, bounded by its hold budget.
+/// The routing quiescence participant
+/// (docs/behaviour/quiescence.md#the-participant-at-stage-active): a lifecycle observer at stage
+/// Active (20000) that holds the silo stop until the gauge reads 0, bounded by its hold budget.
 
 #include <cstdint>
 #include <functional>
@@ -22,7 +23,7 @@ struct lifecycle_section;
 
 namespace cafmesh::lifecycle {
 
-/// Options of the participant (SPEC §11 `lifecycle.*`).
+/// Options of the participant (examples/config/README.md#keys `lifecycle.*`).
 struct quiescence_participant_options {
   /// Rendered silo address (or any name) used as log context; may be empty.
   std::string silo_name;
@@ -40,7 +41,8 @@ struct quiescence_participant_options {
                                              std::string silo_name = {});
 };
 
-/// Spawns the participant (SPEC §8.2), an observer speaking `lifecycle_observer_actor`:
+/// Spawns the participant (docs/behaviour/quiescence.md#the-participant-at-stage-active), an
+/// observer speaking `lifecycle_observer_actor`:
 ///
 /// - `start_stage` answers `ok` at once and sets nothing up.
 /// - `stop_stage(stage, graceful)` first samples the gauge (`oldest(sample)`), then:

@@ -50,7 +50,8 @@ public:
   grain_ref<Interface> grain(const std::string& type, const std::string& key) const {
     return grain_ref<Interface>{placement(), grain_id{type, key}};
   }
-  /// The placement service (SPEC §5.4) grain calls go through.
+  /// The placement service (docs/behaviour/directory-and-placement.md#placement) grain calls
+  /// go through.
   const caf::actor& placement() const;
   /// Every component of the silo (tests and diagnostics).
   const silo_components& components() const;
@@ -87,13 +88,14 @@ public:
   /// asynchronous one ending each delivery through its responder.
   silo_builder& hub(std::string pattern, routing::hub_handler handler);
   silo_builder& hub(std::string pattern, routing::async_hub_handler handler);
-  /// The silo's path resolver (SPEC §6.1); default: `spawn_node_path_resolver`.
+  /// The silo's path resolver (docs/architecture.md#one-silo); default: `spawn_node_path_resolver`.
   silo_builder& path_resolver(caf::actor resolver);
   /// Runs the silo on `cluster` (shared with other silos and clients in this system).
   silo_builder& cluster(in_process_cluster_ptr cluster);
   /// Runs the silo over CAF io (see the file comment).
   silo_builder& network();
-  /// The silo's generation (SPEC §2.3); default: the wall-clock ms.
+  /// The silo's generation (docs/behaviour/envelope.md#silo-addresses-and-activations); default:
+  /// the wall-clock ms.
   silo_builder& generation(uint64_t g);
   /// In-process only: the silo's exact address (test beds naming their silos); default: the
   /// cluster's next address.

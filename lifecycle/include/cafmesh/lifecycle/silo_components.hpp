@@ -1,22 +1,26 @@
 #pragma once
 
 /// @file
-/// The components of a whole silo (SPEC §3.5, §3.7, §3.8, §8.2, §12.1): every per-silo actor, assembled and
-/// subscribed to the silo's lifecycle subject at the SPEC §3.5 stages, plus the host around
+/// The components of a whole silo (docs/behaviour/lifecycle.md#stages, #the-host,
+/// #non-graceful-stops-and-crashes, docs/behaviour/quiescence.md#the-participant-at-stage-active,
+/// docs/testing.md#the-simulation-harness): every per-silo actor, assembled and subscribed to the
+/// silo's lifecycle subject at the docs/behaviour/lifecycle.md#stages stages, plus the host around
 /// it. `spawn_silo` is the one place that knows the standard wiring.
 ///
-/// ## Stage wiring (SPEC §3.5)
+/// ## Stage wiring (docs/behaviour/lifecycle.md#stages)
 /// | stage | observer (name) | start | stop |
 /// |---|---|---|---|
 /// | Active 20000 | `gateway` | gateway opens to pure clients | stop-send to every connected pure client (at once if `graceful = false`) |
-/// | Active 20000 | `routing-quiescence` | (participant, §8.2) | hold until the gauge reads 0 |
+/// | Active 20000 | `routing-quiescence` | (participant,
+/// docs/behaviour/quiescence.md#the-participant-at-stage-active) | hold until the gauge reads 0 |
 /// | BecomeActive 19999 | `membership` | publish Active | graceful: ShuttingDown racing `membership.shutdown_grace_ms`, on loss warning + Stopping; else Stopping |
 /// | GrainDeactivation 19998 | `catalog` | — | catalog deactivates every activation; then the gateway stops accepting client messages |
 /// | ApplicationServices 10000 | `routing` | router core + routing service ready | routing actors deliberately stay up |
 /// | RuntimeServices 4000 | `runtime-services` | directory partition registered, catalog registered, membership publishes Joining | message centre blocks application messages; directory partition stops |
 /// | 2001 | `placement` | placement subscribed to the membership agent | placement stops (waiting messages fail `silo_unavailable`); Dead published, bounded by `membership.dead_publish_ms` |
 /// | RuntimeInitialize 2000 | `message-centre` | message centre starts serving the silo's components | message centre stops; silo status Terminated |
-/// | First | `pool-teardown` | captures the routing I/O pool | drain and join the pool (§6.7) |
+/// | First | `pool-teardown` | captures the routing I/O pool | drain and join the pool
+/// (docs/behaviour/quiescence.md#the-routing-io-pool) |
 ///
 /// Every action logs one info line through the logger `silo` with the rendered silo address
 /// as context; the texts are listed at `silo_event_text`. Tests read the order from them.
@@ -49,7 +53,8 @@
 
 namespace cafmesh::lifecycle {
 
-/// The info texts of the silo's stage actions (SPEC §3.5), each logged once by logger
+/// The info texts of the silo's stage actions (docs/behaviour/lifecycle.md#stages), each logged
+/// once by logger
 /// `silo` with the silo as context, in the order a graceful stop produces them.
 namespace silo_event_text {
 inline constexpr const char* gateway_open = "gateway open to pure clients";
@@ -74,7 +79,7 @@ inline constexpr const char* centre_stopped = "message centre stopped; silo stat
 
 /// What a silo is built from.
 struct silo_options {
-  /// The whole configuration (SPEC §11); every section is read from here.
+  /// The whole configuration (examples/config/README.md#keys); every section is read from here.
   config::mesh_config cfg;
   /// This silo (host, port, generation).
   silo_address self;
@@ -89,7 +94,7 @@ struct silo_options {
   caf::actor oracle;
   /// Passed to the router core (`router_core_options::failure_observer`); may be null.
   caf::actor failure_observer;
-  /// The application's hub factory (node hubs) and path resolver (SPEC §6.1).
+  /// The application's hub factory (node hubs) and path resolver (docs/architecture.md#one-silo).
   routing::hub_factory_actor hubs;
   routing::path_resolver_actor resolver;
   /// The process's runtime registry (outlives the silo); null: none.
@@ -106,8 +111,9 @@ struct silo_options {
   /// Called with each quiescence hold's duration in ms (the admin endpoint's meters); may be
   /// empty.
   std::function<void(int64_t hold_ms)> on_quiescence_hold;
-  /// SPEC §8.2: the standard wiring subscribes the quiescence participant. False exists only
-  /// for the negative test: the start then fails `config_invalid`.
+  /// docs/behaviour/quiescence.md#the-participant-at-stage-active: the standard wiring subscribes
+  /// the quiescence participant. False exists only for the negative test: the start then fails
+  /// `config_invalid`.
   bool subscribe_quiescence = true;
 
   // Test overrides (test beds set them through `silo_builder::override_options`; an
@@ -124,8 +130,8 @@ struct silo_options {
   std::function<caf::actor(caf::actor)> wrap_gateway;
   /// The catalog's idle collection (`catalog_config::idle_deactivation_ms`); 0: off.
   int64_t idle_deactivation_ms = 0;
-  /// The router core's per-channel FIFO (SPEC §6.8); false only for the S12.57 negative
-  /// control.
+  /// The router core's per-channel FIFO (docs/behaviour/routing.md#the-ordered-dispatcher); false
+  /// only for the S12.57 negative control.
   bool per_channel_fifo = true;
 };
 
@@ -169,15 +175,17 @@ struct silo_components {
   void stop_all() const;
 };
 
-/// Spawns a whole silo (SPEC §3.5): message centre on `link`, membership agent, directory
-/// partition, placement service, catalog (built-in `routing`, `messagehub`, `podhub` plus
+/// Spawns a whole silo (docs/behaviour/lifecycle.md#stages): message centre on `link`, membership
+/// agent, directory partition, placement service, catalog (built-in `routing`, `messagehub`,
+/// `podhub` plus
 /// `opts.grains`), grain-delivery adapter, routing I/O pool, quiescence gauge, stream
 /// transport (started at ApplicationServices with the router core), router core,
 /// routing service (`silo_host`), pod-hub claimer, gateway part, the stage observers of the
 /// table above, the lifecycle subject with every observer subscribed, and the host (stopping
 /// recipients: routing service, router core, pod-hub claimer; teardown `opts.teardown`).
 /// Nothing has started: send `host_start_atom` to `host` (or `run_start_atom` to `subject`).
-/// Start fails `config_invalid` if the quiescence participant is not subscribed (SPEC §8.2).
+/// Start fails `config_invalid` if the quiescence participant is not subscribed
+/// (docs/behaviour/quiescence.md#the-participant-at-stage-active).
 silo_components spawn_silo(caf::actor_system& sys, silo_options opts);
 
 } // namespace cafmesh::lifecycle

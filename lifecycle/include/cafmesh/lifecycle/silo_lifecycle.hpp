@@ -1,7 +1,8 @@
 #pragma once
 
 /// @file
-/// The lifecycle subject of one silo as a CAF supervisor actor (SPEC §3.2–§3.4).
+/// The lifecycle subject of one silo as a CAF supervisor actor
+/// (docs/behaviour/lifecycle.md#the-lifecycle-subject).
 
 #include <cstdint>
 #include <string>
@@ -18,12 +19,14 @@ namespace cafmesh::lifecycle {
 struct silo_lifecycle_options {
   /// Rendered silo address (or any name) used as log context.
   std::string silo_name;
-  /// An observer whose stop takes longer is logged at info (SPEC §3.3 rule 8, §11
+  /// An observer whose stop takes longer is logged at info
+  /// (docs/behaviour/lifecycle.md#the-lifecycle-subject, examples/config/README.md#keys
   /// `lifecycle.slow_observer_log_ms`).
   int64_t slow_observer_log_ms = 1000;
 };
 
-/// Spawns a lifecycle subject (SPEC §3.2, §3.3): observers subscribe with (stage, name);
+/// Spawns a lifecycle subject (docs/behaviour/lifecycle.md#the-lifecycle-subject): observers
+/// subscribe with (stage, name);
 /// `run_start` starts stages ascending, same stage together, fail fast; `run_stop(graceful)`
 /// stops every started stage descending, same stage in parallel, with no subject deadline.
 silo_lifecycle_actor spawn_silo_lifecycle(caf::actor_system& sys, silo_lifecycle_options opts);

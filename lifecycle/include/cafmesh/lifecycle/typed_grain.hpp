@@ -3,7 +3,9 @@
 /// @file
 /// Typed grains (docs/hosting.md "Grains"): a grain type is a CAF `typed_actor` interface
 /// plus a factory that makes one activation's `Interface::behavior_type`, with optional
-/// activation and deactivation hooks (SPEC §13 A9) to load and save the activation's state.
+/// activation and deactivation hooks
+/// (docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion) to load and save
+/// the activation's state.
 ///
 /// ```
 /// using counter = caf::typed_actor<caf::replies_to<add_atom, int64_t>::with<int64_t>>;
@@ -50,9 +52,11 @@ using grain_hook_quit_atom = caf::atom_constant<caf::atom("ghookquit")>;
 
 /// How a typed grain type is registered.
 struct grain_options {
-  /// Single activation (the default): where a new activation goes (SPEC §5.4).
+  /// Single activation (the default): where a new activation goes
+  /// (docs/behaviour/directory-and-placement.md#placement).
   placement_strategy placement = placement_strategy::random;
-  /// A stateless worker (SPEC §5.5) with at most `local_limit` activations per silo.
+  /// A stateless worker (docs/behaviour/directory-and-placement.md#placement) with at most
+  /// `local_limit` activations per silo.
   bool stateless = false;
   uint32_t local_limit = 1;
   uint32_t interface_version = 1;
@@ -62,18 +66,20 @@ struct grain_options {
   /// kill of its silo's actors (save its state here). It runs while the activation ends, so
   /// it must not wait for messages.
   std::function<void(const grain_id& id)> on_deactivate;
-  /// Asynchronous activation hook (SPEC §13 A9): runs when the activation starts (after
+  /// Asynchronous activation hook
+  /// (docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion): runs when the
+  /// activation starts (after
   /// `on_activate`); the activation takes no message until the hook calls `done`. An error,
   /// or no `done` within `activate_timeout`, fails the activation: the messages waiting for
   /// it get the error (`application`, naming the grain), and the next call activates anew.
   async_grain_hook on_activate_async;
-  /// Asynchronous deactivation hook (SPEC §13 A9): runs when the catalog deactivates the
-  /// activation (GrainDeactivation, idle collection, a request), after its last turn and
-  /// before the grain is let go: the grain stays registered and its messages wait, so no
-  /// other activation of it starts before `done`, or before `deactivate_timeout` passed (the
-  /// activation then goes anyway, a warning logged). It does not run for an activation that
-  /// lost its registration to another (it never took a message) nor when the silo's actors
-  /// are killed.
+  /// Asynchronous deactivation hook
+  /// (docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion): runs when the
+  /// catalog deactivates the activation (GrainDeactivation, idle collection, a request), after its
+  /// last turn and before the grain is let go: the grain stays registered and its messages wait, so
+  /// no other activation of it starts before `done`, or before `deactivate_timeout` passed (the
+  /// activation then goes anyway, a warning logged). It does not run for an activation that lost
+  /// its registration to another (it never took a message) nor when the silo's actors are killed.
   async_grain_hook on_deactivate_async;
   caf::timespan activate_timeout = std::chrono::seconds(30);
   caf::timespan deactivate_timeout = std::chrono::seconds(30);

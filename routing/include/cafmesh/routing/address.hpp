@@ -1,8 +1,8 @@
 #pragma once
 
 /// @file
-/// Hub addresses (SPEC §2.1): `type/id`, hosted addresses `path~hostpath`, and the
-/// host-address reduction the router applies before routing.
+/// Hub addresses (docs/behaviour/envelope.md#addresses): `type/id`, hosted addresses
+/// `path~hostpath`, and the host-address reduction the router applies before routing.
 
 #include <string>
 #include <vector>
@@ -12,7 +12,7 @@
 namespace cafmesh::routing {
 
 /// An address (type, id) with an optional chain of hosts, innermost first.
-/// Rendered `type/id`, or `type/id~host1~host2` when hosted (SPEC §2.1).
+/// Rendered `type/id`, or `type/id~host1~host2` when hosted (docs/behaviour/envelope.md#addresses).
 struct address {
   std::string type;
   std::string id;               ///< may itself contain `/`
@@ -45,7 +45,7 @@ struct address {
     return x.type == y.type && x.id == y.id && x.hosts == y.hosts;
   }
   friend bool operator!=(const address& x, const address& y) { return !(x == y); }
-  /// Byte-wise on the rendered string (SPEC §2.1).
+  /// Byte-wise on the rendered string (docs/behaviour/envelope.md#addresses).
   friend bool operator<(const address& x, const address& y) {
     return x.to_string() < y.to_string();
   }
@@ -54,9 +54,9 @@ struct address {
 /// Renders like `address::to_string`.
 inline std::string to_string(const address& x) { return x.to_string(); }
 
-/// The routing target ("host address") for `a` (SPEC §2.1): follow the host chain to the
-/// outermost host; if that host's type is `mesh_type` (default `mesh`), `a` itself,
-/// unchanged and with its host chain, is the target; otherwise the outermost host (an
+/// The routing target ("host address") for `a` (docs/behaviour/envelope.md#addresses): follow the
+/// host chain to the outermost host; if that host's type is `mesh_type` (default `mesh`),
+/// `a` itself, unchanged and with its host chain, is the target; otherwise the outermost host (an
 /// unhosted address) is. An unhosted address is its own host address. Examples:
 /// `node/Org/Acme` -> itself; `portal/alice/tab1~mesh/m1` -> itself;
 /// `client/7f3a~portal/alice` -> `portal/alice`; `client/7f3a~portal/alice~mesh/m1` -> itself;

@@ -5,8 +5,8 @@
 /// a hub does with one delivery, `(const envelope&) -> std::optional<reply>`; cafmesh takes
 /// the delivery in, drops a repeated one, builds the response envelope and routes it back to
 /// the sender. A hub table maps addresses to handlers and is the silo's hub factory: a node
-/// hub grain that activates on this silo asks it for `node/{key}` (SPEC §6.9); a monolith
-/// asks it for the target's host path (SPEC §6.14).
+/// hub grain that activates on this silo asks it for `node/{key}` (docs/behaviour/routing.md#hubs);
+/// a monolith asks it for the target's host path (docs/behaviour/routing.md#monolith).
 ///
 /// ## Hub protocol (what every application hub understands, hub_protocol.hpp)
 /// - `(hb_in_atom, envelope)` one-way: a delivery handed over by the routing service;
@@ -112,8 +112,10 @@ std::string hub_pattern_error(const std::string& pattern);
 
 /// How a hub table names the key of a hub factory request.
 enum class hub_key_form : uint8_t {
-  node_prefix, ///< silo: the key is a node prefix, the hub is `node/{key}` (SPEC §6.9)
-  host_path,   ///< monolith: the key is the target's rendered host path (SPEC §6.14)
+  /// silo: the key is a node prefix, the hub is `node/{key}` (docs/behaviour/routing.md#hubs)
+  node_prefix,
+  /// monolith: the key is the target's rendered host path (docs/behaviour/routing.md#monolith)
+  host_path,
 };
 
 /// Spawns a hub table: the process's hub factory over handlers added by pattern. A pattern

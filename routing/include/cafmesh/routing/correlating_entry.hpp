@@ -12,13 +12,15 @@
 /// One correlating entry per process: an application hub at `client/{process}` registered
 /// at its process's routing service. Its address type `client` is stream-routed, so the
 /// answers of hubs in other processes reach it: in a silo its pod hub is claimed on this
-/// silo, in a pure client the routing service attaches it at the gateway (SPEC §6.2, §6.10).
+/// silo, in a pure client the routing service attaches it at the gateway
+/// (docs/behaviour/routing.md#the-entry, #hubs).
 ///
 /// ## Protocol (`correlating_entry_actor`)
 /// | message | answer |
 /// |---|---|
 /// | `(ce_send_atom, address target, std::string payload_type, std::string payload_json)` | the delivery id once the entry accepted it; a `delivery_error` if it refused it. A later NACK of the post is logged at warning (a post has no answer to carry it) |
-/// | `(ce_request_atom, address target, std::string payload_type, std::string payload_json, int64_t timeout_ms, bool resend)` | the response's `payload_json`; or a `delivery_error`: the NACK (verdict, message), the entry's refusal, or `deadline` after `timeout_ms` without an answer. With `resend`, a resendable failure is sent again (a new delivery id) under the attach policy (SPEC §7.5: up to 5 re-sends, min(250·2ⁿ, 4,000) ms apart) while the deadline allows |
+/// |
+/// `(ce_request_atom, address target, std::string payload_type, std::string payload_json, int64_t timeout_ms, bool resend)` | the response's `payload_json`; or a `delivery_error`: the NACK (verdict, message), the entry's refusal, or `deadline` after `timeout_ms` without an answer. With `resend`, a resendable failure is sent again (a new delivery id) under the attach policy (docs/behaviour/classification.md#retry-policies: up to 5 re-sends, min(250·2ⁿ, 4,000) ms apart) while the deadline allows |
 /// | `(hb_in_atom, envelope)`, `(hb_deliver_atom, envelope) -> envelope` | answers and NACKs for this entry (hub protocol, hub_protocol.hpp) |
 
 #include <chrono>

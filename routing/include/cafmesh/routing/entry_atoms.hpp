@@ -1,10 +1,11 @@
 #pragma once
 
 /// @file
-/// Message tags of the routing entry layer (SPEC §6.2, §6.3, §6.9, §6.10, §6.12): CAF 0.17
-/// atoms, at most 10 characters, prefixed per component: `rs` routing service, `hb` hub
-/// (local handlers and application hubs), `hf` hub factory, `hg` hub grains (routing grain,
-/// node hub, pod hub), `ph` pod hub, `pc` pod-hub claimer, `ep` hub endpoint.
+/// Message tags of the routing entry layer (docs/behaviour/routing.md#the-entry,
+/// #the-routing-grain, #hubs, #nacks): CAF 0.17 atoms, at most 10 characters, prefixed per
+/// component: `rs` routing service, `hb` hub (local handlers and application hubs), `hf` hub
+/// factory, `hg` hub grains (routing grain, node hub, pod hub), `ph` pod hub, `pc` pod-hub claimer,
+/// `ep` hub endpoint.
 
 #include <caf/atom.hpp>
 
@@ -24,13 +25,15 @@ using rs_role_atom = caf::atom_constant<caf::atom("rsrole")>;
 using rs_set_role_atom = caf::atom_constant<caf::atom("rssetrole")>;
 using rs_retry_atom = caf::atom_constant<caf::atom("rsretry")>;
 /// `(rs_attach_retry_atom, std::string host_path, uint64_t token)`: pure-client inbound
-/// attach retry timer (SPEC §6.2, §7.5 attach policy).
+/// attach retry timer (docs/behaviour/routing.md#the-entry,
+/// docs/behaviour/classification.md#retry-policies attach policy).
 using rs_attach_retry_atom = caf::atom_constant<caf::atom("rsattretry")>;
 /// `(rs_reattach_atom, address path)` one-way, on a pure client's component `client`: the
 /// pod hub of `path` was deactivated on its silo; assert the attach again.
 using rs_reattach_atom = caf::atom_constant<caf::atom("rsreattach")>;
 /// `(rs_home_atom, silo_address gateway) -> ok`: a pure client homes on `gateway` (connects
-/// there and re-attaches its inbound paths) until it re-homes (SPEC §4.4).
+/// there and re-attaches its inbound paths) until it re-homes
+/// (docs/behaviour/membership.md#gateways-for-pure-clients).
 using rs_home_atom = caf::atom_constant<caf::atom("rshome")>;
 /// `(rs_stats_atom) -> routing_service_stats`: the routing service's counters (diagnostics).
 using rs_stats_atom = caf::atom_constant<caf::atom("rsstats")>;
@@ -49,14 +52,16 @@ using hf_build_atom = caf::atom_constant<caf::atom("hfbuild")>;
 
 // -- hub grains (hub_grains.hpp) -----------------------------------------------------------
 /// `(hg_route_atom, envelope, silo_address client) -> envelope`: the routing grain's turn
-/// (SPEC §6.3); `client` is the calling pure client (empty: unknown).
+/// (docs/behaviour/routing.md#the-routing-grain); `client` is the calling pure client (empty:
+/// unknown).
 using hg_route_atom = caf::atom_constant<caf::atom("hgroute")>;
 /// `(hg_deliver_atom, envelope) -> envelope`: `deliver` on a node hub or pod hub grain.
 using hg_deliver_atom = caf::atom_constant<caf::atom("hgdeliver")>;
 using ph_attach_atom = caf::atom_constant<caf::atom("phattach")>;
 using ph_detach_atom = caf::atom_constant<caf::atom("phdetach")>;
 /// `(ph_attach_client_atom, silo_address client) -> bool`: the pod hub serves a hub hosted
-/// in pure client `client` (SPEC §6.2 "Pure client inbound attach"); pins the activation.
+/// in pure client `client` (docs/behaviour/routing.md#the-entry "Pure client inbound attach"); pins
+/// the activation.
 using ph_attach_client_atom = caf::atom_constant<caf::atom("phattachcl")>;
 /// `(ph_detach_client_atom, silo_address client) -> ok`: the client unregistered the hub;
 /// the activation deactivates if `client` is the one it serves.

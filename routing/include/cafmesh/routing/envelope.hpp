@@ -1,7 +1,8 @@
 #pragma once
 
 /// @file
-/// The delivery envelope (SPEC §2.4) and the NACK payload `delivery_failure` (SPEC §2.8).
+/// The delivery envelope (docs/behaviour/envelope.md#the-envelope) and the NACK payload
+/// `delivery_failure` (docs/behaviour/envelope.md#the-nack).
 
 #include <map>
 #include <string>
@@ -19,8 +20,9 @@
 
 namespace cafmesh::routing {
 
-/// One delivery's record (SPEC §2.4). `payload_json` is opaque UTF-8 JSON text: the router
-/// never parses it; only the packaging stamps (`ordering_key`, `answer_suppressed`) steer it.
+/// One delivery's record (docs/behaviour/envelope.md#the-envelope). `payload_json` is opaque UTF-8
+/// JSON text: the router never parses it; only the packaging stamps (`ordering_key`,
+/// `answer_suppressed`) steer it.
 struct envelope {
   std::string id;                                ///< unique per delivery, `{process}-{n}`
   address sender;                                ///< receives the response or NACK
@@ -30,7 +32,8 @@ struct envelope {
   caf::optional<std::string> access_context;     ///< caller identity, passed through
   std::vector<address> routing_path;             ///< every forwarder appends itself
   std::string payload_type;                      ///< the payload's `$type`, for logs
-  std::string payload_json;                      ///< UTF-8 JSON text, measured by §9
+  /// UTF-8 JSON text, measured by docs/behaviour/size-guard.md
+  std::string payload_json;
   caf::optional<std::string> ordering_key;       ///< stream id; empty id counts as none
   bool answer_suppressed = false;                ///< if true no NACK ever answers it
   caf::optional<std::string> request_id;         ///< on responses and NACKs: answered id
@@ -54,7 +57,8 @@ typename Inspector::result_type inspect(Inspector& f, envelope& x) {
            x.payload_json, x.ordering_key, x.answer_suppressed, x.request_id);
 }
 
-/// `may_answer(d)`: true iff `d.answer_suppressed` is false (SPEC §2.4).
+/// `may_answer(d)`: true iff `d.answer_suppressed` is false
+/// (docs/behaviour/envelope.md#the-envelope).
 inline bool may_answer(const envelope& d) { return !d.answer_suppressed; }
 
 /// True for a continuation of accepted work: a response or a NACK, i.e. an envelope whose
@@ -64,22 +68,25 @@ inline bool is_continuation(const envelope& d) {
   return d.request_id && !d.request_id->empty();
 }
 
-/// The property marking a failed envelope whose failing site already NACKed (SPEC §2.6).
+/// The property marking a failed envelope whose failing site already NACKed
+/// (docs/behaviour/envelope.md#delivery-states).
 constexpr const char* sender_was_nacked_property = "sender_was_nacked";
 
-/// True for state `failed` with property `sender_was_nacked` = `true` (SPEC §2.6).
+/// True for state `failed` with property `sender_was_nacked` = `true`
+/// (docs/behaviour/envelope.md#delivery-states).
 bool is_failed_and_nacked(const envelope& d);
 
 /// Marks `d` failed-and-NACKed: state `failed`, property `sender_was_nacked` = `true`.
 void mark_failed_and_nacked(envelope& d);
 
-/// The NACK payload (SPEC §2.8).
+/// The NACK payload (docs/behaviour/envelope.md#the-nack).
 struct delivery_failure {
   std::string request_id;             ///< the failed delivery's id; the sender matches on it
-  envelope original;                  ///< echo; payload >= 1,048,576 bytes stripped (§9.4)
+  /// echo; payload >= 1,048,576 bytes stripped (docs/behaviour/size-guard.md#stripping-the-echo)
+  envelope original;
   std::string message;                ///< e.g. `Delivery to 'node/Org/Acme' failed: ...`
   routing::verdict verdict = verdict::failed;
-  bool target_unserved = false;       ///< §2.9
+  bool target_unserved = false;       ///< docs/behaviour/envelope.md#the-nack
   caf::optional<silo_address> responding_silo;
 
   friend bool operator==(const delivery_failure& x, const delivery_failure& y);

@@ -1,10 +1,11 @@
 #pragma once
 
 /// @file
-/// Message tags between a gateway silo and its pure clients (SPEC §4.4, §6.2 "Pure client
-/// inbound attach"). The gateway part is the silo's component `gateway`
-/// (silo.cpp); the pure client's routing service is its component `client`
-/// (pure_client.hpp). CAF 0.17 atoms, at most 10 characters, prefix `gw`.
+/// Message tags between a gateway silo and its pure clients
+/// (docs/behaviour/membership.md#gateways-for-pure-clients, docs/behaviour/routing.md#the-entry
+/// "Pure client inbound attach"). The gateway part is the silo's component `gateway` (silo.cpp);
+/// the pure client's routing service is its component `client` (pure_client.hpp). CAF 0.17 atoms,
+/// at most 10 characters, prefix `gw`.
 
 #include <caf/atom.hpp>
 
@@ -16,21 +17,22 @@ using gw_open_atom = caf::atom_constant<caf::atom("gwopen")>;
 /// connected pure client (graceful only) and answers how many were told. From then on the
 /// gateway refuses new inbound attaches (`silo_unavailable`).
 /// Pure client (component `client`): `(gw_stop_send_atom, silo_address gateway)` one-way:
-/// the gateway is leaving; re-home (SPEC §4.4).
+/// the gateway is leaving; re-home (docs/behaviour/membership.md#gateways-for-pure-clients).
 using gw_stop_send_atom = caf::atom_constant<caf::atom("gwstopsend")>;
 /// Gateway part: `(gw_close_atom) -> ok`: no client message is accepted any more.
 using gw_close_atom = caf::atom_constant<caf::atom("gwclose")>;
 /// Gateway part: `(gw_connect_atom, silo_address client)` one-way from a pure client (via
-/// `mc_send`, component `gateway`): the client is connected to this gateway (SPEC §4.4).
+/// `mc_send`, component `gateway`): the client is connected to this gateway
+/// (docs/behaviour/membership.md#gateways-for-pure-clients).
 using gw_connect_atom = caf::atom_constant<caf::atom("gwconnect")>;
 /// Gateway part: `(gw_clients_atom) -> std::vector<silo_address>` (diagnostics).
 using gw_clients_atom = caf::atom_constant<caf::atom("gwclients")>;
 /// Gateway part: `(gw_attach_atom, silo_address client, address path) -> bool`: pure-client
-/// inbound attach (SPEC §6.2): the client is connected here, and `podhub/{host path}` is
-/// called through this silo's placement service (cache bypassed; prefer-local places a new
-/// activation on this silo) with `(ph_attach_client_atom, client)`; the answer is the pod
-/// hub's. Refused `silo_unavailable` while the gateway is not open, after stop-send, and
-/// after it stopped accepting client messages.
+/// inbound attach (docs/behaviour/routing.md#the-entry): the client is connected here, and
+/// `podhub/{host path}` is called through this silo's placement service (cache bypassed;
+/// prefer-local places a new activation on this silo) with `(ph_attach_client_atom, client)`; the
+/// answer is the pod hub's. Refused `silo_unavailable` while the gateway is not open, after
+/// stop-send, and after it stopped accepting client messages.
 using gw_attach_atom = caf::atom_constant<caf::atom("gwattach")>;
 /// Gateway part: `(gw_detach_atom, silo_address client, address path) -> ok`: the client
 /// unregisters the hub: `(ph_detach_client_atom, client)` on its pod hub.

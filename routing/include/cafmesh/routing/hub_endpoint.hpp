@@ -1,8 +1,9 @@
 #pragma once
 
 /// @file
-/// A hub endpoint (SPEC §6.12 sender side): an in-process hub registered as a local route of
-/// its process's routing service, sending through that routing service and keeping an
+/// A hub endpoint (docs/behaviour/routing.md#nacks sender side): an in-process hub registered as a
+/// local route of its process's routing service, sending through that routing service and
+/// keeping an
 /// `outcome_tracker`, so that the application sees exactly one terminal outcome per
 /// delivery id. It doubles as a simple application hub (it records what it receives and
 /// answers node-hub deliveries `processed`), which the tests use as subscriber and target.

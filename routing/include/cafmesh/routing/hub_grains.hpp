@@ -1,16 +1,18 @@
 #pragma once
 
 /// @file
-/// The routing layer's grains and their silo-side helpers (SPEC §2.2, §6.3, §6.9, §6.10):
-/// the routing grain `routing/default`, the node hub grain `messagehub/{prefix}`, the pod hub
-/// grain `podhub/{path}`, the grain-delivery adapter (the router core's `grain_port_actor`
-/// on top of the placement service) and the pod-hub claimer.
+/// The routing layer's grains and their silo-side helpers
+/// (docs/behaviour/envelope.md#grain-ids-and-grain-types,
+/// docs/behaviour/routing.md#the-routing-grain, #hubs): the routing grain `routing/default`, the
+/// node hub grain `messagehub/{prefix}`, the pod hub grain `podhub/{path}`, the grain-delivery
+/// adapter (the router core's `grain_port_actor` on top of the placement service) and the
+/// pod-hub claimer.
 ///
 /// ## Grain protocols (turns handed over by the catalog, one at a time)
 /// - `routing/default` (stateless worker, limit 1 per silo): its own header,
 ///   `cafmesh/routing/routing_grain.hpp`.
 /// - `messagehub/{prefix}` (single activation, random): `(hg_deliver_atom, envelope) ->
-///   envelope`, accept and park (SPEC §6.9). On activation it asks the silo's hub factory for
+///   envelope`, accept and park (docs/behaviour/routing.md#hubs). On activation it asks the silo's hub factory for
 ///   the hub of `{prefix}` (the answer is a message to the activation itself) and pins itself
 ///   while building. Hub ready: the delivery is delegated to the hub `(hb_deliver_atom,
 ///   envelope)` and the caller gets the hub's own result. Building: answered `submitted` at
@@ -33,14 +35,15 @@
 ///   `(hg_deliver_atom, envelope) -> envelope`: with the local route here hand the envelope
 ///   over (`lr_deliver_atom` on the routing service) and answer `forwarded`; otherwise the
 ///   error `pod_hub_not_here` (`fault::silo` = this silo) and the activation deactivates;
-///   `(ph_detach_atom) -> ok`: deactivates (SPEC §6.10).
-///   **Client-hosted pod hubs** (SPEC §6.2 "Pure client inbound attach"): `(ph_attach_client_atom,
-///   silo_address client) -> bool`: from now on the hub lives in pure client `client`
-///   (idempotent; the latest client wins): always true, pins the activation. `deliver` then
-///   hands the envelope to the client: `mc_call(client, component::client, (lr_deliver_atom,
-///   envelope))` through this silo's message centre, awaited inside the turn
-///   (`request(...).await`: the non-reentrant activation never reorders a channel) and
-///   bounded by `client_handover_timeout_ms`: true -> `forwarded`; false, `departed_silo` or
+///   `(ph_detach_atom) -> ok`: deactivates (docs/behaviour/routing.md#hubs).
+///   **Client-hosted pod hubs** (docs/behaviour/routing.md#the-entry "Pure client inbound attach"):
+///   `(ph_attach_client_atom, silo_address client) -> bool`: from now on the hub lives in pure
+///   client `client` (idempotent; the latest client wins): always true, pins the activation.
+///   `deliver` then hands the envelope to the client:
+///   `mc_call(client, component::client, (lr_deliver_atom, envelope))` through this silo's message
+///   centre, awaited inside the turn (`request(...).await`: the non-reentrant activation never
+///   reorders a channel) and bounded by `client_handover_timeout_ms`: true -> `forwarded`; false,
+///   `departed_silo` or
 ///   `silo_unavailable` -> the client is forgotten, `pod_hub_not_here` (the client's fault as
 ///   its cause) and the activation deactivates; a timeout -> `response_timeout` (the client
 ///   may hold it: never answered not-here). `(ph_detach_client_atom, client) -> ok`: the
@@ -62,15 +65,17 @@
 ///
 /// ## Pod-hub claimer (one per silo_host process; `stopping_recipient_actor`)
 /// - `(pc_claim_atom, address)`: claim the pod hub of the address's host path: attach now and
-///   on every membership snapshot, each assertion under the attach policy (SPEC §7.5,
-///   transient faults retried). An attach answered false reached an activation in a process
-///   without the local route (or came before the route was registered): that activation
-///   deactivates itself and the claim is retried under the same policy as a transient
-///   `pod_hub_not_here` (cafmesh goes further than SPEC §6.10, which re-asserts only on the
-///   next snapshot: a quiet membership would leave the hub unserved), logging a warning
+///   on every membership snapshot, each assertion under the attach policy
+///   (docs/behaviour/classification.md#retry-policies, transient faults retried). An attach
+///   answered false reached an activation in a process without the local route (or came before the
+///   route was registered): that activation deactivates itself and the claim is retried under the
+///   same policy as a transient
+///   `pod_hub_not_here` (cafmesh goes further than docs/behaviour/routing.md#hubs, which re-asserts
+///   only on the next snapshot: a quiet membership would leave the hub unserved), logging a warning
 ///   "pod hub claim of {path} refused: no local route in this process" per refusal and the
 ///   error "pod hub claim of {path} gave up: …" when the budget is spent.
-/// - `(pc_release_atom, address) -> ok`: detach, then remove the local route (SPEC §6.10).
+/// - `(pc_release_atom, address) -> ok`: detach, then remove the local route
+///   (docs/behaviour/routing.md#hubs).
 /// - `(mb_snapshot_atom, membership_snapshot)`: re-assert every claim.
 /// - `(host_stopping_atom) -> ok`: from now on neither attach nor detach; sets the silo's
 ///   `silo_routing_slots::stopping` flag first when the claimer was given the slots.
@@ -124,12 +129,13 @@ struct silo_routing_slots {
   caf::actor routing;        ///< the silo process's routing service
   hub_factory_actor hubs;    ///< node hubs: the application's hub factory
   int64_t hub_build_timeout_ms = 30000;
-  /// The silo's message centre: pod hubs reach client-hosted hubs through it (SPEC §6.2).
+  /// The silo's message centre: pod hubs reach client-hosted hubs through it
+  /// (docs/behaviour/routing.md#the-entry).
   caf::actor centre;
   /// The silo's gateway part (`gw_lookup_atom`); null: none.
   caf::actor gateway;
   /// Bound of one pod-hub hand-over to a pure client (`lr_deliver` through the centres).
-  /// Interpretation: the SPEC gives no number; 10,000 ms (as the subscriber probe) keeps it
+  /// Interpretation: the design gives no number; 10,000 ms (as the subscriber probe) keeps it
   /// well inside the leg's 30,000 ms response timeout.
   int64_t client_handover_timeout_ms = 10000;
   std::string mesh_type = "mesh";
@@ -145,7 +151,7 @@ using silo_routing_slots_ptr = std::shared_ptr<silo_routing_slots>;
 /// `podhub` (single, prefer-local) with the factories below. False if one was registered.
 bool register_routing_grains(grain_registry& reg, silo_routing_slots_ptr slots);
 
-/// The owner banner of SPEC §6.9 for hub `addr` and activation `tag`.
+/// The owner banner of docs/behaviour/routing.md#hubs for hub `addr` and activation `tag`.
 std::string owner_refusal_text(const std::string& addr, const activation_tag& tag);
 
 /// Counters of the grain-delivery adapter.

@@ -1,23 +1,25 @@
 #pragma once
 
 /// @file
-/// What the routing layer expects from application hubs (SPEC §6.2 local routes, §6.9 node
-/// hubs, §6.14 monolith): two messages a hub understands and the application-supplied hub
-/// factory.
+/// What the routing layer expects from application hubs (docs/behaviour/routing.md#the-entry local
+/// routes, docs/behaviour/routing.md#hubs node hubs, docs/behaviour/routing.md#monolith monolith):
+/// two messages a hub understands and the application-supplied hub factory.
 ///
 /// | message | who sends it | meaning |
 /// |---|---|---|
 /// | `(hb_in_atom, envelope)` one-way | routing service (local route hit, NACK rung a, pod hub hand-over, monolith) | an envelope for this in-process handler: a delivery, a response (`request_id` set) or a NACK (`payload_type` = `delivery_failure`) |
-/// | `(hb_deliver_atom, envelope) -> envelope` | node hub grain (SPEC §6.9) | a delivery to a node's hub; the answer is the hub's own result (state `processed`, `ignored`, `failed` with `properties["error"]` and maybe `properties["verdict"]`, ...) |
+/// | `(hb_deliver_atom, envelope) -> envelope` | node hub grain (docs/behaviour/routing.md#hubs) |
+/// a delivery to a node's hub; the answer is the hub's own result (state `processed`, `ignored`,
+/// `failed` with `properties["error"]` and maybe `properties["verdict"]`, ...) |
 ///
 /// The **hub factory** builds a hub for a key, possibly asynchronously:
 /// `(hf_build_atom, std::string key) -> caf::actor`. The key is a node prefix (e.g.
-/// `Org/Acme`, for `messagehub/{prefix}`, SPEC §6.9) or, in monolith mode, the rendered host
-/// path of the target (SPEC §6.14). An error answer (a `to_error(fault)`) means the build
-/// failed: the node hub NACKs what it parked `unavailable` (activation faulted); in monolith
-/// mode the delivery is NACKed with `classify(fault)` (`failed` for a non-transient fault, so
-/// a factory that knows no such hub should answer `not_found`: NACK `not_found`). The caller
-/// bounds the build by its own timeout.
+/// `Org/Acme`, for `messagehub/{prefix}`, docs/behaviour/routing.md#hubs) or, in monolith mode, the
+/// rendered host path of the target (docs/behaviour/routing.md#monolith). An error answer (a
+/// `to_error(fault)`) means the build failed: the node hub NACKs what it parked `unavailable`
+/// (activation faulted); in monolith mode the delivery is NACKed with `classify(fault)` (`failed`
+/// for a non-transient fault, so a factory that knows no such hub should answer `not_found`: NACK
+/// `not_found`). The caller bounds the build by its own timeout.
 
 #include <string>
 

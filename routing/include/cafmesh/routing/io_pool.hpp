@@ -1,8 +1,9 @@
 #pragma once
 
 /// @file
-/// The per-silo routing I/O pool (SPEC §6.7): bounded admission of leg and NACK starts,
-/// tracking of running legs, and the terminal drain. Protocol: `io_pool_actor.hpp`.
+/// The per-silo routing I/O pool (docs/behaviour/quiescence.md#the-routing-io-pool): bounded
+/// admission of leg and NACK starts, tracking of running legs, and the terminal drain. Protocol:
+/// `io_pool_actor.hpp`.
 
 #include <cstdint>
 #include <string>
@@ -19,7 +20,7 @@ struct pool_section;
 
 namespace cafmesh::routing {
 
-/// Options of one pool (SPEC §11 `pool.*`).
+/// Options of one pool (examples/config/README.md#keys `pool.*`).
 struct io_pool_options {
   /// Rendered silo address (or any name) used as log context; may be empty.
   std::string silo_name;
@@ -36,10 +37,11 @@ struct io_pool_options {
   static io_pool_options from(const config::pool_section& cfg, std::string silo_name = {});
 };
 
-/// The refusal text of a draining or drained pool (SPEC §6.7).
+/// The refusal text of a draining or drained pool
+/// (docs/behaviour/quiescence.md#the-routing-io-pool).
 inline constexpr const char* pool_refused_text = "pool drained; leg will not run";
 
-/// Spawns a pool (SPEC §6.7).
+/// Spawns a pool (docs/behaviour/quiescence.md#the-routing-io-pool).
 ///
 /// **Admission.** At most `cap` permits out; further admissions wait in FIFO order. A permit
 /// returns on `started` (or `ended` before it). Every answer to an admission is a separate

@@ -1,7 +1,8 @@
 #pragma once
 
 /// @file
-/// The routing I/O pool's message protocol (SPEC §6.7) and the owner side of it.
+/// The routing I/O pool's message protocol (docs/behaviour/quiescence.md#the-routing-io-pool) and
+/// the owner side of it.
 ///
 /// Parties: the pool P (one per silo); the **owner** O of a leg, i.e. the actor that asked
 /// for its admission and receives its terminal event (the router core, which may run many
@@ -81,7 +82,8 @@ using io_pool_owner_actor = caf::typed_actor<
   caf::reacts_to<pool_cancel_atom, uint64_t>,
   caf::reacts_to<pool_down_atom, uint64_t, caf::error>>;
 
-/// The routing I/O pool (SPEC §6.7); see the file comment for the protocol.
+/// The routing I/O pool (docs/behaviour/quiescence.md#the-routing-io-pool); see the file comment
+/// for the protocol.
 using io_pool_actor = caf::typed_actor<
   caf::reacts_to<pool_admit_atom, uint64_t, io_pool_owner_actor>,
   caf::reacts_to<pool_attach_atom, io_pool_owner_actor>,

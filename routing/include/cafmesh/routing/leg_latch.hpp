@@ -1,7 +1,8 @@
 #pragma once
 
 /// @file
-/// The exactly-one-terminal-event latch of SPEC §6.7: per leg, whichever of the leg's own
+/// The exactly-one-terminal-event latch of docs/behaviour/quiescence.md#the-routing-io-pool: per
+/// leg, whichever of the leg's own
 /// `leg_done`, the pool's cancel and the pool's down message arrives first wins; every later
 /// one is ignored. A plain C++ helper (no CAF) the owner of legs (the router core) keeps in
 /// its state; single-threaded like the actor that owns it.

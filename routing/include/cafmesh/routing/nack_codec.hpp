@@ -1,7 +1,8 @@
 #pragma once
 
 /// @file
-/// The NACK codec (SPEC §2.8): building a `delivery_failure` and its envelope, the
+/// The NACK codec (docs/behaviour/envelope.md#the-nack): building a `delivery_failure` and its
+/// envelope, the
 /// `delivery_failure` as JSON text and back, and what a sending application makes of a NACK
 /// or an entry's refusal (`delivery_error`, delivery_error.hpp).
 ///
@@ -15,7 +16,8 @@
 ///   "verdict": "<verdict wire name, e.g. shutting_down>",
 ///   "targetUnserved": <bool>,
 ///   "respondingSilo": "S{host}:{port}@{generation}" | null,
-///   "original": {                       // the echo, payload possibly stripped (§9.4)
+///   "original": {                       // the echo, payload possibly stripped
+///   (docs/behaviour/size-guard.md#stripping-the-echo)
 ///     "id": "<id>", "sender": "<rendered address>", "target": "<rendered address>",
 ///     "state": "<delivery_state name>",
 ///     "properties": { "<key>": "<the property's JSON text, as a string>", ... },
@@ -41,8 +43,8 @@
 
 namespace cafmesh::routing {
 
-/// Builds a NACK payload (SPEC §2.8): `request_id = original.id`, the echo via `strip_echo`,
-/// the given message, verdict, target-unserved flag and responding silo.
+/// Builds a NACK payload (docs/behaviour/envelope.md#the-nack): `request_id = original.id`, the
+/// echo via `strip_echo`, the given message, verdict, target-unserved flag and responding silo.
 delivery_failure make_delivery_failure(const envelope& original, std::string message,
                                        verdict v, bool target_unserved = false,
                                        caf::optional<silo_address> responding_silo = caf::none);
@@ -50,8 +52,8 @@ delivery_failure make_delivery_failure(const envelope& original, std::string mes
 /// The `payload_type` of every NACK envelope: `delivery_failure`.
 constexpr const char* delivery_failure_payload_type = "delivery_failure";
 
-/// The access context a NACK carries when the original had none (SPEC §2.8 "system
-/// identity"): `system`.
+/// The access context a NACK carries when the original had none
+/// (docs/behaviour/envelope.md#the-nack "system identity"): `system`.
 constexpr const char* system_identity = "system";
 
 /// The `delivery_failure` as JSON text (shape in the file comment).
@@ -61,8 +63,9 @@ std::string to_json_text(const delivery_failure& x);
 /// Never throws.
 bool from_json_text(const std::string& text, delivery_failure& out);
 
-/// The NACK envelope for `failure` (SPEC §2.8): id `nack_id`, sender `from` (the NACKing
-/// router or hub), target `failure.original.sender`, `request_id = failure.request_id`,
+/// The NACK envelope for `failure` (docs/behaviour/envelope.md#the-nack): id `nack_id`, sender
+/// `from` (the NACKing router or hub), target `failure.original.sender`,
+/// `request_id = failure.request_id`,
 /// `answer_suppressed = true` (a NACK is never NACKed), access context of the original or
 /// `system_identity`, `payload_type = delivery_failure`, `payload_json = to_json_text(failure)`,
 /// state `submitted`, no ordering key, empty routing path and properties.
@@ -70,7 +73,7 @@ envelope make_nack_envelope(const delivery_failure& failure, std::string nack_id
                             address from);
 
 /// What the sender makes of NACK `f`: its verdict and message; resendable when the verdict is
-/// transient (SPEC §2.7).
+/// transient (docs/behaviour/envelope.md#verdicts).
 delivery_error to_delivery_error(const delivery_failure& f);
 
 /// What the sender makes of an entry's plain `failed` answer `a` (accepted nothing, posted

@@ -1,8 +1,8 @@
 #pragma once
 
 /// @file
-/// The simplest application path resolver (SPEC §6.1): a path `{type}/{prefix}` names the
-/// mesh node `{prefix}` (e.g. `node/Org/N3` -> node prefix `Org/N3`, served by
+/// The simplest application path resolver (docs/architecture.md#one-silo): a path `{type}/{prefix}`
+/// names the mesh node `{prefix}` (e.g. `node/Org/N3` -> node prefix `Org/N3`, served by
 /// `messagehub/Org/N3`); any other path is not found. For executables and demos whose node
 /// hubs are addressed directly; real applications resolve against their own tree.
 

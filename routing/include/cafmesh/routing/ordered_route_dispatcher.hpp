@@ -1,9 +1,9 @@
 #pragma once
 
 /// @file
-/// The ordered route dispatcher (SPEC §6.8): per-channel FIFO with one leg in flight per
-/// channel. A plain single-threaded class owned by the router core actor, whose turns never
-/// overlap; it never calls out, it answers what the owner must do next.
+/// The ordered route dispatcher (docs/behaviour/routing.md#the-ordered-dispatcher): per-channel
+/// FIFO with one leg in flight per channel. A plain single-threaded class owned by the router core
+/// actor, whose turns never overlap; it never calls out, it answers what the owner must do next.
 
 #include <cstddef>
 #include <cstdint>
@@ -19,15 +19,16 @@ namespace cafmesh::routing {
 /// A leg's id inside one router core (unique per router core, e.g. from a counter).
 using leg_id = uint64_t;
 
-/// An ordering channel (SPEC §6.8): the pair (destination host path, ordering key). No key
-/// is the destination-wide channel (path, none). Compared as a pair, never as one
-/// concatenated string: (`cache/a`, `b/c`) and (`cache/a/b`, `c`) are different channels.
+/// An ordering channel (docs/behaviour/routing.md#the-ordered-dispatcher): the pair (destination
+/// host path, ordering key). No key is the destination-wide channel (path, none). Compared as a
+/// pair, never as one concatenated string: (`cache/a`, `b/c`) and (`cache/a/b`, `c`) are different
+/// channels.
 struct ordering_channel {
   std::string destination;        ///< the rendered host path, e.g. `cache/mesh1`
   std::optional<std::string> key; ///< the ordering key; none = destination-wide
 
   /// Renders `{destination} [{key}]`, and `{destination} []` for the destination-wide
-  /// channel (SPEC §6.8 "Diagnostics").
+  /// channel (docs/behaviour/routing.md#the-ordered-dispatcher "Diagnostics").
   std::string name() const;
 
   friend bool operator<(const ordering_channel& x, const ordering_channel& y) {
@@ -41,11 +42,12 @@ struct ordering_channel {
   }
 };
 
-/// The channel for a delivery to `destination` with the packaging stamp `key` (SPEC §2.4:
-/// an empty ordering key counts as none).
+/// The channel for a delivery to `destination` with the packaging stamp `key`
+/// (docs/behaviour/envelope.md#the-envelope: an empty ordering key counts as none).
 ordering_channel make_channel(std::string destination, const std::string& key);
 
-/// The dispatcher's diagnostics (SPEC §6.8 `queue_snapshot()`).
+/// The dispatcher's diagnostics (docs/behaviour/routing.md#the-ordered-dispatcher
+/// `queue_snapshot()`).
 struct queue_snapshot {
   size_t channels = 0;          ///< channels that exist (each holds at least its head)
   size_t destinations = 0;      ///< distinct destination host paths among them
@@ -54,10 +56,11 @@ struct queue_snapshot {
 };
 
 /// Renders `channels {c}, destinations {d}, deepest {n}`, followed by ` ({name})` when
-/// `deepest` > 0. Used in the saturation report (SPEC §6.13).
+/// `deepest` > 0. Used in the saturation report
+/// (docs/behaviour/routing.md#saturation-report-and-refusal-log).
 std::string to_string(const queue_snapshot& x);
 
-/// The ordered route dispatcher (SPEC §6.8).
+/// The ordered route dispatcher (docs/behaviour/routing.md#the-ordered-dispatcher).
 ///
 /// - `enqueue` appends a leg to its channel and answers true when the leg became the
 ///   channel's head: the owner must admit it through the pool now.
@@ -72,7 +75,7 @@ std::string to_string(const queue_snapshot& x);
 /// Re-entrancy: the class never calls back into its owner; admission results arrive as
 /// messages, so the owner never calls `on_terminal` from inside another dispatcher call.
 /// `max_depth()` records the deepest nesting of dispatcher calls seen, for tests
-/// (SPEC §12 S12.41: never above 1).
+/// (docs/scenarios.md S12.41: never above 1).
 ///
 /// Typical use in the router core (with `saturation_monitor` for the in-flight count):
 /// ```
@@ -94,10 +97,11 @@ public:
   /// A dispatcher with per-channel FIFO (the only production shape).
   ordered_route_dispatcher() = default;
 
-  /// Test-only negative control (SPEC §12.2 S12.57): with `per_channel_fifo` false, every
+  /// Test-only negative control (docs/scenarios.md S12.57): with `per_channel_fifo` false, every
   /// `enqueue` answers true (each leg is admitted at once, nothing waits behind a head) and
   /// `on_terminal` never answers a next leg; such legs belong to no channel (they do not
-  /// appear in `snapshot`). Never false outside tests: it breaks SPEC §6.8 and §10.
+  /// appear in `snapshot`). Never false outside tests: it breaks
+  /// docs/behaviour/routing.md#the-ordered-dispatcher, docs/behaviour/sync-guard.md.
   explicit ordered_route_dispatcher(bool per_channel_fifo) : fifo_(per_channel_fifo) {
     // nop
   }
@@ -117,10 +121,10 @@ public:
   /// changes nothing.
   std::optional<leg_id> on_terminal(leg_id leg);
 
-  /// SPEC §6.8 diagnostics.
+  /// docs/behaviour/routing.md#the-ordered-dispatcher diagnostics.
   queue_snapshot snapshot() const;
 
-  /// Number of channels (SPEC §12 S12.38 "the channel count is 0").
+  /// Number of channels (docs/scenarios.md S12.38 "the channel count is 0").
   size_t channel_count() const { return channels_.size(); }
 
   /// Number of legs held (heads and queued).
@@ -146,7 +150,7 @@ public:
   /// Current nesting of dispatcher calls (0 outside any call).
   int depth() const { return depth_; }
 
-  /// Deepest nesting of dispatcher calls ever seen (SPEC §12 S12.41: must stay <= 1).
+  /// Deepest nesting of dispatcher calls ever seen (docs/scenarios.md S12.41: must stay <= 1).
   int max_depth() const { return max_depth_; }
 
 private:

@@ -1,9 +1,9 @@
 #pragma once
 
 /// @file
-/// The sender's outcome tracker (SPEC §6.12, sender side): exactly one terminal outcome per
-/// delivery id reaches the application. A plain single-threaded class owned by a hub
-/// endpoint actor, which passes the virtual time in and arms its own timer for
+/// The sender's outcome tracker (docs/behaviour/routing.md#nacks, sender side): exactly one
+/// terminal outcome per delivery id reaches the application. A plain single-threaded class owned
+/// by a hub endpoint actor, which passes the virtual time in and arms its own timer for
 /// `next_deadline_ms()`.
 
 #include <cstddef>
@@ -21,7 +21,7 @@
 
 namespace cafmesh::routing {
 
-/// Name of the counter of dropped duplicate outcomes (SPEC §6.12).
+/// Name of the counter of dropped duplicate outcomes (docs/behaviour/routing.md#nacks).
 inline constexpr const char* duplicate_outcomes_dropped_metric =
   "cafmesh.routing.duplicate_outcomes_dropped";
 
@@ -35,7 +35,7 @@ enum class outcome_action : uint8_t {
 /// Renders `deliver`, `duplicate` or `unmatched`.
 std::string to_string(outcome_action x);
 
-/// The outcome tracker (SPEC §6.12).
+/// The outcome tracker (docs/behaviour/routing.md#nacks).
 ///
 /// - Requests: `track_request(id, deadline_ms)` records a pending entry. The first of
 ///   {`on_response`, `on_nack`, `expire` reaching the deadline} is the terminal outcome

@@ -1,8 +1,9 @@
 #pragma once
 
 /// @file
-/// The pool teardown participant (SPEC §6.7, §3.5 row First): a lifecycle observer at stage
-/// First (INT_MIN) that drains and joins the silo's routing I/O pool when the silo stops.
+/// The pool teardown participant (docs/behaviour/quiescence.md#the-routing-io-pool,
+/// docs/behaviour/lifecycle.md#stages row First): a lifecycle observer at stage First (INT_MIN)
+/// that drains and joins the silo's routing I/O pool when the silo stops.
 
 #include <cstdint>
 #include <functional>
@@ -21,7 +22,7 @@ struct pool_section;
 
 namespace cafmesh::routing {
 
-/// Options of the participant (SPEC §11 `pool.teardown_join_ms`).
+/// Options of the participant (examples/config/README.md#keys `pool.teardown_join_ms`).
 struct pool_teardown_options {
   /// Rendered silo address (or any name) used as log context; may be empty.
   std::string silo_name;

@@ -1,15 +1,17 @@
 #pragma once
 
 /// @file
-/// Message tags of routing quiescence (SPEC §8) and of the routing I/O pool (SPEC §6.7):
-/// CAF 0.17 atoms, at most 10 characters, prefixed `q` (gauge, participant) or `pool`
-/// (pool, pool teardown participant) so they never clash with CAF's or another component's.
+/// Message tags of routing quiescence (docs/behaviour/quiescence.md) and of the routing I/O pool
+/// (docs/behaviour/quiescence.md#the-routing-io-pool): CAF 0.17 atoms, at most 10 characters,
+/// prefixed `q` (gauge, participant) or `pool` (pool, pool teardown participant) so they never
+/// clash with CAF's or another component's.
 
 #include <caf/atom.hpp>
 
 namespace cafmesh::routing {
 
-// -- quiescence gauge (SPEC §8.1) ------------------------------------------------
+// -- quiescence gauge -----------------------------------------------------------------------------
+// docs/behaviour/quiescence.md#the-gauge
 using q_track_atom = caf::atom_constant<caf::atom("qtrack")>;
 using q_mark_atom = caf::atom_constant<caf::atom("qmark")>;
 using q_handover_atom = caf::atom_constant<caf::atom("qhandover")>;
@@ -21,10 +23,12 @@ using q_oldest_atom = caf::atom_constant<caf::atom("qoldest")>;
 using q_await_atom = caf::atom_constant<caf::atom("qawait")>;
 using q_teardown_atom = caf::atom_constant<caf::atom("qteardown")>;
 
-// -- quiescence participant internals (SPEC §8.2) -------------------------------------
+// -- quiescence participant internals -------------------------------------------------------------
+// docs/behaviour/quiescence.md#the-participant-at-stage-active
 using q_hold_expired_atom = caf::atom_constant<caf::atom("qholdexp")>;
 
-// -- routing I/O pool (SPEC §6.7) -----------------------------------------------------
+// -- routing I/O pool -----------------------------------------------------------------------------
+// docs/behaviour/quiescence.md#the-routing-io-pool
 using pool_admit_atom = caf::atom_constant<caf::atom("pooladmit")>;
 using pool_admitted_atom = caf::atom_constant<caf::atom("pooladmtd")>;
 using pool_refused_atom = caf::atom_constant<caf::atom("poolrefuse")>;

@@ -1,10 +1,10 @@
 #pragma once
 
 /// @file
-/// Refusal log windowing (SPEC §6.15): repeated refusals for the same (dead target, sender)
-/// pair produce one log line per window, with a repeat count. Only log lines are windowed:
-/// the caller still refuses and NACKs every time. A plain single-threaded class; the owner
-/// passes the virtual time in and writes the line itself.
+/// Refusal log windowing (docs/behaviour/routing.md#saturation-report-and-refusal-log): repeated
+/// refusals for the same (dead target, sender) pair produce one log line per window, with a repeat
+/// count. Only log lines are windowed: the caller still refuses and NACKs every time. A plain
+/// single-threaded class; the owner passes the virtual time in and writes the line itself.
 
 #include <cstddef>
 #include <cstdint>
@@ -26,7 +26,7 @@ struct refusal_log_decision {
 /// else answers `line` unchanged.
 std::string with_repeats(const std::string& line, const refusal_log_decision& d);
 
-/// The windowed refusal log table (SPEC §6.15).
+/// The windowed refusal log table (docs/behaviour/routing.md#saturation-report-and-refusal-log).
 ///
 /// - The first refusal of a pair is logged. Further refusals of that pair within
 ///   `refusal_log_window_ms` of its last logged line are not; the first one at or after the
@@ -36,7 +36,8 @@ std::string with_repeats(const std::string& line, const refusal_log_decision& d)
 ///   After a sweep, the next one runs when the table exceeds max(sweep entries, 2 × its
 ///   size after the sweep), so sweeps stay amortised O(1) even when every pair is busy.
 ///
-/// Keys are compared byte-wise on the rendered addresses (SPEC §2.1), as a pair.
+/// Keys are compared byte-wise on the rendered addresses (docs/behaviour/envelope.md#addresses),
+/// as a pair.
 class refusal_log {
 public:
   /// Window, sweep size and idle windows from `cfg`.

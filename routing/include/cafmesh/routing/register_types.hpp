@@ -10,7 +10,8 @@ class actor_system_config;
 namespace cafmesh {
 
 /// Announces every cafmesh type that crosses a process boundary (`add_message_type`) and the
-/// `mesh` error category's renderer (SPEC §1.4, §2). Loads no module (the caller loads
+/// `mesh` error category's renderer (docs/architecture.md, docs/behaviour/envelope.md). Loads no
+/// module (the caller loads
 /// `caf::io::middleman` where it needs the network). Call it on both sides of every
 /// connection, before constructing the actor system. Idempotent per configuration.
 ///

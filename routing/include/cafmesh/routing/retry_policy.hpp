@@ -1,10 +1,11 @@
 #pragma once
 
 /// @file
-/// The three retry policies of SPEC §7.5 (router, client, attach) and `retry_state`, the
-/// per-call retry bookkeeping a leg (or the client dispatch, or the attach) keeps: after each
-/// failed attempt, `next(fault)` says "retry after n ms" or "give up" (SPEC §6.6). No timers
-/// here: the caller arms its own actor-clock timer with the delay it is given.
+/// The three retry policies of docs/behaviour/classification.md#retry-policies (router, client,
+/// attach) and `retry_state`, the per-call retry bookkeeping a leg (or the client dispatch, or the
+/// attach) keeps: after each failed attempt, `next(fault)` says "retry after n ms" or "give up"
+/// (docs/behaviour/classification.md#retry-policies). No timers here: the caller arms its own
+/// actor-clock timer with the delay it is given.
 
 #include <cstdint>
 #include <string>
@@ -17,7 +18,8 @@
 
 namespace cafmesh::routing {
 
-/// Which SPEC §7.5 row a policy implements; selects its retry predicate.
+/// Which docs/behaviour/classification.md#retry-policies row a policy implements; selects its retry
+/// predicate.
 enum class policy_kind : uint8_t {
   router, ///< grain calls inside legs, the NACK's node-hub transport: `may_retry_in_leg`
   client, ///< a pure client's call to `routing/default`: `is_resendable`
@@ -27,7 +29,8 @@ enum class policy_kind : uint8_t {
 /// Renders `router`, `client` or `attach`.
 std::string to_string(policy_kind x);
 
-/// One retry policy (SPEC §7.5). Delays in ms; counts are plain numbers.
+/// One retry policy (docs/behaviour/classification.md#retry-policies). Delays in ms; counts are
+/// plain numbers.
 struct retry_policy {
   policy_kind kind = policy_kind::router;
   int64_t retry_max = 6;                 ///< retries after the first attempt
@@ -39,12 +42,13 @@ struct retry_policy {
   int64_t max_attempts() const { return retry_max + 1; }
 
   /// Delay before retry `n` (from 0): `min(base_ms * 2^n, cap_ms)`, raised to `hint_ms` when
-  /// larger but never above `cap_ms` (SPEC §6.6, §7.5). Negative `n` counts as 0; never
-  /// overflows for large `n`.
+  /// larger but never above `cap_ms` (docs/behaviour/classification.md#retry-policies). Negative
+  /// `n` counts as 0; never overflows for large `n`.
   int64_t delay_ms(int64_t n, uint32_t hint_ms = 0) const;
 
-  /// The policy's predicate on the fault of a failed attempt (SPEC §7.5 "Predicate"):
-  /// router -> `may_retry_in_leg` (resendable minus in-leg exclusions), client ->
+  /// The policy's predicate on the fault of a failed attempt
+  /// (docs/behaviour/classification.md#retry-policies "Predicate"): router -> `may_retry_in_leg`
+  /// (resendable minus in-leg exclusions), client ->
   /// `is_resendable`, attach -> `is_transient`. Budget and caps are not part of it.
   bool admits(const fault& f) const;
 };
@@ -54,8 +58,8 @@ struct retry_policy {
 retry_policy router_policy(const config::routing_section& cfg);
 
 /// The client policy from section `client`; the placement-timeout cap comes from
-/// `routing.placement_timeout_attempts` (SPEC §7.5: "under every policy"). Defaults: 5
-/// retries, min(200·2ⁿ, 30,000) ms.
+/// `routing.placement_timeout_attempts` (docs/behaviour/classification.md#retry-policies: "under
+/// every policy"). Defaults: 5 retries, min(200·2ⁿ, 30,000) ms.
 retry_policy client_policy(const config::client_section& cfg,
                            int64_t placement_timeout_attempts = 2);
 
@@ -84,21 +88,23 @@ struct retry_decision {
   bool retry = false;            ///< true: make another attempt after `delay_ms`
   int64_t delay_ms = 0;          ///< actor-clock delay before the next attempt (retry only)
   /// Retry only: invalidate the target's cached address before the next attempt. Always true
-  /// on a retry: every attempt is fresh through placement (SPEC §6.6, S12.21).
+  /// on a retry: every attempt is fresh through placement
+  /// (docs/behaviour/classification.md#retry-policies, S12.21).
   bool invalidate_target = false;
-  /// Retry only: one of SPEC §6.6's transient hub conditions (`re_resolves`): re-resolve the
-  /// route (placement, and for a pod hub the owner's claim).
+  /// Retry only: one of docs/behaviour/classification.md#retry-policies's transient hub conditions
+  /// (`re_resolves`): re-resolve the route (placement, and for a pod hub the owner's claim).
   bool re_resolve = false;
   /// Retry only: silos named by `departed_silo` nodes; drop every cache entry naming one.
   std::vector<silo_address> departed;
   give_up_reason reason = give_up_reason::none; ///< give-up only
-  /// Give-up only: the NACK verdict for the fault arm, `classify(fault)` (SPEC §7.3).
+  /// Give-up only: the NACK verdict for the fault arm, `classify(fault)`
+  /// (docs/behaviour/classification.md#fault-trees-on-the-wire).
   routing::verdict verdict = verdict::failed;
 };
 
-/// The retry bookkeeping of one call under one policy (SPEC §6.6, §7.5). A leg creates one
-/// per grain call it makes and reports each failed attempt to `next`. Not thread-safe; lives
-/// inside one actor's state.
+/// The retry bookkeeping of one call under one policy
+/// (docs/behaviour/classification.md#retry-policies). A leg creates one per grain call it makes and
+/// reports each failed attempt to `next`. Not thread-safe; lives inside one actor's state.
 class retry_state {
 public:
   explicit retry_state(retry_policy policy);

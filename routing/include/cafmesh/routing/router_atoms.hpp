@@ -1,10 +1,11 @@
 #pragma once
 
 /// @file
-/// Message tags of the router core (SPEC §6.4–§6.6, §6.11) and of the ports it talks to
-/// (router_ports.hpp). CAF 0.17 atoms, at most 10 characters, with prefixes unique to this
-/// component: `rc` router core, `gp` grain-delivery port, `pr` path resolver, `sp` stream
-/// transport port, `lr` local-route port.
+/// Message tags of the router core (docs/behaviour/routing.md#the-router-core, #legs,
+/// docs/behaviour/classification.md#retry-policies, docs/behaviour/routing.md#nacks) and of the
+/// ports it talks to (router_ports.hpp). CAF 0.17 atoms, at most 10 characters, with prefixes
+/// unique to this component: `rc` router core, `gp` grain-delivery port, `pr` path resolver, `sp`
+/// stream transport port, `lr` local-route port.
 
 #include <caf/atom.hpp>
 

@@ -1,25 +1,42 @@
 #pragma once
 
 /// @file
-/// The router core's message protocol (SPEC §6.4, §6.13, §3.7 step 1) and its diagnostics
+/// The router core's message protocol (docs/behaviour/routing.md#the-router-core,
+/// #saturation-report-and-refusal-log, docs/behaviour/lifecycle.md#the-host) and its diagnostics
 /// snapshot. Spawn with `spawn_router_core` (router_core.hpp).
 ///
 /// | sender -> router core | message | answer |
 /// |---|---|---|
-/// | routing service (co-hosted hand-over, SPEC §6.2 step 4) | `(rc_route_atom, envelope)` one-way | none: the routing service answers its own caller |
-/// | routing grain via `delegate` (SPEC §6.3) | `(rc_grain_atom, envelope, silo_address client) -> envelope` (`client`: the pure client that called the routing grain, whose process hosts the sender; empty: unknown) | the envelope with state `forwarded` and the router's address appended to `routing_path`, as soon as the leg is enqueued/admitted (SPEC §6.4 step 6); after the stopping signal the error `to_error(fault{silo_unavailable, "silo {S} is leaving; route elsewhere"})` with `fault::silo` set (step 1); on a routing loop the envelope marked failed-and-NACKed (its `routing_loop` NACK was handed to the NACK machinery) or, if it may not be answered, state `failed` with `properties["error"]` |
-/// | host (SPEC §3.7 step 1) | `(host_stopping_atom) -> ok_atom` | ok once the core refuses grain-path envelopes; already-accepted legs continue and their grain calls are never gated |
+/// | routing service (co-hosted hand-over, docs/behaviour/routing.md#the-entry) |
+/// `(rc_route_atom, envelope)` one-way | none: the routing service answers its own caller |
+/// | routing grain via `delegate` (docs/behaviour/routing.md#the-routing-grain) |
+/// `(rc_grain_atom, envelope, silo_address client) -> envelope` (`client`: the pure client that
+/// called the routing grain, whose process hosts the sender; empty: unknown) | the envelope with
+/// state `forwarded` and the router's address appended to `routing_path`, as soon as the leg is
+/// enqueued/admitted (docs/behaviour/routing.md#the-router-core); after the stopping signal the
+/// error `to_error(fault{silo_unavailable, "silo {S} is leaving; route elsewhere"})` with
+/// `fault::silo` set (step 1); on a routing loop the envelope marked failed-and-NACKed (its
+/// `routing_loop` NACK was handed to the NACK machinery) or, if it may not be answered, state
+/// `failed` with `properties["error"]` |
+/// | host (docs/behaviour/lifecycle.md#the-host) | `(host_stopping_atom) -> ok_atom` | ok once the
+/// core refuses grain-path envelopes; already-accepted legs continue and their grain calls are
+/// never gated |
 /// | tests, diagnostics | `(rc_stats_atom) -> router_core_stats` | the snapshot below |
 /// | the application, tests | `(rc_forget_atom, std::string host_path)` one-way | none: the cached resolution of that path is dropped (empty: all), docs/behaviour/routing.md#cacheable-resolutions |
 /// | the membership agent (subscribed by the silo) | `(mb_snapshot_atom, membership_snapshot)` one-way | none: a new membership version drops every cached resolution |
 /// | an application hub of the silo, after its routing service took a response or NACK | `(rc_sync_atom) -> ok_atom` | ok, after every message enqueued before it: the continuation the routing service handed over (`rc_route`) is accepted and tracked by the gauge by then, so the hub may release its own gauge slot (docs/behaviour/lifecycle.md) |
 /// | quiescence participant (the stop lets go with work in flight) | `(q_end_legs_atom, why) -> std::vector<std::string>` | every accepted leg that has not landed ends now with one NACK: `shutting_down` "silo {S} stopped before the delivery to {target} was attempted" if no grain call or publish of it is outstanding (queued, waiting for a permit, between retries, resolving), else `failed` "silo {S} stopped while the delivery to {target} was in flight; its outcome is unknown"; answered at once with the residual's delivery ids |
 /// | quiescence participant, after `q_end_legs` | `(q_nacks_out_atom) -> ok` | once no NACK is on the ladder, or `release_bound_ms` after the release began (one error line then names the NACKs that could not leave, which are dropped) |
-/// | wiring (routing service or silo builder) | `(rc_locals_atom, local_route_port_actor)` one-way | none: replaces the local-route port used by NACK rung a (SPEC §6.11). The routing service needs the router core's handle and the router core needs the routing service's local-route port; spawn the router core first (with a null `local_routes`), then the routing service, then send this. NACKs already on the ladder are unaffected. |
+/// | wiring (routing service or silo builder) | `(rc_locals_atom, local_route_port_actor)` one-way
+/// | none: replaces the local-route port used by NACK rung a (docs/behaviour/routing.md#nacks). The
+/// routing service needs the router core's handle and the router core needs the routing service's
+/// local-route port; spawn the router core first (with a null `local_routes`), then the routing
+/// service, then send this. NACKs already on the ladder are unaffected. |
 ///
-/// Both entries feed the same ordered dispatcher (SPEC §6.8). A co-hosted envelope after
-/// the stopping signal cannot happen by contract (the routing service refuses it first);
-/// if one arrives anyway it is accepted like before the signal (accepted work must land).
+/// Both entries feed the same ordered dispatcher
+/// (docs/behaviour/routing.md#the-ordered-dispatcher). A co-hosted envelope after the stopping
+/// signal cannot happen by contract (the routing service refuses it first); if one arrives anyway
+/// it is accepted like before the signal (accepted work must land).
 ///
 /// The router core is also the owner of its legs towards the routing I/O pool: its full
 /// behaviour includes `routing::io_pool_owner_actor` (admitted, refused, cancel, down) and
@@ -51,20 +68,24 @@ inline constexpr std::array<int64_t, 14> leg_latency_bounds_ms{1,   2,   5,    1
                                                                 50,  100, 250,  500,  1000,
                                                                 2500, 5000, 10000, 30000};
 
-/// A snapshot of one router core (SPEC §6.8 diagnostics, §6.13 in-flight count) plus
-/// counters for tests.
+/// A snapshot of one router core (docs/behaviour/routing.md#the-ordered-dispatcher diagnostics,
+/// docs/behaviour/routing.md#saturation-report-and-refusal-log in-flight count) plus counters
+/// for tests.
 struct router_core_stats {
-  // -- accounting (SPEC §6.4 step 5, §6.13) --
+  // -- accounting ---------------------------------------------------------------------------------
+  // docs/behaviour/routing.md#the-router-core, #saturation-report-and-refusal-log
   uint64_t in_flight = 0;      ///< accepted legs not terminated (running, queued, waiting)
   uint64_t nacks_alive = 0;    ///< NACKs posted and not yet through their ladder
   bool stopping = false;       ///< the stopping signal arrived
   bool saturation_latched = false;
   uint64_t saturation_reports = 0;
-  /// Age of the oldest dispatched leg since its dispatch, -1 if none (SPEC §6.13).
+  /// Age of the oldest dispatched leg since its dispatch, -1 if none
+  /// (docs/behaviour/routing.md#saturation-report-and-refusal-log).
   int64_t oldest_dispatched_age_ms = -1;
-  /// Age of the oldest queued (not dispatched) leg since acceptance, -1 if none (SPEC §6.13).
+  /// Age of the oldest queued (not dispatched) leg since acceptance, -1 if none
+  /// (docs/behaviour/routing.md#saturation-report-and-refusal-log).
   int64_t oldest_queued_age_ms = -1;
-  // -- ordered dispatcher (SPEC §6.8 queue_snapshot) --
+  // -- ordered dispatcher (docs/behaviour/routing.md#the-ordered-dispatcher queue_snapshot) --
   uint64_t channels = 0;
   uint64_t destinations = 0;
   uint64_t deepest = 0;
@@ -77,7 +98,8 @@ struct router_core_stats {
   uint64_t refused_stopping = 0;  ///< grain-path envelopes refused `silo_unavailable`
   uint64_t refused_overloaded = 0; ///< deliveries refused at `routing.max_in_flight`
   uint64_t routing_loops = 0;     ///< envelopes NACKed `routing_loop`
-  // -- legs' terminal events, one per accepted leg (SPEC §6.5, §6.7) --
+  // -- legs' terminal events, one per accepted leg ------------------------------------------------
+  // docs/behaviour/routing.md#legs, docs/behaviour/quiescence.md#the-routing-io-pool
   uint64_t terminal_events = 0;
   uint64_t landed = 0;
   uint64_t nacked = 0;            ///< legs that ended by handing a NACK over (or failed-and-NACKed)
@@ -87,7 +109,7 @@ struct router_core_stats {
   uint64_t refused = 0;           ///< never admitted: `pool_refused`
   uint64_t grain_attempts = 0;    ///< grain calls issued by legs (each retry counts)
   uint64_t continuation_retries = 0; ///< responses/NACKs retried because their pod hub moved
-  // -- NACK machinery (SPEC §6.11) --
+  // -- NACK machinery (docs/behaviour/routing.md#nacks) --
   uint64_t nacks_posted = 0;      ///< NACKs handed to the machinery (tracked work)
   uint64_t nacks_pool_refused = 0;///< NACKs the pool refused (logged at debug, carried nothing)
   /// Delivered to the local route of the pure client that handed the delivery to the
@@ -99,7 +121,8 @@ struct router_core_stats {
   uint64_t nacks_stream = 0;      ///< published on rung d (stream)
   uint64_t nacks_failed = 0;      ///< every rung failed ("BOTH transports failed") or gave up
   uint64_t nacks_unsent = 0;      ///< NACKs of a stop that could not leave within its bound
-  uint64_t suppressed_failures = 0; ///< `cafmesh.routing.suppressed_failures` (SPEC §2.4)
+  /// `cafmesh.routing.suppressed_failures` (docs/behaviour/envelope.md#the-envelope)
+  uint64_t suppressed_failures = 0;
   /// NACKs posted, by verdict (index: the verdict's numeric value).
   std::vector<uint64_t> nacks_by_verdict;
   // -- delivery latency: acceptance to terminal event, per leg --
@@ -108,7 +131,7 @@ struct router_core_stats {
   int64_t latency_sum_ms = 0; ///< sum of the legs' latencies
   // -- diagnostics --
   /// Delivery ids of the accepted legs not yet terminated, in acceptance order: what a crash
-  /// of this silo would lose (SPEC §12.2 S12.61; the simulation records them as lost).
+  /// of this silo would lose (docs/scenarios.md S12.61; the simulation records them as lost).
   std::vector<std::string> in_flight_ids;
 };
 

@@ -1,23 +1,26 @@
 #pragma once
 
 /// @file
-/// The router core's ports: the small typed interfaces through which legs (SPEC §6.5, §6.6)
-/// and the NACK transport ladder (SPEC §6.11) reach the outside. The router core holds one
-/// handle of each (`router_core_options`); a null handle means "not available here" and
-/// turns every leg step that needs it into a composition fault (SPEC §6.5) or skips the
-/// ladder rung. Every port answers asynchronously; the router core bounds each request with
-/// its own actor-clock timeout, so a port that never answers cannot wedge a leg.
+/// The router core's ports: the small typed interfaces through which legs
+/// (docs/behaviour/routing.md#legs, docs/behaviour/classification.md#retry-policies) and the NACK
+/// transport ladder (docs/behaviour/routing.md#nacks) reach the outside. The router core holds one
+/// handle of each (`router_core_options`); a null handle means "not available here" and turns every
+/// leg step that needs it into a composition fault (docs/behaviour/routing.md#legs) or skips the
+/// ladder rung. Every port answers asynchronously; the router core bounds each request with its own
+/// actor-clock timeout, so a port that never answers cannot wedge a leg.
 ///
-/// Errors always travel as `caf::error` made by `to_error(fault)` (SPEC §2.10); the router
-/// core reads them back with `to_fault`. CAF's own errors (request timeout, receiver down)
-/// are translated by `to_fault` as SPEC §2.10 says.
+/// Errors always travel as `caf::error` made by `to_error(fault)`
+/// (docs/behaviour/classification.md#faults-and-caf-errors); the router core reads them back with
+/// `to_fault`. CAF's own errors (request timeout, receiver down) are translated by `to_fault` as
+/// docs/behaviour/classification.md#faults-and-caf-errors says.
 ///
 /// | Port | Who implements it | Messages |
 /// |---|---|---|
 /// | `grain_port_actor` | the grain-call adapter (placement + catalog) | deliver, invalidate, invalidate_silo, activation error |
-/// | `path_resolver_actor` | the application (SPEC §6.1) | resolve |
+/// | `path_resolver_actor` | the application (docs/architecture.md#one-silo) | resolve |
 /// | `stream_port_actor` | the stream transport (stream_transport.hpp) | probe, publish |
-/// | `local_route_port_actor` | the routing service (it owns the local route table, §6.2) | local deliver |
+/// | `local_route_port_actor` | the routing service (it owns the local route table,
+/// docs/behaviour/routing.md#the-entry) | local deliver |
 /// | runtime probe | `lifecycle::runtime_registry_actor` (existing) | probe_runtime |
 
 #include <string>
@@ -38,8 +41,9 @@ namespace cafmesh::routing {
 // -- (a) grain delivery ------------------------------------------------------------------
 
 /// The grain-delivery port: one grain call `deliver` on a hub grain through placement
-/// (SPEC §5.4, §6.5 step 3, §6.9, §6.10), plus the cache invalidation the retry loop needs
-/// (SPEC §6.6).
+/// (docs/behaviour/directory-and-placement.md#placement, docs/behaviour/routing.md#legs, #hubs),
+/// plus the cache invalidation the retry loop needs
+/// (docs/behaviour/classification.md#retry-policies).
 ///
 /// - `(gp_deliver_atom, grain_id, envelope) -> envelope`: ONE attempt of
 ///   `{grain}.deliver(envelope)`, where grain is `messagehub/{node prefix}` (node hub) or
@@ -54,36 +58,41 @@ namespace cafmesh::routing {
 ///   `directory_unstable`, `rejected`, `pod_hub_not_here` (with `fault::silo` = the silo
 ///   that answered), `runtime_gone` (probe qualifier left `no_answer`: the router core
 ///   probes), `application`, ... The adapter never retries by itself: each request is one
-///   fresh attempt, and the router core's retry loop decides (SPEC §6.6). The router core
-///   bounds each request by `placement.timeout_ms + grain_call.response_timeout_ms` and
-///   treats its own timeout as `response_timeout` (not resendable).
+///   fresh attempt, and the router core's retry loop decides
+///   (docs/behaviour/classification.md#retry-policies). The router core bounds each request by
+///   `placement.timeout_ms + grain_call.response_timeout_ms` and treats its own timeout as
+///   `response_timeout` (not resendable).
 /// - `(gp_invalidate_atom, grain_id)` one-way: drop the cached address of that grain so the
 ///   next `deliver` re-resolves through placement (and, for a pod hub, the owner's claim).
-///   Sent before every retry (SPEC §6.6, S12.21).
+///   Sent before every retry (docs/behaviour/classification.md#retry-policies, S12.21).
 /// - `(gp_inval_silo_atom, silo_address)` one-way: drop every cached address naming that
-///   silo (sent for each `departed_silo` node before a retry, SPEC §6.6).
+///   silo (sent for each `departed_silo` node before a retry,
+///   docs/behaviour/classification.md#retry-policies).
 /// - `(gp_act_error_atom, grain_id) -> std::string`: the activation error recorded for that
-///   grain by the silo's activation-failure registry (SPEC §3.6), or the empty string when
-///   none is recorded. The fault arm asks once before building its NACK text (SPEC §6.5
-///   step 5: "detail = the activation error recorded for that grain if any, else the fault
-///   text"). A fault answer counts as "none".
+///   grain by the silo's activation-failure registry
+///   (docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion), or the empty
+///   string when none is recorded. The fault arm asks once before building its NACK text
+///   (docs/behaviour/routing.md#legs step 5: "detail = the activation error recorded for that grain
+///   if any, else the fault text"). A fault answer counts as "none".
 using grain_port_actor = caf::typed_actor<
   caf::replies_to<gp_deliver_atom, grain_id, envelope>::with<envelope>,
   caf::reacts_to<gp_invalidate_atom, grain_id>,
   caf::reacts_to<gp_inval_silo_atom, silo_address>,
   caf::replies_to<gp_act_error_atom, grain_id>::with<std::string>>;
 
-/// The node-hub grain of a node prefix: `messagehub/{prefix}` (SPEC §2.2).
+/// The node-hub grain of a node prefix: `messagehub/{prefix}`
+/// (docs/behaviour/envelope.md#grain-ids-and-grain-types).
 inline grain_id node_hub_grain(const std::string& node_prefix) {
   return grain_id{"messagehub", node_prefix};
 }
 
-/// The pod-hub grain of a host path: `podhub/{path}` (SPEC §2.2), e.g. `podhub/portal/alice`.
+/// The pod-hub grain of a host path: `podhub/{path}`
+/// (docs/behaviour/envelope.md#grain-ids-and-grain-types), e.g. `podhub/portal/alice`.
 inline grain_id pod_hub_grain(const std::string& host_path) {
   return grain_id{"podhub", host_path};
 }
 
-// -- (b) the path resolver (application-supplied, SPEC §6.1) -------------------------------
+// -- (b) the path resolver (application-supplied, docs/architecture.md#one-silo) ------------------
 
 /// The resolver's answer for one address path.
 struct resolve_result {
@@ -92,9 +101,10 @@ struct resolve_result {
   /// The node prefix, e.g. `Org/Acme` for `node/Org/Acme` (meaningful when `found`).
   std::string node_prefix;
   /// What is left of the path below the node; the router requires it to be empty
-  /// (SPEC §6.5 step 1: a non-empty remainder is "not found").
+  /// (docs/behaviour/routing.md#legs: a non-empty remainder is "not found").
   std::string remainder;
-  /// The closest existing ancestor, when known (SPEC §6.5: ". Closest ancestor: '{a}'").
+  /// The closest existing ancestor, when known (docs/behaviour/routing.md#legs: ". Closest
+  /// ancestor: '{a}'").
   caf::optional<std::string> closest_ancestor;
   /// The resolver says this answer stays valid: the router core may keep a found node for
   /// the path until a membership change, a transient fault of that node's hub or an
@@ -114,41 +124,44 @@ typename Inspector::result_type inspect(Inspector& f, resolve_result& x) {
            x.closest_ancestor, x.cacheable);
 }
 
-/// The path resolver (SPEC §6.1): `(pr_resolve_atom, path) -> resolve_result`, where `path`
-/// is the rendered host path of the target (`type/id`, e.g. `node/Org/Acme`) or of a NACK's
-/// sender (SPEC §6.11 rung b). "Unknown path" is `found = false` (optionally with
+/// The path resolver (docs/architecture.md#one-silo): `(pr_resolve_atom, path) -> resolve_result`,
+/// where `path` is the rendered host path of the target (`type/id`, e.g. `node/Org/Acme`) or of
+/// a NACK's sender (docs/behaviour/routing.md#nacks rung b). "Unknown path" is `found = false`
+/// (optionally with
 /// `closest_ancestor`), never an error; an error answer is a resolver fault. The router core
 /// bounds each call by `routing.resolve_timeout_ms` (30 s); a timeout is a resolver fault.
 using path_resolver_actor
   = caf::typed_actor<caf::replies_to<pr_resolve_atom, std::string>::with<resolve_result>>;
 
-// -- (c) the stream transport (SPEC §6.5 stream leg, §6.11 rung d) --------------------------
+// -- (c) the stream transport ---------------------------------------------------------------------
+// docs/behaviour/routing.md#legs stream leg, docs/behaviour/routing.md#nacks rung d
 
 /// The stream transport port.
 ///
 /// - `(sp_probe_atom, address) -> bool`: is there a live subscriber for this (host)
 ///   address? `true` = yes, `false` = definitely none. The router core bounds it by
 ///   `routing.subscriber_probe_timeout_ms` (10 s); no answer (timeout or error) counts as
-///   "yes" (SPEC §6.5).
+///   "yes" (docs/behaviour/routing.md#legs).
 /// - `(sp_publish_atom, address, envelope) -> ok_atom`: publish the envelope on the
 ///   address's stream. The transport bounds itself by `routing.stream_transport_timeout_ms`
 ///   (30 s) and answers a fault on failure; the router core guards each publish with
 ///   `routing.stream_post_timeout_ms` (60 s, "Stream post to '{addr}' never completed within
 ///   60 s").
 /// - Either message answered with `lifecycle_misuse` means the transport has not started:
-///   the stream leg ends in the composition fault of SPEC §6.5 (NACK `failed` "Routing to
-///   '{addr}' failed before the delivery could be attempted: the stream transport has not
-///   started"); on NACK rung d it is a publish failure like any other.
+///   the stream leg ends in the composition fault of docs/behaviour/routing.md#legs (NACK `failed`
+///   "Routing to '{addr}' failed before the delivery could be attempted: the stream transport
+///   has not started"); on NACK rung d it is a publish failure like any other.
 using stream_port_actor = caf::typed_actor<
   caf::replies_to<sp_probe_atom, address>::with<bool>,
   caf::replies_to<sp_publish_atom, address, envelope>::with<caf::ok_atom>>;
 
-// -- (d) local routes of this process (SPEC §6.11 rung a) -----------------------------------
+// -- (d) local routes of this process -------------------------------------------------------------
+// docs/behaviour/routing.md#nacks rung a
 
 /// The local-route port, implemented by the routing service (which owns the local route
-/// table, SPEC §6.2): `(lr_deliver_atom, envelope) -> bool` hands the envelope to the
-/// in-process handler of `envelope.target` (reduced to its host address by the routing
-/// service) and answers `true` if a local route took it, `false` if this process has no
+/// table, docs/behaviour/routing.md#the-entry): `(lr_deliver_atom, envelope) -> bool` hands the
+/// envelope to the in-process handler of `envelope.target` (reduced to its host address by
+/// the routing service) and answers `true` if a local route took it, `false` if this process has no
 /// local route for it (nothing was delivered). The router core uses it for NACKs only
 /// (rung a); it bounds the call by `routing.resolve_timeout_ms` and treats a timeout or an
 /// error as `false`. A routing service includes this signature in its own interface and
@@ -159,7 +172,8 @@ using local_route_port_actor
 // -- (e) the runtime probe: lifecycle::runtime_registry_actor (runtime_registry.hpp) --------
 // The router core asks `(probe_runtime_atom, silo name)` when a fault tree holds
 // `runtime_gone` with probe `no_answer`, writes the answer into those nodes' `probe`
-// qualifier, then classifies (SPEC §7.2). No registry, an error or silence within
+// qualifier, then classifies (docs/behaviour/classification.md#codes). No registry, an error or
+// silence within
 // `router_core_options::runtime_probe_timeout_ms` leave `no_answer` (verdict `failed`).
 
 } // namespace cafmesh::routing

@@ -1,9 +1,9 @@
 #pragma once
 
 /// @file
-/// The routing grain `routing/default` (SPEC §6.3): the stateless worker (limit 1 per silo)
-/// a pure client's gateway places for every delivery it routes. Its turn is O(1): it hands
-/// the delivery to its own silo's router core and is free for the next one.
+/// The routing grain `routing/default` (docs/behaviour/routing.md#the-routing-grain): the stateless
+/// worker (limit 1 per silo) a pure client's gateway places for every delivery it routes. Its turn
+/// is O(1): it hands the delivery to its own silo's router core and is free for the next one.
 ///
 /// ## Protocol
 /// - `(hg_route_atom, envelope, silo_address client) -> envelope`: `delegate`s

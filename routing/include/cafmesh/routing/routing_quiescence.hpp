@@ -1,8 +1,9 @@
 #pragma once
 
 /// @file
-/// The per-silo routing quiescence gauge (SPEC §8.1): counts accepted routing work (legs
-/// and NACKs) from acceptance until termination. Protocol: `routing_quiescence_actor.hpp`.
+/// The per-silo routing quiescence gauge (docs/behaviour/quiescence.md#the-gauge): counts accepted
+/// routing work (legs and NACKs) from acceptance until termination. Protocol:
+/// `routing_quiescence_actor.hpp`.
 
 #include <string>
 
@@ -20,12 +21,14 @@ struct routing_quiescence_options {
   std::string silo_name;
 };
 
-/// Spawns a quiescence gauge (SPEC §8.1). The caller owns it and exits it when the silo's
-/// runtime services go away; send `q_teardown_atom` first so stragglers do nothing.
+/// Spawns a quiescence gauge (docs/behaviour/quiescence.md#the-gauge). The caller owns it and exits
+/// it when the silo's runtime services go away; send `q_teardown_atom` first so stragglers
+/// do nothing.
 routing_quiescence_actor spawn_routing_quiescence(caf::actor_system& sys,
                                                   routing_quiescence_options opts = {});
 
-/// The gauge label of a node leg (SPEC §8.1): `dispatch -> {addr} (delivery {id})`.
+/// The gauge label of a node leg (docs/behaviour/quiescence.md#the-gauge):
+/// `dispatch -> {addr} (delivery {id})`.
 std::string dispatch_label(const std::string& addr, const std::string& delivery_id);
 
 /// The gauge label of a stream-routed leg: `stream-routed -> {addr} (delivery {id})`.
@@ -34,9 +37,10 @@ std::string stream_routed_label(const std::string& addr, const std::string& deli
 /// The gauge label of a NACK: `NACK -> {sender} (delivery {id})`.
 std::string nack_label(const std::string& sender, const std::string& delivery_id);
 
-/// Renders a slot for a log line (SPEC §8.2): `"{label}, in flight {S.S}s"` for a
-/// dispatched slot (age since dispatch), `"{label} (queued, not dispatched), queued
-/// {S.S}s"` for a queued one (age since the slot was taken); `now_ms` on the same clock.
+/// Renders a slot for a log line (docs/behaviour/quiescence.md#the-participant-at-stage-active):
+/// `"{label}, in flight {S.S}s"` for a dispatched slot (age since dispatch),
+/// `"{label} (queued, not dispatched), queued {S.S}s"` for a queued one (age since the slot was
+/// taken); `now_ms` on the same clock.
 std::string render_entry(const quiescence_entry& x, int64_t now_ms);
 
 /// Renders milliseconds as seconds with one decimal, rounded half up: 31000 -> `31.0`,

@@ -1,7 +1,8 @@
 #pragma once
 
 /// @file
-/// The quiescence gauge's message protocol (SPEC §8.1) and the value types it answers with.
+/// The quiescence gauge's message protocol (docs/behaviour/quiescence.md#the-gauge) and the value
+/// types it answers with.
 
 #include <cstdint>
 #include <string>
@@ -15,8 +16,8 @@
 
 namespace cafmesh::routing {
 
-/// A gauge slot's state (SPEC §8.1): `queued` while the leg waits in its ordering channel
-/// or for a pool permit, `dispatched` once the leg has started.
+/// A gauge slot's state (docs/behaviour/quiescence.md#the-gauge): `queued` while the leg waits in
+/// its ordering channel or for a pool permit, `dispatched` once the leg has started.
 enum class slot_state : uint8_t { queued = 0, dispatched = 1 };
 
 /// Renders `queued` or `dispatched`.
@@ -83,15 +84,16 @@ inline constexpr uint64_t gauge_allocated_slot_bit = uint64_t{1} << 63;
 /// router core's leg ids leave both bits clear.
 inline constexpr uint64_t application_hub_slot_bit = uint64_t{1} << 62;
 
-/// The per-silo quiescence gauge (SPEC §8.1). Hot-path updates are one-way messages:
+/// The per-silo quiescence gauge (docs/behaviour/quiescence.md#the-gauge). Hot-path updates are
+/// one-way messages:
 ///
 /// - `(q_track_atom, slot, label, state)` one-way: take slot `slot` (chosen by the caller,
 ///   e.g. the leg id; the router core draws it from its own counter) with `label` and
-///   `state`. **Design choice:** SPEC §8.1 writes `track(label, state) -> slot`; letting the
-///   caller choose the id makes `track` one-way, so the router core never waits for the
-///   gauge and a leg's slot exists before any later update of it can arrive (messages
-///   between one pair of actors keep their order). A track of a slot id already held is
-///   ignored (count unchanged, warning logged).
+///   `state`. **Design choice:** docs/behaviour/quiescence.md#the-gauge writes
+///   `track(label, state) -> slot`; letting the caller choose the id makes `track` one-way, so the
+///   router core never waits for the gauge and a leg's slot exists before any later update of it
+///   can arrive (messages between one pair of actors keep their order). A track of a slot id
+///   already held is ignored (count unchanged, warning logged).
 /// - `(q_track_atom, label, state) -> slot` request form, for callers without an id of
 ///   their own: the gauge allocates an id with `gauge_allocated_slot_bit` set.
 /// - `(q_mark_atom, slot)` one-way: the slot turns `dispatched` (time noted once).
@@ -107,10 +109,11 @@ inline constexpr uint64_t application_hub_slot_bit = uint64_t{1} << 62;
 /// - `(q_oldest_atom, n) -> quiescence_sample` the count plus the `n` oldest slots.
 /// - `(q_await_atom) -> ok_atom` answered through a response promise as soon as the count
 ///   is 0, at once if it already is.
-/// - `(q_teardown_atom) -> ok_atom` the runtime services are torn down (SPEC §3.7 step 5):
-///   from now on updates do nothing, queries answer the frozen state, `await_zero` answers
-///   at once (no update can ever arrive), and every pending `await_zero` is answered now.
-///   Nothing ever faults and the actor stays alive until its owner exits it.
+/// - `(q_teardown_atom) -> ok_atom` the runtime services are torn down
+///   (docs/behaviour/lifecycle.md#the-host): from now on updates do nothing, queries answer the
+///   frozen state, `await_zero` answers at once (no update can ever arrive), and every pending
+///   `await_zero` is answered now. Nothing ever faults and the actor stays alive until its owner
+///   exits it.
 ///
 /// Updates naming an unknown slot are ignored.
 using routing_quiescence_actor = caf::typed_actor<

@@ -1,10 +1,11 @@
 #pragma once
 
 /// @file
-/// The routing service (SPEC §6.2, §6.14, §1.3): one actor per process, the entry point of
-/// every delivery a hub of this process sends, owner of the local route table, the process
-/// role (declared once at start, never changed), the stopping flag and, in a `pure_client`,
-/// the dispatch to `routing/default` through a gateway under the client retry policy.
+/// The routing service (docs/behaviour/routing.md#the-entry, #monolith,
+/// docs/architecture.md#process-roles): one actor per process, the entry point of every delivery a
+/// hub of this process sends, owner of the local route table, the process role (declared once at
+/// start, never changed), the stopping flag and, in a `pure_client`, the dispatch to
+/// `routing/default` through a gateway under the client retry policy.
 ///
 /// ## Protocol (untyped actor; `routing_service_actor` is the typed view of it)
 /// | message | answer |
@@ -14,43 +15,51 @@
 /// | `(rs_request_atom, envelope, int64_t timeout_ms)` | as `rs_deliver_atom`, for a request whose sender waits `timeout_ms` for its answer. A request handed on (a `pure_client`: accepted by its gateway; a `silo_host`: handed to the router core) is held until its answer passes this service or its deadline, with its gateway and the silo whose hub took it (`rs_landed_atom`): if one of them departs abruptly first, the request ends at once in one NACK `failed` ("silo {S} departed while the call was in flight; its outcome is unknown", or "... departed after its hub took the request, before the answer left; its outcome is unknown"; docs/behaviour/routing.md#requests-whose-silo-departs) |
 /// | `(mc_gone_atom, silo_address s)` | from the message centre (`mc_watch_atom`): the connection to `s` is lost or `s` is gone. A `pure_client` never chooses `s` as a gateway again (a restart comes with a newer generation) and re-homes if it was the current one; another silo's departure never moves it off its gateway. Every held request `s` had accepted or whose hub `s` hosts is NACKed as above, unless membership showed `s` ShuttingDown (a graceful leave finishes its accepted work and lets its hubs' answers leave) |
 /// | `(rs_landed_atom, std::string id, silo_address at)` | from the router core whose leg landed request `id` at a hub of `at` (another silo): the held request now depends on `at`; if `at` is already known gone, it is NACKed at once. Ignored for an id not held |
-/// | `(rs_register_atom, address, caf::actor handler) -> ok` | registers a local route for the address's host path (SPEC §2.1) |
+/// | `(rs_register_atom, address, caf::actor handler) -> ok` | registers a local route for the
+/// address's host path (docs/behaviour/envelope.md#addresses) |
 /// | `(rs_unregister_atom, address) -> ok` | removes it |
 /// | `(rs_has_route_atom, address) -> bool` | is there a local route for the host path? |
 /// | `(lr_deliver_atom, envelope) -> bool` | `local_route_port_actor` (router_ports.hpp): hand to the local route of the target's host path, `false` if none |
-/// | `(host_stopping_atom) -> ok` | `stopping_recipient_actor` (SPEC §3.7 step 1) |
+/// | `(host_stopping_atom) -> ok` | `stopping_recipient_actor`
+/// (docs/behaviour/lifecycle.md#the-host) |
 /// | `(rs_core_atom, router_core_actor)` | `silo_host`: the co-hosted router core (set once, before traffic) |
 /// | `(rs_role_atom) -> std::string` | the role's name |
 /// | `(rs_set_role_atom, std::string) -> ok` | always refused `config_invalid` ("the process role is declared once at start and cannot change") |
-/// | `(mb_snapshot_atom, membership_snapshot)` | `pure_client`: the gateway list (the active set, SPEC §4.4); every inbound attach is asserted again |
-/// | `(gw_stop_send_atom, silo_address gateway)` | `pure_client`: stop-send from a gateway (SPEC §4.4): avoid it, re-home, re-attach |
+/// | `(mb_snapshot_atom, membership_snapshot)` | `pure_client`: the gateway list (the active set,
+/// docs/behaviour/membership.md#gateways-for-pure-clients); every inbound attach is asserted
+/// again |
+/// | `(gw_stop_send_atom, silo_address gateway)` | `pure_client`: stop-send from a gateway
+/// (docs/behaviour/membership.md#gateways-for-pure-clients): avoid it, re-home, re-attach |
 /// | `(rs_reattach_atom, address path)` | `pure_client`: the pod hub of `path` was deactivated; assert its attach again |
 /// | `(rs_home_atom, silo_address gateway) -> ok` | `pure_client`: home on `gateway` now (connect, re-attach) |
 /// | `(rs_stats_atom) -> routing_service_stats` | the counters below (diagnostics; not part of the typed view) |
 ///
-/// ## Pure-client inbound attach (SPEC §6.2, §4.4, §6.10; `inbound_attach` on)
-/// Every local route whose host address type is in `stream_routed_address_types` is
-/// attached at the client's current gateway: `mc_call(gateway, component::gateway,
-/// (gw_attach_atom, self_silo, host path))`, bounded by placement + response timeout, under
-/// the attach policy (SPEC §7.5: 5 retries, min(250·2ⁿ, 4,000) ms, any transient fault).
-/// The gateway attaches `podhub/{path}` (prefer-local: on the gateway silo) to this client;
-/// the pod hub then hands every delivery to this service as `(lr_deliver_atom, envelope)`
-/// through the message centres (the service is the client's component `client`). An
-/// assertion starts at registration, on every membership snapshot, after every re-homing
-/// and on `rs_reattach`; each has a fresh budget. A refused attach (`false`) is not
-/// retried; a give-up logs one error "inbound attach of {path} gave up after {n}
-/// attempt(s): {fault}". While the **first** assertion of some path is pending, outbound
-/// dispatches wait (in arrival order) and start when no first assertion is pending any
-/// more. Choosing a gateway sends it `gw_connect`. A gateway is dropped (and avoided while
-/// another Active one exists) on stop-send, on `silo_unavailable` / `departed_silo` from an
-/// attach or a dispatch, on a response timeout of an attach or a dispatch (cafmesh goes
-/// further than §4.4: a stalled gateway the failure detector has not caught is left like a
-/// stopping one; the timed-out delivery itself is not re-sent, §7.6), and when it leaves
-/// the active set; the next attempt picks another
-/// and every path is attached there again. Unregistering a route sends `gw_detach` to the
-/// gateway it was attached at. After the stopping signal nothing is attached any more.
+/// ## Pure-client inbound attach (docs/behaviour/routing.md#the-entry,
+/// docs/behaviour/membership.md#gateways-for-pure-clients, docs/behaviour/routing.md#hubs;
+/// `inbound_attach` on) Every local route whose host address type is in
+/// `stream_routed_address_types` is attached at the client's current gateway:
+/// `mc_call(gateway, component::gateway, (gw_attach_atom, self_silo, host path))`, bounded by
+/// placement + response timeout, under the attach policy
+/// (docs/behaviour/classification.md#retry-policies: 5 retries, min(250·2ⁿ, 4,000) ms, any
+/// transient fault). The gateway attaches `podhub/{path}` (prefer-local: on the gateway silo) to
+/// this client; the pod hub then hands every delivery to this service as
+/// `(lr_deliver_atom, envelope)` through the message centres (the service is the client's component
+/// `client`). An assertion starts at registration, on every membership snapshot, after every
+/// re-homing and on `rs_reattach`; each has a fresh budget. A refused attach (`false`) is not
+/// retried; a give-up logs one error "inbound attach of {path} gave up after {n} attempt(s):
+/// {fault}". While the **first** assertion of some path is pending, outbound dispatches wait (in
+/// arrival order) and start when no first assertion is pending any more. Choosing a gateway sends
+/// it `gw_connect`. A gateway is dropped (and avoided while another Active one exists) on
+/// stop-send, on `silo_unavailable` / `departed_silo` from an attach or a dispatch, on a response
+/// timeout of an attach or a dispatch (cafmesh goes further than
+/// docs/behaviour/membership.md#gateways-for-pure-clients: a stalled gateway the failure detector
+/// has not caught is left like a stopping one; the timed-out delivery itself is not re-sent,
+/// docs/behaviour/classification.md#why-a-response-timeout-is-never-resent), and when it leaves the
+/// active set; the next attempt picks another and every path is attached there again. Unregistering
+/// a route sends `gw_detach` to the gateway it was attached at. After the stopping signal nothing
+/// is attached any more.
 ///
-/// Order of checks in `deliver` (SPEC §6.2):
+/// Order of checks in `deliver` (docs/behaviour/routing.md#the-entry):
 /// 1. local route table hit (target reduced to its host address): `(hb_in_atom, envelope)`
 ///    to the handler; no gauge, no size check; also while stopping;
 /// 2. stopping (not in `monolith`): a `silo_host` still hands every continuation of
@@ -66,19 +75,22 @@
 ///    0, (hg_route_atom, envelope, this client's silo)))` through the process's message centre, every attempt
 ///    choosing a gateway from the active set (none: fault `no_compatible_silo`) and bounded
 ///    by placement + response timeout (a timeout is `response_timeout`), retried under the
-///    client policy (SPEC §7.5) while resendable; a gateway answering `silo_unavailable` or
+///    client policy (docs/behaviour/classification.md#retry-policies) while resendable; a gateway
+///    answering `silo_unavailable` or
 ///    `departed_silo`, or whose call ends in a response timeout, is dropped and avoided while
-///    another Active gateway exists (re-homing, SPEC §4.4); every attempt's call carries the
-///    attempt's bound as its time-to-live (message_center.hpp), so it never starts on the
-///    gateway after the client stopped waiting; a dispatch taking longer than
+///    another Active gateway exists (re-homing,
+///    docs/behaviour/membership.md#gateways-for-pure-clients); every attempt's call carries the
+///    attempt's bound as its time-to-live (message_center.hpp), so it never starts on the gateway
+///    after the client stopped waiting; a dispatch taking longer than
 ///    `client.slow_dispatch_log_ms` is logged at info ("slow dispatch"); on final failure,
 ///    if `may_answer`, NACK `shutting_down` "Host is shutting down, cannot route to
 ///    {target}" when stopping at that moment, else `classify(fault)` "Delivery to '{target}'
-///    failed: {fault}"; `monolith` -> the monolith router (SPEC §6.14): on a miss build the
-///    target's hub with the hub factory (deliveries to a hub being built wait in order),
-///    register it as a local route and hand over; while shutting down build nothing and
+///    failed: {fault}"; `monolith` -> the monolith router (docs/behaviour/routing.md#monolith): on
+///    a miss build the target's hub with the hub factory (deliveries to a hub being built wait
+///    in order), register it as a local route and hand over; while shutting down build nothing and
 ///    NACK `shutting_down` "Mesh is shutting down, cannot route to {target}".
-/// Entry NACKs go straight to a local route and are not tracked work (SPEC §6.11 step 3).
+/// Entry NACKs go straight to a local route and are not tracked work
+/// (docs/behaviour/routing.md#nacks).
 
 #include <cstdint>
 #include <deque>
@@ -136,19 +148,24 @@ using routing_service_actor = caf::typed_actor<
 
 /// Settings of one routing service.
 struct routing_service_options {
-  /// `mesh.process_role`, read once here; nothing can change it later (SPEC §1.3).
+  /// `mesh.process_role`, read once here; nothing can change it later
+  /// (docs/architecture.md#process-roles).
   config::process_role role = config::process_role::silo_host;
   /// Process tag: log context and NACK ids `{process}-entry-{n}`.
   std::string process_name = "process";
   /// Sender of the entry's own NACKs; empty: `routing/{process_name}`.
   address self_address;
   std::string mesh_type = "mesh";
-  config::size_section size;      ///< grain-call limit (pure_client, SPEC §9.2)
+  /// grain-call limit (pure_client, docs/behaviour/size-guard.md#limits)
+  config::size_section size;
   config::client_section client;  ///< client retry policy and slow-dispatch log
   int64_t placement_timeout_ms = 30000;      ///< with the next: bound of one client attempt
   int64_t grain_response_timeout_ms = 30000;
-  int64_t placement_timeout_attempts = 2;    ///< SPEC §7.5, every policy
-  uint64_t seed = 1;                         ///< gateway choice (SPEC §4.4, §12.1)
+  /// docs/behaviour/classification.md#retry-policies, every policy
+  int64_t placement_timeout_attempts = 2;
+  /// gateway choice (docs/behaviour/membership.md#gateways-for-pure-clients,
+  /// docs/testing.md#the-simulation-harness)
+  uint64_t seed = 1;
   /// silo_host: the co-hosted router core (may also be set later with `rs_core_atom`).
   router_core_actor core;
   /// pure_client: the process's message centre.
@@ -156,15 +173,18 @@ struct routing_service_options {
   /// monolith: the hub factory (key = the target's rendered host path).
   hub_factory_actor hubs;
   int64_t hub_build_timeout_ms = 30000; ///< monolith: bound of one hub build
-  /// pure_client: attach stream-routed local routes at the gateway (SPEC §6.2). Off by
-  /// default so that hand-built test clients without a gateway part stay unchanged;
+  /// pure_client: attach stream-routed local routes at the gateway
+  /// (docs/behaviour/routing.md#the-entry). Off by default so that hand-built test clients without
+  /// a gateway part stay unchanged;
   /// `spawn_pure_client` turns it on.
   bool inbound_attach = false;
   /// pure_client: this client's silo address (named in `gw_attach` / `gw_connect`).
   silo_address self_silo;
-  /// `routing.stream_routed_address_types` (SPEC §2.1): which local routes are attached.
+  /// `routing.stream_routed_address_types` (docs/behaviour/envelope.md#addresses): which local
+  /// routes are attached.
   std::vector<std::string> stream_routed_address_types{"portal", "client", "cache", "mesh"};
-  config::attach_section attach; ///< attach policy (SPEC §7.5)
+  /// attach policy (docs/behaviour/classification.md#retry-policies)
+  config::attach_section attach;
   /// pure_client: bound of this client's dispatches in progress (`gateway.max_outstanding`,
   /// the most its gateway takes from it); beyond it a delivery is refused at once, before it
   /// is accepted, with one NACK `unavailable` "overloaded" carrying `retry_after_ms`. Without
@@ -181,15 +201,17 @@ struct routing_service_options {
   int64_t channel_pin_ms = 100000;
   /// The process's stream transport (stream_transport.hpp); null: none. Every local route
   /// is subscribed there under its host address (`st_sub_atom`) while it is registered, so
-  /// the stream leg and NACK rung d reach this process's hubs (SPEC §6.5, §6.11, §6.2
-  /// "inbound stream"); re-registering an address moves the subscription to the new handler.
+  /// the stream leg and NACK rung d reach this process's hubs (docs/behaviour/routing.md#legs,
+  /// #nacks, #the-entry "inbound stream"); re-registering an address moves the subscription to the
+  /// new handler.
   stream_transport_actor streams;
   /// pure_client: also receives every stop-send `(gw_stop_send_atom, silo_address)` the
   /// service gets (applications, tests); null: none.
   caf::actor events;
   /// pure_client: told `(ep_event_atom, "suppressed", delivery id, uint8_t verdict, text)`
   /// when the dispatch of an answer-suppressed delivery fails for good (no NACK may carry
-  /// it, SPEC §6.11), as the router core tells its `failure_observer`; null: none.
+  /// it, docs/behaviour/routing.md#nacks), as the router core tells its `failure_observer`;
+  /// null: none.
   caf::actor failure_observer;
 
   /// Options from a whole configuration (role, name, size, client, placement, grain_call,
@@ -241,7 +263,8 @@ typename Inspector::result_type inspect(Inspector& f, routing_service_stats& x) 
            x.drains, x.landings, x.landing_nacks);
 }
 
-/// One inbound path of a pure client (SPEC §6.2 "Pure client inbound attach").
+/// One inbound path of a pure client (docs/behaviour/routing.md#the-entry "Pure client inbound
+/// attach").
 struct inbound_route {
   address addr;                       ///< the registered address
   retry_state retry{retry_policy{}};  ///< the current assertion's budget
@@ -299,7 +322,8 @@ struct routing_service_state {
   std::vector<silo_address> gateways; ///< the active set of the latest snapshot
   silo_address gateway;               ///< current gateway (empty: choose)
   /// Gateways that refused (`silo_unavailable`) or departed: not chosen again while
-  /// another Active gateway exists (SPEC §4.4 "re-homes to another gateway").
+  /// another Active gateway exists (docs/behaviour/membership.md#gateways-for-pure-clients
+  /// "re-homes to another gateway").
   std::set<silo_address> avoided;
   /// Silos whose departure the centre reported: a pure client never chooses them as a
   /// gateway again (a restarted silo has a newer generation, hence another address); a
@@ -338,7 +362,8 @@ struct routing_service_state {
 routing_service_actor spawn_routing_service(caf::actor_system& sys,
                                             routing_service_options opts);
 
-/// The grain id of the routing grain: `routing/default` (SPEC §2.2).
+/// The grain id of the routing grain: `routing/default`
+/// (docs/behaviour/envelope.md#grain-ids-and-grain-types).
 inline grain_id routing_grain_id() { return grain_id{"routing", "default"}; }
 
 } // namespace cafmesh::routing

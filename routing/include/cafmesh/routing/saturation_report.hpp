@@ -1,10 +1,11 @@
 #pragma once
 
 /// @file
-/// The router core's in-flight count and saturation report (SPEC §6.13). A plain
-/// single-threaded class driven by the router core: the owner passes the virtual time in
-/// and logs the events it hands back (`render`, `log_saturation_event`). It measures and
-/// never limits: no call refuses or delays anything.
+/// The router core's in-flight count and saturation report
+/// (docs/behaviour/routing.md#saturation-report-and-refusal-log). A plain single-threaded class
+/// driven by the router core: the owner passes the virtual time in and logs the events it hands
+/// back (`render`, `log_saturation_event`). It measures and never limits: no call refuses or delays
+/// anything.
 
 #include <cstddef>
 #include <cstdint>
@@ -20,13 +21,15 @@
 
 namespace cafmesh::routing {
 
-/// Where an accepted leg stands (SPEC §6.4 step 5, §8.1).
+/// Where an accepted leg stands (docs/behaviour/routing.md#the-router-core,
+/// docs/behaviour/quiescence.md#the-gauge).
 enum class leg_phase : uint8_t {
   queued,     ///< accepted, not started: behind a channel head or waiting for a permit
   dispatched, ///< started (its first asynchronous step was issued)
 };
 
-/// The ages the report is about, at one instant (SPEC §6.13 last bullet).
+/// The ages the report is about, at one instant
+/// (docs/behaviour/routing.md#saturation-report-and-refusal-log last bullet).
 struct in_flight_ages {
   size_t in_flight = 0;                            ///< accepted legs not yet terminated
   std::optional<int64_t> oldest_dispatched_age_ms; ///< since dispatch; none if none dispatched
@@ -37,7 +40,8 @@ struct in_flight_ages {
 /// not dispatched)`; a missing age renders as `none dispatched` / `none queued`.
 std::string render_ages(const in_flight_ages& x);
 
-/// What the monitor asks its owner to log (SPEC §6.13).
+/// What the monitor asks its owner to log
+/// (docs/behaviour/routing.md#saturation-report-and-refusal-log).
 enum class saturation_event_kind : uint8_t {
   report,     ///< the in-flight count reached `saturation_report_count`: one report
   escalation, ///< a review found the oldest dispatched leg at or past `leg_self_bound_ms`
@@ -48,14 +52,16 @@ enum class saturation_event_kind : uint8_t {
 /// One event for the owner to log.
 struct saturation_event {
   saturation_event_kind kind = saturation_event_kind::report;
-  log::level lvl = log::level::warning; ///< warning, or critical (SPEC §6.13)
+  /// warning, or critical (docs/behaviour/routing.md#saturation-report-and-refusal-log)
+  log::level lvl = log::level::warning;
   int64_t at_ms = 0;                    ///< virtual time of the event
   in_flight_ages ages;                  ///< at `at_ms`
   int64_t latched_ms = 0;               ///< for `cleared`: how long the episode lasted
   int64_t leg_self_bound_ms = 0;        ///< the critical age in force
 };
 
-/// The log line for `ev`, with the dispatcher's `queues` (SPEC §6.13):
+/// The log line for `ev`, with the dispatcher's `queues`
+/// (docs/behaviour/routing.md#saturation-report-and-refusal-log):
 /// - report: `routing saturation: {n} leg(s) in flight; {ages}; queues: {snapshot}`
 /// - escalation: `routing saturation critical: oldest dispatched leg in flight {A} ms
 ///   (self bound {B} ms); {n} leg(s) in flight; {ages}; queues: {snapshot}`
@@ -69,7 +75,8 @@ void log_saturation_event(const saturation_event& ev, const queue_snapshot& queu
                           const log::logger& out);
 void log_saturation_event(const saturation_event& ev, const queue_snapshot& queues);
 
-/// In-flight accounting and the saturation latch (SPEC §6.13).
+/// In-flight accounting and the saturation latch
+/// (docs/behaviour/routing.md#saturation-report-and-refusal-log).
 ///
 /// Usage by the router core: `accept` every leg when it is enqueued (stream-routed branch,
 /// `queued`) or admitted (node branch); `dispatched` when the leg reports started;

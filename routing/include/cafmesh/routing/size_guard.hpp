@@ -1,8 +1,9 @@
 #pragma once
 
 /// @file
-/// The size guard (SPEC §9): measuring `payload_json`, the grain-call and stream-block limits,
-/// the one-line refusal log (§9.3) and stripping an oversized NACK echo (§9.4). Pure
+/// The size guard (docs/behaviour/size-guard.md): measuring `payload_json`, the grain-call and
+/// stream-block limits, the one-line refusal log (docs/behaviour/size-guard.md#the-refusal-line)
+/// and stripping an oversized NACK echo (docs/behaviour/size-guard.md#stripping-the-echo). Pure
 /// functions; the caller decides when to check and where to send.
 ///
 /// The NACK codec (the `delivery_failure` JSON text) is nack_codec.hpp.
@@ -21,7 +22,7 @@
 
 namespace cafmesh::routing {
 
-/// Which crossing a payload is checked for (SPEC §9.2).
+/// Which crossing a payload is checked for (docs/behaviour/size-guard.md#limits).
 enum class size_crossing : uint8_t {
   grain_call,   ///< client -> routing grain, router core -> node/pod hub grain: configurable
   stream_block, ///< stream publish: 1,048,576 bytes, fixed
@@ -30,17 +31,20 @@ enum class size_crossing : uint8_t {
 /// Renders `grain_call` or `stream_block`.
 std::string to_string(size_crossing x);
 
-/// The measure (SPEC §9.1): the UTF-8 byte count of `payload_json`, i.e. its `size()`.
-/// Characters are never counted: 400,000 "€" are 1,200,000 bytes.
+/// The measure (docs/behaviour/size-guard.md#what-is-measured): the UTF-8 byte count of
+/// `payload_json`, i.e. its `size()`. Characters are never counted: 400,000 "€" are
+/// 1,200,000 bytes.
 inline int64_t payload_bytes(const envelope& d) {
   return static_cast<int64_t>(d.payload_json.size());
 }
 
-/// Refuse when `bytes >= limit_bytes` (SPEC §9.1: reaching the limit already cannot fit).
+/// Refuse when `bytes >= limit_bytes` (docs/behaviour/size-guard.md#what-is-measured: reaching the
+/// limit already cannot fit).
 constexpr bool refuses_size(int64_t bytes, int64_t limit_bytes) { return bytes >= limit_bytes; }
 
-/// The limit for `crossing` (SPEC §9.2): `cfg.grain_call_body_limit_bytes` (default
-/// 104,857,600, read at each call so a live configuration applies) or the fixed
+/// The limit for `crossing` (docs/behaviour/size-guard.md#limits):
+/// `cfg.grain_call_body_limit_bytes` (default 104,857,600, read at each call so a live
+/// configuration applies) or the fixed
 /// `config::stream_block_limit_bytes` = 1,048,576.
 int64_t size_limit_bytes(size_crossing crossing, const config::size_section& cfg);
 
@@ -74,7 +78,8 @@ std::string utf8_prefix(const std::string& s, size_t max_chars);
 /// The result never contains a raw line break.
 std::string json_quote(const std::string& s);
 
-/// The one refusal line of SPEC §9.3 (logged at error by the caller or `log_size_refusal`):
+/// The one refusal line of docs/behaviour/size-guard.md#the-refusal-line (logged at error by the
+/// caller or `log_size_refusal`):
 /// `size guard: refusing delivery {id} to '{target}' from '{sender}' (payload type {type}):
 /// payload is {bytes} bytes, at or above the {grain-call|stream block} limit of {limit}
 /// bytes; ` then, for the grain-call variant, `an oversized frame would close the shared
@@ -86,27 +91,28 @@ std::string size_refusal_log_line(const envelope& d, const size_check& check);
 /// Logs `size_refusal_log_line` at error on the `routing` logger (exactly one line).
 void log_size_refusal(const envelope& d, const size_check& check);
 
-/// The NACK text for a size refusal (verdict `rejected`, SPEC §9.2): `Delivery to '{target}'
-/// refused: payload of {bytes} bytes is at or above the {grain-call|stream block} limit of
+/// The NACK text for a size refusal (verdict `rejected`, docs/behaviour/size-guard.md#limits):
+/// `Delivery to '{target}' refused: payload of {bytes} bytes is at or above the {grain-call|stream block} limit of
 /// {limit} bytes`.
 std::string size_refusal_message(const envelope& d, const size_check& check);
 
 /// An `oversized` fault carrying `size_refusal_message` as its text.
 fault oversized_fault(const envelope& d, const size_check& check);
 
-/// True if the echo of `d` must be stripped: `payload_bytes(d) >= 1,048,576` (SPEC §9.4).
+/// True if the echo of `d` must be stripped: `payload_bytes(d) >= 1,048,576`
+/// (docs/behaviour/size-guard.md#stripping-the-echo).
 inline bool echo_needs_stripping(const envelope& d) {
   return refuses_size(payload_bytes(d), config::nack_echo_limit_bytes);
 }
 
-/// The stripping note for `payload` (SPEC §9.4):
+/// The stripping note for `payload` (docs/behaviour/size-guard.md#stripping-the-echo):
 /// `{"payloadOmitted":true,"bytes":N,"head":"…"}`, head = `utf8_prefix(payload, 200)`,
 /// JSON-quoted. Always under 4,096 characters.
 std::string echo_note(const std::string& payload);
 
-/// `original` as it is echoed in a NACK (SPEC §9.4): unchanged when its payload is under
-/// 1,048,576 bytes, else with `payload_json` replaced by `echo_note(payload_json)`; `id` and
-/// every other field are kept.
+/// `original` as it is echoed in a NACK (docs/behaviour/size-guard.md#stripping-the-echo):
+/// unchanged when its payload is under 1,048,576 bytes, else with `payload_json` replaced by
+/// `echo_note(payload_json)`; `id` and every other field are kept.
 envelope strip_echo(envelope original);
 
 } // namespace cafmesh::routing

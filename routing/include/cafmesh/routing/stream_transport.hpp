@@ -1,10 +1,11 @@
 #pragma once
 
 /// @file
-/// The stream transport (SPEC §6.5 stream leg, §6.11 rung d, §6.2 inbound stream): one actor
-/// per process through which a hub living in some process can be reached by address, without
-/// a grain. A hub **subscribes** its address at its own process's transport; any process's
-/// transport can then **probe** for a live subscriber and **publish** an envelope to it.
+/// The stream transport (docs/behaviour/routing.md#legs stream leg, docs/behaviour/routing.md#nacks
+/// rung d, docs/behaviour/routing.md#the-entry inbound stream): one actor per process through which
+/// a hub living in some process can be reached by address, without a grain. A hub **subscribes**
+/// its address at its own process's transport; any process's transport can then **probe** for a
+/// live subscriber and **publish** an envelope to it.
 ///
 /// ## Shape
 /// Subscriptions are held where the subscriber lives (no central registry that could be
@@ -14,8 +15,9 @@
 /// frame crosses `sim_network` and runs on the virtual clock, deterministic under the test
 /// coordinator. The transport knows its **peers** (the processes whose transports it asks):
 /// the silos of the latest membership snapshot that have not departed (subscribe the
-/// transport to the process's membership agent; SPEC §4.2), plus processes named at spawn or
-/// with `st_peer_atom` (a gateway names its pure clients) until `st_unpeer_atom`.
+/// transport to the process's membership agent; docs/behaviour/membership.md#snapshots), plus
+/// processes named at spawn or with `st_peer_atom` (a gateway names its pure clients) until
+/// `st_unpeer_atom`.
 ///
 /// - **Probe** `(sp_probe_atom, address) -> bool` (router_ports.hpp): `true` at once if a
 ///   local subscriber of the address is alive; otherwise every peer is asked
@@ -24,7 +26,7 @@
 ///   answering `false` (a departed peer counts as `false`: it serves nobody) answers
 ///   `false`, a definite "none"; a peer that could not answer within the bound leaves the
 ///   answer open, and the probe then fails `response_timeout` (the router counts that, like
-///   its own 10 s bound, as "yes", SPEC §6.5).
+///   its own 10 s bound, as "yes", docs/behaviour/routing.md#legs).
 /// - **Publish** `(sp_publish_atom, address, envelope) -> ok_atom`: the envelope goes to
 ///   every live subscriber of the address: local subscribers get `(hb_in_atom, envelope)`
 ///   (entry_atoms.hpp) at once, every peer gets `(st_deliver_atom, address, envelope) ->
@@ -34,16 +36,17 @@
 ///   subscriber for '{addr}': nothing was published") — a post that reached nobody is never
 ///   reported as done; if some peer did not answer within the bound it fails
 ///   `response_timeout` ("stream post to '{addr}' was not confirmed within 30 s"). The
-///   transport never answers later than its bound (SPEC §6.5: "bounded by the transport's
-///   own 30,000 ms"); the router's 60 s guard sits on top.
+///   transport never answers later than its bound (docs/behaviour/routing.md#legs: "bounded by the
+///   transport's own 30,000 ms"); the router's 60 s guard sits on top.
 /// - **Not started**: before `st_start_atom` the transport answers every probe and publish
 ///   with `lifecycle_misuse` "the stream transport has not started"; the router core turns
-///   that into the composition fault of SPEC §6.5 (NACK `failed` "Routing to '{addr}' failed
-///   before the delivery could be attempted: the stream transport has not started").
-///   Subscriptions are accepted before the start.
+///   that into the composition fault of docs/behaviour/routing.md#legs (NACK `failed` "Routing to
+///   '{addr}' failed before the delivery could be attempted: the stream transport has not
+///   started"). Subscriptions are accepted before the start.
 ///
-/// Addresses are compared by their rendered string (SPEC §2.1); the router probes and
-/// publishes on the target's host address, so a hub subscribes its own (host) address.
+/// Addresses are compared by their rendered string (docs/behaviour/envelope.md#addresses); the
+/// router probes and publishes on the target's host address, so a hub subscribes its own
+/// (host) address.
 ///
 /// ## Protocol (`stream_transport_actor`)
 /// | message | answer | who |
@@ -130,8 +133,8 @@ struct stream_transport_options {
   silo_address self;
   /// The process's message centre; null: local subscribers only (no peers are asked).
   caf::actor centre;
-  /// `routing.stream_transport_timeout_ms` (SPEC §11): the bound of every call to a peer,
-  /// hence of every probe and publish this transport answers.
+  /// `routing.stream_transport_timeout_ms` (examples/config/README.md#keys): the bound of every
+  /// call to a peer, hence of every probe and publish this transport answers.
   int64_t transport_timeout_ms = 30000;
   /// The processes whose transports are asked (more via `st_peer_atom`).
   std::vector<silo_address> peers;

@@ -1,18 +1,18 @@
 #pragma once
 
 /// @file
-/// The delta-sync receiver guard (SPEC §10): `delta_mirror`, a subscriber's copy of state an
-/// owner hub streams as frames `full(v, state)` and `patch(v, ops)`. Plain class, no actors:
-/// the mirror puts what it wants sent (fresh-Full requests, NACKs) into an outbox that the
-/// caller drains with `take_requests()` after each call and carries out itself.
+/// The delta-sync receiver guard (docs/behaviour/sync-guard.md): `delta_mirror`, a subscriber's
+/// copy of state an owner hub streams as frames `full(v, state)` and `patch(v, ops)`. Plain class,
+/// no actors: the mirror puts what it wants sent (fresh-Full requests, NACKs) into an outbox
+/// that the caller drains with `take_requests()` after each call and carries out itself.
 ///
 /// State model: an object of keys, each holding one JSON value as text (`{"a":1}` is
 /// `{"a" -> "1"}`). A patch is a list of operations applied atomically, all or nothing:
 /// - `set(key, value)`    sets `key` to the JSON text `value` (always applies);
 /// - `remove(key)`        removes `key`; does not apply if `key` is absent;
 /// - `test(key, value)`   does not apply unless `key` holds exactly the text `value`.
-/// A frame is *malformed* (its processing fails, SPEC §10 last table row) when a key is
-/// empty or a `set`/`test` value, or a Full's value, is not valid JSON text.
+/// A frame is *malformed* (its processing fails, docs/behaviour/sync-guard.md last table row)
+/// when a key is empty or a `set`/`test` value, or a Full's value, is not valid JSON text.
 
 #include <cstdint>
 #include <map>
@@ -37,7 +37,8 @@ struct sync_op {
   static sync_op test(std::string key, std::string value_json);
 };
 
-/// A frame of one owned stream, stamped with the owner's hub version (SPEC §10).
+/// A frame of one owned stream, stamped with the owner's hub version
+/// (docs/behaviour/sync-guard.md).
 struct sync_frame {
   enum class kind : uint8_t { full, patch };
   kind type = kind::full;
@@ -92,7 +93,7 @@ struct sync_counters {
   uint64_t nacked = 0;              ///< malformed frames NACKed
 };
 
-/// A subscriber's mirror of one owned stream (SPEC §10).
+/// A subscriber's mirror of one owned stream (docs/behaviour/sync-guard.md).
 ///
 /// On frame v with mirror version C: the gate drops v < C silently (one debug line on the
 /// `sync` logger, counted in `stale_dropped`, never re-requested) unless the frame is a Full

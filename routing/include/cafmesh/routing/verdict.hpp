@@ -1,14 +1,15 @@
 #pragma once
 
 /// @file
-/// Delivery states (SPEC §2.6) and NACK verdicts (SPEC §2.7).
+/// Delivery states (docs/behaviour/envelope.md#delivery-states) and NACK verdicts
+/// (docs/behaviour/envelope.md#verdicts).
 
 #include <cstdint>
 #include <string>
 
 namespace cafmesh::routing {
 
-/// Where a delivery stands (SPEC §2.6).
+/// Where a delivery stands (docs/behaviour/envelope.md#delivery-states).
 enum class delivery_state : uint8_t {
   submitted = 0, ///< accepted by a target that processes it later (parked)
   forwarded,     ///< accepted by a router; a leg owns it
@@ -30,7 +31,7 @@ std::string to_string(delivery_state x);
 /// Parses a state's name; answers false (leaving `out` untouched) for an unknown name.
 bool from_string(const std::string& name, delivery_state& out);
 
-/// A NACK's classification (SPEC §2.7).
+/// A NACK's classification (docs/behaviour/envelope.md#verdicts).
 enum class verdict : uint8_t {
   shutting_down = 0, ///< transient: the target or path is leaving; ask again later
   unavailable,       ///< transient: no verdict could be reached
@@ -59,7 +60,7 @@ std::string to_string(verdict x);
 /// Parses a wire name; answers false (leaving `out` untouched) for an unknown name.
 bool from_string(const std::string& name, verdict& out);
 
-/// True for `shutting_down` and `unavailable` (SPEC §2.7 "transient").
+/// True for `shutting_down` and `unavailable` (docs/behaviour/envelope.md#verdicts "transient").
 constexpr bool is_transient_verdict(verdict v) {
   return v == verdict::shutting_down || v == verdict::unavailable;
 }

@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file
-/// The mesh of `cafmesh-client` (issue "The main job", item 2; issue #6): one pure-client
+/// The mesh of `cafmesh-client`: one pure-client
 /// process that joins an EXISTING cluster (`network.primary_host`:`network.primary_port`,
 /// e.g. three `cafmesh-node --app echo` silos), hosts the hubs of its traffic and feeds the
 /// demo driver (`demo_driver`, the run loop of cafmesh-demo: advance at each wake-up,
@@ -19,15 +19,15 @@
 ///
 /// The process runs TWO pure clients (each its own network endpoint on an OS-chosen port,
 /// message centre, membership agent and routing service): the stream-routed hubs register
-/// with the first, which attaches them at its gateway (SPEC §6.2 inbound attach), and every
-/// other sender (the owners) registers with the second. A delivery whose target has a local
-/// route in the sender's own routing service is handed over in-process (SPEC §6.2 step 1);
-/// with two routing services an owner's frame to a portal hub leaves through `routing/default`
-/// at a gateway and comes back through the portal's pod hub, as it would from another
-/// process. (A trace in which one stream-routed hub sends to another is still handed over
-/// in-process.)
+/// with the first, which attaches them at its gateway (docs/behaviour/routing.md#the-entry inbound
+/// attach), and every other sender (the owners) registers with the second. A delivery whose target
+/// has a local route in the sender's own routing service is handed over in-process
+/// (docs/behaviour/routing.md#the-entry); with two routing services an owner's frame to a portal
+/// hub leaves through `routing/default` at a gateway and comes back through the portal's pod hub,
+/// as it would from another process. (A trace in which one stream-routed hub sends to another is
+/// still handed over in-process.)
 
-/// ## What the client can observe (SPEC §6.11, §6.12)
+/// ## What the client can observe (docs/behaviour/routing.md#nacks)
 /// - requests: the response (counted as landed), a NACK or the deadline;
 /// - one-way deliveries to a hub of the client (frames to portal hubs): the landing, or a
 ///   NACK;
@@ -41,8 +41,8 @@
 /// No roll and no faults: the client cannot stop, restart or stall silos
 /// (`client_scenario_errors`). The scenario's `config` section is not used: the client runs
 /// with its own `--config`. A NACK of an owner's frame travels to the sender's node hub
-/// (SPEC §6.11 rung b: `node/Owner/O{i}` is not stream-routed), which the silos' echo
-/// application takes: the client does not see it, and that frame counts as lost.
+/// (docs/behaviour/routing.md#nacks rung b: `node/Owner/O{i}` is not stream-routed), which the
+/// silos' echo application takes: the client does not see it, and that frame counts as lost.
 
 #include <cstdint>
 #include <functional>

@@ -2,7 +2,7 @@
 
 /// @file
 /// The protocol between `cafmesh-demo --processes` and the `cafmesh-node` silo processes it
-/// starts (issues #5, #6: the multi-process mesh), and the node side of it.
+/// starts (the multi-process mesh), and the node side of it.
 ///
 /// ## Start of one silo process
 /// The demo publishes its *control* actor on an OS-chosen loopback port (CAF io, network
@@ -22,13 +22,16 @@
 ///    caf::actor routing, caf::actor link)` (the silo's routing service and network link:
 ///    node hubs send their responses through it; `stall` faults go to the link);
 /// 3. starts its host and tells `sink` `(dm_up_atom, silo, generation, bool ok)`;
-/// 4. runs until its host is torn down (SIGTERM/SIGINT: graceful host stop, SPEC §3.7; a
+/// 4. runs until its host is torn down (SIGTERM/SIGINT: graceful host stop,
+/// docs/behaviour/lifecycle.md#the-host; a
 ///    second signal: non-graceful), then exits 0. The demo sees the stop's end as the exit.
 ///
 /// ## The agent (untyped actor, in the node process)
 /// | message | answer |
 /// |---|---|
-/// | `(dp_spawn_atom, routing::address a)` | a new hub endpoint for `a` in this process, registered as a local route of the silo's routing service (the co-hosted entry, SPEC §6.2) and reporting to `sink`: `caf::actor` |
+/// | `(dp_spawn_atom, routing::address a)` | a new hub endpoint for `a` in this process, registered
+/// as a local route of the silo's routing service (the co-hosted entry,
+/// docs/behaviour/routing.md#the-entry) and reporting to `sink`: `caf::actor` |
 /// | `(dp_claim_atom, routing::address a)` | one-way: claim the pod hub of `a` for this silo (pod-hub claimer) |
 /// | `(dp_stats_atom)` | the silo routing service's counters: `routing::routing_service_stats` |
 

@@ -3,8 +3,9 @@
 /// @file
 /// The demo driver: everything of a cafmesh-demo run except the mesh itself. It consumes the
 /// traffic schedule, hands deliveries to a `mesh_port`, records what the mesh reports in the
-/// outcome ledger, applies landed frames to the receivers' delta mirrors (SPEC §10), reacts
-/// to NACKs as the traffic generators must (SPEC §12.1), runs the roll (stop each silo of
+/// outcome ledger, applies landed frames to the receivers' delta mirrors
+/// (docs/behaviour/sync-guard.md), reacts to NACKs as the traffic generators must
+/// (docs/testing.md#the-simulation-harness), runs the roll (stop each silo of
 /// `roll.order` gracefully, restart it, wait until it is Active, next) and the scenario's
 /// faults, feeds the progress line, and builds the final report.
 ///
@@ -13,7 +14,7 @@
 /// of net_mesh.hpp and client_mesh.hpp implement `mesh_port`.
 ///
 /// Acceptance: the driver records every delivery in the ledger when it hands it to the mesh
-/// (stricter than SPEC's "accepted": a delivery the mesh refuses must still reach one
+/// (stricter than the documented "accepted": a delivery the mesh refuses must still reach one
 /// terminal outcome, the refusal's NACK).
 /// Mirrors: one `routing::delta_mirror` per (target, stream); a frame is applied when it lands;
 /// a stale drop is recorded in the ledger. Their fresh-Full requests are not sent: the owner's
@@ -46,18 +47,19 @@ class mesh_port {
 public:
   virtual ~mesh_port();
 
-  /// Package `d` (payload: `render_payload(d)`, SPEC §2.4 packaging stamps from `d`) and send
-  /// it from its sender hub.
+  /// Package `d` (payload: `render_payload(d)`, docs/behaviour/envelope.md#the-envelope packaging
+  /// stamps from `d`) and send it from its sender hub.
   virtual void submit(const planned_delivery& d) = 0;
 
-  /// Graceful host stop of silo `name` (SPEC §3.7).
+  /// Graceful host stop of silo `name` (docs/behaviour/lifecycle.md#the-host).
   virtual void stop_silo(const std::string& name) = 0;
 
-  /// Start silo `name` again with the next generation (SPEC §2.3).
+  /// Start silo `name` again with the next generation
+  /// (docs/behaviour/envelope.md#silo-addresses-and-activations).
   virtual void restart_silo(const std::string& name) = 0;
 
-  /// Hold every message to and from silo `name` (SPEC §12.1 `stall`); `detected` = the
-  /// failure detector may declare it Dead.
+  /// Hold every message to and from silo `name` (docs/testing.md#the-simulation-harness `stall`);
+  /// `detected` = the failure detector may declare it Dead.
   virtual void stall_silo(const std::string& name, bool detected) = 0;
 
   /// End a stall.
@@ -133,10 +135,10 @@ public:
   /// One event of a hub endpoint's observer (`routing::ep_event_atom`: `kind` `received`,
   /// `response`, `nack`, `deadline`, `duplicate`, `suppressed` or `entry_failed`; `v` the
   /// verdict) passed to the matching `on_*` call. An entry failure is a NACK, or a
-  /// suppressed failure when `answer_suppressed` (its verdict from the text rule, SPEC §7.4,
-  /// when the entry gave `failed`; `unavailable` when the text says "overloaded": the
-  /// entry's admission refusal). Ids ending in `-response` (the responses node hubs send)
-  /// are not scenario deliveries and are ignored.
+  /// suppressed failure when `answer_suppressed` (its verdict from the text rule,
+  /// docs/behaviour/classification.md#results-that-carry-a-verdict, when the entry gave `failed`;
+  /// `unavailable` when the text says "overloaded": the entry's admission refusal). Ids ending in
+  /// `-response` (the responses node hubs send) are not scenario deliveries and are ignored.
   void on_hub_event(const std::string& kind, const std::string& id, routing::verdict v,
                     const std::string& text, bool answer_suppressed, int64_t t_ms);
 

@@ -1,23 +1,25 @@
 #pragma once
 
 /// @file
-/// The outcome ledger (SPEC §12.1 "Outcome ledger", §6.12): per accepted delivery id, what
-/// was sent (kind, sender, target, stream and owner version, accepted time), the terminal
-/// outcomes the sender's outcome tracker passed on, and the landings recorded at targets.
+/// The outcome ledger (docs/testing.md#the-simulation-harness "Outcome ledger",
+/// docs/behaviour/routing.md#nacks): per accepted delivery id, what was sent (kind, sender, target,
+/// stream and owner version, accepted time), the terminal outcomes the sender's outcome tracker
+/// passed on, and the landings recorded at targets.
 /// `summarize()` checks "exactly one terminal outcome" against it and yields the counts the
 /// demo report prints. A plain single-threaded class; the driver feeds it events with
 /// times in ms from one clock (the actor clock, virtual in the simulation).
 ///
-/// Terminal outcomes by kind (SPEC §6.12):
+/// Terminal outcomes by kind (docs/behaviour/routing.md#nacks):
 /// - request: the first of {response, NACK, deadline} the tracker passed on; a landing at
 ///   the target is recorded (latency) but is not the sender's outcome;
 /// - one-way post or stream frame that may be answered: its landing, or its NACK;
 /// - answer-suppressed post (heartbeat): its landing, or the router failure recorded with
-///   its verdict (`suppressed_failure`, SPEC S12.58); a NACK for it is an anomaly;
+///   its verdict (`suppressed_failure`, S12.58); a NACK for it is an anomaly;
 /// - a one-way delivery whose success the sender cannot observe (a pure client's heartbeat
-///   or post to a hub in another process: a landing there sends nothing back, SPEC §6.11,
-///   §6.12) that got no NACK by the end of the run: `unconfirmed` (recorded by the driver at
-///   the end, `demo_driver::mark_unconfirmed`). Counted apart: neither landed nor lost.
+///   or post to a hub in another process: a landing there sends nothing back,
+///   docs/behaviour/routing.md#nacks, docs/behaviour/routing.md#nacks) that got no NACK by the end
+///   of the run: `unconfirmed` (recorded by the driver at the end,
+///   `demo_driver::mark_unconfirmed`). Counted apart: neither landed nor lost.
 /// Checks: lost = accepted with no terminal outcome; more than one terminal outcome (two
 /// landings of one post count too); per-(target, stream) order violations = a frame landing
 /// with version v after a landing of the same stream at that target with version v' > v.
@@ -45,7 +47,7 @@
 
 namespace cafmesh::mainjob {
 
-/// What a delivery is (SPEC §12.1 traffic generators).
+/// What a delivery is (docs/testing.md#the-simulation-harness traffic generators).
 enum class delivery_kind : uint8_t {
   request, ///< expects a response; tracked with a deadline
   post,    ///< one-way post (heartbeats are answer-suppressed posts)
@@ -60,12 +62,14 @@ bool from_string(const std::string& name, delivery_kind& out);
 
 /// One accepted delivery as the ledger records it.
 struct accepted_delivery {
-  std::string id;               ///< the envelope id (SPEC §2.4); unique per delivery
+  /// the envelope id (docs/behaviour/envelope.md#the-envelope); unique per delivery
+  std::string id;
   delivery_kind kind = delivery_kind::post;
   std::string sender;           ///< rendered address
   std::string target;           ///< rendered address
   std::string stream;           ///< frames: the ordering key; empty otherwise
-  uint64_t version = 0;         ///< frames: the owner-stamped version (SPEC §10)
+  /// frames: the owner-stamped version (docs/behaviour/sync-guard.md)
+  uint64_t version = 0;
   bool answer_suppressed = false;
   std::string origin;           ///< where the sender hub lives, e.g. `client:1`, `silo:A`
   int64_t accepted_ms = 0;
@@ -134,15 +138,18 @@ struct ledger_summary {
   /// (a NACK or suppressed failure whose text says "timed out" or "expired") or by the end
   /// of the silo the call went through ("outcome is unknown": killed, or stopped
   /// non-gracefully, while the call was in flight): the answer was held or lost after the
-  /// landing. SPEC §7.6: "the callee may already hold the delivery"; the landing is the
-  /// outcome, the sender's failure is its one report, so these do not count in
+  /// landing. docs/behaviour/classification.md#why-a-response-timeout-is-never-resent: "the callee
+  /// may already hold the delivery"; the landing is the outcome, the sender's failure is its one
+  /// report, so these do not count in
   /// `multiple_terminal`. Any other second outcome does.
   uint64_t landed_then_timed_out = 0;
   std::vector<std::string> landed_then_timed_out_ids;
-  uint64_t duplicates_dropped = 0; ///< later outcomes the senders' trackers dropped (§6.12)
+  /// later outcomes the senders' trackers dropped (docs/behaviour/routing.md#nacks)
+  uint64_t duplicates_dropped = 0;
   uint64_t order_violations = 0;
   std::vector<order_violation> order_violation_samples;
-  uint64_t stale_drops = 0;        ///< frames the receivers' guards dropped as stale (§10)
+  /// frames the receivers' guards dropped as stale (docs/behaviour/sync-guard.md)
+  uint64_t stale_drops = 0;
   uint64_t unknown_outcomes = 0;   ///< outcomes or landings for ids never accepted
   uint64_t duplicate_accepts = 0;  ///< `accept` for an id already accepted
   uint64_t nacks_on_suppressed = 0; ///< NACKs for answer-suppressed deliveries (never allowed)
@@ -249,10 +256,11 @@ public:
   /// of the run (see the file comment): terminal outcome `unconfirmed`.
   void unconfirmed(const std::string& id, int64_t t_ms);
 
-  /// A sender's tracker dropped a later outcome for `id` (SPEC §6.12).
+  /// A sender's tracker dropped a later outcome for `id` (docs/behaviour/routing.md#nacks).
   void duplicate_dropped(const std::string& id, int64_t t_ms);
 
-  /// A receiver's guard dropped frame `version` of `stream` at `target` as stale (SPEC §10).
+  /// A receiver's guard dropped frame `version` of `stream` at `target` as stale
+  /// (docs/behaviour/sync-guard.md).
   void stale_dropped(const std::string& target, const std::string& stream, uint64_t version,
                      int64_t t_ms);
 
@@ -297,7 +305,8 @@ private:
     uint8_t terminals = 0;       ///< terminal outcomes, counted up to 3
     outcome_kind first = outcome_kind::landed;
     /// The second terminal outcome is a NACK or suppressed failure `failed` whose text says
-    /// "timed out" or "expired" (with a first landing: the SPEC §7.6 ambiguity).
+    /// "timed out" or "expired" (with a first landing: the
+    /// docs/behaviour/classification.md#why-a-response-timeout-is-never-resent ambiguity).
     bool second_timed_out_failure = false;
   };
   using record_map = std::unordered_map<std::string, record>;

@@ -30,8 +30,9 @@ namespace cafmesh::mainjob {
 /// bool starting, int32_t stage)`: the probe saw that stage of that silo start or stop.
 using mp_stage_atom = caf::atom_constant<caf::atom("mpstage")>;
 
-/// Spawns a lifecycle observer (SPEC §3.2) that answers every start and stop at once and
-/// tells `sink` about it. Subscribe it at the stages to watch (one actor may serve several).
+/// Spawns a lifecycle observer (docs/behaviour/lifecycle.md#the-lifecycle-subject) that answers
+/// every start and stop at once and tells `sink` about it. Subscribe it at the stages to watch (one
+/// actor may serve several).
 lifecycle::lifecycle_observer_actor spawn_stage_probe(caf::actor_system& sys, caf::actor sink,
                                                       std::string silo, uint64_t generation);
 
@@ -46,9 +47,9 @@ caf::actor spawn_app_hub(caf::actor_system& sys, routing::address self_address,
 /// The application's hubs by node prefix (`Org/N3` -> the hub of `node/Org/N3`).
 using hub_map = std::map<std::string, caf::actor>;
 
-/// Spawns a hub factory (`hf_build_atom`, SPEC §6.9) answering the hub of `hubs` for a key,
-/// or `not_found` ("the application has no hub '{key}'"). The map is read when asked: fill
-/// it before traffic starts, never change it after.
+/// Spawns a hub factory (`hf_build_atom`, docs/behaviour/routing.md#hubs) answering the hub of
+/// `hubs` for a key, or `not_found` ("the application has no hub '{key}'"). The map is read when
+/// asked: fill it before traffic starts, never change it after.
 routing::hub_factory_actor spawn_hub_map_factory(caf::actor_system& sys,
                                                  std::shared_ptr<const hub_map> hubs);
 
@@ -56,9 +57,9 @@ routing::hub_factory_actor spawn_hub_map_factory(caf::actor_system& sys,
 /// routing service (set it before the silo starts).
 using mp_routing_atom = caf::atom_constant<caf::atom("mprouting")>;
 
-/// Spawns the hub factory of `cafmesh-node --app echo` (SPEC §6.9): for every key it is
-/// asked for (`node/{key}`), on the first request, a `routing::hub_endpoint` with `respond`
-/// on (a delivery handed over that may be answered, e.g. a request, is answered with a
+/// Spawns the hub factory of `cafmesh-node --app echo` (docs/behaviour/routing.md#hubs): for every
+/// key it is asked for (`node/{key}`), on the first request, a `routing::hub_endpoint` with
+/// `respond` on (a delivery handed over that may be answered, e.g. a request, is answered with a
 /// response envelope sent to its sender through the routing service), registered as a
 /// local route of the routing service given by `mp_routing_atom`; later requests for the
 /// key answer the same hub. Before the routing

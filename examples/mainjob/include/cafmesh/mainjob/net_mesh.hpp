@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file
-/// The in-process mesh of cafmesh-demo (issue "The main job", item 3): the scenario's silos,
+/// The in-process mesh of cafmesh-demo: the scenario's silos,
 /// each its own CAF actor system whose message centre talks to the others over loopback TCP
 /// through the io middleman (`lifecycle::silo_builder` with `network()`), plus one pure-client actor system,
 /// all in this process, driven by `demo_driver` in wall-clock time.
@@ -24,12 +24,13 @@
 ///   hub of its own. Every silo-to-silo and client-to-gateway message crosses TCP.
 ///
 /// ## Hubs and homes
-/// Owner hubs send their frames through the co-hosted entry (SPEC §6.2) of a home silo
-/// (owner i starts on silo i % n), where they are registered as local routes. When a silo
-/// is stopped its owner hubs hold their frames until the silo's stage Active has stopped
+/// Owner hubs send their frames through the co-hosted entry (docs/behaviour/routing.md#the-entry)
+/// of a home silo (owner i starts on silo i % n), where they are registered as local routes. When
+/// a silo is stopped its owner hubs hold their frames until the silo's stage Active has stopped
 /// (the quiescence hold released: every leg the old home accepted has ended) and then move,
 /// so a stream's frames never enter two router cores at once and per-stream order holds
-/// across the move (SPEC §6.8, §10). A killed silo's owners move at once.
+/// across the move (docs/behaviour/routing.md#the-ordered-dispatcher,
+/// docs/behaviour/sync-guard.md). A killed silo's owners move at once.
 ///
 /// ## `--processes`
 /// `run_processes` runs the same driver on a mesh whose silos are `cafmesh-node` processes
@@ -76,7 +77,7 @@ struct run_settings {
 /// within 30 s): the reason is printed on standard error and no traffic was sent.
 std::optional<report> run_in_process(const scenario& s, const run_settings& rs);
 
-/// Runs scenario `s` on the multi-process mesh (`cafmesh-demo --processes`, issues #5/#6):
+/// Runs scenario `s` on the multi-process mesh (`cafmesh-demo --processes`):
 /// every silo is a `cafmesh-node` process started from `node_binary` (demo_process.hpp; its
 /// configuration file and output go to a fresh `/tmp/cafmesh-demo-*` directory, removed
 /// after a clean run), this process is the pure client: it hosts the oracle (the primary),

@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file
-/// The demo's live progress line (issue "The main job" item 3): rate, in flight, delivered,
+/// The demo's live progress line: rate, in flight, delivered,
 /// NACKed by verdict, and which silo is rolling at which lifecycle stage. On a terminal the
 /// line rewrites itself (`\r` ... erase to end of line); otherwise it is printed as plain
 /// periodic lines. Rendering only: the driver decides when to call it.

@@ -1,16 +1,17 @@
 #pragma once
 
 /// @file
-/// The final report of cafmesh-demo (issue "The main job" item 3): a table for people and a
+/// The final report of cafmesh-demo: a table for people and a
 /// JSON document for tools (schema `cafmesh.demo.report/1`, documented in
 /// examples/mainjob/REPORT.md), and the exit-code rule.
 ///
 /// Checks, in this order. Fixed (every scenario): `lost = 0`, `order violations = 0`,
 /// `stale frames dropped = 0`, `one terminal outcome per delivery` (no delivery with two or
-/// more), `no NACK for an answer-suppressed delivery` (SPEC §2.4), and when measured
-/// `every mirror ends equal to its owner` (SPEC S12.58) and `routing/default calls from
-/// co-hosted entries = 0` (SPEC §6.2, `report_input::entries`) and `every rolled node
-/// process exited 0` (`report_input::node_exits`). Then the scenario's
+/// more), `no NACK for an answer-suppressed delivery` (docs/behaviour/envelope.md#the-envelope),
+/// and when measured
+/// `every mirror ends equal to its owner` (S12.58) and `routing/default calls from
+/// co-hosted entries = 0` (docs/behaviour/routing.md#the-entry, `report_input::entries`) and `every
+/// rolled node process exited 0` (`report_input::node_exits`). Then the scenario's
 /// `expect` section: `NACKed {verdict} <= {n}` per `max_nacked` entry, `NACKed {verdict} >=
 /// {n}` per `min_nacked` entry, `request chains exhausted <= {n}`, and
 /// `no NACK text contains "{text}"` per forbidden text, `requests ended by their deadline <=
@@ -45,11 +46,15 @@ inline constexpr int usage = 2;          ///< bad command line, configuration, s
 /// One silo's graceful stop during the roll, as measured by the driver.
 struct silo_stop_record {
   std::string name;                 ///< scenario silo name, e.g. `A`
-  uint64_t generation_before = 0;   ///< generation that was stopped (SPEC §2.3)
+  /// generation that was stopped (docs/behaviour/envelope.md#silo-addresses-and-activations)
+  uint64_t generation_before = 0;
   std::optional<uint64_t> generation_after; ///< generation of the restart, none if not restarted
   int64_t stop_started_ms = 0;      ///< when the stopping signal was sent, since traffic start
-  std::optional<int64_t> quiescence_hold_ms; ///< how long the quiescence participant held (§8.2)
-  std::optional<int64_t> stop_duration_ms;   ///< stopping signal -> host stop complete (§3.7)
+  /// how long the quiescence participant held
+  /// (docs/behaviour/quiescence.md#the-participant-at-stage-active)
+  std::optional<int64_t> quiescence_hold_ms;
+  /// stopping signal -> host stop complete (docs/behaviour/lifecycle.md#the-host)
+  std::optional<int64_t> stop_duration_ms;
   uint64_t landed_while_out = 0; ///< deliveries landed (or answered) from the stopping signal until the new generation was Active
   /// When the restarted generation reported Active, since traffic start; none if it never did.
   std::optional<int64_t> active_again_ms;
@@ -64,8 +69,9 @@ struct silo_stop_record {
   }
 };
 
-/// One sender entry of the mesh as its process counted it (SPEC §6.2): the routing service a
-/// group of origins sent through, with two of its counters (`routing_service_stats`).
+/// One sender entry of the mesh as its process counted it (docs/behaviour/routing.md#the-entry):
+/// the routing service a group of origins sent through, with two of its counters
+/// (`routing_service_stats`).
 struct entry_use {
   std::string process;  ///< e.g. `silo A gen 1764465600123` or `client-1`
   std::string origins;  ///< ledger origins that send through it, e.g. `grain` or `client:1`
@@ -90,12 +96,13 @@ struct report_input {
   traffic_counters traffic;
   std::vector<silo_stop_record> silos;
   expectation expect;
-  /// Receivers' mirrors whose final version or state differs from their owner's (SPEC S12.58
+  /// Receivers' mirrors whose final version or state differs from their owner's (S12.58
   /// "every mirror ... ends equal to its owner's state"); none when not measured.
   std::optional<uint64_t> mirrors_diverged;
   /// Every sender entry, measured in its process (`cafmesh-demo --processes`); empty when not
   /// measured. With a `co-hosted` one the check `routing/default calls from co-hosted
-  /// entries = 0` is added (SPEC §6.2: co-hosted hubs never place routing/default).
+  /// entries =
+  /// 0` is added (docs/behaviour/routing.md#the-entry: co-hosted hubs never place routing/default).
   std::vector<entry_use> entries;
   /// `cafmesh-demo --processes`: node processes stopped by the roll (SIGTERM) that exited
   /// during the run, and how many of them did not exit 0; none when not measured. When

@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file
-/// The main job's scenario model (issue "The main job", items 3–4): what cafmesh-demo and
+/// The main job's scenario model: what cafmesh-demo and
 /// cafmesh-client run — topology, traffic mix and rate, the rolling restart, injected faults,
 /// configuration overrides and the stated expected outcome. Loaded from JSON with strict
 /// validation; examples/README.md ("Scenarios") documents every key, and the files there are the
@@ -28,14 +28,16 @@ namespace cafmesh::mainjob {
 /// Where the portal hubs (stream subscribers, request and heartbeat senders) live.
 enum class sender_placement : uint8_t {
   pure_client, ///< in the pure-client process(es)
-  co_hosted,   ///< in the silo processes, using the co-hosted routing entry (SPEC §6.2)
+  /// in the silo processes, using the co-hosted routing entry (docs/behaviour/routing.md#the-entry)
+  co_hosted,
   both,        ///< even portal hubs co-hosted, odd ones in pure clients
 };
 
 /// Renders `pure_client`, `co_hosted` or `both`.
 std::string to_string(sender_placement x);
 
-/// Relative weights of the three kinds of paced traffic (SPEC §12.1 "Traffic generators").
+/// Relative weights of the three kinds of paced traffic (docs/testing.md#the-simulation-harness
+/// "Traffic generators").
 struct traffic_weights {
   int64_t frame = 80;     ///< node-stream frames, owner hub -> pod-hub subscribers
   int64_t heartbeat = 10; ///< one-way, answer-suppressed, no key
@@ -50,8 +52,9 @@ struct payload_sizes {
 };
 
 /// One burst (`traffic.bursts`): `count` requests from the portal hubs to the node hubs,
-/// spread evenly over `within_ms` from `at_ms` (SPEC §5.6 "a busy cluster": 331 deliveries
-/// within about 50 ms). Delivery k of a burst (k from 0) is due at
+/// spread evenly over `within_ms` from `at_ms`
+/// (docs/behaviour/directory-and-placement.md#the-incidents-behind-this-design "a busy cluster":
+/// 331 deliveries within about 50 ms). Delivery k of a burst (k from 0) is due at
 /// `at_ms + k * within_ms / count`, from portal hub `k % portal_hubs` to node hub
 /// `k % node_hubs`; bursts are on top of the paced rate and draw no random numbers.
 struct burst_spec {
@@ -70,8 +73,10 @@ struct traffic_spec {
   sender_placement senders = sender_placement::pure_client;
   traffic_weights weights;
   payload_sizes payload_bytes;
-  int64_t request_deadline_ms = 30000; ///< the sender's deadline per request delivery (SPEC §6.12)
-  int64_t request_max_resends = 5;     ///< re-sends after shutting_down / unavailable (SPEC §12.1)
+  /// the sender's deadline per request delivery (docs/behaviour/routing.md#nacks)
+  int64_t request_deadline_ms = 30000;
+  /// re-sends after shutting_down / unavailable (docs/testing.md#the-simulation-harness)
+  int64_t request_max_resends = 5;
   /// Re-sends of one delivery the entry refused as overloaded (verdict `unavailable`, text
   /// "overloaded"), each after the refusal's `retry_after_ms`; the refusal after the last
   /// one ends the chain (counted in `overload_resends_exhausted`).
@@ -92,11 +97,12 @@ struct roll_step_spec {
   }
 };
 
-/// Section `roll`: each silo in `order` in turn is stopped gracefully (SPEC §3.7) and
-/// restarted with the next generation (SPEC §2.3). Silo i+1 is stopped `interval_ms` after
-/// silo i's new incarnation is Active; a silo restarts `restart_delay_ms` after its stop
-/// completed. An empty `order` means no sequential roll. `steps` instead gives each stop
-/// its own start time, so stops may overlap (`order` and `steps` are not used together).
+/// Section `roll`: each silo in `order` in turn is stopped gracefully
+/// (docs/behaviour/lifecycle.md#the-host) and restarted with the next generation
+/// (docs/behaviour/envelope.md#silo-addresses-and-activations). Silo i+1 is stopped `interval_ms`
+/// after silo i's new incarnation is Active; a silo restarts `restart_delay_ms` after its stop
+/// completed. An empty `order` means no sequential roll. `steps` instead gives each stop its own
+/// start time, so stops may overlap (`order` and `steps` are not used together).
 struct roll_spec {
   std::vector<std::string> order;  ///< silo names; repeats allowed
   std::vector<roll_step_spec> steps; ///< independent stops; each silo at most once
@@ -107,8 +113,8 @@ struct roll_spec {
 
 /// One injected fault (`faults` array), by `kind`:
 /// - `stall`: every message to the silo and from its actors is held from `at_ms` for
-///   `for_ms` (SPEC §12.1 fault injection); an undetected stall is never declared Dead by
-///   the failure detector (SPEC §4.3, S12.59);
+///   `for_ms` (docs/testing.md#the-simulation-harness fault injection); an undetected stall is
+///   never declared Dead by the failure detector (docs/behaviour/membership.md#leaving, S12.59);
 /// - `kill`: the silo ends at `at_ms` without a lifecycle stop (a crash, `kill -9` of its
 ///   process); with `restart_after_ms` it starts again with the next generation that long
 ///   after the kill;
@@ -133,7 +139,7 @@ struct expectation {
   std::vector<std::string> forbidden_nack_texts; ///< no NACK message may contain any of these
   /// Every NACK (and suppressed failure) with this verdict must contain one of these texts,
   /// e.g. `failed` -> {"timed out", "expired"}: the only failures allowed are response
-  /// timeouts (SPEC §7.6).
+  /// timeouts (docs/behaviour/classification.md#why-a-response-timeout-is-never-resent).
   std::map<routing::verdict, std::vector<std::string>> required_nack_texts;
   /// At most this many requests may end by their deadline (0 for a healthy graceful roll:
   /// every request is answered or NACKed).
@@ -153,7 +159,8 @@ struct scenario {
   std::string name;             ///< required, non-empty
   std::string description;
   std::string expected_outcome; ///< required, non-empty: the outcome the scenario states
-  uint64_t seed = 42;           ///< seeds the traffic generator (SPEC §12.1 determinism rules)
+  /// seeds the traffic generator (docs/testing.md#the-simulation-harness determinism rules)
+  uint64_t seed = 42;
   int64_t duration_s = 60;      ///< paced traffic lasts this long; >= 1
   int64_t rate_per_s = 2000;    ///< paced deliveries per second; 1 .. 1,000,000
   std::vector<std::string> silos{"A", "B", "C"}; ///< `topology.silos`: distinct names

@@ -1,13 +1,13 @@
 #pragma once
 
 /// @file
-/// Trace files for cafmesh-client (issue "The main job" item 2): JSON lines, one delivery
+/// Trace files for cafmesh-client: JSON lines, one delivery
 /// per line, replayed at their times. Every line is an object with exactly these keys:
 ///
 /// | key | value |
 /// |---|---|
 /// | `t_ms` | integer >= 0, ms since the replay started; never less than the line before |
-/// | `sender` | address `type/id` (SPEC §2.1) of the sending hub |
+/// | `sender` | address `type/id` (docs/behaviour/envelope.md#addresses) of the sending hub |
 /// | `target` | address of the target |
 /// | `stream` | ordering key: non-empty for `frame`, `""` for every other kind |
 /// | `payload_bytes` | integer 0 .. 1048575: least payload size |

@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file
-/// The traffic generator model (SPEC §12.1 "Traffic generators", issue "The main job" item 3):
+/// The traffic generator model (docs/testing.md#the-simulation-harness "Traffic generators"):
 /// a deterministic, paced schedule of deliveries plus the generators' reactions to outcomes.
 ///
 /// Paced schedule. Slot i (from 0) is due at t_ms = floor(i * 1000 / rate_per_s); each
@@ -13,7 +13,7 @@
 /// with `next() % (frame + heartbeat + request weights)` (frame first, then heartbeat, then
 /// request) from one `std::mt19937_64` seeded with `seed ^ fnv1a64("traffic")`:
 /// - frame: stream `next() % streams`; the owner steps that stream's clock (`owner_streams`,
-///   one step per message, SPEC §10) and sends the patch to every subscriber,
+///   one step per message, docs/behaviour/sync-guard.md) and sends the patch to every subscriber,
 ///   one delivery (one slot) each, in subscriber order;
 /// - heartbeat: portal hub `next() % portal_hubs` -> node hub `next() % node_hubs`, one-way,
 ///   answer-suppressed, no ordering key;
@@ -22,7 +22,8 @@
 ///
 /// Reactions (`on_outcome`), on top of the paced rate, each due `reaction_delay_ms(n)` after
 /// the NACK for the n-th reaction of its chain (250, 500, 1,000, 2,000, 4,000 ms: the attach
-/// policy of SPEC §7.5, so that a chain outlives a silo's restart):
+/// policy of docs/behaviour/classification.md#retry-policies, so that a chain outlives a silo's
+/// restart):
 /// - a frame NACKed with a transient verdict (shutting_down, unavailable): the owner sends
 ///   that subscriber a fresh `full` at the stream's current version and state, instead of
 ///   re-sending the frame (one per NACK), at most `request_max_resends` Fulls in a row for
@@ -70,7 +71,7 @@ struct planned_delivery {
   std::string sender;           ///< rendered address
   std::string target;           ///< rendered address
   std::string origin;           ///< where the sender lives (`portal_origin`), `grain` for owners
-  std::string stream;           ///< frames: ordering key (SPEC §2.4)
+  std::string stream;           ///< frames: ordering key (docs/behaviour/envelope.md#the-envelope)
   bool answer_suppressed = false; ///< heartbeats
   int64_t payload_bytes = 0;    ///< least payload size
   std::string payload_type;     ///< `demo.frame`, `demo.heartbeat`, `demo.request`, `demo.post`
@@ -157,8 +158,9 @@ struct traffic_counters {
 };
 
 /// The owners' stream clocks, keyed by (owner address, stream id): one monotonic version
-/// per owned stream and the owner's state (SPEC §10). A stream starts at version 0 with an
-/// empty state; every `step` is one message: version + 1, then `set("k{v % 8}", "{v}")`.
+/// per owned stream and the owner's state (docs/behaviour/sync-guard.md). A stream starts at
+/// version 0 with an empty state; every `step` is one message: version + 1, then
+/// `set("k{v % 8}", "{v}")`.
 class owner_streams {
 public:
   /// Steps the stream's clock and answers the patch of the new version.

@@ -30,7 +30,8 @@ struct reply {
   /// Answered without an error.
   bool ok() const { return done && !err; }
 
-  /// The fault code of an error answer (SPEC §2.10 translation for CAF's own codes).
+  /// The fault code of an error answer (docs/behaviour/classification.md#faults-and-caf-errors
+  /// translation for CAF's own codes).
   mesh_errc code() const { return to_fault(err).code; }
 };
 

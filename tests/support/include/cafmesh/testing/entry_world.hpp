@@ -239,12 +239,12 @@ struct join_hold_state {
 };
 
 /// The stage the join hold observes: after ApplicationServices (the routing actors are
-/// ready) and before BecomeActive publishes Active (SPEC §3.5).
+/// ready) and before BecomeActive publishes Active (docs/behaviour/lifecycle.md#stages).
 inline constexpr lifecycle::stage join_hold_stage = lifecycle::stages::application_services + 1;
 
-/// A lifecycle observer (SPEC §3.4) whose start answers only once `hold_release_atom`
-/// arrived: the silo's start waits there, joined (Joining) and not yet Active, its gateway
-/// not yet open; released, the start goes on to BecomeActive and Active.
+/// A lifecycle observer (docs/behaviour/lifecycle.md#the-lifecycle-subject) whose start answers
+/// only once `hold_release_atom` arrived: the silo's start waits there, joined (Joining) and not
+/// yet Active, its gateway not yet open; released, the start goes on to BecomeActive and Active.
 inline caf::behavior join_hold(caf::stateful_actor<join_hold_state>* self) {
   return {
     [=](lifecycle::start_stage_atom, lifecycle::stage) {
@@ -301,9 +301,11 @@ struct entry_silo_options {
   bool gateway_proxy = false; ///< `silo_options::wrap_gateway` with a `gateway_proxy`
   int64_t hub_build_delay_ms = 0; ///< `test_hub_factory_state::delay_ms`
   int64_t idle_deactivation_ms = 0; ///< `silo_options::idle_deactivation_ms` (0: off)
-  bool bypass = true; ///< `directory.stateless_worker_bypass` (SPEC §5.3)
-  /// `silo_options::per_channel_fifo` (SPEC §6.8); false only for the S12.57 negative
-  /// control.
+  /// `directory.stateless_worker_bypass`
+  /// (docs/behaviour/directory-and-placement.md#the-stateless-worker-bypass)
+  bool bypass = true;
+  /// `silo_options::per_channel_fifo` (docs/behaviour/routing.md#the-ordered-dispatcher); false
+  /// only for the S12.57 negative control.
   bool per_channel_fifo = true;
 };
 
@@ -474,12 +476,14 @@ public:
   }
 
   /// Homes pure client `c` on gateway `s` (the client keeps it while it stays Active and
-  /// does not refuse; SPEC §4.4). Must be a silo of the latest active set.
+  /// does not refuse; docs/behaviour/membership.md#gateways-for-pure-clients). Must be a silo of
+  /// the latest active set.
   void home(const client_process& c, const silo_address& s) {
     testing::fixture::state_of<routing_service_state>(c.routing).gateway = s;
   }
 
-  /// The active set as silo `s`'s placement sees it (the ring's members, SPEC §5.1).
+  /// The active set as silo `s`'s placement sees it (the ring's members,
+  /// docs/behaviour/directory-and-placement.md#who-owns-a-grain-id).
   std::vector<silo_address> active_set(const silo_address& s) {
     return placement_of(s).view.active_set();
   }

@@ -1,9 +1,9 @@
 #pragma once
 
 /// @file
-/// A throwaway etcd cluster for tests and demos (docs/behaviour/membership.md#the-etcd-
-/// provider): `n` members started as child processes of this one (Debian's `etcd`
-/// executable on the PATH), on free loopback ports, each with its own data directory under
+/// A throwaway etcd cluster for tests and demos
+/// (docs/behaviour/membership.md#the-etcd-provider): `n` members started as child processes of
+/// this one (Debian's `etcd` executable on the PATH), on free loopback ports, each with its own data directory under
 /// one temporary directory that the destructor removes with the members.
 
 #include <chrono>

@@ -1,7 +1,8 @@
 #pragma once
 
 /// @file
-/// The deterministic test bed (SPEC §12.1 run loop): one CAF actor system on CAF 0.17's
+/// The deterministic test bed (docs/testing.md#the-simulation-harness run loop): one CAF actor
+/// system on CAF 0.17's
 /// `test_coordinator` with a virtual clock, a log capture stamped with virtual time, and a
 /// teardown that never hangs in `~actor_system` (docs/caf-notes.md "Shutdown").
 
@@ -56,10 +57,10 @@ public:
   /// The due time (virtual ms) of the earliest pending timeout, or -1 if none.
   int64_t next_timeout_ms() const;
 
-  /// The SPEC §12.1 run loop: run ready actors; when none is ready and `pred` does not
-  /// hold, fire the earliest timeout. Answers true once `pred` holds, false if it still does
-  /// not hold when virtual time would pass `now + cap` or nothing is left to do (then the
-  /// clock stays at or before the cap).
+  /// The docs/testing.md#the-simulation-harness run loop: run ready actors; when none is ready and
+  /// `pred` does not hold, fire the earliest timeout. Answers true once `pred` holds, false if it
+  /// still does not hold when virtual time would pass `now + cap` or nothing is left to do
+  /// (then the clock stays at or before the cap).
   [[nodiscard]] bool run_until(const std::function<bool()>& pred,
                                std::chrono::milliseconds cap = std::chrono::hours(1));
 

@@ -1,9 +1,9 @@
 #pragma once
 
 /// @file
-/// The membership table's contract as doctest checks (docs/behaviour/membership.md#the-
-/// membership-table), run against every provider: the in-process table in the unit suite,
-/// etcd in the integration suite. A user who writes a provider of their own runs it too:
+/// The membership table's contract as doctest checks
+/// (docs/behaviour/membership.md#the-membership-table), run against every provider: the
+/// in-process table in the unit suite, etcd in the integration suite. A user who writes a provider of their own runs it too:
 /// `cafmesh::testing::check_membership_table_contract(my_table)` in a doctest case, on an
 /// empty table.
 

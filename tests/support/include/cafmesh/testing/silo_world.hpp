@@ -1,12 +1,14 @@
 #pragma once
 
 /// @file
-/// Test world of whole silos (SPEC §12.1): N silos built by `spawn_silo` (every per-silo
-/// actor, the lifecycle subject with the SPEC §3.5 wiring, and the host), plus pure clients,
-/// on one fixture with one `sim_network` and one membership oracle. Per silo: start, kill,
-/// stop(graceful) through the host, restart with the next generation. The lifecycle trace is
-/// the fixture's log capture (every line with its virtual ms); `trace_of(silo)` keeps the
-/// lines of one silo. Part of cafmesh::testing (installed): link it to test an application's grains and hubs on whole simulated silos.
+/// Test world of whole silos (docs/testing.md#the-simulation-harness): N silos built by
+/// `spawn_silo` (every per-silo actor, the lifecycle subject with the
+/// docs/behaviour/lifecycle.md#stages wiring, and the host), plus pure clients, on one fixture with
+/// one `sim_network` and one membership oracle. Per silo: start, kill, stop(graceful) through the
+/// host, restart with the next generation. The lifecycle trace is the fixture's log capture (every
+/// line with its virtual ms); `trace_of(silo)` keeps the lines of one silo. Part of
+/// cafmesh::testing (installed): link it to test an application's grains and hubs on whole
+/// simulated silos.
 
 #include <cstdint>
 #include <deque>
@@ -43,7 +45,8 @@ struct world_entry {
 /// Options of one silo of a `silo_world`.
 struct silo_world_options {
   bool start = true;                 ///< start the host and run until started
-  bool subscribe_quiescence = true;  ///< SPEC §8.2 negative control
+  /// docs/behaviour/quiescence.md#the-participant-at-stage-active negative control
+  bool subscribe_quiescence = true;
   /// Application grain types; empty: `slow` (single, prefer-local, `slow_grain`) and
   /// `slowsw` (stateless worker, limit 1, `slow_grain`).
   std::function<void(grain_registry&, const silo_address&)> grains;
@@ -76,8 +79,8 @@ struct world_client {
 
 class silo_world {
 public:
-  /// Link latencies default to 0 (exact timings, SPEC §12.1); a scenario that needs the
-  /// network to take time passes a range in ms.
+  /// Link latencies default to 0 (exact timings, docs/testing.md#the-simulation-harness); a
+  /// scenario that needs the network to take time passes a range in ms.
   explicit silo_world(testing::fixture& fx, uint64_t seed = 1, int64_t latency_min_ms = 0,
                       int64_t latency_max_ms = 0)
     : fx_(fx) {
@@ -158,9 +161,9 @@ public:
     return s;
   }
 
-  /// A pure client (`spawn_pure_client`) homed on gateway `gw` (SPEC §4.4); an empty `gw`
-  /// leaves the choice to the client (at random from the active set). Its stop-sends are
-  /// also copied to `inbox`.
+  /// A pure client (`spawn_pure_client`) homed on gateway `gw`
+  /// (docs/behaviour/membership.md#gateways-for-pure-clients); an empty `gw` leaves the choice to
+  /// the client (at random from the active set). Its stop-sends are also copied to `inbox`.
   /// `failure_observer`: receives the client's final failures of answer-suppressed
   /// deliveries (`routing_service_options::failure_observer`); null: none.
   world_client add_client(const std::string& host, const silo_address& gw,
@@ -199,15 +202,16 @@ public:
   }
   lifecycle::silo_components& at(const silo_address& a) { return entry(a).s; }
 
-  /// Host stop (SPEC §12.1 `stop(silo, graceful)`); the reply records when it answered.
+  /// Host stop (docs/testing.md#the-simulation-harness `stop(silo, graceful)`); the reply records
+  /// when it answered.
   std::shared_ptr<testing::reply<caf::ok_atom>> stop(const silo_address& a, bool graceful) {
     auto r = testing::ask(fx_, at(a).host, lifecycle::host_halt_atom::value, graceful);
     entry(a).gone = true;
     return r;
   }
 
-  /// Kills `a` (SPEC §12.1 `kill`): the network drops its traffic and its actors exit
-  /// without a lifecycle stop.
+  /// Kills `a` (docs/testing.md#the-simulation-harness `kill`): the network drops its traffic and
+  /// its actors exit without a lifecycle stop.
   void kill(const silo_address& a) {
     caf::anon_send(net, sim_kill_atom::value, a);
     at(a).stop_all();
@@ -215,8 +219,8 @@ public:
     fx_.run();
   }
 
-  /// Restarts `a` (SPEC §12.1 `restart`): kills it if still alive, then a new silo on the
-  /// same host and port with the next generation.
+  /// Restarts `a` (docs/testing.md#the-simulation-harness `restart`): kills it if still alive, then
+  /// a new silo on the same host and port with the next generation.
   lifecycle::silo_components& restart(const silo_address& a, silo_world_options o = {}) {
     if (!entry(a).gone)
       kill(a);

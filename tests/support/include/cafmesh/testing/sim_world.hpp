@@ -160,8 +160,8 @@ public:
     fx_.run();
   }
 
-  /// Kills `s` (SPEC §12.1 `kill`): the network drops its traffic and its actors exit
-  /// without a lifecycle stop.
+  /// Kills `s` (docs/testing.md#the-simulation-harness `kill`): the network drops its traffic and
+  /// its actors exit without a lifecycle stop.
   void kill(const silo_address& s) {
     caf::anon_send(net, sim_kill_atom::value, s);
     if (auto i = members.find(s); i != members.end()) {
@@ -173,8 +173,8 @@ public:
     fx_.run();
   }
 
-  /// Restarts `s` (SPEC §12.1 `restart`): kills it if still alive and adds a member on the
-  /// same host and port with the next generation (not joined yet).
+  /// Restarts `s` (docs/testing.md#the-simulation-harness `restart`): kills it if still alive and
+  /// adds a member on the same host and port with the next generation (not joined yet).
   sim_silo& restart(const silo_address& s) {
     kill(s);
     return add_member(s.host, s.port);
