@@ -8,7 +8,7 @@
 
 #include "cafmesh/routing/routing_service.hpp"
 
-using namespace rtest;
+using namespace cafmesh::testing::router_bed;
 using cafmesh::testing::fixture;
 
 namespace {

@@ -12,7 +12,7 @@
 #include "s12_stall_world.hpp"
 
 using namespace cafmesh;
-using namespace cafmesh::test;
+using namespace cafmesh::testing;
 using testing::fixture;
 
 namespace {

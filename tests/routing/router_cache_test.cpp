@@ -4,7 +4,7 @@
 
 #include "router_fakes.hpp"
 
-using namespace rtest;
+using namespace cafmesh::testing::router_bed;
 using cafmesh::testing::fixture;
 
 namespace {
