@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "cafmesh/routing/held_requests.hpp"
 #include "s12_stall_world.hpp"
@@ -42,6 +43,35 @@ bool landed(fixture& fx, silo_world& w, const std::string& key, const std::strin
   return false;
 }
 
+/// What the sender's hub saw of request `r1` to `node/{key}` once it landed at a hub of `a`
+/// and `a` was killed: its outcomes right after the kill and 40 s later (past its 30 s
+/// deadline), and the kill's instant in the hub's clock.
+struct kill_after_landing {
+  std::vector<routing::hub_outcome> at_kill;
+  std::vector<routing::hub_outcome> after_deadline;
+  int64_t t_kill_ms = 0;
+};
+
+/// Sends request `r1` from `hub` to `node/{key}`, waits until it landed (the hub holds it
+/// without answering), kills silo `a` and records what `hub` got.
+kill_after_landing request_then_kill(fixture& fx, silo_world& w, const caf::actor& hub,
+                                     const std::string& key, const silo_address& a) {
+  kill_after_landing out;
+  auto off = clock_offset_ms(fx);
+  caf::anon_send(hub, ep_request_atom::value, make_delivery("r1", "node/" + key),
+                 int64_t{30000});
+  REQUIRE(landed(fx, w, key, "r1"));
+  fx.run();
+  REQUIRE(outcomes_for(hub, "r1").empty()); // the hub holds it and does not answer
+  auto tk = fx.now_ms();
+  w.kill(a);
+  out.at_kill = outcomes_for(hub, "r1");
+  out.t_kill_ms = tk + off;
+  fx.run_to(tk + 40000);
+  out.after_deadline = outcomes_for(hub, "r1");
+  return out;
+}
+
 } // namespace
 
 TEST_CASE_FIXTURE(fixture, "a pure client's request that landed at a hub of a silo other than its gateway ends with one NACK failed at the instant that silo is killed and nothing at its deadline") {
@@ -53,25 +83,16 @@ TEST_CASE_FIXTURE(fixture, "a pure client's request that landed at a hub of a si
   auto pc = client_on(*this, w, "pc-b", b, "client/pb");
   auto key = key_built_on(*this, w, pc.hub, a);
   REQUIRE(!key.empty());
-  auto off = clock_offset_ms(*this);
-  caf::anon_send(pc.hub, ep_request_atom::value, make_delivery("r1", "node/" + key),
-                 int64_t{30000});
-  REQUIRE(landed(*this, w, key, "r1"));
-  run();
-  REQUIRE(outcomes_for(pc.hub, "r1").empty()); // the hub holds it and does not answer
-  auto tk = now_ms();
-  w.kill(a);
-  auto os = outcomes_for(pc.hub, "r1");
-  REQUIRE(os.size() == 1);
-  CHECK(os[0].kind == "nack");
-  CHECK(os[0].verdict == verdict::failed);
-  CHECK(os[0].t_ms - off == tk);
-  CHECK(contains(os[0].message, "silo " + a.to_string() + " departed after its hub took the "
-                                "request, before the answer left; its outcome is unknown"));
-  run_to(tk + 40000);
-  os = outcomes_for(pc.hub, "r1");
-  REQUIRE(os.size() == 1);
-  CHECK(os[0].kind == "nack");
+  auto r = request_then_kill(*this, w, pc.hub, key, a);
+  REQUIRE(r.at_kill.size() == 1);
+  CHECK(r.at_kill[0].kind == "nack");
+  CHECK(r.at_kill[0].verdict == verdict::failed);
+  CHECK(r.at_kill[0].t_ms == r.t_kill_ms);
+  CHECK(contains(r.at_kill[0].message, "silo " + a.to_string() + " departed after its hub took "
+                                       "the request, before the answer left; its outcome is "
+                                       "unknown"));
+  REQUIRE(r.after_deadline.size() == 1);
+  CHECK(r.after_deadline[0].kind == "nack");
   CHECK(hub_of(pc.hub).tracker.duplicates_dropped() == 0); // one NACK, no second one
   CHECK(service_of(pc.c.routing).stats.landing_nacks == 1);
 }
@@ -85,22 +106,13 @@ TEST_CASE_FIXTURE(fixture, "a co-hosted hub's request that landed at a hub of an
   auto hub = cohosted_hub(*this, w, b, "portal/ub");
   auto key = key_built_on(*this, w, hub, a);
   REQUIRE(!key.empty());
-  auto off = clock_offset_ms(*this);
-  caf::anon_send(hub, ep_request_atom::value, make_delivery("r1", "node/" + key),
-                 int64_t{30000});
-  REQUIRE(landed(*this, w, key, "r1"));
-  run();
-  REQUIRE(outcomes_for(hub, "r1").empty());
-  auto tk = now_ms();
-  w.kill(a);
-  auto os = outcomes_for(hub, "r1");
-  REQUIRE(os.size() == 1);
-  CHECK(os[0].kind == "nack");
-  CHECK(os[0].verdict == verdict::failed);
-  CHECK(os[0].t_ms - off == tk);
-  CHECK(contains(os[0].message, "its outcome is unknown"));
-  run_to(tk + 40000);
-  CHECK(outcomes_for(hub, "r1").size() == 1);
+  auto r = request_then_kill(*this, w, hub, key, a);
+  REQUIRE(r.at_kill.size() == 1);
+  CHECK(r.at_kill[0].kind == "nack");
+  CHECK(r.at_kill[0].verdict == verdict::failed);
+  CHECK(r.at_kill[0].t_ms == r.t_kill_ms);
+  CHECK(contains(r.at_kill[0].message, "its outcome is unknown"));
+  CHECK(r.after_deadline.size() == 1);
   CHECK(hub_of(hub).tracker.duplicates_dropped() == 0);
   CHECK(service_of(w.at(b).routing).stats.landing_nacks == 1);
 }
