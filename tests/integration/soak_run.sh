@@ -31,7 +31,8 @@ src, dst, duration_s, period_s = sys.argv[1], sys.argv[2], int(sys.argv[3]), int
 s = json.load(open(src))
 silos = s["topology"]["silos"]
 step_ms = period_s * 1000 // len(silos)
-stops = max(1, (duration_s * 1000 - step_ms) // step_ms)
+# the last stop ends with a step to spare, so that deliveries land while that silo is out
+stops = max(1, (duration_s * 1000 - 2 * step_ms) // step_ms)
 s["roll"]["order"] = [silos[i % len(silos)] for i in range(stops)]
 s["roll"]["first_stop_at_ms"] = step_ms
 s["roll"]["interval_ms"] = step_ms
