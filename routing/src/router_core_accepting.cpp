@@ -1,0 +1,110 @@
+#include "router_core_state.hpp"
+
+namespace cafmesh::routing::router_core_detail {
+
+// docs/behaviour/routing.md#the-router-core
+
+namespace {
+
+/// Admission control: the router core already holds `routing.max_in_flight` legs and
+/// `env` is new work. A continuation (a response or a NACK) answers work some router core
+/// already accepted, so refusing it would strand that work: continuations are always
+/// admitted, and they are bounded by the requests that were admitted.
+/// The legs admission control counts: in flight, less those parked on a departed silo.
+uint64_t admitted_in_flight(pointer self) {
+  auto& s = self->state;
+  auto n = s.sat.in_flight();
+  return n > s.parked_legs ? n - s.parked_legs : 0;
+}
+
+bool on_path(const envelope& env, const address& self_addr) {
+  for (auto& a : env.routing_path)
+    if (a == self_addr)
+      return true;
+  return false;
+}
+
+} // namespace
+
+bool over_bound(pointer self, const envelope& env) {
+  if (is_continuation(env))
+    return false;
+  auto& s = self->state;
+  auto bound = s.opts.routing.max_in_flight;
+  return bound > 0 && admitted_in_flight(self) >= static_cast<uint64_t>(bound);
+}
+
+std::string overload_text(pointer self) {
+  auto& s = self->state;
+  return "silo " + s.silo_name + " overloaded: " + std::to_string(admitted_in_flight(self))
+         + " deliveries in flight (routing.max_in_flight " + std::to_string(s.opts.routing.max_in_flight)
+         + "); retry after " + std::to_string(s.opts.routing.overload_retry_after_ms) + " ms";
+}
+
+void refuse_overloaded(pointer self, const envelope& env) {
+  auto& s = self->state;
+  ++s.stats.refused_overloaded;
+  auto text = overload_text(self);
+  auto d = s.refusals.record("overloaded", env.sender.to_string(), now_ms(self));
+  if (d.log)
+    s.log.warning(with_repeats("delivery " + env.id + " to '" + env.target.to_string()
+                                 + "' refused: " + text,
+                               d));
+  if (auto id = post_nack(self, env, verdict::unavailable, text, false, caf::none,
+                          std::nullopt, false, true))
+    s.nacks.at(id).nack.properties["retry_after_ms"]
+      = std::to_string(s.opts.routing.overload_retry_after_ms);
+}
+
+std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_posted,
+                               const silo_address& entry_client) {
+  auto& s = self->state;
+  if (on_path(env, s.opts.self_address)) {
+    ++s.stats.routing_loops;
+    s.log.warning("routing loop: delivery " + env.id + " to '" + env.target.to_string()
+                  + "' came back to " + s.opts.self_address.to_string());
+    auto nack = post_nack(self, env, verdict::routing_loop,
+                          "Routing loop: delivery to '" + env.target.to_string()
+                            + "' came back to router '" + s.opts.self_address.to_string() + "'",
+                          false, caf::none, std::nullopt);
+    if (nack != 0 && !entry_client.empty())
+      s.nacks.at(nack).entry_client = entry_client;
+    loop_nack_posted = nack != 0;
+    return std::nullopt;
+  }
+  env.routing_path.push_back(s.opts.self_address);
+  leg_rec leg;
+  leg.id = s.next_id++;
+  leg.host = host_address(env.target, s.opts.mesh_type);
+  leg.host_path = leg.host.path();
+  leg.ordered = s.stream_routed.count(leg.host.type) != 0;
+  if (leg.ordered)
+    leg.kind = leg_kind::pod_hub;
+  else if (s.client_hosted.count(leg.host.type) != 0)
+    leg.kind = leg_kind::stream;
+  else
+    leg.kind = leg_kind::node;
+  leg.label = leg.ordered ? routing::stream_routed_label(leg.host_path, env.id)
+                          : routing::dispatch_label(leg.host_path, env.id);
+  leg.env = std::move(env);
+  leg.entry_client = entry_client;
+  auto id = leg.id;
+  s.latch.arm(id);
+  gauge_track(self, id, leg.label, routing::slot_state::queued);
+  ++s.stats.accepted;
+  leg.accepted_ms = now_ms(self);
+  bool ordered = leg.ordered;
+  // Only the stream-routed branch has a channel (docs/behaviour/routing.md#the-ordered-dispatcher);
+  // the node branch builds none.
+  std::optional<ordering_channel> channel;
+  if (ordered)
+    channel = make_channel(leg.host_path, leg.env.ordering_key ? *leg.env.ordering_key
+                                                               : std::string{});
+  s.legs.emplace(id, std::move(leg));
+  log_sat(self, s.sat.accept(id, leg_phase::queued, now_ms(self)));
+  if (!ordered || s.disp.enqueue(*channel, id))
+    admit(self, id);
+  return id;
+}
+
+} // namespace cafmesh::routing::router_core_detail

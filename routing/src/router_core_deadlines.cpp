@@ -1,0 +1,64 @@
+#include "router_core_state.hpp"
+
+#include <algorithm>
+
+#include <caf/sec.hpp>
+
+namespace cafmesh::routing::router_core_detail {
+
+//
+// The node leg's two requests per delivery (resolve, grain attempt) are issued without a CAF
+// request timeout and bounded here instead. In CAF 0.17 every request timeout is registered
+// with, and cancelled on, the clock thread (a mutex, a condition-variable broadcast and a
+// wake-up of that thread per request): on the co-hosted hot path that cost more than the
+// messages themselves. The router core keeps the deadlines in one ordered map with one
+// pending `rc_deadline` timer for the earliest; when a bound passes it puts exactly what
+// CAF's clock would put into its own mailbox, a `request_timeout` error carrying the
+// request's response id, so the request's error arm runs as before (same error, same
+// virtual-time instant) and CAF drops the response handler. A late answer finds no handler
+// and is dropped, as after a CAF timeout.
+
+namespace {
+
+/// Arms the `rc_deadline` timer for the earliest deadline unless one at or before it is armed.
+void arm_deadline_timer(pointer self) {
+  auto& s = self->state;
+  if (s.deadlines.empty())
+    return;
+  auto due = s.deadlines.begin()->first.first;
+  if (s.deadline_timer_ms >= 0 && s.deadline_timer_ms <= due)
+    return;
+  s.deadline_timer_ms = due;
+  self->delayed_send(self, ms(std::max<int64_t>(0, due - now_ms(self))),
+                     rc_deadline_atom::value, due);
+}
+
+} // namespace
+
+deadline_key add_deadline(pointer self, caf::message_id rid, ms bound) {
+  auto& s = self->state;
+  deadline_key k{now_ms(self) + bound.count(), ++s.next_deadline_seq};
+  s.deadlines.emplace(k, rid);
+  arm_deadline_timer(self);
+  return k;
+}
+
+void drop_deadline(pointer self, const deadline_key& k) {
+  self->state.deadlines.erase(k);
+}
+
+void expire_deadlines(pointer self, int64_t fired_due) {
+  auto& s = self->state;
+  if (fired_due == s.deadline_timer_ms)
+    s.deadline_timer_ms = -1;
+  auto now = now_ms(self);
+  while (!s.deadlines.empty() && s.deadlines.begin()->first.first <= now) {
+    auto rid = s.deadlines.begin()->second;
+    s.deadlines.erase(s.deadlines.begin());
+    self->eq_impl(rid, self->ctrl(), self->context(),
+                  caf::make_error(caf::sec::request_timeout));
+  }
+  arm_deadline_timer(self);
+}
+
+} // namespace cafmesh::routing::router_core_detail

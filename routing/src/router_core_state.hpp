@@ -1,0 +1,383 @@
+#pragma once
+
+/// @file
+/// The router core's private state, shared by its sources: the actor's interface and
+/// state, its legs and NACKs, the work a turn leaves for its end, and the functions one
+/// part of the core calls in another, each part in the source its section names
+/// (docs/behaviour/routing.md#the-router-core).
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/log.hpp"
+#include "cafmesh/routing/classify.hpp"
+#include "cafmesh/routing/leg_accounting.hpp"
+#include "cafmesh/routing/leg_latch.hpp"
+#include "cafmesh/routing/ordered_route_dispatcher.hpp"
+#include "cafmesh/routing/refusal_log.hpp"
+#include "cafmesh/routing/resolution_cache.hpp"
+#include "cafmesh/routing/retry_policy.hpp"
+#include "cafmesh/routing/router_core.hpp"
+#include "cafmesh/routing/routing_quiescence.hpp"
+#include "cafmesh/routing/saturation_report.hpp"
+
+/// The router core's internals (router_core.cpp and the router_core_*.cpp beside it).
+namespace cafmesh::routing::router_core_detail {
+
+using ms = std::chrono::milliseconds;
+
+/// Internal: a saturation report's "does it last" check is due (saturation_report.hpp).
+using rc_sat_lasting_atom = caf::atom_constant<caf::atom("rcsatlast")>;
+
+/// The router core's full interface: the public protocol, the pool-owner protocol and its
+/// own completion and timer messages.
+using impl_actor = router_core_actor::extend<caf::reacts_to<rc_flush_atom>,
+                                             caf::reacts_to<rc_timer_atom, uint64_t, uint64_t>,
+                                             caf::reacts_to<rc_deadline_atom, int64_t>,
+                                             caf::reacts_to<rc_release_atom, uint64_t>,
+                                             caf::reacts_to<rc_sat_lasting_atom>>::
+  extend_with<routing::io_pool_owner_actor>;
+
+/// How a leg ended (its one terminal event, docs/behaviour/routing.md#legs,
+/// docs/behaviour/quiescence.md#the-routing-io-pool).
+enum class leg_outcome : uint8_t { landed = 0, nacked, abandoned, crashed, refused };
+
+/// What a leg does (docs/behaviour/routing.md#legs).
+enum class leg_kind : uint8_t { node, pod_hub, stream };
+
+/// One accepted delivery's leg: an explicit state machine owned by the router core.
+struct leg_rec {
+  uint64_t id = 0;
+  envelope env;          ///< as routed (router appended to routing_path)
+  address host;          ///< host address of the target (docs/behaviour/envelope.md#addresses)
+  std::string host_path; ///< `type/id` of `host`
+  std::string label;     ///< gauge label
+  leg_kind kind = leg_kind::node;
+  bool ordered = false;  ///< on the ordered dispatcher (stream-routed branch)
+  bool started = false;
+  bool finished = false; ///< landed or NACK handed over; `leg_done` is on its way
+  bool slot_owned = true; ///< false once the slot was handed to a NACK
+  bool pooled = false;    ///< admitted (in the core's own count or through the pool)
+  /// A grain call or publish of this leg is outstanding, or one ended without telling
+  /// whether the target holds the delivery (a response timeout): its outcome is unknown.
+  bool in_flight = false;
+  /// Waiting for its next attempt because its destination silo departed (its connection
+  /// was lost, membership has not declared it Dead yet): not counted by admission control.
+  bool parked = false;
+  uint64_t token = 0;    ///< step token; answers carrying an older one are ignored
+  int64_t accepted_ms = 0; ///< actor-clock ms at acceptance (delivery latency histogram)
+  grain_id grain;        ///< the hub grain the retry loop calls
+  std::optional<retry_state> retry;
+  /// The pure client that handed the delivery to the routing grain (its process hosts the
+  /// sender); empty: a co-hosted delivery, or a caller that did not say.
+  silo_address entry_client;
+};
+
+/// The ladder rung a NACK is on (docs/behaviour/routing.md#nacks).
+enum class rung : uint8_t { entry_client, local, resolve, node_hub, pod_hub, stream };
+
+/// One NACK in flight: tracked work of its own (docs/behaviour/routing.md#nacks).
+struct nack_job {
+  uint64_t id = 0;   ///< pool id
+  uint64_t slot = 0; ///< gauge slot (the leg's after a hand-over)
+  envelope nack;     ///< the NACK envelope
+  std::string delivery_id;
+  std::string sender;      ///< rendered sender
+  address sender_host;
+  bool started = false;
+  bool quiet = false;      ///< runtime torn down: transport failures log at info
+  /// The pool entry of a cancelled leg whose NACK this is: ended in the pool once the NACK
+  /// is through, so the drain's cancel wait covers the NACK. 0: none.
+  uint64_t pool_leg_id = 0;
+  bool pooled = false; ///< admitted (not started without a permit)
+  /// The pure client that handed the failed delivery to the routing grain: its local route
+  /// is tried first. Empty: none.
+  silo_address entry_client;
+  rung at = rung::local;
+  uint64_t token = 0;
+  grain_id grain;
+  std::optional<retry_state> retry;
+};
+
+/// Orders the router core's own request deadlines: (due ms, sequence number).
+using deadline_key = std::pair<int64_t, uint64_t>;
+
+/// Work a turn leaves for its end (docs/behaviour/routing.md#one-turn-per-step): a start
+/// permit granted by the core's own count, or a leg's terminal event.
+struct turn_work {
+  enum kind_t : uint8_t { admitted, done } kind = admitted;
+  uint64_t id = 0;
+  uint8_t outcome = 0;
+};
+
+/// The router core's actor state.
+struct core_state {
+  static const char* name;
+  router_core_options opts;
+  log::logger log;
+  std::string silo_name;
+  retry_policy policy;
+  ordered_route_dispatcher disp;
+  saturation_monitor sat;
+  /// Legs `parked` (see leg_rec): admission control bounds the others.
+  uint64_t parked_legs = 0;
+  refusal_log refusals;
+  routing::leg_latch_table latch;
+  std::set<std::string> stream_routed;
+  std::set<std::string> client_hosted;
+  std::map<uint64_t, leg_rec> legs;
+  std::map<uint64_t, nack_job> nacks;
+  uint64_t next_id = 1;
+  bool stopping = false;
+  router_core_stats stats;
+  /// Requests bounded by the router core itself (`bounded_request`): due -> response id.
+  std::map<deadline_key, caf::message_id> deadlines;
+  uint64_t next_deadline_seq = 0;
+  int64_t deadline_timer_ms = -1; ///< due time of the armed `rc_deadline` timer; -1: none
+  // -- a stop letting go of legs that will not land --
+  /// `q_nacks_out` requests waiting until no NACK is left on the ladder.
+  std::vector<caf::typed_response_promise<caf::ok_atom>> release_waiters;
+  /// Generation of the armed release bound (`rc_release`); 0: none armed.
+  uint64_t release_gen = 0;
+  uint64_t release_gen_seq = 0;
+  /// `rc_drained` requests waiting until their channel holds no leg.
+  std::map<ordering_channel, std::vector<caf::typed_response_promise<caf::ok_atom>>>
+    drain_waiters;
+  // -- the hot path (docs/behaviour/routing.md#the-co-hosted-hot-path) --
+  /// Units of work and the gauge delta not yet published.
+  leg_accounting acct;
+  /// Resolutions the resolver marked cacheable.
+  resolution_cache resolved;
+  uint64_t membership_version = 0;
+  /// True until the pool's drain took the core's legs over: the core admits itself.
+  bool admits_itself = true;
+  /// Nesting of `turn_scope`s; work and the gauge delta settle when the outermost ends.
+  int turn_depth = 0;
+  std::deque<turn_work> work;
+  bool flush_armed = false;
+};
+
+using pointer = impl_actor::stateful_pointer<core_state>;
+
+/// The actor clock in milliseconds.
+inline int64_t now_ms(pointer self) {
+  return std::chrono::duration_cast<ms>(self->clock().now().time_since_epoch()).count();
+}
+
+/// The router core as the pool sees it.
+inline routing::io_pool_owner_actor owner_of(pointer self) {
+  return caf::actor_cast<routing::io_pool_owner_actor>(self);
+}
+
+// -- shared helpers (router_core.cpp) ------------------------------------------------------------
+
+/// Logs saturation event `ev`, if any; a report below critical arms the check whether
+/// the saturation lasts (saturation_report.hpp).
+void log_sat(pointer self, const std::optional<saturation_event>& ev);
+
+/// The bound on one grain attempt: placement plus grain response timeout.
+ms attempt_timeout(pointer self);
+
+/// True if `e` is the error of a request whose bound passed.
+bool is_request_timeout(const caf::error& e);
+
+// -- pool and gauge helpers (router_core_accounting.cpp) -----------------------------------------
+
+/// Sends the gauge the delta not yet published, if any.
+void publish_delta(pointer self);
+
+/// Publishes the delta if it is due in this turn or the mailbox has drained; else a later
+/// turn's end publishes it (the last turn before the core idles finds the mailbox empty).
+void settle_gauge(pointer self);
+
+/// Leaves `w` for the end of the turn; outside any turn, for one `rc_flush`.
+void push_work(pointer self, turn_work w);
+
+/// Asks a start permit for leg or NACK `id`: from the pool once its drain took the
+/// core's legs over, else the core's own, granted at the end of the turn.
+void admit(pointer self, uint64_t id);
+
+/// Tells the pool that `id` started, once the pool grants the start permits.
+void pool_started(pointer self, uint64_t id);
+
+/// Tells the pool that `id` ended, once the pool grants the start permits.
+void pool_ended(pointer self, uint64_t id);
+
+/// Tracks gauge slot `slot`, labelled `label`, in state `st`.
+void gauge_track(pointer self, uint64_t slot, const std::string& label,
+                 routing::slot_state st);
+
+/// Marks gauge slot `slot` dispatched.
+void gauge_mark(pointer self, uint64_t slot);
+
+/// Hands gauge slot `slot` over to `label` (a NACK takes a leg's slot; count unchanged).
+void gauge_handover(pointer self, uint64_t slot, const std::string& label);
+
+/// Releases gauge slot `slot`.
+void gauge_release(pointer self, uint64_t slot);
+
+// -- the end of a turn (router_core_turn_end.cpp) ------------------------------------------------
+
+/// A start permit for `id` (granted by the core itself or by the pool).
+void on_admitted(pointer self, uint64_t id);
+
+/// Runs the work the turn left, first in first out; what it leaves in turn joins the queue
+/// (no recursion: S12.41, docs/behaviour/routing.md#one-turn-per-step).
+void run_work(pointer self);
+
+/// Marks one turn of the router core (a message handler or a response handler): when the
+/// outermost ends, the work it left runs, in order and without recursion, then the gauge
+/// delta settles.
+struct turn_scope {
+  pointer self;
+  explicit turn_scope(pointer ptr) : self(ptr) { ++self->state.turn_depth; }
+  turn_scope(const turn_scope&) = delete;
+  turn_scope& operator=(const turn_scope&) = delete;
+  ~turn_scope() {
+    auto& s = self->state;
+    if (s.turn_depth == 1) {
+      run_work(self);
+      settle_gauge(self);
+    }
+    --s.turn_depth;
+  }
+};
+
+// -- request deadlines (router_core_deadlines.cpp) -----------------------------------------------
+
+/// Bounds the request whose response id is `rid` by `bound` from now.
+deadline_key add_deadline(pointer self, caf::message_id rid, ms bound);
+
+/// The request of `k` was answered (or failed) before its bound.
+void drop_deadline(pointer self, const deadline_key& k);
+
+/// The `rc_deadline` timer for `fired_due` fired: every request whose bound has passed gets
+/// its `request_timeout`, then the timer is armed for the next deadline.
+void expire_deadlines(pointer self, int64_t fired_due);
+
+/// Sends a request bounded by the router core's own deadline of `bound`
+/// (router_core_deadlines.cpp); `on_value(T&)` and `on_error(caf::error&)` are the
+/// response handlers, called as with `request(...).then`.
+template <class T, class Dest, class OnValue, class OnError, class... Ts>
+void bounded_request(pointer self, const Dest& dest, ms bound, OnValue on_value,
+                     OnError on_error, Ts&&... xs) {
+  auto h = self->template request<caf::message_priority::high>(dest, caf::infinite,
+                                                               std::forward<Ts>(xs)...);
+  auto k = add_deadline(self, h.id(), bound);
+  h.then(
+    [=](T& y) mutable {
+      turn_scope turn{self};
+      drop_deadline(self, k);
+      on_value(y);
+    },
+    [=](caf::error& e) mutable {
+      turn_scope turn{self};
+      drop_deadline(self, k);
+      on_error(e);
+    });
+}
+
+// -- the NACK machinery (router_core_nacks.cpp) --------------------------------------------------
+
+/// Posts a NACK for `original` (docs/behaviour/routing.md#nacks). `handover_slot`: the
+/// failing leg's gauge slot, which the NACK takes over (count unchanged); none: a fresh slot.
+/// Answers true if a NACK was handed to the machinery. When no NACK may be sent, the hand-over
+/// slot is released and the failure is logged windowed and counted as suppressed.
+uint64_t post_nack(pointer self, const envelope& original, verdict v, const std::string& text,
+                   bool target_unserved, caf::optional<silo_address> responding,
+                   std::optional<uint64_t> handover_slot, bool quiet = false,
+                   bool direct = false);
+
+/// Answers every waiting `q_nacks_out` and disarms the release bound.
+void answer_release(pointer self);
+
+/// NACK `id` is through or given up: its gauge slot and pool entries end.
+void nack_done(pointer self, uint64_t id);
+
+/// NACK `id` if `token` is its current step token, else null.
+nack_job* find_nack(pointer self, uint64_t id, uint64_t token);
+
+/// Rung b: one attempt at the sender's node hub (docs/behaviour/routing.md#nacks).
+void nack_node_attempt(pointer self, uint64_t id);
+
+/// The pool admitted a NACK: climb the ladder from its first rung.
+void nack_start(pointer self, uint64_t id);
+
+// -- legs (router_core_legs.cpp) -----------------------------------------------------------------
+
+/// Leg `id` if it has not finished and `token` is its current step token, else null.
+leg_rec* find_leg(pointer self, uint64_t id, uint64_t token);
+
+/// A leg no longer waits for a departed silo.
+void unpark(pointer self, leg_rec& leg);
+
+/// Its terminal event runs at the end of this turn (docs/behaviour/routing.md#one-turn-per-step).
+void finish_leg(pointer self, leg_rec& leg, leg_outcome outcome);
+
+/// The NACK `nack_id` (0: none was posted) answers `leg`'s own sender: it tries first the
+/// pure client that handed the delivery to the routing grain, if one did. Answers `nack_id`.
+uint64_t via_entry_client(pointer self, uint64_t nack_id, const leg_rec& leg);
+
+/// The NACK text of a leg that failed before its delivery could be attempted.
+std::string before_attempt_text(const leg_rec& leg, const std::string& what);
+
+/// One grain attempt (docs/behaviour/routing.md#legs,
+/// docs/behaviour/classification.md#retry-policies).
+void leg_attempt(pointer self, uint64_t id);
+
+/// The pool admitted `leg`: it starts now (its timers start here, docs/behaviour/routing.md#legs).
+void leg_start(pointer self, leg_rec& leg);
+
+/// The one terminal event of `id` (the latch already settled): accounting, channel advance.
+void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_pool = true);
+
+// -- ending legs that will not land (router_core_unlanded_legs.cpp) ------------------------------
+
+/// The one NACK of a leg that ends without landing because its silo stops (`finished`
+/// false): nothing of it outstanding -> `shutting_down`, resendable; a call or publish in
+/// flight -> `failed`, its outcome unknown. Answers the NACK's id (0: none was sent, the
+/// delivery is answer-suppressed).
+uint64_t stop_nack(pointer self, leg_rec& leg, bool direct);
+
+/// Arms the bound within which the NACKs of a stop must leave (unless one is armed).
+void arm_release_bound(pointer self);
+
+/// The release bound passed: the NACKs still on the ladder could not leave. One error line
+/// names their deliveries; they are dropped so the pool's join does not wait for them.
+void release_bound_passed(pointer self);
+
+/// Ends every accepted leg that has not landed with its one NACK (`q_end_legs`); answers the
+/// residual's delivery ids: those legs, then the NACKs already on their ladder.
+std::vector<std::string> end_unlanded_legs(pointer self, const std::string& why);
+
+// -- accepting (router_core_accepting.cpp) -------------------------------------------------------
+
+/// Admission control: true if `env` is new work and the core already holds
+/// `routing.max_in_flight` legs; continuations are always admitted.
+bool over_bound(pointer self, const envelope& env);
+
+/// The text of a refusal at the admission bound.
+std::string overload_text(pointer self);
+
+/// Refuses a co-hosted delivery at the bound, before acceptance: one NACK `unavailable`
+/// whose envelope carries `retry_after_ms`; no leg, no channel, nothing shed.
+void refuse_overloaded(pointer self, const envelope& env);
+
+/// Accepts `env`, which `entry_client` handed to the routing grain (empty: co-hosted or
+/// unknown); answers the leg id, or none when it was NACKed as a loop (`loop_nack_posted`
+/// tells whether the loop NACK was posted).
+std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_posted,
+                               const silo_address& entry_client = silo_address{});
+
+} // namespace cafmesh::routing::router_core_detail

@@ -1,0 +1,31 @@
+#include "router_core_state.hpp"
+
+namespace cafmesh::routing::router_core_detail {
+
+// docs/behaviour/routing.md#one-turn-per-step
+
+void on_admitted(pointer self, uint64_t id) {
+  auto& s = self->state;
+  auto i = s.legs.find(id);
+  if (i != s.legs.end()) {
+    if (!i->second.started && !i->second.finished && s.latch.is_open(id))
+      leg_start(self, i->second);
+    return;
+  }
+  if (s.nacks.count(id) != 0)
+    nack_start(self, id);
+}
+
+void run_work(pointer self) {
+  auto& s = self->state;
+  while (!s.work.empty()) {
+    auto w = s.work.front();
+    s.work.pop_front();
+    if (w.kind == turn_work::admitted)
+      on_admitted(self, w.id);
+    else if (s.latch.settle(w.id, routing::leg_terminal::done))
+      leg_terminal(self, w.id, static_cast<leg_outcome>(w.outcome));
+  }
+}
+
+} // namespace cafmesh::routing::router_core_detail
