@@ -1,0 +1,125 @@
+#pragma once
+
+/// @file
+/// The network link's state and its peer connections, shared by net_link.cpp (the link's
+/// behaviour: routing frames, probes, the heartbeat tick) and net_link_peers.cpp (connecting,
+/// the hello, dropping a peer). Private to the actors library.
+
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include "cafmesh/actors/atoms.hpp"
+#include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/actors/net_link.hpp"
+#include "peer_gate.hpp"
+
+namespace cafmesh::net_link_detail {
+
+using endpoint = std::pair<std::string, uint16_t>;
+
+inline std::string render(const endpoint& ep) {
+  return ep.first + ":" + std::to_string(ep.second);
+}
+
+inline endpoint endpoint_of(const silo_address& s) {
+  return {s.host, s.port};
+}
+
+enum class peer_phase { connecting, hello, up };
+
+struct peer {
+  peer_phase phase = peer_phase::connecting;
+  uint64_t attempt = 0;          ///< tells answers of an earlier attempt apart
+  silo_address addr;             ///< known once up
+  caf::actor link;               ///< the peer's link (a remote proxy), once known
+  std::deque<wire_frame> queue;  ///< frames waiting for the connection
+  caf::actor_clock::time_point last_heard;
+  bool suspected = false;
+  /// Failed connects in a row; the frames wait while it is below `connect_retries`.
+  int connect_failures = 0;
+  /// The member a probe of this endpoint is meant to reach (docs/behaviour/membership.md#probes):
+  /// suspected if the connection cannot be made.
+  silo_address expected;
+};
+
+/// A connect that fails is tried again this often (every heartbeat interval) before the
+/// frames waiting for it are bounced: two processes that connect to each other at the same
+/// moment can make CAF close one of the two connections under the first hello.
+constexpr int connect_retries = 3;
+
+/// `(nl_reconnect_atom, host, port)`: connect to a peer again after a failed attempt.
+using nl_reconnect_atom = caf::atom_constant<caf::atom("nlreconn")>;
+
+struct net_link_state {
+  config::network_section cfg;
+  /// Publishes and connects (docs/behaviour/peer-authentication.md); exited with the link.
+  peer_gate gate;
+  caf::io::middleman_actor mm;
+  uint16_t port = 0;
+  bool published = false;
+  caf::error publish_error;
+  std::vector<caf::response_promise> port_waiters;
+  silo_address self_addr;
+  caf::actor centre;
+  caf::actor oracle;           ///< local (primary) or a remote proxy (learnt by hello)
+  bool oracle_is_local = false;
+  /// The local oracle goes out in hello answers (`link_oracle::cluster`).
+  bool oracle_shared = true;
+  std::vector<caf::response_promise> oracle_waiters;
+  /// Set once the primary refused this process's credentials or turned out to serve no
+  /// oracle (its membership is on a shared table): the oracle stays unknown.
+  caf::error oracle_refusal;
+  std::map<endpoint, peer> peers;
+  std::set<silo_address> reported_silent; ///< primary only: told the oracle "silent"
+  /// With a local oracle: the other silos its latest view lists as not Dead, by endpoint;
+  /// each is probed (docs/behaviour/membership.md#probes).
+  std::map<endpoint, silo_address> members;
+  uint64_t next_attempt = 1;
+  uint64_t primary_failures = 0; ///< failed connects to the primary since the last success
+  bool ticking = false;
+  bool stalled = false;        ///< `nl_stall_atom`: frames held both ways
+  bool stall_detected = false; ///< the stall also silences the heartbeats
+  std::vector<wire_frame> held_out; ///< from the centre, while stalled
+  std::vector<wire_frame> held_in;  ///< from peers, while stalled
+  log::logger log;
+  static constexpr const char* name = "cafmesh.net_link";
+};
+
+using link_actor = caf::stateful_actor<net_link_state>;
+
+inline bool is_primary(const net_link_state& st) {
+  return st.cfg.primary_port == 0;
+}
+
+inline endpoint primary_endpoint(const net_link_state& st) {
+  return {st.cfg.primary_host, st.cfg.primary_port};
+}
+
+/// Tells a local oracle that `s` went silent (`alive` false) or speaks again.
+void report_watch(link_actor* self, const silo_address& s, bool alive);
+
+/// Notes that the up peer `s` was heard from: it is no longer suspected.
+void heard(link_actor* self, const silo_address& s);
+
+/// Forgets the peer at `ep` and tells the centre, bouncing the frames it held.
+void drop_peer(link_actor* self, const endpoint& ep, const std::string& why);
+
+/// Starts a connection attempt to `ep` (a new peer entry, or a retry of a failed one).
+void connect(link_actor* self, const endpoint& ep);
+
+/// The peer at `ep` introduced itself as `addr` with link `link`: mark it up and flush.
+void peer_up(link_actor* self, const endpoint& ep, const silo_address& addr,
+             const caf::actor& link);
+
+/// Sends `f` to the peer at `ep`, or queues it while the connection is not up.
+void deliver_to(link_actor* self, const endpoint& ep, peer& p, wire_frame f, bool fresh);
+
+} // namespace cafmesh::net_link_detail
