@@ -5,6 +5,7 @@
 #include <thread>
 #include <utility>
 
+#include "cafmesh/routing/node_path_resolver.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/io_pool.hpp"
@@ -148,9 +149,9 @@ path_resolver_actor::behavior_type node_resolver(path_resolver_actor::pointer) {
   return {
     [](pr_resolve_atom, const std::string& path) {
       resolve_result r;
-      if (path.rfind("node/", 0) == 0) {
+      if (auto prefix = routing::node_prefix_of("node", path)) {
         r.found = true;
-        r.node_prefix = path.substr(5);
+        r.node_prefix = std::move(*prefix);
       }
       return r;
     },

@@ -4,15 +4,21 @@
 
 namespace cafmesh::routing {
 
+std::optional<std::string> node_prefix_of(std::string_view type, std::string_view path) {
+  if (path.size() <= type.size() + 1 || path.compare(0, type.size(), type) != 0
+      || path[type.size()] != '/')
+    return std::nullopt;
+  return std::string{path.substr(type.size() + 1)};
+}
+
 path_resolver_actor spawn_node_path_resolver(caf::actor_system& sys, std::string type) {
-  auto prefix = type + "/";
-  return sys.spawn([prefix](path_resolver_actor::pointer) -> path_resolver_actor::behavior_type {
+  return sys.spawn([type](path_resolver_actor::pointer) -> path_resolver_actor::behavior_type {
     return {
-      [prefix](pr_resolve_atom, const std::string& path) {
+      [type](pr_resolve_atom, const std::string& path) {
         resolve_result r;
-        if (path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0) {
+        if (auto prefix = node_prefix_of(type, path)) {
           r.found = true;
-          r.node_prefix = path.substr(prefix.size());
+          r.node_prefix = std::move(*prefix);
           r.cacheable = true; // a pure function of the path
         }
         return r;

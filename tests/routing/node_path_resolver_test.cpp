@@ -29,3 +29,15 @@ TEST_CASE_FIXTURE(testing::fixture, "node path resolver: node/{prefix} is the no
   REQUIRE(other->ok());
   CHECK_FALSE(other->value.found);
 }
+
+TEST_CASE("node path resolver: node_prefix_of is the one {type}/{prefix} rule") {
+  CHECK(node_prefix_of("node", "node/Org/N3") == std::optional<std::string>{"Org/N3"});
+  CHECK(node_prefix_of("node", "node/x") == std::optional<std::string>{"x"});
+  // An empty prefix names no node, and neither does another type or a type-name prefix.
+  CHECK_FALSE(node_prefix_of("node", "node/").has_value());
+  CHECK_FALSE(node_prefix_of("node", "node").has_value());
+  CHECK_FALSE(node_prefix_of("node", "nodes/x").has_value());
+  CHECK_FALSE(node_prefix_of("node", "portal/user1/tab1").has_value());
+  CHECK_FALSE(node_prefix_of("node", "").has_value());
+  CHECK(node_prefix_of("pod", "pod/a/b") == std::optional<std::string>{"a/b"});
+}

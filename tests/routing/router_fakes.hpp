@@ -18,6 +18,7 @@
 
 #include <caf/all.hpp>
 
+#include "cafmesh/routing/node_path_resolver.hpp"
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/lifecycle/host.hpp"
@@ -248,9 +249,9 @@ inline resolve_result default_resolve(const resolver_fake_state& s, const std::s
   if (i != s.table.end())
     return i->second;
   resolve_result r;
-  if (path.rfind("node/", 0) == 0) {
+  if (auto prefix = routing::node_prefix_of("node", path)) {
     r.found = true;
-    r.node_prefix = path.substr(5);
+    r.node_prefix = std::move(*prefix);
     r.cacheable = s.cacheable;
   }
   return r;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cafmesh/routing/node_path_resolver.hpp"
 #include "cafmesh/testing/silo_world.hpp"
 
 using namespace cafmesh;
@@ -326,9 +327,9 @@ caf::behavior slow_resolver(caf::event_based_actor* self, int64_t delay_ms) {
       auto [path, rp] = held->front();
       held->pop_front();
       routing::resolve_result r;
-      if (path.rfind("node/", 0) == 0) {
+      if (auto prefix = routing::node_prefix_of("node", path)) {
         r.found = true;
-        r.node_prefix = path.substr(5);
+        r.node_prefix = std::move(*prefix);
       }
       rp.deliver(r);
     },

@@ -18,6 +18,7 @@
 
 #include <caf/all.hpp>
 
+#include "cafmesh/routing/node_path_resolver.hpp"
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/actors/sim_network.hpp"
 #include "cafmesh/routing/io_pool.hpp"
@@ -117,9 +118,9 @@ inline path_resolver_actor::behavior_type test_resolver() {
   return {
     [](pr_resolve_atom, std::string& path) -> resolve_result {
       resolve_result r;
-      if (path.rfind("node/", 0) == 0) {
+      if (auto prefix = routing::node_prefix_of("node", path)) {
         r.found = true;
-        r.node_prefix = path.substr(5);
+        r.node_prefix = std::move(*prefix);
       }
       return r;
     },

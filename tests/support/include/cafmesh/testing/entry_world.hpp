@@ -23,6 +23,7 @@
 
 #include <caf/all.hpp>
 
+#include "cafmesh/routing/node_path_resolver.hpp"
 #include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/placement_world.hpp"
 #include "cafmesh/actors/lifecycle_atoms.hpp"
@@ -113,9 +114,9 @@ inline caf::behavior test_resolver(caf::event_based_actor*) {
   return {
     [](pr_resolve_atom, const std::string& path) {
       resolve_result r;
-      if (path.rfind("node/", 0) == 0) {
+      if (auto prefix = routing::node_prefix_of("node", path)) {
         r.found = true;
-        r.node_prefix = path.substr(5);
+        r.node_prefix = std::move(*prefix);
       }
       return r;
     },
