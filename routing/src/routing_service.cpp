@@ -1029,13 +1029,6 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
     [=](rs_core_atom, router_core_actor& core) { self->state.opts.core = std::move(core); },
     [=](rs_role_atom) { return config::to_string(self->state.opts.role); },
     [=](rs_stats_atom) { return self->state.stats; },
-    [=](rs_set_role_atom, const std::string& wanted) -> caf::result<caf::ok_atom> {
-      auto& st = self->state;
-      st.log.error("refused to change the process role from " + config::to_string(st.opts.role)
-                   + " to " + wanted);
-      return to_error(fault{mesh_errc::config_invalid,
-                            "the process role is declared once at start and cannot change"});
-    },
     [=](mb_snapshot_atom, const membership_snapshot& v) {
       auto& st = self->state;
       for (auto& r : v.rows)

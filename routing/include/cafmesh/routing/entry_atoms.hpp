@@ -22,7 +22,6 @@ using rs_unregister_atom = caf::atom_constant<caf::atom("rsunreg")>;
 using rs_has_route_atom = caf::atom_constant<caf::atom("rshasroute")>;
 using rs_core_atom = caf::atom_constant<caf::atom("rscore")>;
 using rs_role_atom = caf::atom_constant<caf::atom("rsrole")>;
-using rs_set_role_atom = caf::atom_constant<caf::atom("rssetrole")>;
 using rs_retry_atom = caf::atom_constant<caf::atom("rsretry")>;
 /// `(rs_attach_retry_atom, std::string host_path, uint64_t token)`: pure-client inbound
 /// attach retry timer (docs/behaviour/routing.md#the-entry,

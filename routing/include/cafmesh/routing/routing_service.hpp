@@ -23,8 +23,7 @@
 /// | `(host_stopping_atom) -> ok` | `stopping_recipient_actor`
 /// (docs/behaviour/lifecycle.md#the-host) |
 /// | `(rs_core_atom, router_core_actor)` | `silo_host`: the co-hosted router core (set once, before traffic) |
-/// | `(rs_role_atom) -> std::string` | the role's name |
-/// | `(rs_set_role_atom, std::string) -> ok` | always refused `config_invalid` ("the process role is declared once at start and cannot change") |
+/// | `(rs_role_atom) -> std::string` | the role's name (the one given at spawn: no message changes it) |
 /// | `(mb_snapshot_atom, membership_snapshot)` | `pure_client`: the gateway list (the active set,
 /// docs/behaviour/membership.md#gateways-for-pure-clients); every inbound attach is asserted
 /// again |
@@ -140,7 +139,6 @@ using routing_service_actor = caf::typed_actor<
   caf::replies_to<lifecycle::host_stopping_atom>::with<caf::ok_atom>,
   caf::reacts_to<rs_core_atom, router_core_actor>,
   caf::replies_to<rs_role_atom>::with<std::string>,
-  caf::replies_to<rs_set_role_atom, std::string>::with<caf::ok_atom>,
   caf::reacts_to<mb_snapshot_atom, membership_snapshot>,
   caf::reacts_to<gw_stop_send_atom, silo_address>,
   caf::reacts_to<rs_reattach_atom, address>,
