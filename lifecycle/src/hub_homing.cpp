@@ -60,6 +60,7 @@ void hub_homing::place(const std::string& addr, caf::actor ep, const std::string
   h.ep = std::move(ep);
   h.home = home;
   h.moving = hold;
+  h.draining = false; // a new home: nothing of the old one to wait for
   if (!hold)
     release(h);
 }
@@ -86,17 +87,20 @@ void hub_homing::stopping(const std::string& name) {
       answer_through(h, next);
     } else if (h.kind == hub_home_kind::owner) {
       h.moving = true;
+      h.draining = true;
     }
   }
 }
 
 void hub_homing::active_stopped(const std::string& name) {
   auto next = next_available(name);
-  if (next.empty())
-    return; // no other silo: they move when one is Active again (`up`)
-  for (auto& [text, h] : hubs_)
-    if (h.kind == hub_home_kind::owner && h.home == name && h.moving)
-      move(h, next);
+  for (auto& [text, h] : hubs_) {
+    if (h.kind != hub_home_kind::owner || h.home != name || !h.moving)
+      continue;
+    h.draining = false; // the home's legs have ended
+    if (!next.empty())
+      move(h, next); // else: it moves when a silo is Active again (`up`)
+  }
 }
 
 void hub_homing::down(const std::string& name) {
@@ -118,6 +122,7 @@ void hub_homing::killed(const std::string& name) {
           answer_through(h, next);
         break;
       case hub_home_kind::owner:
+        h.draining = false; // nothing drains on a killed silo
         if (next.empty())
           h.moving = true;
         else
@@ -135,7 +140,7 @@ void hub_homing::killed(const std::string& name) {
 void hub_homing::up(const std::string& name) {
   available_[name] = true;
   for (auto& [text, h] : hubs_)
-    if (h.kind == hub_home_kind::owner && h.moving && !available(h.home))
+    if (h.kind == hub_home_kind::owner && h.moving && !h.draining && !available(h.home))
       move(h, name);
   for (auto& [text, h] : hubs_) {
     if (h.home != name || !h.ep)

@@ -118,6 +118,44 @@ TEST_CASE("hub homing: an owner holds its frames from its home's stop until the 
   CHECK(b.homing.held() == 0);
 }
 
+TEST_CASE("hub homing: a silo coming up while an owner's home is stopping does not move the owner before that home's stage Active stopped") {
+  homing_bed b;
+  auto ep = b.probe("owner");
+  b.homing.add(hub_home_kind::owner, address::from("node/Owner/O0"), ep, "A");
+  b.homing.killed("C"); // C is gone; its next incarnation comes up while A is stopping
+  b.homing.stopping("A");
+  REQUIRE(b.homing.submit("node/Owner/O0", homing_bed::frame("d1"), -1));
+  b.routing["C"] = b.probe("rs-C2");
+  b.homing.up("C");
+  // A still drains its legs of the owner's channels: a frame sent through C now could
+  // overtake them (docs/hosting.md, "Hubs next to several silos").
+  CHECK(b.homing.home_of("node/Owner/O0") == "A");
+  CHECK(b.homing.held() == 1);
+  CHECK(b.seen(ep) == strings{});
+  b.homing.active_stopped("A");
+  CHECK(b.homing.home_of("node/Owner/O0") == "B");
+  CHECK(b.homing.held() == 0);
+  CHECK(b.seen(ep) == strings{"rehome rs-B", "post d1"});
+}
+
+TEST_CASE("hub homing: an owner whose home's stage Active stopped with no silo available moves to the next one that comes up") {
+  homing_bed b;
+  auto ep = b.probe("owner");
+  b.homing.add(hub_home_kind::owner, address::from("node/Owner/O0"), ep, "A");
+  b.homing.killed("B");
+  b.homing.killed("C");
+  b.homing.stopping("A");
+  REQUIRE(b.homing.submit("node/Owner/O0", homing_bed::frame("d1"), -1));
+  b.homing.active_stopped("A"); // nowhere to go yet
+  CHECK(b.homing.home_of("node/Owner/O0") == "A");
+  CHECK(b.homing.held() == 1);
+  b.routing["B"] = b.probe("rs-B2");
+  b.homing.up("B");
+  CHECK(b.homing.home_of("node/Owner/O0") == "B");
+  CHECK(b.homing.held() == 0);
+  CHECK(b.seen(ep) == strings{"rehome rs-B2", "post d1"});
+}
+
 TEST_CASE("hub homing: an answering hub answers through the next available silo from the moment its home starts stopping") {
   homing_bed b;
   auto ep = b.probe("answering");

@@ -114,6 +114,9 @@ private:
     caf::actor client_routing;
     std::string home;
     bool moving = false;
+    /// An owner whose home is stopping and whose home's stage Active has not stopped: it
+    /// leaves only at `active_stopped` or `killed`, never at another silo's `up`.
+    bool draining = false;
     std::deque<std::pair<routing::envelope, int64_t>> held;
   };
 
