@@ -1,0 +1,75 @@
+#include "cafmesh/routing/hub_grains.hpp"
+
+#include <chrono>
+#include <deque>
+#include <utility>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/grain_call.hpp"
+#include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/actors/placement_atoms.hpp"
+#include "cafmesh/routing/classify.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
+#include "cafmesh/routing/gateway_atoms.hpp"
+#include "cafmesh/routing/held_requests.hpp"
+#include "cafmesh/routing/routing_grain.hpp"
+#include "cafmesh/routing/size_guard.hpp"
+
+namespace cafmesh::routing {
+
+const char* grain_delivery_state::name = "cafmesh.grain_delivery";
+
+namespace {
+
+// -- grain-delivery adapter --------------------------------------------------------------
+
+using gd_actor = caf::stateful_actor<grain_delivery_state>;
+
+caf::behavior grain_delivery(gd_actor* self, caf::actor placement) {
+  self->state.placement = std::move(placement);
+  return {
+    [=](gp_deliver_atom, const grain_id& g, envelope& d) -> caf::result<envelope> {
+      auto& st = self->state;
+      ++st.attempts;
+      auto rp = self->make_response_promise<envelope>();
+      grain_call(self, st.placement, g, caf::make_message(hg_deliver_atom::value, std::move(d)))
+        .then([=](envelope& r) mutable { rp.deliver(std::move(r)); },
+              [=](caf::error& e) mutable {
+                auto f = to_fault(e);
+                if (auto n = find_code(f, mesh_errc::activation_deactivated))
+                  if (n->activation_error_recorded == tri_bool::yes)
+                    self->state.act_errors[g] = n->text;
+                if (auto n = find_code(f, mesh_errc::silo_unavailable))
+                  if (n->silo) {
+                    ++self->state.leaving_reports;
+                    self->send(self->state.placement, pl_leaving_atom::value, *n->silo);
+                  }
+                rp.deliver(to_error(f));
+              });
+      return rp;
+    },
+    [=](gp_invalidate_atom, const grain_id& g) {
+      ++self->state.invalidations;
+      self->send(self->state.placement, pl_inval_atom::value, g);
+    },
+    [=](gp_inval_silo_atom, const silo_address& s) {
+      ++self->state.invalidations;
+      self->send(self->state.placement, pl_inval_atom::value, s);
+    },
+    [=](gp_act_error_atom, const grain_id& g) {
+      auto& m = self->state.act_errors;
+      auto i = m.find(g);
+      return i == m.end() ? std::string{} : i->second;
+    },
+  };
+}
+
+} // namespace
+
+grain_port_actor spawn_grain_delivery(caf::actor_system& sys, caf::actor placement) {
+  return caf::actor_cast<grain_port_actor>(sys.spawn(grain_delivery, std::move(placement)));
+}
+
+} // namespace cafmesh::routing

@@ -1,0 +1,198 @@
+#include "cafmesh/routing/hub_grains.hpp"
+
+#include <chrono>
+#include <deque>
+#include <utility>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/grain_call.hpp"
+#include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/actors/placement_atoms.hpp"
+#include "cafmesh/routing/classify.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
+#include "cafmesh/routing/gateway_atoms.hpp"
+#include "cafmesh/routing/held_requests.hpp"
+#include "cafmesh/routing/routing_grain.hpp"
+#include "cafmesh/routing/size_guard.hpp"
+#include "hub_grains_parts.hpp"
+
+namespace cafmesh::routing::hub_grains_detail {
+
+// -- pod hub --------------------------------------------------------------------------------------
+// docs/behaviour/routing.md#hubs
+
+caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
+                            silo_routing_slots_ptr slots) {
+  auto me = std::make_shared<activation_self>();
+  auto client = std::make_shared<caf::optional<silo_address>>();
+  auto path = address{};
+  if (!address::parse(id.key, path))
+    path = address{"podhub", id.key, {}};
+  auto lg = log::get("pod_hub").with_context(slots->silo.to_string());
+  auto not_here = [=]() {
+    fault f{mesh_errc::pod_hub_not_here,
+            "pod hub " + id.key + " is not in its owner's process (silo "
+              + slots->silo.to_string() + ")"};
+    f.silo = slots->silo;
+    return f;
+  };
+  // Hands `d` to client `c` through the centres, awaited inside the turn
+  // (docs/behaviour/routing.md#the-entry): the next delivery is taken only after this one was
+  // handed over.
+  auto to_client = [=](silo_address c, envelope d, caf::typed_response_promise<envelope> rp) {
+    auto ack = d;
+    self
+      ->request(slots->centre, ms(slots->client_handover_timeout_ms),
+                make_bounded_call(slots->client_handover_timeout_ms, c, component::client,
+                                  lr_deliver_atom::value, std::move(d)))
+      .await(
+        [=](bool took) mutable {
+          if (took) {
+            ack.state = delivery_state::forwarded;
+            rp.deliver(ack);
+            return;
+          }
+          lg.info("pure client " + c.to_string() + " has no hub " + id.key
+                  + " any more; deactivating");
+          *client = caf::none;
+          leave(self, me);
+          rp.deliver(to_error(not_here()));
+        },
+        [=](caf::error& e) mutable {
+          auto f = to_fault(e);
+          if (contains_code(f, mesh_errc::departed_silo)
+              || contains_code(f, mesh_errc::silo_unavailable)) {
+            lg.info("pure client " + c.to_string() + " of pod hub " + id.key
+                    + " is unreachable (" + f.render() + "); deactivating");
+            *client = caf::none;
+            leave(self, me);
+            auto nh = not_here();
+            nh.causes.push_back(std::move(f));
+            rp.deliver(to_error(nh));
+            return;
+          }
+          if (e == caf::sec::request_timeout)
+            f = fault{mesh_errc::response_timeout,
+                      "hand-over of delivery " + ack.id + " to pure client " + c.to_string()
+                        + " timed out after "
+                        + std::to_string(slots->client_handover_timeout_ms) + " ms"};
+          rp.deliver(to_error(f));
+        });
+  };
+  // Deactivation (the catalog's exit) while serving a client: tell it to attach again.
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    if (*client && slots->centre)
+      self->send(slots->centre, mc_send_atom::value, **client, component::client,
+                 caf::make_message(rs_reattach_atom::value, path));
+    self->quit(msg.reason);
+  });
+  return {
+    [=](ph_attach_atom) -> caf::result<bool> {
+      learn(self, me);
+      if (!slots->routing)
+        return false;
+      auto rp = self->make_response_promise<bool>();
+      self->request(slots->routing, caf::infinite, rs_has_route_atom::value, path)
+        .then(
+          [=](bool has) mutable {
+            if (has)
+              pin(self, me, true);
+            else if (!*client)
+              leave(self, me); // not the owner's process: the retried claim places it anew
+            rp.deliver(has);
+          },
+          [=](caf::error&) mutable { rp.deliver(false); });
+      return rp;
+    },
+    [=](ph_attach_client_atom, const silo_address& c) {
+      learn(self, me);
+      if (!*client || **client != c)
+        lg.info("pod hub " + id.key + " serves pure client " + c.to_string());
+      *client = c;
+      pin(self, me, true);
+      return true;
+    },
+    [=](ph_detach_client_atom, const silo_address& c) {
+      learn(self, me);
+      if (*client && **client == c) {
+        *client = caf::none;
+        pin(self, me, false);
+        leave(self, me);
+      }
+      return caf::ok_atom::value;
+    },
+    [=](ph_detach_atom) {
+      learn(self, me);
+      *client = caf::none;
+      pin(self, me, false);
+      leave(self, me);
+      return caf::ok_atom::value;
+    },
+    [=](hg_deliver_atom, envelope& d) -> caf::result<envelope> {
+      learn(self, me);
+      // A hub of this stopping process takes no new work. The activation stays: that hub
+      // cannot move, and continuations still have to reach it here. A pure client's hub
+      // lives in a process that is not stopping: it keeps getting its deliveries until the
+      // client, told stop-send, attaches elsewhere.
+      if (!*client && silo_stopping(*slots) && !is_continuation(d)) {
+        lg.info("delivery " + d.id + " to '" + d.target.to_string()
+                + "' refused before its hub saw it: silo " + slots->silo.to_string()
+                + " is leaving; route elsewhere");
+        return to_error(leaving_fault(*slots));
+      }
+      auto rp = self->make_response_promise<envelope>();
+      if (*client && slots->centre) {
+        to_client(**client, std::move(d), rp);
+        return rp;
+      }
+      if (!slots->routing) {
+        leave(self, me);
+        rp.deliver(to_error(not_here()));
+        return rp;
+      }
+      auto ack = d;
+      self->request(slots->routing, caf::infinite, lr_deliver_atom::value, d)
+        .await(
+          [=](bool took) mutable {
+            if (took) {
+              ack.state = delivery_state::forwarded;
+              if (may_answer(ack) && !is_continuation(ack))
+                stamp_landing(ack, slots->silo); // a hub of this silo's process took it
+              rp.deliver(ack);
+              return;
+            }
+            if (!slots->gateway || !slots->centre) {
+              lg.info("pod hub " + id.key + " is not here; deactivating");
+              leave(self, me);
+              rp.deliver(to_error(not_here()));
+              return;
+            }
+            self->request(slots->gateway, caf::infinite, gw_lookup_atom::value, path)
+              .await(
+                [=](const silo_address& c) mutable {
+                  if (c.empty()) {
+                    lg.info("pod hub " + id.key + " is not here; deactivating");
+                    leave(self, me);
+                    rp.deliver(to_error(not_here()));
+                    return;
+                  }
+                  lg.info("pod hub " + id.key + " adopts pure client " + c.to_string()
+                          + " attached through this gateway");
+                  *client = c;
+                  pin(self, me, true);
+                  to_client(c, ack, rp);
+                },
+                [=](caf::error&) mutable {
+                  leave(self, me);
+                  rp.deliver(to_error(not_here()));
+                });
+          },
+          [=](caf::error& e) mutable { rp.deliver(to_error(to_fault(e))); });
+      return rp;
+    },
+  };
+}
+
+} // namespace cafmesh::routing::hub_grains_detail

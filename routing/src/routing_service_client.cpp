@@ -1,0 +1,530 @@
+#include "cafmesh/routing/routing_service.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <utility>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/placement_atoms.hpp"
+#include "cafmesh/routing/classify.hpp"
+#include "cafmesh/routing/size_guard.hpp"
+#include "routing_service_parts.hpp"
+
+// The pure client backend of the routing service: its gateway, its inbound attaches and
+// its dispatches through the gateway (routing_service_parts.hpp).
+
+namespace cafmesh::routing::routing_service_detail {
+
+// -- pure client ---------------------------------------------------------------------
+
+namespace {
+
+void reassert_all(rs_actor* self, bool idle_only);
+
+} // namespace
+
+
+/// Picks a gateway if there is none (docs/behaviour/membership.md#gateways-for-pure-clients: at
+/// random from the active set, avoiding gateways that refused or said stop-send while another
+/// exists) and connects to it.
+void ensure_gateway(rs_actor* self) {
+  auto& st = self->state;
+  if (!st.gateway.empty() || st.gateways.empty())
+    return;
+  std::vector<silo_address> usable;
+  std::vector<silo_address> fresh;
+  for (auto& g : st.gateways) {
+    if (st.lost.count(g) > 0)
+      continue; // its connection broke: never again, even if it is the only one
+    usable.push_back(g);
+    if (st.avoided.count(g) == 0)
+      fresh.push_back(g);
+  }
+  if (usable.empty())
+    return;
+  auto& pool = fresh.empty() ? usable : fresh;
+  st.gateway = pool[st.rng() % pool.size()];
+  if (st.opts.inbound_attach && st.opts.centre) {
+    st.log.info("homed on gateway " + st.gateway.to_string());
+    self->send(st.opts.centre, mc_send_atom::value, st.gateway, component::gateway,
+               caf::make_message(gw_connect_atom::value, st.opts.self_silo));
+  }
+}
+
+/// Drops gateway `gw` if it is the current one (re-homing,
+/// docs/behaviour/membership.md#gateways-for-pure-clients): it is avoided while another Active
+/// gateway exists, and every inbound path is attached again elsewhere.
+void drop_gateway(rs_actor* self, const silo_address& gw, const std::string& why) {
+  auto& st = self->state;
+  if (gw.empty())
+    return;
+  st.avoided.insert(gw);
+  if (st.gateway != gw)
+    return;
+  ++st.stats.rehomes;
+  st.log.info("re-homing away from gateway " + gw.to_string() + ": " + why);
+  st.gateway = silo_address{};
+  reassert_all(self, true);
+}
+
+namespace {
+
+/// A gateway call that failed this way says the gateway `gw` cannot serve this client now:
+/// it refused (`silo_unavailable`), is gone (`departed_silo`), or did not answer in time
+/// (`response_timeout`: cafmesh goes further than
+/// docs/behaviour/membership.md#gateways-for-pure-clients, a stalled gateway that the failure
+/// detector has not caught is left like a stopping one). Only a node about `gw` itself (or about no
+/// silo in particular) counts: a healthy gateway that reports the departure of another silo it
+/// tried to reach keeps this client. The `retry_after_ms` of an `overloaded` node anywhere in `f`,
+/// if there is one.
+std::optional<uint32_t> overload_hint_ms(const fault& f) {
+  if (f.code == mesh_errc::overloaded && f.retry_after_ms)
+    return *f.retry_after_ms;
+  for (auto& c : f.causes)
+    if (auto h = overload_hint_ms(c))
+      return h;
+  return std::nullopt;
+}
+
+bool gateway_failed(const fault& f, const silo_address& gw) {
+  bool hit = false;
+  auto visit = [&](const fault& n, auto& self_ref) -> void {
+    if (hit)
+      return;
+    if ((n.code == mesh_errc::silo_unavailable || n.code == mesh_errc::departed_silo
+         || n.code == mesh_errc::response_timeout)
+        && (!n.silo || *n.silo == gw)) {
+      hit = true;
+      return;
+    }
+    for (auto& c : n.causes)
+      self_ref(c, self_ref);
+  };
+  visit(f, visit);
+  return hit;
+}
+
+bool any_first_pending(rs_actor* self) {
+  for (auto& kv : self->state.inbound)
+    if (kv.second.first)
+      return true;
+  return false;
+}
+
+/// Starts the dispatches that waited for a first attach, in arrival order, once no first
+/// assertion is pending (docs/behaviour/routing.md#the-entry: dispatch no longer waits after the
+/// attach completed).
+void release_gate(rs_actor* self) {
+  auto& st = self->state;
+  if (any_first_pending(self))
+    return;
+  auto waiting = std::move(st.gated);
+  st.gated.clear();
+  for (auto id : waiting)
+    client_attempt(self, id);
+}
+
+/// The current assertion of `key` completed (attached, refused or given up).
+void attach_done(rs_actor* self, const std::string& key) {
+  auto& st = self->state;
+  auto i = st.inbound.find(key);
+  if (i == st.inbound.end() || !i->second.first)
+    return;
+  i->second.first = false;
+  release_gate(self);
+}
+
+void attach_attempt(rs_actor* self, const std::string& key);
+
+void attach_failed(rs_actor* self, const std::string& key, uint64_t tok, const fault& f,
+                   const silo_address& gw) {
+  auto& st = self->state;
+  auto i = st.inbound.find(key);
+  if (i == st.inbound.end() || i->second.token != tok)
+    return;
+  i->second.attached = false;
+  auto d = i->second.retry.next(f);
+  auto attempts = i->second.retry.attempts() - (d.retry ? 1 : 0);
+  // A failed gateway (refusing, departed, silent) is dropped; this path stays busy and
+  // retries below (on the next gateway), the idle paths re-attach at once.
+  if (gateway_failed(f, gw))
+    drop_gateway(self, gw, f.render());
+  i = st.inbound.find(key);
+  if (i == st.inbound.end())
+    return;
+  if (!d.retry) {
+    ++st.stats.attach_gave_up;
+    i->second.busy = false;
+    st.log.error("inbound attach of " + key + " gave up after " + std::to_string(attempts)
+                 + " attempt(s): " + f.render());
+    attach_done(self, key);
+    return;
+  }
+  st.log.debug("inbound attach of " + key + " failed (" + f.render() + "); retry in "
+               + std::to_string(d.delay_ms) + " ms");
+  self->delayed_send(self, std::chrono::milliseconds(d.delay_ms), rs_attach_retry_atom::value,
+                     key, i->second.token);
+}
+
+void attach_attempt(rs_actor* self, const std::string& key) {
+  auto& st = self->state;
+  auto i = st.inbound.find(key);
+  if (i == st.inbound.end())
+    return;
+  if (st.stopping) {
+    attach_done(self, key);
+    return;
+  }
+  auto& r = i->second;
+  auto tok = ++r.token;
+  r.busy = true;
+  keep_newest(r.attempt_ms, now_ms(self), st.opts.client.attempt_record_max);
+  ++st.stats.attach_attempts;
+  ensure_gateway(self);
+  if (st.gateway.empty() || !st.opts.centre) {
+    fault f{mesh_errc::no_compatible_silo,
+            "no active silo is compatible with grain type podhub (interface version 1); "
+            "no Active gateway silo is known to this client"};
+    attach_failed(self, key, tok, f, silo_address{});
+    return;
+  }
+  auto gw = st.gateway;
+  auto call = make_call(gw, component::gateway, gw_attach_atom::value, st.opts.self_silo,
+                        r.addr);
+  auto bound = std::chrono::milliseconds(st.opts.placement_timeout_ms
+                                         + st.opts.grain_response_timeout_ms);
+  self->request(st.opts.centre, bound, std::move(call))
+    .then(
+      [=](bool ok) {
+        auto& st = self->state;
+        auto j = st.inbound.find(key);
+        if (j == st.inbound.end() || j->second.token != tok)
+          return;
+        auto& r = j->second;
+        r.attached = ok;
+        r.busy = false;
+        if (ok) {
+          ++st.stats.attach_ok;
+          r.at = gw;
+          keep_newest(r.attached_at, gw, st.opts.client.attempt_record_max);
+          keep_newest(r.attached_ms, now_ms(self), st.opts.client.attempt_record_max);
+          st.log.info("inbound path " + key + " attached at gateway " + gw.to_string());
+        } else {
+          st.log.warning("inbound attach of " + key + " refused by gateway " + gw.to_string());
+        }
+        attach_done(self, key);
+      },
+      [=](caf::error& e) { attach_failed(self, key, tok, to_fault(e), gw); });
+}
+
+/// Starts a fresh assertion of `key` (new attach budget).
+void assert_attach(rs_actor* self, const std::string& key) {
+  auto& st = self->state;
+  auto i = st.inbound.find(key);
+  if (i == st.inbound.end())
+    return;
+  if (st.stopping) {
+    attach_done(self, key);
+    return;
+  }
+  i->second.retry = retry_state{attach_policy(st.opts.attach, st.opts.placement_timeout_attempts)};
+  attach_attempt(self, key);
+}
+
+/// Asserts every inbound path again; with `idle_only`, only the paths not in an
+/// assertion right now (re-homing: a busy path's own next attempt goes to the new gateway).
+void reassert_all(rs_actor* self, bool idle_only) {
+  std::vector<std::string> keys;
+  for (auto& kv : self->state.inbound)
+    if (!idle_only || !kv.second.busy)
+      keys.push_back(kv.first);
+  for (auto& k : keys)
+    assert_attach(self, k);
+}
+
+/// `gw` accepted the dispatch `id` (`gw` empty on failure).
+void client_finish(rs_actor* self, uint64_t id, bool ok, const fault* f,
+                   const silo_address& gw = silo_address{}) {
+  auto& st = self->state;
+  auto i = st.dispatches.find(id);
+  if (i == st.dispatches.end())
+    return;
+  auto& dsp = i->second;
+  auto took = now_ms(self) - dsp.started_ms;
+  if (took > st.opts.client.slow_dispatch_log_ms)
+    st.log.info("slow dispatch of delivery " + dsp.env.id + " to '" + dsp.env.target.to_string()
+                + "': " + std::to_string(took) + " ms over "
+                + std::to_string(dsp.attempt_ms.size()) + " attempt(s)");
+  if (ok) {
+    ++st.stats.client_accepted;
+    if (dsp.deadline_ms > now_ms(self) && !gw.empty() && may_answer(dsp.env)) {
+      st.held.hold(dsp.env, gw, dsp.deadline_ms, now_ms(self));
+    }
+  } else {
+    ++st.stats.client_failed;
+    auto target = dsp.env.target.to_string();
+    if (!may_answer(dsp.env)) {
+      auto text = f ? f->render() : std::string{};
+      st.log.info("answer-suppressed delivery " + dsp.env.id + " to '" + target
+                  + "' failed: " + text);
+      if (st.opts.failure_observer)
+        self->send(st.opts.failure_observer, ep_event_atom::value, std::string{"suppressed"},
+                   dsp.env.id, static_cast<uint8_t>(f ? classify(*f) : verdict::failed),
+                   "Delivery to '" + target + "' failed: " + text);
+    } else {
+      bool posted;
+      if (st.stopping) {
+        posted = post_local_nack(self, dsp.env, verdict::shutting_down,
+                                 "Host is shutting down, cannot route to " + target);
+      } else {
+        auto v = f ? classify(*f) : verdict::failed;
+        posted = post_local_nack(self, dsp.env, v,
+                                 "Delivery to '" + target + "' failed: "
+                                   + (f ? f->render() : std::string{"unknown fault"}));
+      }
+      if (!posted)
+        st.log.error("dispatch of delivery " + dsp.env.id + " to '" + target
+                     + "' failed and its sender has no local route here: "
+                     + (f ? f->render() : std::string{}));
+    }
+  }
+  auto ch = std::move(dsp.channel);
+  st.dispatches.erase(i);
+  if (ch)
+    channel_finish(self, id, *ch, ok ? gw : silo_address{});
+}
+
+void client_failed_attempt(rs_actor* self, uint64_t id, uint64_t tok, fault f,
+                           const silo_address& gw) {
+  auto& st = self->state;
+  auto i = st.dispatches.find(id);
+  if (i == st.dispatches.end() || i->second.token != tok)
+    return;
+  i->second.in_call = silo_address{};
+  if (gateway_failed(f, gw))
+    drop_gateway(self, gw, f.render());
+  // Admission control: a cluster that refused the dispatch as overloaded told its sender when
+  // to come back. Retrying inside the client would hide the overload (the delivery's latency
+  // grows by every hidden retry), so the refusal goes back to the sender at once, as the NACK
+  // `unavailable` with the hint in its text. docs/behaviour/admission-control.md
+  if (overload_hint_ms(f)) {
+    client_finish(self, id, false, &f);
+    return;
+  }
+  auto d = i->second.retry.next(f);
+  if (!d.retry) {
+    client_finish(self, id, false, &f);
+    return;
+  }
+  self->delayed_send(self, std::chrono::milliseconds(d.delay_ms), rs_retry_atom::value, id,
+                     i->second.token);
+}
+
+
+} // namespace
+
+void client_attempt(rs_actor* self, uint64_t id) {
+  auto& st = self->state;
+  auto i = st.dispatches.find(id);
+  if (i == st.dispatches.end())
+    return;
+  auto& dsp = i->second;
+  ensure_gateway(self);
+  if (dsp.channel && !channel_allows(self, id, *dsp.channel)) {
+    if (!dsp.held)
+      ++st.stats.order_held;
+    dsp.held = true;
+    return;
+  }
+  dsp.held = false;
+  auto tok = ++dsp.token;
+  auto now = now_ms(self);
+  dsp.attempt_ms.push_back(now);
+  record_attempt(st, dsp.env.id, now);
+  ++st.stats.client_attempts;
+  if (st.gateway.empty() || !st.opts.centre) {
+    fault f{mesh_errc::no_compatible_silo,
+            "no active silo is compatible with grain type routing (interface version 1); "
+            "no Active gateway silo is known to this client"};
+    st.log.debug("dispatch of " + dsp.env.id + ": " + f.render());
+    client_failed_attempt(self, id, tok, std::move(f), silo_address{});
+    return;
+  }
+  auto gw = st.gateway;
+  dsp.in_call = gw;
+  auto bound = std::chrono::milliseconds(st.opts.placement_timeout_ms
+                                         + st.opts.grain_response_timeout_ms);
+  auto call = make_bounded_call(bound.count(), gw, component::gateway, pl_call_atom::value,
+                                routing_grain_id(), int32_t{0},
+                                caf::make_message(hg_route_atom::value, dsp.env,
+                                                  st.opts.self_silo));
+  self->request(st.opts.centre, bound, std::move(call))
+    .then([=](envelope&) { client_finish(self, id, true, nullptr, gw); },
+          [=](caf::error& e) {
+            auto f = to_fault(e);
+            if (e == caf::sec::request_timeout)
+              f = fault{mesh_errc::response_timeout,
+                        "routing/default on gateway " + gw.to_string()
+                          + " did not answer: the call timed out after "
+                          + std::to_string(bound.count()) + " ms"};
+            client_failed_attempt(self, id, tok, std::move(f), gw);
+          });
+}
+
+void client_retry(rs_actor* self, uint64_t id, uint64_t tok) {
+  auto& st = self->state;
+  auto i = st.dispatches.find(id);
+  if (tok == 0 || i == st.dispatches.end() || i->second.token != tok)
+    return;
+  auto ch = i->second.channel;
+  client_attempt(self, id);
+  if (ch)
+    pump_channel(self, *ch); // the dispatches behind it may follow it now
+}
+
+envelope client_deliver(rs_actor* self, envelope& d, int64_t deadline_ms) {
+  auto& st = self->state;
+  // 3. size guard.
+  auto chk = check_size(d, size_crossing::grain_call, st.opts.size);
+  if (chk.refused) {
+    ++st.stats.size_refused;
+    log_size_refusal(d, chk);
+    auto text = size_refusal_message(d, chk);
+    bool posted = post_local_nack(self, d, verdict::rejected, text);
+    return refused(std::move(d), posted, text);
+  }
+  // 3b. admission (docs/behaviour/admission-control.md): at the bound the delivery is refused here,
+  // before it is accepted, so an offered load above what the cluster carries never queues in
+  // a mailbox. Continuations of accepted work are always admitted.
+  if (st.opts.max_outstanding > 0 && !is_continuation(d)
+      && st.dispatches.size() >= static_cast<size_t>(st.opts.max_outstanding)) {
+    ++st.stats.refused_overloaded;
+    auto text = "client " + st.opts.process_name + " overloaded: "
+                + std::to_string(st.dispatches.size())
+                + " dispatches outstanding (gateway.max_outstanding "
+                + std::to_string(st.opts.max_outstanding) + "); retry after "
+                + std::to_string(st.opts.overload_retry_after_ms) + " ms";
+    bool posted = post_local_nack(self, d, verdict::unavailable, text,
+                                  st.opts.overload_retry_after_ms);
+    return refused(std::move(d), posted, text);
+  }
+  // 4. dispatch through a gateway.
+  ++st.stats.client_dispatches;
+  auto id = ++st.next_id;
+  auto answer = accepted(d);
+  client_dispatch dsp;
+  dsp.env = std::move(d);
+  dsp.deadline_ms = deadline_ms;
+  dsp.retry = retry_state{client_policy(st.opts.client, st.opts.placement_timeout_attempts)};
+  dsp.started_ms = now_ms(self);
+  dsp.channel = dispatch_channel(self, dsp.env);
+  if (dsp.channel)
+    st.channels[*dsp.channel].pending.push_back(id);
+  st.dispatches.emplace(id, std::move(dsp));
+  if (!st.gated.empty() || any_first_pending(self)) {
+    ++st.stats.gated;
+    st.gated.push_back(id);
+    return answer;
+  }
+  client_attempt(self, id);
+  return answer;
+}
+
+void client_registered(rs_actor* self, const std::string& key, const address& host) {
+  auto& st = self->state;
+  if (st.opts.inbound_attach && is_stream_routed(self, host) && st.inbound.count(key) == 0
+      && !st.stopping) {
+    auto& r = st.inbound[key];
+    r.addr = host;
+    assert_attach(self, key);
+  }
+}
+
+void client_unregistered(rs_actor* self, const std::string& key) {
+  auto& st = self->state;
+  auto i = st.inbound.find(key);
+  if (i == st.inbound.end())
+    return;
+  auto at = i->second.at;
+  auto path = i->second.addr;
+  st.inbound.erase(i);
+  if (!at.empty() && st.opts.centre && !st.stopping) {
+    auto lg = st.log;
+    auto bound = std::chrono::milliseconds(st.opts.placement_timeout_ms
+                                           + st.opts.grain_response_timeout_ms);
+    self->request(st.opts.centre, bound,
+                  make_call(at, component::gateway, gw_detach_atom::value, st.opts.self_silo,
+                            path))
+      .then([](caf::ok_atom) {},
+            [=](caf::error& e) {
+              lg.info("detach of " + key + " at gateway " + at.to_string()
+                      + " failed: " + to_fault(e).render());
+            });
+  }
+  release_gate(self);
+}
+
+void client_reattach(rs_actor* self, const address& a) {
+  auto& st = self->state;
+  auto key = route_key(self, a);
+  if (st.inbound.count(key) == 0)
+    return;
+  st.log.info("pod hub of " + key + " was deactivated; attaching again");
+  assert_attach(self, key);
+}
+
+void client_attach_retry(rs_actor* self, const std::string& key, uint64_t tok) {
+  auto& st = self->state;
+  auto i = st.inbound.find(key);
+  if (i == st.inbound.end() || i->second.token != tok)
+    return;
+  attach_attempt(self, key);
+}
+
+void client_home(rs_actor* self, const silo_address& gw) {
+  auto& st = self->state;
+  if (st.gateway == gw)
+    return;
+  st.gateway = silo_address{};
+  st.avoided.erase(gw);
+  auto saved = st.gateways;
+  st.gateways = {gw};
+  ensure_gateway(self);
+  st.gateways = saved.empty() ? std::vector<silo_address>{gw} : saved;
+  reassert_all(self, false);
+}
+
+void client_snapshot(rs_actor* self, const membership_snapshot& v) {
+  auto& st = self->state;
+  st.gateways = v.active_set();
+  for (auto i = st.avoided.begin(); i != st.avoided.end();) {
+    if (!v.is_active(*i))
+      i = st.avoided.erase(i);
+    else
+      ++i;
+  }
+  if (!st.gateway.empty() && !v.is_active(st.gateway)) {
+    st.log.info("gateway " + st.gateway.to_string() + " left the active set; re-homing");
+    ++st.stats.rehomes;
+    st.gateway = silo_address{};
+  }
+  // docs/behaviour/routing.md#the-entry, #hubs: every snapshot re-asserts the inbound attaches.
+  if (!st.stopping)
+    reassert_all(self, false);
+}
+
+void client_stopping(rs_actor* self) {
+  auto& st = self->state;
+  // Nothing is attached any more; pending first attaches complete now.
+  for (auto& kv : st.inbound) {
+    ++kv.second.token;
+    kv.second.busy = false;
+    kv.second.first = false;
+  }
+  release_gate(self);
+}
+
+} // namespace cafmesh::routing::routing_service_detail

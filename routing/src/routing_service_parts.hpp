@@ -1,0 +1,134 @@
+#pragma once
+/// @file
+/// The parts of the routing service (private to the routing library): the entry
+/// (routing_service.cpp) answers every message and runs the steps every role shares, then hands
+/// a delivery to its role's backend: the router core for a `silo_host` (in the entry), the
+/// gateway dispatch for a `pure_client` (routing_service_client.cpp, with its per-channel order
+/// in routing_service_channel_order.cpp), the in-process hubs for a `monolith`
+/// (routing_service_monolith.cpp). Held requests whose silo departs are settled in
+/// routing_service_departures.cpp. docs/architecture.md#process-roles,
+/// docs/behaviour/routing.md#the-entry
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <caf/stateful_actor.hpp>
+
+#include "cafmesh/actors/fault.hpp"
+#include "cafmesh/routing/routing_service.hpp"
+#include "cafmesh/routing/verdict.hpp"
+
+namespace cafmesh::routing::routing_service_detail {
+
+using rs_actor = caf::stateful_actor<routing_service_state>;
+
+// -- shared by the entry and every backend (routing_service.cpp) ----------------------------
+
+/// The actor clock's now in ms.
+int64_t now_ms(rs_actor* self);
+
+/// Appends `x` to a per-attach record, keeping its newest `max` entries (`max` <= 0: none).
+/// Attaches happen per membership change, not per delivery: erasing at the front is cheap.
+template <class T>
+void keep_newest(std::vector<T>& record, T x, int64_t max) {
+  if (max <= 0)
+    return;
+  record.push_back(std::move(x));
+  if (record.size() > static_cast<size_t>(max))
+    record.erase(record.begin(), record.end() - max);
+}
+
+/// Appends attempt time `now` to `attempts_by_id[id]` (bounded by `client.attempt_record_max`).
+void record_attempt(routing_service_state& st, const std::string& id, int64_t now);
+
+/// The route-table key of `a` (its host address's path).
+std::string route_key(rs_actor* self, const address& a);
+
+/// The local route of `a`'s host address, or null.
+caf::actor* find_route(rs_actor* self, const address& a);
+
+/// Posts a NACK straight to the sender's local route; true if it was posted.
+bool post_local_nack(rs_actor* self, const envelope& d, verdict v, const std::string& text,
+                     std::optional<int64_t> retry_after_ms = std::nullopt);
+
+/// The entry's answer for a delivery it gave up on.
+envelope refused(envelope d, bool posted, const std::string& text);
+
+/// The entry's answer for a delivery it accepted (`forwarded`).
+envelope accepted(envelope d);
+
+/// True if `host`'s type is one of `routing.stream_routed_address_types`.
+bool is_stream_routed(rs_actor* self, const address& host);
+
+// -- pure client: gateway, inbound attach, dispatch (routing_service_client.cpp) ------------
+
+/// Steps 3, 3b and 4 of `deliver` for a pure client: size guard, admission, dispatch.
+envelope client_deliver(rs_actor* self, envelope& d, int64_t deadline_ms);
+
+/// Dispatch `id`'s next attempt (or its wait for its channel).
+void client_attempt(rs_actor* self, uint64_t id);
+
+/// A retry timer of dispatch `id` fired.
+void client_retry(rs_actor* self, uint64_t id, uint64_t tok);
+
+/// Picks and connects a gateway if there is none.
+void ensure_gateway(rs_actor* self);
+
+/// Drops gateway `gw` if it is the current one (re-homing).
+void drop_gateway(rs_actor* self, const silo_address& gw, const std::string& why);
+
+/// A local route was registered under `key` (host address `host`): attach it if inbound.
+void client_registered(rs_actor* self, const std::string& key, const address& host);
+
+/// The local route of `key` was unregistered: detach it at its gateway.
+void client_unregistered(rs_actor* self, const std::string& key);
+
+/// The pod hub of `a` was deactivated: assert its attach again.
+void client_reattach(rs_actor* self, const address& a);
+
+/// An attach retry timer of `key` fired.
+void client_attach_retry(rs_actor* self, const std::string& key, uint64_t tok);
+
+/// Home on `gw` now (connect, re-attach).
+void client_home(rs_actor* self, const silo_address& gw);
+
+/// A membership snapshot reached a pure client: gateways, avoided silos, re-attaches.
+void client_snapshot(rs_actor* self, const membership_snapshot& v);
+
+/// The stopping signal reached a pure client: nothing is attached any more.
+void client_stopping(rs_actor* self);
+
+// -- pure client: per-channel order (routing_service_channel_order.cpp) ---------------------
+
+/// The ordering channel of `d` as the router core forms it, or none.
+std::optional<ordering_channel> dispatch_channel(rs_actor* self, const envelope& d);
+
+/// True if dispatch `id` of `ch` may start on the current gateway now.
+bool channel_allows(rs_actor* self, uint64_t id, const ordering_channel& ch);
+
+/// Starts the held dispatches of `ch` that may start now, in arrival order.
+void pump_channel(rs_actor* self, const ordering_channel& ch);
+
+/// Dispatch `id` of `ch` ended (accepted by `gw`, or given up with `gw` empty).
+void channel_finish(rs_actor* self, uint64_t id, const ordering_channel& ch,
+                    const silo_address& gw);
+
+// -- held requests whose silo departs (routing_service_departures.cpp) ----------------------
+
+/// The centre reports `s` departed.
+void silo_lost(rs_actor* self, const silo_address& s);
+
+/// The router core whose leg landed request `id` reports that a hub of `at` took it.
+void on_landed(rs_actor* self, const std::string& id, const silo_address& at);
+
+/// A membership snapshot: remembers graceful leaves and forgets departures it confirms.
+void departures_snapshot(rs_actor* self, const membership_snapshot& v);
+
+// -- monolith (routing_service_monolith.cpp) -----------------------------------------------
+
+/// Step 4 of `deliver` for a monolith: its hub, built in-process on a miss.
+envelope monolith_deliver(rs_actor* self, envelope d);
+
+} // namespace cafmesh::routing::routing_service_detail
