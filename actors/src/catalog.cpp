@@ -166,6 +166,7 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
       auto i = st.activations.find(t.value);
       if (i == st.activations.end() || i->second.grain != g) {
         ++st.stats.refused;
+        forget_stale_entry(self, g, t);
         rp.deliver(missing_error(st, g, t));
         return rp;
       }

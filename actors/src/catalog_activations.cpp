@@ -92,6 +92,18 @@ void finish(ct_actor* self, uint32_t tag, bool kill) {
   check_all_gone(self);
 }
 
+void forget_stale_entry(ct_actor* self, const grain_id& g, activation_tag t) {
+  auto& st = self->state;
+  if (t.value == 0)
+    return;
+  ++st.stats.stale_unregistered;
+  activation_address addr{g, st.cfg.self, t};
+  st.log.debug("a call named " + t.to_string() + " of " + g.to_string()
+               + ", which is not here: removing its directory entry");
+  st.dir.unregister(self, addr, [] {}, [](caf::error) {});
+  self->send(st.placement, pl_inval_atom::value, addr);
+}
+
 /// The activation's last turn has ended: with a deactivation hook, it runs first (bounded;
 /// the grain stays registered and its messages keep waiting, so no other activation of it
 /// starts before the hook saved what it must), then `finish`.

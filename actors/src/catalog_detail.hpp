@@ -91,6 +91,11 @@ void release(ct_actor* self, uint32_t tag);
 
 void deactivate(ct_actor* self, uint32_t tag, deactivation_reason why);
 
+/// A call named activation `t` of `g`, which is not on this silo: the directory entry its
+/// caller resolved is stale. Unregisters it if it still names `t` here and drops it from
+/// placement's cache (docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion).
+void forget_stale_entry(ct_actor* self, const grain_id& g, activation_tag t);
+
 void arm_idle(ct_actor* self, catalog_activation& a);
 
 void pump(ct_actor* self, uint32_t tag);

@@ -33,6 +33,9 @@
 ///   `activation_deactivated` ("{t} of {g} is not active on silo {S}") with
 ///   `activation_error_recorded` from the activation-failure registry: yes (and the text)
 ///   if activating `g` failed here, no if `t` lived here and left, unknown otherwise.
+///   The directory entry the caller resolved is stale then: the catalog removes it if it
+///   still names `t` on this silo and drops it from its placement's cache, so the caller's
+///   retry activates the grain afresh instead of finding the same entry again.
 /// - `(ct_deact_atom, activation_tag t) -> ok_atom`: deactivate one activation (answers
 ///   once it is gone).
 /// - `(dir_lost_atom, activation_address loser, activation_address winner)` one-way, from
@@ -143,12 +146,15 @@ struct catalog_stats {
   uint64_t rerouted = 0;      ///< held messages sent back through placement
   uint64_t turns = 0;         ///< turns completed
   uint64_t refused = 0;       ///< invocations refused
+  /// Directory entries removed because a call named an activation no longer here
+  /// (docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion).
+  uint64_t stale_unregistered = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, catalog_stats& x) {
   return f(caf::meta::type_name("cafmesh.catalog_stats"), x.activated, x.deactivated,
-           x.abandoned, x.rerouted, x.turns, x.refused);
+           x.abandoned, x.rerouted, x.turns, x.refused, x.stale_unregistered);
 }
 
 /// What `(ct_stats_atom)` answers: the counters and the live activations per grain type.
