@@ -24,18 +24,14 @@ constexpr uint64_t ci_seeds = 20;
 
 /// The kinds the CI seeds draw. Left out until their findings are fixed (`cafmesh-chaos
 /// --seeds 200` draws them all; docs/testing.md#findings):
-/// - `kill`: a request that landed at its hub ends by its deadline, without a response or
-///   NACK (seed 5: 3 requests, seed 7: 1);
 /// - `second_signal`: a frame NACKed `failed` "outcome is unknown" by the non-graceful stop
-///   lands later (seed 6, 10 deliveries with two outcomes); a request that landed at a hub
-///   of the stopped silo ends by its deadline;
-/// - `link_drop` and `partition`: frames held or dropped on a link while a silo stops
-///   gracefully reach their receivers out of order (order violations and stale drops with
-///   graceful stops only: `--kinds` without kill and second_signal, seeds 13 and 18; with
-///   these CI kinds plus partition, seed 5).
+///   lands later (seed 6, 10 deliveries with two outcomes);
+/// - `link_drop` and `partition`: a dropped response frame leaves its request to the caller's
+///   deadline (seeds 85, 143, 195), and frames held or dropped on a link while a silo stops
+///   gracefully reach their receivers out of order.
 std::vector<chaos_kind> ci_kinds() {
   return {chaos_kind::graceful_restart, chaos_kind::overlapping_stops, chaos_kind::owner_stall,
-          chaos_kind::link_delay, chaos_kind::overload_burst};
+          chaos_kind::link_delay, chaos_kind::overload_burst, chaos_kind::kill};
 }
 
 } // namespace
