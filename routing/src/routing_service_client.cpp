@@ -169,16 +169,26 @@ void attach_failed(rs_actor* self, const std::string& key, uint64_t tok, const f
                      key, i->second.token);
 }
 
-void attach_attempt(rs_actor* self, const std::string& key) {
+/// Inbound path `key` if an assertion of it may run now; null if it is gone, or after the
+/// stopping signal (its assertion completes then: nothing is attached any more).
+inbound_route* assertable(rs_actor* self, const std::string& key) {
   auto& st = self->state;
   auto i = st.inbound.find(key);
   if (i == st.inbound.end())
-    return;
+    return nullptr;
   if (st.stopping) {
     attach_done(self, key);
-    return;
+    return nullptr;
   }
-  auto& r = i->second;
+  return &i->second;
+}
+
+void attach_attempt(rs_actor* self, const std::string& key) {
+  auto& st = self->state;
+  auto* path = assertable(self, key);
+  if (path == nullptr)
+    return;
+  auto& r = *path;
   auto tok = ++r.token;
   r.busy = true;
   keep_newest(r.attempt_ms, now_ms(self), st.opts.client.attempt_record_max);
@@ -223,14 +233,10 @@ void attach_attempt(rs_actor* self, const std::string& key) {
 /// Starts a fresh assertion of `key` (new attach budget).
 void assert_attach(rs_actor* self, const std::string& key) {
   auto& st = self->state;
-  auto i = st.inbound.find(key);
-  if (i == st.inbound.end())
+  auto* path = assertable(self, key);
+  if (path == nullptr)
     return;
-  if (st.stopping) {
-    attach_done(self, key);
-    return;
-  }
-  i->second.retry = retry_state{attach_policy(st.opts.attach, st.opts.placement_timeout_attempts)};
+  path->retry = retry_state{attach_policy(st.opts.attach, st.opts.placement_timeout_attempts)};
   attach_attempt(self, key);
 }
 
