@@ -211,12 +211,13 @@ void fail_pending_to(mc_actor* self, const silo_address& s) {
   st.stats.pending_calls = st.pending.size();
 }
 
-/// `s` can answer no more: no new call goes to it. Network mode: the calls waiting for it
-/// fail at once. Simulation: they fail once the frames `s` sent us before it left have
-/// arrived (`sim_flush_atom`): a graceful stop's last answers must not be overtaken by the
-/// news of its departure (a membership snapshot does not travel over the wire, a bounce
-/// travels on the other link), or a call its target already processed fails
-/// `departed_silo` and is retried. The network answers at once for a killed silo.
+/// `s` can answer no more: no new call goes to it. The calls waiting for it fail once the
+/// frames `s` sent us before it left have arrived (`sim_flush_atom`, answered by the
+/// simulated wire or the network link): a graceful stop's last answers must not be
+/// overtaken by the news of its departure (a membership snapshot travels on no link, a
+/// bounce on the other one), or a call its target already processed fails `departed_silo`
+/// and is retried (docs/behaviour/membership.md#departures-and-the-wire). The simulated wire
+/// answers at once for a killed silo, the network link once the connection broke.
 void depart(mc_actor* self, const silo_address& s) {
   auto& st = self->state;
   if (st.flushing.count(s) > 0)

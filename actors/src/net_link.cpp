@@ -70,6 +70,12 @@ void probe(link_actor* self) {
 }
 
 /// The local oracle's view changed: the members to probe are its silos that are not Dead.
+/// How long a flush waits for a departed peer's connection to break: twice the heartbeat
+/// interval, after which a live connection would have shown the peer silent.
+caf::timespan flush_bound(const config::network_section& cfg) {
+  return std::chrono::milliseconds(2 * cfg.heartbeat_interval_ms);
+}
+
 void members_from(link_actor* self, const membership_snapshot& view) {
   auto& st = self->state;
   st.members.clear();
@@ -226,11 +232,28 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
       }
       route(self, std::move(f));
     },
-    [=](sim_flush_atom, const silo_address&, const silo_address&) {
-      // The centre's "frames from a departed silo have arrived" check (message_center.cpp):
-      // over TCP a peer's frames arrive in order on its connection and the departure is
-      // reported after the connection broke, so there is nothing to wait for.
-      return caf::ok_atom::value;
+    [=](sim_flush_atom, const silo_address& src,
+        const silo_address&) -> caf::result<caf::ok_atom> {
+      // The centre's "frames from a departed silo have arrived" check (message_center.cpp).
+      // Membership travels apart from the peer's connection and can overtake the answers
+      // the peer sent before it left; they have all arrived once its connection broke,
+      // and none is held by a stall (docs/behaviour/membership.md#departures-and-the-wire).
+      auto& st = self->state;
+      if (!frames_may_come(st, src))
+        return caf::ok_atom::value;
+      auto rp = self->make_response_promise<caf::ok_atom>();
+      st.flush_waiters[src].push_back(rp);
+      self->delayed_send(self, flush_bound(st.cfg), nl_flush_due_atom::value, src);
+      return rp;
+    },
+    [=](nl_flush_due_atom, const silo_address& src) {
+      auto& st = self->state;
+      if (st.flush_waiters.count(src) == 0)
+        return;
+      if (held_from(st, src)) // held frames come when the stall ends
+        self->delayed_send(self, flush_bound(st.cfg), nl_flush_due_atom::value, src);
+      else
+        release_flush(self, src);
     },
     [=](nl_stall_atom, bool on, bool detected) {
       auto& st = self->state;
@@ -251,6 +274,13 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
       for (auto& f : in)
         if (st.centre)
           self->send(st.centre, mc_frame_atom::value, std::move(f));
+      // The frames reach the centre before the flush answers do.
+      std::vector<silo_address> flushed;
+      for (auto& kv : st.flush_waiters)
+        if (!frames_may_come(st, kv.first))
+          flushed.push_back(kv.first);
+      for (auto& s : flushed)
+        release_flush(self, s);
       return caf::ok_atom::value;
     },
     [=](nl_hello_atom, const silo_address& addr,

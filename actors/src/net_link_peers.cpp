@@ -42,6 +42,17 @@ void heard(link_actor* self, const silo_address& s) {
   report_watch(self, s, true);
 }
 
+void release_flush(link_actor* self, const silo_address& s) {
+  auto& st = self->state;
+  auto i = st.flush_waiters.find(s);
+  if (i == st.flush_waiters.end() || held_from(st, s))
+    return;
+  auto waiters = std::move(i->second);
+  st.flush_waiters.erase(i);
+  for (auto& rp : waiters)
+    rp.deliver(caf::ok_atom::value);
+}
+
 /// Forgets the peer at `ep` (if it is still the one named `addr`) and tells the centre.
 void drop_peer(link_actor* self, const endpoint& ep, const std::string& why) {
   auto& st = self->state;
@@ -65,12 +76,15 @@ void drop_peer(link_actor* self, const endpoint& ep, const std::string& why) {
       auto m = st.members.find(ep);
       if (m != st.members.end() && m->second == s)
         report_watch(self, s, false);
+      release_flush(self, s);
     }
     return;
   }
   st.log.info("peer " + p.addr.to_string() + " gone: " + why);
   if (st.centre)
     self->send(st.centre, mc_gone_atom::value, p.addr);
+  // Everything the peer sent came before its connection broke.
+  release_flush(self, p.addr);
   report_watch(self, p.addr, false);
   if (!is_primary(st) && ep == primary_endpoint(st))
     st.log.warning("lost the connection to the primary " + p.addr.to_string());

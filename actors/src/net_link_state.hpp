@@ -5,6 +5,7 @@
 /// behaviour: routing frames, probes, the heartbeat tick) and net_link_peers.cpp (connecting,
 /// the hello, dropping a peer). Private to the actors library.
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <set>
@@ -58,6 +59,10 @@ constexpr int connect_retries = 3;
 /// `(nl_reconnect_atom, host, port)`: connect to a peer again after a failed attempt.
 using nl_reconnect_atom = caf::atom_constant<caf::atom("nlreconn")>;
 
+/// `(nl_flush_due_atom, silo_address src)`: the bound of the centre's flush waits for `src`
+/// passed (docs/behaviour/membership.md#departures-and-the-wire).
+using nl_flush_due_atom = caf::atom_constant<caf::atom("nlflushdue")>;
+
 struct net_link_state {
   config::network_section cfg;
   /// Publishes and connects (docs/behaviour/peer-authentication.md); exited with the link.
@@ -89,6 +94,9 @@ struct net_link_state {
   bool stall_detected = false; ///< the stall also silences the heartbeats
   std::vector<wire_frame> held_out; ///< from the centre, while stalled
   std::vector<wire_frame> held_in;  ///< from peers, while stalled
+  /// The centre's `sim_flush_atom` calls for a departed silo whose frames may still come:
+  /// its connection is up, or frames from it are held by a stall.
+  std::map<silo_address, std::vector<caf::response_promise>> flush_waiters;
   log::logger log;
   static constexpr const char* name = "cafmesh.net_link";
 };
@@ -108,6 +116,26 @@ void report_watch(link_actor* self, const silo_address& s, bool alive);
 
 /// Notes that the up peer `s` was heard from: it is no longer suspected.
 void heard(link_actor* self, const silo_address& s);
+
+/// True if a frame from `src` is held by this link's stall.
+inline bool held_from(const net_link_state& st, const silo_address& src) {
+  return st.stalled
+         && std::any_of(st.held_in.begin(), st.held_in.end(),
+                        [&](const wire_frame& f) { return f.src == src; });
+}
+
+/// True if frames `src` sent may still reach the centre: its connection is up, or a stall
+/// holds some.
+inline bool frames_may_come(const net_link_state& st, const silo_address& src) {
+  auto i = st.peers.find(endpoint_of(src));
+  bool connected = i != st.peers.end() && i->second.phase == peer_phase::up
+                   && i->second.addr == src;
+  return connected || held_from(st, src);
+}
+
+/// Answers the centre's flush waits for `s` (`sim_flush_atom`) unless a stall still holds
+/// frames from `s`.
+void release_flush(link_actor* self, const silo_address& s);
 
 /// Forgets the peer at `ep` and tells the centre, bouncing the frames it held.
 void drop_peer(link_actor* self, const endpoint& ep, const std::string& why);

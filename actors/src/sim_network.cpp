@@ -172,7 +172,8 @@ void pump(net_actor* self, const link_key& k) {
         q.front().held = true;
         note(self, "hold", q.front().text);
       }
-      release_flush_waiters(self, k); // a held link delivers nothing soon
+      // Flush waiters keep waiting: a held frame is delivered once the link opens, before
+      // the departure of its source (docs/behaviour/membership.md#departures-and-the-wire).
       return;
     }
     auto sf = std::move(q.front());
@@ -396,8 +397,7 @@ caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
       auto& st = self->state;
       link_key k{src, dst};
       auto l = st.links.find(k);
-      if (l == st.links.end() || l->second.queue.empty() || st.killed.count(src) > 0
-          || !link_open(st, k))
+      if (l == st.links.end() || l->second.queue.empty() || st.killed.count(src) > 0)
         return caf::ok_atom::value;
       auto rp = self->make_response_promise<caf::ok_atom>();
       st.flush_waiters[k].push_back(rp);

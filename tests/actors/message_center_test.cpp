@@ -165,6 +165,50 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: a pending call fails departed_sil
   CHECK(w.net_state().count(" gone Sb:11111@2") == 1);
 }
 
+TEST_CASE_FIXTURE(mc_fixture, "message_center: a graceful leaver's answer held on a stalled link still completes the call after membership shows it Dead") {
+  // b answers, then leaves gracefully while its answer is held on the link to a (a's links
+  // are stalled, a itself runs). Membership reaches a over no link, so it overtakes the
+  // answer; the call must still end with b's answer, not with a resendable departed_silo
+  // (docs/behaviour/membership.md#departures-and-the-wire).
+  sim_world w{*this, fixed_latency(2)};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  w.reg(b, component::test, spawn_echo());
+  auto p = spawn_probe();
+  run();
+  ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 21), "held");
+  run_for(3ms); // the request arrived at 2 ms, the answer is due at a at 4 ms
+  caf::anon_send(w.net, sim_stall_atom::value, a, false);
+  run_for(2ms);
+  CHECK(w.net_state().count("hold n2 Sb:11111@2 -> Sa:11111@1") == 1);
+  membership_snapshot leaving;
+  leaving.version = 1;
+  leaving.rows = {membership_row{a, silo_status::active, {}, false},
+                  membership_row{b, silo_status::shutting_down, {}, false}};
+  caf::anon_send(w.centres[a], mb_snapshot_atom::value, leaving);
+  run();
+  auto dead = leaving;
+  dead.version = 2;
+  dead.rows[1].status = silo_status::dead;
+  caf::anon_send(w.centres[a], mb_snapshot_atom::value, dead);
+  caf::anon_send_exit(w.centres[b], caf::exit_reason::user_shutdown);
+  run_for(10ms);
+  auto& ans = probe_of(p).answers;
+  CHECK(ans.empty());
+  caf::anon_send(w.net, sim_unstall_atom::value, a);
+  REQUIRE(run_until([&] { return !ans.empty(); }));
+  REQUIRE(ans.size() == 1);
+  CHECK(ans[0].t_ms == 15);
+  CHECK_FALSE(ans[0].error);
+  REQUIRE(ans[0].reply.match_elements<int>());
+  CHECK(ans[0].reply.get_as<int>(0) == 42);
+  // The departure is still learnt, after the answer: a new call fails at once.
+  ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 1), "later");
+  REQUIRE(run_until([&] { return ans.size() == 2; }));
+  CHECK(fault_of(ans[1].error).code == mesh_errc::departed_silo);
+  CHECK(ans[1].t_ms == 15);
+}
+
 TEST_CASE_FIXTURE(mc_fixture, "message_center: a call to a silo the network never knew bounces as departed_silo") {
   sim_world w{*this, fixed_latency(2)};
   auto a = w.add_silo("a");

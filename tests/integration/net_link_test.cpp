@@ -16,6 +16,7 @@
 #include <caf/io/all.hpp>
 
 #include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/actors/net_link.hpp"
 #include "cafmesh/actors/net_process.hpp"
@@ -37,6 +38,7 @@ using nt_echo_atom = caf::atom_constant<caf::atom("ntecho")>;
 using nt_fail_atom = caf::atom_constant<caf::atom("ntfail")>;
 using nt_hold_atom = caf::atom_constant<caf::atom("nthold")>;
 using nt_note_atom = caf::atom_constant<caf::atom("ntnote")>;
+using nt_release_atom = caf::atom_constant<caf::atom("ntrelease")>;
 
 constexpr auto wait_bound = 10s;
 
@@ -47,7 +49,8 @@ struct echo_state {
 const char* echo_state::name = "net_test.echo";
 
 /// The test component on silo B: echoes an envelope and a fault, answers a fault as an
-/// error, holds a call forever (telling `probe`), and passes one-way notes to `probe`.
+/// error, holds a call (telling `probe`) until released with a value, and passes one-way
+/// notes to `probe`.
 caf::behavior echo(caf::stateful_actor<echo_state>* self, caf::actor probe) {
   return {
     [=](nt_echo_atom, const envelope& e, const fault& f) -> caf::result<envelope, fault> {
@@ -61,6 +64,11 @@ caf::behavior echo(caf::stateful_actor<echo_state>* self, caf::actor probe) {
       return rp;
     },
     [=](nt_note_atom, const std::string& text) { self->send(probe, nt_note_atom::value, text); },
+    [=](nt_release_atom, int value) {
+      for (auto& rp : self->state.held)
+        rp.deliver(value);
+      self->state.held.clear();
+    },
   };
 }
 
@@ -384,6 +392,65 @@ TEST_CASE("net link: when B's actor system shuts down, A's pending and later cal
   self->request(a.link, wait_bound, cafmesh::nl_peers_atom::value)
     .receive([&](const std::vector<silo_address>& ps) { CHECK(ps.empty()); },
              [&](caf::error& e) { FAIL(a.sys->render(e)); });
+}
+
+TEST_CASE("net link: an answer B sent before it left completes A's call although membership showed B Dead first, whether A's link holds it or not") {
+  // Membership reaches A apart from B's connection, so it can overtake B's last answers;
+  // a call B answered must end with that answer, not with a resendable departed_silo
+  // (docs/behaviour/membership.md#departures-and-the-wire).
+  for (auto held_by_stall : {false, true}) {
+    CAPTURE(held_by_stall);
+    net_silo a{1};
+    net_silo b{1};
+    caf::scoped_actor self{*a.sys};
+    caf::scoped_actor probe{*b.sys};
+    auto echo_b = b.sys->spawn(echo, caf::actor{probe});
+    b.add_component(component::test, echo_b);
+    auto snapshot = [&](uint64_t version, cafmesh::silo_status b_status) {
+      cafmesh::membership_snapshot v;
+      v.version = version;
+      v.rows = {cafmesh::membership_row{a.addr, cafmesh::silo_status::active, {}, false},
+                cafmesh::membership_row{b.addr, b_status, {}, false}};
+      caf::anon_send(a.centre, cafmesh::mb_snapshot_atom::value, v);
+    };
+    auto stall_a = [&](bool on) {
+      self->request(a.link, wait_bound, cafmesh::nl_stall_atom::value, on, false)
+        .receive([](caf::ok_atom) {},
+                 [&](caf::error& e) { FAIL("stall: " << a.sys->render(e)); });
+    };
+    auto call = self->request(a.centre, wait_bound,
+                              cafmesh::make_call(b.addr, component::test, nt_hold_atom::value));
+    bool held = false;
+    probe->receive([&](nt_hold_atom) { held = true; },
+                   caf::after(wait_bound) >> [&] { FAIL("the call never reached B"); });
+    REQUIRE(held);
+    if (held_by_stall) {
+      stall_a(true);
+      caf::anon_send(echo_b, nt_release_atom::value, 2);
+      // B's answer crosses the socket and waits in A's link while A learns B is Dead, and
+      // longer than the flush's bound (twice the 200 ms heartbeat interval).
+      probe->receive(caf::after(200ms) >> [] {});
+      snapshot(1, cafmesh::silo_status::shutting_down);
+      snapshot(2, cafmesh::silo_status::dead);
+      probe->receive(caf::after(600ms) >> [] {});
+      stall_a(false);
+    } else {
+      snapshot(1, cafmesh::silo_status::shutting_down);
+      snapshot(2, cafmesh::silo_status::dead);
+      // A's centre has seen B Dead; B's connection is still up and B answers now.
+      probe->receive(caf::after(200ms) >> [] {});
+      caf::anon_send(echo_b, nt_release_atom::value, 1);
+    }
+    int answer = 0;
+    call.receive([&](int v) { answer = v; },
+                 [&](caf::error& e) { FAIL("the answered call failed: " << a.sys->render(e)); });
+    CHECK(answer == (held_by_stall ? 2 : 1));
+    // The departure still counts: a new call fails at once.
+    self->request(a.centre, wait_bound,
+                  cafmesh::make_call(b.addr, component::test, nt_hold_atom::value))
+      .receive([&](caf::message&) { FAIL("B departed"); },
+               [&](caf::error& e) { CHECK(cafmesh::to_fault(e).code == mesh_errc::departed_silo); });
+  }
 }
 
 TEST_CASE("net link: when B's centre exits while B's system lives, A's pending call fails departed_silo naming B and later calls fail at once") {

@@ -60,9 +60,11 @@
 ///   membership's failure detector (membership.hpp) watches these;
 /// - `(sim_flush_atom, silo_address src, silo_address dst) -> ok_atom`: answered once every
 ///   frame already on the wire from `src` to `dst` has been delivered (at once when there
-///   is none, when `src` was killed, or while the link is held by a stall or partition).
-///   A message centre that learns from a membership snapshot that `src` departed asks this
-///   before failing its calls to `src`, so an answer already sent is not overtaken.
+///   is none or when `src` was killed). A link held by a stall or partition holds the
+///   answer too: what is held is delivered once the link opens, as TCP delivers what was
+///   sent before a connection ends. A message centre that learns from a membership snapshot
+///   that `src` departed asks this before failing its calls to `src`, so an answer already
+///   sent is not overtaken (docs/behaviour/membership.md#departures-and-the-wire).
 /// - `(sim_trace_atom) -> std::vector<std::string>`; `(sim_digest_atom) -> uint64_t`.
 
 #include <cstdint>
