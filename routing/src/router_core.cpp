@@ -72,9 +72,9 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
   s.client_hosted.insert(opts.routing.client_hosted_address_types.begin(),
                          opts.routing.client_hosted_address_types.end());
   s.opts = std::move(opts);
-  // Own start permits only where configured: with them the simulated overlapping stops
-  // (S13.10, seeds 4 and 8) changed, one losing deliveries; the cause is not found yet
-  // (docs/behaviour/quiescence.md#admission-inside-the-router-core).
+  // The core grants its own start permits until the pool's drain takes its legs over
+  // (docs/behaviour/quiescence.md#admission-inside-the-router-core); without a pool it has
+  // nobody else to ask.
   s.admits_itself = s.opts.own_start_permits || !s.opts.pool;
   if (s.opts.pool && s.opts.own_start_permits)
     self->send(s.opts.pool, routing::pool_attach_atom::value, owner_of(self));

@@ -58,9 +58,8 @@ TEST_CASE_FIXTURE(fixture, "hot path: a co-hosted router-core delivery costs at 
   bed b(*this);
   // The flow offers 1,000 deliveries at once; admission control is not what this measures.
   b.cfg.routing.max_in_flight = 0;
-  // Every hot-path interpretation on, the core's own start permits included (off by default,
-  // docs/behaviour/quiescence.md#admission-inside-the-router-core).
-  b.opts.own_start_permits = true;
+  // Every hot-path interpretation on, as by default: the core's own start permits included
+  // (docs/behaviour/quiescence.md#admission-inside-the-router-core).
   b.start();
   routing_service_options ro;
   ro.role = config::process_role::silo_host;

@@ -64,9 +64,9 @@ struct router_core_options {
   /// (docs/scenarios.md S12.57): false admits every stream-routed leg at once.
   bool per_channel_fifo = true;
   /// The core grants its own start permits until the pool's drain takes its legs over
-  /// (docs/behaviour/quiescence.md#admission-inside-the-router-core). Off by default: with
-  /// it the simulated overlapping stops (S13.10) do not hold yet for every seed.
-  bool own_start_permits = false;
+  /// (docs/behaviour/quiescence.md#admission-inside-the-router-core). False makes every leg
+  /// ask the pool for its permit (four pool messages per leg).
+  bool own_start_permits = true;
 
   /// The silo's quiescence gauge (docs/behaviour/quiescence.md#the-gauge).
   routing::routing_quiescence_actor gauge;
