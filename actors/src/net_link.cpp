@@ -69,13 +69,13 @@ void probe(link_actor* self) {
   }
 }
 
-/// The local oracle's view changed: the members to probe are its silos that are not Dead.
 /// How long a flush waits for a departed peer's connection to break: twice the heartbeat
 /// interval, after which a live connection would have shown the peer silent.
 caf::timespan flush_bound(const config::network_section& cfg) {
   return std::chrono::milliseconds(2 * cfg.heartbeat_interval_ms);
 }
 
+/// The local oracle's view changed: the members to probe are its silos that are not Dead.
 void members_from(link_actor* self, const membership_snapshot& view) {
   auto& st = self->state;
   st.members.clear();
