@@ -217,7 +217,7 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
     [=](ct_abandon_atom, uint32_t tag) {
       auto& st = self->state;
       auto i = st.activations.find(tag);
-      if (i == st.activations.end() || !i->second.deactivating || !i->second.turn_open)
+      if (i == st.activations.end() || !i->second.deactivating || !i->second.busy())
         return;
       ++st.stats.abandoned;
       st.log.warning(tag_of(i->second) + " abandoned: its turn did not finish within "
@@ -250,7 +250,7 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
     [=](ct_pin_atom, bool on) {
       if (auto a = sender_activation(self)) {
         a->pinned = on;
-        if (!on && !a->turn_open && a->queue.empty() && !a->deactivating)
+        if (!on && !a->busy() && a->queue.empty() && !a->deactivating)
           arm_idle(self, *a);
       }
     },
@@ -260,7 +260,7 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
       if (i == st.activations.end())
         return;
       auto& a = i->second;
-      if (a.idle_seq != seq || a.turn_open || !a.queue.empty() || a.deactivating || a.pinned)
+      if (a.idle_seq != seq || a.busy() || !a.queue.empty() || a.deactivating || a.pinned)
         return;
       deactivate(self, tag, deactivation_reason::idle);
     },

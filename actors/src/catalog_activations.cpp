@@ -15,6 +15,7 @@ catalog_activation& create(ct_actor* self, const grain_id& g, const grain_type& 
   a.tag = tag;
   a.stateless = t.kind == grain_kind::stateless_worker;
   a.hook_ms = t.deactivation_hook_ms;
+  a.may_interleave = t.may_interleave;
   auto factory = t.factory;
   a.actor = self->spawn<caf::linked>(
     [factory, g](caf::event_based_actor* act) -> caf::behavior { return factory(act, g); });
@@ -144,7 +145,7 @@ void deactivate(ct_actor* self, uint32_t tag, deactivation_reason why) {
   a.deactivating = true;
   a.hook_skipped = why == deactivation_reason::lost_registration;
   st.log.debug("deactivating " + tag_of(a) + " (" + to_string(why) + ")");
-  if (!a.turn_open) {
+  if (!a.busy()) {
     release(self, tag);
     return;
   }
@@ -163,42 +164,59 @@ void arm_idle(ct_actor* self, catalog_activation& a) {
                      ct_idle_atom::value, a.tag.value, a.idle_seq);
 }
 
+/// Starts the waiting turns that may start now, in arrival order
+/// (docs/behaviour/directory-and-placement.md#turns-and-interleaving): an exclusive turn only
+/// when no turn is open; an interleaving one while no exclusive turn is open. The first that
+/// must wait holds everything behind it.
 void pump(ct_actor* self, uint32_t tag) {
   auto& st = self->state;
-  auto i = st.activations.find(tag);
-  if (i == st.activations.end())
-    return;
-  auto& a = i->second;
-  if (a.turn_open || a.deactivating || a.queue.empty())
-    return;
-  auto turn = std::move(a.queue.front());
-  a.queue.pop_front();
-  a.turn_open = true;
-  st.last_forward_count = turn.forward_count;
-  ++a.idle_seq; // a pending idle timer is stale now
-  auto rp = turn.rp;
-  ask_any(self, a.actor, 0, std::move(turn.payload),
-          [=](caf::message reply, caf::error err) mutable {
-            if (err)
-              rp.deliver(to_error(to_fault(err)));
-            else
-              rp.deliver(std::move(reply));
-            auto& st = self->state;
-            auto j = st.activations.find(tag);
-            if (j == st.activations.end())
-              return; // abandoned
-            auto& act = j->second;
-            act.turn_open = false;
-            ++st.stats.turns;
-            if (act.deactivating) {
-              release(self, tag);
-              return;
-            }
-            if (act.queue.empty())
-              arm_idle(self, act);
-            else
-              pump(self, tag);
-          });
+  for (;;) {
+    auto i = st.activations.find(tag);
+    if (i == st.activations.end())
+      return;
+    auto& a = i->second;
+    if (a.deactivating || a.queue.empty() || a.exclusive_open)
+      return;
+    bool interleaves = a.may_interleave && a.may_interleave(a.queue.front().payload);
+    if (!interleaves && a.busy())
+      return;
+    auto turn = std::move(a.queue.front());
+    a.queue.pop_front();
+    ++a.turns_open;
+    a.exclusive_open = !interleaves;
+    st.last_forward_count = turn.forward_count;
+    ++a.idle_seq; // a pending idle timer is stale now
+    auto rp = turn.rp;
+    ask_any(self, a.actor, 0, std::move(turn.payload),
+            [=](caf::message reply, caf::error err) mutable {
+              if (err)
+                rp.deliver(to_error(to_fault(err)));
+              else
+                rp.deliver(std::move(reply));
+              auto& st = self->state;
+              auto j = st.activations.find(tag);
+              if (j == st.activations.end())
+                return; // abandoned
+              auto& act = j->second;
+              --act.turns_open;
+              if (!interleaves)
+                act.exclusive_open = false;
+              ++st.stats.turns;
+              if (act.deactivating) {
+                if (!act.busy())
+                  release(self, tag);
+                return;
+              }
+              if (act.queue.empty()) {
+                if (!act.busy())
+                  arm_idle(self, act);
+              } else {
+                pump(self, tag);
+              }
+            });
+    if (!interleaves)
+      return;
+  }
 }
 
 void enqueue(ct_actor* self, catalog_activation& a, catalog_turn turn) {
@@ -220,7 +238,7 @@ catalog_activation* pick_worker(ct_actor* self, const grain_id& g, const grain_t
       if (a.deactivating)
         continue;
       ++live;
-      if (!a.turn_open && a.queue.empty())
+      if (!a.busy() && a.queue.empty())
         return &a;
       if (best == nullptr || a.queue.size() < best->queue.size())
         best = &a;

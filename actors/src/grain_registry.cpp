@@ -54,6 +54,14 @@ bool grain_registry::set_deactivation_hook(const std::string& type, int64_t boun
   return true;
 }
 
+bool grain_registry::set_may_interleave(const std::string& type, interleave_predicate pred) {
+  auto i = types_.find(type);
+  if (i == types_.end() || !pred)
+    return false;
+  i->second.may_interleave = std::move(pred);
+  return true;
+}
+
 const grain_type* grain_registry::find(const std::string& type) const {
   auto i = types_.find(type);
   return i == types_.end() ? nullptr : &i->second;

@@ -292,6 +292,15 @@ bool register_routing_grains(grain_registry& reg, silo_routing_slots_ptr slots) 
                         return pod_hub_behavior(self, id, slots);
                       })
        && ok;
+  // A pod hub's deliveries interleave (docs/behaviour/routing.md#hubs): a hand-over to a pure
+  // client waits for the network, and per-channel order is the router core's.
+  ok = reg.set_may_interleave("podhub",
+                              [](const caf::message& m) {
+                                return m.size() > 0 && m.match_element<caf::atom_value>(0)
+                                       && m.get_as<caf::atom_value>(0)
+                                            == hg_deliver_atom::value;
+                              })
+       && ok;
   return ok;
 }
 } // namespace cafmesh::routing

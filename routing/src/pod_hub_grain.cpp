@@ -38,16 +38,16 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
     f.silo = slots->silo;
     return f;
   };
-  // Hands `d` to client `c` through the centres, awaited inside the turn
-  // (docs/behaviour/routing.md#the-entry): the next delivery is taken only after this one was
-  // handed over.
+  // Hands `d` to client `c` through the centres. Hand-overs overlap (deliveries interleave,
+  // docs/behaviour/routing.md#hubs): each channel still arrives in order, because the router
+  // core has one leg per channel in flight and the centres keep the order of what is sent.
   auto to_client = [=](silo_address c, envelope d, caf::typed_response_promise<envelope> rp) {
     auto ack = d;
     self
       ->request(slots->centre, ms(slots->client_handover_timeout_ms),
                 make_bounded_call(slots->client_handover_timeout_ms, c, component::client,
                                   lr_deliver_atom::value, std::move(d)))
-      .await(
+      .then(
         [=](bool took) mutable {
           if (took) {
             ack.state = delivery_state::forwarded;

@@ -265,6 +265,57 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: an activation in a 40 s turn at deactiva
   CHECK(w.catalog_of(a).activations.empty());
 }
 
+TEST_CASE_FIXTURE(sc_fixture, "catalog: turns that may interleave overlap, an exclusive turn waits for them and holds everything behind it") {
+  // docs/behaviour/directory-and-placement.md#turns-and-interleaving: `slow` calls interleave,
+  // `echo` calls are exclusive.
+  world_silo_options opt;
+  opt.registry = [](const silo_address& s) {
+    auto r = test_registry(s);
+    r->set_may_interleave("slow", [](const caf::message& m) {
+      return m.match_element<caf::atom_value>(0)
+             && m.get_as<caf::atom_value>(0) == pt_slow_atom::value;
+    });
+    return r;
+  };
+  placement_world w{*this};
+  auto a = w.add_silo("a", opt).addr;
+  auto p = spawn_probe();
+  grain_id g{"slow", "il"};
+  call(p, w.at(a).placement, g, slow(1000), "s1");
+  run();
+  call(p, w.at(a).placement, g, slow(1000), "s2");
+  call(p, w.at(a).placement, g, echo(1), "e");
+  call(p, w.at(a).placement, g, slow(1000), "s3");
+  REQUIRE(run_until([&] { return answered(p, 4); }));
+  // s1 and s2 run together; e starts once both ended; s3 waits behind e, then runs alone.
+  CHECK(answer(p, "s1")->t_ms == 1000);
+  CHECK(answer(p, "s2")->t_ms == 1000);
+  CHECK(answer(p, "e")->t_ms == 1000);
+  CHECK(answer(p, "s3")->t_ms == 2000);
+  std::vector<std::string> order;
+  for (auto& x : probe_of(p).answers)
+    order.push_back(x.tag);
+  CHECK(order == std::vector<std::string>{"s1", "s2", "e", "s3"});
+  CHECK(served_by(*answer(p, "s3")) == a.to_string());
+  CHECK(w.catalog_of(a).stats.turns == 4);
+  CHECK(w.catalog_of(a).stats.activated == 1);
+}
+
+TEST_CASE_FIXTURE(sc_fixture, "catalog: without an interleave predicate every turn waits for the one before it") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto p = spawn_probe();
+  grain_id g{"slow", "ex"};
+  call(p, w.at(a).placement, g, slow(1000), "s1");
+  run();
+  call(p, w.at(a).placement, g, slow(1000), "s2");
+  call(p, w.at(a).placement, g, echo(1), "e");
+  REQUIRE(run_until([&] { return answered(p, 3); }));
+  CHECK(answer(p, "s1")->t_ms == 1000);
+  CHECK(answer(p, "s2")->t_ms == 2000);
+  CHECK(answer(p, "e")->t_ms == 2000);
+}
+
 TEST_CASE_FIXTURE(sc_fixture, "catalog: a message queued to a deactivating activation is rerouted with forward count + 1 to a new activation on another Active silo") {
   placement_world w{*this};
   auto a = w.add_silo("a").addr;

@@ -208,3 +208,54 @@ TEST_CASE("grain hooks: at a graceful stop the deactivation hook ends before the
   // The halt was answered only after the save: the stop waited for the hook.
   CHECK(halt_at >= at(log[1]));
 }
+
+namespace {
+
+using reader = caf::typed_actor<caf::replies_to<load_atom, std::string>::with<int64_t>>;
+
+/// Reads a total from the store: each call's turn stays open until the store answered.
+std::function<reader::behavior_type(caf::event_based_actor*, const grain_id&)>
+make_reader(caf::actor store) {
+  return [store](caf::event_based_actor* self, const grain_id&) -> reader::behavior_type {
+    return {[=](load_atom, const std::string& key) -> caf::delegated<int64_t> {
+      self->delegate(store, load_atom::value, key);
+      return {};
+    }};
+  };
+}
+
+/// Two reads of one grain at t0: the instants they were answered.
+std::vector<int64_t> two_reads(bool interleave) {
+  testing::fixture fx;
+  auto store = fx.track(fx.sys.spawn(hook_store, &fx));
+  grain_options go;
+  if (interleave)
+    go.may_interleave = [](const caf::message& m) {
+      return m.match_element<caf::atom_value>(0)
+             && m.get_as<caf::atom_value>(0) == load_atom::value;
+    };
+  auto silo = silo_builder{fx.sys}.grain<reader>("reader", make_reader(store), go).build();
+  REQUIRE(silo);
+  REQUIRE(start(fx, *silo));
+  auto t0 = fx.now_ms();
+  std::vector<int64_t> at(2, -1);
+  for (size_t i = 0; i < 2; ++i) {
+    auto ref = silo->grain<reader>("reader", "r1");
+    fx.track(fx.sys.spawn([ref, i, &at, &fx](caf::event_based_actor* self) {
+      ref.request(self, load_atom::value, std::string{"r1"})
+        .then([i, &at, &fx](int64_t) { at[i] = fx.now_ms(); }, [](caf::error&) {});
+    }));
+  }
+  CHECK(fx.run_until([&] { return at[0] >= 0 && at[1] >= 0; }, 1min));
+  for (auto& x : at)
+    x -= t0;
+  return at;
+}
+
+} // namespace
+
+TEST_CASE("grain options: calls a may_interleave predicate accepts overlap their turns, without one the second call waits for the first") {
+  // docs/behaviour/directory-and-placement.md#turns-and-interleaving; the store answers after 100 ms.
+  CHECK(two_reads(true) == std::vector<int64_t>{100, 100});
+  CHECK(two_reads(false) == std::vector<int64_t>{100, 200});
+}

@@ -108,6 +108,37 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a post and a stream frame from a sil
   CHECK(received_ids(portal) == std::vector<std::string>{"post-1", "frame-1", "frame-2"});
 }
 
+TEST_CASE_FIXTURE(fixture, "client inbound: frames of two streams to one pure-client portal do not wait for each other's hand-over") {
+  // Every frame between processes takes 50 ms. docs/behaviour/routing.md#hubs: the pod hub's
+  // deliveries interleave, so the second stream's frame does not wait for the first one's
+  // hand-over to the client (a round trip) to be taken.
+  silo_world w{*this, 1, 50, 50};
+  auto a = w.add_silo("a").addr;
+  auto c = w.add_client("c", a);
+  auto portal = add_hub(*this, c.routing, portal_path);
+  run_for(2s);
+  REQUIRE(service_of(c.routing).inbound.at(portal_path).attached);
+  auto sender = add_hub(*this, w.at(a).routing, "node/Org/Sender");
+  run();
+  // Warm-up: the gateway's placement learns where the pod hub lives.
+  caf::anon_send(sender, routing::ep_post_atom::value, make_delivery("warm", portal_path));
+  run_for(1s);
+  REQUIRE(hub_of(portal).received.size() == 1);
+  auto t0 = now_ms();
+  caf::anon_send(sender, routing::ep_post_atom::value,
+                 make_delivery("s1-frame", portal_path, "stream-1"));
+  caf::anon_send(sender, routing::ep_post_atom::value,
+                 make_delivery("s2-frame", portal_path, "stream-2"));
+  run_for(1s);
+  auto& got = hub_of(portal).received;
+  REQUIRE(got.size() == 3);
+  CHECK(got[1].env.id == "s1-frame");
+  CHECK(got[2].env.id == "s2-frame");
+  CHECK(got[1].t_ms == clock_ms(*this, t0 + 50));
+  CHECK(got[2].t_ms == clock_ms(*this, t0 + 50));
+  CHECK(hub_of(sender).outcomes.empty());
+}
+
 TEST_CASE_FIXTURE(fixture, "client inbound: a client request gets its response at the client and a NACK reaches its tracker") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;

@@ -254,7 +254,7 @@ TEST_CASE_FIXTURE(fixture, "S12.09 GrainDeactivation abandons a 40 s turn at 30 
   REQUIRE(cat.by_grain.count(slow) == 1);
   REQUIRE(cat.by_grain.count(router) == 1);
   auto tag = activation_tag{cat.by_grain[slow].front()};
-  CHECK(cat.activations.at(tag.value).turn_open);
+  CHECK(cat.activations.at(tag.value).busy());
   // Graceful stop of A; run the instant of the stop only (no timer fires).
   auto t0 = now_ms();
   auto stopped = w.stop(a, true);

@@ -126,7 +126,9 @@ struct catalog_activation {
   caf::actor actor;
   bool stateless = false;
   bool deactivating = false;
-  bool turn_open = false;
+  uint32_t turns_open = 0;                 ///< turns handed over and not yet answered
+  bool exclusive_open = false;             ///< one of them does not interleave
+  interleave_predicate may_interleave;     ///< the type's (grain_registry.hpp); may be empty
   bool pinned = false;                     ///< exempt from idle deactivation
   int64_t hook_ms = 0;                     ///< deactivation hook bound (0: none)
   bool hook_skipped = false;               ///< lost its registration: its hook does not run
@@ -136,6 +138,9 @@ struct catalog_activation {
   std::vector<caf::response_promise> gone; ///< answered when the activation has left
   caf::response_promise registering;       ///< the `ct_activate` waiting for registration
   caf::actor_clock::time_point register_deadline;
+
+  /// True while any turn is open.
+  bool busy() const { return turns_open > 0; }
 };
 
 /// Counters of one catalog (tests and diagnostics).

@@ -40,7 +40,8 @@ std::string to_string(grain_kind x);
 /// the activation's own actor (`self`), with the grain id it serves. Each message the
 /// catalog hands the activation is one non-reentrant turn: the catalog sends the next one
 /// only after the activation answered the previous one
-/// (docs/behaviour/envelope.md#grain-ids-and-grain-types "non-reentrant").
+/// (docs/behaviour/envelope.md#grain-ids-and-grain-types "non-reentrant"), unless both may
+/// interleave (`interleave_predicate`).
 using activation_factory =
   std::function<caf::behavior(caf::event_based_actor* self, const grain_id& id)>;
 
@@ -56,6 +57,12 @@ using activation_check = std::function<std::string(const grain_id& id)>;
 /// `deactivation_hook_ms` has passed (then it goes anyway, a warning logged).
 using grain_deactivate_atom = caf::atom_constant<caf::atom("gdeactiv")>;
 
+/// Tells which messages of a grain type may interleave
+/// (docs/behaviour/directory-and-placement.md#turns-and-interleaving): true for a message whose
+/// turn may overlap the open turns of other messages the predicate also accepts. The shape of
+/// Orleans' `[MayInterleave]`; without one every message is one exclusive turn.
+using interleave_predicate = std::function<bool(const caf::message& msg)>;
+
 /// One registered grain type: what the manifest publishes (`info`: type, strategy,
 /// interface version; membership.hpp) plus local knowledge never published.
 struct grain_type {
@@ -69,6 +76,8 @@ struct grain_type {
   /// docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion), bounded by
   /// this many ms. 0: none.
   int64_t deactivation_hook_ms = 0;
+  /// Set: the messages it accepts may interleave (`interleave_predicate`). Empty: none.
+  interleave_predicate may_interleave;
 };
 
 /// The grain types one silo hosts (docs/behaviour/envelope.md#grain-ids-and-grain-types). Plain
@@ -91,6 +100,11 @@ public:
   /// Declares that activations of `type` run a deactivation hook (answering
   /// `grain_deactivate_atom`) bounded by `bound_ms` (> 0). False if `type` is unknown.
   bool set_deactivation_hook(const std::string& type, int64_t bound_ms);
+
+  /// Lets the messages of `type` that `pred` accepts interleave
+  /// (docs/behaviour/directory-and-placement.md#turns-and-interleaving). False if `type` is
+  /// unknown or `pred` is empty.
+  bool set_may_interleave(const std::string& type, interleave_predicate pred);
 
   /// The registered type named `type`, or nullptr.
   const grain_type* find(const std::string& type) const;

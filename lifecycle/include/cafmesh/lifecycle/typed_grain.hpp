@@ -83,6 +83,11 @@ struct grain_options {
   async_grain_hook on_deactivate_async;
   caf::timespan activate_timeout = std::chrono::seconds(30);
   caf::timespan deactivate_timeout = std::chrono::seconds(30);
+  /// Messages whose turns may overlap (docs/behaviour/directory-and-placement.md#turns-and-interleaving,
+  /// Orleans' `[MayInterleave]`): a message it accepts starts while other such turns are open
+  /// (their answers still pending); every other message is one exclusive turn. Empty (the
+  /// default): every turn is exclusive.
+  interleave_predicate may_interleave;
 };
 
 namespace detail {
@@ -189,6 +194,8 @@ bool add_typed_grain(grain_registry& reg, const std::string& type, Factory facto
                                                   opts.interface_version)
                               : reg.add_single(type, opts.placement, std::move(make),
                                                opts.interface_version);
+  if (added && opts.may_interleave)
+    reg.set_may_interleave(type, opts.may_interleave);
   if (added && opts.on_deactivate_async)
     reg.set_deactivation_hook(
       type, std::chrono::duration_cast<std::chrono::milliseconds>(opts.deactivate_timeout).count());
