@@ -1,5 +1,5 @@
 // Two real actor systems in one process whose actors message each other through direct
-// handles, as the in-process demo mesh does (examples/mainjob/src/net_mesh.cpp): their
+// handles, as the in-process demo mesh does (examples/mainjob/src/in_process_mesh.cpp): their
 // teardown must return (cafmesh/actors/system_teardown.hpp). Real schedulers, so it lives
 // in the integration suite; the only wall-clock bound is the cap on a hung destructor.
 

@@ -4,7 +4,7 @@
 /// The main job's traffic driver on whole simulated silos in virtual time
 /// (docs/testing.md#chaos): `run_sim` drives a `mainjob::mesh_port` built over the test
 /// world of whole silos (silo_world.hpp) on the virtual-time fixture. The topology is the
-/// one of the in-process network mesh (examples/mainjob/src/net_mesh.cpp): the pure clients
+/// one of the in-process network mesh (examples/mainjob/src/in_process_mesh.cpp): the pure clients
 /// host their portal hubs (local routes of their routing services, reached through
 /// client-hosted pod hubs); co-hosted portal hubs are local routes of their home silo's
 /// routing service; owner hubs `node/Owner/O{i}` are hub endpoints handed to the node-hub
