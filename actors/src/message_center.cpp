@@ -190,13 +190,15 @@ void note_departed(mc_actor* self, const silo_address& s) {
 
 /// Fails every call still waiting on `s`. Their frames left this process (a frame the link
 /// could not hand on comes back as a bounce first), so `s` may have processed them: their
-/// outcome is unknown. Except after a graceful leave (membership showed `s` ShuttingDown):
-/// such a silo answers or refuses the calls it takes until it blocks application messages,
-/// and its routing work ends in a landing or a NACK of its own, so a call it left
-/// unanswered was not carried out and may be sent again.
-void fail_pending_to(mc_actor* self, const silo_address& s) {
+/// outcome is unknown. Except after a graceful leave (membership showed `s` ShuttingDown)
+/// over a link that lost no frame from `s` (`frames_lost` false): such a silo answers or
+/// refuses the calls it takes until it blocks application messages, and its routing work
+/// ends in a landing or a NACK of its own, so a call it left unanswered was not carried out
+/// and may be sent again. When a frame from `s` was lost, the missing answer may be that
+/// frame (docs/behaviour/membership.md#departures-and-the-wire).
+void fail_pending_to(mc_actor* self, const silo_address& s, bool frames_lost) {
   auto& st = self->state;
-  bool left_gracefully = st.graceful.count(s) > 0;
+  bool left_gracefully = st.graceful.count(s) > 0 && !frames_lost;
   for (auto i = st.pending.begin(); i != st.pending.end();) {
     if (i->second.dst == s) {
       ++st.stats.departed_fails;
@@ -228,12 +230,13 @@ void depart(mc_actor* self, const silo_address& s) {
   }
   note_departed(self, s);
   st.flushing.insert(s);
-  auto done = [=] {
+  auto done = [=](bool frames_lost) {
     self->state.flushing.erase(s);
-    fail_pending_to(self, s);
+    fail_pending_to(self, s, frames_lost);
   };
   self->request(st.net, caf::infinite, sim_flush_atom::value, s, st.self_addr)
-    .then([=](caf::ok_atom) { done(); }, [=](caf::error&) { done(); });
+    .then([=](caf::ok_atom, bool frames_lost) { done(frames_lost); },
+          [=](caf::error&) { done(true); });
 }
 
 /// A frame this centre sent could not reach its destination (bounce, failed connect).
@@ -256,7 +259,7 @@ void mark_departed(mc_actor* self, const silo_address& s) {
   if (s == self->state.self_addr)
     return;
   note_departed(self, s);
-  fail_pending_to(self, s);
+  fail_pending_to(self, s, false);
 }
 
 void on_inbound(mc_actor* self, wire_frame& f) {

@@ -233,15 +233,15 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
       route(self, std::move(f));
     },
     [=](sim_flush_atom, const silo_address& src,
-        const silo_address&) -> caf::result<caf::ok_atom> {
+        const silo_address&) -> caf::result<caf::ok_atom, bool> {
       // The centre's "frames from a departed silo have arrived" check (message_center.cpp).
       // Membership travels apart from the peer's connection and can overtake the answers
       // the peer sent before it left; they have all arrived once its connection broke,
       // and none is held by a stall (docs/behaviour/membership.md#departures-and-the-wire).
       auto& st = self->state;
       if (!frames_may_come(st, src))
-        return caf::ok_atom::value;
-      auto rp = self->make_response_promise<caf::ok_atom>();
+        return {caf::ok_atom::value, false};
+      auto rp = self->make_response_promise<caf::ok_atom, bool>();
       st.flush_waiters[src].push_back(rp);
       self->delayed_send(self, flush_bound(st.cfg), nl_flush_due_atom::value, src);
       return rp;

@@ -49,8 +49,10 @@ void release_flush(link_actor* self, const silo_address& s) {
     return;
   auto waiters = std::move(i->second);
   st.flush_waiters.erase(i);
+  // A connection delivers in order what was written before it ended; a frame it lost
+  // broke it, and the calls waiting on a broken connection already failed as in flight.
   for (auto& rp : waiters)
-    rp.deliver(caf::ok_atom::value);
+    rp.deliver(caf::ok_atom::value, false);
 }
 
 /// Forgets the peer at `ep` (if it is still the one named `addr`) and tells the centre.

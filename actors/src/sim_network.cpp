@@ -154,8 +154,9 @@ void release_flush_waiters(net_actor* self, const link_key& k) {
     return;
   auto waiters = std::move(i->second);
   self->state.flush_waiters.erase(i);
+  bool lost = self->state.lossy.count(k) > 0;
   for (auto& rp : waiters)
-    rp.deliver(caf::ok_atom::value);
+    rp.deliver(caf::ok_atom::value, lost);
 }
 
 /// Delivers every frame at the head of link `k` that is due and allowed to pass.
@@ -227,6 +228,7 @@ void accept(net_actor* self, wire_frame& f) {
     if (r.count > 0 && matches(r, header)) {
       --r.count;
       note(self, "drop", text);
+      st.lossy.emplace(f.src, f.dst);
       return;
     }
   }
@@ -234,6 +236,7 @@ void accept(net_actor* self, wire_frame& f) {
     if (r.count > 0 && r.pred && r.pred(f)) {
       --r.count;
       note(self, "drop", text);
+      st.lossy.emplace(f.src, f.dst);
       return;
     }
   }
@@ -393,13 +396,13 @@ caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
       return caf::ok_atom::value;
     },
     [=](sim_flush_atom, const silo_address& src,
-        const silo_address& dst) -> caf::result<caf::ok_atom> {
+        const silo_address& dst) -> caf::result<caf::ok_atom, bool> {
       auto& st = self->state;
       link_key k{src, dst};
       auto l = st.links.find(k);
       if (l == st.links.end() || l->second.queue.empty() || st.killed.count(src) > 0)
-        return caf::ok_atom::value;
-      auto rp = self->make_response_promise<caf::ok_atom>();
+        return {caf::ok_atom::value, st.lossy.count(k) > 0};
+      auto rp = self->make_response_promise<caf::ok_atom, bool>();
       st.flush_waiters[k].push_back(rp);
       return rp;
     },

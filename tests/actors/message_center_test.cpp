@@ -209,6 +209,69 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: a graceful leaver's answer held o
   CHECK(ans[1].t_ms == 15);
 }
 
+namespace {
+
+/// Calls b from a while `rule` drops one frame, then b leaves gracefully (ShuttingDown, then
+/// Dead) and its centre exits; returns the call's fault.
+fault graceful_leave_after_drop(mc_fixture& fx, drop_rule rule_for_ab(const silo_address&,
+                                                                         const silo_address&)) {
+  sim_world w{fx, fixed_latency(2)};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  w.reg(b, component::test, fx.spawn_echo());
+  auto p = fx.spawn_probe();
+  fx.run();
+  caf::anon_send(w.net, sim_drop_atom::value, rule_for_ab(a, b));
+  fx.run();
+  fx.ask(p, w.centres[a], make_call(b, component::test, echo_atom::value, 21), "dropped");
+  fx.run_for(10ms); // the request arrived at 2 ms, the answer was due at a at 4 ms
+  CHECK(w.net_state().count(" drop n") == 1);
+  membership_snapshot leaving;
+  leaving.version = 1;
+  leaving.rows = {membership_row{a, silo_status::active, {}, false},
+                  membership_row{b, silo_status::shutting_down, {}, false}};
+  caf::anon_send(w.centres[a], mb_snapshot_atom::value, leaving);
+  fx.run();
+  auto dead = leaving;
+  dead.version = 2;
+  dead.rows[1].status = silo_status::dead;
+  caf::anon_send(w.centres[a], mb_snapshot_atom::value, dead);
+  caf::anon_send_exit(w.centres[b], caf::exit_reason::user_shutdown);
+  auto& ans = fx.probe_of(p).answers;
+  REQUIRE(fx.run_until([&] { return !ans.empty(); }));
+  REQUIRE(ans.size() == 1);
+  CHECK(ans[0].t_ms == 10);
+  return fault_of(ans[0].error);
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(mc_fixture, "message_center: a graceful leaver whose request the wire dropped fails the call as resendable") {
+  // It never saw the call (docs/behaviour/membership.md#departures-and-the-wire).
+  auto f = graceful_leave_after_drop(*this, [](const silo_address& a, const silo_address& b) {
+    drop_rule r;
+    r.src = a;
+    r.dst = b;
+    return r;
+  });
+  CHECK(f.code == mesh_errc::departed_silo);
+  CHECK(f.text == "silo Sb:11111@2 has departed");
+}
+
+TEST_CASE_FIXTURE(mc_fixture, "message_center: a graceful leaver whose answer the wire dropped fails the call as in flight, its outcome unknown") {
+  // A missing answer means "not carried out" only on a wire that lost no frame from the
+  // leaver (docs/behaviour/membership.md#departures-and-the-wire).
+  auto f = graceful_leave_after_drop(*this, [](const silo_address& a, const silo_address& b) {
+    drop_rule r;
+    r.src = b;
+    r.dst = a;
+    r.is_response = true;
+    return r;
+  });
+  CHECK(f.code == mesh_errc::departed_silo);
+  CHECK(f.text == "silo Sb:11111@2 departed while the call was in flight; its outcome is unknown");
+}
+
 TEST_CASE_FIXTURE(mc_fixture, "message_center: a call to a silo the network never knew bounces as departed_silo") {
   sim_world w{*this, fixed_latency(2)};
   auto a = w.add_silo("a");

@@ -112,10 +112,9 @@ void outcome_ledger::retire_until(int64_t now_ms) {
     auto& r = x->second;
     if (latest_ms_ - r.first_terminal_ms < retain_ms_)
       break;
-    if (r.terminals == 2 && (r.first == outcome_kind::landed || r.first == outcome_kind::response)
-        && r.second_timed_out_failure) {
-      ++retired_timed_out_;
-      keep(retired_timed_out_ids_, sample{r.seq, x->first});
+    if (r.terminals == 2 && r.landed_with_ambiguous_failure) {
+      ++retired_ambiguous_;
+      keep(retired_ambiguous_ids_, sample{r.seq, x->first});
     } else if (r.terminals > 1) {
       ++retired_multiple_;
       keep(retired_multiple_ids_, sample{r.seq, x->first});
@@ -127,15 +126,17 @@ void outcome_ledger::retire_until(int64_t now_ms) {
 
 void outcome_ledger::add_terminal(const std::string& id, record& r, outcome_kind k,
                                   routing::verdict v, const std::string& text, int64_t t_ms) {
-  auto timed_out_failure = [&] {
-    return (k == outcome_kind::nack || k == outcome_kind::suppressed_failure)
-           && v == routing::verdict::failed
-           && (text.find("timed out") != std::string::npos
-               || text.find("expired") != std::string::npos
-               // the silo of the call ended (a crash, a non-graceful stop): as ambiguous
-               // as a response timeout
-               || text.find("outcome is unknown") != std::string::npos);
-  };
+  bool failed = (k == outcome_kind::nack || k == outcome_kind::suppressed_failure)
+                && v == routing::verdict::failed;
+  // The silo of the call ended (a crash, a non-graceful stop) while it was in flight: the
+  // call may still land, at any time after.
+  bool unknown_outcome = failed && text.find("outcome is unknown") != std::string::npos;
+  // A response timeout: the callee may already hold the delivery; an expired call is not
+  // carried out (its time-to-live), so only a landing before the timeout is ambiguous.
+  bool timed_out = failed
+                   && (text.find("timed out") != std::string::npos
+                       || text.find("expired") != std::string::npos);
+  auto ambiguous_failure = [&] { return unknown_outcome || timed_out; };
   if (r.terminals == 0) {
     r.first = k;
     r.first_terminal_ms = t_ms;
@@ -191,8 +192,12 @@ void outcome_ledger::add_terminal(const std::string& id, record& r, outcome_kind
         break;
     }
     terminated_.push_back(&*records_.find(id));
+    r.first_unknown_outcome = unknown_outcome;
   } else if (r.terminals == 1) {
-    r.second_timed_out_failure = timed_out_failure();
+    bool landing = k == outcome_kind::landed || k == outcome_kind::response;
+    bool first_landing = r.first == outcome_kind::landed || r.first == outcome_kind::response;
+    r.landed_with_ambiguous_failure = (first_landing && ambiguous_failure())
+                                      || (r.first_unknown_outcome && landing);
   }
   if (r.terminals < 3)
     ++r.terminals;
@@ -390,21 +395,19 @@ ledger_summary outcome_ledger::summarize() const {
   s.nacked_by_verdict = nacked_;
   s.suppressed_by_verdict = suppressed_;
   s.multiple_terminal = retired_multiple_;
-  s.landed_then_timed_out = retired_timed_out_;
+  s.landed_with_ambiguous_failure = retired_ambiguous_;
   std::vector<sample> lost;
   std::vector<sample> multiple = retired_multiple_ids_;
-  std::vector<sample> timed_out = retired_timed_out_ids_;
+  std::vector<sample> ambiguous = retired_ambiguous_ids_;
   for (auto& [id, r] : records_) {
     if (r.terminals == 0) {
       ++s.total.lost;
       ++s.by_kind[r.kind].lost;
       ++s.by_origin[origins_[r.origin]].lost;
       lost.push_back(sample{r.seq, id});
-    } else if (r.terminals == 2
-               && (r.first == outcome_kind::landed || r.first == outcome_kind::response)
-               && r.second_timed_out_failure) {
-      ++s.landed_then_timed_out;
-      timed_out.push_back(sample{r.seq, id});
+    } else if (r.terminals == 2 && r.landed_with_ambiguous_failure) {
+      ++s.landed_with_ambiguous_failure;
+      ambiguous.push_back(sample{r.seq, id});
     } else if (r.terminals > 1) {
       ++s.multiple_terminal;
       multiple.push_back(sample{r.seq, id});
@@ -418,7 +421,7 @@ ledger_summary outcome_ledger::summarize() const {
   };
   first_ids(lost, s.lost_ids);
   first_ids(multiple, s.multiple_terminal_ids);
-  first_ids(timed_out, s.landed_then_timed_out_ids);
+  first_ids(ambiguous, s.landed_with_ambiguous_failure_ids);
   s.nack_texts = nack_texts_;
   s.nack_texts_by_verdict = nack_texts_by_verdict_;
   s.duplicates_dropped = duplicates_dropped_;

@@ -283,9 +283,9 @@ std::vector<report_table> report_tables(const report& r) {
                     std::to_string(l.total.unconfirmed)});
   rows.push_back({"lost", std::to_string(l.total.lost)});
   rows.push_back({"two or more terminal outcomes", std::to_string(l.multiple_terminal)});
-  if (l.landed_then_timed_out > 0)
-    rows.push_back({"landed, then a response timeout",
-                    std::to_string(l.landed_then_timed_out)});
+  if (l.landed_with_ambiguous_failure > 0)
+    rows.push_back({"landed, and a timeout or unknown-outcome failure",
+                    std::to_string(l.landed_with_ambiguous_failure)});
   rows.push_back({"duplicate outcomes dropped", std::to_string(l.duplicates_dropped)});
   rows.push_back({"order violations", std::to_string(l.order_violations)});
   rows.push_back({"stale frames dropped", std::to_string(l.stale_drops)});
@@ -406,8 +406,8 @@ std::string render_json(const report& r) {
   j["lost_sample"] = l.lost_ids;
   j["multiple_terminal_outcomes"] = l.multiple_terminal;
   j["multiple_terminal_sample"] = l.multiple_terminal_ids;
-  j["landed_then_timed_out"] = l.landed_then_timed_out;
-  j["landed_then_timed_out_sample"] = l.landed_then_timed_out_ids;
+  j["landed_with_ambiguous_failure"] = l.landed_with_ambiguous_failure;
+  j["landed_with_ambiguous_failure_sample"] = l.landed_with_ambiguous_failure_ids;
   j["duplicate_outcomes_dropped"] = l.duplicates_dropped;
   j["order_violations"] = l.order_violations;
   json samples = json::array();

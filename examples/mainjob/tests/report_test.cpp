@@ -117,7 +117,7 @@ TEST_CASE("mainjob report: JSON shape") {
         == std::vector<std::string>{
           "accepted", "by_kind", "by_origin", "checks", "deadlines", "duplicate_accepts",
           "duplicate_outcomes_dropped", "duration_s", "entries", "exit_code", "faults", "landed",
-          "landed_then_timed_out", "landed_then_timed_out_sample", "latency_ms", "lost",
+          "landed_with_ambiguous_failure", "landed_with_ambiguous_failure_sample", "latency_ms", "lost",
           "lost_sample", "mirrors_diverged", "mode", "multiple_terminal_outcomes",
           "multiple_terminal_sample",
           "nacked", "nacked_total", "nacks_on_answer_suppressed", "node_exits",

@@ -39,8 +39,9 @@ using sim_trace_atom = caf::atom_constant<caf::atom("simtrace")>;
 using sim_digest_atom = caf::atom_constant<caf::atom("simdigest")>;
 using sim_note_atom = caf::atom_constant<caf::atom("simnote")>;
 using sim_watch_atom = caf::atom_constant<caf::atom("simwatch")>;
-/// `(sim_flush_atom, silo_address src, silo_address dst) -> ok`: answered once the frames
-/// already on the wire from `src` to `dst` have been delivered (sim_network.hpp).
+/// `(sim_flush_atom, silo_address src, silo_address dst) -> (ok, bool frames_lost)`:
+/// answered once the frames already on the wire from `src` to `dst` have been delivered;
+/// `frames_lost` says the link dropped one of them (sim_network.hpp).
 using sim_flush_atom = caf::atom_constant<caf::atom("simflush")>;
 
 // -- membership (membership.hpp) -------------------------------------------------

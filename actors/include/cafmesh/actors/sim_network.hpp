@@ -58,13 +58,17 @@
 ///   when a silo falls silent (killed, its centre exited, or a detectable stall began) and
 ///   `(sim_watch_atom, silo_address, true)` when a detectable stall ends on a live silo —
 ///   membership's failure detector (membership.hpp) watches these;
-/// - `(sim_flush_atom, silo_address src, silo_address dst) -> ok_atom`: answered once every
-///   frame already on the wire from `src` to `dst` has been delivered (at once when there
-///   is none or when `src` was killed). A link held by a stall or partition holds the
-///   answer too: what is held is delivered once the link opens, as TCP delivers what was
-///   sent before a connection ends. A message centre that learns from a membership snapshot
-///   that `src` departed asks this before failing its calls to `src`, so an answer already
-///   sent is not overtaken (docs/behaviour/membership.md#departures-and-the-wire).
+/// - `(sim_flush_atom, silo_address src, silo_address dst) -> (ok_atom, bool frames_lost)`:
+///   answered once every frame already on the wire from `src` to `dst` has been delivered
+///   (at once when there is none or when `src` was killed). A link held by a stall or
+///   partition holds the answer too: what is held is delivered once the link opens, as TCP
+///   delivers what was sent before a connection ends. A message centre that learns from a
+///   membership snapshot that `src` departed asks this before failing its calls to `src`,
+///   so an answer already sent is not overtaken
+///   (docs/behaviour/membership.md#departures-and-the-wire). `frames_lost` is true when a
+///   `drop` discarded a frame from `src` to `dst`: a real connection that loses a frame
+///   breaks, this wire loses it silently, so it says so here and the centre does not take
+///   a missing answer for a call never carried out.
 /// - `(sim_trace_atom) -> std::vector<std::string>`; `(sim_digest_atom) -> uint64_t`.
 
 #include <cstdint>
@@ -155,6 +159,8 @@ struct sim_network_state {
   /// `sim_flush_atom` callers waiting for a link's frames on the wire to be delivered.
   std::map<std::pair<silo_address, silo_address>, std::vector<caf::response_promise>>
     flush_waiters;
+  /// Links (src, dst) that dropped a frame: a flush on them answers `frames_lost`.
+  std::set<std::pair<silo_address, silo_address>> lossy;
   std::set<silo_address> stalled;
   std::set<silo_address> detectable_stalls; ///< stalls the failure detector may notice
   std::set<std::pair<silo_address, silo_address>> partitions; ///< (lesser, greater)

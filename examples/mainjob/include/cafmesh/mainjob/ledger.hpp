@@ -134,16 +134,18 @@ struct ledger_summary {
   std::vector<std::string> lost_ids;
   uint64_t multiple_terminal = 0; ///< deliveries with more than one terminal outcome
   std::vector<std::string> multiple_terminal_ids;
-  /// Deliveries that landed and whose sender was then told `failed` by a response timeout
-  /// (a NACK or suppressed failure whose text says "timed out" or "expired") or by the end
-  /// of the silo the call went through ("outcome is unknown": killed, or stopped
-  /// non-gracefully, while the call was in flight): the answer was held or lost after the
-  /// landing. docs/behaviour/classification.md#why-a-response-timeout-is-never-resent: "the callee
-  /// may already hold the delivery"; the landing is the outcome, the sender's failure is its one
-  /// report, so these do not count in
-  /// `multiple_terminal`. Any other second outcome does.
-  uint64_t landed_then_timed_out = 0;
-  std::vector<std::string> landed_then_timed_out_ids;
+  /// Deliveries that landed once and whose sender was told `failed` either by a response
+  /// timeout after the landing (a NACK or suppressed failure whose text says "timed out" or
+  /// "expired": the answer was held or lost) or, before or after the landing, by the end of
+  /// the silo the call went through ("outcome is unknown": killed, or stopped
+  /// non-gracefully, while the call was in flight; what it had sent may still arrive).
+  /// docs/behaviour/classification.md#why-a-response-timeout-is-never-resent: "the callee may
+  /// already hold the delivery"; the sender's failure is its one report and says the
+  /// delivery may have landed, so these do not count in `multiple_terminal`. Any other pair
+  /// of outcomes does (a timeout before the landing too: an expired call is not carried
+  /// out), and so does a third outcome.
+  uint64_t landed_with_ambiguous_failure = 0;
+  std::vector<std::string> landed_with_ambiguous_failure_ids;
   /// later outcomes the senders' trackers dropped (docs/behaviour/routing.md#nacks)
   uint64_t duplicates_dropped = 0;
   uint64_t order_violations = 0;
@@ -304,10 +306,10 @@ private:
     bool landed = false;         ///< has a landing (its first one gave the latency)
     uint8_t terminals = 0;       ///< terminal outcomes, counted up to 3
     outcome_kind first = outcome_kind::landed;
-    /// The second terminal outcome is a NACK or suppressed failure `failed` whose text says
-    /// "timed out" or "expired" (with a first landing: the
-    /// docs/behaviour/classification.md#why-a-response-timeout-is-never-resent ambiguity).
-    bool second_timed_out_failure = false;
+    /// The first two terminal outcomes are one landing (or response) and one ambiguous
+    /// failure (`landed_with_ambiguous_failure`), in either order.
+    bool landed_with_ambiguous_failure = false;
+    bool first_unknown_outcome = false; ///< the first terminal outcome says "outcome is unknown"
   };
   using record_map = std::unordered_map<std::string, record>;
 
@@ -352,8 +354,8 @@ private:
   // Second outcomes of retired records (the kept ones are classified by `summarize`).
   uint64_t retired_multiple_ = 0;
   std::vector<sample> retired_multiple_ids_; ///< lowest `seq` first, at most sample_max
-  uint64_t retired_timed_out_ = 0;
-  std::vector<sample> retired_timed_out_ids_;
+  uint64_t retired_ambiguous_ = 0;
+  std::vector<sample> retired_ambiguous_ids_;
   uint64_t in_flight_ = 0;
   uint64_t landed_ = 0;
   std::map<routing::verdict, uint64_t> nacked_;
