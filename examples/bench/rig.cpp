@@ -94,7 +94,7 @@ std::pair<double, double> raw_one_way_batch(caf::actor& drv, caf::actor& snk, pr
 namespace {
 
 struct grains_state {
-  std::deque<std::pair<caf::typed_response_promise<envelope>, envelope>> held;
+  std::deque<std::pair<grain_port_reply, envelope>> held;
   static inline const char* name = "bench.grains";
 };
 
@@ -126,18 +126,18 @@ fake_grains(grain_port_actor::stateful_pointer<grains_state> self, core_rig* rig
     return caf::message{};
   });
   return {
-    [=](gp_deliver_atom, const grain_id& g, envelope& d) -> caf::result<envelope> {
+    [=](gp_call_atom, uint64_t call, const grain_id& g, envelope& d) {
       rig->grain_calls.bump();
       auto what = answer ? answer(g) : grain_answer::at_once;
       if (what == grain_answer::never)
-        return caf::delegated<envelope>{};
+        return;
+      grain_port_reply reply{self, call};
       if (what == grain_answer::on_release) {
-        auto promise = self->make_response_promise<envelope>();
-        self->state.held.emplace_back(promise, std::move(d));
-        return promise;
+        self->state.held.emplace_back(reply, std::move(d));
+        return;
       }
       d.state = delivery_state::processed;
-      return std::move(d);
+      reply.deliver(std::move(d));
     },
     [](gp_invalidate_atom, const grain_id&) {},
     [](gp_inval_silo_atom, const silo_address&) {},

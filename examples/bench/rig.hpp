@@ -29,7 +29,7 @@ using bn_raw_atom = caf::atom_constant<caf::atom("bnraw")>;
 using bn_req_atom = caf::atom_constant<caf::atom("bnreq")>;
 using bn_release_atom = caf::atom_constant<caf::atom("bnrelease")>;
 
-/// What the fake grain port does with one `gp_deliver`.
+/// What the fake grain port does with one `gp_call`.
 enum class grain_answer {
   at_once,   ///< answers `processed` in the same turn
   never,     ///< never answers and keeps nothing (`caf::delegated`): the leg stays in flight
@@ -79,7 +79,7 @@ public:
   /// Answers the oldest `n` held promises (`grain_answer::on_release`).
   void release(uint64_t n);
 
-  progress grain_calls; ///< every `gp_deliver` the fake grain port received
+  progress grain_calls; ///< every `gp_call` the fake grain port received
   progress answers;     ///< every answer the driver received (`bad`: not `forwarded`)
   progress released;    ///< held promises answered
   /// Steady-clock ns at which the fake port answered its latest released promise.

@@ -30,13 +30,13 @@ using gd_actor = caf::stateful_actor<grain_delivery_state>;
 caf::behavior grain_delivery(gd_actor* self, caf::actor placement) {
   self->state.placement = std::move(placement);
   return {
-    [=](gp_deliver_atom, const grain_id& g, envelope& d) -> caf::result<envelope> {
+    [=](gp_call_atom, uint64_t call, const grain_id& g, envelope& d) {
       auto& st = self->state;
       ++st.attempts;
-      auto rp = self->make_response_promise<envelope>();
+      grain_port_reply rp{self, call};
       grain_call(self, st.placement, g, caf::make_message(hg_deliver_atom::value, std::move(d)))
-        .then([=](envelope& r) mutable { rp.deliver(std::move(r)); },
-              [=](caf::error& e) mutable {
+        .then([=](envelope& r) { rp.deliver(std::move(r)); },
+              [=](caf::error& e) {
                 auto f = to_fault(e);
                 if (auto n = find_code(f, mesh_errc::activation_deactivated))
                   if (n->activation_error_recorded == tri_bool::yes)
@@ -48,7 +48,6 @@ caf::behavior grain_delivery(gd_actor* self, caf::actor placement) {
                   }
                 rp.deliver(to_error(f));
               });
-      return rp;
     },
     [=](gp_invalidate_atom, const grain_id& g) {
       ++self->state.invalidations;

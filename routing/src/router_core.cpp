@@ -239,6 +239,14 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       return ids;
     },
     [=](rc_deadline_atom, int64_t due_ms) { expire_deadlines(self, due_ms); },
+    [=](gp_result_atom, uint64_t call, envelope& result) {
+      turn_scope turn{self};
+      port_call_result(self, call, result);
+    },
+    [=](gp_result_atom, uint64_t call, caf::error& failure) {
+      turn_scope turn{self};
+      port_call_fault(self, call, failure);
+    },
     [=](rc_sat_lasting_atom) { log_sat(self, self->state.sat.lasting(now_ms(self))); },
     [=](rc_timer_atom, uint64_t id, uint64_t tok) {
       turn_scope turn{self};

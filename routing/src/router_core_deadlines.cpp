@@ -7,7 +7,7 @@
 namespace cafmesh::routing::router_core_detail {
 
 //
-// The node leg's two requests per delivery (resolve, grain attempt) are issued without a CAF
+// The node leg's resolve request is issued without a CAF
 // request timeout and bounded here instead. In CAF 0.17 every request timeout is registered
 // with, and cancelled on, the clock thread (a mutex, a condition-variable broadcast and a
 // wake-up of that thread per request): on the co-hosted hot path that cost more than the
@@ -16,7 +16,9 @@ namespace cafmesh::routing::router_core_detail {
 // CAF's clock would put into its own mailbox, a `request_timeout` error carrying the
 // request's response id, so the request's error arm runs as before (same error, same
 // virtual-time instant) and CAF drops the response handler. A late answer finds no handler
-// and is dropped, as after a CAF timeout.
+// and is dropped, as after a CAF timeout. The same deadlines bound the grain-port calls
+// (router_core_calls.cpp): an expired call gets `(gp_result_atom, id, request_timeout)` in
+// the mailbox, and the first result for its id wins.
 
 namespace {
 
@@ -35,10 +37,10 @@ void arm_deadline_timer(pointer self) {
 
 } // namespace
 
-deadline_key add_deadline(pointer self, caf::message_id rid, ms bound) {
+deadline_key add_deadline(pointer self, deadline_target what, ms bound) {
   auto& s = self->state;
   deadline_key k{now_ms(self) + bound.count(), ++s.next_deadline_seq};
-  s.deadlines.emplace(k, rid);
+  s.deadlines.emplace(k, what);
   arm_deadline_timer(self);
   return k;
 }
@@ -53,10 +55,21 @@ void expire_deadlines(pointer self, int64_t fired_due) {
     s.deadline_timer_ms = -1;
   auto now = now_ms(self);
   while (!s.deadlines.empty() && s.deadlines.begin()->first.first <= now) {
-    auto rid = s.deadlines.begin()->second;
+    auto what = s.deadlines.begin()->second;
     s.deadlines.erase(s.deadlines.begin());
-    self->eq_impl(rid, self->ctrl(), self->context(),
-                  caf::make_error(caf::sec::request_timeout));
+    if (what.call == 0) {
+      self->eq_impl(what.rid, self->ctrl(), self->context(),
+                    caf::make_error(caf::sec::request_timeout));
+      continue;
+    }
+    // A call's timeout queues behind what is already in the mailbox, as a request's does;
+    // whichever of it and the port's answer comes first ends the call.
+    auto i = s.calls.find(what.call);
+    if (i == s.calls.end())
+      continue;
+    auto prio = i->second.urgent ? caf::message_priority::high : caf::message_priority::normal;
+    self->eq_impl(caf::make_message_id(prio), self->ctrl(), self->context(),
+                  gp_result_atom::value, what.call, caf::make_error(caf::sec::request_timeout));
   }
   arm_deadline_timer(self);
 }

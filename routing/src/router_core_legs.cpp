@@ -391,49 +391,50 @@ void leg_attempt(pointer self, uint64_t id) {
   auto tok = ++leg.token;
   ++s.stats.grain_attempts;
   leg.in_flight = true;
-  bounded_request<envelope>(
-    self, s.opts.grains, attempt_timeout(self),
-      [=](envelope& r) {
-        turn_scope turn{self};
-        auto leg = find_leg(self, id, tok);
-        if (leg == nullptr)
-          return;
-        leg->in_flight = false;
-        auto d = judge_result(r);
-        switch (d.action) {
-          case result_action::landed:
-            report_landing(self->state.opts.silo, self->state.opts.centre,
-                           self->state.opts.local_routes, leg->entry_client, leg->env, r);
-            finish_leg(self, *leg, leg_outcome::landed);
-            return;
-          case result_action::already_nacked:
-            // the target answered the sender itself: no NACK, the slot goes
-            finish_leg(self, *leg, leg_outcome::nacked);
-            return;
-          default: {
-            auto text = d.text.empty() ? "Delivery to '" + leg->host_path + "' failed: "
-                                           + to_string(r.state)
-                                       : d.text;
-            leg_nack(self, *leg, d.verdict, text);
-            return;
-          }
-        }
-      },
-      [=](caf::error& e) {
-        turn_scope turn{self};
-        auto leg = find_leg(self, id, tok);
-        if (leg == nullptr)
-          return;
-        auto f = to_fault(e);
-        // Without an answer the target may still hold the delivery.
-        leg->in_flight = has_response_timeout(f);
-        auto tok2 = ++leg->token;
-        with_probe(self, std::move(f), [=](fault g) {
-          if (find_leg(self, id, tok2) != nullptr)
-            leg_on_fault(self, id, std::move(g));
-        });
-      },
-    gp_deliver_atom::value, leg.grain, leg.env);
+  port_call_send(self, call_for::leg_attempt, id, tok, leg.grain, leg.env, attempt_timeout(self),
+                 true);
+}
+
+void leg_attempt_result(pointer self, uint64_t id, uint64_t tok, envelope& r) {
+  turn_scope turn{self};
+  auto leg = find_leg(self, id, tok);
+  if (leg == nullptr)
+    return;
+  leg->in_flight = false;
+  auto d = judge_result(r);
+  switch (d.action) {
+    case result_action::landed:
+      report_landing(self->state.opts.silo, self->state.opts.centre,
+                     self->state.opts.local_routes, leg->entry_client, leg->env, r);
+      finish_leg(self, *leg, leg_outcome::landed);
+      return;
+    case result_action::already_nacked:
+      // the target answered the sender itself: no NACK, the slot goes
+      finish_leg(self, *leg, leg_outcome::nacked);
+      return;
+    default: {
+      auto text = d.text.empty()
+                    ? "Delivery to '" + leg->host_path + "' failed: " + to_string(r.state)
+                    : d.text;
+      leg_nack(self, *leg, d.verdict, text);
+      return;
+    }
+  }
+}
+
+void leg_attempt_fault(pointer self, uint64_t id, uint64_t tok, caf::error& e) {
+  turn_scope turn{self};
+  auto leg = find_leg(self, id, tok);
+  if (leg == nullptr)
+    return;
+  auto f = to_fault(e);
+  // Without an answer the target may still hold the delivery.
+  leg->in_flight = has_response_timeout(f);
+  auto tok2 = ++leg->token;
+  with_probe(self, std::move(f), [=](fault g) {
+    if (find_leg(self, id, tok2) != nullptr)
+      leg_on_fault(self, id, std::move(g));
+  });
 }
 
 void leg_start(pointer self, leg_rec& leg) {

@@ -140,32 +140,37 @@ void nack_pod_hub(pointer self, uint64_t id) {
   }
   job.grain = pod_hub_grain(job.sender_host.path());
   auto tok = ++job.token;
-  self->request(s.opts.grains, attempt_timeout(self), gp_deliver_atom::value, job.grain,
-                job.nack)
-    .then(
-      [=](envelope&) {
-        turn_scope turn{self};
-        if (find_nack(self, id, tok) == nullptr)
-          return;
-        ++self->state.stats.nacks_pod_hub;
-        nack_done(self, id);
-      },
-      [=](caf::error& e) {
-        turn_scope turn{self};
-        auto job = find_nack(self, id, tok);
-        if (job == nullptr)
-          return;
-        auto f = to_fault(e);
-        if (contains_code(f, mesh_errc::runtime_gone)) {
-          ++self->state.stats.nacks_failed;
-          self->state.log.info("NACK to " + job->sender + " (delivery " + job->delivery_id
-                               + ") given up: runtime gone (" + f.render() + ")");
-          nack_done(self, id);
-          return;
-        }
-        nack_stream(self, id);
-      });
+  port_call_send(self, call_for::nack_pod_hub, id, tok, job.grain, job.nack,
+                 attempt_timeout(self), false);
 }
+
+} // namespace
+
+void nack_pod_hub_result(pointer self, uint64_t id, uint64_t tok) {
+  turn_scope turn{self};
+  if (find_nack(self, id, tok) == nullptr)
+    return;
+  ++self->state.stats.nacks_pod_hub;
+  nack_done(self, id);
+}
+
+void nack_pod_hub_fault(pointer self, uint64_t id, uint64_t tok, caf::error& e) {
+  turn_scope turn{self};
+  auto job = find_nack(self, id, tok);
+  if (job == nullptr)
+    return;
+  auto f = to_fault(e);
+  if (contains_code(f, mesh_errc::runtime_gone)) {
+    ++self->state.stats.nacks_failed;
+    self->state.log.info("NACK to " + job->sender + " (delivery " + job->delivery_id
+                         + ") given up: runtime gone (" + f.render() + ")");
+    nack_done(self, id);
+    return;
+  }
+  nack_stream(self, id);
+}
+
+namespace {
 
 /// After rung a: b or c by the sender's type.
 void nack_after_local(pointer self, uint64_t id) {
@@ -344,36 +349,37 @@ void nack_node_attempt(pointer self, uint64_t id) {
   auto& s = self->state;
   auto& job = s.nacks.at(id);
   auto tok = ++job.token;
-  self->request(s.opts.grains, attempt_timeout(self), gp_deliver_atom::value, job.grain,
-                job.nack)
-    .then(
-      [=](envelope&) {
-        turn_scope turn{self};
-        if (find_nack(self, id, tok) == nullptr)
-          return;
-        ++self->state.stats.nacks_node_hub;
-        nack_done(self, id);
-      },
-      [=](caf::error& e) {
-        turn_scope turn{self};
-        auto job = find_nack(self, id, tok);
-        if (job == nullptr)
-          return;
-        auto f = to_fault(e);
-        auto d = job->retry->next(f);
-        if (d.retry) {
-          self->send(self->state.opts.grains, gp_invalidate_atom::value, job->grain);
-          for (auto& silo : d.departed)
-            self->send(self->state.opts.grains, gp_inval_silo_atom::value, silo);
-          auto t = ++job->token;
-          self->delayed_send(self, ms(d.delay_ms), rc_timer_atom::value, id, t);
-          return;
-        }
-        self->state.log.info("NACK to " + job->sender + " (delivery " + job->delivery_id
-                             + ") via " + job->grain.to_string() + " failed ("
-                             + f.render() + "); falling back to the stream transport");
-        nack_stream(self, id);
-      });
+  port_call_send(self, call_for::nack_node_hub, id, tok, job.grain, job.nack,
+                 attempt_timeout(self), false);
+}
+
+void nack_node_result(pointer self, uint64_t id, uint64_t tok) {
+  turn_scope turn{self};
+  if (find_nack(self, id, tok) == nullptr)
+    return;
+  ++self->state.stats.nacks_node_hub;
+  nack_done(self, id);
+}
+
+void nack_node_fault(pointer self, uint64_t id, uint64_t tok, caf::error& e) {
+  turn_scope turn{self};
+  auto job = find_nack(self, id, tok);
+  if (job == nullptr)
+    return;
+  auto f = to_fault(e);
+  auto d = job->retry->next(f);
+  if (d.retry) {
+    self->send(self->state.opts.grains, gp_invalidate_atom::value, job->grain);
+    for (auto& silo : d.departed)
+      self->send(self->state.opts.grains, gp_inval_silo_atom::value, silo);
+    auto t = ++job->token;
+    self->delayed_send(self, ms(d.delay_ms), rc_timer_atom::value, id, t);
+    return;
+  }
+  self->state.log.info("NACK to " + job->sender + " (delivery " + job->delivery_id + ") via "
+                       + job->grain.to_string() + " failed (" + f.render()
+                       + "); falling back to the stream transport");
+  nack_stream(self, id);
 }
 
 void nack_start(pointer self, uint64_t id) {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -43,6 +44,8 @@ using rc_sat_lasting_atom = caf::atom_constant<caf::atom("rcsatlast")>;
 /// The router core's full interface: the public protocol, the pool-owner protocol and its
 /// own completion and timer messages.
 using impl_actor = router_core_actor::extend<caf::reacts_to<rc_flush_atom>,
+                                             caf::reacts_to<gp_result_atom, uint64_t, envelope>,
+                                             caf::reacts_to<gp_result_atom, uint64_t, caf::error>,
                                              caf::reacts_to<rc_timer_atom, uint64_t, uint64_t>,
                                              caf::reacts_to<rc_deadline_atom, int64_t>,
                                              caf::reacts_to<rc_release_atom, uint64_t>,
@@ -113,6 +116,29 @@ struct nack_job {
 /// Orders the router core's own request deadlines: (due ms, sequence number).
 using deadline_key = std::pair<int64_t, uint64_t>;
 
+/// What a deadline bounds: a CAF request (`bounded_request`, by its response id) or a
+/// grain-port call (`port_call`, by its call id; 0: none).
+struct deadline_target {
+  caf::message_id rid;
+  uint64_t call = 0;
+};
+
+/// Whose step a grain-port call's result continues (router_core_calls.cpp).
+enum class call_for : uint8_t {
+  leg_attempt,   ///< a leg's grain attempt (router_core_legs.cpp)
+  nack_node_hub, ///< a NACK's attempt at the sender's node hub (router_core_nacks.cpp)
+  nack_pod_hub,  ///< a NACK's attempt at the sender's pod hub (router_core_nacks.cpp)
+};
+
+/// A grain-port call in flight (docs/behaviour/routing.md#grain-port-calls).
+struct port_call {
+  call_for kind = call_for::leg_attempt;
+  bool urgent = false;  ///< sent at high priority: its timeout comes at that priority too
+  uint64_t owner = 0;   ///< the leg or NACK id
+  uint64_t token = 0;   ///< the owner's step token when the call left
+  deadline_key due;
+};
+
 /// Work a turn leaves for its end (docs/behaviour/routing.md#one-turn-per-step): a start
 /// permit granted by the core's own count, or a leg's terminal event.
 struct turn_work {
@@ -141,8 +167,11 @@ struct core_state {
   uint64_t next_id = 1;
   bool stopping = false;
   router_core_stats stats;
-  /// Requests bounded by the router core itself (`bounded_request`): due -> response id.
-  std::map<deadline_key, caf::message_id> deadlines;
+  /// Requests and calls bounded by the router core itself (`bounded_request`, `port_call`).
+  std::map<deadline_key, deadline_target> deadlines;
+  /// Grain-port calls in flight by call id (docs/behaviour/routing.md#grain-port-calls).
+  std::unordered_map<uint64_t, port_call> calls;
+  uint64_t next_call = 0;
   uint64_t next_deadline_seq = 0;
   int64_t deadline_timer_ms = -1; ///< due time of the armed `rc_deadline` timer; -1: none
   // -- a stop letting go of legs that will not land --
@@ -257,7 +286,7 @@ struct turn_scope {
 // -- request deadlines (router_core_deadlines.cpp) -----------------------------------------------
 
 /// Bounds the request whose response id is `rid` by `bound` from now.
-deadline_key add_deadline(pointer self, caf::message_id rid, ms bound);
+deadline_key add_deadline(pointer self, deadline_target what, ms bound);
 
 /// The request of `k` was answered (or failed) before its bound.
 void drop_deadline(pointer self, const deadline_key& k);
@@ -265,6 +294,28 @@ void drop_deadline(pointer self, const deadline_key& k);
 /// The `rc_deadline` timer for `fired_due` fired: every request whose bound has passed gets
 /// its `request_timeout`, then the timer is armed for the next deadline.
 void expire_deadlines(pointer self, int64_t fired_due);
+
+// -- grain-port calls (router_core_calls.cpp) ----------------------------------------------------
+
+/// Sends `(gp_call_atom, id, grain, env)` to the grain port, bounded by the router core's own
+/// deadline of `bound`; its result continues `kind`'s step of `owner` if `owner`'s token is
+/// still `token` (docs/behaviour/routing.md#grain-port-calls).
+void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
+                    const grain_id& grain, const envelope& env, ms bound, bool urgent);
+
+/// The grain port answered call `id` (or its deadline passed: `request_timeout`).
+void port_call_result(pointer self, uint64_t id, envelope& result);
+void port_call_fault(pointer self, uint64_t id, caf::error& failure);
+
+/// The continuations of a leg's grain attempt (router_core_legs.cpp).
+void leg_attempt_result(pointer self, uint64_t id, uint64_t tok, envelope& r);
+void leg_attempt_fault(pointer self, uint64_t id, uint64_t tok, caf::error& e);
+
+/// The continuations of a NACK's hub attempts (router_core_nacks.cpp).
+void nack_node_result(pointer self, uint64_t id, uint64_t tok);
+void nack_node_fault(pointer self, uint64_t id, uint64_t tok, caf::error& e);
+void nack_pod_hub_result(pointer self, uint64_t id, uint64_t tok);
+void nack_pod_hub_fault(pointer self, uint64_t id, uint64_t tok, caf::error& e);
 
 /// Sends a request bounded by the router core's own deadline of `bound`
 /// (router_core_deadlines.cpp); `on_value(T&)` and `on_error(caf::error&)` are the
@@ -274,7 +325,7 @@ void bounded_request(pointer self, const Dest& dest, ms bound, OnValue on_value,
                      OnError on_error, Ts&&... xs) {
   auto h = self->template request<caf::message_priority::high>(dest, caf::infinite,
                                                                std::forward<Ts>(xs)...);
-  auto k = add_deadline(self, h.id(), bound);
+  auto k = add_deadline(self, deadline_target{h.id(), 0}, bound);
   h.then(
     [=](T& y) mutable {
       turn_scope turn{self};

@@ -102,7 +102,7 @@ struct grain_fake_state {
   std::vector<silo_address> silos;               ///< placement candidates, first wins
   std::map<std::string, silo_address> placed;    ///< the fake directory cache
   struct pending_t {
-    caf::typed_response_promise<envelope> rp;
+    grain_port_reply rp;
     envelope env;
     answer a;
     std::string grain;
@@ -154,7 +154,7 @@ grain_fake(grain_fake_actor::stateful_pointer<grain_fake_state> self,
     }
   };
   return {
-    [=](gp_deliver_atom, grain_id& g, envelope& env) -> caf::typed_response_promise<envelope> {
+    [=](gp_call_atom, uint64_t call, grain_id& g, envelope& env) {
       auto& s = self->state;
       auto key = g.to_string();
       bool fresh = s.placed.count(key) == 0;
@@ -170,14 +170,14 @@ grain_fake(grain_fake_actor::stateful_pointer<grain_fake_state> self,
         a = i->second.front();
         i->second.pop_front();
       }
-      auto rp = self->make_response_promise<envelope>();
+      grain_port_reply rp{self, call};
       if (a.kind == answer::result && a.delay_ms == 0) {
         rp.deliver(answer_env(env, a, silo));
-        return rp;
+        return;
       }
       if (a.kind == answer::fail && a.delay_ms == 0) {
         rp.deliver(to_error(a.f));
-        return rp;
+        return;
       }
       auto idx = s.next_pending++;
       if (a.kind == answer::stall) {
@@ -187,7 +187,6 @@ grain_fake(grain_fake_actor::stateful_pointer<grain_fake_state> self,
         self->delayed_send(self, std::chrono::milliseconds(a.delay_ms), ft_fire_atom::value, idx);
       }
       s.pending.emplace(idx, grain_fake_state::pending_t{rp, env, a, key, a.kind == answer::stall});
-      return rp;
     },
     [=](gp_invalidate_atom, grain_id& g) {
       self->state.invalidated.push_back(g.to_string());

@@ -61,8 +61,8 @@ test_grain_port(grain_port_actor::stateful_pointer<port_state> self, caf::actor 
   self->state.centre = std::move(centre);
   self->state.client = std::move(client);
   return {
-    [=](gp_deliver_atom, grain_id& g, envelope& e) -> caf::typed_response_promise<envelope> {
-      auto rp = self->make_response_promise<envelope>();
+    [=](gp_call_atom, uint64_t call, grain_id& g, envelope& e) {
+      grain_port_reply rp{self, call};
       auto& s = self->state;
       s.calls.push_back(g.to_string());
       if (g.type == "podhub") {
@@ -80,26 +80,25 @@ test_grain_port(grain_port_actor::stateful_pointer<port_state> self, caf::actor 
               rp.deliver(r);
             },
             [=](caf::error& err) mutable { rp.deliver(to_error(to_fault(err))); });
-        return rp;
+        return;
       }
       auto i = s.nodes.find(g.key);
       if (i == s.nodes.end() || !i->second.fail) {
         auto r = e;
         r.state = delivery_state::processed;
         rp.deliver(r);
-        return rp;
+        return;
       }
       auto f = i->second.f;
       if (i->second.delay_ms == 0) {
         rp.deliver(to_error(f));
-        return rp;
+        return;
       }
       // a delayed fault: answered by a timer (no self-re-arming)
       self->request(caf::actor_cast<grain_port_actor>(self),
                     std::chrono::milliseconds(i->second.delay_ms), gp_act_error_atom::value,
                     grain_id{"never", "answers"})
         .then([](std::string&) {}, [=](caf::error&) mutable { rp.deliver(to_error(f)); });
-      return rp;
     },
     [=](gp_invalidate_atom, grain_id&) {},
     [=](gp_inval_silo_atom, silo_address&) {},

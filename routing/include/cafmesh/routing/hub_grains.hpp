@@ -56,7 +56,7 @@
 ///   client's attach (re-homing) still reaches the client.
 ///
 /// ## Grain-delivery adapter (`grain_port_actor`, router_ports.hpp)
-/// One attempt per `gp_deliver` (`pl_call` on the silo's placement service with
+/// One attempt per `gp_call` (`pl_call` on the silo's placement service with
 /// `(hg_deliver_atom, envelope)`); `gp_invalidate` / `gp_inval_silo` drop cached addresses in
 /// placement (`pl_inval_atom`); `gp_act_error` answers the last activation error recorded for
 /// the grain as seen in an `activation_deactivated` (recorded = yes) answer, else "".

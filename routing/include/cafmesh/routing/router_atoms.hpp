@@ -46,7 +46,8 @@ using rc_deadline_atom = caf::atom_constant<caf::atom("rcdeadline")>;
 using rc_release_atom = caf::atom_constant<caf::atom("rcrelease")>;
 
 // -- grain-delivery port (router_ports.hpp) ------------------------------------------------
-using gp_deliver_atom = caf::atom_constant<caf::atom("gpdeliver")>;
+using gp_call_atom = caf::atom_constant<caf::atom("gpcall")>;
+using gp_result_atom = caf::atom_constant<caf::atom("gpresult")>;
 using gp_invalidate_atom = caf::atom_constant<caf::atom("gpinval")>;
 using gp_inval_silo_atom = caf::atom_constant<caf::atom("gpinvsilo")>;
 using gp_act_error_atom = caf::atom_constant<caf::atom("gpacterr")>;

@@ -6,8 +6,8 @@
 /// transport ladder (docs/behaviour/routing.md#nacks) reach the outside. The router core holds one
 /// handle of each (`router_core_options`); a null handle means "not available here" and turns every
 /// leg step that needs it into a composition fault (docs/behaviour/routing.md#legs) or skips the
-/// ladder rung. Every port answers asynchronously; the router core bounds each request with its own
-/// actor-clock timeout, so a port that never answers cannot wedge a leg.
+/// ladder rung. Every port answers asynchronously; the router core bounds each request and grain-port
+/// call with its own deadline, so a port that never answers cannot wedge a leg.
 ///
 /// Errors always travel as `caf::error` made by `to_error(fault)`
 /// (docs/behaviour/classification.md#faults-and-caf-errors); the router core reads them back with
@@ -25,6 +25,9 @@
 
 #include <string>
 
+#include <caf/actor_control_block.hpp>
+#include <caf/error.hpp>
+#include <caf/fwd.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/optional.hpp>
 #include <caf/replies_to.hpp>
@@ -45,23 +48,28 @@ namespace cafmesh::routing {
 /// plus the cache invalidation the retry loop needs
 /// (docs/behaviour/classification.md#retry-policies).
 ///
-/// - `(gp_deliver_atom, grain_id, envelope) -> envelope`: ONE attempt of
+/// - `(gp_call_atom, uint64_t call, grain_id, envelope)` one-way: ONE attempt of
 ///   `{grain}.deliver(envelope)`, where grain is `messagehub/{node prefix}` (node hub) or
 ///   `podhub/{rendered host path}` (pod hub). The adapter places the grain (directory cache
-///   permitting), sends the call and answers the hub's result envelope (state `processed`,
-///   `submitted`, `forwarded`, `ignored`, `failed` with `properties["error"]` and maybe
-///   `properties["verdict"]` / `sender_was_nacked`, ...). On failure it answers the fault
-///   tree as `to_error(fault)`: `placement_timeout` after `placement.timeout_ms` (30 s),
+///   permitting), sends the call and answers the caller (the message's sender) one-way
+///   through a `grain_port_reply`: `(gp_result_atom, call, envelope)` with the hub's result
+///   envelope (state `processed`, `submitted`, `forwarded`, `ignored`, `failed` with
+///   `properties["error"]` and maybe `properties["verdict"]` / `sender_was_nacked`, ...),
+///   or `(gp_result_atom, call, caf::error)` with the fault tree as `to_error(fault)`:
+///   `placement_timeout` after `placement.timeout_ms` (30 s),
 ///   `response_timeout` after `grain_call.response_timeout_ms` (30 s) from leaving
 ///   placement, `no_compatible_silo`, `departed_silo` (with `fault::silo`),
 ///   `activation_deactivated` (with its `activation_error_recorded`), `silo_unavailable`,
 ///   `directory_unstable`, `rejected`, `pod_hub_not_here` (with `fault::silo` = the silo
 ///   that answered), `runtime_gone` (probe qualifier left `no_answer`: the router core
-///   probes), `application`, ... The adapter never retries by itself: each request is one
+///   probes), `application`, ... The adapter never retries by itself: each call is one
 ///   fresh attempt, and the router core's retry loop decides
-///   (docs/behaviour/classification.md#retry-policies). The router core bounds each request by
+///   (docs/behaviour/classification.md#retry-policies). The router core bounds each call by
 ///   `placement.timeout_ms + grain_call.response_timeout_ms` and treats its own timeout as
-///   `response_timeout` (not resendable).
+///   `response_timeout` (not resendable). A call rather than a CAF request: CAF 0.17 keeps an
+///   actor's awaited responses in a vector searched from the front, so a router core with
+///   K legs in flight paid O(K) per answer; the router core finds a call's continuation by
+///   its id in a hash map (docs/behaviour/routing.md#grain-port-calls).
 /// - `(gp_invalidate_atom, grain_id)` one-way: drop the cached address of that grain so the
 ///   next `deliver` re-resolves through placement (and, for a pod hub, the owner's claim).
 ///   Sent before every retry (docs/behaviour/classification.md#retry-policies, S12.21).
@@ -75,10 +83,36 @@ namespace cafmesh::routing {
 ///   (docs/behaviour/routing.md#legs step 5: "detail = the activation error recorded for that grain
 ///   if any, else the fault text"). A fault answer counts as "none".
 using grain_port_actor = caf::typed_actor<
-  caf::replies_to<gp_deliver_atom, grain_id, envelope>::with<envelope>,
+  caf::reacts_to<gp_call_atom, uint64_t, grain_id, envelope>,
   caf::reacts_to<gp_invalidate_atom, grain_id>,
   caf::reacts_to<gp_inval_silo_atom, silo_address>,
   caf::replies_to<gp_act_error_atom, grain_id>::with<std::string>>;
+
+/// The answer to one `gp_call` (see `grain_port_actor`): made in the handler of the call,
+/// kept while the attempt runs, delivered once. It sends `(gp_result_atom, call, ...)` to the
+/// call's sender from the port, at the priority the call came with.
+class grain_port_reply {
+public:
+  grain_port_reply() = default;
+
+  /// The reply to the call `call` that `port` is handling now.
+  grain_port_reply(caf::local_actor* port, uint64_t call);
+
+  /// Answers the hub's result envelope.
+  void deliver(envelope result) const;
+
+  /// Answers a failure (`to_error(fault)`).
+  void deliver(caf::error failure) const;
+
+private:
+  template <class T>
+  void send(T&& x) const; // grain_port_reply.cpp
+
+  caf::local_actor* port_ = nullptr;
+  caf::strong_actor_ptr caller_;
+  uint64_t call_ = 0;
+  bool urgent_ = false;
+};
 
 /// The node-hub grain of a node prefix: `messagehub/{prefix}`
 /// (docs/behaviour/envelope.md#grain-ids-and-grain-types).

@@ -129,8 +129,11 @@ struct port_proxy_state {
   caf::actor real;
   std::set<std::string> reject_first; ///< delivery ids whose first attempt is `rejected`
   std::set<std::string> hold;         ///< delivery ids never answered (legs stay in flight)
-  std::vector<caf::response_promise> held;
+  std::vector<grain_port_reply> held;
   std::map<std::string, int> attempts;
+  /// Calls handed to `real`, by the proxy's own call id: the caller's reply and delivery id.
+  std::map<uint64_t, std::pair<grain_port_reply, std::string>> forwarded;
+  uint64_t next_call = 0;
   struct event {
     uint64_t seq;
     int64_t t_ms;
@@ -152,27 +155,44 @@ inline caf::behavior port_proxy(caf::stateful_actor<port_proxy_state>* self, caf
     st.events.push_back({++st.seq, st.fx->now_ms(), id, what});
   };
   return {
-    [=](gp_deliver_atom, const grain_id& g, envelope& d) -> caf::result<envelope> {
+    [=](gp_call_atom, uint64_t call, const grain_id& g, envelope& d) {
       auto& st = self->state;
       auto id = d.id;
       note(id, "attempt");
+      grain_port_reply rp{self, call};
       if (st.hold.count(id) != 0) {
-        st.held.push_back(self->make_response_promise());
-        return st.held.back();
+        st.held.push_back(rp);
+        return;
       }
       if (st.attempts[id]++ == 0 && st.reject_first.count(id) != 0) {
         note(id, "rejected");
-        return to_error(fault{mesh_errc::rejected, "turned away by the activation (test)"});
+        rp.deliver(to_error(fault{mesh_errc::rejected, "turned away by the activation (test)"}));
+        return;
       }
-      auto rp = self->make_response_promise<envelope>();
-      self->request(st.real, caf::infinite, gp_deliver_atom::value, g, std::move(d))
-        .then([=](envelope& r) mutable {
-                note(id, "answer");
-                note(id, "answer:" + to_string(r.state));
-                rp.deliver(std::move(r));
-              },
-              [=](caf::error& e) mutable { note(id, "error"); rp.deliver(std::move(e)); });
-      return rp;
+      auto own = ++st.next_call;
+      st.forwarded.emplace(own, std::make_pair(rp, id));
+      self->send(st.real, gp_call_atom::value, own, g, std::move(d));
+    },
+    [=](gp_result_atom, uint64_t own, envelope& r) {
+      auto& st = self->state;
+      auto i = st.forwarded.find(own);
+      if (i == st.forwarded.end())
+        return;
+      auto [rp, id] = std::move(i->second);
+      st.forwarded.erase(i);
+      note(id, "answer");
+      note(id, "answer:" + to_string(r.state));
+      rp.deliver(std::move(r));
+    },
+    [=](gp_result_atom, uint64_t own, caf::error& e) {
+      auto& st = self->state;
+      auto i = st.forwarded.find(own);
+      if (i == st.forwarded.end())
+        return;
+      auto [rp, id] = std::move(i->second);
+      st.forwarded.erase(i);
+      note(id, "error");
+      rp.deliver(std::move(e));
     },
     [=](gp_invalidate_atom a, const grain_id& g) { self->send(self->state.real, a, g); },
     [=](gp_inval_silo_atom a, const silo_address& s) { self->send(self->state.real, a, s); },
