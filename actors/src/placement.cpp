@@ -83,10 +83,27 @@ void invalidate(pl_actor* self, const grain_id& g, const silo_address& s, activa
 /// Sends one message to its activation: it leaves placement now
 /// (docs/behaviour/directory-and-placement.md#placement "Response timeout"). A stateless-worker
 /// message carries tag 0: the target catalog picks.
+int64_t placement_now_ms(pl_actor* self) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(self->clock().now()
+                                                               - self->state.origin)
+    .count();
+}
+
 void send_to(pl_actor* self, const grain_id& g, const silo_address& s, activation_tag t,
              placement_waiter w) {
   auto& st = self->state;
   auto timeout_ms = st.cfg.response_timeout_ms;
+  // A caller's bound shortens the call's (docs/behaviour/routing.md#a-requests-remaining-time).
+  if (w.answer_by_ms > 0) {
+    auto left_ms = w.answer_by_ms - placement_now_ms(self);
+    if (left_ms <= 0) {
+      w.rp.deliver(to_error(fault{mesh_errc::response_timeout,
+                                  "grain call to " + g.to_string()
+                                    + " not sent: its caller's time ran out"}));
+      return;
+    }
+    timeout_ms = std::min(timeout_ms, left_ms);
+  }
   auto call = make_bounded_call(timeout_ms, s, component::activation, ct_invoke_atom::value, g,
                                 t, w.forward_count, std::move(w.payload));
   auto rp = w.rp;
@@ -272,6 +289,69 @@ void start_lookup(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
       });
 }
 
+/// A grain call (the protocol's `pl_call`); `within` > 0 bounds it by its caller's remaining
+/// time (docs/behaviour/routing.md#a-requests-remaining-time).
+caf::response_promise call(pl_actor* self, grain_id& g, int32_t fwd, caf::message payload,
+                           caf::timespan within) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise();
+  ++st.stats.calls;
+  if (st.stopped) {
+    rp.deliver(shutting_down_error(st));
+    return rp;
+  }
+  if (fwd > st.cfg.max_forward_count) {
+    rp.deliver(to_error(fault{mesh_errc::rejected,
+                              "forward count " + std::to_string(fwd)
+                                + " exceeds placement.max_forward_count = "
+                                + std::to_string(st.cfg.max_forward_count) + " for "
+                                + g.to_string()}));
+    return rp;
+  }
+  const grain_type* t = st.registry ? st.registry->find(g.type) : nullptr;
+  if (t == nullptr) {
+    rp.deliver(to_error(no_candidate_fault(st.view, g.type, "?")));
+    return rp;
+  }
+  placement_waiter w{fwd, std::move(payload), rp};
+  if (within > caf::timespan{0})
+    w.answer_by_ms = placement_now_ms(self)
+                     + std::chrono::duration_cast<std::chrono::milliseconds>(within).count();
+  if (t->kind == grain_kind::single_activation) {
+    auto c = st.cache.get(g);
+    if (c) {
+      ++st.stats.cache_hits;
+      send_to(self, g, c->silo, c->tag, std::move(w));
+      return rp;
+    }
+  }
+  auto idx = worker_of(st, g);
+  auto& items = st.workers[idx];
+  auto i = items.find(g);
+  if (i != items.end()) {
+    ++st.stats.joined;
+    i->second.waiters.push_back(std::move(w));
+    return rp;
+  }
+  auto id = ++st.next_item_id;
+  placement_item item;
+  item.id = id;
+  item.grain = g;
+  item.info = t->info;
+  item.kind = t->kind;
+  item.created_ms = placement_now_ms(self);
+  item.waiters.push_back(std::move(w));
+  items.emplace(g, std::move(item));
+  ++st.stats.items_created;
+  // A null-directory lookup completes inside this call (no message at all); only an
+  // item still pending afterwards needs its deadline timer.
+  start_lookup(self, idx, g, id);
+  if (find_item(self, idx, g, id) != nullptr)
+    self->delayed_send(self, std::chrono::milliseconds(st.cfg.timeout_ms),
+                       pl_deadline_atom::value, static_cast<uint64_t>(idx), g, id);
+  return rp;
+}
+
 } // namespace
 
 static caf::behavior placement_service(pl_actor* self, placement_config cfg,
@@ -294,62 +374,11 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg,
   st.origin = self->clock().now();
   return {
     [=](pl_call_atom, grain_id& g, int32_t fwd, caf::message& payload) -> caf::response_promise {
-      auto& st = self->state;
-      auto rp = self->make_response_promise();
-      ++st.stats.calls;
-      if (st.stopped) {
-        rp.deliver(shutting_down_error(st));
-        return rp;
-      }
-      if (fwd > st.cfg.max_forward_count) {
-        rp.deliver(to_error(fault{mesh_errc::rejected,
-                                  "forward count " + std::to_string(fwd)
-                                    + " exceeds placement.max_forward_count = "
-                                    + std::to_string(st.cfg.max_forward_count) + " for "
-                                    + g.to_string()}));
-        return rp;
-      }
-      const grain_type* t = st.registry ? st.registry->find(g.type) : nullptr;
-      if (t == nullptr) {
-        rp.deliver(to_error(no_candidate_fault(st.view, g.type, "?")));
-        return rp;
-      }
-      placement_waiter w{fwd, std::move(payload), rp};
-      if (t->kind == grain_kind::single_activation) {
-        auto c = st.cache.get(g);
-        if (c) {
-          ++st.stats.cache_hits;
-          send_to(self, g, c->silo, c->tag, std::move(w));
-          return rp;
-        }
-      }
-      auto idx = worker_of(st, g);
-      auto& items = st.workers[idx];
-      auto i = items.find(g);
-      if (i != items.end()) {
-        ++st.stats.joined;
-        i->second.waiters.push_back(std::move(w));
-        return rp;
-      }
-      auto id = ++st.next_item_id;
-      placement_item item;
-      item.id = id;
-      item.grain = g;
-      item.info = t->info;
-      item.kind = t->kind;
-      item.created_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          self->clock().now() - st.origin)
-                          .count();
-      item.waiters.push_back(std::move(w));
-      items.emplace(g, std::move(item));
-      ++st.stats.items_created;
-      // A null-directory lookup completes inside this call (no message at all); only an
-      // item still pending afterwards needs its deadline timer.
-      start_lookup(self, idx, g, id);
-      if (find_item(self, idx, g, id) != nullptr)
-        self->delayed_send(self, std::chrono::milliseconds(st.cfg.timeout_ms),
-                           pl_deadline_atom::value, static_cast<uint64_t>(idx), g, id);
-      return rp;
+      return call(self, g, fwd, std::move(payload), caf::timespan{0});
+    },
+    [=](pl_call_atom, grain_id& g, int32_t fwd, caf::message& payload,
+        caf::timespan within) -> caf::response_promise {
+      return call(self, g, fwd, std::move(payload), within);
     },
     [=](pl_deadline_atom, uint64_t idx, const grain_id& g, uint64_t id) {
       auto& st = self->state;

@@ -126,7 +126,7 @@ fake_grains(grain_port_actor::stateful_pointer<grains_state> self, core_rig* rig
     return caf::message{};
   });
   return {
-    [=](gp_call_atom, uint64_t call, const grain_id& g, envelope& d) {
+    [=](gp_call_atom, uint64_t call, const grain_id& g, envelope& d, caf::timespan) {
       rig->grain_calls.bump();
       auto what = answer ? answer(g) : grain_answer::at_once;
       if (what == grain_answer::never)

@@ -30,11 +30,12 @@ using gd_actor = caf::stateful_actor<grain_delivery_state>;
 caf::behavior grain_delivery(gd_actor* self, caf::actor placement) {
   self->state.placement = std::move(placement);
   return {
-    [=](gp_call_atom, uint64_t call, const grain_id& g, envelope& d) {
+    [=](gp_call_atom, uint64_t call, const grain_id& g, envelope& d, caf::timespan within) {
       auto& st = self->state;
       ++st.attempts;
       grain_port_reply rp{self, call};
-      grain_call(self, st.placement, g, caf::make_message(hg_deliver_atom::value, std::move(d)))
+      grain_call_within(self, st.placement, g,
+                        caf::make_message(hg_deliver_atom::value, std::move(d)), within)
         .then([=](envelope& r) { rp.deliver(std::move(r)); },
               [=](caf::error& e) {
                 auto f = to_fault(e);

@@ -90,7 +90,8 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       if (accept(self, std::move(env), posted))
         ++self->state.stats.accepted_co_hosted;
     },
-    [=](rc_grain_atom, envelope& env, const silo_address& client) -> caf::result<envelope> {
+    [=](rc_grain_atom, envelope& env, const silo_address& client,
+        caf::timespan answer_within) -> caf::result<envelope> {
       turn_scope turn{self};
       auto& s = self->state;
       if (s.stopping) {
@@ -109,7 +110,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       }
       auto answer = env;
       bool posted = false;
-      if (accept(self, std::move(env), posted, client)) {
+      if (accept(self, std::move(env), posted, client, answer_within)) {
         answer.state = delivery_state::forwarded;
         answer.routing_path.push_back(s.opts.self_address);
         return answer;

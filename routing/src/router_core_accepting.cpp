@@ -57,7 +57,7 @@ void refuse_overloaded(pointer self, const envelope& env) {
 }
 
 std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_posted,
-                               const silo_address& entry_client) {
+                               const silo_address& entry_client, caf::timespan answer_within) {
   auto& s = self->state;
   if (on_path(env, s.opts.self_address)) {
     ++s.stats.routing_loops;
@@ -93,6 +93,9 @@ std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_poste
   gauge_track(self, id, leg.label, routing::slot_state::queued);
   ++s.stats.accepted;
   leg.accepted_ms = now_ms(self);
+  if (answer_within > caf::timespan{0})
+    leg.answer_by_ms = leg.accepted_ms
+                       + std::chrono::duration_cast<ms>(answer_within).count();
   bool ordered = leg.ordered;
   // Only the stream-routed branch has a channel (docs/behaviour/routing.md#the-ordered-dispatcher);
   // the node branch builds none.

@@ -19,12 +19,14 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
   c.urgent = urgent;
   c.owner = owner;
   c.token = token;
+  c.bound_ms = bound.count();
   c.due = add_deadline(self, deadline_target{caf::message_id{}, id}, bound);
   s.calls.emplace(id, c);
   if (urgent)
-    self->send<caf::message_priority::high>(s.opts.grains, gp_call_atom::value, id, grain, env);
+    self->send<caf::message_priority::high>(s.opts.grains, gp_call_atom::value, id, grain, env,
+                                            caf::timespan{bound});
   else
-    self->send(s.opts.grains, gp_call_atom::value, id, grain, env);
+    self->send(s.opts.grains, gp_call_atom::value, id, grain, env, caf::timespan{bound});
 }
 
 namespace {

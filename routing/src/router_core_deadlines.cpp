@@ -17,8 +17,8 @@ namespace cafmesh::routing::router_core_detail {
 // request's response id, so the request's error arm runs as before (same error, same
 // virtual-time instant) and CAF drops the response handler. A late answer finds no handler
 // and is dropped, as after a CAF timeout. The same deadlines bound the grain-port calls
-// (router_core_calls.cpp): an expired call gets `(gp_result_atom, id, request_timeout)` in
-// the mailbox, and the first result for its id wins.
+// (router_core_calls.cpp): an expired call gets `(gp_result_atom, id, error)` in the mailbox,
+// the error a `response_timeout` fault naming the bound, and the first result for its id wins.
 
 namespace {
 
@@ -68,8 +68,10 @@ void expire_deadlines(pointer self, int64_t fired_due) {
     if (i == s.calls.end())
       continue;
     auto prio = i->second.urgent ? caf::message_priority::high : caf::message_priority::normal;
+    fault timeout{mesh_errc::response_timeout,
+                  "grain call got no answer within " + render_budget(i->second.bound_ms)};
     self->eq_impl(caf::make_message_id(prio), self->ctrl(), self->context(),
-                  gp_result_atom::value, what.call, caf::make_error(caf::sec::request_timeout));
+                  gp_result_atom::value, what.call, to_error(timeout));
   }
   arm_deadline_timer(self);
 }

@@ -151,6 +151,21 @@ void leg_fault_arm(pointer self, uint64_t id, fault f, retry_decision d) {
       });
 }
 
+/// NACKs `leg` `failed` if its requester stops waiting by `at_ms`, before the attempt that
+/// would start then (docs/behaviour/routing.md#a-requests-remaining-time); true if it did.
+bool nack_if_requester_gone_by(pointer self, leg_rec& leg, int64_t at_ms) {
+  if (leg.answer_by_ms <= 0 || at_ms < leg.answer_by_ms)
+    return false;
+  ++self->state.stats.requester_time_ran_out;
+  auto n = leg.retry ? leg.retry->attempts() : int64_t{1};
+  auto text = "Delivery to '" + leg.host_path + "' failed: its requester stops waiting before "
+              "attempt " + std::to_string(n);
+  if (leg.in_flight)
+    text += "; the outcome of attempt " + std::to_string(n - 1) + " is unknown";
+  leg_nack(self, leg, verdict::failed, text);
+  return true;
+}
+
 /// A grain attempt of `leg` failed with `f` (probe qualifier filled).
 void leg_on_fault(pointer self, uint64_t id, fault f) {
   auto& s = self->state;
@@ -201,6 +216,8 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
     s.log.debug("delivery " + leg.env.id + ": attempt " + std::to_string(leg.retry->attempts() - 1)
                 + " failed (" + f.render() + "); retry in " + std::to_string(d.delay_ms)
                 + " ms" + (d.re_resolve ? ", re-resolving" : ""));
+    if (nack_if_requester_gone_by(self, leg, now_ms(self) + d.delay_ms))
+      return;
     // A leg that waits for a departed silo (until membership declares it Dead and the grain
     // is placed anew) holds no resource of this core but its record: it must not make
     // admission refuse the traffic to every healthy silo meanwhile.
@@ -388,11 +405,18 @@ std::string before_attempt_text(const leg_rec& leg, const std::string& what) {
 void leg_attempt(pointer self, uint64_t id) {
   auto& s = self->state;
   auto& leg = s.legs.at(id);
+  auto bound = attempt_timeout(self);
+  // A request's attempt ends before its requester stops waiting, so that its NACK reaches
+  // the requester first (docs/behaviour/routing.md#a-requests-remaining-time).
+  auto now = now_ms(self);
+  if (nack_if_requester_gone_by(self, leg, now))
+    return;
+  if (leg.answer_by_ms > 0)
+    bound = std::min(bound, ms(leg.answer_by_ms - now));
   auto tok = ++leg.token;
   ++s.stats.grain_attempts;
   leg.in_flight = true;
-  port_call_send(self, call_for::leg_attempt, id, tok, leg.grain, leg.env, attempt_timeout(self),
-                 true);
+  port_call_send(self, call_for::leg_attempt, id, tok, leg.grain, leg.env, bound, true);
 }
 
 void leg_attempt_result(pointer self, uint64_t id, uint64_t tok, envelope& r) {

@@ -85,6 +85,9 @@ struct leg_rec {
   /// The pure client that handed the delivery to the routing grain (its process hosts the
   /// sender); empty: a co-hosted delivery, or a caller that did not say.
   silo_address entry_client;
+  /// Actor-clock ms by which the requester stops waiting, less the margin for the NACK's
+  /// way back (docs/behaviour/routing.md#a-requests-remaining-time); 0: no such bound.
+  int64_t answer_by_ms = 0;
 };
 
 /// The ladder rung a NACK is on (docs/behaviour/routing.md#nacks).
@@ -136,6 +139,7 @@ struct port_call {
   bool urgent = false;  ///< sent at high priority: its timeout comes at that priority too
   uint64_t owner = 0;   ///< the leg or NACK id
   uint64_t token = 0;   ///< the owner's step token when the call left
+  int64_t bound_ms = 0; ///< its bound, for the timeout's text
   deadline_key due;
 };
 
@@ -297,8 +301,8 @@ void expire_deadlines(pointer self, int64_t fired_due);
 
 // -- grain-port calls (router_core_calls.cpp) ----------------------------------------------------
 
-/// Sends `(gp_call_atom, id, grain, env)` to the grain port, bounded by the router core's own
-/// deadline of `bound`; its result continues `kind`'s step of `owner` if `owner`'s token is
+/// Sends `(gp_call_atom, id, grain, env, bound)` to the grain port, bounded by the router
+/// core's own deadline of `bound`; its result continues `kind`'s step of `owner` if `owner`'s token is
 /// still `token` (docs/behaviour/routing.md#grain-port-calls).
 void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
                     const grain_id& grain, const envelope& env, ms bound, bool urgent);
@@ -426,9 +430,10 @@ std::string overload_text(pointer self);
 void refuse_overloaded(pointer self, const envelope& env);
 
 /// Accepts `env`, which `entry_client` handed to the routing grain (empty: co-hosted or
-/// unknown); answers the leg id, or none when it was NACKed as a loop (`loop_nack_posted`
+/// unknown) saying its requester waits `answer_within` more (0: no bound); answers the leg id, or none when it was NACKed as a loop (`loop_nack_posted`
 /// tells whether the loop NACK was posted).
 std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_posted,
-                               const silo_address& entry_client = silo_address{});
+                               const silo_address& entry_client = silo_address{},
+                               caf::timespan answer_within = caf::timespan{0});
 
 } // namespace cafmesh::routing::router_core_detail

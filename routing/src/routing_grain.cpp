@@ -12,7 +12,8 @@ namespace cafmesh::routing {
 
 caf::behavior routing_grain_behavior(caf::event_based_actor* self, silo_routing_slots_ptr slots) {
   return {
-    [=](hg_route_atom, envelope& d, silo_address& client) -> caf::result<envelope> {
+    [=](hg_route_atom, envelope& d, silo_address& client,
+        caf::timespan answer_within) -> caf::result<envelope> {
       if (!slots->core) {
         fault f{mesh_errc::silo_unavailable,
                 "silo " + slots->silo.to_string() + " has no router core; route elsewhere"};
@@ -20,7 +21,7 @@ caf::behavior routing_grain_behavior(caf::event_based_actor* self, silo_routing_
         return to_error(f);
       }
       self->delegate(caf::actor_cast<caf::actor>(slots->core), rc_grain_atom::value,
-                     std::move(d), std::move(client));
+                     std::move(d), std::move(client), answer_within);
       return caf::delegated<envelope>{};
     },
   };

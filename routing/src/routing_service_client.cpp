@@ -366,7 +366,8 @@ void client_attempt(rs_actor* self, uint64_t id) {
   auto call = make_bounded_call(bound.count(), gw, component::gateway, pl_call_atom::value,
                                 routing_grain_id(), int32_t{0},
                                 caf::make_message(hg_route_atom::value, dsp.env,
-                                                  st.opts.self_silo));
+                                                  st.opts.self_silo,
+                                                  answer_within(dsp, now)));
   self->request(st.opts.centre, bound, std::move(call))
     .then([=](envelope&) { client_finish(self, id, true, nullptr, gw); },
           [=](caf::error& e) {
@@ -378,6 +379,14 @@ void client_attempt(rs_actor* self, uint64_t id) {
                           + std::to_string(bound.count()) + " ms"};
             client_failed_attempt(self, id, tok, std::move(f), gw);
           });
+}
+
+caf::timespan answer_within(const client_dispatch& dsp, int64_t now_ms) {
+  if (dsp.deadline_ms <= 0 || !may_answer(dsp.env))
+    return caf::timespan{0};
+  auto left_ms = dsp.deadline_ms - now_ms;
+  auto margin_ms = std::min<int64_t>(answer_margin_cap_ms, left_ms / 10);
+  return std::chrono::milliseconds(std::max<int64_t>(left_ms - margin_ms, 1));
 }
 
 void client_retry(rs_actor* self, uint64_t id, uint64_t tok) {

@@ -67,6 +67,15 @@ bool is_stream_routed(rs_actor* self, const address& host);
 /// Steps 3, 3b and 4 of `deliver` for a pure client: size guard, admission, dispatch.
 envelope client_deliver(rs_actor* self, envelope& d, int64_t deadline_ms);
 
+/// The most a dispatch keeps back of its requester's remaining time for the NACK's way back.
+constexpr int64_t answer_margin_cap_ms = 1000;
+
+/// What a dispatch attempt at `now_ms` tells the gateway's router core of its requester's
+/// remaining time: the time left to the request's deadline less a tenth of it, at most
+/// `answer_margin_cap_ms`, for the NACK's way back (at least 1 ms); 0 for a delivery nobody
+/// waits on by a time (docs/behaviour/routing.md#a-requests-remaining-time).
+caf::timespan answer_within(const client_dispatch& dsp, int64_t now_ms);
+
 /// Dispatch `id`'s next attempt (or its wait for its channel).
 void client_attempt(rs_actor* self, uint64_t id);
 

@@ -577,6 +577,44 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: a call that left placement times out r
   CHECK(f.text == "grain call to slow/h timed out after 30 s");
 }
 
+TEST_CASE_FIXTURE(sc_fixture, "placement: a caller's bound shortens a call's response bound, and a call with nothing left of it is not sent") {
+  // docs/behaviour/routing.md#a-requests-remaining-time
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto p = spawn_probe();
+  run_to(500);
+  auto hold = caf::make_message(pt_hold_atom::value);
+  ask(p, w.at(a).placement,
+      caf::make_message(pl_call_atom::value, grain_id{"slow", "h"}, int32_t{0}, hold,
+                        caf::timespan{std::chrono::milliseconds(2000)}),
+      "bounded");
+  REQUIRE(run_until([&] { return has(p, "bounded"); }));
+  auto x = answer(p, "bounded");
+  CHECK(x->t_ms == 2500);
+  auto f = to_fault(x->error);
+  CHECK(f.code == mesh_errc::response_timeout);
+  CHECK(f.text == "grain call to slow/h timed out after 2 s");
+  // A bound above the configured one leaves it as it is.
+  ask(p, w.at(a).placement,
+      caf::make_message(pl_call_atom::value, grain_id{"slow", "h2"}, int32_t{0}, hold,
+                        caf::timespan{std::chrono::milliseconds(90000)}),
+      "loose");
+  REQUIRE(run_until([&] { return has(p, "loose"); }));
+  CHECK(answer(p, "loose")->t_ms == 2500 + 30000);
+  CHECK(to_fault(answer(p, "loose")->error).text == "grain call to slow/h2 timed out after 30 s");
+  // Nothing left once the activation is known: the message never leaves placement.
+  auto t0 = now_ms();
+  ask(p, w.at(a).placement,
+      caf::make_message(pl_call_atom::value, grain_id{"slow", "h"}, int32_t{0}, hold,
+                        caf::timespan{1}),
+      "spent");
+  REQUIRE(run_until([&] { return has(p, "spent"); }));
+  CHECK(answer(p, "spent")->t_ms == t0);
+  auto g = to_fault(answer(p, "spent")->error);
+  CHECK(g.code == mesh_errc::response_timeout);
+  CHECK(g.text == "grain call to slow/h not sent: its caller's time ran out");
+}
+
 TEST_CASE_FIXTURE(sc_fixture, "placement: a departed silo fails the call departed_silo and drops the cached address") {
   placement_world w{*this};
   auto a = w.add_silo("a").addr;

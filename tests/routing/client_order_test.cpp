@@ -134,7 +134,7 @@ TEST_CASE_FIXTURE(fixture, "client order: after stop-send a gateway refuses a ro
       *this, ga.gateway, pl_call_atom::value, routing::routing_grain_id(), int32_t{0},
       caf::make_message(routing::hg_route_atom::value,
                         make_delivery(id, "portal/user1/tab1", "s1"),
-                        silo_address{"c", 11111, 99}));
+                        silo_address{"c", 11111, 99}, caf::timespan{0}));
     run_for(1s);
     return r;
   };

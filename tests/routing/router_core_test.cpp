@@ -487,6 +487,57 @@ TEST_CASE_FIXTURE(fixture, "router: node leg resolution failures") {
   CHECK(now_ms() - t0 >= 30000);
 }
 
+// -- a request's remaining time -------------------------------------------------------------------
+// docs/behaviour/routing.md#a-requests-remaining-time
+
+TEST_CASE_FIXTURE(fixture, "router: a request's remaining time bounds its leg's grain attempt, which NACKs failed when it passes") {
+  bed b(*this);
+  b.start();
+  b.grain().fallback = answer::held();
+  auto t0 = now_ms();
+  auto r = grain_route(*this, b, bed::make("rt1", "node/Org/Acme"), 2s);
+  REQUIRE(r);
+  CHECK(r->state == delivery_state::forwarded);
+  settle(*this, b);
+  REQUIRE(b.grain().attempts.size() == 1);
+  CHECK(b.grain().attempts[0].within_ms == 2000);
+  auto ns = b.local_nacks();
+  REQUIRE(ns.size() == 1);
+  CHECK(ns[0].request_id == "rt1");
+  CHECK(ns[0].verdict == verdict::failed);
+  CHECK(ns[0].message
+        == "Delivery to 'node/Org/Acme' failed: grain call got no answer within 2 s");
+  CHECK(now_ms() - t0 == 2000);
+  CHECK(b.stats().requester_time_ran_out == 0);
+  // Without a remaining time the attempt keeps the core's own bound: placement + response.
+  auto r2 = grain_route(*this, b, bed::make("rt2", "node/Org/Acme"));
+  REQUIRE(r2);
+  run();
+  REQUIRE(b.grain().attempts.size() == 2);
+  CHECK(b.grain().attempts[1].within_ms == 60000); // the bed's 30 s + 30 s
+}
+
+TEST_CASE_FIXTURE(fixture, "router: a leg whose retry would start after its requester stops waiting NACKs failed at once") {
+  bed b(*this);
+  b.start();
+  fault busy{mesh_errc::overloaded, "hub busy"};
+  busy.retry_after_ms = 5000;
+  b.script("messagehub/Org/Busy", {answer::err(busy)});
+  auto t0 = now_ms();
+  auto r = grain_route(*this, b, bed::make("rt3", "node/Org/Busy"), 3s);
+  REQUIRE(r);
+  settle(*this, b);
+  REQUIRE(b.grain().attempts.size() == 1);
+  CHECK(b.grain().attempts[0].within_ms == 3000);
+  auto ns = b.local_nacks();
+  REQUIRE(ns.size() == 1);
+  CHECK(ns[0].verdict == verdict::failed);
+  CHECK(ns[0].message
+        == "Delivery to 'node/Org/Busy' failed: its requester stops waiting before attempt 2");
+  CHECK(now_ms() - t0 == 0); // at once: the retry would start after the requester stopped waiting
+  CHECK(b.stats().requester_time_ran_out == 1);
+}
+
 // -- NACK ladder ----------------------------------------------------------------------------------
 // docs/behaviour/routing.md#nacks
 

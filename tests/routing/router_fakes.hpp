@@ -89,6 +89,7 @@ struct attempt_rec {
   envelope env;
   std::string silo; ///< the silo the fake placed the grain on
   bool fresh = false; ///< the fake's cache had no entry: this attempt went through placement
+  int64_t within_ms = 0; ///< the attempt's bound as the core passed it
 };
 
 struct grain_fake_state {
@@ -154,7 +155,7 @@ grain_fake(grain_fake_actor::stateful_pointer<grain_fake_state> self,
     }
   };
   return {
-    [=](gp_call_atom, uint64_t call, grain_id& g, envelope& env) {
+    [=](gp_call_atom, uint64_t call, grain_id& g, envelope& env, caf::timespan within) {
       auto& s = self->state;
       auto key = g.to_string();
       bool fresh = s.placed.count(key) == 0;
@@ -163,7 +164,9 @@ grain_fake(grain_fake_actor::stateful_pointer<grain_fake_state> self,
       if (fresh && s.silos.empty())
         s.placed[key] = silo_address{};
       auto silo = s.placed[key].empty() ? std::string{} : s.placed[key].to_string();
-      s.attempts.push_back(attempt_rec{s.fx->now_ms(), key, env, silo, fresh});
+      s.attempts.push_back(attempt_rec{
+        s.fx->now_ms(), key, env, silo, fresh,
+        std::chrono::duration_cast<std::chrono::milliseconds>(within).count()});
       answer a = s.fallback;
       auto i = s.script.find(key);
       if (i != s.script.end() && !i->second.empty()) {
@@ -505,12 +508,13 @@ struct bed {
   }
 };
 
-/// Sends a grain-path request (`rc_grain_atom`, the pure clients' entry) to the bed's router
-/// core and answers the reply or the error.
+/// Sends a grain-path request (`rc_grain_atom`, the pure clients' entry; its requester waits
+/// `answer_within`, 0: no bound) to the bed's router core and answers the reply or the error.
 inline caf::expected<envelope> grain_route(cafmesh::testing::fixture& fx, bed& b,
-                                           const envelope& e) {
+                                           const envelope& e,
+                                           caf::timespan answer_within = caf::timespan{0}) {
   caf::scoped_actor self{fx.sys};
-  self->send(b.rc, rc_grain_atom::value, e, silo_address{});
+  self->send(b.rc, rc_grain_atom::value, e, silo_address{}, answer_within);
   fx.run();
   caf::expected<envelope> out{caf::error{}};
   bool got = false;

@@ -240,7 +240,7 @@ TEST_CASE_FIXTURE(fixture, "S12.09 GrainDeactivation abandons a 40 s turn at 30 
   caf::anon_send(p, probe_ask_atom::value, sa.placement,
                  caf::make_message(pl_call_atom::value, router, int32_t{0},
                                    caf::make_message(routing::hg_route_atom::value, d,
-                                                     silo_address{})),
+                                                     silo_address{}, caf::timespan{0})),
                  int64_t{0}, std::string{"route"});
   // slow/x on A (prefer-local), in a 40 s turn.
   caf::anon_send(p, probe_ask_atom::value, sa.placement,
@@ -582,7 +582,8 @@ TEST_CASE_FIXTURE(fixture, "silo: the gateway part serves pure clients only betw
   d.sender = routing::address::from("client/c1");
   auto route_call = [&](const routing::envelope& e) {
     return caf::make_message(pl_call_atom::value, grain_id{"routing", "default"}, int32_t{0},
-                             caf::make_message(routing::hg_route_atom::value, e, silo_address{}));
+                             caf::make_message(routing::hg_route_atom::value, e, silo_address{},
+                                               caf::timespan{0}));
   };
   auto p = track(sys.spawn(probe, static_cast<fixture*>(this)));
   auto& answers = state_of<probe_state>(p).answers;

@@ -61,7 +61,7 @@ test_grain_port(grain_port_actor::stateful_pointer<port_state> self, caf::actor 
   self->state.centre = std::move(centre);
   self->state.client = std::move(client);
   return {
-    [=](gp_call_atom, uint64_t call, grain_id& g, envelope& e) {
+    [=](gp_call_atom, uint64_t call, grain_id& g, envelope& e, caf::timespan) {
       grain_port_reply rp{self, call};
       auto& s = self->state;
       s.calls.push_back(g.to_string());
@@ -157,7 +157,7 @@ inline caf::behavior test_entry(caf::event_based_actor* self, caf::actor centre,
       self
         ->request(centre, std::chrono::seconds(60),
                   make_call(router_silo, component::router, rc_grain_atom::value, e,
-                            silo_address{}))
+                            silo_address{}, caf::timespan{0}))
         .then([=](envelope& r) mutable { rp.deliver(std::move(r)); },
               [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
       return rp;
@@ -167,7 +167,7 @@ inline caf::behavior test_entry(caf::event_based_actor* self, caf::actor centre,
       self
         ->request(centre, std::chrono::seconds(60),
                   make_call(router_silo, component::router, rc_grain_atom::value, e,
-                            silo_address{}))
+                            silo_address{}, caf::timespan{0}))
         .then([=](envelope& r) mutable { rp.deliver(std::move(r)); },
               [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
       return rp;

@@ -21,6 +21,7 @@
 
 #include <caf/actor.hpp>
 #include <caf/message.hpp>
+#include <caf/timespan.hpp>
 
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/placement_atoms.hpp"
@@ -34,6 +35,16 @@ auto grain_call(Self* self, const caf::actor& placement, const grain_id& id,
                 caf::message payload, int32_t forward_count = 0) {
   return self->request(placement, caf::infinite, pl_call_atom::value, id, forward_count,
                        std::move(payload));
+}
+
+/// A grain call whose caller waits for the answer only `within` from now: the message
+/// leaves placement with a response bound of at most what is left of `within`, and not at
+/// all once nothing is (docs/behaviour/routing.md#a-requests-remaining-time).
+template <class Self>
+auto grain_call_within(Self* self, const caf::actor& placement, const grain_id& id,
+                       caf::message payload, caf::timespan within) {
+  return self->request(placement, caf::infinite, pl_call_atom::value, id, int32_t{0},
+                       std::move(payload), within);
 }
 
 } // namespace cafmesh

@@ -21,10 +21,19 @@
 ///   * `silo_unavailable` "silo {S} is shutting down" once the service was stopped.
 ///   * `response_timeout` "grain call to {g} timed out after 30 s": no answer within
 ///     `response_timeout_ms` after the message left placement.
+///   * `response_timeout` "grain call to {g} not sent: its caller's time ran out" (only
+///     with a caller's bound, below): the lookup ended after that bound; the message never
+///     left.
 ///   * anything the activation, its catalog or the message centre answered, unchanged
 ///     (`departed_silo`, `activation_deactivated`, `silo_unavailable`, application errors).
 ///     `departed_silo` and `activation_deactivated` also drop the cached address.
 ///   The service always answers, so callers may use `caf::infinite` (see grain_call.hpp).
+/// - `(pl_call_atom, grain_id g, int32_t forward_count, caf::message payload, caf::timespan
+///   within)`: the same call from a caller that waits for its answer only `within` from now
+///   (docs/behaviour/routing.md#a-requests-remaining-time): the message leaves with a response
+///   bound, and a time-to-live on the wire, of the smaller of `response_timeout_ms` and what
+///   is left of `within` when it leaves; with nothing left it is not sent. `within` <= 0: no
+///   bound of the caller's, as the four-element call.
 /// - `(mb_snapshot_atom, membership_snapshot)`: the latest view from the silo's membership
 ///   agent (docs/behaviour/membership.md#snapshots; subscribe the service with
 ///   `mb_subscribe_atom`). Every snapshot the agent sends is applied (the agent orders them). Cache
@@ -139,6 +148,9 @@ struct placement_waiter {
   int32_t forward_count = 0;
   caf::message payload;
   caf::response_promise rp;
+  /// Placement-clock ms (since the service started) by which the caller stops waiting;
+  /// 0: the caller set no bound.
+  int64_t answer_by_ms = 0;
 };
 
 /// One pending placement of one grain id (docs/behaviour/directory-and-placement.md#placement).

@@ -50,9 +50,10 @@ using hb_deliver_atom = caf::atom_constant<caf::atom("hbdeliver")>;
 using hf_build_atom = caf::atom_constant<caf::atom("hfbuild")>;
 
 // -- hub grains (hub_grains.hpp) -----------------------------------------------------------
-/// `(hg_route_atom, envelope, silo_address client) -> envelope`: the routing grain's turn
-/// (docs/behaviour/routing.md#the-routing-grain); `client` is the calling pure client (empty:
-/// unknown).
+/// `(hg_route_atom, envelope, silo_address client, caf::timespan answer_within) -> envelope`:
+/// the routing grain's turn (docs/behaviour/routing.md#the-routing-grain); `client` is the
+/// calling pure client (empty: unknown), `answer_within` its requester's remaining time less
+/// a margin (0: no bound, docs/behaviour/routing.md#a-requests-remaining-time).
 using hg_route_atom = caf::atom_constant<caf::atom("hgroute")>;
 /// `(hg_deliver_atom, envelope) -> envelope`: `deliver` on a node hub or pod hub grain.
 using hg_deliver_atom = caf::atom_constant<caf::atom("hgdeliver")>;

@@ -10,8 +10,11 @@
 /// | routing service (co-hosted hand-over, docs/behaviour/routing.md#the-entry) |
 /// `(rc_route_atom, envelope)` one-way | none: the routing service answers its own caller |
 /// | routing grain via `delegate` (docs/behaviour/routing.md#the-routing-grain) |
-/// `(rc_grain_atom, envelope, silo_address client) -> envelope` (`client`: the pure client that
-/// called the routing grain, whose process hosts the sender; empty: unknown) | the envelope with
+/// `(rc_grain_atom, envelope, silo_address client, caf::timespan answer_within) -> envelope`
+/// (`client`: the pure client that called the routing grain, whose process hosts the sender;
+/// empty: unknown; `answer_within`: how long the requester still waits for an answer, less
+/// the margin for the NACK's way back, and every grain attempt of the leg is bounded by it,
+/// docs/behaviour/routing.md#a-requests-remaining-time; 0: no bound) | the envelope with
 /// state `forwarded` and the router's address appended to `routing_path`, as soon as the leg is
 /// enqueued/admitted (docs/behaviour/routing.md#the-router-core); after the stopping signal the
 /// error `to_error(fault{silo_unavailable, "silo {S} is leaving; route elsewhere"})` with
@@ -109,6 +112,9 @@ struct router_core_stats {
   uint64_t refused = 0;           ///< never admitted: `pool_refused`
   uint64_t grain_attempts = 0;    ///< grain calls issued by legs (each retry counts)
   uint64_t continuation_retries = 0; ///< responses/NACKs retried because their pod hub moved
+  /// Legs NACKed `failed` without another attempt: their requester's time ran out first
+  /// (docs/behaviour/routing.md#a-requests-remaining-time).
+  uint64_t requester_time_ran_out = 0;
   // -- NACK machinery (docs/behaviour/routing.md#nacks) --
   uint64_t nacks_posted = 0;      ///< NACKs handed to the machinery (tracked work)
   uint64_t nacks_pool_refused = 0;///< NACKs the pool refused (logged at debug, carried nothing)
@@ -144,7 +150,7 @@ typename Inspector::result_type inspect(Inspector& f, router_core_stats& x) {
            x.accepted_co_hosted, x.queued, x.refused_stopping, x.refused_overloaded,
            x.routing_loops, x.terminal_events, x.landed, x.nacked,
            x.abandoned, x.ended_by_release, x.crashed, x.refused, x.grain_attempts,
-           x.continuation_retries,
+           x.continuation_retries, x.requester_time_ran_out,
            x.nacks_posted, x.nacks_pool_refused, x.nacks_client, x.nacks_local,
            x.nacks_node_hub, x.nacks_pod_hub, x.nacks_stream, x.nacks_failed, x.nacks_unsent,
            x.suppressed_failures, x.nacks_by_verdict, x.latency_buckets, x.latency_sum_ms,
@@ -157,7 +163,7 @@ using router_core_actor = caf::typed_actor<
   caf::reacts_to<rc_route_atom, envelope>,
   caf::reacts_to<rc_forget_atom, std::string>,
   caf::reacts_to<mb_snapshot_atom, membership_snapshot>,
-  caf::replies_to<rc_grain_atom, envelope, silo_address>::with<envelope>,
+  caf::replies_to<rc_grain_atom, envelope, silo_address, caf::timespan>::with<envelope>,
   caf::reacts_to<rc_locals_atom, local_route_port_actor>,
   caf::replies_to<lifecycle::host_stopping_atom>::with<caf::ok_atom>,
   caf::replies_to<routing::q_end_legs_atom, std::string>::with<std::vector<std::string>>,

@@ -48,7 +48,8 @@ namespace cafmesh::routing {
 /// plus the cache invalidation the retry loop needs
 /// (docs/behaviour/classification.md#retry-policies).
 ///
-/// - `(gp_call_atom, uint64_t call, grain_id, envelope)` one-way: ONE attempt of
+/// - `(gp_call_atom, uint64_t call, grain_id, envelope, caf::timespan within)` one-way: ONE
+///   attempt of
 ///   `{grain}.deliver(envelope)`, where grain is `messagehub/{node prefix}` (node hub) or
 ///   `podhub/{rendered host path}` (pod hub). The adapter places the grain (directory cache
 ///   permitting), sends the call and answers the caller (the message's sender) one-way
@@ -65,8 +66,11 @@ namespace cafmesh::routing {
 ///   probes), `application`, ... The adapter never retries by itself: each call is one
 ///   fresh attempt, and the router core's retry loop decides
 ///   (docs/behaviour/classification.md#retry-policies). The router core bounds each call by
-///   `placement.timeout_ms + grain_call.response_timeout_ms` and treats its own timeout as
-///   `response_timeout` (not resendable). A call rather than a CAF request: CAF 0.17 keeps an
+///   `within`, at most `placement.timeout_ms + grain_call.response_timeout_ms` and less for a
+///   request whose requester waits less (docs/behaviour/routing.md#a-requests-remaining-time),
+///   and treats its own timeout as `response_timeout` (not resendable); the adapter passes
+///   `within` to placement, so the grain call itself never outlives it (its response bound and
+///   time-to-live are cut to what is left). A call rather than a CAF request: CAF 0.17 keeps an
 ///   actor's awaited responses in a vector searched from the front, so a router core with
 ///   K legs in flight paid O(K) per answer; the router core finds a call's continuation by
 ///   its id in a hash map (docs/behaviour/routing.md#grain-port-calls).
@@ -83,7 +87,7 @@ namespace cafmesh::routing {
 ///   (docs/behaviour/routing.md#legs step 5: "detail = the activation error recorded for that grain
 ///   if any, else the fault text"). A fault answer counts as "none".
 using grain_port_actor = caf::typed_actor<
-  caf::reacts_to<gp_call_atom, uint64_t, grain_id, envelope>,
+  caf::reacts_to<gp_call_atom, uint64_t, grain_id, envelope, caf::timespan>,
   caf::reacts_to<gp_invalidate_atom, grain_id>,
   caf::reacts_to<gp_inval_silo_atom, silo_address>,
   caf::replies_to<gp_act_error_atom, grain_id>::with<std::string>>;

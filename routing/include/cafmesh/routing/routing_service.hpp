@@ -71,7 +71,7 @@
 /// 3. size guard (`pure_client` only): grain-call limit -> NACK `rejected`;
 /// 4. hand-over by role: `silo_host` -> `(rc_route_atom, envelope)` to the router core;
 ///    `pure_client` -> `mc_call(gateway, component::gateway, (pl_call_atom, routing/default,
-///    0, (hg_route_atom, envelope, this client's silo)))` through the process's message centre, every attempt
+///    0, (hg_route_atom, envelope, this client's silo, answer_within)))` through the process's message centre, every attempt
 ///    choosing a gateway from the active set (none: fault `no_compatible_silo`) and bounded
 ///    by placement + response timeout (a timeout is `response_timeout`), retried under the
 ///    client policy (docs/behaviour/classification.md#retry-policies) while resendable; a gateway

@@ -155,7 +155,7 @@ inline caf::behavior port_proxy(caf::stateful_actor<port_proxy_state>* self, caf
     st.events.push_back({++st.seq, st.fx->now_ms(), id, what});
   };
   return {
-    [=](gp_call_atom, uint64_t call, const grain_id& g, envelope& d) {
+    [=](gp_call_atom, uint64_t call, const grain_id& g, envelope& d, caf::timespan within) {
       auto& st = self->state;
       auto id = d.id;
       note(id, "attempt");
@@ -171,7 +171,7 @@ inline caf::behavior port_proxy(caf::stateful_actor<port_proxy_state>* self, caf
       }
       auto own = ++st.next_call;
       st.forwarded.emplace(own, std::make_pair(rp, id));
-      self->send(st.real, gp_call_atom::value, own, g, std::move(d));
+      self->send(st.real, gp_call_atom::value, own, g, std::move(d), within);
     },
     [=](gp_result_atom, uint64_t own, envelope& r) {
       auto& st = self->state;
