@@ -55,6 +55,19 @@ bool is_request_timeout(const caf::error& e) {
 
 namespace {
 
+/// A co-hosted delivery from the routing service; `answer_within` > 0 for a request whose
+/// requester waits that much more (docs/behaviour/routing.md#a-requests-remaining-time).
+void route_co_hosted(pointer self, envelope& env, caf::timespan answer_within) {
+  turn_scope turn{self};
+  if (over_bound(self, env)) {
+    refuse_overloaded(self, env);
+    return;
+  }
+  bool posted = false;
+  if (accept(self, std::move(env), posted, silo_address{}, answer_within))
+    ++self->state.stats.accepted_co_hosted;
+}
+
 impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
   auto& s = self->state;
   if (opts.self_address.empty())
@@ -80,15 +93,9 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
     self->send(s.opts.pool, routing::pool_attach_atom::value, owner_of(self));
   return {
     // -- public protocol --
-    [=](rc_route_atom, envelope& env) {
-      turn_scope turn{self};
-      if (over_bound(self, env)) {
-        refuse_overloaded(self, env);
-        return;
-      }
-      bool posted = false;
-      if (accept(self, std::move(env), posted))
-        ++self->state.stats.accepted_co_hosted;
+    [=](rc_route_atom, envelope& env) { route_co_hosted(self, env, caf::timespan{0}); },
+    [=](rc_route_atom, envelope& env, caf::timespan answer_within) {
+      route_co_hosted(self, env, answer_within);
     },
     [=](rc_grain_atom, envelope& env, const silo_address& client,
         caf::timespan answer_within) -> caf::result<envelope> {

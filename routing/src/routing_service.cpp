@@ -160,10 +160,17 @@ envelope core_hand_over(rs_actor* self, envelope& d, int64_t deadline_ms) {
   // A request is held until its answer passes: if the silo whose hub took it departs
   // abruptly first, it ends in one NACK at once. Only a sender this process can NACK (a
   // local route) is held. docs/behaviour/routing.md#requests-whose-silo-departs
+  auto now = now_ms(self);
   if (deadline_ms > 0 && may_answer(d) && !is_continuation(d)
       && find_route(self, d.sender) != nullptr)
-    st.held.hold(d, silo_address{}, deadline_ms, now_ms(self));
-  self->send(st.opts.core, rc_route_atom::value, std::move(d));
+    st.held.hold(d, silo_address{}, deadline_ms, now);
+  // A request tells the core how long its requester waits
+  // (docs/behaviour/routing.md#a-requests-remaining-time).
+  if (deadline_ms > 0 && may_answer(d))
+    self->send(st.opts.core, rc_route_atom::value, std::move(d),
+               answer_within(deadline_ms, now));
+  else
+    self->send(st.opts.core, rc_route_atom::value, std::move(d));
   return answer;
 }
 

@@ -367,7 +367,9 @@ void client_attempt(rs_actor* self, uint64_t id) {
                                 routing_grain_id(), int32_t{0},
                                 caf::make_message(hg_route_atom::value, dsp.env,
                                                   st.opts.self_silo,
-                                                  answer_within(dsp, now)));
+                                                  may_answer(dsp.env)
+                                                    ? answer_within(dsp.deadline_ms, now)
+                                                    : caf::timespan{0}));
   self->request(st.opts.centre, bound, std::move(call))
     .then([=](envelope&) { client_finish(self, id, true, nullptr, gw); },
           [=](caf::error& e) {
@@ -381,10 +383,10 @@ void client_attempt(rs_actor* self, uint64_t id) {
           });
 }
 
-caf::timespan answer_within(const client_dispatch& dsp, int64_t now_ms) {
-  if (dsp.deadline_ms <= 0 || !may_answer(dsp.env))
+caf::timespan answer_within(int64_t deadline_ms, int64_t now_ms) {
+  if (deadline_ms <= 0)
     return caf::timespan{0};
-  auto left_ms = dsp.deadline_ms - now_ms;
+  auto left_ms = deadline_ms - now_ms;
   auto margin_ms = std::min<int64_t>(answer_margin_cap_ms, left_ms / 10);
   return std::chrono::milliseconds(std::max<int64_t>(left_ms - margin_ms, 1));
 }

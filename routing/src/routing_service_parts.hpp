@@ -70,11 +70,11 @@ envelope client_deliver(rs_actor* self, envelope& d, int64_t deadline_ms);
 /// The most a dispatch keeps back of its requester's remaining time for the NACK's way back.
 constexpr int64_t answer_margin_cap_ms = 1000;
 
-/// What a dispatch attempt at `now_ms` tells the gateway's router core of its requester's
-/// remaining time: the time left to the request's deadline less a tenth of it, at most
-/// `answer_margin_cap_ms`, for the NACK's way back (at least 1 ms); 0 for a delivery nobody
-/// waits on by a time (docs/behaviour/routing.md#a-requests-remaining-time).
-caf::timespan answer_within(const client_dispatch& dsp, int64_t now_ms);
+/// What a hand-over at `now_ms` tells a router core of its requester's remaining time: the
+/// time left to `deadline_ms` less a tenth of it, at most `answer_margin_cap_ms`, for the
+/// NACK's way back (at least 1 ms); 0 without a deadline (`deadline_ms` <= 0)
+/// (docs/behaviour/routing.md#a-requests-remaining-time).
+caf::timespan answer_within(int64_t deadline_ms, int64_t now_ms);
 
 /// Dispatch `id`'s next attempt (or its wait for its channel).
 void client_attempt(rs_actor* self, uint64_t id);

@@ -182,8 +182,15 @@ TEST_CASE("silo_builder: a hub that never ends a delivery does not outlive the s
   auto r = testing::ask<std::string>(fx, silo->entry(), routing::ce_request_atom::value,
                                      address::from("node/silent/1"), std::string{"request"},
                                      std::string{"{}"}, int64_t{5000}, false);
+  auto t_req = fx.now_ms();
   REQUIRE(fx.run_until([&] { return r->done; }, std::chrono::minutes(1)));
-  CHECK(routing::delivery_error_of(r->err).deadline);
+  // The leg's grain call is bounded by the requester's 5 s less the margin: one NACK failed
+  // before the deadline (docs/behaviour/routing.md#a-requests-remaining-time).
+  auto e = routing::delivery_error_of(r->err);
+  CHECK_FALSE(e.deadline);
+  CHECK(e.verdict == routing::verdict::failed);
+  CHECK(e.text == "Delivery to 'node/silent/1' failed: grain call got no answer within 4500 ms");
+  CHECK(fx.now_ms() - t_req < 5000);
   auto gauge = silo->components().gauge;
   auto count = [&] {
     auto c = testing::ask<uint64_t>(fx, gauge, routing::q_count_atom::value);

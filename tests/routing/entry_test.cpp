@@ -766,3 +766,29 @@ TEST_CASE_FIXTURE(testing::fixture, "pod hub claim: an attempt that reached the 
   auto own = claim_attempts(*this, silo_address{"a", 11111, 1}, 1, 10000);
   CHECK(own == "0 250");
 }
+
+TEST_CASE_FIXTURE(testing::fixture, "entry: a co-hosted request whose grain call never answers is NACKed failed before its requester's deadline") {
+  // docs/behaviour/routing.md#a-requests-remaining-time (a pure client's request: the chaos
+  // test of hubs that never end their deliveries)
+  entry_world w(*this);
+  entry_silo_options opt;
+  opt.port_proxy = true;
+  auto& a = w.add_silo("a", opt);
+  auto h = w.add_hub(a.routing, "portal/h1");
+  auto& px = state_of<port_proxy_state>(a.proxy);
+  px.hold.insert("co1");
+  auto t0 = now_ms();
+  caf::anon_send(h, ep_request_atom::value, make_delivery("co1", "node/Org/Acme"), int64_t{10000});
+  // 10 s less the margin (a tenth, at most 1 s): the NACK is in before the deadline.
+  REQUIRE(run_until([&] { return hub_of(h).outcomes.size() == 1; }, 9500ms));
+  CHECK(now_ms() - t0 >= 9000);
+  auto& o = hub_of(h).outcomes[0];
+  CHECK(o.id == "co1");
+  CHECK(o.kind == "nack");
+  CHECK(o.verdict == verdict::failed);
+  CHECK(o.message == "Delivery to 'node/Org/Acme' failed: grain call got no answer within 9 s");
+  CHECK(core_stats(*this, a).nacked == 1);
+  // Its one outcome stays the only one: no deadline after it.
+  run_for(5s);
+  CHECK(hub_of(h).outcomes.size() == 1);
+}

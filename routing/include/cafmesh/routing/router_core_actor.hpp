@@ -8,7 +8,7 @@
 /// | sender -> router core | message | answer |
 /// |---|---|---|
 /// | routing service (co-hosted hand-over, docs/behaviour/routing.md#the-entry) |
-/// `(rc_route_atom, envelope)` one-way | none: the routing service answers its own caller |
+/// `(rc_route_atom, envelope)` one-way; `(rc_route_atom, envelope, caf::timespan answer_within)` one-way for a request whose requester waits `answer_within` more, less the margin for the NACK's way back (every grain attempt of its leg is bounded by it, docs/behaviour/routing.md#a-requests-remaining-time) | none: the routing service answers its own caller |
 /// | routing grain via `delegate` (docs/behaviour/routing.md#the-routing-grain) |
 /// `(rc_grain_atom, envelope, silo_address client, caf::timespan answer_within) -> envelope`
 /// (`client`: the pure client that called the routing grain, whose process hosts the sender;
@@ -161,6 +161,7 @@ typename Inspector::result_type inspect(Inspector& f, router_core_stats& x) {
 /// `lifecycle::stopping_recipient_actor`: `caf::actor_cast<stopping_recipient_actor>(rc)`.
 using router_core_actor = caf::typed_actor<
   caf::reacts_to<rc_route_atom, envelope>,
+  caf::reacts_to<rc_route_atom, envelope, caf::timespan>,
   caf::reacts_to<rc_forget_atom, std::string>,
   caf::reacts_to<mb_snapshot_atom, membership_snapshot>,
   caf::replies_to<rc_grain_atom, envelope, silo_address, caf::timespan>::with<envelope>,
