@@ -34,6 +34,20 @@ std::vector<chaos_kind> ci_kinds() {
           chaos_kind::link_delay, chaos_kind::overload_burst, chaos_kind::kill};
 }
 
+/// A short requests-only run (4 s at 50/s, stalls and link delays) whose node hubs all run
+/// `handler`.
+chaos_options requests_to(routing::async_hub_handler handler) {
+  chaos_options o;
+  o.duration_s = 4;
+  o.rate_per_s = 50;
+  o.mix = {0, 0, 1}; // requests only
+  o.min_faults = 3;
+  o.max_faults = 3;
+  o.kinds = {chaos_kind::owner_stall, chaos_kind::link_delay};
+  o.app.hubs = {{"node/Org/*", [handler](const lifecycle::silo_components&) { return handler; }}};
+  return o;
+}
+
 } // namespace
 
 TEST_CASE("chaos: 20 seeds") {
@@ -103,22 +117,11 @@ TEST_CASE("chaos: the generator gives each lifecycle fault its own silo and keep
 }
 
 TEST_CASE("chaos: a run whose hubs take every request and answer none breaks `every request answered or NACKed`, and the shrinker keeps that break with fewer events") {
-  chaos_options o;
-  o.duration_s = 4;
-  o.rate_per_s = 50;
-  o.mix = {0, 0, 1}; // requests only
-  o.min_faults = 3;
-  o.max_faults = 3;
-  o.kinds = {chaos_kind::owner_stall, chaos_kind::link_delay};
-  o.app.hubs = {{"node/Org/*", [](const lifecycle::silo_components&) {
-                   // Handled, no response: each request lands and its requester waits in
-                   // vain. (A hub that never ends its deliveries is no longer such a break:
-                   // their legs NACK before the requesters' deadlines,
-                   // docs/behaviour/routing.md#a-requests-remaining-time.)
-                   return routing::async_hub_handler{
-                     [](caf::event_based_actor*, const routing::envelope&,
-                        routing::hub_responder r) { r.done(); }};
-                 }}};
+  // Handled, no response: each request lands and its requester waits in vain. (A hub that
+  // never ends its deliveries is no longer such a break: their legs NACK before the
+  // requesters' deadlines, docs/behaviour/routing.md#a-requests-remaining-time.)
+  auto o = requests_to([](caf::event_based_actor*, const routing::envelope&,
+                          routing::hub_responder r) { r.done(); });
   auto r = run_chaos(1, o);
   INFO(r.render());
   REQUIRE_FALSE(r.ok());
@@ -132,18 +135,8 @@ TEST_CASE("chaos: a run whose hubs take every request and answer none breaks `ev
 
 TEST_CASE("chaos: hubs that never end their deliveries get every request NACKed before its requester's deadline, none ends by it") {
   // docs/behaviour/routing.md#a-requests-remaining-time
-  chaos_options o;
-  o.duration_s = 4;
-  o.rate_per_s = 50;
-  o.mix = {0, 0, 1}; // requests only
-  o.min_faults = 3;
-  o.max_faults = 3;
-  o.kinds = {chaos_kind::owner_stall, chaos_kind::link_delay};
-  o.app.hubs = {{"node/Org/*", [](const lifecycle::silo_components&) {
-                   return routing::async_hub_handler{
-                     [](caf::event_based_actor*, const routing::envelope&,
-                        routing::hub_responder) {}};
-                 }}};
+  auto o = requests_to([](caf::event_based_actor*, const routing::envelope&,
+                          routing::hub_responder) {});
   auto r = run_chaos(1, o);
   INFO(r.render());
   CHECK(r.ok());

@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -154,6 +156,16 @@ inline caf::behavior port_proxy(caf::stateful_actor<port_proxy_state>* self, caf
     auto& st = self->state;
     st.events.push_back({++st.seq, st.fx->now_ms(), id, what});
   };
+  // The forwarded call `own` (its reply and delivery id), taken out; none if unknown.
+  auto take = [=](uint64_t own) -> std::optional<std::pair<grain_port_reply, std::string>> {
+    auto& st = self->state;
+    auto i = st.forwarded.find(own);
+    if (i == st.forwarded.end())
+      return std::nullopt;
+    auto out = std::move(i->second);
+    st.forwarded.erase(i);
+    return out;
+  };
   return {
     [=](gp_call_atom, uint64_t call, const grain_id& g, envelope& d, caf::timespan within) {
       auto& st = self->state;
@@ -174,25 +186,17 @@ inline caf::behavior port_proxy(caf::stateful_actor<port_proxy_state>* self, caf
       self->send(st.real, gp_call_atom::value, own, g, std::move(d), within);
     },
     [=](gp_result_atom, uint64_t own, envelope& r) {
-      auto& st = self->state;
-      auto i = st.forwarded.find(own);
-      if (i == st.forwarded.end())
-        return;
-      auto [rp, id] = std::move(i->second);
-      st.forwarded.erase(i);
-      note(id, "answer");
-      note(id, "answer:" + to_string(r.state));
-      rp.deliver(std::move(r));
+      if (auto call = take(own)) {
+        note(call->second, "answer");
+        note(call->second, "answer:" + to_string(r.state));
+        call->first.deliver(std::move(r));
+      }
     },
     [=](gp_result_atom, uint64_t own, caf::error& e) {
-      auto& st = self->state;
-      auto i = st.forwarded.find(own);
-      if (i == st.forwarded.end())
-        return;
-      auto [rp, id] = std::move(i->second);
-      st.forwarded.erase(i);
-      note(id, "error");
-      rp.deliver(std::move(e));
+      if (auto call = take(own)) {
+        note(call->second, "error");
+        call->first.deliver(std::move(e));
+      }
     },
     [=](gp_invalidate_atom a, const grain_id& g) { self->send(self->state.real, a, g); },
     [=](gp_inval_silo_atom a, const silo_address& s) { self->send(self->state.real, a, s); },
