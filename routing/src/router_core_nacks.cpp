@@ -146,12 +146,22 @@ void nack_pod_hub(pointer self, uint64_t id) {
 
 } // namespace
 
-void nack_pod_hub_result(pointer self, uint64_t id, uint64_t tok) {
+namespace {
+
+/// A hub attempt of NACK `id` (step token `tok`) delivered it: counted in `rung_count`, done.
+void nack_hub_took(pointer self, uint64_t id, uint64_t tok,
+                   uint64_t router_core_stats::*rung_count) {
   turn_scope turn{self};
   if (find_nack(self, id, tok) == nullptr)
     return;
-  ++self->state.stats.nacks_pod_hub;
+  ++(self->state.stats.*rung_count);
   nack_done(self, id);
+}
+
+} // namespace
+
+void nack_pod_hub_result(pointer self, uint64_t id, uint64_t tok) {
+  nack_hub_took(self, id, tok, &router_core_stats::nacks_pod_hub);
 }
 
 void nack_pod_hub_fault(pointer self, uint64_t id, uint64_t tok, caf::error& e) {
@@ -354,11 +364,7 @@ void nack_node_attempt(pointer self, uint64_t id) {
 }
 
 void nack_node_result(pointer self, uint64_t id, uint64_t tok) {
-  turn_scope turn{self};
-  if (find_nack(self, id, tok) == nullptr)
-    return;
-  ++self->state.stats.nacks_node_hub;
-  nack_done(self, id);
+  nack_hub_took(self, id, tok, &router_core_stats::nacks_node_hub);
 }
 
 void nack_node_fault(pointer self, uint64_t id, uint64_t tok, caf::error& e) {
