@@ -309,6 +309,7 @@ schema make_schema() {
     .key("subscriber_probe_timeout_ms", &R::subscriber_probe_timeout_ms, integer(1))
     .key("stream_post_timeout_ms", &R::stream_post_timeout_ms, integer(1))
     .key("stream_transport_timeout_ms", &R::stream_transport_timeout_ms, integer(1))
+    .key("continuation_attempt_timeout_ms", &R::continuation_attempt_timeout_ms, integer(1))
     .retry_policy()
     .key("placement_timeout_attempts", &R::placement_timeout_attempts, integer(1))
     .key("saturation_report_count", &R::saturation_report_count, integer(1))

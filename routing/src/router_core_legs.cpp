@@ -204,6 +204,18 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
       }
     }
   }
+  if (is_continuation(leg.env) && has_response_timeout(f)) {
+    // A continuation's attempt got no answer: its receiver keeps one outcome per request
+    // (docs/behaviour/routing.md#nacks), so sending it again cannot make a second one, and
+    // nobody else would send it. It is retried within the router budget like a refused
+    // attempt; an exhausted budget NACKs `failed` with the same text.
+    // docs/behaviour/routing.md#continuations-sent-again
+    auto probe = *leg.retry;
+    fault again{mesh_errc::rejected, f.render()};
+    if (probe.next(again).retry)
+      ++s.stats.continuation_resends;
+    f = std::move(again);
+  }
   auto d = leg.retry->next(f);
   if (d.retry) {
     // At the priority of the leg's attempts (`bounded_request`), so the grain port sees the
@@ -413,6 +425,10 @@ void leg_attempt(pointer self, uint64_t id) {
     return;
   if (leg.answer_by_ms > 0)
     bound = std::min(bound, ms(leg.answer_by_ms - now));
+  // A continuation is sent again when an attempt gets no answer, so its attempt is short
+  // (docs/behaviour/routing.md#continuations-sent-again).
+  if (is_continuation(leg.env))
+    bound = std::min(bound, ms(s.opts.routing.continuation_attempt_timeout_ms));
   auto tok = ++leg.token;
   ++s.stats.grain_attempts;
   leg.in_flight = true;

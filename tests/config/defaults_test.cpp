@@ -65,6 +65,7 @@ const std::vector<field> fields{
   CAFMESH_FIELD(routing, subscriber_probe_timeout_ms, 10000),
   CAFMESH_FIELD(routing, stream_post_timeout_ms, 60000),
   CAFMESH_FIELD(routing, stream_transport_timeout_ms, 30000),
+  CAFMESH_FIELD(routing, continuation_attempt_timeout_ms, 5000),
   CAFMESH_FIELD(routing, retry_max, 6),
   CAFMESH_FIELD(routing, retry_base_ms, 250),
   CAFMESH_FIELD(routing, retry_cap_ms, 3000),
@@ -191,6 +192,7 @@ const char* default_text = R"({
     "subscriber_probe_timeout_ms": 10000,
     "stream_post_timeout_ms": 60000,
     "stream_transport_timeout_ms": 30000,
+    "continuation_attempt_timeout_ms": 5000,
     "retry_max": 6,
     "retry_base_ms": 250,
     "retry_cap_ms": 3000,
@@ -323,6 +325,7 @@ const char* distinct_text = R"({
     "subscriber_probe_timeout_ms": 10001,
     "stream_post_timeout_ms": 60002,
     "stream_transport_timeout_ms": 30009,
+    "continuation_attempt_timeout_ms": 5004,
     "retry_max": 0,
     "retry_base_ms": 251,
     "retry_cap_ms": 3001,
@@ -416,7 +419,7 @@ std::string read_text(const std::filesystem::path& p) {
 } // namespace
 
 TEST_CASE("config: mesh_config{} holds every documented default") {
-  REQUIRE(fields.size() == 82);
+  REQUIRE(fields.size() == 83);
   std::set<std::string> pointers;
   for (auto& f : fields)
     CHECK(pointers.insert(f.pointer).second);
@@ -540,6 +543,6 @@ TEST_CASE("config: examples/config/README.md documents every key with its defaul
   size_t keys = 0;
   for (auto& section : defaults)
     keys += section.size();
-  CHECK(keys == 82);
+  CHECK(keys == 83);
   CHECK(documented.size() == keys);
 }

@@ -538,6 +538,74 @@ TEST_CASE_FIXTURE(fixture, "router: a leg whose retry would start after its requ
   CHECK(b.stats().requester_time_ran_out == 1);
 }
 
+// -- continuations whose attempt got no answer -------------------------------------------------
+// docs/behaviour/routing.md#continuations-sent-again
+
+TEST_CASE_FIXTURE(fixture, "router: a response whose grain attempt got no answer is sent again after its continuation bound, and the responses behind it on its channel wait only that long") {
+  bed b(*this);
+  b.start();
+  b.script("podhub/portal/bob", {answer::held()}); // the first attempt's frame is lost
+  auto t0 = now_ms();
+  for (int i = 0; i < 3; ++i) {
+    auto e = bed::make("resp" + std::to_string(i), "portal/bob", "node/Org/Acme");
+    e.request_id = "req" + std::to_string(i);
+    b.route(e);
+  }
+  settle(*this, b);
+  auto& g = b.grain();
+  CHECK(attempt_ids(b) == std::vector<std::string>{"resp0", "resp0", "resp1", "resp2"});
+  REQUIRE(g.attempts.size() == 4);
+  CHECK(g.attempts[0].within_ms == 5000); // routing.continuation_attempt_timeout_ms
+  CHECK(g.attempts[0].t_ms - t0 == 0);
+  CHECK(g.attempts[1].t_ms - t0 == 5250); // the bound, then the router's first retry delay
+  CHECK(g.attempts[2].t_ms - t0 == 5250);
+  CHECK(g.attempts[3].t_ms - t0 == 5250);
+  auto st = b.stats();
+  CHECK(st.landed == 3);
+  CHECK(st.nacked == 0);
+  CHECK(st.continuation_resends == 1);
+  CHECK(g.attempts_for("messagehub/Org/Acme") == 0); // no NACK to the responding hub
+  // A post whose attempt got no answer keeps placement + response as its bound and is not
+  // sent again: its receiver keeps no outcome per delivery
+  // (docs/behaviour/classification.md#why-a-response-timeout-is-never-resent).
+  b.script("podhub/portal/carol", {answer::held()});
+  auto t1 = now_ms();
+  b.route(bed::make("post1", "portal/carol"));
+  settle(*this, b);
+  REQUIRE(g.attempts_for("podhub/portal/carol") == 1);
+  CHECK(g.attempts.back().within_ms == 60000);
+  auto ns = b.local_nacks();
+  REQUIRE(ns.size() == 1);
+  CHECK(ns[0].request_id == "post1");
+  CHECK(ns[0].verdict == verdict::failed);
+  CHECK(now_ms() - t1 == 60000);
+  CHECK(b.stats().continuation_resends == 1);
+}
+
+TEST_CASE_FIXTURE(fixture, "router: a response none of whose attempts gets an answer is NACKed failed to its hub once the router budget is spent") {
+  bed b(*this);
+  b.start();
+  b.script("podhub/portal/bob", std::vector<answer>(7, answer::held()));
+  auto t0 = now_ms();
+  auto e = bed::make("resp9", "portal/bob");
+  e.request_id = "req9";
+  b.route(e);
+  settle(*this, b);
+  auto& g = b.grain();
+  REQUIRE(g.attempts_for("podhub/portal/bob") == 7);
+  // 7 attempts of 5 s and the router's delays 250 + 500 + 1,000 + 2,000 + 3,000 + 3,000 ms
+  CHECK(g.attempts.back().t_ms - t0 == 6 * 5000 + 9750);
+  auto ns = b.local_nacks();
+  REQUIRE(ns.size() == 1);
+  CHECK(ns[0].request_id == "resp9");
+  CHECK(ns[0].verdict == verdict::failed);
+  CHECK(ns[0].message == "Delivery to 'portal/bob' failed: grain call got no answer within 5 s");
+  CHECK(now_ms() - t0 == 7 * 5000 + 9750);
+  auto st = b.stats();
+  CHECK(st.continuation_resends == 6);
+  CHECK(st.nacked == 1);
+}
+
 // -- NACK ladder ----------------------------------------------------------------------------------
 // docs/behaviour/routing.md#nacks
 

@@ -120,6 +120,11 @@ struct routing_section {
   int64_t stream_post_timeout_ms = 60000;
   /// the stream transport's own bound (docs/behaviour/routing.md#legs); >= 1
   int64_t stream_transport_timeout_ms = 30000;
+  /// Bound on one grain attempt of a continuation (a response or a NACK routed as a leg),
+  /// below the usual placement + response bound; an attempt without an answer within it is
+  /// sent again, since its receiver keeps one outcome per request
+  /// (docs/behaviour/routing.md#continuations-sent-again); >= 1
+  int64_t continuation_attempt_timeout_ms = 5000;
   int64_t retry_max = 6;
   int64_t retry_base_ms = 250;
   int64_t retry_cap_ms = 3000;

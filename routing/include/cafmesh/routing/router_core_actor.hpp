@@ -112,6 +112,9 @@ struct router_core_stats {
   uint64_t refused = 0;           ///< never admitted: `pool_refused`
   uint64_t grain_attempts = 0;    ///< grain calls issued by legs (each retry counts)
   uint64_t continuation_retries = 0; ///< responses/NACKs retried because their pod hub moved
+  /// Responses/NACKs sent again after an attempt without answer
+  /// (docs/behaviour/routing.md#continuations-sent-again).
+  uint64_t continuation_resends = 0;
   /// Legs NACKed `failed` without another attempt: their requester's time ran out first
   /// (docs/behaviour/routing.md#a-requests-remaining-time).
   uint64_t requester_time_ran_out = 0;
@@ -150,7 +153,7 @@ typename Inspector::result_type inspect(Inspector& f, router_core_stats& x) {
            x.accepted_co_hosted, x.queued, x.refused_stopping, x.refused_overloaded,
            x.routing_loops, x.terminal_events, x.landed, x.nacked,
            x.abandoned, x.ended_by_release, x.crashed, x.refused, x.grain_attempts,
-           x.continuation_retries, x.requester_time_ran_out,
+           x.continuation_retries, x.continuation_resends, x.requester_time_ran_out,
            x.nacks_posted, x.nacks_pool_refused, x.nacks_client, x.nacks_local,
            x.nacks_node_hub, x.nacks_pod_hub, x.nacks_stream, x.nacks_failed, x.nacks_unsent,
            x.suppressed_failures, x.nacks_by_verdict, x.latency_buckets, x.latency_sum_ms,
