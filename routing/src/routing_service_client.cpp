@@ -361,15 +361,18 @@ void client_attempt(rs_actor* self, uint64_t id) {
   }
   auto gw = st.gateway;
   dsp.in_call = gw;
+  auto within = may_answer(dsp.env) ? answer_within(dsp.deadline_ms, now) : caf::timespan{0};
   auto bound = std::chrono::milliseconds(st.opts.placement_timeout_ms
                                          + st.opts.grain_response_timeout_ms);
+  // The dispatch itself ends before its requester stops waiting, so that a dispatch lost on
+  // the wire is NACKed before the deadline too
+  // (docs/behaviour/routing.md#a-requests-remaining-time).
+  if (within > caf::timespan{0})
+    bound = std::min(bound, std::chrono::duration_cast<std::chrono::milliseconds>(within));
   auto call = make_bounded_call(bound.count(), gw, component::gateway, pl_call_atom::value,
                                 routing_grain_id(), int32_t{0},
                                 caf::make_message(hg_route_atom::value, dsp.env,
-                                                  st.opts.self_silo,
-                                                  may_answer(dsp.env)
-                                                    ? answer_within(dsp.deadline_ms, now)
-                                                    : caf::timespan{0}));
+                                                  st.opts.self_silo, within));
   self->request(st.opts.centre, bound, std::move(call))
     .then([=](envelope&) { client_finish(self, id, true, nullptr, gw); },
           [=](caf::error& e) {

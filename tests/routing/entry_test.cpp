@@ -339,6 +339,35 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.25 pure client sends a response_timeout
   }
 }
 
+TEST_CASE_FIXTURE(testing::fixture, "entry: a pure client's request whose dispatch to its gateway never answers is NACKed failed before its requester's deadline") {
+  // docs/behaviour/routing.md#a-requests-remaining-time: the dispatch itself is bounded by the
+  // time its requester still waits (chaos seeds 634 and 708: the dispatch's frame was lost).
+  entry_world w(*this);
+  entry_silo_options opt;
+  opt.gateway_proxy = true;
+  auto& a = w.add_silo("a", opt);
+  state_of<gateway_proxy_state>(a.gateway).silent = true;
+  auto c = w.add_client("client");
+  auto ch = w.add_hub(c.routing, "client/c1");
+  auto t0 = now_ms();
+  caf::anon_send(ch, ep_request_atom::value, make_delivery("q-1", "node/Org/Acme"),
+                 int64_t{10000});
+  // 10 s less the margin (a tenth, at most 1 s): the NACK is in before the deadline.
+  REQUIRE(run_until([&] { return hub_of(ch).outcomes.size() == 1; }, 9500ms));
+  CHECK(now_ms() - t0 == 9000);
+  auto& o = hub_of(ch).outcomes[0];
+  CHECK(o.id == "q-1");
+  CHECK(o.kind == "nack");
+  CHECK(o.verdict == verdict::failed);
+  CHECK(o.message.find("did not answer: the call timed out after 9000 ms")
+        != std::string::npos);
+  CHECK(state_of<gateway_proxy_state>(a.gateway).calls_ms.size() == 1);
+  CHECK(service_of(c.routing).stats.client_attempts == 1);
+  // Its one outcome stays the only one: no deadline after it.
+  run_for(5s);
+  CHECK(hub_of(ch).outcomes.size() == 1);
+}
+
 TEST_CASE_FIXTURE(testing::fixture, "entry: node hub answers submitted while building and hands parked deliveries over in order") {
   entry_world w(*this);
   entry_silo_options opt;
