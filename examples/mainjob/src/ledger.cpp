@@ -276,7 +276,13 @@ void outcome_ledger::landed(const std::string& id, int64_t t_ms) {
       st.any_landed = true;
       st.max_landed = r->version;
     } else {
-      if (r->version < st.max_landed) {
+      if (r->version < st.max_landed && r->terminals > 0 && r->first_unknown_outcome) {
+        // Its sender was told the outcome is unknown and went on with newer versions: this
+        // is the copy the ended silo had sent, and the receiver's guard drops it as stale.
+        ++late_copies_;
+        if (late_copy_ids_.size() < ledger_summary::sample_max)
+          late_copy_ids_.push_back(id);
+      } else if (r->version < st.max_landed) {
         ++order_violations_;
         if (violation_samples_.size() < ledger_summary::sample_max)
           violation_samples_.push_back(
@@ -428,6 +434,8 @@ ledger_summary outcome_ledger::summarize() const {
   s.order_violations = order_violations_;
   s.order_violation_samples = violation_samples_;
   s.stale_drops = stale_drops_;
+  s.late_copies = late_copies_;
+  s.late_copy_ids = late_copy_ids_;
   s.unknown_outcomes = unknown_outcomes_;
   s.duplicate_accepts = duplicate_accepts_;
   s.nacks_on_suppressed = nacks_on_suppressed_;

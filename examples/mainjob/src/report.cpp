@@ -152,6 +152,8 @@ report make_report(report_input in) {
   add("order violations = 0", l.order_violations == 0,
       sample_text(l.order_violations, violations));
   add("stale frames dropped = 0", l.stale_drops == 0, std::to_string(l.stale_drops));
+  add("late copies after an unknown outcome = 0", l.late_copies == 0,
+      sample_text(l.late_copies, l.late_copy_ids));
   add("one terminal outcome per delivery", l.multiple_terminal == 0,
       sample_text(l.multiple_terminal, l.multiple_terminal_ids));
   add("no NACK for an answer-suppressed delivery", l.nacks_on_suppressed == 0,
@@ -289,6 +291,8 @@ std::vector<report_table> report_tables(const report& r) {
   rows.push_back({"duplicate outcomes dropped", std::to_string(l.duplicates_dropped)});
   rows.push_back({"order violations", std::to_string(l.order_violations)});
   rows.push_back({"stale frames dropped", std::to_string(l.stale_drops)});
+  if (l.late_copies > 0)
+    rows.push_back({"late copies after an unknown outcome", std::to_string(l.late_copies)});
   rows.push_back({"mirrors diverged from owner", optional_text(in.mirrors_diverged)});
   rows.push_back({"latency p50 / p99 / max (ms)",
                   optional_text(l.latency_p50_ms) + " / " + optional_text(l.latency_p99_ms)
@@ -420,6 +424,7 @@ std::string render_json(const report& r) {
                            {"t_ms", v.t_ms}});
   j["order_violation_sample"] = samples;
   j["stale_drops"] = l.stale_drops;
+  j["late_copies"] = l.late_copies;
   j["nacks_on_answer_suppressed"] = l.nacks_on_suppressed;
   j["mirrors_diverged"] = optional_json(in.mirrors_diverged);
   j["unknown_outcomes"] = l.unknown_outcomes;

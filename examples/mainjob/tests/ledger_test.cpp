@@ -480,3 +480,34 @@ TEST_CASE("mainjob ledger: a landing followed by a failure that says the outcome
   CHECK(s.multiple_terminal == 1);
   CHECK(s.multiple_terminal_ids == std::vector<std::string>{"f3"});
 }
+
+TEST_CASE("mainjob ledger: a frame told 'outcome is unknown' that lands behind a newer version of its stream is a late copy, not an order violation") {
+  // A non-graceful stop NACKs a frame's in-flight leg "outcome is unknown" while a stall still
+  // holds what the leg sent; the owner goes on with newer versions through another silo, and
+  // the held copy lands behind them, where the receiver's guard drops it as stale
+  // (docs/testing.md#chaos, docs/behaviour/sync-guard.md).
+  outcome_ledger l;
+  l.accept(frame("f24", "portal/u1/tab1", "stream-0", 24, 0));
+  l.accept(frame("f25", "portal/u1/tab1", "stream-0", 25, 1));
+  l.accept(frame("g3", "portal/u1/tab1", "stream-1", 3, 2));
+  l.accept(frame("g4", "portal/u1/tab1", "stream-1", 4, 3));
+  l.nack("f24", verdict::failed,
+         "silo SA:11111@1 stopped while the delivery to portal/u1/tab1 was in flight; its "
+         "outcome is unknown",
+         10);
+  l.landed("f25", 20);
+  l.landed("f24", 30); // the held copy, behind v25
+  // Without that NACK a landing behind a newer version is still an order violation.
+  l.landed("g4", 21);
+  l.landed("g3", 31);
+  auto s = l.summarize();
+  CHECK(s.late_copies == 1);
+  CHECK(s.late_copy_ids == std::vector<std::string>{"f24"});
+  CHECK(s.order_violations == 1);
+  REQUIRE(s.order_violation_samples.size() == 1);
+  CHECK(s.order_violation_samples[0]
+        == order_violation{"g3", "portal/u1/tab1", "stream-1", 3, 4, 31});
+  CHECK(s.landed_with_ambiguous_failure == 1); // f24: the NACK and the landing are one outcome
+  CHECK(s.multiple_terminal == 0);
+  CHECK(s.total.lost == 0);
+}

@@ -55,7 +55,7 @@ TEST_CASE("mainjob report: clean run passes with exit code 0") {
   CHECK(names
         == std::vector<std::string>{
           "lost = 0", "order violations = 0", "stale frames dropped = 0",
-          "one terminal outcome per delivery", "no NACK for an answer-suppressed delivery",
+          "late copies after an unknown outcome = 0", "one terminal outcome per delivery", "no NACK for an answer-suppressed delivery",
           "deliveries landed while A was out > 0", "deliveries landed while B was out > 0",
           "NACKed failed <= 0", "NACKed not_found <= 0", "NACKed rejected <= 0",
           "NACKed routing_loop <= 0", "NACKed unauthorized <= 0", "NACKed forbidden <= 0",
@@ -65,7 +65,7 @@ TEST_CASE("mainjob report: clean run passes with exit code 0") {
           "carried rate >= 0.95 of offered"});
 }
 
-TEST_CASE("mainjob report: exit code 1 when lost, order violations or stale drops are not 0") {
+TEST_CASE("mainjob report: exit code 1 when lost, order violations, stale drops or late copies are not 0") {
   auto in = clean_input();
   in.ledger.total.lost = 1;
   in.ledger.lost_ids = {"d-9"};
@@ -82,6 +82,13 @@ TEST_CASE("mainjob report: exit code 1 when lost, order violations or stale drop
   CHECK(stale.exit_code == 1);
   CHECK(stale.checks[2].ok == false);
   CHECK(stale.checks[2].detail == "2");
+  in = clean_input();
+  in.ledger.late_copies = 1;
+  in.ledger.late_copy_ids = {"f-24"};
+  auto late = make_report(in);
+  CHECK(late.exit_code == 1);
+  CHECK(late.checks[3].ok == false);
+  CHECK(late.checks[3].detail == "1 (f-24)");
   in = clean_input();
   in.ledger.multiple_terminal = 1;
   CHECK(make_report(in).exit_code == 1);
@@ -117,8 +124,8 @@ TEST_CASE("mainjob report: JSON shape") {
         == std::vector<std::string>{
           "accepted", "by_kind", "by_origin", "checks", "deadlines", "duplicate_accepts",
           "duplicate_outcomes_dropped", "duration_s", "entries", "exit_code", "faults", "landed",
-          "landed_with_ambiguous_failure", "landed_with_ambiguous_failure_sample", "latency_ms", "lost",
-          "lost_sample", "mirrors_diverged", "mode", "multiple_terminal_outcomes",
+          "landed_with_ambiguous_failure", "landed_with_ambiguous_failure_sample", "late_copies",
+          "latency_ms", "lost", "lost_sample", "mirrors_diverged", "mode", "multiple_terminal_outcomes",
           "multiple_terminal_sample",
           "nacked", "nacked_total", "nacks_on_answer_suppressed", "node_exits",
           "order_violation_sample",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
@@ -136,9 +137,13 @@ std::vector<chaos_violation> check(const chaos_schedule& x, const scenario& s,
   bool graceful = std::none_of(x.events.begin(), x.events.end(), [](const chaos_event& e) {
     return e.kind == chaos_kind::kill || e.kind == chaos_kind::second_signal;
   });
-  if (graceful && l.stale_drops > 0)
+  // A late copy (a frame whose sender was told "outcome is unknown", landing behind a newer
+  // version) is what the receiver's guard drops as stale: only kills and second signals make
+  // either.
+  if (graceful && (l.stale_drops > 0 || l.late_copies > 0))
     fail("no stale drops on graceful rolls",
-         std::to_string(l.stale_drops) + " stale frames dropped");
+         std::to_string(l.stale_drops) + " stale frames dropped, "
+           + std::to_string(l.late_copies) + " late copies after an unknown outcome");
   if (!r.routing_after_stop.empty())
     fail("no routing code of a silo runs after its stop answered",
          some(r.routing_after_stop, 3));
@@ -469,9 +474,10 @@ int chaos_main(int argc, char** argv, chaos_options o) {
   std::optional<std::vector<size_t>> keep;
   bool shrink = false;
   bool quiet = false;
+  std::string ledger_file;
   auto usage = [] {
-    std::cerr << "usage: [--seeds N [--from F]] [--seed S [--keep i,j,...]] [--shrink] "
-                 "[--kinds k1,k2,...] [--quiet]\n";
+    std::cerr << "usage: [--seeds N [--from F]] [--seed S [--keep i,j,...] [--ledger FILE]] "
+                 "[--shrink] [--kinds k1,k2,...] [--quiet]\n";
     return 2;
   };
   auto split = [](const std::string& text) {
@@ -499,7 +505,9 @@ int chaos_main(int argc, char** argv, chaos_options o) {
         keep.emplace();
         for (auto& x : split(value()))
           keep->push_back(std::stoul(x));
-      } else if (a == "--shrink")
+      } else if (a == "--ledger")
+        ledger_file = value();
+      else if (a == "--shrink")
         shrink = true;
       else if (a == "--quiet")
         quiet = true;
@@ -518,7 +526,7 @@ int chaos_main(int argc, char** argv, chaos_options o) {
     std::cerr << e.what() << "\n";
     return usage();
   }
-  if (!seed && seeds == 0)
+  if ((!seed && seeds == 0) || (!ledger_file.empty() && !seed))
     return usage();
   std::vector<uint64_t> todo;
   if (seed)
@@ -533,6 +541,12 @@ int chaos_main(int argc, char** argv, chaos_options o) {
     if (keep && seed && k == *seed)
       x = keep_events(x, *keep);
     auto r = run_chaos(x, o);
+    if (!ledger_file.empty() && k == *seed) {
+      std::ofstream out{ledger_file, std::ios::binary};
+      out << r.run.ledger_lines;
+      if (!out)
+        std::cerr << "--ledger: cannot write " << ledger_file << "\n";
+    }
     if (!r.ok()) {
       ++failed;
       for (auto& v : r.violations)

@@ -22,7 +22,8 @@
 ///   `demo_driver::mark_unconfirmed`). Counted apart: neither landed nor lost.
 /// Checks: lost = accepted with no terminal outcome; more than one terminal outcome (two
 /// landings of one post count too); per-(target, stream) order violations = a frame landing
-/// with version v after a landing of the same stream at that target with version v' > v.
+/// with version v after a landing of the same stream at that target with version v' > v,
+/// unless its sender had been told "outcome is unknown" first (`late_copies`).
 ///
 /// Memory does not grow per delivery: the ledger keeps a small record per delivery only
 /// while it is in flight and `retain_ms` after its first terminal outcome (the window in
@@ -152,6 +153,13 @@ struct ledger_summary {
   std::vector<order_violation> order_violation_samples;
   /// frames the receivers' guards dropped as stale (docs/behaviour/sync-guard.md)
   uint64_t stale_drops = 0;
+  /// Frames that landed behind a newer version of their stream at that target after their
+  /// sender was told "outcome is unknown" (a silo ended while the frame's call was in flight
+  /// and what it had sent arrived later): the receiver's guard drops such a copy as stale
+  /// (docs/behaviour/sync-guard.md), so they are not `order_violations`; like stale drops
+  /// they come only with kills and non-graceful stops. docs/testing.md#chaos
+  uint64_t late_copies = 0;
+  std::vector<std::string> late_copy_ids; ///< in landing order, at most `sample_max`
   uint64_t unknown_outcomes = 0;   ///< outcomes or landings for ids never accepted
   uint64_t duplicate_accepts = 0;  ///< `accept` for an id already accepted
   uint64_t nacks_on_suppressed = 0; ///< NACKs for answer-suppressed deliveries (never allowed)
@@ -363,6 +371,8 @@ private:
   uint64_t order_violations_ = 0;
   std::vector<order_violation> violation_samples_;
   uint64_t stale_drops_ = 0;
+  uint64_t late_copies_ = 0;
+  std::vector<std::string> late_copy_ids_;
   uint64_t unknown_outcomes_ = 0;
   uint64_t duplicate_accepts_ = 0;
   uint64_t nacks_on_suppressed_ = 0;

@@ -135,8 +135,9 @@ chaos_result shrink_chaos(const chaos_result& failing, const chaos_options& o,
 /// The chaos command line for a test executable of the application:
 /// `--seeds N` (seeds 1..N), `--from F` (first seed of `--seeds`, default 1), `--seed S`
 /// (one seed, printing its schedule and digest), `--keep i,j,...` (with `--seed`: only
-/// these events), `--shrink` (shrink a failing seed), `--kinds k1,k2` (draw only these),
-/// `--quiet`. Prints one line per seed and each failure's `render()`; answers 0 when every
+/// these events), `--ledger FILE` (with `--seed`: that run's outcome-ledger lines, one JSON
+/// event per line, to FILE), `--shrink` (shrink a failing seed), `--kinds k1,k2` (draw only
+/// these), `--quiet`. Prints one line per seed and each failure's `render()`; answers 0 when every
 /// seed passed, 1 when one failed, 2 for bad arguments.
 int chaos_main(int argc, char** argv, chaos_options o = {});
 
