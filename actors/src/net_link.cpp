@@ -13,6 +13,7 @@
 
 #include "cafmesh/actors/atoms.hpp"
 #include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/lifecycle_atoms.hpp"
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/message_center.hpp"
@@ -332,6 +333,26 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
       auto rp = self->make_response_promise();
       st.oracle_waiters.push_back(rp);
       return rp;
+    },
+    [=](lifecycle::host_stopping_atom) {
+      // A process stopped before it joined (its primary never answered) gives the join up:
+      // every wait for the oracle, the start's among them, ends with `lifecycle_cancelled`
+      // and the primary is tried no more, so the stop completes
+      // (docs/behaviour/lifecycle.md#the-host).
+      auto& st = self->state;
+      if (!is_primary(st) && !st.oracle && !st.oracle_refusal) {
+        auto err = to_error(fault{mesh_errc::lifecycle_cancelled,
+                                  "stopped before it joined the cluster: the primary "
+                                    + render(primary_endpoint(st)) + " did not answer ("
+                                    + std::to_string(st.primary_failures)
+                                    + " failed attempt(s))"});
+        st.log.warning(to_fault(err).text);
+        for (auto& rp : st.oracle_waiters)
+          rp.deliver(err);
+        st.oracle_waiters.clear();
+        st.oracle_refusal = err;
+      }
+      return caf::ok_atom::value;
     },
     [=](nl_gate_atom) { return self->state.gate.actor; },
     [=](pg_expire_atom, uint64_t id) {

@@ -18,12 +18,16 @@ namespace {
 /// The pure client's host (docs/behaviour/lifecycle.md#the-host without a lifecycle subject: steps
 /// 1, 4 and 5).
 host_actor spawn_client_host(caf::actor_system& sys, const config::mesh_config& cfg,
-                             const pure_client& pc, const stopping_recipient_actor& probe) {
+                             const pure_client& pc, const stopping_recipient_actor& probe,
+                             const caf::actor& link) {
   host_options ho;
   ho.silo_name = pc.addr.to_string();
   ho.recipients.push_back(caf::actor_cast<stopping_recipient_actor>(pc.routing));
   if (probe)
     ho.recipients.push_back(probe);
+  // A network link gives its join up when the client stops before it joined.
+  if (link)
+    ho.recipients.push_back(caf::actor_cast<stopping_recipient_actor>(link));
   ho.budgets = cfg.host;
   return spawn_host(sys, std::move(ho));
 }
@@ -145,7 +149,8 @@ caf::expected<client> client_builder::build() {
   auto pc = spawn_pure_client(sys_, po);
   auto table = routing::spawn_hub_table(sys_, routing::hub_key_form::node_prefix, cfg->routing);
   caf::anon_send(table, routing::ht_routing_atom::value, pc.routing, caf::actor{});
-  auto host = spawn_client_host(sys_, *cfg, pc, admin->probe);
+  auto host = spawn_client_host(sys_, *cfg, pc, admin->probe,
+                                network_ ? st->endpoint.link : caf::actor{});
   auto entry = hosting::spawn_entry(sys_, *cfg, pc.addr, pc.routing, caf::actor{});
   st->client_components = pc;
   st->await_gateway = wait_for_gateway_;

@@ -109,10 +109,11 @@ caf::error mesh_process::when_active() {
     .receive([](caf::ok_atom) {}, [&](caf::error& e) { out = std::move(e); });
   if (out || !st_->await_gateway || !st_->client_components.agent)
     return out;
-  // A pure client is active once its membership shows a gateway silo to send through.
+  // A pure client is active once its membership shows a gateway silo to send through, and
+  // never once its host began to stop (a client whose primary never answered, stopped).
   auto agent = st_->client_components.agent;
   auto waiting = caf::actor_cast<caf::actor>(self);
-  st_->sys->spawn([agent, waiting](caf::event_based_actor* w) -> caf::behavior {
+  auto watcher = st_->sys->spawn([agent, waiting](caf::event_based_actor* w) -> caf::behavior {
     w->send(agent, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(w));
     return {
       [=](mb_snapshot_atom, const membership_snapshot& s) {
@@ -123,7 +124,22 @@ caf::error mesh_process::when_active() {
       },
     };
   });
-  self->receive([](caf::ok_atom) {});
+  for (bool done = false; !done;) {
+    self->receive([&](caf::ok_atom) { done = true; },
+                  caf::after(std::chrono::milliseconds(200)) >> [&] {
+                    auto phase = host_phase::running;
+                    self->request(st_->host, std::chrono::seconds(5), host_state_atom::value)
+                      .receive([&](host_phase p) { phase = p; },
+                               [&](caf::error&) { phase = host_phase::torn_down; });
+                    if (phase == host_phase::running)
+                      return;
+                    out = to_error(fault{mesh_errc::lifecycle_cancelled,
+                                         "the client stopped before its membership showed a "
+                                         "gateway silo"});
+                    done = true;
+                  });
+  }
+  caf::anon_send_exit(watcher, caf::exit_reason::user_shutdown);
   return out;
 }
 

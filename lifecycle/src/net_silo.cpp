@@ -21,6 +21,8 @@ caf::expected<net_silo> start_net_silo(caf::actor_system& sys, silo_options opts
   opts.self = ep->addr;
   opts.link = ep->link;
   opts.oracle = ep->oracle;
+  // The link gives its join up when the silo stops before it joined.
+  opts.stopping_recipients.push_back(caf::actor_cast<stopping_recipient_actor>(ep->link));
   opts.centre = caf::actor{};
   net_silo out;
   out.endpoint = *ep;
