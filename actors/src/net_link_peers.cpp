@@ -182,13 +182,16 @@ void got_oracle(link_actor* self, const caf::actor& o) {
   if (st.oracle || st.oracle_refusal)
     return;
   if (!o) {
-    // The primary runs an oracle of its own over a shared table (link_oracle::own): no
-    // process serves one to join through, and retrying does not change that.
+    // The process named as primary serves no oracle: it joined through another process
+    // (it is not the primary), or it runs an oracle of its own over a shared table
+    // (link_oracle::own). Retrying does not change either.
     auto err = to_error(fault{mesh_errc::config_invalid,
                               "the primary " + render(primary_endpoint(st))
-                                + " serves no membership oracle: its membership is on a "
-                                  "shared table (membership.provider); give every process "
-                                  "of the cluster the same provider"});
+                                + " serves no membership oracle: it is not the process "
+                                  "that hosts the development oracle (name that process's "
+                                  "port in network.primary_port), or its membership is on a "
+                                  "shared table (membership.provider; give every process "
+                                  "of the cluster the same provider)"});
     st.log.warning(to_fault(err).text);
     for (auto& rp : st.oracle_waiters)
       rp.deliver(err);

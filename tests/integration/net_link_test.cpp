@@ -598,8 +598,10 @@ TEST_CASE("net link: a process with membership on a table keeps its oracle to it
   CHECK(f.code == mesh_errc::config_invalid);
   CHECK(f.text
         == "the primary 127.0.0.1:" + std::to_string(a->addr.port)
-             + " serves no membership oracle: its membership is on a shared table"
-               " (membership.provider); give every process of the cluster the same provider");
+             + " serves no membership oracle: it is not the process that hosts the"
+               " development oracle (name that process's port in network.primary_port), or"
+               " its membership is on a shared table (membership.provider; give every process"
+               " of the cluster the same provider)");
   caf::anon_send_exit(link_b, caf::exit_reason::user_shutdown);
   link_b = nullptr;
   sys_b.reset();
