@@ -7,6 +7,7 @@
 #include <chrono>
 #include <future>
 #include <string>
+#include <utility>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -51,6 +52,23 @@ config::mesh_config joining(config::process_role role, uint16_t primary_port) {
   return cfg;
 }
 
+/// Starts `process` (a joining silo or client), checks that it is still joining after 1.5 s,
+/// stops it as SIGTERM does and answers how long the stop took and what `when_active()`
+/// answered.
+template <class Process>
+std::pair<std::chrono::steady_clock::duration, caf::error> stop_while_joining(Process& process) {
+  auto active = std::async(std::launch::async, [&] { return process.when_active(); });
+  // Joining: the start waits for the primary, retried every heartbeat.
+  REQUIRE(active.wait_for(1500ms) == std::future_status::timeout);
+  auto t0 = std::chrono::steady_clock::now();
+  auto stopped = std::async(std::launch::async, [&] { return process.stop(); });
+  REQUIRE(stopped.wait_for(20s) == std::future_status::ready);
+  CHECK_FALSE(stopped.get());
+  auto took = std::chrono::steady_clock::now() - t0;
+  REQUIRE(active.wait_for(5s) == std::future_status::ready);
+  return {took, active.get()};
+}
+
 } // namespace
 
 TEST_CASE("join: a silo whose primary never answers stops when asked, and when_active answers that its start was cancelled") {
@@ -63,16 +81,8 @@ TEST_CASE("join: a silo whose primary never answers stops when asked, and when_a
                 .network()
                 .build();
   REQUIRE(silo);
-  auto active = std::async(std::launch::async, [&] { return silo->when_active(); });
-  // Joining: the start waits for the primary, retried every heartbeat.
-  REQUIRE(active.wait_for(1500ms) == std::future_status::timeout);
-  auto t0 = std::chrono::steady_clock::now();
-  auto stopped = std::async(std::launch::async, [&] { return silo->stop(); });
-  REQUIRE(stopped.wait_for(20s) == std::future_status::ready);
-  CHECK_FALSE(stopped.get());
-  CHECK(std::chrono::steady_clock::now() - t0 < 10s);
-  REQUIRE(active.wait_for(5s) == std::future_status::ready);
-  auto err = active.get();
+  auto [took, err] = stop_while_joining(*silo);
+  CHECK(took < 10s);
   REQUIRE(err);
   auto text = sys.render(err);
   INFO(text);
@@ -90,13 +100,8 @@ TEST_CASE("join: a pure client whose primary never answers is released from when
                   .network()
                   .build();
   REQUIRE(client);
-  auto active = std::async(std::launch::async, [&] { return client->when_active(); });
-  REQUIRE(active.wait_for(1500ms) == std::future_status::timeout);
-  auto stopped = std::async(std::launch::async, [&] { return client->stop(); });
-  REQUIRE(stopped.wait_for(20s) == std::future_status::ready);
-  CHECK_FALSE(stopped.get());
-  REQUIRE(active.wait_for(5s) == std::future_status::ready);
-  auto err = active.get();
+  auto [took, err] = stop_while_joining(*client);
+  CHECK(took < 10s);
   REQUIRE(err);
   auto text = sys.render(err);
   INFO(text);
