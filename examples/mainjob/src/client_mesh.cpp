@@ -6,7 +6,6 @@
 #include <chrono>
 #include <iostream>
 #include <map>
-#include <unordered_set>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -102,8 +101,6 @@ public:
       return;
     }
     auto& [addr, ep] = i->second;
-    if (d.answer_suppressed)
-      suppressed_.insert(d.id);
     auto e = to_envelope(d, addr);
     if (d.kind == delivery_kind::request)
       caf::anon_send(ep, routing::ep_request_atom::value, std::move(e), request_deadline_ms_);
@@ -121,8 +118,6 @@ public:
     return client_observes_success(d, hosted_);
   }
 
-  bool is_suppressed(const std::string& id) const { return suppressed_.count(id) > 0; }
-
 private:
   static void refused(const char* what, const std::string& name) {
     std::cerr << "cafmesh-client: cannot " << what << " silo " << name << "\n";
@@ -131,7 +126,6 @@ private:
   std::map<std::string, std::pair<routing::address, caf::actor>> hubs_;
   std::set<std::string> hosted_;
   int64_t request_deadline_ms_;
-  std::unordered_set<std::string> suppressed_;
 };
 
 /// Waits (bounded) until the pure client's membership view shows an Active gateway silo.
@@ -249,7 +243,9 @@ client_result run_client(const config::mesh_config& mc, const client_traffic& t,
     bool got = false;
     self->receive(
       hub_event_handler(
-        driver, [&](const std::string& id) { return mesh.is_suppressed(id); }, now_ms, got),
+        driver,
+        [&](const std::string& id) { return driver.ledger().answer_suppressed(id); }, now_ms,
+        got),
       [&](caf::message&) { got = true; }, caf::after(wait) >> [] {});
     return got;
   };

@@ -392,6 +392,11 @@ bool outcome_ledger::terminated(const std::string& id) const {
   return i != records_.end() && i->second.terminals > 0;
 }
 
+bool outcome_ledger::answer_suppressed(const std::string& id) const {
+  auto i = records_.find(id);
+  return i != records_.end() && i->second.answer_suppressed;
+}
+
 ledger_summary outcome_ledger::summarize() const {
   ledger_summary s;
   s.total = total_;

@@ -100,7 +100,9 @@ std::optional<report> run_live(const scenario& s, const run_settings& rs, caf::s
     bool got = false;
     self->receive(
         hub_event_handler(
-          driver, [&](const std::string& id) { return mesh.is_suppressed(id); }, now_ms, got),
+          driver,
+          [&](const std::string& id) { return driver.ledger().answer_suppressed(id); },
+          now_ms, got),
         [&](mp_stage_atom, const std::string& name, uint64_t gen, bool starting, int32_t st) {
           got = true;
           auto t = now_ms();

@@ -25,7 +25,6 @@
 #include <mutex>
 #include <set>
 #include <thread>
-#include <unordered_set>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -203,15 +202,10 @@ public:
 
   /// Sends `d` from its hub, or holds it while the hub is moving or not placed yet.
   void submit(const planned_delivery& d) override {
-    if (d.answer_suppressed)
-      suppressed_.insert(d.id);
     int64_t deadline = d.kind == delivery_kind::request ? request_deadline_ms_ : -1;
     if (!submit_from(d.sender, to_envelope(d, routing::address::from(d.sender)), deadline))
       std::cerr << "cafmesh-demo: no sender hub " << d.sender << "\n";
   }
-
-  /// Was `id` sent answer-suppressed?
-  bool is_suppressed(const std::string& id) const { return suppressed_.count(id) > 0; }
 
   /// Silo `name` is Active.
   virtual void silo_up(const std::string& name) = 0;
@@ -278,7 +272,6 @@ protected:
 
   int64_t request_deadline_ms_;
   std::vector<std::string> silo_order_;
-  std::unordered_set<std::string> suppressed_;
 };
 
 /// Records a running node process (`--processes`): the teardown watchdog kills every one

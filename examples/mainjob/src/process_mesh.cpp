@@ -289,6 +289,11 @@ public:
           return;
         p.exited = true;
         remove_child(p.pid);
+        // Its actors died with it: drop the handles, which would keep the proxies of a
+        // node that is gone alive for the rest of the run (one set per restart).
+        p.agent = caf::actor{};
+        p.routing = caf::actor{};
+        p.link = caf::actor{};
         p.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         if (p.killed)
           return; // the fault did it

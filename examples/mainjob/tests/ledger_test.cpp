@@ -511,3 +511,17 @@ TEST_CASE("mainjob ledger: a frame told 'outcome is unknown' that lands behind a
   CHECK(s.multiple_terminal == 0);
   CHECK(s.total.lost == 0);
 }
+
+TEST_CASE("mainjob ledger: answer_suppressed answers from the kept record, so a live mesh keeps no set of its own that grows with every heartbeat") {
+  // docs/operations.md#memory: the demo and cafmesh-client used to keep every heartbeat id.
+  outcome_ledger l{1000};
+  l.accept(heartbeat("h1", 0));
+  l.accept(frame("f1", "portal/a/tab1", "stream-1", 1, 0));
+  CHECK(l.answer_suppressed("h1"));
+  CHECK_FALSE(l.answer_suppressed("f1"));
+  CHECK_FALSE(l.answer_suppressed("never"));
+  l.landed("h1", 10);
+  CHECK(l.answer_suppressed("h1")); // kept retain_ms after its outcome
+  l.landed("f1", 2000);             // an event past the window lets h1 go
+  CHECK_FALSE(l.answer_suppressed("h1"));
+}

@@ -278,6 +278,12 @@ public:
   /// kept (`retain_ms`).
   bool terminated(const std::string& id) const;
 
+  /// True if `id` was accepted answer-suppressed and its record is still kept (in flight,
+  /// or terminated less than `retain_ms` ago); false once it is retired. Lets a live mesh
+  /// tell an entry failure of a heartbeat from a NACK without an id set of its own that
+  /// grows with every heartbeat (docs/operations.md#memory).
+  bool answer_suppressed(const std::string& id) const;
+
   /// Accepted deliveries without a terminal outcome so far ("in flight").
   uint64_t in_flight() const { return in_flight_; }
 
