@@ -8,8 +8,12 @@
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/request_any.hpp"
 #include "cafmesh/config/mesh_config.hpp"
+#include "cafmesh/actors/detail/catalog_state.hpp"
 
 namespace cafmesh {
+
+using cafmesh::detail::catalog_turn;
+using cafmesh::detail::catalog_state;
 
 using namespace catalog_detail;
 

@@ -1,9 +1,13 @@
 #include "catalog_detail.hpp"
+#include "cafmesh/actors/detail/catalog_state.hpp"
 
 #include <algorithm>
 #include <chrono>
 
 namespace cafmesh::catalog_detail {
+
+using cafmesh::detail::catalog_turn;
+using cafmesh::detail::catalog_activation;
 
 /// Spawns one activation. The activation is linked to the catalog so it never outlives
 /// it; the catalog traps exits of its activations.

@@ -12,8 +12,13 @@
 #include "cafmesh/actors/catalog.hpp"
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/request_any.hpp"
+#include "cafmesh/actors/detail/catalog_state.hpp"
 
 namespace cafmesh::catalog_detail {
+
+using cafmesh::detail::catalog_turn;
+using cafmesh::detail::catalog_activation;
+using cafmesh::detail::catalog_state;
 
 using ct_actor = caf::stateful_actor<catalog_state>;
 

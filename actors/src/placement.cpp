@@ -11,8 +11,13 @@
 #include "cafmesh/actors/request_any.hpp"
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/config/mesh_config.hpp"
+#include "cafmesh/actors/detail/placement_state.hpp"
 
 namespace cafmesh {
+
+using cafmesh::detail::placement_waiter;
+using cafmesh::detail::placement_item;
+using cafmesh::detail::placement_state;
 
 const char* placement_state::name = "cafmesh.placement";
 

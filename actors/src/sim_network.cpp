@@ -5,8 +5,12 @@
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/detail/sim_network_state.hpp"
 
 namespace cafmesh {
+
+using cafmesh::detail::sim_frame;
+using cafmesh::detail::sim_network_state;
 
 const char* sim_network_state::name = "cafmesh.sim_network";
 

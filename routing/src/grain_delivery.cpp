@@ -16,8 +16,11 @@
 #include "cafmesh/routing/held_requests.hpp"
 #include "cafmesh/routing/routing_grain.hpp"
 #include "cafmesh/routing/size_guard.hpp"
+#include "cafmesh/routing/detail/hub_grains_state.hpp"
 
 namespace cafmesh::routing {
+
+using cafmesh::routing::detail::grain_delivery_state;
 
 const char* grain_delivery_state::name = "cafmesh.grain_delivery";
 

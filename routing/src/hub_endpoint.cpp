@@ -7,8 +7,11 @@
 
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/size_guard.hpp"
+#include "cafmesh/routing/detail/hub_endpoint_state.hpp"
 
 namespace cafmesh::routing {
+
+using cafmesh::routing::detail::hub_endpoint_state;
 
 const char* hub_endpoint_state::name = "cafmesh.hub_endpoint";
 

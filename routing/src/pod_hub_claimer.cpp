@@ -16,8 +16,11 @@
 #include "cafmesh/routing/held_requests.hpp"
 #include "cafmesh/routing/routing_grain.hpp"
 #include "cafmesh/routing/size_guard.hpp"
+#include "cafmesh/routing/detail/hub_grains_state.hpp"
 
 namespace cafmesh::routing {
+
+using cafmesh::routing::detail::pod_hub_claimer_state;
 
 const char* pod_hub_claimer_state::name = "cafmesh.pod_hub_claimer";
 

@@ -12,8 +12,11 @@
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/size_guard.hpp"
 #include "routing_service_parts.hpp"
+#include "cafmesh/routing/detail/routing_service_state.hpp"
 
 namespace cafmesh::routing {
+
+using cafmesh::routing::detail::routing_service_state;
 
 const char* routing_service_state::name = "cafmesh.routing_service";
 

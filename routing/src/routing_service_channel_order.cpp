@@ -12,8 +12,11 @@
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/size_guard.hpp"
 #include "routing_service_parts.hpp"
+#include "cafmesh/routing/detail/routing_service_state.hpp"
 
 namespace cafmesh::routing::routing_service_detail {
+
+using cafmesh::routing::detail::client_channel;
 
 // -- per-channel order across a re-homing ------------------------------------------------
 // docs/behaviour/routing.md#a-pure-clients-streams-across-a-re-homing

@@ -12,11 +12,15 @@
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/size_guard.hpp"
 #include "routing_service_parts.hpp"
+#include "cafmesh/routing/detail/routing_service_state.hpp"
 
 // The pure client backend of the routing service: its gateway, its inbound attaches and
 // its dispatches through the gateway (routing_service_parts.hpp).
 
 namespace cafmesh::routing::routing_service_detail {
+
+using cafmesh::routing::detail::inbound_route;
+using cafmesh::routing::detail::client_dispatch;
 
 // -- pure client ---------------------------------------------------------------------
 

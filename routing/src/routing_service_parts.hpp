@@ -19,8 +19,11 @@
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/routing/routing_service.hpp"
 #include "cafmesh/routing/verdict.hpp"
+#include "cafmesh/routing/detail/routing_service_state.hpp"
 
 namespace cafmesh::routing::routing_service_detail {
+
+using cafmesh::routing::detail::routing_service_state;
 
 using rs_actor = caf::stateful_actor<routing_service_state>;
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cafmesh/testing/silo_world.hpp"
+#include "cafmesh/actors/detail/catalog_state.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::testing;
@@ -46,7 +47,7 @@ int64_t clock_ms(fixture& fx, int64_t virtual_ms) {
 }
 
 size_t activations_of(const lifecycle::silo_components& s, const grain_id& g) {
-  auto& cat = fixture::state_of<catalog_state>(s.catalog);
+  auto& cat = fixture::state_of<cafmesh::detail::catalog_state>(s.catalog);
   auto i = cat.by_grain.find(g);
   return i == cat.by_grain.end() ? 0 : i->second.size();
 }

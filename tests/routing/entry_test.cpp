@@ -14,6 +14,7 @@
 #include "cafmesh/lifecycle/silo_lifecycle.hpp"
 #include "cafmesh/routing/size_guard.hpp"
 #include "cafmesh/testing/entry_world.hpp"
+#include "cafmesh/routing/detail/hub_grains_state.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::testing;
@@ -166,7 +167,7 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.44 silo_host deliveries skip routing/de
   auto sub = w.add_hub(b.routing, "portal/sub");
   caf::anon_send(b.claimer, pc_claim_atom::value, address::from("portal/sub"));
   run();
-  REQUIRE(state_of<pod_hub_claimer_state>(b.claimer).attached_ok == 1);
+  REQUIRE(state_of<cafmesh::routing::detail::pod_hub_claimer_state>(b.claimer).attached_ok == 1);
   auto& px = state_of<port_proxy_state>(a.proxy);
   px.reject_first.insert("v1");
   px.events.clear();
@@ -216,7 +217,7 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.49 pod hub re-claimed on a ring change 
   auto owner = w.add_hub(a.routing, path);
   caf::anon_send(a.claimer, pc_claim_atom::value, address::from(path));
   run();
-  auto& cl = state_of<pod_hub_claimer_state>(a.claimer);
+  auto& cl = state_of<cafmesh::routing::detail::pod_hub_claimer_state>(a.claimer);
   REQUIRE(cl.attached_ok == 1);
   entry_silo_options joining;
   joining.activate = false;
@@ -695,7 +696,7 @@ TEST_CASE_FIXTURE(testing::fixture, "pod hub claim: a claim refused for want of 
   auto t0 = now_ms();
   caf::anon_send(a.claimer, pc_claim_atom::value, address::from("portal/late"));
   run_for(1000ms);
-  auto& cl = state_of<pod_hub_claimer_state>(a.claimer);
+  auto& cl = state_of<cafmesh::routing::detail::pod_hub_claimer_state>(a.claimer);
   CHECK(cl.attached_ok == 0);
   CHECK(w.catalog_of(a.addr).by_grain.count(pod_hub_grain("portal/late")) == 0);
   // Attempts at 0, 250 and 750 ms (attach policy: min(250·2ⁿ, 4,000) ms).
@@ -723,7 +724,7 @@ TEST_CASE_FIXTURE(testing::fixture, "pod hub claim: a claim whose route never co
   w.add_silo("b");
   caf::anon_send(a.claimer, pc_claim_atom::value, address::from("portal/never"));
   run_for(20000ms);
-  auto& cl = state_of<pod_hub_claimer_state>(a.claimer);
+  auto& cl = state_of<cafmesh::routing::detail::pod_hub_claimer_state>(a.claimer);
   CHECK(cl.attaches == 6);
   CHECK(cl.attached_ok == 0);
   CHECK(logs.count("pod hub claim of portal/never refused", log::level::info) == 1);

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include "cafmesh/routing/hub_endpoint.hpp"
+#include "cafmesh/routing/detail/hub_endpoint_state.hpp"
 #include "cafmesh/testing/silo_world.hpp"
 
 using namespace cafmesh;
@@ -72,7 +73,7 @@ TEST_CASE_FIXTURE(fixture, "S12.18 a leg parked in a stalled path resolver on si
   REQUIRE(run_until([&] { return stopped->done; }));
   CHECK(stopped->ok());
   CHECK(logs.count("routing quiescence: work landed after 1000 ms", log::level::info) == 1);
-  auto& outcomes = fixture::state_of<routing::hub_endpoint_state>(hub).outcomes;
+  auto& outcomes = fixture::state_of<routing::detail::hub_endpoint_state>(hub).outcomes;
   REQUIRE(outcomes.size() == 1);
   CHECK(outcomes[0].id == "s1218");
   CHECK(outcomes[0].kind == "nack");

@@ -18,6 +18,7 @@
 #include "cafmesh/routing/ordered_route_dispatcher.hpp"
 #include "cafmesh/routing/sync_guard.hpp"
 #include "cafmesh/testing/entry_world.hpp"
+#include "cafmesh/routing/detail/hub_grains_state.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::routing;
@@ -63,7 +64,7 @@ applied_run run_stream(testing::fixture& fx, bool fifo) {
   auto sub = w.add_hub(b.routing, "portal/sub");
   caf::anon_send(b.claimer, pc_claim_atom::value, address::from("portal/sub"));
   fx.run();
-  REQUIRE(fx.state_of<pod_hub_claimer_state>(b.claimer).attached_ok == 1);
+  REQUIRE(fx.state_of<cafmesh::routing::detail::pod_hub_claimer_state>(b.claimer).attached_ok == 1);
   std::map<std::string, sync_frame> frames{
     {"F5", sync_frame::full(5, {})}, {"P6", P(6, "a", "\"A\"")}, {"P7", P(7, "b", "\"B\"")}};
   caf::anon_send(owner, ep_post_atom::value, make_delivery("F5", "portal/sub", "view"));

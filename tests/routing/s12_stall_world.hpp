@@ -16,17 +16,19 @@
 #include "cafmesh/testing/placement_world.hpp"
 #include "cafmesh/routing/router_core_actor.hpp"
 #include "cafmesh/testing/silo_world.hpp"
+#include "cafmesh/actors/detail/placement_state.hpp"
+#include "cafmesh/routing/detail/routing_service_state.hpp"
 
 namespace cafmesh::testing {
 
 /// The active set as `s`'s placement sees it (the ring's members,
 /// docs/behaviour/directory-and-placement.md#who-owns-a-grain-id).
 inline std::vector<silo_address> ring_of(silo_world& w, const silo_address& s) {
-  return testing::fixture::state_of<placement_state>(w.at(s).placement).view.active_set();
+  return testing::fixture::state_of<cafmesh::detail::placement_state>(w.at(s).placement).view.active_set();
 }
 
-inline placement_state& placement_at(silo_world& w, const silo_address& s) {
-  return testing::fixture::state_of<placement_state>(w.at(s).placement);
+inline cafmesh::detail::placement_state& placement_at(silo_world& w, const silo_address& s) {
+  return testing::fixture::state_of<cafmesh::detail::placement_state>(w.at(s).placement);
 }
 
 /// The first key `{prefix}{i}` (i = 0, 1, ...) whose `messagehub` grain id `owner` owns.
@@ -60,7 +62,7 @@ inline homed_client client_on(testing::fixture& fx, silo_world& w, const std::st
                               const silo_address& gw, const std::string& hub_addr) {
   homed_client out;
   out.c = w.add_client(host, gw);
-  testing::fixture::state_of<routing_service_state>(out.c.routing).gateway = gw;
+  testing::fixture::state_of<cafmesh::routing::detail::routing_service_state>(out.c.routing).gateway = gw;
   out.hub = fx.track(spawn_hub_endpoint(fx.sys, address::from(hub_addr), out.c.routing));
   caf::anon_send(out.c.routing, rs_register_atom::value, address::from(hub_addr), out.hub);
   fx.run();

@@ -21,6 +21,8 @@
 #include "cafmesh/routing/routing_service.hpp"
 #include "cafmesh/routing/size_guard.hpp"
 #include "cafmesh/testing/silo_world.hpp"
+#include "cafmesh/actors/detail/catalog_state.hpp"
+#include "cafmesh/actors/detail/placement_state.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::testing;
@@ -59,7 +61,7 @@ std::set<std::string> received_on(silo_world& w, const silo_address& s) {
 }
 
 uint64_t placement_calls(silo_world& w, const silo_address& s) {
-  return fixture::state_of<placement_state>(w.at(s).placement).stats.calls;
+  return fixture::state_of<cafmesh::detail::placement_state>(w.at(s).placement).stats.calls;
 }
 
 routing::router_core_stats core_stats(fixture& fx, silo_world& w, const silo_address& s) {
@@ -321,7 +323,7 @@ TEST_CASE_FIXTURE(fixture, "S13.01 a silo stopped gracefully under request traff
   uint64_t a_activated = 0;
   for (int i = 0; i < total; ++i) {
     if (i == before_stop) {
-      a_activated = fixture::state_of<catalog_state>(w.at(a).catalog).stats.activated;
+      a_activated = fixture::state_of<cafmesh::detail::catalog_state>(w.at(a).catalog).stats.activated;
       stopped = w.stop(a, true);
       run();
     }
@@ -363,6 +365,6 @@ TEST_CASE_FIXTURE(fixture, "S13.01 a silo stopped gracefully under request traff
   CHECK(fixture::state_of<test_hub_factory_state>(w.entry(b).hubs).built.size() == hubs);
   // B's placement heard A is leaving and passed over it for each of the eight new
   // activations, so no retry went back to A: A activated nothing after the signal.
-  CHECK(fixture::state_of<placement_state>(w.at(b).placement).stats.leaving_skipped == hubs);
-  CHECK(fixture::state_of<catalog_state>(w.at(a).catalog).stats.activated == a_activated);
+  CHECK(fixture::state_of<cafmesh::detail::placement_state>(w.at(b).placement).stats.leaving_skipped == hubs);
+  CHECK(fixture::state_of<cafmesh::detail::catalog_state>(w.at(a).catalog).stats.activated == a_activated);
 }

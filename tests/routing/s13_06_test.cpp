@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "s12_stall_world.hpp"
+#include "cafmesh/actors/detail/sim_network_state.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::testing;
@@ -27,7 +28,7 @@ namespace {
 /// Frames the network accepted from `src` to `dst` at or after network ms `from_ms`.
 size_t frames_sent(silo_world& w, const silo_address& src, const silo_address& dst,
                    int64_t from_ms) {
-  auto& net = testing::fixture::state_of<sim_network_state>(w.net);
+  auto& net = testing::fixture::state_of<cafmesh::detail::sim_network_state>(w.net);
   auto needle = " send ";
   auto link = src.to_string() + " -> " + dst.to_string() + " ";
   size_t n = 0;
@@ -47,7 +48,7 @@ int64_t net_now_ms(fixture& fx, silo_world& w) {
   auto text = "clock probe " + std::to_string(++n);
   caf::anon_send(w.net, sim_note_atom::value, text);
   fx.run();
-  for (auto& l : testing::fixture::state_of<sim_network_state>(w.net).trace)
+  for (auto& l : testing::fixture::state_of<cafmesh::detail::sim_network_state>(w.net).trace)
     if (l.size() > text.size() && l.compare(l.size() - text.size(), text.size(), text) == 0)
       return std::stoll(l.substr(0, l.find(' ')));
   FAIL("no clock probe in the trace");

@@ -10,6 +10,7 @@
 
 #include "cafmesh/routing/node_path_resolver.hpp"
 #include "cafmesh/testing/silo_world.hpp"
+#include "cafmesh/actors/detail/catalog_state.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::testing;
@@ -110,7 +111,7 @@ TEST_CASE_FIXTURE(fixture, "S12.07 a silo with probes stops gracefully in the do
                                      caf::make_message(pt_echo_atom::value, i)),
                    int64_t{0}, std::string{"k"});
   run();
-  auto& cat = state_of<catalog_state>(sa.catalog);
+  auto& cat = state_of<cafmesh::detail::catalog_state>(sa.catalog);
   REQUIRE(cat.activations.size() == 8);
   logs.clear();
   auto t0 = now_ms();
@@ -250,7 +251,7 @@ TEST_CASE_FIXTURE(fixture, "S12.09 GrainDeactivation abandons a 40 s turn at 30 
   run();
   REQUIRE(answer("route") != nullptr);
   REQUIRE(!answer("route")->error);
-  auto& cat = state_of<catalog_state>(sa.catalog);
+  auto& cat = state_of<cafmesh::detail::catalog_state>(sa.catalog);
   REQUIRE(cat.by_grain.count(slow) == 1);
   REQUIRE(cat.by_grain.count(router) == 1);
   auto tag = activation_tag{cat.by_grain[slow].front()};
@@ -292,7 +293,7 @@ TEST_CASE_FIXTURE(fixture, "S12.09 GrainDeactivation abandons a 40 s turn at 30 
     CHECK(r->reply.get_as<int>(1) == x);
     CHECK(r->t_ms == t0 + 30000);
   }
-  auto& cat_b = state_of<catalog_state>(w.at(b).catalog);
+  auto& cat_b = state_of<cafmesh::detail::catalog_state>(w.at(b).catalog);
   CHECK(cat_b.by_grain.count(slow) == 1);
   // The last turn on B was the message queued with forward count 1: it arrived with 2.
   CHECK(cat_b.last_forward_count == 2);

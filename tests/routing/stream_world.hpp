@@ -29,6 +29,7 @@
 #include "cafmesh/routing/stream_transport.hpp"
 #include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/fixture.hpp"
+#include "cafmesh/routing/detail/hub_endpoint_state.hpp"
 
 namespace cafmesh::testing::stream_bed {
 
@@ -282,8 +283,8 @@ struct world {
   }
 };
 
-inline hub_endpoint_state& hub(const caf::actor& h) {
-  return testing::fixture::state_of<hub_endpoint_state>(h);
+inline cafmesh::routing::detail::hub_endpoint_state& hub(const caf::actor& h) {
+  return testing::fixture::state_of<cafmesh::routing::detail::hub_endpoint_state>(h);
 }
 
 /// The outcomes of `h` for delivery `id`.

@@ -106,42 +106,11 @@ struct catalog_config {
 /// Fills a `catalog_config` for silo `self` from the examples/config/README.md#keys configuration.
 catalog_config make_catalog_config(const config::mesh_config& cfg, const silo_address& self);
 
-/// A message waiting for a turn of one activation.
-struct catalog_turn {
-  int32_t forward_count = 0;
-  caf::message payload;
-  caf::response_promise rp;
-};
-
 /// Why an activation deactivates.
 enum class deactivation_reason : uint8_t { idle, shutting_down, lost_registration, request };
 
 /// Renders `idle`, `shutting_down`, `lost_registration` or `request`.
 std::string to_string(deactivation_reason x);
-
-/// One activation owned by the catalog.
-struct catalog_activation {
-  grain_id grain;
-  activation_tag tag;
-  caf::actor actor;
-  bool stateless = false;
-  bool deactivating = false;
-  uint32_t turns_open = 0;                 ///< turns handed over and not yet answered
-  bool exclusive_open = false;             ///< one of them does not interleave
-  interleave_predicate may_interleave;     ///< the type's (grain_registry.hpp); may be empty
-  bool pinned = false;                     ///< exempt from idle deactivation
-  int64_t hook_ms = 0;                     ///< deactivation hook bound (0: none)
-  bool hook_skipped = false;               ///< lost its registration: its hook does not run
-  bool hook_running = false;               ///< its deactivation hook was asked for
-  uint64_t idle_seq = 0;                   ///< invalidates stale idle timers
-  std::deque<catalog_turn> queue;          ///< waiting turns (held while deactivating)
-  std::vector<caf::response_promise> gone; ///< answered when the activation has left
-  caf::response_promise registering;       ///< the `ct_activate` waiting for registration
-  caf::actor_clock::time_point register_deadline;
-
-  /// True while any turn is open.
-  bool busy() const { return turns_open > 0; }
-};
 
 /// Counters of one catalog (tests and diagnostics).
 struct catalog_stats {
@@ -174,30 +143,6 @@ typename Inspector::result_type inspect(Inspector& f, catalog_report& x) {
   return f(caf::meta::type_name("cafmesh.catalog_report"), x.counters, x.grain_types,
            x.activations);
 }
-
-/// The state of the catalog; public so tests can read it.
-struct catalog_state {
-  catalog_config cfg;
-  grain_registry_ptr registry;
-  directory_client dir;
-  caf::actor placement;
-  bool active = false;
-  std::mt19937_64 rng;
-  std::set<uint32_t> used_tags;                     ///< every tag ever handed out here
-  std::map<uint32_t, catalog_activation> activations;
-  std::map<grain_id, std::vector<uint32_t>> by_grain;
-  std::map<uint32_t, grain_id> departed;            ///< tags that lived here and left
-  std::map<grain_id, std::string> failures;         ///< the activation-failure registry
-  std::vector<caf::response_promise> all_gone;      ///< `ct_deact_all` waiters
-  /// Held messages rerouted through placement and not answered yet; `ct_deact_all` waits
-  /// for them too, so the placement stop at stage 2001 cannot fail a reroute (S12.09).
-  uint64_t reroutes_in_flight = 0;
-  int32_t last_forward_count = -1;                  ///< forward count of the last turn started
-  catalog_stats stats;
-  log::logger log = log::get("catalog");
-
-  static const char* name;
-};
 
 /// Spawns the catalog of silo `cfg.self`. `centre` is the silo's message centre (directory
 /// calls), `placement` its placement service (reroutes, cache invalidation). Register the

@@ -143,27 +143,6 @@ struct placement_config {
 /// configuration.
 placement_config make_placement_config(const config::mesh_config& cfg, const silo_address& self);
 
-/// One message waiting in a work item.
-struct placement_waiter {
-  int32_t forward_count = 0;
-  caf::message payload;
-  caf::response_promise rp;
-  /// Placement-clock ms (since the service started) by which the caller stops waiting;
-  /// 0: the caller set no bound.
-  int64_t answer_by_ms = 0;
-};
-
-/// One pending placement of one grain id (docs/behaviour/directory-and-placement.md#placement).
-struct placement_item {
-  uint64_t id = 0;
-  grain_id grain;
-  grain_type_info info;                   ///< the type as the local registry knows it
-  grain_kind kind = grain_kind::single_activation;
-  int64_t created_ms = 0;                 ///< virtual ms (service clock) at creation
-  uint32_t lookup_attempts = 0;
-  std::vector<placement_waiter> waiters;
-};
-
 /// Counters of one placement service (tests and diagnostics).
 struct placement_stats {
   uint64_t calls = 0;            ///< `pl_call` requests received
@@ -183,29 +162,6 @@ typename Inspector::result_type inspect(Inspector& f, placement_stats& x) {
            x.items_created, x.joined, x.lookups, x.activations, x.timeouts, x.no_candidate,
            x.leaving_skipped);
 }
-
-/// The state of the placement service; public so tests can read it.
-struct placement_state {
-  placement_config cfg;
-  grain_registry_ptr registry;
-  caf::actor centre;
-  directory_client dir;
-  membership_snapshot view;
-  std::mt19937_64 rng;
-  std::vector<std::map<grain_id, placement_item>> workers;
-  /// Cached single-activation addresses
-  /// (docs/behaviour/directory-and-placement.md#lookup-registration-cache "Cache").
-  directory_cache cache;
-  uint64_t next_item_id = 0;
-  bool stopped = false;
-  /// Silos that said they are leaving while still Active in `view` (`pl_leaving_atom`).
-  std::set<silo_address> leaving;
-  placement_stats stats;
-  log::logger log = log::get("placement");
-  caf::actor_clock::time_point origin;
-
-  static const char* name;
-};
 
 /// Spawns the placement service of silo `cfg.self`. `centre` is the silo's message centre
 /// (every call to a catalog, activation or directory partition goes through it, local ones

@@ -60,28 +60,6 @@ struct hub_received {
   envelope env;
 };
 
-/// State of a hub endpoint; public for tests.
-struct hub_endpoint_state {
-  address self_address;
-  caf::actor routing;
-  outcome_tracker tracker;
-  /// Receiver side: delivery ids already taken in (same window and bound as `tracker`). A
-  /// delivery repeated by a retry whose first copy landed but whose acknowledgement was lost
-  /// (at-least-once hand-over) is dropped here, told to the observer as `duplicate`.
-  outcome_tracker taken;
-  bool respond = false;
-  /// Most entries each record below keeps (`routing.endpoint_record_max`).
-  size_t record_max = 1024;
-  std::deque<hub_outcome> outcomes;
-  std::deque<hub_received> received;
-  std::deque<envelope> entry_answers; ///< what `deliver` answered, in order
-  bool timer_armed = false;
-  int64_t timer_due_ms = 0;
-  log::logger log;
-  caf::actor observer; ///< receives `ep_event_atom` messages (entry_atoms.hpp); may be null
-  static const char* name;
-};
-
 /// Spawns a hub endpoint for `self_address` sending through `routing` (a routing service).
 /// It does NOT register itself: register it with `rs_register_atom` (tests do so).
 /// `observer`, when set, is told every received delivery and every outcome as it happens

@@ -154,30 +154,8 @@ bool register_routing_grains(grain_registry& reg, silo_routing_slots_ptr slots);
 /// The owner banner of docs/behaviour/routing.md#hubs for hub `addr` and activation `tag`.
 std::string owner_refusal_text(const std::string& addr, const activation_tag& tag);
 
-/// Counters of the grain-delivery adapter.
-struct grain_delivery_state {
-  caf::actor placement;
-  std::map<grain_id, std::string> act_errors;
-  uint64_t attempts = 0;
-  uint64_t invalidations = 0;
-  uint64_t leaving_reports = 0; ///< `pl_leaving_atom` messages sent to placement
-  static const char* name;
-};
-
 /// Spawns the grain-delivery adapter of one silo over its placement service.
 grain_port_actor spawn_grain_delivery(caf::actor_system& sys, caf::actor placement);
-
-/// One claim of the pod-hub claimer.
-struct pod_claim {
-  address addr;
-  retry_state retry{retry_policy{}};
-  uint64_t token = 0;
-  bool attached = false;
-  /// Attempts of the current assertion re-placed at once because the directory named an
-  /// activation on another silo that had already left (bounded by
-  /// `pod_claim_max_prompt_replacements`).
-  uint32_t prompt_replacements = 0;
-};
 
 /// How many times one assertion of a claim is re-placed at once, without waiting out the
 /// attach policy's backoff, when its attempt reached an activation of the pod hub on
@@ -186,23 +164,6 @@ struct pod_claim {
 /// retrying on that silo keep placing new ones; waiting out a backoff that runs in step
 /// with theirs lets each of them take the directory entry again just before the claim.
 constexpr uint32_t pod_claim_max_prompt_replacements = 3;
-
-/// State of the pod-hub claimer; public for tests.
-struct pod_hub_claimer_state {
-  caf::actor placement;
-  caf::actor routing;
-  retry_policy policy;
-  bool stopping = false;
-  /// The claimer's own silo (from its routing slots); unknown without them.
-  std::optional<silo_address> self_silo;
-  std::map<std::string, pod_claim> claims;
-  uint64_t attaches = 0;      ///< attach calls issued (each retry counts)
-  uint64_t attached_ok = 0;   ///< attaches answered true
-  uint64_t prompt_replacements = 0; ///< attempts re-placed at once (see `pod_claim`)
-  uint64_t detaches = 0;
-  log::logger log;
-  static const char* name;
-};
 
 /// Spawns the pod-hub claimer of one silo_host process: claims go through `placement` (the
 /// local placement service: prefer-local puts the pod hub here), `routing` is the process's

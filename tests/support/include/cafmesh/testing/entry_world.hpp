@@ -41,6 +41,12 @@
 #include "cafmesh/routing/hub_grains.hpp"
 #include "cafmesh/routing/router_core.hpp"
 #include "cafmesh/routing/routing_service.hpp"
+#include "cafmesh/actors/detail/catalog_state.hpp"
+#include "cafmesh/actors/detail/placement_state.hpp"
+#include "cafmesh/actors/detail/sim_network_state.hpp"
+#include "cafmesh/routing/detail/hub_endpoint_state.hpp"
+#include "cafmesh/routing/detail/hub_grains_state.hpp"
+#include "cafmesh/routing/detail/routing_service_state.hpp"
 
 namespace cafmesh::testing {
 
@@ -504,7 +510,7 @@ public:
   /// does not refuse; docs/behaviour/membership.md#gateways-for-pure-clients). Must be a silo of
   /// the latest active set.
   void home(const client_process& c, const silo_address& s) {
-    testing::fixture::state_of<routing_service_state>(c.routing).gateway = s;
+    testing::fixture::state_of<cafmesh::routing::detail::routing_service_state>(c.routing).gateway = s;
   }
 
   /// The active set as silo `s`'s placement sees it (the ring's members,
@@ -528,16 +534,16 @@ public:
     return h;
   }
 
-  placement_state& placement_of(const silo_address& s) {
-    return testing::fixture::state_of<placement_state>(at(s).placement);
+  cafmesh::detail::placement_state& placement_of(const silo_address& s) {
+    return testing::fixture::state_of<cafmesh::detail::placement_state>(at(s).placement);
   }
-  catalog_state& catalog_of(const silo_address& s) {
-    return testing::fixture::state_of<catalog_state>(at(s).catalog);
+  cafmesh::detail::catalog_state& catalog_of(const silo_address& s) {
+    return testing::fixture::state_of<cafmesh::detail::catalog_state>(at(s).catalog);
   }
-  grain_delivery_state& grains_of(const silo_address& s) {
-    return testing::fixture::state_of<grain_delivery_state>(at(s).grains);
+  cafmesh::routing::detail::grain_delivery_state& grains_of(const silo_address& s) {
+    return testing::fixture::state_of<cafmesh::routing::detail::grain_delivery_state>(at(s).grains);
   }
-  sim_network_state& net_state() { return testing::fixture::state_of<sim_network_state>(net_); }
+  cafmesh::detail::sim_network_state& net_state() { return testing::fixture::state_of<cafmesh::detail::sim_network_state>(net_); }
 
   /// The configuration every silo is built from (defaults); `add_silo` applies its
   /// options on a copy.
@@ -552,11 +558,11 @@ private:
   uint64_t generation_ = 0;
 };
 
-inline hub_endpoint_state& hub_of(const caf::actor& h) {
-  return testing::fixture::state_of<hub_endpoint_state>(h);
+inline cafmesh::routing::detail::hub_endpoint_state& hub_of(const caf::actor& h) {
+  return testing::fixture::state_of<cafmesh::routing::detail::hub_endpoint_state>(h);
 }
-inline routing_service_state& service_of(const caf::actor& h) {
-  return testing::fixture::state_of<routing_service_state>(h);
+inline cafmesh::routing::detail::routing_service_state& service_of(const caf::actor& h) {
+  return testing::fixture::state_of<cafmesh::routing::detail::routing_service_state>(h);
 }
 
 inline envelope make_delivery(const std::string& id, const std::string& target,

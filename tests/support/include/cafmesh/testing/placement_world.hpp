@@ -29,6 +29,9 @@
 #include "cafmesh/actors/sim_network.hpp"
 #include "cafmesh/testing/fixture.hpp"
 #include "cafmesh/testing/sim_world.hpp"
+#include "cafmesh/actors/detail/catalog_state.hpp"
+#include "cafmesh/actors/detail/placement_state.hpp"
+#include "cafmesh/actors/detail/sim_network_state.hpp"
 
 namespace cafmesh::testing {
 
@@ -200,13 +203,13 @@ public:
     return placement_of(silos.front().addr).view.active_set();
   }
 
-  placement_state& placement_of(const silo_address& s) {
-    return testing::fixture::state_of<placement_state>(at(s).placement);
+  cafmesh::detail::placement_state& placement_of(const silo_address& s) {
+    return testing::fixture::state_of<cafmesh::detail::placement_state>(at(s).placement);
   }
-  catalog_state& catalog_of(const silo_address& s) {
-    return testing::fixture::state_of<catalog_state>(at(s).catalog);
+  cafmesh::detail::catalog_state& catalog_of(const silo_address& s) {
+    return testing::fixture::state_of<cafmesh::detail::catalog_state>(at(s).catalog);
   }
-  sim_network_state& net_state() { return net_.net_state(); }
+  cafmesh::detail::sim_network_state& net_state() { return net_.net_state(); }
   const caf::actor& net() const { return net_.net; }
 
   std::vector<world_silo> silos;

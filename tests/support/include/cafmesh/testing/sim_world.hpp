@@ -20,6 +20,7 @@
 #include "cafmesh/actors/request_any.hpp"
 #include "cafmesh/actors/sim_network.hpp"
 #include "cafmesh/testing/fixture.hpp"
+#include "cafmesh/actors/detail/sim_network_state.hpp"
 
 namespace cafmesh::testing {
 
@@ -193,7 +194,7 @@ public:
     return s;
   }
 
-  sim_network_state& net_state() { return testing::fixture::state_of<sim_network_state>(net); }
+  cafmesh::detail::sim_network_state& net_state() { return testing::fixture::state_of<cafmesh::detail::sim_network_state>(net); }
 
   /// Registers `h` as `c` on silo `s` (asynchronously; run() delivers it).
   void reg(const silo_address& s, component c, const caf::actor& h) {
