@@ -18,7 +18,8 @@ catalog_activation& create(ct_actor* self, const grain_id& g, const grain_type& 
   a.grain = g;
   a.tag = tag;
   a.stateless = t.kind == grain_kind::stateless_worker;
-  a.hook_ms = t.deactivation_hook_ms;
+  a.hook_ms
+    = std::chrono::duration_cast<std::chrono::milliseconds>(t.deactivation_hook).count();
   a.may_interleave = t.may_interleave;
   auto factory = t.factory;
   a.actor = self->spawn<caf::linked>(

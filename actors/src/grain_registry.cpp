@@ -1,5 +1,7 @@
 #include "cafmesh/actors/grain_registry.hpp"
 
+#include <chrono>
+
 namespace cafmesh {
 
 std::string to_string(grain_kind x) {
@@ -46,11 +48,11 @@ bool grain_registry::add_stateless(std::string type, uint32_t local_limit,
   return true;
 }
 
-bool grain_registry::set_deactivation_hook(const std::string& type, int64_t bound_ms) {
+bool grain_registry::set_deactivation_hook(const std::string& type, caf::timespan bound) {
   auto i = types_.find(type);
-  if (i == types_.end() || bound_ms <= 0)
+  if (i == types_.end() || bound < std::chrono::milliseconds(1))
     return false;
-  i->second.deactivation_hook_ms = bound_ms;
+  i->second.deactivation_hook = std::chrono::duration_cast<std::chrono::milliseconds>(bound);
   return true;
 }
 

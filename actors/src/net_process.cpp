@@ -21,14 +21,14 @@ void net_process::stop() const {
 
 caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
                                            const config::network_section& net,
-                                           uint64_t generation, int64_t timeout_ms) {
-  return start_net_link(sys, net, config::membership_section{}, generation, timeout_ms);
+                                           uint64_t generation, caf::timespan bind_timeout) {
+  return start_net_link(sys, net, config::membership_section{}, generation, bind_timeout);
 }
 
 caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
                                            const config::network_section& net,
                                            const config::membership_section& membership,
-                                           uint64_t generation, int64_t timeout_ms) {
+                                           uint64_t generation, caf::timespan bind_timeout) {
   net_endpoint ep;
   caf::actor oracle;
   auto scope = link_oracle::cluster;
@@ -57,10 +57,10 @@ caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
   uint16_t port = 0;
   {
     caf::scoped_actor self{sys};
-    self->request(ep.link, std::chrono::milliseconds(timeout_ms), nl_port_atom::value)
+    self->request(ep.link, bind_timeout, nl_port_atom::value)
       .receive([&](uint16_t x) { port = x; }, [&](caf::error& e) { err = std::move(e); });
     if (!err)
-      self->request(ep.link, std::chrono::milliseconds(timeout_ms), nl_gate_atom::value)
+      self->request(ep.link, bind_timeout, nl_gate_atom::value)
         .receive([&](const caf::actor& g) { ep.gate = g.address(); },
                  [&](caf::error& e) { err = std::move(e); });
   }
@@ -77,8 +77,8 @@ caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
 
 caf::expected<net_process> start_net_process(caf::actor_system& sys,
                                              const config::network_section& net,
-                                             uint64_t generation, int64_t timeout_ms) {
-  auto ep = start_net_link(sys, net, generation, timeout_ms);
+                                             uint64_t generation, caf::timespan bind_timeout) {
+  auto ep = start_net_link(sys, net, generation, bind_timeout);
   if (!ep)
     return ep.error();
   bool primary = net.primary_port == 0;

@@ -74,7 +74,10 @@ rows run_stop(const options& opt, caf::actor_system& sys) {
       std::atomic<int64_t> participant_hold_ms{-1};
       lifecycle::quiescence_participant_options po;
       po.silo_name = "bench";
-      po.on_hold_ended = [&](int64_t ms) { participant_hold_ms.store(ms); };
+      po.on_hold_ended = [&](caf::timespan hold) {
+        participant_hold_ms.store(
+          std::chrono::duration_cast<std::chrono::milliseconds>(hold).count());
+      };
       auto participant = lifecycle::spawn_quiescence_participant(sys, rig.gauge(), po);
       std::atomic<int64_t> answered_ns{0};
       progress done;

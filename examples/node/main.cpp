@@ -57,7 +57,7 @@ uint64_t wall_generation() {
 
 /// How long the actor system may take to end once the process stopped
 /// (`lifecycle::system_end_bound`).
-constexpr int64_t system_end_bound_ms = 10000;
+constexpr auto system_end_limit = std::chrono::seconds(10);
 
 void say(const std::string& line) {
   std::cout << line << std::endl;
@@ -186,7 +186,7 @@ int main(int argc, char** argv) {
         case config::process_role::pure_client: rc = run_client(sys, mc, lg); break;
         case config::process_role::monolith: rc = run_monolith(sys, mc, opts.app, lg); break;
       }
-    end_bound.arm(system_end_bound_ms, rc);
+    end_bound.arm(system_end_limit, rc);
   }
   // `STOPPED` only after a clean run; a start that failed says so instead.
   say(rc == exit_codes::ok ? std::string{"STOPPED"}

@@ -10,12 +10,13 @@
 
 namespace cafmesh::lifecycle {
 
-in_process_cluster::in_process_cluster(caf::actor_system& sys, int64_t failure_detection_ms) {
+in_process_cluster::in_process_cluster(caf::actor_system& sys, caf::timespan failure_detection) {
   sim_network_config nc;
   nc.link_latency_min_ms = 0;
   nc.link_latency_max_ms = 0;
   link_ = spawn_sim_network(sys, nc);
-  oracle_ = spawn_membership_oracle(sys, {failure_detection_ms}, link_);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(failure_detection).count();
+  oracle_ = spawn_membership_oracle(sys, {ms}, link_);
 }
 
 in_process_cluster::in_process_cluster(caf::actor link, caf::actor oracle)
@@ -42,8 +43,8 @@ silo_address in_process_cluster::next_address() {
 }
 
 in_process_cluster_ptr make_in_process_cluster(caf::actor_system& sys,
-                                               int64_t failure_detection_ms) {
-  return std::make_shared<in_process_cluster>(sys, failure_detection_ms);
+                                               caf::timespan failure_detection) {
+  return std::make_shared<in_process_cluster>(sys, failure_detection);
 }
 
 } // namespace cafmesh::lifecycle

@@ -14,8 +14,9 @@ void net_silo::stop_all() const {
 }
 
 caf::expected<net_silo> start_net_silo(caf::actor_system& sys, silo_options opts,
-                                       uint64_t generation, int64_t timeout_ms) {
-  auto ep = start_net_link(sys, opts.cfg.network, opts.cfg.membership, generation, timeout_ms);
+                                       uint64_t generation, caf::timespan bind_timeout) {
+  auto ep = start_net_link(sys, opts.cfg.network, opts.cfg.membership, generation,
+                           bind_timeout);
   if (!ep)
     return ep.error();
   opts.self = ep->addr;

@@ -24,12 +24,17 @@ quiescence_participant_options::from(const config::lifecycle_section& cfg,
                                      std::string silo_name) {
   quiescence_participant_options out;
   out.silo_name = std::move(silo_name);
-  out.quiescence_hold_ms = cfg.quiescence_hold_ms;
+  out.quiescence_hold = std::chrono::milliseconds(cfg.quiescence_hold_ms);
   out.quiescence_residual_sample = cfg.quiescence_residual_sample;
   return out;
 }
 
 namespace {
+
+/// The hold budget in whole ms, as the hold and expiry lines render it.
+int64_t hold_ms(const quiescence_participant_options& opts) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(opts.quiescence_hold).count();
+}
 
 using ok_promise = caf::typed_response_promise<caf::ok_atom>;
 
@@ -77,7 +82,7 @@ uint64_t sample_size(participant_pointer self) {
 void answer(participant_pointer self) {
   auto& s = self->state;
   if (s.ph != phase::idle && s.opts.on_hold_ended)
-    s.opts.on_hold_ended(clock_ms(self) - s.stop_began_ms);
+    s.opts.on_hold_ended(std::chrono::milliseconds(clock_ms(self) - s.stop_began_ms));
   s.ph = phase::idle;
   s.budget_expired = false;
   ++s.hold_id; // a still pending hold timer of this stop is stale from now on
@@ -157,7 +162,7 @@ void on_hold_expired(participant_pointer self) {
         auto& st = self->state;
         release(self, "hold budget expired",
                 std::to_string(x.count) + " route leg(s) did not land within "
-                  + render_budget(st.opts.quiescence_hold_ms) + ": "
+                  + render_budget(hold_ms(st.opts)) + ": "
                   + render_list(x, clock_ms(self), false, sample_size(self)),
                 false);
       },
@@ -184,7 +189,7 @@ void begin_hold(participant_pointer self, const quiescence_sample& x) {
   s.ph = phase::holding;
   auto id = ++s.hold_id;
   s.log.info("routing quiescence: holding silo stop for " + std::to_string(x.count)
-             + " route leg(s) (budget " + render_budget(s.opts.quiescence_hold_ms) + ")");
+             + " route leg(s) (budget " + render_budget(hold_ms(s.opts)) + ")");
   self->request(s.gauge, caf::infinite, q_await_atom::value)
     .then(
       [=](caf::ok_atom) {
@@ -200,7 +205,7 @@ void begin_hold(participant_pointer self, const quiescence_sample& x) {
         if (st.ph == phase::holding && st.hold_id == id)
           gauge_unreachable(self, err);
       });
-  self->delayed_send(self, std::chrono::milliseconds(s.opts.quiescence_hold_ms),
+  self->delayed_send(self, s.opts.quiescence_hold,
                      q_hold_expired_atom::value, id);
 }
 

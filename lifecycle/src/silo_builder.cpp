@@ -145,7 +145,9 @@ caf::expected<silo> silo_builder::build() {
   };
   if (admin->probe) {
     so.stopping_recipients.push_back(admin->probe);
-    so.on_quiescence_hold = [meters = admin->meters](int64_t hold_ms) { meters->on_hold(hold_ms); };
+    so.on_quiescence_hold = [meters = admin->meters](caf::timespan hold) {
+      meters->on_hold(std::chrono::duration_cast<std::chrono::milliseconds>(hold).count());
+    };
   }
   auto apply_overrides = [&] {
     for (auto& f : overrides_)
@@ -167,7 +169,8 @@ caf::expected<silo> silo_builder::build() {
     st->owned.push_back(ns->endpoint.oracle);
   } else {
     st->cluster = cluster_ ? cluster_
-                           : make_in_process_cluster(sys_, cfg->network.failure_detection_ms);
+                           : make_in_process_cluster(
+                             sys_, std::chrono::milliseconds(cfg->network.failure_detection_ms));
     so.self = at_ ? *at_ : st->cluster->next_address();
     if (generation_)
       so.self.generation = *generation_;

@@ -157,7 +157,8 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   s.placement = spawn_placement_service(sys, make_placement_config(cfg, s.addr), s.registry,
                                         s.centre);
   auto cc = make_catalog_config(cfg, s.addr);
-  cc.idle_deactivation_ms = opts.idle_deactivation_ms;
+  cc.idle_deactivation_ms
+    = std::chrono::duration_cast<std::chrono::milliseconds>(opts.idle_deactivation).count();
   s.catalog = spawn_catalog(sys, cc, s.registry, s.centre, s.placement);
   s.gauge = routing::spawn_routing_quiescence(sys, {name});
   s.pool = routing::spawn_io_pool(sys, routing::io_pool_options::from(cfg.pool, name));
@@ -441,7 +442,7 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   // -- lifecycle subject and subscriptions
   lifecycle::silo_lifecycle_options lo;
   lo.silo_name = name;
-  lo.slow_observer_log_ms = cfg.lifecycle.slow_observer_log_ms;
+  lo.slow_observer_log = std::chrono::milliseconds(cfg.lifecycle.slow_observer_log_ms);
   s.subject = lifecycle::spawn_silo_lifecycle(sys, lo);
   namespace st = lifecycle::stages;
   std::vector<std::tuple<lifecycle::stage, std::string, lifecycle_observer_actor>> subs{

@@ -32,10 +32,11 @@ system_end_bound::~system_end_bound() {
     impl_->watcher.join();
 }
 
-void system_end_bound::arm(int64_t bound_ms, int exit_code) {
+void system_end_bound::arm(caf::timespan bound, int exit_code) {
   if (impl_->watcher.joinable())
     return;
   auto* p = impl_.get();
+  auto bound_ms = std::chrono::duration_cast<std::chrono::milliseconds>(bound).count();
   p->watcher = std::thread{[p, bound_ms, exit_code] {
     std::unique_lock<std::mutex> guard{p->mtx};
     if (p->cv.wait_for(guard, std::chrono::milliseconds(bound_ms), [p] { return p->ended; }))

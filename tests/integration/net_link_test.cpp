@@ -564,7 +564,7 @@ TEST_CASE("net link: a process with membership on a table keeps its oracle to it
   table.provider = "etcd";
   table.etcd_endpoints = {"http://127.0.0.1:1"};
   table.etcd_request_timeout_ms = 200;
-  auto a = cafmesh::start_net_link(*sys_a, net_a, table, 1, 10000);
+  auto a = cafmesh::start_net_link(*sys_a, net_a, table, 1, std::chrono::seconds(10));
   REQUIRE(a);
   auto centre_a = cafmesh::spawn_message_center(*sys_a, a->addr, a->link);
   // B: configured with A as its primary (a mixed-up configuration).

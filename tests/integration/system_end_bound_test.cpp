@@ -78,7 +78,7 @@ TEST_CASE("system end bound: an actor system whose end waits for a detached acto
     // Exited but referenced for good: ~actor_system waits for its thread forever.
     auto* kept = new caf::actor(sys.spawn<caf::detached>(idle));
     caf::anon_send_exit(*kept, caf::exit_reason::user_shutdown);
-    bound.arm(200, 7);
+    bound.arm(std::chrono::milliseconds(200), 7);
     return 0; // ~actor_system: the bound ends the process first
   });
   CHECK(res.ended);
@@ -97,7 +97,7 @@ TEST_CASE("system end bound: an actor system that ends within the bound ends the
       caf::actor_system_config cfg;
       caf::actor_system sys{cfg};
       caf::anon_send_exit(sys.spawn<caf::detached>(idle), caf::exit_reason::user_shutdown);
-      bound.arm(10000, 7);
+      bound.arm(std::chrono::seconds(10), 7);
     }
     return 3;
   });

@@ -133,7 +133,8 @@ struct host_fixture : testing::fixture {
 
   host_fixture() {
     registry = track(spawn_runtime_registry(sys));
-    subject = track(spawn_silo_lifecycle(sys, silo_lifecycle_options{silo, 1000}));
+    subject
+      = track(spawn_silo_lifecycle(sys, silo_lifecycle_options{silo, std::chrono::seconds(1)}));
   }
 
   void add(observer_config cfg) {

@@ -60,11 +60,12 @@ struct quiescence_silo : testing::fixture {
   event_log log = make_log();
 
   explicit quiescence_silo(int64_t hold_ms = 30000) {
-    subject = track(spawn_silo_lifecycle(sys, silo_lifecycle_options{"S1", 1000}));
+    subject = track(
+      spawn_silo_lifecycle(sys, silo_lifecycle_options{"S1", std::chrono::seconds(1)}));
     gauge = track(spawn_routing_quiescence(sys, routing_quiescence_options{"S1"}));
     quiescence_participant_options popts;
     popts.silo_name = "S1";
-    popts.quiescence_hold_ms = hold_ms;
+    popts.quiescence_hold = std::chrono::milliseconds(hold_ms);
     auto participant = track(spawn_quiescence_participant(sys, gauge, popts));
     auto prb = caf::actor_cast<lifecycle_observer_actor>(
       track(sys.spawn(probe_observer, gauge, probe, this)));
@@ -116,11 +117,12 @@ TEST_CASE_FIXTURE(quiescence_silo, "S12.10 a dispatched leg holds the stop at Ac
 
 TEST_CASE_FIXTURE(testing::fixture, "S12.16 the host budget expiring during a hold releases it with a warning and stage 19999 starts") {
   // Hold budget 60 s and host budget 10 s, so the host budget is what ends the hold.
-  auto subject = track(spawn_silo_lifecycle(sys, silo_lifecycle_options{"S1", 1000}));
+  auto subject
+    = track(spawn_silo_lifecycle(sys, silo_lifecycle_options{"S1", std::chrono::seconds(1)}));
   auto gauge = track(spawn_routing_quiescence(sys, routing_quiescence_options{"S1"}));
   quiescence_participant_options popts;
   popts.silo_name = "S1";
-  popts.quiescence_hold_ms = 60000;
+  popts.quiescence_hold = std::chrono::seconds(60);
   auto participant = track(spawn_quiescence_participant(sys, gauge, popts));
   auto log = make_log();
   auto membership = spawn_observer(*this, obs(stages::become_active, "membership"), log);

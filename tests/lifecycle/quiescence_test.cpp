@@ -75,14 +75,14 @@ TEST_CASE("gauge: labels follow the documented form and participant options foll
   CHECK(nack_label("portal/alice", "d7") == "NACK -> portal/alice (delivery d7)");
   cafmesh::config::lifecycle_section defaults;
   auto o = quiescence_participant_options::from(defaults, "S1:1@1");
-  CHECK(o.quiescence_hold_ms == 30000);
+  CHECK(o.quiescence_hold == std::chrono::seconds(30));
   CHECK(o.quiescence_residual_sample == 10);
   CHECK(o.silo_name == "S1:1@1");
   cafmesh::config::lifecycle_section custom;
   custom.quiescence_hold_ms = 200;
   custom.quiescence_residual_sample = 3;
   auto c = quiescence_participant_options::from(custom);
-  CHECK(c.quiescence_hold_ms == 200);
+  CHECK(c.quiescence_hold == std::chrono::milliseconds(200));
   CHECK(c.quiescence_residual_sample == 3);
 }
 
@@ -241,7 +241,7 @@ participant_bed make_bed(cafmesh::testing::fixture& fx, int64_t hold_ms = 30000)
   participant_bed b;
   b.gauge = fx.track(spawn_routing_quiescence(fx.sys));
   quiescence_participant_options opts;
-  opts.quiescence_hold_ms = hold_ms;
+  opts.quiescence_hold = std::chrono::milliseconds(hold_ms);
   b.participant = fx.track(spawn_quiescence_participant(fx.sys, b.gauge, opts));
   return b;
 }

@@ -26,7 +26,8 @@ struct lc_fixture : testing::fixture {
   silo_lifecycle_actor subject;
 
   lc_fixture() {
-    subject = track(spawn_silo_lifecycle(sys, silo_lifecycle_options{"S10.0.0.1:11111@1", 1000}));
+    subject = track(spawn_silo_lifecycle(
+      sys, silo_lifecycle_options{"S10.0.0.1:11111@1", std::chrono::seconds(1)}));
   }
 
   /// Spawns an observer and subscribes it; the subscription must succeed.

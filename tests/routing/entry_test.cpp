@@ -569,7 +569,8 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.19 during A's graceful stop hold a co-h
   REQUIRE(service_of(c.routing).gateway == a.addr); // the client's gateway is A
   w.set_status(b.addr, silo_status::active);
   // Silo A's host: lifecycle subject with the quiescence participant at Active (20000).
-  auto subject = track(lifecycle::spawn_silo_lifecycle(sys, {a.addr.to_string(), 1000}));
+  auto subject = track(
+    lifecycle::spawn_silo_lifecycle(sys, {a.addr.to_string(), std::chrono::seconds(1)}));
   auto participant = track(lifecycle::spawn_quiescence_participant(sys, a.gauge, {}));
   REQUIRE(ask<caf::ok_atom>(*this, caf::actor_cast<caf::actor>(subject),
                             lifecycle::subscribe_atom::value, lifecycle::stage{20000},
@@ -671,7 +672,7 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: a node hub is exempt from idle colle
   entry_world w(*this);
   entry_silo_options opt;
   opt.hub_build_delay_ms = 500;
-  opt.idle_deactivation_ms = 100;
+  opt.idle_deactivation = std::chrono::milliseconds(100);
   auto& a = w.add_silo("a", opt);
   auto h = w.add_hub(a.routing, "portal/h1");
   auto t0 = now_ms();

@@ -21,6 +21,7 @@
 #include <caf/atom.hpp>
 #include <caf/behavior.hpp>
 #include <caf/fwd.hpp>
+#include <caf/timespan.hpp>
 
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/membership.hpp"
@@ -52,9 +53,9 @@ using activation_factory =
 using activation_check = std::function<std::string(const grain_id& id)>;
 
 /// `(grain_deactivate_atom) -> ok_atom`: the catalog asks an activation of a type with a
-/// deactivation hook (`grain_type::deactivation_hook_ms` > 0) to run it before it lets the
+/// deactivation hook (`grain_type::deactivation_hook` > 0) to run it before it lets the
 /// grain go: the grain stays registered and its messages wait until the answer, or until
-/// `deactivation_hook_ms` has passed (then it goes anyway, a warning logged).
+/// `deactivation_hook` has passed (then it goes anyway, a warning logged).
 using grain_deactivate_atom = caf::atom_constant<caf::atom("gdeactiv")>;
 
 /// Tells which messages of a grain type may interleave
@@ -72,10 +73,10 @@ struct grain_type {
   uint32_t local_limit = 1;
   activation_factory factory;
   activation_check check;
-  /// > 0: its activations answer `grain_deactivate_atom` (their deactivation hook,
+  /// Above zero: its activations answer `grain_deactivate_atom` (their deactivation hook,
   /// docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion), bounded by
-  /// this many ms. 0: none.
-  int64_t deactivation_hook_ms = 0;
+  /// this long (whole ms). Zero: none.
+  caf::timespan deactivation_hook{0};
   /// Set: the messages it accepts may interleave (`interleave_predicate`). Empty: none.
   interleave_predicate may_interleave;
 };
@@ -98,8 +99,9 @@ public:
                      uint32_t interface_version = 1, activation_check check = {});
 
   /// Declares that activations of `type` run a deactivation hook (answering
-  /// `grain_deactivate_atom`) bounded by `bound_ms` (> 0). False if `type` is unknown.
-  bool set_deactivation_hook(const std::string& type, int64_t bound_ms);
+  /// `grain_deactivate_atom`) bounded by `bound` (at least 1 ms). False if `type` is unknown
+  /// or `bound` is shorter.
+  bool set_deactivation_hook(const std::string& type, caf::timespan bound);
 
   /// Lets the messages of `type` that `pred` accepts interleave
   /// (docs/behaviour/directory-and-placement.md#turns-and-interleaving). False if `type` is

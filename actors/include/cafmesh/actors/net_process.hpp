@@ -5,7 +5,7 @@
 /// #gateways-for-pure-clients over CAF io): network link, message centre, membership agent, and —
 /// on the primary — the membership oracle.
 ///
-/// Setup code only: `start_net_process` waits (bounded by `timeout_ms`) for the link's
+/// Setup code only: `start_net_process` waits (bounded by `bind_timeout`) for the link's
 /// listening port with a `scoped_actor`, so call it from `main` or a test, never from an
 /// actor handler.
 ///
@@ -23,6 +23,7 @@
 ///   snapshot fail calls to the departed silo, message_center.hpp).
 /// Joining (`mb_join_atom`) and status changes stay with the caller, through `agent`.
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -30,6 +31,7 @@
 #include <caf/actor_addr.hpp>
 #include <caf/expected.hpp>
 #include <caf/fwd.hpp>
+#include <caf/timespan.hpp>
 
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/config/mesh_config.hpp"
@@ -65,7 +67,8 @@ struct net_endpoint {
 /// Same errors as `start_net_process`.
 caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
                                            const config::network_section& net,
-                                           uint64_t generation, int64_t timeout_ms = 10000);
+                                           uint64_t generation,
+                                           caf::timespan bind_timeout = std::chrono::seconds(10));
 
 /// `start_net_link` with membership where `membership.provider` says: with `oracle` as
 /// above; with `etcd` every process spawns its own table oracle
@@ -74,13 +77,15 @@ caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
 caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
                                            const config::network_section& net,
                                            const config::membership_section& membership,
-                                           uint64_t generation, int64_t timeout_ms = 10000);
+                                           uint64_t generation,
+                                           caf::timespan bind_timeout = std::chrono::seconds(10));
 
 /// Builds the process as described in the file comment. Fails with the link's publish
 /// error (e.g. `cannot_open_port`) or `request_timeout` when the port is not bound within
-/// `timeout_ms`; every actor spawned so far has then been sent an exit.
+/// `bind_timeout`; every actor spawned so far has then been sent an exit.
 caf::expected<net_process> start_net_process(caf::actor_system& sys,
                                              const config::network_section& net,
-                                             uint64_t generation, int64_t timeout_ms = 10000);
+                                             uint64_t generation,
+                                             caf::timespan bind_timeout = std::chrono::seconds(10));
 
 } // namespace cafmesh

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <caf/actor.hpp>
+#include <caf/timespan.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
@@ -132,8 +133,8 @@ signal_stop_guard install_signal_stop(caf::actor_system& sys, host_actor host);
 /// `~actor_system` waits without a bound for every actor to end and for the thread of every
 /// detached actor, and a detached actor's thread ends only once nothing references the
 /// actor (docs/caf-notes.md "Shutdown"). Declare the guard before the actor system and
-/// `arm` it once the process stopped: if the guard is not destroyed within `bound_ms` after
-/// that, it logs at warning "the actor system did not end within {bound_ms} ms of the stop
+/// `arm` it once the process stopped: if the guard is not destroyed within `bound` after
+/// that, it logs at warning "the actor system did not end within {bound in ms} ms of the stop
 /// ...; exiting with code {exit_code} without waiting for it" and ends the process with
 /// `std::_Exit(exit_code)` (no static destructors run). Its destructor disarms it and joins
 /// its thread. Never use it in deterministic tests (it starts a thread).
@@ -145,7 +146,7 @@ public:
   ~system_end_bound();
 
   /// Starts the bound (once; later calls are ignored).
-  void arm(int64_t bound_ms, int exit_code);
+  void arm(caf::timespan bound, int exit_code);
 
   struct impl;
 

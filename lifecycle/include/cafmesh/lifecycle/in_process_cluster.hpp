@@ -8,10 +8,12 @@
 /// several silos and clients in one process, as a service's own tests do.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
 #include <caf/actor.hpp>
+#include <caf/timespan.hpp>
 #include <caf/fwd.hpp>
 
 #include "cafmesh/actors/ids.hpp"
@@ -22,7 +24,8 @@ namespace cafmesh::lifecycle {
 /// the last handle is gone.
 class in_process_cluster {
 public:
-  in_process_cluster(caf::actor_system& sys, int64_t failure_detection_ms);
+  /// A cluster whose oracle declares a silo Dead after `failure_detection` of silence.
+  in_process_cluster(caf::actor_system& sys, caf::timespan failure_detection);
   /// Adopts an existing link (a `spawn_sim_network`) and its oracle, e.g. a test world's
   /// network with latencies and faults; both are sent an exit when the cluster ends.
   in_process_cluster(caf::actor link, caf::actor oracle);
@@ -46,7 +49,8 @@ private:
 using in_process_cluster_ptr = std::shared_ptr<in_process_cluster>;
 
 /// A new in-process cluster on `sys` (failure detection as `network.failure_detection_ms`).
-in_process_cluster_ptr make_in_process_cluster(caf::actor_system& sys,
-                                               int64_t failure_detection_ms = 10000);
+in_process_cluster_ptr
+make_in_process_cluster(caf::actor_system& sys,
+                        caf::timespan failure_detection = std::chrono::seconds(10));
 
 } // namespace cafmesh::lifecycle

@@ -33,8 +33,9 @@ struct net_silo {
 /// since the epoch) and spawns the silo on it: `opts.self`, `opts.link` and `opts.oracle` are set
 /// here (values passed in are ignored). Nothing has started: send
 /// `host_start_atom` to `s.host`. Fails with the link's publish error (e.g.
-/// `cannot_open_port`) or `request_timeout` after `timeout_ms`.
+/// `cannot_open_port`) or `request_timeout` after `bind_timeout`.
 caf::expected<net_silo> start_net_silo(caf::actor_system& sys, silo_options opts,
-                                       uint64_t generation, int64_t timeout_ms = 10000);
+                                       uint64_t generation,
+                                       caf::timespan bind_timeout = std::chrono::seconds(10));
 
 } // namespace cafmesh::lifecycle

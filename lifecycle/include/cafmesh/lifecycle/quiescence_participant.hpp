@@ -5,9 +5,12 @@
 /// (docs/behaviour/quiescence.md#the-participant-at-stage-active): a lifecycle observer at stage
 /// Active (20000) that holds the silo stop until the gauge reads 0, bounded by its hold budget.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
+
+#include <caf/timespan.hpp>
 
 #include "cafmesh/routing/leg_release.hpp"
 #include "cafmesh/actors/observer.hpp"
@@ -29,12 +32,13 @@ struct quiescence_participant_options {
   std::string silo_name;
   /// `lifecycle.quiescence_hold_ms`: hold budget; its rendering ("30 s") appears in the
   /// hold and expiry lines.
-  int64_t quiescence_hold_ms = 30000;
+  caf::timespan quiescence_hold = std::chrono::seconds(30);
   /// `lifecycle.quiescence_residual_sample`: legs named on expiry and when abandoning.
   int64_t quiescence_residual_sample = 10;
   /// Called from the participant's turn when it answers a stop, with how long it held the
-  /// silo at stage Active (ms on the actor clock; 0 when nothing was in flight). May be empty.
-  std::function<void(int64_t hold_ms)> on_hold_ended;
+  /// silo at stage Active (on the actor clock, whole ms; 0 when nothing was in flight). May
+  /// be empty.
+  std::function<void(caf::timespan hold)> on_hold_ended;
 
   /// The options from a configuration's `lifecycle` section.
   static quiescence_participant_options from(const config::lifecycle_section& cfg,

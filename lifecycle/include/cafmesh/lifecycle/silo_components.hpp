@@ -25,6 +25,7 @@
 /// Every action logs one info line through the logger `silo` with the rendered silo address
 /// as context; the texts are listed at `silo_event_text`. Tests read the order from them.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -34,6 +35,7 @@
 #include <caf/actor.hpp>
 #include <caf/atom.hpp>
 #include <caf/fwd.hpp>
+#include <caf/timespan.hpp>
 
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/ids.hpp"
@@ -108,9 +110,8 @@ struct silo_options {
   /// More receivers of the host's stopping signal (the admin endpoint's readiness probe):
   /// each acknowledges before the silo stop begins.
   std::vector<lifecycle::stopping_recipient_actor> stopping_recipients;
-  /// Called with each quiescence hold's duration in ms (the admin endpoint's meters); may be
-  /// empty.
-  std::function<void(int64_t hold_ms)> on_quiescence_hold;
+  /// Called with each quiescence hold's duration (the admin endpoint's meters); may be empty.
+  std::function<void(caf::timespan hold)> on_quiescence_hold;
   /// docs/behaviour/quiescence.md#the-participant-at-stage-active: the standard wiring subscribes
   /// the quiescence participant. False exists only for the negative test: the start then fails
   /// `config_invalid`.
@@ -128,8 +129,8 @@ struct silo_options {
   /// clients' calls); the stage observers keep talking to the gateway part itself. Null:
   /// the gateway part.
   std::function<caf::actor(caf::actor)> wrap_gateway;
-  /// The catalog's idle collection (`catalog_config::idle_deactivation_ms`); 0: off.
-  int64_t idle_deactivation_ms = 0;
+  /// The catalog's idle collection (`catalog_config::idle_deactivation_ms`); zero: off.
+  caf::timespan idle_deactivation{0};
   /// The router core's per-channel FIFO (docs/behaviour/routing.md#the-ordered-dispatcher); false
   /// only for the S12.57 negative control.
   bool per_channel_fifo = true;

@@ -4,8 +4,11 @@
 /// The lifecycle subject of one silo as a CAF supervisor actor
 /// (docs/behaviour/lifecycle.md#the-lifecycle-subject).
 
+#include <chrono>
 #include <cstdint>
 #include <string>
+
+#include <caf/timespan.hpp>
 
 #include "cafmesh/actors/observer.hpp"
 
@@ -22,7 +25,7 @@ struct silo_lifecycle_options {
   /// An observer whose stop takes longer is logged at info
   /// (docs/behaviour/lifecycle.md#the-lifecycle-subject, examples/config/README.md#keys
   /// `lifecycle.slow_observer_log_ms`).
-  int64_t slow_observer_log_ms = 1000;
+  caf::timespan slow_observer_log = std::chrono::seconds(1);
 };
 
 /// Spawns a lifecycle subject (docs/behaviour/lifecycle.md#the-lifecycle-subject): observers

@@ -197,8 +197,7 @@ bool add_typed_grain(grain_registry& reg, const std::string& type, Factory facto
   if (added && opts.may_interleave)
     reg.set_may_interleave(type, opts.may_interleave);
   if (added && opts.on_deactivate_async)
-    reg.set_deactivation_hook(
-      type, std::chrono::duration_cast<std::chrono::milliseconds>(opts.deactivate_timeout).count());
+    reg.set_deactivation_hook(type, opts.deactivate_timeout);
   return added;
 }
 

@@ -331,7 +331,7 @@ struct entry_silo_options {
   bool port_proxy = false;    ///< `silo_options::wrap_grain_port` with a `port_proxy`
   bool gateway_proxy = false; ///< `silo_options::wrap_gateway` with a `gateway_proxy`
   int64_t hub_build_delay_ms = 0; ///< `test_hub_factory_state::delay_ms`
-  int64_t idle_deactivation_ms = 0; ///< `silo_options::idle_deactivation_ms` (0: off)
+  caf::timespan idle_deactivation{0}; ///< `silo_options::idle_deactivation` (zero: off)
   /// `directory.stateless_worker_bypass`
   /// (docs/behaviour/directory-and-placement.md#the-stateless-worker-bypass)
   bool bypass = true;
@@ -376,7 +376,7 @@ public:
       .without_entry()
       .path_resolver(resolver)
       .override_options([&](lifecycle::silo_options& so) {
-        so.idle_deactivation_ms = opt.idle_deactivation_ms;
+        so.idle_deactivation = opt.idle_deactivation;
         so.per_channel_fifo = opt.per_channel_fifo;
         if (opt.port_proxy)
           so.wrap_grain_port = [&](grain_port_actor real) {
