@@ -159,7 +159,7 @@ caf::expected<client> client_builder::build() {
   st->routing = pc.routing;
   st->hub_table = table;
   st->entry = entry;
-  st->owned = {table, caf::actor_cast<caf::actor>(entry), caf::actor_cast<caf::actor>(host),
+  st->owned = {caf::actor_cast<caf::actor>(table), caf::actor_cast<caf::actor>(entry), caf::actor_cast<caf::actor>(host),
                pc.routing, caf::actor_cast<caf::actor>(pc.streams), pc.agent, pc.centre};
   st->owned.insert(st->owned.end(), endpoint.begin(), endpoint.end());
   if (admin->probe)

@@ -40,7 +40,7 @@ void apply_embedded_defaults(config::mesh_config& cfg, std::optional<log::level>
     log::set_stderr_level(log::level::warning);
 }
 
-caf::error add_hubs(const caf::actor& table,
+caf::error add_hubs(const routing::hub_table_actor& table,
                     const std::vector<std::pair<std::string, routing::async_hub_handler>>& hubs) {
   for (auto& [pattern, handler] : hubs)
     if (auto why = routing::hub_pattern_error(pattern); !why.empty())

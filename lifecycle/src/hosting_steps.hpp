@@ -40,7 +40,7 @@ void apply_embedded_defaults(config::mesh_config& cfg, std::optional<log::level>
 
 /// Checks every pattern (the first invalid one is the error, nothing is added) and adds every
 /// (pattern, handler) to the hub table `table`. Does not block.
-caf::error add_hubs(const caf::actor& table,
+caf::error add_hubs(const routing::hub_table_actor& table,
                     const std::vector<std::pair<std::string, routing::async_hub_handler>>& hubs);
 
 /// The wall-clock ms since the epoch: a network process's generation

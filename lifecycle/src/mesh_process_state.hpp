@@ -17,6 +17,7 @@
 #include "cafmesh/lifecycle/mesh_process.hpp"
 #include "cafmesh/lifecycle/pure_client.hpp"
 #include "cafmesh/lifecycle/silo_components.hpp"
+#include "cafmesh/routing/application_hub.hpp"
 #include "cafmesh/routing/correlating_entry.hpp"
 #include "admin_server.hpp"
 
@@ -29,7 +30,7 @@ struct mesh_process::state {
   host_actor host;
   caf::actor routing;
   routing::correlating_entry_actor entry;
-  caf::actor hub_table;
+  routing::hub_table_actor hub_table;
   caf::actor placement;          ///< silo only
   silo_components components;    ///< silo only
   pure_client client_components; ///< pure client only

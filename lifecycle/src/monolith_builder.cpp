@@ -82,7 +82,7 @@ caf::expected<monolith> monolith_builder::build() {
   st->routing = routing;
   st->hub_table = table;
   st->entry = entry;
-  st->owned = {table, caf::actor_cast<caf::actor>(entry), caf::actor_cast<caf::actor>(host),
+  st->owned = {caf::actor_cast<caf::actor>(table), caf::actor_cast<caf::actor>(entry), caf::actor_cast<caf::actor>(host),
                routing};
   if (admin->probe)
     st->owned.push_back(caf::actor_cast<caf::actor>(admin->probe));

@@ -119,7 +119,7 @@ caf::expected<silo> silo_builder::build() {
   st->sys = &sys_;
   st->role = "silo_host";
   auto table = routing::spawn_hub_table(sys_, routing::hub_key_form::node_prefix, cfg->routing);
-  std::vector<caf::actor> helpers{table};
+  std::vector<caf::actor> helpers{caf::actor_cast<caf::actor>(table)};
   if (admin->probe)
     helpers.push_back(caf::actor_cast<caf::actor>(admin->probe));
   auto exit_helpers = [helpers]() {

@@ -277,7 +277,7 @@ struct hub_table_state {
   caf::actor core;  ///< silo_host: the router core
   std::vector<std::string> eager;              ///< exact stream-routed patterns not yet spawned
   /// The stop of stage Active, answered once every hub drained (or the budget expired).
-  caf::response_promise drain;
+  caf::typed_response_promise<caf::ok_atom> drain;
   bool draining = false;
   log::logger log;
   static const char* name;
@@ -285,7 +285,7 @@ struct hub_table_state {
 
 const char* hub_table_state::name = "hub-table";
 
-using hub_table = caf::stateful_actor<hub_table_state>;
+using hub_table = hub_table_actor::stateful_pointer<hub_table_state>;
 
 /// The handler of the longest pattern matching `path`, or null.
 const async_hub_handler* match(const hub_table_state& st, const std::string& path) {
@@ -313,7 +313,7 @@ bool stream_routed(const hub_table_state& st, const address& a) {
 }
 
 /// The hub of `path` (spawned and registered on the first call).
-caf::actor hub_for(hub_table* self, const std::string& path, const async_hub_handler& h) {
+caf::actor hub_for(hub_table self, const std::string& path, const async_hub_handler& h) {
   auto& st = self->state;
   if (auto i = st.hubs.find(path); i != st.hubs.end())
     return i->second;
@@ -329,7 +329,7 @@ caf::actor hub_for(hub_table* self, const std::string& path, const async_hub_han
   return hub;
 }
 
-void spawn_eager(hub_table* self) {
+void spawn_eager(hub_table self) {
   auto& st = self->state;
   if (!st.routing)
     return;
@@ -341,7 +341,7 @@ void spawn_eager(hub_table* self) {
 }
 
 /// Answers the stop of stage Active once.
-void drained(hub_table* self, const std::string& why) {
+void drained(hub_table self, const std::string& why) {
   auto& st = self->state;
   if (!st.draining)
     return;
@@ -350,7 +350,8 @@ void drained(hub_table* self, const std::string& why) {
   st.drain.deliver(caf::ok_atom::value);
 }
 
-caf::behavior hub_table_actor(hub_table* self, hub_key_form form, config::routing_section cfg) {
+hub_table_actor::behavior_type hub_table_behaviour(hub_table self, hub_key_form form,
+                                                   config::routing_section cfg) {
   self->state.form = form;
   self->state.cfg = std::move(cfg);
   self->state.log = log::get("hub");
@@ -358,12 +359,14 @@ caf::behavior hub_table_actor(hub_table* self, hub_key_form form, config::routin
     // Lifecycle observer at stage Active (docs/behaviour/lifecycle.md): a graceful stop holds
     // until no hub of this process has a delivery in progress, so that the answers and NACKs
     // of asynchronous hubs leave while routing is still up.
-    [=](lifecycle::start_stage_atom, lifecycle::stage) { return caf::ok_atom::value; },
+    [=](lifecycle::start_stage_atom, lifecycle::stage) -> caf::result<caf::ok_atom> {
+      return caf::ok_atom::value;
+    },
     [=](lifecycle::stop_stage_atom, lifecycle::stage, bool graceful) -> caf::result<caf::ok_atom> {
       auto& st = self->state;
       if (!graceful || st.hubs.empty())
         return caf::ok_atom::value;
-      st.drain = self->make_response_promise();
+      st.drain = self->make_response_promise<caf::ok_atom>();
       st.draining = true;
       auto left = std::make_shared<size_t>(st.hubs.size());
       for (auto& kv : st.hubs)
@@ -403,7 +406,7 @@ caf::behavior hub_table_actor(hub_table* self, hub_key_form form, config::routin
       st.gauge = std::move(gauge);
       st.core = std::move(core);
       for (auto& kv : st.hubs)
-        self->send(kv.second, ah_quiescence_atom::value, st.gauge, st.core);
+        caf::anon_send(kv.second, ah_quiescence_atom::value, st.gauge, st.core);
     },
     [=](ht_routing_atom, caf::actor& routing, caf::actor& claimer) {
       self->state.routing = std::move(routing);
@@ -486,9 +489,9 @@ caf::actor spawn_application_hub(caf::actor_system& sys, address self_address,
                    std::move(handler), cfg);
 }
 
-caf::actor spawn_hub_table(caf::actor_system& sys, hub_key_form form,
-                           const config::routing_section& cfg) {
-  return sys.spawn(hub_table_actor, form, cfg);
+hub_table_actor spawn_hub_table(caf::actor_system& sys, hub_key_form form,
+                                const config::routing_section& cfg) {
+  return sys.spawn(hub_table_behaviour, form, cfg);
 }
 
 } // namespace cafmesh::routing

@@ -34,7 +34,10 @@
 #include <caf/error.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
+#include "cafmesh/actors/observer.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/routing/address.hpp"
 #include "cafmesh/routing/envelope.hpp"
@@ -118,6 +121,14 @@ enum class hub_key_form : uint8_t {
   host_path,
 };
 
+/// The handle of a hub table (`spawn_hub_table`): the process's hub factory, the messages
+/// that fill it, and the lifecycle observer of stage Active.
+using hub_table_actor = hub_factory_actor::extend<
+  caf::replies_to<ht_add_atom, std::string, async_hub_handler>::with<caf::ok_atom>,
+  caf::reacts_to<ht_routing_atom, caf::actor, caf::actor>,
+  caf::reacts_to<ht_quiescence_atom, caf::actor, caf::actor>>::
+  extend_with<lifecycle::lifecycle_observer_actor>;
+
 /// Spawns a hub table: the process's hub factory over handlers added by pattern. A pattern
 /// is an address path (`node/hello`), or a path ending in `/*` that matches every path below
 /// it (`node/counter/*` matches `node/counter/7`). The longest matching pattern wins.
@@ -138,8 +149,8 @@ enum class hub_key_form : uint8_t {
 /// leaves while the silo's routing is up; the shutdown budget ends the wait. Given the
 /// silo's gauge (`ht_quiescence_atom`), the quiescence hold of the same stage also waits
 /// until those responses and NACKs have landed.
-caf::actor spawn_hub_table(caf::actor_system& sys, hub_key_form form,
-                           const config::routing_section& cfg);
+hub_table_actor spawn_hub_table(caf::actor_system& sys, hub_key_form form,
+                                const config::routing_section& cfg);
 
 } // namespace cafmesh::routing
 
