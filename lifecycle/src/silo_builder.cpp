@@ -188,7 +188,8 @@ caf::expected<silo> silo_builder::build() {
   st->routing = c.routing;
   st->placement = c.placement;
   st->hub_table = table;
-  caf::anon_send(table, routing::ht_routing_atom::value, c.routing, c.claimer);
+  caf::anon_send(table, routing::ht_routing_atom::value, c.routing,
+                 caf::actor_cast<caf::actor>(c.claimer));
   admin_sources src{st->role, c.addr,      c.host,  caf::actor_cast<caf::actor>(c.core),
                     c.routing, c.catalog, c.placement, c.agent, c.gateway, st->endpoint.link};
   admin->serve_into(sys_, std::move(src), st->admin);
@@ -206,7 +207,8 @@ caf::expected<silo> silo_builder::build() {
     // a claim made while Joining would place the pod hub on another silo.
     st->entry = hosting::spawn_entry(sys_, *cfg, c.addr, c.routing, caf::actor{});
     auto entry = caf::actor_cast<caf::actor>(st->entry);
-    auto claim = hosting::spawn_claim_at_active(sys_, c.claimer, hosting::entry_address(*cfg, c.addr));
+    auto claim = hosting::spawn_claim_at_active(sys_, caf::actor_cast<caf::actor>(c.claimer),
+                                                hosting::entry_address(*cfg, c.addr));
     caf::anon_send(c.subject, subscribe_atom::value, stages::active,
                    std::string{"correlating-entry"}, claim);
     st->owned.push_back(entry);

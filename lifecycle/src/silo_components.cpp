@@ -115,7 +115,7 @@ std::vector<caf::actor> silo_components::all() const {
                              placement,
                              catalog,
                              routing,
-                             claimer,
+                             caf::actor_cast<caf::actor>(claimer),
                              gateway,
                              death_watch,
                              caf::actor_cast<caf::actor>(grains),
@@ -347,7 +347,7 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   // RuntimeServices 4000: directory partition, catalog, Joining; stop: block, partition.
   auto runtime_obs = spawn_obs(
     [=](observer_ptr self, bool, ok_promise rp) mutable {
-      for (auto& sub : {catalog, claimer})
+      for (auto& sub : {catalog, caf::actor_cast<caf::actor>(claimer)})
         caf::anon_send(agent, mb_subscribe_atom::value, sub);
       caf::anon_send(centre, mc_register_atom::value, component::catalog, catalog);
       caf::anon_send(centre, mc_register_atom::value, component::activation, catalog);

@@ -30,7 +30,7 @@ using ms = std::chrono::milliseconds;
 
 // -- pod-hub claimer ---------------------------------------------------------------------
 
-using pc_actor = caf::stateful_actor<pod_hub_claimer_state>;
+using pc_actor = pod_hub_claimer_actor::stateful_base<pod_hub_claimer_state>;
 
 void retry_claim(pc_actor* self, const std::string& key, uint64_t tok, const fault& f);
 
@@ -54,7 +54,8 @@ void claim_attempt(pc_actor* self, const std::string& key) {
   ++st.attaches;
   // Bypass the directory cache: every attempt must reach the directory, whose entry a ring
   // change may have lost (docs/behaviour/routing.md#hubs).
-  self->send(st.placement, pl_inval_atom::value, pod_hub_grain(key));
+  caf::send_as(caf::actor_cast<caf::actor>(self), st.placement, pl_inval_atom::value,
+               pod_hub_grain(key));
   grain_call(self, st.placement, pod_hub_grain(key), caf::make_message(ph_attach_atom::value))
     .then(
       [=](bool ok) {
@@ -132,9 +133,9 @@ void assert_claim(pc_actor* self, const std::string& key) {
   claim_attempt(self, key);
 }
 
-caf::behavior pod_hub_claimer(pc_actor* self, caf::actor placement, caf::actor routing,
-                              config::attach_section attach, std::string context,
-                              silo_routing_slots_ptr slots) {
+pod_hub_claimer_actor::behavior_type
+pod_hub_claimer(pc_actor* self, caf::actor placement, caf::actor routing,
+                config::attach_section attach, std::string context, silo_routing_slots_ptr slots) {
   auto& st = self->state;
   st.placement = std::move(placement);
   st.routing = std::move(routing);
@@ -195,7 +196,7 @@ caf::behavior pod_hub_claimer(pc_actor* self, caf::actor placement, caf::actor r
       for (auto& k : keys)
         assert_claim(self, k);
     },
-    [=](lifecycle::host_stopping_atom) {
+    [=](lifecycle::host_stopping_atom) -> caf::result<caf::ok_atom> {
       auto& st = self->state;
       if (!st.stopping) {
         st.stopping = true;
@@ -210,9 +211,11 @@ caf::behavior pod_hub_claimer(pc_actor* self, caf::actor placement, caf::actor r
 
 } // namespace
 
-caf::actor spawn_pod_hub_claimer(caf::actor_system& sys, caf::actor placement,
-                                 caf::actor routing, const config::attach_section& attach,
-                                 const std::string& context, silo_routing_slots_ptr slots) {
+pod_hub_claimer_actor spawn_pod_hub_claimer(caf::actor_system& sys, caf::actor placement,
+                                            caf::actor routing,
+                                            const config::attach_section& attach,
+                                            const std::string& context,
+                                            silo_routing_slots_ptr slots) {
   return sys.spawn(pod_hub_claimer, std::move(placement), std::move(routing), attach, context,
                    std::move(slots));
 }

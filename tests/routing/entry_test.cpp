@@ -41,7 +41,8 @@ router_core_stats core_stats(testing::fixture& fx, const entry_silo& s) {
 }
 
 void signal_stopping(testing::fixture& fx, const entry_silo& s) {
-  for (auto& h : {s.routing, caf::actor_cast<caf::actor>(s.core), s.claimer})
+  for (auto& h : {s.routing, caf::actor_cast<caf::actor>(s.core),
+                  caf::actor_cast<caf::actor>(s.claimer)})
     REQUIRE(ask<caf::ok_atom>(fx, h, lifecycle::host_stopping_atom::value));
 }
 

@@ -378,13 +378,6 @@ local_fake(local_fake_actor::stateful_pointer<local_fake_state> self) {
   };
 }
 
-/// Test-only peek at a typed stateful actor's state.
-template <class State, class Handle>
-State& typed_state_of(const Handle& h) {
-  auto ptr = caf::actor_cast<caf::abstract_actor*>(h);
-  return dynamic_cast<typename Handle::template stateful_base<State>&>(*ptr).state;
-}
-
 // -- the bed ----------------------------------------------------------------------------------
 
 /// Asks `h` (from a scoped actor, pumping the coordinator) and answers the reply.
@@ -454,14 +447,14 @@ struct bed {
     local().local.insert("portal/alice"); // the default sender has a local route
   }
 
-  grain_fake_state& grain() { return typed_state_of<grain_fake_state>(grains); }
+  grain_fake_state& grain() { return fixture::state_of<grain_fake_state>(grains); }
   resolver_fake_state& res() {
-    return typed_state_of<resolver_fake_state>(resolver);
+    return fixture::state_of<resolver_fake_state>(resolver);
   }
   stream_fake_state& stream() {
-    return typed_state_of<stream_fake_state>(streams);
+    return fixture::state_of<stream_fake_state>(streams);
   }
-  local_fake_state& local() { return typed_state_of<local_fake_state>(locals); }
+  local_fake_state& local() { return fixture::state_of<local_fake_state>(locals); }
 
   static envelope make(const std::string& id, const std::string& target,
                        const std::string& sender = "portal/alice", std::string payload = "{}",

@@ -83,7 +83,8 @@ uint64_t gauge_count(fixture& fx, silo_world& w, const silo_address& s) {
 /// claimer of `s`, each acknowledged.
 void signal_stopping(fixture& fx, silo_world& w, const silo_address& s) {
   auto& silo = w.at(s);
-  for (auto& h : {silo.routing, caf::actor_cast<caf::actor>(silo.core), silo.claimer}) {
+  for (auto& h : {silo.routing, caf::actor_cast<caf::actor>(silo.core),
+                  caf::actor_cast<caf::actor>(silo.claimer)}) {
     auto r = testing::ask<caf::ok_atom>(fx, h, lifecycle::host_stopping_atom::value);
     fx.run();
     REQUIRE(r->ok());

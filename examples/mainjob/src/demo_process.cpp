@@ -156,7 +156,8 @@ int run_demo_silo(caf::actor_system& sys, const config::mesh_config& mc, const d
   for (auto st : demo_probe_stages())
     caf::anon_send(c.subject, lifecycle::subscribe_atom::value, st, std::string{"demo-probe"},
                    caf::actor_cast<lifecycle::lifecycle_observer_actor>(probe));
-  auto agent = sys.spawn(demo_agent, c.routing, c.claimer, mc.routing, sink);
+  auto agent = sys.spawn(demo_agent, c.routing, caf::actor_cast<caf::actor>(c.claimer),
+                         mc.routing, sink);
   extras.push_back(agent);
   self->send(*control, dp_hello_atom::value, link.silo, generation, agent, c.routing,
              silo.endpoint().link);

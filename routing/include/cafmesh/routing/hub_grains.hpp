@@ -107,13 +107,17 @@
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/membership.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/actors/stopping_recipient.hpp"
 #include "cafmesh/routing/address.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/hub_protocol.hpp"
 #include "cafmesh/routing/retry_policy.hpp"
 #include "cafmesh/routing/router_core_actor.hpp"
@@ -165,14 +169,24 @@ grain_port_actor spawn_grain_delivery(caf::actor_system& sys, caf::actor placeme
 /// with theirs lets each of them take the directory entry again just before the claim.
 constexpr uint32_t pod_claim_max_prompt_replacements = 3;
 
+/// The handle of a pod-hub claimer: the protocol above, the membership view it re-asserts its
+/// claims on, and the host's stopping signal. `pc_retry_atom` is its own timer.
+using pod_hub_claimer_actor = caf::typed_actor<
+  caf::reacts_to<pc_claim_atom, address>,
+  caf::replies_to<pc_release_atom, address>::with<caf::ok_atom>,
+  caf::reacts_to<pc_retry_atom, std::string, uint64_t>,
+  caf::reacts_to<mb_snapshot_atom, membership_snapshot>>::
+  extend_with<lifecycle::stopping_recipient_actor>;
+
 /// Spawns the pod-hub claimer of one silo_host process: claims go through `placement` (the
 /// local placement service: prefer-local puts the pod hub here), `routing` is the process's
 /// routing service (local routes). Subscribe it to the membership agent.
 /// `slots`, when set, are the routing slots of the claimer's silo: the stopping signal
 /// sets their `stopping` flag before the claimer acknowledges it.
-caf::actor spawn_pod_hub_claimer(caf::actor_system& sys, caf::actor placement,
-                                 caf::actor routing, const config::attach_section& attach,
-                                 const std::string& context,
-                                 silo_routing_slots_ptr slots = nullptr);
+pod_hub_claimer_actor spawn_pod_hub_claimer(caf::actor_system& sys, caf::actor placement,
+                                            caf::actor routing,
+                                            const config::attach_section& attach,
+                                            const std::string& context,
+                                            silo_routing_slots_ptr slots = nullptr);
 
 } // namespace cafmesh::routing

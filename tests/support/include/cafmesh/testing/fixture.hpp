@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <caf/actor_system.hpp>
@@ -83,10 +84,17 @@ public:
     return h;
   }
 
-  /// Test-only peek at a stateful actor's state (the actor must be a `stateful_actor<S>`).
+  /// Test-only peek at a stateful actor's state: a `stateful_actor<State>` behind a
+  /// `caf::actor`, or the typed stateful actor of a typed handle
+  /// (docs/testing.md#reading-an-actors-state).
   template <class State, class Handle>
   static State& state_of(const Handle& h) {
     auto ptr = caf::actor_cast<caf::abstract_actor*>(h);
+    if constexpr (!std::is_same<Handle, caf::actor>::value) {
+      // A typed handle may also name an untyped actor (`actor_cast`): that one is found below.
+      if (auto typed = dynamic_cast<typename Handle::template stateful_base<State>*>(ptr))
+        return typed->state;
+    }
     return dynamic_cast<caf::stateful_actor<State>&>(*ptr).state;
   }
 
