@@ -265,7 +265,7 @@ struct partition_state {
 
 const char* partition_state::name = "cafmesh.directory_partition";
 
-using partition_actor = caf::stateful_actor<partition_state>;
+using partition_actor = directory_partition_actor::stateful_base<partition_state>;
 
 bool owns(const partition_state& st, const grain_id& g) {
   return st.ring.owns(st.self_addr, g);
@@ -298,9 +298,11 @@ void send_moves(partition_actor* self, moves& out, const char* what) {
     st.log.debug(std::string{what} + " " + std::to_string(kv.second.second.size())
                  + " entries to " + kv.first.to_string() + " (ring v"
                  + std::to_string(kv.second.first) + ")");
-    self->send(st.mc, mc_send_atom::value, kv.first, component::directory,
-               caf::make_message(dir_handoff_atom::value, directory_protocol_version,
-                                 st.self_addr, kv.second.first, std::move(kv.second.second)));
+    caf::send_as(caf::actor_cast<caf::actor>(self), st.mc, mc_send_atom::value, kv.first,
+                 component::directory,
+                 caf::make_message(dir_handoff_atom::value, directory_protocol_version,
+                                   st.self_addr, kv.second.first,
+                                   std::move(kv.second.second)));
   }
 }
 
@@ -321,8 +323,8 @@ void merge(partition_actor* self, const activation_address& a, uint64_t ring_ver
     return;
   st.log.warning("hand-off of " + a.to_string() + " lost to " + held.address.to_string()
                  + ": registered here first");
-  self->send(st.mc, mc_send_atom::value, a.silo, component::catalog,
-             caf::make_message(dir_lost_atom::value, a, held.address));
+  caf::send_as(caf::actor_cast<caf::actor>(self), st.mc, mc_send_atom::value, a.silo,
+               component::catalog, caf::make_message(dir_lost_atom::value, a, held.address));
 }
 
 void apply_snapshot(partition_actor* self, const membership_snapshot& snap) {
@@ -401,7 +403,9 @@ void refuse_handoff(partition_actor* self, uint32_t protocol, const std::string&
   st.log.error(to_string(f.code) + ": " + to_string(f));
 }
 
-caf::behavior directory_partition(partition_actor* self, silo_address self_addr, caf::actor mc) {
+directory_partition_actor::behavior_type directory_partition(partition_actor* self,
+                                                             silo_address self_addr,
+                                                             caf::actor mc) {
   auto& st = self->state;
   st.self_addr = self_addr;
   st.mc = std::move(mc);
@@ -432,7 +436,7 @@ caf::behavior directory_partition(partition_actor* self, silo_address self_addr,
         st.entries.erase(i);
       return caf::ok_atom::value;
     },
-    [=](dir_unreg_silo_atom, const silo_address& s) {
+    [=](dir_unreg_silo_atom, const silo_address& s) -> caf::result<caf::ok_atom> {
       drop_silo(self->state, s);
       return caf::ok_atom::value;
     },
@@ -447,7 +451,7 @@ caf::behavior directory_partition(partition_actor* self, silo_address self_addr,
     [=](dir_handoff_atom, uint64_t, const std::vector<activation_address>& xs) {
       refuse_handoff(self, 1, "a partition", xs.size());
     },
-    [=](dir_entries_atom) {
+    [=](dir_entries_atom) -> caf::result<std::vector<activation_address>> {
       std::vector<activation_address> out;
       for (const auto& kv : self->state.entries)
         out.push_back(kv.second.address);
@@ -466,24 +470,26 @@ struct cache_state {
 
 const char* cache_state::name = "cafmesh.directory_cache";
 
-using cache_actor = caf::stateful_actor<cache_state>;
+using cache_actor = directory_cache_actor::stateful_base<cache_state>;
 
-caf::behavior directory_cache_actor(cache_actor* self) {
+directory_cache_actor::behavior_type directory_cache_behaviour(cache_actor* self) {
   return {
-    [=](dir_get_atom, const grain_id& g) {
+    [=](dir_get_atom, const grain_id& g) -> caf::result<lookup_result> {
       auto a = self->state.cache.get(g);
       return a ? lookup_result{true, *a} : lookup_result{};
     },
     [=](dir_put_atom, const activation_address& a) { self->state.cache.put(a); },
-    [=](dir_invalidate_atom, const grain_id& g) {
+    [=](dir_invalidate_atom, const grain_id& g) -> caf::result<caf::ok_atom> {
       self->state.cache.invalidate(g);
       return caf::ok_atom::value;
     },
-    [=](dir_invalidate_atom, const activation_address& a) {
+    [=](dir_invalidate_atom, const activation_address& a) -> caf::result<caf::ok_atom> {
       self->state.cache.invalidate(a);
       return caf::ok_atom::value;
     },
-    [=](dir_entries_atom) { return self->state.cache.entries(); },
+    [=](dir_entries_atom) -> caf::result<std::vector<activation_address>> {
+      return self->state.cache.entries();
+    },
     [=](mb_snapshot_atom, const membership_snapshot& snap) {
       self->state.cache.on_snapshot(snap);
     },
@@ -492,19 +498,22 @@ caf::behavior directory_cache_actor(cache_actor* self) {
 
 } // namespace
 
-caf::actor spawn_directory_partition(caf::actor_system& sys, const silo_address& self_addr,
-                                     const caf::actor& mc, const caf::actor& agent) {
+directory_partition_actor spawn_directory_partition(caf::actor_system& sys,
+                                                    const silo_address& self_addr,
+                                                    const caf::actor& mc,
+                                                    const caf::actor& agent) {
   auto p = sys.spawn(directory_partition, self_addr, mc);
-  caf::anon_send(mc, mc_register_atom::value, component::directory, p);
+  caf::anon_send(mc, mc_register_atom::value, component::directory,
+                 caf::actor_cast<caf::actor>(p));
   if (agent)
-    caf::anon_send(agent, mb_subscribe_atom::value, p);
+    caf::anon_send(agent, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(p));
   return p;
 }
 
-caf::actor spawn_directory_cache(caf::actor_system& sys, const caf::actor& agent) {
-  auto c = sys.spawn(directory_cache_actor);
+directory_cache_actor spawn_directory_cache(caf::actor_system& sys, const caf::actor& agent) {
+  auto c = sys.spawn(directory_cache_behaviour);
   if (agent)
-    caf::anon_send(agent, mb_subscribe_atom::value, c);
+    caf::anon_send(agent, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(c));
   return c;
 }
 

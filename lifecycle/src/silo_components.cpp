@@ -111,7 +111,7 @@ caf::behavior death_watch(caf::event_based_actor* self, silo_address me) {
 std::vector<caf::actor> silo_components::all() const {
   std::vector<caf::actor> xs{centre,
                              agent,
-                             partition,
+                             caf::actor_cast<caf::actor>(partition),
                              placement,
                              catalog,
                              routing,

@@ -22,14 +22,15 @@ using testing::fixture;
 
 namespace {
 
-bool has_entry(fixture& fx, const caf::actor& partition, const activation_address& a) {
+bool has_entry(fixture& fx, const directory_partition_actor& partition,
+               const activation_address& a) {
   auto r = testing::ask<std::vector<activation_address>>(fx, partition, dir_entries_atom::value);
   fx.run();
   REQUIRE(r->ok());
   return std::find(r->value.begin(), r->value.end(), a) != r->value.end();
 }
 
-bool has_grain(fixture& fx, const caf::actor& partition, const grain_id& g) {
+bool has_grain(fixture& fx, const directory_partition_actor& partition, const grain_id& g) {
   auto r = testing::ask<std::vector<activation_address>>(fx, partition, dir_entries_atom::value);
   fx.run();
   REQUIRE(r->ok());

@@ -72,8 +72,10 @@ caf::behavior dir_user(caf::stateful_actor<user_state>* self, testing::fixture* 
 
 struct dir_fixture : testing::fixture {
   caf::actor spawn_probe() { return track(sys.spawn(probe, static_cast<testing::fixture*>(this))); }
-  void ask(const caf::actor& p, const caf::actor& to, caf::message m, std::string tag) {
-    caf::anon_send(p, probe_ask_atom::value, to, std::move(m), int64_t{60000}, std::move(tag));
+  template <class Handle>
+  void ask(const caf::actor& p, const Handle& to, caf::message m, std::string tag) {
+    caf::anon_send(p, probe_ask_atom::value, caf::actor_cast<caf::actor>(to), std::move(m),
+                   int64_t{60000}, std::move(tag));
   }
   probe_state& probe_of(const caf::actor& p) { return state_of<probe_state>(p); }
 
@@ -102,7 +104,7 @@ struct dir_fixture : testing::fixture {
 
 /// Sends partition `to` a hand-off of this build's protocol, as the partition on `from`
 /// would.
-void send_handoff(const caf::actor& to, const silo_address& from, uint64_t ring_version,
+void send_handoff(const directory_partition_actor& to, const silo_address& from, uint64_t ring_version,
                   std::vector<activation_address> xs) {
   caf::anon_send(to, dir_handoff_atom::value, directory_protocol_version, from, ring_version,
                  std::move(xs));
@@ -675,7 +677,8 @@ grain_id find_key(Pred pred) {
   return {};
 }
 
-std::vector<activation_address> entries_of(dir_fixture& fx, const caf::actor& partition) {
+std::vector<activation_address> entries_of(dir_fixture& fx,
+                                           const directory_partition_actor& partition) {
   auto p = fx.spawn_probe();
   fx.ask(p, partition, caf::make_message(dir_entries_atom::value), "entries");
   fx.run();

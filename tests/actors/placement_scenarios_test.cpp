@@ -457,21 +457,24 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: a call refused for an activation that le
   REQUIRE(run_until([&] { return has(p, "first"); }));
   REQUIRE(served_by(*answer(p, "first")) == a.to_string());
   auto owner = ring_owner(w.active_set(), g);
-  ask(p, w.at(owner).partition, caf::make_message(dir_lookup_atom::value, g), "lookup-1");
+  ask(p, caf::actor_cast<caf::actor>(w.at(owner).partition),
+      caf::make_message(dir_lookup_atom::value, g), "lookup-1");
   REQUIRE(run_until([&] { return has(p, "lookup-1"); }));
   auto tag = answer(p, "lookup-1")->reply.get_as<lookup_result>(0).address.tag;
   ask(p, w.at(a).catalog, caf::make_message(ct_deact_atom::value, tag), "deact");
   REQUIRE(run_until([&] { return has(p, "deact"); }));
   // The entry comes back, as a directory hand-off that raced the unregister leaves it.
   activation_address stale{g, a, tag};
-  ask(p, w.at(owner).partition, caf::make_message(dir_register_atom::value, stale), "revive");
+  ask(p, caf::actor_cast<caf::actor>(w.at(owner).partition),
+      caf::make_message(dir_register_atom::value, stale), "revive");
   REQUIRE(run_until([&] { return has(p, "revive"); }));
   REQUIRE(answer(p, "revive")->reply.get_as<activation_address>(0) == stale);
   call(p, w.at(b).placement, g, echo(2), "stale");
   REQUIRE(run_until([&] { return has(p, "stale"); }));
   CHECK(to_fault(answer(p, "stale")->error).code == mesh_errc::activation_deactivated);
   CHECK(w.catalog_of(a).stats.stale_unregistered == 1);
-  ask(p, w.at(owner).partition, caf::make_message(dir_lookup_atom::value, g), "lookup-2");
+  ask(p, caf::actor_cast<caf::actor>(w.at(owner).partition),
+      caf::make_message(dir_lookup_atom::value, g), "lookup-2");
   REQUIRE(run_until([&] { return has(p, "lookup-2"); }));
   CHECK_FALSE(answer(p, "lookup-2")->reply.get_as<lookup_result>(0).registered);
   call(p, w.at(b).placement, g, echo(3), "again");

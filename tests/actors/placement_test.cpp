@@ -84,7 +84,8 @@ TEST_CASE_FIXTURE(pl_fixture, "placement: a single-activation call activates, re
   CHECK(served_by(*first) == a.to_string()); // prefer-local, A is Active
   CHECK(first->reply.get_as<int>(1) == 42);
   auto owner = ring_owner(w.active_set(), g);
-  caf::anon_send(p, probe_ask_atom::value, w.at(owner).partition,
+  caf::anon_send(p, probe_ask_atom::value,
+                 caf::actor_cast<caf::actor>(w.at(owner).partition),
                  caf::make_message(dir_entries_atom::value), int64_t{1000}, std::string{"entries"});
   REQUIRE(run_until([&] { return answered(p, 2); }));
   auto ents = answer(p, "entries")->reply.get_as<std::vector<activation_address>>(0);

@@ -7,7 +7,7 @@
 /// directory for stateless workers, and `directory_client`, the helper an actor uses to look up,
 /// register and unregister through the resolver's directory.
 ///
-/// ## directory_partition (one per silo; untyped `caf::actor`, component `directory`)
+/// ## directory_partition (one per silo; `directory_partition_actor`, component `directory`)
 /// Stores grain id -> activation address for the single-activation grains it owns, per the
 /// ring (`hash_ring`) of the latest snapshot its membership agent sent.
 /// - `(dir_lookup_atom, grain_id) -> lookup_result` (registered or not);
@@ -73,6 +73,8 @@
 #include <caf/fwd.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/optional.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include "cafmesh/actors/activation_address.hpp"
 #include "cafmesh/actors/atoms.hpp"
@@ -296,14 +298,39 @@ private:
 
 // -- actors -----------------------------------------------------------------------------
 
+/// The handle of a directory partition: the protocol in the file comment (the second
+/// `dir_handoff_atom` form is the version-1 hand-off, refused) and the membership view.
+using directory_partition_actor = caf::typed_actor<
+  caf::replies_to<dir_lookup_atom, grain_id>::with<lookup_result>,
+  caf::replies_to<dir_register_atom, activation_address>::with<activation_address>,
+  caf::replies_to<dir_unregister_atom, activation_address>::with<caf::ok_atom>,
+  caf::replies_to<dir_unreg_silo_atom, silo_address>::with<caf::ok_atom>,
+  caf::reacts_to<dir_handoff_atom, uint32_t, silo_address, uint64_t,
+                 std::vector<activation_address>>,
+  caf::reacts_to<dir_handoff_atom, uint64_t, std::vector<activation_address>>,
+  caf::replies_to<dir_entries_atom>::with<std::vector<activation_address>>,
+  caf::reacts_to<mb_snapshot_atom, membership_snapshot>>;
+
+/// The handle of a directory cache actor: the cache protocol in the file comment and the
+/// membership view.
+using directory_cache_actor = caf::typed_actor<
+  caf::replies_to<dir_get_atom, grain_id>::with<lookup_result>,
+  caf::reacts_to<dir_put_atom, activation_address>,
+  caf::replies_to<dir_invalidate_atom, grain_id>::with<caf::ok_atom>,
+  caf::replies_to<dir_invalidate_atom, activation_address>::with<caf::ok_atom>,
+  caf::replies_to<dir_entries_atom>::with<std::vector<activation_address>>,
+  caf::reacts_to<mb_snapshot_atom, membership_snapshot>>;
+
 /// Spawns the directory partition of silo `self_addr`: registers it with `mc` as component
 /// `directory` and subscribes it to `agent` (both asynchronously, before any other message
 /// can reach it through them).
-caf::actor spawn_directory_partition(caf::actor_system& sys, const silo_address& self_addr,
-                                     const caf::actor& mc, const caf::actor& agent);
+directory_partition_actor spawn_directory_partition(caf::actor_system& sys,
+                                                    const silo_address& self_addr,
+                                                    const caf::actor& mc,
+                                                    const caf::actor& agent);
 
 /// Spawns a directory cache actor subscribed to `agent` (if given).
-caf::actor spawn_directory_cache(caf::actor_system& sys, const caf::actor& agent);
+directory_cache_actor spawn_directory_cache(caf::actor_system& sys, const caf::actor& agent);
 
 /// The `directory_unstable` error a partition answers for a grain id it does not own.
 caf::error directory_unstable_error(const silo_address& partition, const grain_id& g);

@@ -37,6 +37,7 @@
 #include <caf/fwd.hpp>
 #include <caf/timespan.hpp>
 
+#include "cafmesh/actors/directory.hpp"
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/config/mesh_config.hpp"
@@ -145,7 +146,7 @@ struct silo_components {
   lifecycle::host_actor host;
   caf::actor centre;
   caf::actor agent;
-  caf::actor partition;
+  directory_partition_actor partition;
   caf::actor placement;
   caf::actor catalog;
   caf::actor routing;   ///< the silo process's routing service

@@ -309,7 +309,8 @@ struct entry_silo {
   silo_address addr;
   std::shared_ptr<grain_registry> registry;
   silo_routing_slots_ptr slots;
-  caf::actor centre, agent, partition, placement, catalog, routing, hubs, resolver;
+  caf::actor centre, agent, placement, catalog, routing, hubs, resolver;
+  directory_partition_actor partition;
   routing::pod_hub_claimer_actor claimer;
   caf::actor gateway; ///< component `gateway`: the gateway proxy, if any, else the gateway part
   grain_port_actor grains;

@@ -109,7 +109,8 @@ inline std::shared_ptr<grain_registry> test_registry(const silo_address& s) {
 struct world_silo {
   silo_address addr;
   std::shared_ptr<grain_registry> registry;
-  caf::actor centre, agent, partition, placement, catalog;
+  caf::actor centre, agent, placement, catalog;
+  directory_partition_actor partition;
 };
 
 /// Options of one simulated silo.

@@ -101,7 +101,7 @@ struct sim_silo {
   silo_address addr;
   caf::actor mc;
   caf::actor agent;
-  caf::actor partition;
+  directory_partition_actor partition;
 };
 
 /// The manifest every test silo publishes unless told otherwise: `routing` (stateless
