@@ -1,9 +1,9 @@
 #pragma once
 
 /// @file
-/// The state of the catalog: not part of the API. Only its own sources and the testing kit
-/// include this header; tests read the state through `testing::fixture::state_of`
-/// (docs/testing.md#reading-an-actors-state).
+/// The state of the catalog: not part of the API. Only its own sources and the testing kit include
+/// this header; tests read the state through `testing::fixture::state_of` (docs/testing.md#reading-
+/// an-actors-state).
 
 #include <cstdint>
 #include <deque>
@@ -12,19 +12,21 @@
 #include <set>
 #include <string>
 #include <vector>
+
 #include <caf/actor.hpp>
 #include <caf/actor_clock.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/fwd.hpp>
 #include <caf/message.hpp>
 #include <caf/response_promise.hpp>
+
 #include "cafmesh/actors/activation_address.hpp"
+#include "cafmesh/actors/catalog.hpp"
 #include "cafmesh/actors/directory.hpp"
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/actors/placement.hpp"
-#include "cafmesh/actors/catalog.hpp"
 
 namespace cafmesh::detail {
 

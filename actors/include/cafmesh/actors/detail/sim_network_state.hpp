@@ -1,8 +1,8 @@
 #pragma once
 
 /// @file
-/// The state of the simulated network: not part of the API. Only its own sources and the testing kit
-/// include this header; tests read the state through `testing::fixture::state_of`
+/// The state of the simulated network: not part of the API. Only its own sources and the testing
+/// kit include this header; tests read the state through `testing::fixture::state_of`
 /// (docs/testing.md#reading-an-actors-state).
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 #include <vector>
+
 #include <caf/actor.hpp>
 #include <caf/actor_clock.hpp>
 #include <caf/response_promise.hpp>
@@ -21,10 +22,11 @@
 #include <caf/fwd.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/optional.hpp>
+
 #include "cafmesh/actors/ids.hpp"
-#include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/actors/sim_network.hpp"
+#include "cafmesh/config/mesh_config.hpp"
 
 namespace cafmesh::detail {
 

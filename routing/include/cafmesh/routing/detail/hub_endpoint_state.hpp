@@ -9,14 +9,16 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
+
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/routing/address.hpp"
 #include "cafmesh/routing/envelope.hpp"
-#include "cafmesh/routing/outcome_tracker.hpp"
 #include "cafmesh/routing/hub_endpoint.hpp"
+#include "cafmesh/routing/outcome_tracker.hpp"
 
 namespace cafmesh::routing::detail {
 

@@ -1,9 +1,9 @@
 #pragma once
 
 /// @file
-/// The state of the grain-delivery adapter and the pod-hub claimer: not part of the API. Only its own sources and the testing kit
-/// include this header; tests read the state through `testing::fixture::state_of`
-/// (docs/testing.md#reading-an-actors-state).
+/// The state of the grain-delivery adapter and the pod-hub claimer: not part of the API. Only its
+/// own sources and the testing kit include this header; tests read the state through
+/// `testing::fixture::state_of` (docs/testing.md#reading-an-actors-state).
 
 #include <atomic>
 #include <cstdint>
@@ -11,19 +11,21 @@
 #include <memory>
 #include <optional>
 #include <string>
+
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
+
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/log.hpp"
-#include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/actors/stopping_recipient.hpp"
+#include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/routing/address.hpp"
+#include "cafmesh/routing/hub_grains.hpp"
 #include "cafmesh/routing/hub_protocol.hpp"
 #include "cafmesh/routing/retry_policy.hpp"
 #include "cafmesh/routing/router_core_actor.hpp"
 #include "cafmesh/routing/router_ports.hpp"
-#include "cafmesh/routing/hub_grains.hpp"
 
 namespace cafmesh::routing::detail {
 

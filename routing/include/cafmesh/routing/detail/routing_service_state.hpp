@@ -13,17 +13,19 @@
 #include <set>
 #include <string>
 #include <vector>
+
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
+
 #include "cafmesh/actors/atoms.hpp"
 #include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/lifecycle_atoms.hpp"
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/config/mesh_config.hpp"
-#include "cafmesh/actors/lifecycle_atoms.hpp"
 #include "cafmesh/routing/address.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/envelope.hpp"
@@ -34,8 +36,8 @@
 #include "cafmesh/routing/retry_policy.hpp"
 #include "cafmesh/routing/router_core_actor.hpp"
 #include "cafmesh/routing/router_ports.hpp"
-#include "cafmesh/routing/stream_transport.hpp"
 #include "cafmesh/routing/routing_service.hpp"
+#include "cafmesh/routing/stream_transport.hpp"
 
 namespace cafmesh::routing::detail {
 
