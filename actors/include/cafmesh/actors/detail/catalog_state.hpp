@@ -2,8 +2,8 @@
 
 /// @file
 /// The state of the catalog: not part of the API. Only its own sources and the testing kit include
-/// this header; tests read the state through `testing::fixture::state_of` (docs/testing.md#reading-
-/// an-actors-state).
+/// this header; tests read the state through `testing::fixture::state_of`
+/// (docs/testing.md#reading-an-actors-state).
 
 #include <cstdint>
 #include <deque>
