@@ -1,5 +1,6 @@
 #include "catalog_detail.hpp"
 #include "cafmesh/actors/detail/catalog_state.hpp"
+#include "cafmesh/actors/whole_ms.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -18,8 +19,7 @@ catalog_activation& create(ct_actor* self, const grain_id& g, const grain_type& 
   a.grain = g;
   a.tag = tag;
   a.stateless = t.kind == grain_kind::stateless_worker;
-  a.hook_ms
-    = std::chrono::duration_cast<std::chrono::milliseconds>(t.deactivation_hook).count();
+  a.hook_ms = whole_ms(t.deactivation_hook);
   a.may_interleave = t.may_interleave;
   auto factory = t.factory;
   a.actor = self->spawn<caf::linked>(

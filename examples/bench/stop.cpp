@@ -21,6 +21,7 @@
 
 #include "cafmesh/actors/lifecycle_atoms.hpp"
 #include "cafmesh/actors/stage.hpp"
+#include "cafmesh/actors/whole_ms.hpp"
 #include "cafmesh/lifecycle/quiescence_participant.hpp"
 
 namespace cafmesh::bench {
@@ -75,8 +76,7 @@ rows run_stop(const options& opt, caf::actor_system& sys) {
       lifecycle::quiescence_participant_options po;
       po.silo_name = "bench";
       po.on_hold_ended = [&](caf::timespan hold) {
-        participant_hold_ms.store(
-          std::chrono::duration_cast<std::chrono::milliseconds>(hold).count());
+        participant_hold_ms.store(whole_ms(hold));
       };
       auto participant = lifecycle::spawn_quiescence_participant(sys, rig.gauge(), po);
       std::atomic<int64_t> answered_ns{0};

@@ -7,6 +7,7 @@
 
 #include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/sim_network.hpp"
+#include "cafmesh/actors/whole_ms.hpp"
 
 namespace cafmesh::lifecycle {
 
@@ -15,8 +16,7 @@ in_process_cluster::in_process_cluster(caf::actor_system& sys, caf::timespan fai
   nc.link_latency_min_ms = 0;
   nc.link_latency_max_ms = 0;
   link_ = spawn_sim_network(sys, nc);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(failure_detection).count();
-  oracle_ = spawn_membership_oracle(sys, {ms}, link_);
+  oracle_ = spawn_membership_oracle(sys, {whole_ms(failure_detection)}, link_);
 }
 
 in_process_cluster::in_process_cluster(caf::actor link, caf::actor oracle)

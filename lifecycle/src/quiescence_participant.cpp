@@ -11,6 +11,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/whole_ms.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/routing/leg_release.hpp"
 #include "cafmesh/routing/routing_quiescence.hpp"
@@ -33,7 +34,7 @@ namespace {
 
 /// The hold budget in whole ms, as the hold and expiry lines render it.
 int64_t hold_ms(const quiescence_participant_options& opts) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(opts.quiescence_hold).count();
+  return whole_ms(opts.quiescence_hold);
 }
 
 using ok_promise = caf::typed_response_promise<caf::ok_atom>;

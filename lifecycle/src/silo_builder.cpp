@@ -5,6 +5,7 @@
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/whole_ms.hpp"
 #include "cafmesh/config/load.hpp"
 #include "cafmesh/lifecycle/net_silo.hpp"
 #include "cafmesh/routing/node_path_resolver.hpp"
@@ -146,7 +147,7 @@ caf::expected<silo> silo_builder::build() {
   if (admin->probe) {
     so.stopping_recipients.push_back(admin->probe);
     so.on_quiescence_hold = [meters = admin->meters](caf::timespan hold) {
-      meters->on_hold(std::chrono::duration_cast<std::chrono::milliseconds>(hold).count());
+      meters->on_hold(whole_ms(hold));
     };
   }
   auto apply_overrides = [&] {

@@ -1,5 +1,6 @@
 #include "cafmesh/lifecycle/silo_components.hpp"
 
+#include "cafmesh/actors/whole_ms.hpp"
 #include "cafmesh/lifecycle/gateway.hpp"
 
 #include <algorithm>
@@ -157,8 +158,7 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   s.placement = spawn_placement_service(sys, make_placement_config(cfg, s.addr), s.registry,
                                         s.centre);
   auto cc = make_catalog_config(cfg, s.addr);
-  cc.idle_deactivation_ms
-    = std::chrono::duration_cast<std::chrono::milliseconds>(opts.idle_deactivation).count();
+  cc.idle_deactivation_ms = whole_ms(opts.idle_deactivation);
   s.catalog = spawn_catalog(sys, cc, s.registry, s.centre, s.placement);
   s.gauge = routing::spawn_routing_quiescence(sys, {name});
   s.pool = routing::spawn_io_pool(sys, routing::io_pool_options::from(cfg.pool, name));

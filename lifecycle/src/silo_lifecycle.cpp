@@ -10,6 +10,7 @@
 
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/whole_ms.hpp"
 
 namespace cafmesh::lifecycle {
 
@@ -131,8 +132,7 @@ void close_request(self_ptr self, size_t idx, uint64_t token, caf::error err) {
   if (req.is_stop) {
     auto took = self->clock().now() - req.began;
     auto took_ms = std::chrono::duration_cast<std::chrono::milliseconds>(took).count();
-    if (took_ms
-        > std::chrono::duration_cast<std::chrono::milliseconds>(st.opts.slow_observer_log).count())
+    if (took_ms > whole_ms(st.opts.slow_observer_log))
       st.lg.info("observer " + quoted(o) + " at stage " + stage_name(o.st) + " took "
                  + std::to_string(took_ms) + " ms to stop");
     if (err)

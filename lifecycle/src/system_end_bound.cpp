@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/whole_ms.hpp"
 
 namespace cafmesh::lifecycle {
 
@@ -36,7 +37,7 @@ void system_end_bound::arm(caf::timespan bound, int exit_code) {
   if (impl_->watcher.joinable())
     return;
   auto* p = impl_.get();
-  auto bound_ms = std::chrono::duration_cast<std::chrono::milliseconds>(bound).count();
+  auto bound_ms = whole_ms(bound);
   p->watcher = std::thread{[p, bound_ms, exit_code] {
     std::unique_lock<std::mutex> guard{p->mtx};
     if (p->cv.wait_for(guard, std::chrono::milliseconds(bound_ms), [p] { return p->ended; }))
