@@ -501,7 +501,7 @@ directory_cache_actor::behavior_type directory_cache_behaviour(cache_actor* self
 directory_partition_actor spawn_directory_partition(caf::actor_system& sys,
                                                     const silo_address& self_addr,
                                                     const caf::actor& mc,
-                                                    const caf::actor& agent) {
+                                                    const membership_agent_actor& agent) {
   auto p = sys.spawn(directory_partition, self_addr, mc);
   caf::anon_send(mc, mc_register_atom::value, component::directory,
                  caf::actor_cast<caf::actor>(p));
@@ -510,7 +510,8 @@ directory_partition_actor spawn_directory_partition(caf::actor_system& sys,
   return p;
 }
 
-directory_cache_actor spawn_directory_cache(caf::actor_system& sys, const caf::actor& agent) {
+directory_cache_actor spawn_directory_cache(caf::actor_system& sys,
+                                            const membership_agent_actor& agent) {
   auto c = sys.spawn(directory_cache_behaviour);
   if (agent)
     caf::anon_send(agent, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(c));

@@ -153,7 +153,11 @@ struct oracle_state {
 
 const char* oracle_state::name = "cafmesh.membership_oracle";
 
-using oracle_actor = caf::stateful_actor<oracle_state>;
+/// The oracle's full interface: the protocol and its own failure-detector check.
+using oracle_impl = membership_oracle_actor::extend<
+  caf::reacts_to<mb_check_atom, silo_address, uint64_t>>;
+
+using oracle_actor = oracle_impl::stateful_base<oracle_state>;
 
 void publish(oracle_actor* self) {
   auto& st = self->state;
@@ -162,10 +166,10 @@ void publish(oracle_actor* self) {
     std::string line = "membership v" + std::to_string(st.snap.version) + ":";
     for (const auto& r : st.snap.rows)
       line += " " + r.silo.to_string() + "=" + to_string(r.status);
-    self->send(st.net, sim_note_atom::value, std::move(line));
+    membership_detail::tell(self, st.net, sim_note_atom::value, std::move(line));
   }
   for (auto& sub : st.subscribers)
-    self->send(sub, mb_snapshot_atom::value, st.snap);
+    membership_detail::tell(self, sub, mb_snapshot_atom::value, st.snap);
 }
 
 /// Applies one transition; answers an error if refused. `changed` tells if a snapshot
@@ -197,13 +201,13 @@ caf::error declare_dead(oracle_actor* self, const silo_address& s) {
   return transition(self, s, silo_status::dead);
 }
 
-caf::behavior membership_oracle(oracle_actor* self, membership_oracle_config cfg,
-                                caf::actor net) {
+oracle_impl::behavior_type membership_oracle(oracle_actor* self, membership_oracle_config cfg,
+                                             caf::actor net) {
   self->state.cfg = cfg;
   self->state.net = net;
   self->state.log = log::get("membership");
   if (net)
-    self->send(net, sim_watch_atom::value, caf::actor_cast<caf::actor>(self));
+    membership_detail::tell(self, net, sim_watch_atom::value, caf::actor_cast<caf::actor>(self));
   self->set_down_handler([=](caf::down_msg& dm) {
     membership_detail::forget(self->state.subscribers, dm);
   });
@@ -251,7 +255,7 @@ caf::behavior membership_oracle(oracle_actor* self, membership_oracle_config cfg
       self->state.subscribers.push_back(sub);
       self->monitor(sub);
       if (self->state.snap.version > 0)
-        self->send(sub, mb_snapshot_atom::value, self->state.snap);
+        membership_detail::tell(self, sub, mb_snapshot_atom::value, self->state.snap);
     },
     [=](mb_get_atom) { return self->state.snap; },
     [=](sim_watch_atom, const silo_address& s, bool alive) {
@@ -278,7 +282,7 @@ caf::behavior membership_oracle(oracle_actor* self, membership_oracle_config cfg
 
 struct agent_state {
   silo_address self_addr;
-  caf::actor oracle;
+  membership_oracle_actor oracle;
   membership_snapshot view;
   caf::optional<silo_status> local_status; ///< set locally, not yet seen in a snapshot
   std::vector<caf::actor> subscribers;
@@ -292,7 +296,7 @@ struct agent_state {
 
 const char* agent_state::name = "cafmesh.membership_agent";
 
-using agent_actor = caf::stateful_actor<agent_state>;
+using agent_actor = membership_agent_actor::stateful_base<agent_state>;
 
 /// Rank of a status along the transition order, to tell if a snapshot caught up with a
 /// locally applied status.
@@ -322,7 +326,7 @@ void patch_local(agent_actor* self) {
 
 void fan_out(agent_actor* self) {
   for (auto& sub : self->state.subscribers)
-    self->send(sub, mb_snapshot_atom::value, self->state.view);
+    membership_detail::tell(self, sub, mb_snapshot_atom::value, self->state.view);
 }
 
 /// Tells the watchers, once, that the cluster declared this silo Dead.
@@ -334,10 +338,11 @@ void check_declared(agent_actor* self) {
   st.log.warning("membership v" + std::to_string(st.view.version)
                  + " shows this silo Dead although it did not leave");
   for (auto& w : st.declared_watchers)
-    self->send(w, mb_declared_atom::value, st.declared_version);
+    membership_detail::tell(self, w, mb_declared_atom::value, st.declared_version);
 }
 
-caf::behavior membership_agent(agent_actor* self, silo_address self_addr, caf::actor oracle) {
+membership_agent_actor::behavior_type
+membership_agent(agent_actor* self, silo_address self_addr, membership_oracle_actor oracle) {
   auto& st = self->state;
   st.self_addr = self_addr;
   st.oracle = oracle;
@@ -362,17 +367,17 @@ caf::behavior membership_agent(agent_actor* self, silo_address self_addr, caf::a
       auto& st = self->state;
       st.declared_watchers.push_back(watcher);
       if (st.declared_version != 0)
-        self->send(watcher, mb_declared_atom::value, st.declared_version);
+        membership_detail::tell(self, watcher, mb_declared_atom::value, st.declared_version);
     },
     [=](mb_subscribe_atom, const caf::actor& sub) {
       self->state.subscribers.push_back(sub);
       self->monitor(sub);
       if (self->state.view.version > 0)
-        self->send(sub, mb_snapshot_atom::value, self->state.view);
+        membership_detail::tell(self, sub, mb_snapshot_atom::value, self->state.view);
     },
     [=](mb_join_atom, std::vector<grain_type_info>& manifest,
-        bool gateway) -> caf::response_promise {
-      auto rp = self->make_response_promise();
+        bool gateway) -> caf::typed_response_promise<uint64_t> {
+      auto rp = self->make_response_promise<uint64_t>();
       membership_row row;
       row.silo = self->state.self_addr;
       row.status = silo_status::joining;
@@ -383,9 +388,9 @@ caf::behavior membership_agent(agent_actor* self, silo_address self_addr, caf::a
               [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
       return rp;
     },
-    [=](mb_status_atom, silo_status to) -> caf::response_promise {
+    [=](mb_status_atom, silo_status to) -> caf::typed_response_promise<uint64_t> {
       auto& st = self->state;
-      auto rp = self->make_response_promise();
+      auto rp = self->make_response_promise<uint64_t>();
       if (is_terminating(to))
         st.leaving = true;
       if (to == silo_status::shutting_down || to == silo_status::stopping) {
@@ -408,13 +413,15 @@ caf::behavior membership_agent(agent_actor* self, silo_address self_addr, caf::a
 
 } // namespace
 
-caf::actor spawn_membership_oracle(caf::actor_system& sys, membership_oracle_config cfg,
-                                   const caf::actor& net) {
+membership_oracle_actor spawn_membership_oracle(caf::actor_system& sys,
+                                                membership_oracle_config cfg,
+                                                const caf::actor& net) {
   return sys.spawn(membership_oracle, cfg, net);
 }
 
-caf::actor spawn_membership_agent(caf::actor_system& sys, const silo_address& self_addr,
-                                  const caf::actor& oracle) {
+membership_agent_actor spawn_membership_agent(caf::actor_system& sys,
+                                              const silo_address& self_addr,
+                                              const membership_oracle_actor& oracle) {
   return sys.spawn(membership_agent, self_addr, oracle);
 }
 

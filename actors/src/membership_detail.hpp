@@ -9,9 +9,12 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <caf/actor.hpp>
+#include <caf/actor_cast.hpp>
+#include <caf/send.hpp>
 #include <caf/system_messages.hpp>
 #include <caf/error.hpp>
 
@@ -23,6 +26,13 @@ namespace cafmesh::membership_detail {
 /// A refusal of the membership protocol, as the CAF error carrying its fault.
 inline caf::error refused(mesh_errc code, std::string text) {
   return to_error(fault{code, std::move(text)});
+}
+
+/// Sends `xs` from the typed actor `self` to the plain handle `dest` (a subscriber, a watcher,
+/// the simulated network): a typed actor's own `send` accepts typed receivers only.
+template <class Self, class... Ts>
+void tell(Self* self, const caf::actor& dest, Ts&&... xs) {
+  caf::send_as(caf::actor_cast<caf::actor>(self), dest, std::forward<Ts>(xs)...);
 }
 
 /// Forgets the subscriber a down message is about.

@@ -48,7 +48,13 @@ struct table_oracle_state {
 
 const char* table_oracle_state::name = "cafmesh.membership_table_oracle";
 
-using oracle_actor = caf::stateful_actor<table_oracle_state>;
+/// The table oracle's full interface: the oracle protocol, the table watch's refresh, the
+/// heartbeat timer and the suspicion check.
+using table_oracle_impl = membership_oracle_actor::extend<
+  caf::reacts_to<mt_refresh_atom>, caf::reacts_to<mt_alive_atom>,
+  caf::reacts_to<mb_check_atom, silo_address, uint64_t>>;
+
+using oracle_actor = table_oracle_impl::stateful_base<table_oracle_state>;
 
 /// Reads the table and sends its view to every subscriber if it is newer than the last.
 void refresh(oracle_actor* self) {
@@ -64,7 +70,7 @@ void refresh(oracle_actor* self) {
     return;
   st.view = t.view();
   for (auto& sub : st.subscribers)
-    self->send(sub, mb_snapshot_atom::value, st.view);
+    membership_detail::tell(self, sub, mb_snapshot_atom::value, st.view);
 }
 
 /// One compare-and-set write decided on a fresh read: `decide` returns the row to write
@@ -231,8 +237,9 @@ void vote(oracle_actor* self, const silo_address& suspect) {
                 + " ms: voted");
 }
 
-caf::behavior table_oracle(oracle_actor* self, std::shared_ptr<membership_table> table,
-                           membership_table_oracle_config cfg) {
+table_oracle_impl::behavior_type table_oracle(oracle_actor* self,
+                                              std::shared_ptr<membership_table> table,
+                                              membership_table_oracle_config cfg) {
   auto& st = self->state;
   st.table = std::move(table);
   st.cfg = cfg;
@@ -257,15 +264,17 @@ caf::behavior table_oracle(oracle_actor* self, std::shared_ptr<membership_table>
       }
       return res;
     },
-    [=](mb_status_atom, const silo_address& s, silo_status to) {
+    [=](mb_status_atom, const silo_address& s, silo_status to) -> caf::result<uint64_t> {
       return transition(self, s, to);
     },
-    [=](mb_dead_atom, const silo_address& s) { return declare_dead(self, s); },
+    [=](mb_dead_atom, const silo_address& s) -> caf::result<uint64_t> {
+      return declare_dead(self, s);
+    },
     [=](mb_subscribe_atom, const caf::actor& sub) {
       self->state.subscribers.push_back(sub);
       self->monitor(sub);
       if (self->state.view.version > 0)
-        self->send(sub, mb_snapshot_atom::value, self->state.view);
+        membership_detail::tell(self, sub, mb_snapshot_atom::value, self->state.view);
     },
     [=](mb_get_atom) { return self->state.view; },
     [=](mt_refresh_atom) { refresh(self); },
@@ -294,9 +303,9 @@ caf::behavior table_oracle(oracle_actor* self, std::shared_ptr<membership_table>
 
 } // namespace
 
-caf::actor spawn_membership_table_oracle(caf::actor_system& sys,
-                                         std::shared_ptr<membership_table> table,
-                                         membership_table_oracle_config cfg) {
+membership_oracle_actor spawn_membership_table_oracle(caf::actor_system& sys,
+                                                      std::shared_ptr<membership_table> table,
+                                                      membership_table_oracle_config cfg) {
   if (table->may_block())
     return sys.spawn<caf::detached>(table_oracle, std::move(table), cfg);
   return sys.spawn(table_oracle, std::move(table), cfg);

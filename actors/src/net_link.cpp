@@ -377,8 +377,10 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
 } // namespace
 
 caf::actor spawn_net_link(caf::actor_system& sys, const config::network_section& net,
-                          const caf::actor& oracle, link_oracle scope) {
-  return sys.spawn(net_link, net, oracle, scope);
+                          const membership_oracle_actor& oracle, link_oracle scope) {
+  // The link hands the oracle to its peers (hello answers) as a plain handle: it crosses the
+  // wire, where the remote side sees a proxy without a static type.
+  return sys.spawn(net_link, net, caf::actor_cast<caf::actor>(oracle), scope);
 }
 
 } // namespace cafmesh

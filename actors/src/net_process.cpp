@@ -14,7 +14,8 @@
 namespace cafmesh {
 
 void net_process::stop() const {
-  for (auto& a : {centre, link, agent, oracle})
+  for (auto& a : {centre, link, caf::actor_cast<caf::actor>(agent),
+                  caf::actor_cast<caf::actor>(oracle)})
     if (a)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
@@ -30,7 +31,7 @@ caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
                                            const config::membership_section& membership,
                                            uint64_t generation, caf::timespan bind_timeout) {
   net_endpoint ep;
-  caf::actor oracle;
+  membership_oracle_actor oracle;
   auto scope = link_oracle::cluster;
   auto link_net = net;
   if (membership.provider == "etcd") {
@@ -65,7 +66,7 @@ caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
                  [&](caf::error& e) { err = std::move(e); });
   }
   if (err) {
-    for (auto& a : {ep.link, oracle})
+    for (auto& a : {ep.link, caf::actor_cast<caf::actor>(oracle)})
       if (a)
         caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     return err;
@@ -88,9 +89,12 @@ caf::expected<net_process> start_net_process(caf::actor_system& sys,
   p.oracle = ep->oracle;
   p.centre = spawn_message_center(sys, p.addr, p.link);
   p.agent = spawn_membership_agent(sys, p.addr, p.oracle);
-  caf::anon_send(p.centre, mc_register_atom::value, component::membership, p.agent);
+  // The centre's registry holds plain handles (a typed one would not match its handler).
+  caf::anon_send(p.centre, mc_register_atom::value, component::membership,
+                 caf::actor_cast<caf::actor>(p.agent));
   if (primary)
-    caf::anon_send(p.centre, mc_register_atom::value, component::oracle, p.oracle);
+    caf::anon_send(p.centre, mc_register_atom::value, component::oracle,
+                   caf::actor_cast<caf::actor>(p.oracle));
   caf::anon_send(p.agent, mb_subscribe_atom::value, p.centre);
   return p;
 }

@@ -36,7 +36,11 @@ struct relay_state {
 
 const char* relay_state::name = "cafmesh.oracle_relay";
 
-using relay_actor = caf::stateful_actor<relay_state>;
+/// The relay's full interface: the oracle protocol it stands in for, and the question which
+/// oracle it learnt.
+using relay_impl = membership_oracle_actor::extend<caf::replies_to<nl_oracle_atom>::with<caf::actor>>;
+
+using relay_actor = relay_impl::stateful_base<relay_state>;
 
 /// The answer to everything asked of an oracle whose process is gone: a remote actor of a
 /// vanished process swallows what is sent to it, so the relay answers in its place.
@@ -79,7 +83,36 @@ void forward(relay_actor* self, caf::message msg, caf::response_promise rp) {
             [=](caf::error& e) { done(std::move(e)); });
 }
 
-caf::behavior oracle_relay(relay_actor* self, caf::actor link) {
+/// Takes one message of the oracle protocol: answered at once with the reason if the oracle
+/// can never be or no longer is reached, handed to the oracle if it is known, queued in
+/// arrival order otherwise. A one-way message (`rp.async()`) is delegated with its sender.
+void relay(relay_actor* self, caf::message msg, caf::response_promise rp) {
+  auto& st = self->state;
+  if (st.refused)
+    rp.deliver(st.refused);
+  else if (st.gone)
+    rp.deliver(oracle_gone_error(self, st.gone));
+  else if (st.oracle)
+    forward(self, std::move(msg), rp);
+  else
+    st.waiting.emplace_back(std::move(msg), rp);
+}
+
+/// `relay` for a request that answers `T`: the typed promise the handler returns.
+template <class T, class... Ts>
+caf::typed_response_promise<T> relay_request(relay_actor* self, Ts&&... xs) {
+  auto rp = self->make_response_promise<T>();
+  relay(self, caf::make_message(std::forward<Ts>(xs)...), rp);
+  return rp;
+}
+
+/// `relay` for a one-way message.
+template <class... Ts>
+void relay_one_way(relay_actor* self, Ts&&... xs) {
+  relay(self, caf::make_message(std::forward<Ts>(xs)...), self->make_response_promise());
+}
+
+relay_impl::behavior_type oracle_relay(relay_actor* self, caf::actor link) {
   self->monitor(link);
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
@@ -100,21 +133,6 @@ caf::behavior oracle_relay(relay_actor* self, caf::actor link) {
     st.waiting.clear();
     self->quit(dm.reason);
   });
-  self->set_default_handler(
-    [=](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
-      auto msg = x.move_content_to_message();
-      auto rp = self->make_response_promise();
-      auto& st = self->state;
-      if (st.refused)
-        rp.deliver(st.refused);
-      else if (st.gone)
-        rp.deliver(oracle_gone_error(self, st.gone));
-      else if (st.oracle)
-        forward(self, std::move(msg), rp);
-      else
-        st.waiting.emplace_back(std::move(msg), rp);
-      return rp;
-    });
   self->request(link, caf::infinite, nl_oracle_atom::value)
     .then(
       [=](const caf::actor& o) {
@@ -138,8 +156,19 @@ caf::behavior oracle_relay(relay_actor* self, caf::actor link) {
             w.second.deliver(e);
         st.waiting.clear();
       });
-  // Every other message goes through the default handler above.
   return {
+    [=](mb_join_atom a, membership_row& row) {
+      return relay_request<uint64_t>(self, a, std::move(row));
+    },
+    [=](mb_status_atom a, const silo_address& s, silo_status to) {
+      return relay_request<uint64_t>(self, a, s, to);
+    },
+    [=](mb_dead_atom a, const silo_address& s) { return relay_request<uint64_t>(self, a, s); },
+    [=](mb_get_atom a) { return relay_request<membership_snapshot>(self, a); },
+    [=](mb_subscribe_atom a, const caf::actor& sub) { relay_one_way(self, a, sub); },
+    [=](sim_watch_atom a, const silo_address& s, bool alive) {
+      relay_one_way(self, a, s, alive);
+    },
     [=](nl_oracle_atom) -> caf::result<caf::actor> {
       if (self->state.oracle)
         return self->state.oracle;
@@ -150,7 +179,7 @@ caf::behavior oracle_relay(relay_actor* self, caf::actor link) {
 
 } // namespace
 
-caf::actor spawn_oracle_relay(caf::actor_system& sys, const caf::actor& link) {
+membership_oracle_actor spawn_oracle_relay(caf::actor_system& sys, const caf::actor& link) {
   return sys.spawn(oracle_relay, link);
 }
 

@@ -138,8 +138,8 @@ using prometheus::MetricFamily;
 using prometheus::MetricType;
 
 /// Asks `a` for its statistics; none when it is absent or does not answer in time.
-template <class T, class... Ts>
-std::optional<T> ask(caf::scoped_actor& self, const caf::actor& a, Ts... xs) {
+template <class T, class Handle, class... Ts>
+std::optional<T> ask(caf::scoped_actor& self, const Handle& a, Ts... xs) {
   std::optional<T> out;
   if (!a)
     return out;

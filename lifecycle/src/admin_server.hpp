@@ -15,6 +15,7 @@
 #include <caf/fwd.hpp>
 
 #include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/stopping_recipient.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/lifecycle/admin_endpoint.hpp"
@@ -47,7 +48,7 @@ struct admin_sources {
   caf::actor routing;    ///< routing service
   caf::actor catalog;    ///< silo
   caf::actor placement;  ///< silo
-  caf::actor agent;      ///< membership agent (silo, pure client)
+  membership_agent_actor agent;  ///< membership agent (silo, pure client)
   caf::actor gateway;    ///< gateway part (silo)
   caf::actor link;       ///< network link (over CAF io)
 };

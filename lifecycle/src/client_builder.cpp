@@ -134,7 +134,7 @@ caf::expected<client> client_builder::build() {
     po.self = ep->addr;
     po.link = ep->link;
     po.oracle = ep->oracle;
-    endpoint = {ep->link, ep->oracle};
+    endpoint = {ep->link, caf::actor_cast<caf::actor>(ep->oracle)};
     st->endpoint = *ep;
   } else {
     st->cluster = cluster_;
@@ -160,7 +160,8 @@ caf::expected<client> client_builder::build() {
   st->hub_table = table;
   st->entry = entry;
   st->owned = {caf::actor_cast<caf::actor>(table), caf::actor_cast<caf::actor>(entry), caf::actor_cast<caf::actor>(host),
-               pc.routing, caf::actor_cast<caf::actor>(pc.streams), pc.agent, pc.centre};
+               pc.routing, caf::actor_cast<caf::actor>(pc.streams),
+               caf::actor_cast<caf::actor>(pc.agent), pc.centre};
   st->owned.insert(st->owned.end(), endpoint.begin(), endpoint.end());
   if (admin->probe)
     st->owned.push_back(caf::actor_cast<caf::actor>(admin->probe));

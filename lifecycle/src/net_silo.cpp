@@ -8,7 +8,7 @@ using namespace cafmesh::routing;
 
 void net_silo::stop_all() const {
   s.stop_all();
-  for (auto& a : {endpoint.link, endpoint.oracle})
+  for (auto& a : {endpoint.link, caf::actor_cast<caf::actor>(endpoint.oracle)})
     if (a)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }

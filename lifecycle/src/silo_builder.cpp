@@ -167,7 +167,7 @@ caf::expected<silo> silo_builder::build() {
     st->endpoint = ns->endpoint;
     st->owned = ns->s.all();
     st->owned.push_back(ns->endpoint.link);
-    st->owned.push_back(ns->endpoint.oracle);
+    st->owned.push_back(caf::actor_cast<caf::actor>(ns->endpoint.oracle));
   } else {
     st->cluster = cluster_ ? cluster_
                            : make_in_process_cluster(

@@ -77,13 +77,13 @@ caf::behavior stage_observer(observer_ptr self, stage_fn on_start, stage_fn on_s
   };
 }
 
-/// Sends `(xs...)` to `to` as a request bounded by `timeout_ms` (0: none); then
+/// Sends `(xs...)` to `to` (any handle) as a request bounded by `timeout_ms` (0: none); then
 /// `done(err)` (err empty = ok), in `self`'s turn.
-template <class... Ts>
-void call(observer_ptr self, const caf::actor& to, int64_t timeout_ms,
+template <class Handle, class... Ts>
+void call(observer_ptr self, const Handle& to, int64_t timeout_ms,
           std::function<void(caf::error)> done, Ts... xs) {
   request_any(
-    self, to, timeout_ms, caf::make_message(std::move(xs)...),
+    self, caf::actor_cast<caf::actor>(to), timeout_ms, caf::make_message(std::move(xs)...),
     [=](caf::message) { done(caf::error{}); }, [=](caf::error e) { done(std::move(e)); });
 }
 
@@ -111,7 +111,7 @@ caf::behavior death_watch(caf::event_based_actor* self, silo_address me) {
 
 std::vector<caf::actor> silo_components::all() const {
   std::vector<caf::actor> xs{centre,
-                             agent,
+                             caf::actor_cast<caf::actor>(agent),
                              caf::actor_cast<caf::actor>(partition),
                              placement,
                              catalog,

@@ -709,7 +709,8 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a restarted silo's partition keeps a 
   REQUIRE(c2.generation > c_addr.generation);
   auto c2_agent = track(spawn_membership_agent(sys, c2, w.oracle));
   caf::anon_send(c2_agent, mb_subscribe_atom::value, w.centres[c2]);
-  auto c2_part = track(spawn_directory_partition(sys, c2, w.centres[c2], caf::actor{}));
+  auto c2_part
+    = track(spawn_directory_partition(sys, c2, w.centres[c2], membership_agent_actor{}));
   auto rec = spawn_probe();
   caf::anon_send(w.oracle, mb_subscribe_atom::value, rec);
   run();

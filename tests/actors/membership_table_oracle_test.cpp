@@ -36,12 +36,12 @@ struct oracle_fixture : cafmesh::testing::fixture {
     cfg.i_am_alive_interval_ms = 60000;
   }
 
-  caf::actor oracle() {
+  membership_oracle_actor oracle() {
     return track(spawn_membership_table_oracle(sys, table, cfg));
   }
 
   /// A subscriber of `oracle` that records every view it receives.
-  std::shared_ptr<views> subscribe(const caf::actor& oracle) {
+  std::shared_ptr<views> subscribe(const membership_oracle_actor& oracle) {
     auto out = std::make_shared<views>();
     auto probe = track(sys.spawn([out](caf::event_based_actor*) -> caf::behavior {
       return {[out](mb_snapshot_atom, const membership_snapshot& s) { out->push_back(s); }};
@@ -59,7 +59,7 @@ struct oracle_fixture : cafmesh::testing::fixture {
   }
 
   /// Joins `row` through `oracle` and makes it Active; answers the table version.
-  uint64_t join_active(const caf::actor& oracle, const membership_row& row) {
+  uint64_t join_active(const membership_oracle_actor& oracle, const membership_row& row) {
     auto j = ask<uint64_t>(*this, oracle, mb_join_atom::value, row);
     auto a = ask<uint64_t>(*this, oracle, mb_status_atom::value, row.silo, silo_status::active);
     REQUIRE(run_until([&] { return j->done && a->done; }));

@@ -17,8 +17,10 @@ namespace {
 
 struct mb_fixture : testing::fixture {
   caf::actor spawn_probe() { return track(sys.spawn(probe, static_cast<testing::fixture*>(this))); }
-  void ask(const caf::actor& p, const caf::actor& to, caf::message m, std::string tag) {
-    caf::anon_send(p, probe_ask_atom::value, to, std::move(m), int64_t{60000}, std::move(tag));
+  template <class Handle>
+  void ask(const caf::actor& p, const Handle& to, caf::message m, std::string tag) {
+    caf::anon_send(p, probe_ask_atom::value, caf::actor_cast<caf::actor>(to), std::move(m),
+                   int64_t{60000}, std::move(tag));
   }
   probe_state& probe_of(const caf::actor& p) { return state_of<probe_state>(p); }
 

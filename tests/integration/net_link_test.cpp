@@ -605,7 +605,7 @@ TEST_CASE("net link: a process with membership on a table keeps its oracle to it
   caf::anon_send_exit(link_b, caf::exit_reason::user_shutdown);
   link_b = nullptr;
   sys_b.reset();
-  for (auto& x : {centre_a, a->link, a->oracle})
+  for (auto& x : {centre_a, a->link, caf::actor_cast<caf::actor>(a->oracle)})
     caf::anon_send_exit(x, caf::exit_reason::user_shutdown);
   centre_a = nullptr;
   a->link = nullptr;

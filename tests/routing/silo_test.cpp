@@ -548,9 +548,10 @@ caf::behavior oracle_gate(caf::stateful_actor<oracle_gate_state>* self, caf::act
 
 TEST_CASE_FIXTURE(fixture, "silo: when the ShuttingDown publication loses its 5 s grace window the silo warns and publishes Stopping (stage BecomeActive)") {
   silo_world w{*this};
-  auto gate = track(sys.spawn(oracle_gate, w.oracle));
+  auto gate = track(sys.spawn(oracle_gate, caf::actor_cast<caf::actor>(w.oracle)));
   silo_world_options o;
-  o.oracle = gate;
+  // A partial stand-in: it answers what an agent sends an oracle (subscribe, join, status).
+  o.oracle = caf::actor_cast<membership_oracle_actor>(gate);
   auto a = w.add_silo("a", o).addr;
   w.add_silo("b");
   REQUIRE(w.last_start->ok());

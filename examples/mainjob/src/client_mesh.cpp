@@ -130,7 +130,8 @@ private:
 
 /// Waits (bounded) until the pure client's membership view shows an Active gateway silo.
 /// Answers how many there are (0: none within the bound).
-size_t wait_for_gateway(caf::scoped_actor& self, const caf::actor& agent, int64_t bound_ms) {
+size_t wait_for_gateway(caf::scoped_actor& self, const membership_agent_actor& agent,
+                        int64_t bound_ms) {
   auto until = clock_type::now() + std::chrono::milliseconds(bound_ms);
   for (;;) {
     size_t n = 0;

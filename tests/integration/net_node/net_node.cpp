@@ -106,7 +106,7 @@ constexpr auto bound = std::chrono::seconds(10);
 /// What the stdin commands use of a built process.
 struct node_parts {
   caf::actor centre;
-  caf::actor agent;
+  cafmesh::membership_agent_actor agent;
   caf::actor placement; ///< null in a pure client
   caf::actor link;
 };

@@ -327,10 +327,11 @@ using directory_cache_actor = caf::typed_actor<
 directory_partition_actor spawn_directory_partition(caf::actor_system& sys,
                                                     const silo_address& self_addr,
                                                     const caf::actor& mc,
-                                                    const caf::actor& agent);
+                                                    const membership_agent_actor& agent);
 
 /// Spawns a directory cache actor subscribed to `agent` (if given).
-directory_cache_actor spawn_directory_cache(caf::actor_system& sys, const caf::actor& agent);
+directory_cache_actor spawn_directory_cache(caf::actor_system& sys,
+                                            const membership_agent_actor& agent);
 
 /// The `directory_unstable` error a partition answers for a grain id it does not own.
 caf::error directory_unstable_error(const silo_address& partition, const grain_id& g);

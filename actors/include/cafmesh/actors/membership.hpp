@@ -5,7 +5,7 @@
 /// manifests, snapshots with the active set, the cluster's membership oracle and the per-process
 /// membership agent.
 ///
-/// ## membership_oracle (one per cluster; untyped `caf::actor`)
+/// ## membership_oracle (one per cluster; `membership_oracle_actor`)
 /// Holds one row per silo incarnation; every change produces a snapshot with
 /// version = previous + 1 and pushes it to every subscriber as `(mb_snapshot_atom,
 /// membership_snapshot)`.
@@ -33,7 +33,7 @@
 ///   before that cancels. A stall with `detectable = false` is never noticed (S12.59). Every
 ///   snapshot is also noted in the network's trace: `note membership v{n}: {silo}={Status} ...`.
 ///
-/// ## membership_agent (one per silo or pure client; untyped `caf::actor`)
+/// ## membership_agent (one per silo or pure client; `membership_agent_actor`)
 /// - `(mb_snapshot_atom, membership_snapshot)` from the oracle: applied only if its version
 ///   is newer than the agent's; then fanned out to every local subscriber, in version order.
 ///   A status this silo set locally that the snapshot does not show yet is patched in
@@ -63,6 +63,7 @@
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 #include <caf/meta/type_name.hpp>
+#include <caf/typed_actor.hpp>
 
 #include "cafmesh/actors/atoms.hpp"
 #include "cafmesh/actors/ids.hpp"
@@ -185,18 +186,45 @@ struct membership_oracle_config {
   int64_t failure_detection_ms = 10000;
 };
 
+/// The handle of a membership oracle: the protocol of the development oracle above, which
+/// the table oracle (membership_table_oracle.hpp) and the oracle relay (net_link.hpp) speak
+/// too, so that an agent, a network link and the admin endpoint cannot tell them apart.
+/// `(sim_watch_atom, silo_address, bool alive)` is the failure detector's input: the
+/// simulated network's or the network link's report that a silo fell silent (false) or was
+/// heard again (true). A subscriber stays a `caf::actor`: the subscription crosses the wire
+/// when the oracle lives in another process, and every subscriber receives the same
+/// `(mb_snapshot_atom, membership_snapshot)` whatever its own type.
+using membership_oracle_actor = caf::typed_actor<
+  caf::replies_to<mb_join_atom, membership_row>::with<uint64_t>,
+  caf::replies_to<mb_status_atom, silo_address, silo_status>::with<uint64_t>,
+  caf::replies_to<mb_dead_atom, silo_address>::with<uint64_t>,
+  caf::reacts_to<mb_subscribe_atom, caf::actor>,
+  caf::replies_to<mb_get_atom>::with<membership_snapshot>,
+  caf::reacts_to<sim_watch_atom, silo_address, bool>>;
+
+/// The handle of a membership agent: the protocol of the agent above.
+using membership_agent_actor = caf::typed_actor<
+  caf::reacts_to<mb_snapshot_atom, membership_snapshot>,
+  caf::reacts_to<mb_subscribe_atom, caf::actor>,
+  caf::reacts_to<mb_declared_atom, caf::actor>,
+  caf::replies_to<mb_join_atom, std::vector<grain_type_info>, bool>::with<uint64_t>,
+  caf::replies_to<mb_status_atom, silo_status>::with<uint64_t>,
+  caf::replies_to<mb_get_atom>::with<membership_snapshot>>;
+
 /// Spawns the cluster's membership oracle. If `net` is a `sim_network`, the oracle
 /// subscribes to its silence events and runs the failure detector described above. In
 /// network mode the primary process spawns it without `net` and hands it to its
 /// `net_link`, which reports silences to it the same way (net_link.hpp, net_process.hpp).
-caf::actor spawn_membership_oracle(caf::actor_system& sys, membership_oracle_config cfg,
-                                   const caf::actor& net = caf::actor{});
+membership_oracle_actor spawn_membership_oracle(caf::actor_system& sys,
+                                                membership_oracle_config cfg,
+                                                const caf::actor& net = caf::actor{});
 
 /// Spawns the membership agent of the process `self_addr`, talking to `oracle` (the oracle
 /// actor itself in simulation and on the primary process, a `spawn_oracle_relay`
 /// (net_link.hpp) on the other processes in network mode). The agent
 /// subscribes to the oracle at once.
-caf::actor spawn_membership_agent(caf::actor_system& sys, const silo_address& self_addr,
-                                  const caf::actor& oracle);
+membership_agent_actor spawn_membership_agent(caf::actor_system& sys,
+                                              const silo_address& self_addr,
+                                              const membership_oracle_actor& oracle);
 
 } // namespace cafmesh

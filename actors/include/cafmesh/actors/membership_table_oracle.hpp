@@ -5,8 +5,8 @@
 /// (docs/behaviour/membership.md#one-oracle-per-process): every process spawns one, talking
 /// to the shared table, so no process is special and any may stop first.
 ///
-/// It answers what the development oracle answers (membership.hpp), so a membership agent,
-/// a network link and the admin endpoint cannot tell the two apart:
+/// It answers what the development oracle answers (`membership_oracle_actor`, membership.hpp),
+/// so a membership agent, a network link and the admin endpoint cannot tell the two apart:
 /// - `(mb_join_atom, membership_row row) -> uint64_t version`: inserts `row` as Joining,
 ///   started now. Rows of the same endpoint with an older generation that are not Dead are
 ///   updated to Dead first (a restart supersedes its predecessor). Refused with
@@ -43,6 +43,7 @@
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
+#include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/membership_table.hpp"
 
 namespace cafmesh {
@@ -62,8 +63,8 @@ struct membership_table_oracle_config {
 };
 
 /// Spawns the table oracle of this process over `table` (see the file comment).
-caf::actor spawn_membership_table_oracle(caf::actor_system& sys,
-                                         std::shared_ptr<membership_table> table,
-                                         membership_table_oracle_config cfg);
+membership_oracle_actor spawn_membership_table_oracle(caf::actor_system& sys,
+                                                      std::shared_ptr<membership_table> table,
+                                                      membership_table_oracle_config cfg);
 
 } // namespace cafmesh

@@ -94,6 +94,7 @@
 #include <caf/fwd.hpp>
 
 #include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/membership.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 
 namespace cafmesh {
@@ -140,7 +141,7 @@ enum class link_oracle : uint8_t {
 /// (`net.primary_port == 0`) or runs its own (`scope` `own`), else an invalid handle.
 /// Requires the io middleman.
 caf::actor spawn_net_link(caf::actor_system& sys, const config::network_section& net,
-                          const caf::actor& oracle = caf::actor{},
+                          const membership_oracle_actor& oracle = membership_oracle_actor{},
                           link_oracle scope = link_oracle::cluster);
 
 /// Spawns a relay that stands for the cluster's oracle in this process: every message it
@@ -155,6 +156,6 @@ caf::actor spawn_net_link(caf::actor_system& sys, const config::network_section&
 /// connection broke), every request is answered at once with a `departed_silo` fault
 /// ("the membership oracle cannot be reached: its process is gone (...)") and a warning is
 /// logged, so that no membership step of this process waits on it.
-caf::actor spawn_oracle_relay(caf::actor_system& sys, const caf::actor& link);
+membership_oracle_actor spawn_oracle_relay(caf::actor_system& sys, const caf::actor& link);
 
 } // namespace cafmesh

@@ -34,6 +34,7 @@
 #include <caf/timespan.hpp>
 
 #include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/membership.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 
 namespace cafmesh {
@@ -43,8 +44,8 @@ struct net_process {
   silo_address addr;  ///< (net.host, bound port, generation)
   caf::actor link;
   caf::actor centre;
-  caf::actor oracle;  ///< the oracle (primary) or the relay standing for it
-  caf::actor agent;
+  membership_oracle_actor oracle;  ///< the oracle (primary) or the relay standing for it
+  membership_agent_actor agent;
 
   /// Sends every actor above an exit (`user_shutdown`): centre and link first, so peers
   /// see the link go; then agent and oracle. The actor system can then be destroyed.
@@ -55,7 +56,7 @@ struct net_process {
 struct net_endpoint {
   silo_address addr;  ///< (net.host, bound port, generation)
   caf::actor link;
-  caf::actor oracle;  ///< the oracle (primary) or the relay standing for it
+  membership_oracle_actor oracle;  ///< the oracle (primary) or the relay standing for it
   /// The link's middleman actor (`nl_gate_atom`), which exits after the link. Weak: a
   /// detached actor still referenced when the actor system ends would hang its destructor.
   caf::actor_addr gate;

@@ -28,6 +28,7 @@
 #include <caf/fwd.hpp>
 
 #include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/membership.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/routing/stream_transport.hpp"
 
@@ -45,7 +46,7 @@ struct pure_client_options {
   /// The link the message centre is spawned on (`spawn_sim_network` or a net_link).
   caf::actor link;
   /// The membership oracle (the oracle itself in simulation, a relay in network mode).
-  caf::actor oracle;
+  membership_oracle_actor oracle;
   /// Optional: an already spawned message centre for `self` (then `link` is ignored).
   caf::actor centre;
   /// Optional: also receives every stop-send `(gw_stop_send_atom, silo_address gateway)`.
@@ -59,7 +60,7 @@ struct pure_client_options {
 struct pure_client {
   silo_address addr;
   caf::actor centre;
-  caf::actor agent;
+  membership_agent_actor agent;
   caf::actor routing; ///< the routing service (component `client` of the centre)
   /// The process's stream transport (stream_transport.hpp), started at once: a hub of this
   /// client subscribes its address here (`st_sub_atom`) to be reachable by the stream leg

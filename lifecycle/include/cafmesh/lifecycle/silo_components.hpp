@@ -40,6 +40,7 @@
 #include "cafmesh/actors/directory.hpp"
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/membership.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/lifecycle/host.hpp"
 #include "cafmesh/routing/io_pool_actor.hpp"
@@ -94,7 +95,7 @@ struct silo_options {
   /// `link` is ignored and this centre is used (and stopped at RuntimeInitialize).
   caf::actor centre;
   /// The membership oracle (the actor itself in simulation).
-  caf::actor oracle;
+  membership_oracle_actor oracle;
   /// Passed to the router core (`router_core_options::failure_observer`); may be null.
   caf::actor failure_observer;
   /// The application's hub factory (node hubs) and path resolver (docs/architecture.md#one-silo).
@@ -145,7 +146,7 @@ struct silo_components {
   lifecycle::silo_lifecycle_actor subject;
   lifecycle::host_actor host;
   caf::actor centre;
-  caf::actor agent;
+  membership_agent_actor agent;
   directory_partition_actor partition;
   caf::actor placement;
   caf::actor catalog;

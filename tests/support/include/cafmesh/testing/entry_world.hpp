@@ -309,7 +309,8 @@ struct entry_silo {
   silo_address addr;
   std::shared_ptr<grain_registry> registry;
   silo_routing_slots_ptr slots;
-  caf::actor centre, agent, placement, catalog, routing, hubs, resolver;
+  caf::actor centre, placement, catalog, routing, hubs, resolver;
+  membership_agent_actor agent;
   directory_partition_actor partition;
   routing::pod_hub_claimer_actor claimer;
   caf::actor gateway; ///< component `gateway`: the gateway proxy, if any, else the gateway part
@@ -343,7 +344,8 @@ struct entry_silo_options {
 
 struct client_process {
   silo_address addr;
-  caf::actor centre, agent, routing;
+  caf::actor centre, routing;
+  membership_agent_actor agent;
 };
 
 struct monolith_process {
@@ -549,7 +551,7 @@ public:
   /// The configuration every silo is built from (defaults); `add_silo` applies its
   /// options on a copy.
   config::mesh_config cfg;
-  caf::actor oracle;
+  membership_oracle_actor oracle;
   std::deque<entry_silo> silos;
 
 private:

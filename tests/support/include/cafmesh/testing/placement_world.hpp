@@ -109,7 +109,8 @@ inline std::shared_ptr<grain_registry> test_registry(const silo_address& s) {
 struct world_silo {
   silo_address addr;
   std::shared_ptr<grain_registry> registry;
-  caf::actor centre, agent, placement, catalog;
+  caf::actor centre, placement, catalog;
+  membership_agent_actor agent;
   directory_partition_actor partition;
 };
 

@@ -54,7 +54,7 @@ struct silo_world_options {
   /// The application's path resolver; null: `test_resolver`.
   caf::actor resolver;
   /// The oracle this silo's agent talks to; null: the world's oracle.
-  caf::actor oracle;
+  membership_oracle_actor oracle;
   /// The process's mesh teardown (host step 4); null: none.
   lifecycle::mesh_teardown_actor teardown;
   /// The application hubs this silo's hub factory builds answer every request they take
@@ -74,7 +74,8 @@ struct silo_world_options {
 /// (component `client`), and a recorder that gets a copy of every stop-send.
 struct world_client {
   silo_address addr;
-  caf::actor centre, agent, routing, inbox;
+  caf::actor centre, routing, inbox;
+  membership_agent_actor agent;
 };
 
 class silo_world {
@@ -259,7 +260,7 @@ public:
 
   config::mesh_config cfg;
   caf::actor net;
-  caf::actor oracle;
+  membership_oracle_actor oracle;
   lifecycle::runtime_registry_actor registry;
   std::deque<world_entry> silos;
   lifecycle::in_process_cluster_ptr cluster_; ///< `net` and `oracle` as the builders' cluster

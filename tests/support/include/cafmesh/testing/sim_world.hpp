@@ -100,7 +100,7 @@ inline caf::behavior echo(caf::stateful_actor<echo_state>* self) {
 struct sim_silo {
   silo_address addr;
   caf::actor mc;
-  caf::actor agent;
+  membership_agent_actor agent;
   directory_partition_actor partition;
 };
 
@@ -202,7 +202,7 @@ public:
   }
 
   caf::actor net;
-  caf::actor oracle;
+  membership_oracle_actor oracle;
   std::map<silo_address, caf::actor> centres;
   std::map<silo_address, sim_silo> members;
 
