@@ -3,6 +3,7 @@
 # ctest: it runs for minutes. The embedded default scenario at its default rate, for
 # DURATION_S seconds, with every silo restarted once per ROLL_PERIOD_S seconds (a rolling
 # restart: A, B, C, A, ... one silo every ROLL_PERIOD_S / 3 s, the first one after that long).
+# ROLL_PERIOD_S 0: no silo is stopped (the steady state: every process keeps its load).
 # Every SAMPLE_S seconds the resident set (VmRSS) of the demo and of every cafmesh-node
 # process it started is appended to OUT_DIR/rss.csv: `t_s,pid,process,rss_kib`, `process`
 # being `demo` or the node's configuration name (`silo-A`, ...; a restarted silo is a new pid).
@@ -30,12 +31,15 @@ import json, sys
 src, dst, duration_s, period_s = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 s = json.load(open(src))
 silos = s["topology"]["silos"]
-step_ms = period_s * 1000 // len(silos)
-# the last stop ends with a step to spare, so that deliveries land while that silo is out
-stops = max(1, (duration_s * 1000 - 2 * step_ms) // step_ms)
-s["roll"]["order"] = [silos[i % len(silos)] for i in range(stops)]
-s["roll"]["first_stop_at_ms"] = step_ms
-s["roll"]["interval_ms"] = step_ms
+if period_s == 0:
+    s["roll"]["order"] = []
+else:
+    step_ms = period_s * 1000 // len(silos)
+    # the last stop ends with a step to spare, so that deliveries land while that silo is out
+    stops = max(1, (duration_s * 1000 - 2 * step_ms) // step_ms)
+    s["roll"]["order"] = [silos[i % len(silos)] for i in range(stops)]
+    s["roll"]["first_stop_at_ms"] = step_ms
+    s["roll"]["interval_ms"] = step_ms
 json.dump(s, open(dst, "w"), indent=2)
 EOF
 [[ $? -eq 0 ]] || exit 2
