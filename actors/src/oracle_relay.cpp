@@ -38,7 +38,8 @@ const char* relay_state::name = "cafmesh.oracle_relay";
 
 /// The relay's full interface: the oracle protocol it stands in for, and the question which
 /// oracle it learnt.
-using relay_impl = membership_oracle_actor::extend<caf::replies_to<nl_oracle_atom>::with<caf::actor>>;
+using relay_impl
+  = membership_oracle_actor::extend<caf::replies_to<nl_oracle_atom>::with<caf::actor>>;
 
 using relay_actor = relay_impl::stateful_base<relay_state>;
 
