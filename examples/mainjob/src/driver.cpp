@@ -35,6 +35,14 @@ int64_t ledger_retain_ms(const scenario& s) {
                    : config::routing_section{}.outcome_dedup_window_ms;
 }
 
+/// How many records the ledger keeps at once at the scenario's paced rate: the window, or the
+/// whole run when it is shorter, and 30 s more of deliveries in flight (a request's deadline),
+/// at most 2^21. docs/operations.md#memory
+size_t ledger_expected_records(const scenario& s, int64_t retain_ms) {
+  auto kept_s = std::min<int64_t>(retain_ms / 1000, s.duration_s) + 30;
+  return static_cast<size_t>(std::min<int64_t>(s.rate_per_s * kept_s, int64_t{1} << 21));
+}
+
 } // namespace
 
 demo_driver::demo_driver(const scenario& s, mesh_port& mesh, std::string mode,
@@ -74,6 +82,8 @@ demo_driver::demo_driver(const scenario& s, mesh_port& mesh, std::string mode,
   }
   std::stable_sort(fault_steps_.begin(), fault_steps_.end(),
                    [](auto& x, auto& y) { return x.first < y.first; });
+  // Sized once, so that the table does not double its buckets while the window fills.
+  ledger_.reserve(ledger_expected_records(s, ledger_retain_ms(s)));
 }
 
 std::optional<int64_t> demo_driver::next_due_ms() const {

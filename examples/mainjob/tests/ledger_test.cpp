@@ -525,3 +525,18 @@ TEST_CASE("mainjob ledger: answer_suppressed answers from the kept record, so a 
   l.landed("f1", 2000);             // an event past the window lets h1 go
   CHECK_FALSE(l.answer_suppressed("h1"));
 }
+
+TEST_CASE("mainjob ledger: a record table sized for the window never rehashes while the window fills and turns over") {
+  outcome_ledger l{1000};
+  l.reserve(5000);
+  auto buckets = l.record_buckets();
+  CHECK(buckets >= 5000);
+  // 4 deliveries per ms for 3 s: about 4,000 records kept at a time, 12,000 in all.
+  for (int i = 0; i < 12000; ++i) {
+    auto id = "h" + std::to_string(i);
+    l.accept(heartbeat(id, i / 4));
+    l.landed(id, i / 4 + 1);
+  }
+  CHECK(l.records() <= 4008);
+  CHECK(l.record_buckets() == buckets);
+}

@@ -293,6 +293,14 @@ public:
   /// Deliveries whose record is kept: in flight, or terminated less than `retain_ms` ago.
   size_t records() const { return records_.size(); }
 
+  /// Sizes the record table for `n` records at once: a table that grows while the run's
+  /// window fills doubles its bucket array at some moment of the run (megabytes at a time at
+  /// the demo's rates) and keeps it (docs/operations.md#memory).
+  void reserve(size_t n) { records_.reserve(n); }
+
+  /// The record table's bucket count (tests).
+  size_t record_buckets() const { return records_.bucket_count(); }
+
   /// Deliveries whose first terminal outcome is a landing or a response, so far.
   uint64_t landed_count() const { return landed_; }
 
