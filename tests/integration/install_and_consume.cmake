@@ -1,6 +1,6 @@
 # cmake -P driver of the `install_and_consume` integration test (see tests.cmake).
 # Inputs: CAFMESH_BUILD_DIR, CAFMESH_CONFIG, CAFMESH_LIBDIR, CONSUMER_SOURCE_DIR, HELLO_SOURCE_DIR, WORK_DIR,
-# GENERATOR, CXX_COMPILER.
+# GENERATOR, CXX_COMPILER, and optionally CAF_INCLUDE_DIR, CAF_core_LIBRARY, CAF_io_LIBRARY.
 cmake_minimum_required(VERSION 3.25)
 
 foreach(var IN ITEMS CAFMESH_BUILD_DIR CAFMESH_LIBDIR CONSUMER_SOURCE_DIR HELLO_SOURCE_DIR WORK_DIR
@@ -83,13 +83,21 @@ check_version(0.2 FALSE)
 check_version(1.0 FALSE)
 
 # 3. Configure the consumer against the installed tree only.
-set(compiler_arg "")
+set(consumer_args "")
 if(NOT "${CXX_COMPILER}" STREQUAL "")
-  set(compiler_arg "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}")
+  set(consumer_args "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}")
 endif()
+# The CAF this build links, handed to every consumer so that it links the same one (a
+# sanitizer build against a CAF of its own: README "Sanitizers and fuzzing"); with Debian's
+# CAF these are the paths the consumer's FindCAF finds anyway.
+foreach(v IN ITEMS CAF_INCLUDE_DIR CAF_core_LIBRARY CAF_io_LIBRARY)
+  if(NOT "${${v}}" STREQUAL "")
+    list(APPEND consumer_args "-D${v}=${${v}}")
+  endif()
+endforeach()
 run_step("configuring the consumer" configure_log
   "${CMAKE_COMMAND}" -S "${CONSUMER_SOURCE_DIR}" -B "${consumer_build}" -G "${GENERATOR}"
-  -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" ${compiler_arg}
+  -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" ${consumer_args}
   -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
 string(FIND "${configure_log}" "consumer: cafmesh_DIR=${pkg_dir}" at)
 if(at EQUAL -1)
@@ -123,7 +131,7 @@ endif()
 set(hello_build "${WORK_DIR}/hello-build")
 run_step("configuring examples/hello" hello_configure_log
   "${CMAKE_COMMAND}" -S "${HELLO_SOURCE_DIR}" -B "${hello_build}" -G "${GENERATOR}"
-  -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" ${compiler_arg}
+  -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" ${consumer_args}
   -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
 run_step("building examples/hello" hello_build_log
   "${CMAKE_COMMAND}" --build "${hello_build}" --config Release)
@@ -135,7 +143,7 @@ endif()
 set(counter_build "${WORK_DIR}/counter-build")
 run_step("configuring examples/counter_service" counter_configure_log
   "${CMAKE_COMMAND}" -S "${HELLO_SOURCE_DIR}/../counter_service" -B "${counter_build}"
-  -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" ${compiler_arg}
+  -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" ${consumer_args}
   -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
 run_step("building examples/counter_service" counter_build_log
   "${CMAKE_COMMAND}" --build "${counter_build}" --config Release)

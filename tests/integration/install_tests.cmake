@@ -12,6 +12,9 @@ add_test(NAME install_and_consume
     -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/install_and_consume
     -DGENERATOR=${CMAKE_GENERATOR}
     -DCXX_COMPILER=${CMAKE_CXX_COMPILER}
+    -DCAF_INCLUDE_DIR=${CAF_INCLUDE_DIR}
+    -DCAF_core_LIBRARY=${CAF_core_LIBRARY}
+    -DCAF_io_LIBRARY=${CAF_io_LIBRARY}
     -P ${CMAKE_CURRENT_LIST_DIR}/install_and_consume.cmake)
 set_tests_properties(install_and_consume PROPERTIES
   LABELS integration
