@@ -83,7 +83,7 @@ demo_driver::demo_driver(const scenario& s, mesh_port& mesh, std::string mode,
   std::stable_sort(fault_steps_.begin(), fault_steps_.end(),
                    [](auto& x, auto& y) { return x.first < y.first; });
   // Sized once, so that the table does not double its buckets while the window fills.
-  ledger_.reserve(ledger_expected_records(s, ledger_retain_ms(s)));
+  ledger_.reserve(ledger_expected_records(s, ledger_.retain_ms()));
 }
 
 std::optional<int64_t> demo_driver::next_due_ms() const {

@@ -301,6 +301,9 @@ public:
   /// The record table's bucket count (tests).
   size_t record_buckets() const { return records_.bucket_count(); }
 
+  /// How long a terminated delivery's record is kept (the constructor's `retain_ms`).
+  int64_t retain_ms() const { return retain_ms_; }
+
   /// Deliveries whose first terminal outcome is a landing or a response, so far.
   uint64_t landed_count() const { return landed_; }
 
