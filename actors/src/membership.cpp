@@ -143,7 +143,7 @@ using membership_detail::refused;
 
 struct oracle_state {
   membership_oracle_config cfg;
-  caf::actor net; ///< the sim_network, whose trace records every snapshot
+  network_watch_actor net; ///< the sim_network, whose trace records every snapshot
   membership_snapshot snap;
   std::vector<caf::actor> subscribers;
   membership_detail::silence_tracker silences;
@@ -166,7 +166,7 @@ void publish(oracle_actor* self) {
     std::string line = "membership v" + std::to_string(st.snap.version) + ":";
     for (const auto& r : st.snap.rows)
       line += " " + r.silo.to_string() + "=" + to_string(r.status);
-    membership_detail::tell(self, st.net, sim_note_atom::value, std::move(line));
+    self->send(st.net, sim_note_atom::value, std::move(line));
   }
   for (auto& sub : st.subscribers)
     membership_detail::tell(self, sub, mb_snapshot_atom::value, st.snap);
@@ -202,12 +202,12 @@ caf::error declare_dead(oracle_actor* self, const silo_address& s) {
 }
 
 oracle_impl::behavior_type membership_oracle(oracle_actor* self, membership_oracle_config cfg,
-                                             caf::actor net) {
+                                             network_watch_actor net) {
   self->state.cfg = cfg;
   self->state.net = net;
   self->state.log = log::get("membership");
   if (net)
-    membership_detail::tell(self, net, sim_watch_atom::value, caf::actor_cast<caf::actor>(self));
+    self->send(net, sim_watch_atom::value, caf::actor_cast<caf::actor>(self));
   self->set_down_handler([=](caf::down_msg& dm) {
     membership_detail::forget(self->state.subscribers, dm);
   });
@@ -415,7 +415,7 @@ membership_agent(agent_actor* self, silo_address self_addr, membership_oracle_ac
 
 membership_oracle_actor spawn_membership_oracle(caf::actor_system& sys,
                                                 membership_oracle_config cfg,
-                                                const caf::actor& net) {
+                                                const network_watch_actor& net) {
   return sys.spawn(membership_oracle, cfg, net);
 }
 

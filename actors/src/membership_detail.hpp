@@ -18,6 +18,7 @@
 #include <caf/system_messages.hpp>
 #include <caf/error.hpp>
 
+#include "cafmesh/actors/detail/tell.hpp"
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/ids.hpp"
 
@@ -28,12 +29,7 @@ inline caf::error refused(mesh_errc code, std::string text) {
   return to_error(fault{code, std::move(text)});
 }
 
-/// Sends `xs` from the typed actor `self` to the plain handle `dest` (a subscriber, a watcher,
-/// the simulated network): a typed actor's own `send` accepts typed receivers only.
-template <class Self, class... Ts>
-void tell(Self* self, const caf::actor& dest, Ts&&... xs) {
-  caf::send_as(caf::actor_cast<caf::actor>(self), dest, std::forward<Ts>(xs)...);
-}
+using cafmesh::detail::tell;
 
 /// Forgets the subscriber a down message is about.
 inline void forget(std::vector<caf::actor>& subscribers, const caf::down_msg& dm) {

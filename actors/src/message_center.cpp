@@ -116,7 +116,7 @@ struct pending_call {
 
 struct message_center_state {
   silo_address self_addr;
-  caf::actor net;  ///< the link: a `sim_network` or a `net_link`
+  link_actor net;  ///< the link: a `sim_network` or a `net_link`
   std::map<component, caf::actor> components;
   std::map<uint64_t, pending_call> pending;
   uint64_t next_id = 1;
@@ -373,7 +373,7 @@ caf::response_promise start_call(mc_actor* self, const silo_address& dst, compon
   return rp;
 }
 
-caf::behavior message_center(mc_actor* self, silo_address self_addr, caf::actor net) {
+caf::behavior message_center(mc_actor* self, silo_address self_addr, link_actor net) {
   auto& st = self->state;
   st.self_addr = self_addr;
   st.net = std::move(net);
@@ -450,7 +450,7 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, caf::actor 
 } // namespace
 
 caf::actor spawn_message_center(caf::actor_system& sys, const silo_address& self_addr,
-                                const caf::actor& net) {
+                                const link_actor& net) {
   auto mc = sys.spawn(message_center, self_addr, net);
   caf::anon_send(net, sim_attach_atom::value, self_addr, mc);
   return mc;

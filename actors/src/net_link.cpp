@@ -12,6 +12,7 @@
 #include <caf/io/all.hpp>
 
 #include "cafmesh/actors/atoms.hpp"
+#include "cafmesh/actors/detail/tell.hpp"
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/lifecycle_atoms.hpp"
 #include "cafmesh/actors/log.hpp"
@@ -35,8 +36,9 @@ int64_t oracle_detection_ms(const config::network_section& net) {
 namespace {
 
 using namespace net_link_detail;
+using cafmesh::detail::tell;
 
-void route(link_actor* self, wire_frame f) {
+void route(link_self* self, wire_frame f) {
   auto& st = self->state;
   auto ep = endpoint_of(f.dst);
   auto i = st.peers.find(ep);
@@ -55,7 +57,7 @@ void route(link_actor* self, wire_frame f) {
 /// Connects to every member of the latest view that this process has no connection to, and
 /// suspects a member whose endpoint answers with a newer generation
 /// (docs/behaviour/membership.md#probes).
-void probe(link_actor* self) {
+void probe(link_self* self) {
   auto& st = self->state;
   for (auto& [ep, s] : st.members) {
     auto i = st.peers.find(ep);
@@ -77,7 +79,7 @@ caf::timespan flush_bound(const config::network_section& cfg) {
 }
 
 /// The local oracle's view changed: the members to probe are its silos that are not Dead.
-void members_from(link_actor* self, const membership_snapshot& view) {
+void members_from(link_self* self, const membership_snapshot& view) {
   auto& st = self->state;
   st.members.clear();
   for (auto& row : view.rows)
@@ -87,7 +89,7 @@ void members_from(link_actor* self, const membership_snapshot& view) {
   probe(self);
 }
 
-void tick(link_actor* self) {
+void tick(link_self* self) {
   auto& st = self->state;
   auto now = self->clock().now();
   auto limit = std::chrono::milliseconds(suspect_ms(st.cfg));
@@ -99,7 +101,7 @@ void tick(link_actor* self) {
       p.last_heard = now; // a frozen process does not suspect its peers either
       continue;
     }
-    self->send(p.link, nl_beat_atom::value, st.self_addr);
+    tell(self, p.link, nl_beat_atom::value, st.self_addr);
     if (!p.suspected && now - p.last_heard > limit) {
       p.suspected = true;
       st.log.warning("peer " + p.addr.to_string() + " silent for more than "
@@ -118,7 +120,7 @@ void tick(link_actor* self) {
 
 /// Starts listening through a gate holding the configured credentials; a secret or TLS file
 /// that cannot be read or used fails the publish (`nl_port_atom` answers it).
-void listen(link_actor* self) {
+void listen(link_self* self) {
   auto& st = self->state;
   auto cannot_listen = [&](const caf::error& err) {
     st.publish_error = err;
@@ -174,7 +176,8 @@ void listen(link_actor* self) {
       });
 }
 
-caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor oracle,
+net_link_impl::behavior_type net_link(link_self* self, config::network_section cfg,
+                                      caf::actor oracle,
                        link_oracle scope) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
@@ -207,7 +210,7 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
         return st.port;
       if (st.publish_error)
         return st.publish_error;
-      auto rp = self->make_response_promise();
+      auto rp = self->make_response_promise<uint16_t>();
       st.port_waiters.push_back(rp);
       return rp;
     },
@@ -218,7 +221,7 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
       st.log = log::get("net_link").with_context(addr.to_string());
       self->monitor(centre);
       if (st.oracle_is_local && st.oracle)
-        self->send(st.oracle, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(self));
+        tell(self, st.oracle, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(self));
       if (!st.ticking) {
         st.ticking = true;
         tick(self);
@@ -274,7 +277,7 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
         route(self, std::move(f));
       for (auto& f : in)
         if (st.centre)
-          self->send(st.centre, mc_frame_atom::value, std::move(f));
+          tell(self, st.centre, mc_frame_atom::value, std::move(f));
       // The frames reach the centre before the flush answers do.
       std::vector<silo_address> flushed;
       for (auto& kv : st.flush_waiters)
@@ -311,7 +314,7 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
       }
       heard(self, f.src);
       if (st.centre)
-        self->send(st.centre, mc_frame_atom::value, std::move(f));
+        tell(self, st.centre, mc_frame_atom::value, std::move(f));
     },
     [=](nl_beat_atom, const silo_address& s) {
       if (!(self->state.stalled && self->state.stall_detected))
@@ -330,7 +333,7 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
         return st.oracle;
       if (st.oracle_refusal)
         return st.oracle_refusal;
-      auto rp = self->make_response_promise();
+      auto rp = self->make_response_promise<caf::actor>();
       st.oracle_waiters.push_back(rp);
       return rp;
     },
@@ -376,8 +379,8 @@ caf::behavior net_link(link_actor* self, config::network_section cfg, caf::actor
 
 } // namespace
 
-caf::actor spawn_net_link(caf::actor_system& sys, const config::network_section& net,
-                          const membership_oracle_actor& oracle, link_oracle scope) {
+net_link_actor spawn_net_link(caf::actor_system& sys, const config::network_section& net,
+                              const membership_oracle_actor& oracle, link_oracle scope) {
   // The link hands the oracle to its peers (hello answers) as a plain handle: it crosses the
   // wire, where the remote side sees a proxy without a static type.
   return sys.spawn(net_link, net, caf::actor_cast<caf::actor>(oracle), scope);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "cafmesh/actors/detail/tell.hpp"
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/peer_auth.hpp"
@@ -11,24 +12,26 @@
 
 namespace cafmesh::net_link_detail {
 
-void report_watch(link_actor* self, const silo_address& s, bool alive) {
+using cafmesh::detail::tell;
+
+void report_watch(link_self* self, const silo_address& s, bool alive) {
   auto& st = self->state;
   if (!st.oracle_is_local || !st.oracle)
     return;
   if (alive) {
     if (st.reported_silent.erase(s) > 0)
-      self->send(st.oracle, sim_watch_atom::value, s, true);
+      tell(self, st.oracle, sim_watch_atom::value, s, true);
   } else if (st.reported_silent.insert(s).second) {
-    self->send(st.oracle, sim_watch_atom::value, s, false);
+    tell(self, st.oracle, sim_watch_atom::value, s, false);
   }
 }
 
-void bounce(link_actor* self, wire_frame f) {
+void bounce(link_self* self, wire_frame f) {
   if (self->state.centre)
-    self->send(self->state.centre, mc_bounce_atom::value, std::move(f));
+    tell(self, self->state.centre, mc_bounce_atom::value, std::move(f));
 }
 
-void heard(link_actor* self, const silo_address& s) {
+void heard(link_self* self, const silo_address& s) {
   auto& st = self->state;
   auto i = st.peers.find(endpoint_of(s));
   if (i == st.peers.end() || i->second.phase != peer_phase::up || i->second.addr != s)
@@ -42,7 +45,7 @@ void heard(link_actor* self, const silo_address& s) {
   report_watch(self, s, true);
 }
 
-void release_flush(link_actor* self, const silo_address& s) {
+void release_flush(link_self* self, const silo_address& s) {
   auto& st = self->state;
   auto i = st.flush_waiters.find(s);
   if (i == st.flush_waiters.end() || held_from(st, s))
@@ -56,7 +59,7 @@ void release_flush(link_actor* self, const silo_address& s) {
 }
 
 /// Forgets the peer at `ep` (if it is still the one named `addr`) and tells the centre.
-void drop_peer(link_actor* self, const endpoint& ep, const std::string& why) {
+void drop_peer(link_self* self, const endpoint& ep, const std::string& why) {
   auto& st = self->state;
   auto i = st.peers.find(ep);
   if (i == st.peers.end())
@@ -84,7 +87,7 @@ void drop_peer(link_actor* self, const endpoint& ep, const std::string& why) {
   }
   st.log.info("peer " + p.addr.to_string() + " gone: " + why);
   if (st.centre)
-    self->send(st.centre, mc_gone_atom::value, p.addr);
+    tell(self, st.centre, mc_gone_atom::value, p.addr);
   // Everything the peer sent came before its connection broke.
   release_flush(self, p.addr);
   report_watch(self, p.addr, false);
@@ -94,16 +97,16 @@ void drop_peer(link_actor* self, const endpoint& ep, const std::string& why) {
 
 
 /// Sends `f` to the connected peer `p` at `ep`, or bounces it if its generation is gone.
-void deliver_to(link_actor* self, const endpoint& ep, peer& p, wire_frame f, bool fresh) {
+void deliver_to(link_self* self, const endpoint& ep, peer& p, wire_frame f, bool fresh) {
   if (f.dst.generation == p.addr.generation) {
     if (!refresh_ttl(f, self->clock().now())) {
       // Its caller stopped waiting while the frame waited here (a stall, a connect).
       if (self->state.centre)
-        self->send(self->state.centre, mc_frame_atom::value,
+        tell(self, self->state.centre, mc_frame_atom::value,
                    expired_response(f, "before it left " + self->state.self_addr.to_string()));
       return;
     }
-    self->send(p.link, nl_frame_atom::value, std::move(f));
+    tell(self, p.link, nl_frame_atom::value, std::move(f));
     return;
   }
   if (f.dst.generation < p.addr.generation || fresh) {
@@ -118,7 +121,7 @@ void deliver_to(link_actor* self, const endpoint& ep, peer& p, wire_frame f, boo
 }
 
 /// The peer at `ep` introduced itself as `addr` with link `link`: mark it up and flush.
-void peer_up(link_actor* self, const endpoint& ep, const silo_address& addr,
+void peer_up(link_self* self, const endpoint& ep, const silo_address& addr,
              const caf::actor& link) {
   auto& st = self->state;
   auto& p = st.peers[ep];
@@ -146,7 +149,7 @@ void peer_up(link_actor* self, const endpoint& ep, const silo_address& addr,
 /// `retry`: the failure may be the simultaneous-connect race (the connection closed under
 /// the hello), not a dead peer: the frames keep waiting for up to `connect_retries` more
 /// attempts. A peer that refuses the connection is dead and its frames bounce at once.
-void fail_connect(link_actor* self, const endpoint& ep, uint64_t attempt,
+void fail_connect(link_self* self, const endpoint& ep, uint64_t attempt,
                   const std::string& why, bool retry = false) {
   auto& st = self->state;
   auto i = st.peers.find(ep);
@@ -177,7 +180,7 @@ void fail_connect(link_actor* self, const endpoint& ep, uint64_t attempt,
   drop_peer(self, ep, why);
 }
 
-void got_oracle(link_actor* self, const caf::actor& o) {
+void got_oracle(link_self* self, const caf::actor& o) {
   auto& st = self->state;
   if (st.oracle || st.oracle_refusal)
     return;
@@ -223,7 +226,7 @@ wire_frame refused_response(const wire_frame& req, const std::string& why) {
 /// docs/behaviour/peer-authentication.md). A permanent refusal answers every request waiting
 /// for it with `refused_response`, and one by the primary also fails whoever waits for the
 /// oracle: this process cannot join. A timeout is an ordinary failed connect.
-void refused(link_actor* self, const endpoint& ep, uint64_t attempt,
+void refused(link_self* self, const endpoint& ep, uint64_t attempt,
              const peer_refusal_note& note) {
   auto& st = self->state;
   auto why = "authentication failed: " + note.text;
@@ -242,7 +245,7 @@ void refused(link_actor* self, const endpoint& ep, uint64_t attempt,
   std::deque<wire_frame> rest;
   for (auto& f : i->second.queue) {
     if (f.correlation_id != 0 && !f.is_response && st.centre)
-      self->send(st.centre, mc_frame_atom::value, refused_response(f, note.text));
+      tell(self, st.centre, mc_frame_atom::value, refused_response(f, note.text));
     else
       rest.push_back(std::move(f));
   }
@@ -259,7 +262,7 @@ void refused(link_actor* self, const endpoint& ep, uint64_t attempt,
 }
 
 /// Starts an asynchronous connection to `ep` (the entry must exist or is created).
-void connect(link_actor* self, const endpoint& ep) {
+void connect(link_self* self, const endpoint& ep) {
   auto& st = self->state;
   auto& p = st.peers[ep];
   p.phase = peer_phase::connecting;

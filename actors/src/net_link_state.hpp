@@ -101,7 +101,14 @@ struct net_link_state {
   static constexpr const char* name = "cafmesh.net_link";
 };
 
-using link_actor = caf::stateful_actor<net_link_state>;
+/// The network link with its own messages: the heartbeat tick, a reconnect attempt, the
+/// bound of a flush wait and a handshake's deadline (from its peer gate).
+using net_link_impl
+  = net_link_actor::extend<caf::reacts_to<nl_tick_atom>,
+                           caf::reacts_to<nl_reconnect_atom, std::string, uint16_t>,
+                           caf::reacts_to<nl_flush_due_atom, silo_address>,
+                           caf::reacts_to<pg_expire_atom, uint64_t>>;
+using link_self = net_link_impl::stateful_base<net_link_state>;
 
 inline bool is_primary(const net_link_state& st) {
   return st.cfg.primary_port == 0;
@@ -112,10 +119,10 @@ inline endpoint primary_endpoint(const net_link_state& st) {
 }
 
 /// Tells a local oracle that `s` went silent (`alive` false) or speaks again.
-void report_watch(link_actor* self, const silo_address& s, bool alive);
+void report_watch(link_self* self, const silo_address& s, bool alive);
 
 /// Notes that the up peer `s` was heard from: it is no longer suspected.
-void heard(link_actor* self, const silo_address& s);
+void heard(link_self* self, const silo_address& s);
 
 /// True if a frame from `src` is held by this link's stall.
 inline bool held_from(const net_link_state& st, const silo_address& src) {
@@ -135,19 +142,19 @@ inline bool frames_may_come(const net_link_state& st, const silo_address& src) {
 
 /// Answers the centre's flush waits for `s` (`sim_flush_atom`) unless a stall still holds
 /// frames from `s`.
-void release_flush(link_actor* self, const silo_address& s);
+void release_flush(link_self* self, const silo_address& s);
 
 /// Forgets the peer at `ep` and tells the centre, bouncing the frames it held.
-void drop_peer(link_actor* self, const endpoint& ep, const std::string& why);
+void drop_peer(link_self* self, const endpoint& ep, const std::string& why);
 
 /// Starts a connection attempt to `ep` (a new peer entry, or a retry of a failed one).
-void connect(link_actor* self, const endpoint& ep);
+void connect(link_self* self, const endpoint& ep);
 
 /// The peer at `ep` introduced itself as `addr` with link `link`: mark it up and flush.
-void peer_up(link_actor* self, const endpoint& ep, const silo_address& addr,
+void peer_up(link_self* self, const endpoint& ep, const silo_address& addr,
              const caf::actor& link);
 
 /// Sends `f` to the peer at `ep`, or queues it while the connection is not up.
-void deliver_to(link_actor* self, const endpoint& ep, peer& p, wire_frame f, bool fresh);
+void deliver_to(link_self* self, const endpoint& ep, peer& p, wire_frame f, bool fresh);
 
 } // namespace cafmesh::net_link_detail

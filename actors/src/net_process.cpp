@@ -14,7 +14,7 @@
 namespace cafmesh {
 
 void net_process::stop() const {
-  for (auto& a : {centre, link, caf::actor_cast<caf::actor>(agent),
+  for (auto& a : {centre, caf::actor_cast<caf::actor>(link), caf::actor_cast<caf::actor>(agent),
                   caf::actor_cast<caf::actor>(oracle)})
     if (a)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
@@ -66,7 +66,7 @@ caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
                  [&](caf::error& e) { err = std::move(e); });
   }
   if (err) {
-    for (auto& a : {ep.link, caf::actor_cast<caf::actor>(oracle)})
+    for (auto& a : {caf::actor_cast<caf::actor>(ep.link), caf::actor_cast<caf::actor>(oracle)})
       if (a)
         caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     return err;

@@ -113,7 +113,7 @@ void relay_one_way(relay_actor* self, Ts&&... xs) {
   relay(self, caf::make_message(std::forward<Ts>(xs)...), self->make_response_promise());
 }
 
-relay_impl::behavior_type oracle_relay(relay_actor* self, caf::actor link) {
+relay_impl::behavior_type oracle_relay(relay_actor* self, net_link_actor link) {
   self->monitor(link);
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
@@ -180,7 +180,7 @@ relay_impl::behavior_type oracle_relay(relay_actor* self, caf::actor link) {
 
 } // namespace
 
-membership_oracle_actor spawn_oracle_relay(caf::actor_system& sys, const caf::actor& link) {
+membership_oracle_actor spawn_oracle_relay(caf::actor_system& sys, const net_link_actor& link) {
   return sys.spawn(oracle_relay, link);
 }
 

@@ -4,8 +4,9 @@
 
 #include <caf/all.hpp>
 
-#include "cafmesh/actors/log.hpp"
 #include "cafmesh/actors/detail/sim_network_state.hpp"
+#include "cafmesh/actors/detail/tell.hpp"
+#include "cafmesh/actors/log.hpp"
 
 namespace cafmesh {
 
@@ -49,7 +50,11 @@ size_t sim_network_state::count(const std::string& needle) const {
 
 namespace {
 
-using net_actor = caf::stateful_actor<sim_network_state>;
+/// The simulated network with its own timer: a link's next frame falls due.
+using sim_network_impl
+  = sim_network_actor::extend<caf::reacts_to<sim_pump_atom, silo_address, silo_address>>;
+using net_actor = sim_network_impl::stateful_base<sim_network_state>;
+using cafmesh::detail::tell;
 using link_key = std::pair<silo_address, silo_address>;
 
 int64_t now_ms(net_actor* self) {
@@ -109,9 +114,9 @@ void bounce(net_actor* self, const wire_frame& header, caf::error err) {
     // The frame itself could not cross the wire: answer the request with the error.
     auto resp = response_to(header);
     resp.error = std::move(err);
-    self->send(src->second, mc_frame_atom::value, std::move(resp));
+    tell(self, src->second, mc_frame_atom::value, std::move(resp));
   } else {
-    self->send(src->second, mc_bounce_atom::value, header);
+    tell(self, src->second, mc_bounce_atom::value, header);
   }
 }
 
@@ -148,7 +153,7 @@ void deliver(net_actor* self, sim_frame& sf) {
   f.expires_at = h.expires_at; // one virtual clock: time on the simulated wire counts
   ++st.frames_delivered;
   note(self, "deliver", sf.text);
-  self->send(dst->second, mc_frame_atom::value, std::move(f));
+  tell(self, dst->second, mc_frame_atom::value, std::move(f));
 }
 
 /// Answers every `sim_flush_atom` caller waiting on link `k`.
@@ -191,7 +196,7 @@ void pump(net_actor* self, const link_key& k) {
     // The departed centre's last frame on this link arrived: now the peer sees it go.
     auto peer = st.centres.find(k.second);
     if (peer != st.centres.end() && st.dead.count(k.second) == 0)
-      self->send(peer->second, mc_gone_atom::value, k.first);
+      tell(self, peer->second, mc_gone_atom::value, k.first);
   }
 }
 
@@ -205,7 +210,7 @@ void pump_all(net_actor* self) {
 
 void tell_watchers(net_actor* self, const silo_address& s, bool alive) {
   for (auto& w : self->state.watchers)
-    self->send(w, sim_watch_atom::value, s, alive);
+    tell(self, w, sim_watch_atom::value, s, alive);
 }
 
 void stall(net_actor* self, const silo_address& s, bool detectable) {
@@ -290,7 +295,7 @@ void accept(net_actor* self, wire_frame& f) {
                        k.first, k.second);
 }
 
-caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
+sim_network_impl::behavior_type sim_network(net_actor* self, sim_network_config cfg) {
   auto& st = self->state;
   st.cfg = cfg;
   if (st.cfg.link_latency_max_ms < st.cfg.link_latency_min_ms)
@@ -313,7 +318,7 @@ caf::behavior sim_network(net_actor* self, sim_network_config cfg) {
         if (!was_killed && l != st.links.end() && !l->second.queue.empty())
           st.gone_after.insert(link_key{gone, other.first}); // after its frames (pump)
         else
-          self->send(other.second, mc_gone_atom::value, gone);
+          tell(self, other.second, mc_gone_atom::value, gone);
       }
       if (!was_dead)
         tell_watchers(self, gone, false);
@@ -423,8 +428,13 @@ sim_network_config make_sim_network_config(const config::simulation_section& sim
   return sim_network_config{sim.seed, sim.link_latency_min_ms, sim.link_latency_max_ms};
 }
 
-caf::actor spawn_sim_network(caf::actor_system& sys, sim_network_config cfg) {
+sim_network_actor spawn_sim_network(caf::actor_system& sys, sim_network_config cfg) {
   return sys.spawn(sim_network, cfg);
+}
+
+sim_network_state& detail::state_of(const sim_network_actor& net) {
+  auto ptr = caf::actor_cast<caf::abstract_actor*>(net);
+  return dynamic_cast<net_actor&>(*ptr).state;
 }
 
 } // namespace cafmesh

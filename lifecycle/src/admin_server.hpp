@@ -16,6 +16,7 @@
 
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/membership.hpp"
+#include "cafmesh/actors/net_link.hpp"
 #include "cafmesh/actors/stopping_recipient.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/lifecycle/admin_endpoint.hpp"
@@ -50,7 +51,7 @@ struct admin_sources {
   caf::actor placement;  ///< silo
   membership_agent_actor agent;  ///< membership agent (silo, pure client)
   caf::actor gateway;    ///< gateway part (silo)
-  caf::actor link;       ///< network link (over CAF io)
+  net_link_actor link;   ///< network link (over CAF io)
 };
 
 /// The readiness probe: a receiver of the host's stopping signal that marks the phase

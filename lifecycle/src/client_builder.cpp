@@ -19,7 +19,7 @@ namespace {
 /// 1, 4 and 5).
 host_actor spawn_client_host(caf::actor_system& sys, const config::mesh_config& cfg,
                              const pure_client& pc, const stopping_recipient_actor& probe,
-                             const caf::actor& link) {
+                             const net_link_actor& link) {
   host_options ho;
   ho.silo_name = pc.addr.to_string();
   ho.recipients.push_back(caf::actor_cast<stopping_recipient_actor>(pc.routing));
@@ -134,7 +134,7 @@ caf::expected<client> client_builder::build() {
     po.self = ep->addr;
     po.link = ep->link;
     po.oracle = ep->oracle;
-    endpoint = {ep->link, caf::actor_cast<caf::actor>(ep->oracle)};
+    endpoint = {caf::actor_cast<caf::actor>(ep->link), caf::actor_cast<caf::actor>(ep->oracle)};
     st->endpoint = *ep;
   } else {
     st->cluster = cluster_;
@@ -150,7 +150,7 @@ caf::expected<client> client_builder::build() {
   auto table = routing::spawn_hub_table(sys_, routing::hub_key_form::node_prefix, cfg->routing);
   caf::anon_send(table, routing::ht_routing_atom::value, pc.routing, caf::actor{});
   auto host = spawn_client_host(sys_, *cfg, pc, admin->probe,
-                                network_ ? st->endpoint.link : caf::actor{});
+                                network_ ? st->endpoint.link : net_link_actor{});
   auto entry = hosting::spawn_entry(sys_, *cfg, pc.addr, pc.routing, caf::actor{});
   st->client_components = pc;
   st->await_gateway = wait_for_gateway_;

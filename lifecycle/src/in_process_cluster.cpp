@@ -19,13 +19,13 @@ in_process_cluster::in_process_cluster(caf::actor_system& sys, caf::timespan fai
   oracle_ = spawn_membership_oracle(sys, {whole_ms(failure_detection)}, link_);
 }
 
-in_process_cluster::in_process_cluster(caf::actor link, membership_oracle_actor oracle)
+in_process_cluster::in_process_cluster(sim_network_actor link, membership_oracle_actor oracle)
   : link_(std::move(link)), oracle_(std::move(oracle)) {
   // nop
 }
 
 in_process_cluster::~in_process_cluster() {
-  for (auto& a : {caf::actor_cast<caf::actor>(oracle_), link_})
+  for (auto& a : {caf::actor_cast<caf::actor>(oracle_), caf::actor_cast<caf::actor>(link_)})
     if (a)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }

@@ -92,7 +92,7 @@ caf::expected<monolith> monolith_builder::build() {
     return err;
   }
   admin_sources src{st->role, st->addr, host, caf::actor{}, routing, caf::actor{},
-                    caf::actor{}, membership_agent_actor{}, caf::actor{}, caf::actor{}};
+                    caf::actor{}, membership_agent_actor{}, caf::actor{}, net_link_actor{}};
   admin->serve_into(sys_, std::move(src), st->admin);
   return monolith{std::move(st)};
 }

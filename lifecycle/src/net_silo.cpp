@@ -8,7 +8,8 @@ using namespace cafmesh::routing;
 
 void net_silo::stop_all() const {
   s.stop_all();
-  for (auto& a : {endpoint.link, caf::actor_cast<caf::actor>(endpoint.oracle)})
+  for (auto& a : {caf::actor_cast<caf::actor>(endpoint.link),
+                  caf::actor_cast<caf::actor>(endpoint.oracle)})
     if (a)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }

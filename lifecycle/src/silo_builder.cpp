@@ -166,7 +166,7 @@ caf::expected<silo> silo_builder::build() {
     st->components = ns->s;
     st->endpoint = ns->endpoint;
     st->owned = ns->s.all();
-    st->owned.push_back(ns->endpoint.link);
+    st->owned.push_back(caf::actor_cast<caf::actor>(ns->endpoint.link));
     st->owned.push_back(caf::actor_cast<caf::actor>(ns->endpoint.oracle));
   } else {
     st->cluster = cluster_ ? cluster_

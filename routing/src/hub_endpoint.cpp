@@ -5,6 +5,7 @@
 
 #include <caf/all.hpp>
 
+#include "cafmesh/actors/detail/tell.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/size_guard.hpp"
 #include "cafmesh/routing/detail/hub_endpoint_state.hpp"
@@ -17,7 +18,9 @@ const char* hub_endpoint_state::name = "cafmesh.hub_endpoint";
 
 namespace {
 
-using ep_actor = caf::stateful_actor<hub_endpoint_state>;
+/// The hub endpoint with its own timer: the earliest deadline of a request it tracks.
+using hub_endpoint_impl = hub_endpoint_actor::extend<caf::reacts_to<ep_tick_atom>>;
+using ep_actor = hub_endpoint_impl::stateful_base<hub_endpoint_state>;
 
 int64_t now_ms(ep_actor* self) {
   using namespace std::chrono;
@@ -41,7 +44,8 @@ void notify(ep_actor* self, const std::string& kind, const std::string& id, verd
             const std::string& text) {
   auto& st = self->state;
   if (st.observer)
-    self->send(st.observer, ep_event_atom::value, kind, id, static_cast<uint8_t>(v), text);
+    cafmesh::detail::tell(self, st.observer, ep_event_atom::value, kind, id,
+                          static_cast<uint8_t>(v), text);
 }
 
 /// Tells the observer about a tracker decision other than `deliver`.
@@ -147,8 +151,9 @@ void on_entry_error(ep_actor* self, const std::string& id, const address& target
                                + self->system().render(e) + ")"});
 }
 
-caf::behavior hub_endpoint(ep_actor* self, address me, caf::actor routing,
-                           config::routing_section cfg, bool respond, caf::actor observer) {
+hub_endpoint_impl::behavior_type hub_endpoint(ep_actor* self, address me, caf::actor routing,
+                                              config::routing_section cfg, bool respond,
+                                              caf::actor observer) {
   auto& st = self->state;
   st.observer = std::move(observer);
   st.self_address = me;
@@ -202,11 +207,16 @@ caf::behavior hub_endpoint(ep_actor* self, address me, caf::actor routing,
 
 } // namespace
 
-caf::actor spawn_hub_endpoint(caf::actor_system& sys, address self_address, caf::actor routing,
-                              const config::routing_section& cfg, bool respond,
-                              caf::actor observer) {
+hub_endpoint_actor spawn_hub_endpoint(caf::actor_system& sys, address self_address,
+                                      caf::actor routing, const config::routing_section& cfg,
+                                      bool respond, caf::actor observer) {
   return sys.spawn(hub_endpoint, std::move(self_address), std::move(routing), cfg, respond,
                    std::move(observer));
+}
+
+hub_endpoint_state& detail::state_of(const hub_endpoint_actor& ep) {
+  auto ptr = caf::actor_cast<caf::abstract_actor*>(ep);
+  return dynamic_cast<ep_actor&>(*ptr).state;
 }
 
 } // namespace cafmesh::routing

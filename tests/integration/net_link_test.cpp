@@ -77,7 +77,7 @@ caf::behavior echo(caf::stateful_actor<echo_state>* self, caf::actor probe) {
 struct net_silo {
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys;
-  caf::actor link;
+  cafmesh::net_link_actor link;
   caf::actor centre;
   silo_address addr;
   std::vector<caf::actor> extra; ///< other actors to exit at shutdown
@@ -237,7 +237,7 @@ TEST_CASE("net link: a call whose time-to-live runs out while a link holds it ne
   b.add_component(component::test, b.sys->spawn(echo, caf::actor{probe}));
   caf::scoped_actor self{*a.sys};
   caf::scoped_actor sb{*b.sys};
-  auto stall = [&](caf::scoped_actor& s, const caf::actor& link, bool on) {
+  auto stall = [&](caf::scoped_actor& s, const cafmesh::net_link_actor& link, bool on) {
     s->request(link, wait_bound, cafmesh::nl_stall_atom::value, on, false)
       .receive([](caf::ok_atom) {}, [&](caf::error& e) { FAIL("stall: " << a.sys->render(e)); });
   };
@@ -605,7 +605,8 @@ TEST_CASE("net link: a process with membership on a table keeps its oracle to it
   caf::anon_send_exit(link_b, caf::exit_reason::user_shutdown);
   link_b = nullptr;
   sys_b.reset();
-  for (auto& x : {centre_a, a->link, caf::actor_cast<caf::actor>(a->oracle)})
+  for (auto& x : {centre_a, caf::actor_cast<caf::actor>(a->link),
+                  caf::actor_cast<caf::actor>(a->oracle)})
     caf::anon_send_exit(x, caf::exit_reason::user_shutdown);
   centre_a = nullptr;
   a->link = nullptr;

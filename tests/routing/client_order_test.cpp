@@ -20,10 +20,11 @@ using testing::fixture;
 
 namespace {
 
-caf::actor add_hub(fixture& fx, const caf::actor& routing, const std::string& addr) {
+routing::hub_endpoint_actor add_hub(fixture& fx, const caf::actor& routing,
+                                    const std::string& addr) {
   auto a = routing::address::from(addr);
   auto h = fx.track(routing::spawn_hub_endpoint(fx.sys, a, routing, {}));
-  caf::anon_send(routing, routing::rs_register_atom::value, a, h);
+  caf::anon_send(routing, routing::rs_register_atom::value, a, caf::actor_cast<caf::actor>(h));
   return h;
 }
 

@@ -64,7 +64,10 @@ caf::actor hub_built_on(const entry_silo& s, const std::string& key) {
   return i != st.hubs.end() ? i->second : caf::actor{};
 }
 
-size_t received_count(const caf::actor& h) { return h ? hub_of(h).received.size() : 0; }
+template <class Handle>
+size_t received_count(const Handle& h) {
+  return h ? hub_of(h).received.size() : 0;
+}
 
 uint64_t placement_calls(entry_world& w) {
   uint64_t n = 0;

@@ -58,7 +58,7 @@ TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: a delivery handed over twice 
   run();
   REQUIRE(answer->done);
   CHECK(answer->value.state == delivery_state::processed);
-  CHECK(state_of<cafmesh::routing::detail::hub_endpoint_state>(ep).received.size() == 2);
+  CHECK(cafmesh::routing::detail::state_of(ep).received.size() == 2);
   CHECK(log->lines
         == std::vector<std::string>{"received d-1", "received d-2", "duplicate d-1",
                                     "duplicate d-2"});
@@ -73,7 +73,7 @@ TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: a send through a routing serv
                                      config::routing_section{}, false, rec));
   caf::anon_send(ep, ep_post_atom::value, frame("p-1"));
   run();
-  auto& st = state_of<cafmesh::routing::detail::hub_endpoint_state>(ep);
+  auto& st = cafmesh::routing::detail::state_of(ep);
   REQUIRE(st.outcomes.size() == 1);
   CHECK(st.outcomes[0].kind == "entry_failed");
   CHECK(st.outcomes[0].verdict == verdict::shutting_down);
@@ -95,7 +95,7 @@ TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: its records keep the newest r
     caf::anon_send(ep, ep_post_atom::value, frame("p-" + std::to_string(i)));
   }
   run();
-  auto& st = state_of<cafmesh::routing::detail::hub_endpoint_state>(ep);
+  auto& st = cafmesh::routing::detail::state_of(ep);
   std::vector<std::string> received;
   for (auto& r : st.received)
     received.push_back(r.env.id);
@@ -126,7 +126,7 @@ TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: with routing.endpoint_record_
   caf::anon_send(ep, hb_in_atom::value, frame("d-2"));
   caf::anon_send(ep, hb_in_atom::value, frame("d-1"));
   run();
-  CHECK(state_of<cafmesh::routing::detail::hub_endpoint_state>(ep).received.empty());
+  CHECK(cafmesh::routing::detail::state_of(ep).received.empty());
   CHECK(log->lines
         == std::vector<std::string>{"received d-1", "received d-2", "duplicate d-1"});
 }

@@ -19,7 +19,7 @@ using testing::fixture;
 namespace {
 
 /// A key `Org/L{i}` whose node hub gets built on `on` (warmed up by posts from `hub`).
-std::string key_built_on(fixture& fx, silo_world& w, const caf::actor& hub,
+std::string key_built_on(fixture& fx, silo_world& w, const routing::hub_endpoint_actor& hub,
                          const silo_address& on) {
   for (int i = 0; i < 400; ++i) {
     auto key = "Org/L" + std::to_string(i);
@@ -54,7 +54,8 @@ struct kill_after_landing {
 
 /// Sends request `r1` from `hub` to `node/{key}`, waits until it landed (the hub holds it
 /// without answering), kills silo `a` and records what `hub` got.
-kill_after_landing request_then_kill(fixture& fx, silo_world& w, const caf::actor& hub,
+kill_after_landing request_then_kill(fixture& fx, silo_world& w,
+                                     const routing::hub_endpoint_actor& hub,
                                      const std::string& key, const silo_address& a) {
   kill_after_landing out;
   auto off = clock_offset_ms(fx);

@@ -48,7 +48,8 @@ TEST_CASE_FIXTURE(fixture, "S12.18 a leg parked in a stalled path resolver on si
   auto& sa = w.at(a);
   auto hub_addr = routing::address::from("portal/h18");
   auto hub = track(routing::spawn_hub_endpoint(sys, hub_addr, sa.routing));
-  caf::anon_send(sa.routing, routing::rs_register_atom::value, hub_addr, hub);
+  caf::anon_send(sa.routing, routing::rs_register_atom::value, hub_addr,
+                 caf::actor_cast<caf::actor>(hub));
   run();
   routing::envelope d;
   d.id = "s1218";
@@ -73,7 +74,7 @@ TEST_CASE_FIXTURE(fixture, "S12.18 a leg parked in a stalled path resolver on si
   REQUIRE(run_until([&] { return stopped->done; }));
   CHECK(stopped->ok());
   CHECK(logs.count("routing quiescence: work landed after 1000 ms", log::level::info) == 1);
-  auto& outcomes = fixture::state_of<routing::detail::hub_endpoint_state>(hub).outcomes;
+  auto& outcomes = cafmesh::routing::detail::state_of(hub).outcomes;
   REQUIRE(outcomes.size() == 1);
   CHECK(outcomes[0].id == "s1218");
   CHECK(outcomes[0].kind == "nack");

@@ -192,7 +192,7 @@ TEST_CASE_FIXTURE(fixture, "S12.59 silo C stalled undetected for 12 virtual minu
     std::string id, key;
   };
   std::vector<sent_rec> sent;
-  std::vector<std::pair<std::string, caf::actor>> senders{
+  std::vector<std::pair<std::string, routing::hub_endpoint_actor>> senders{
     {"ha", ha}, {"hb", hb}, {"ca", ca.hub}, {"cb", cb.hub}};
   int64_t c_sent_ms = -1;
   for (int tick = 0; tick < 72; ++tick) {

@@ -46,7 +46,8 @@ s1250_setup make_silos(entry_world& w, entry_silo_options opt) {
 
 /// Posts `burst_size` deliveries `d0..d330` to `target` from client hub `ch` within 50 ms of
 /// virtual time starting now; returns the start instant.
-int64_t post_burst(testing::fixture& fx, const caf::actor& ch, const std::string& target) {
+int64_t post_burst(testing::fixture& fx, const routing::hub_endpoint_actor& ch,
+                   const std::string& target) {
   auto t0 = fx.now_ms();
   for (int i = 0; i < burst_size; ++i) {
     fx.run_to(t0 + i * 50 / burst_size);

@@ -26,7 +26,8 @@ constexpr int burst_size = 331;
 
 /// Posts `burst_size` deliveries `d0..d330` to `target` from client hub `ch` within 50 ms of
 /// virtual time starting now (as S12.50); returns the start instant.
-int64_t post_burst(testing::fixture& fx, const caf::actor& ch, const std::string& target) {
+int64_t post_burst(testing::fixture& fx, const routing::hub_endpoint_actor& ch,
+                   const std::string& target) {
   auto t0 = fx.now_ms();
   for (int i = 0; i < burst_size; ++i) {
     fx.run_to(t0 + i * 50 / burst_size);

@@ -168,7 +168,7 @@ TEST_CASE_FIXTURE(fixture, "S12.61 silo B killed while legs on A target node hub
   // bound plus 1 s of the kill (not at its sender's deadline, 30 s and 45 s): one NACK
   // `failed` at the kill itself, when the client's connection to B breaks; the one-way
   // posts have no outcome and are recorded lost with the crash; none landed.
-  auto& net = testing::fixture::state_of<cafmesh::detail::sim_network_state>(w.net);
+  auto& net = cafmesh::detail::state_of(w.net);
   for (auto id : {"pr1", "pr2"}) {
     INFO("request " << id);
     auto pr = outcomes_for(pb.hub, id);

@@ -43,10 +43,11 @@ inline std::string key_owned_by(const std::vector<silo_address>& active,
 }
 
 /// A co-hosted hub endpoint at `addr` registered as a local route of `s`'s routing service.
-inline caf::actor cohosted_hub(testing::fixture& fx, silo_world& w, const silo_address& s,
-                               const std::string& addr) {
+inline hub_endpoint_actor cohosted_hub(testing::fixture& fx, silo_world& w,
+                                       const silo_address& s, const std::string& addr) {
   auto h = fx.track(spawn_hub_endpoint(fx.sys, address::from(addr), w.at(s).routing));
-  caf::anon_send(w.at(s).routing, rs_register_atom::value, address::from(addr), h);
+  caf::anon_send(w.at(s).routing, rs_register_atom::value, address::from(addr),
+                 caf::actor_cast<caf::actor>(h));
   fx.run();
   return h;
 }
@@ -55,7 +56,7 @@ inline caf::actor cohosted_hub(testing::fixture& fx, silo_world& w, const silo_a
 /// with one hub `hub_addr` registered as a local route of its routing service.
 struct homed_client {
   world_client c;
-  caf::actor hub;
+  hub_endpoint_actor hub;
 };
 
 inline homed_client client_on(testing::fixture& fx, silo_world& w, const std::string& host,
@@ -64,7 +65,8 @@ inline homed_client client_on(testing::fixture& fx, silo_world& w, const std::st
   out.c = w.add_client(host, gw);
   testing::fixture::state_of<cafmesh::routing::detail::routing_service_state>(out.c.routing).gateway = gw;
   out.hub = fx.track(spawn_hub_endpoint(fx.sys, address::from(hub_addr), out.c.routing));
-  caf::anon_send(out.c.routing, rs_register_atom::value, address::from(hub_addr), out.hub);
+  caf::anon_send(out.c.routing, rs_register_atom::value, address::from(hub_addr),
+                 caf::actor_cast<caf::actor>(out.hub));
   fx.run();
   return out;
 }
@@ -97,8 +99,9 @@ inline router_core_stats core_stats(testing::fixture& fx, silo_world& w,
   return r->value;
 }
 
-/// Times `id` was received by `hub`.
-inline size_t received_count(const caf::actor& hub, const std::string& id) {
+/// Times `id` was received by `hub` (a hub endpoint, or one a hub factory built).
+template <class Handle>
+size_t received_count(const Handle& hub, const std::string& id) {
   size_t n = 0;
   for (auto& r : hub_of(hub).received)
     if (r.env.id == id)
@@ -116,8 +119,8 @@ inline size_t received_anywhere(silo_world& w, const std::string& id) {
 }
 
 /// Every outcome `hub` recorded for delivery `id`.
-inline std::vector<routing::hub_outcome> outcomes_for(const caf::actor& hub,
-                                                      const std::string& id) {
+template <class Handle>
+std::vector<routing::hub_outcome> outcomes_for(const Handle& hub, const std::string& id) {
   std::vector<routing::hub_outcome> out;
   for (auto& o : hub_of(hub).outcomes)
     if (o.id == id)

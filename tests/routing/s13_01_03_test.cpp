@@ -33,11 +33,13 @@ namespace {
 
 /// A co-hosted portal hub `addr` of silo `s`: a local route of its routing service whose
 /// pod hub is claimed by its claimer (so other silos reach it through `podhub/{addr}`).
-caf::actor add_portal(fixture& fx, silo_world& w, const silo_address& s, const std::string& addr) {
+routing::hub_endpoint_actor add_portal(fixture& fx, silo_world& w, const silo_address& s,
+                                       const std::string& addr) {
   auto& silo = w.at(s);
   auto a = routing::address::from(addr);
   auto h = fx.track(routing::spawn_hub_endpoint(fx.sys, a, silo.routing));
-  caf::anon_send(silo.routing, routing::rs_register_atom::value, a, h);
+  caf::anon_send(silo.routing, routing::rs_register_atom::value, a,
+                 caf::actor_cast<caf::actor>(h));
   fx.run();
   caf::anon_send(silo.claimer, routing::pc_claim_atom::value, a);
   fx.run();

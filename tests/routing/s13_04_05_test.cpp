@@ -24,7 +24,7 @@ namespace {
 /// What the sender's hub had received when stage First began to stop (the pool drain and
 /// its join run there).
 struct first_probe_record {
-  caf::actor sender;
+  routing::hub_endpoint_actor sender;
   int64_t at_ms = -1;
   std::vector<hub_outcome> outcomes;
 };
@@ -49,7 +49,7 @@ struct stopping_world {
   silo_world w;
   std::shared_ptr<first_probe_record> probe = std::make_shared<first_probe_record>();
   silo_address a, b;
-  caf::actor sender, hub_x, hub_y;
+  routing::hub_endpoint_actor sender, hub_x, hub_y;
 
   explicit stopping_world(fixture& f, int64_t shutdown_budget_ms = 30000) : fx(f), w(f) {
     auto prb = caf::actor_cast<lifecycle::lifecycle_observer_actor>(

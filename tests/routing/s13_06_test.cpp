@@ -28,7 +28,7 @@ namespace {
 /// Frames the network accepted from `src` to `dst` at or after network ms `from_ms`.
 size_t frames_sent(silo_world& w, const silo_address& src, const silo_address& dst,
                    int64_t from_ms) {
-  auto& net = testing::fixture::state_of<cafmesh::detail::sim_network_state>(w.net);
+  auto& net = cafmesh::detail::state_of(w.net);
   auto needle = " send ";
   auto link = src.to_string() + " -> " + dst.to_string() + " ";
   size_t n = 0;
@@ -48,7 +48,7 @@ int64_t net_now_ms(fixture& fx, silo_world& w) {
   auto text = "clock probe " + std::to_string(++n);
   caf::anon_send(w.net, sim_note_atom::value, text);
   fx.run();
-  for (auto& l : testing::fixture::state_of<cafmesh::detail::sim_network_state>(w.net).trace)
+  for (auto& l : cafmesh::detail::state_of(w.net).trace)
     if (l.size() > text.size() && l.compare(l.size() - text.size(), text.size(), text) == 0)
       return std::stoll(l.substr(0, l.find(' ')));
   FAIL("no clock probe in the trace");
@@ -165,7 +165,8 @@ TEST_CASE_FIXTURE(fixture, "S13.06 a pure client's gateway G is killed with 10 d
   auto net_tx = net_now_ms(*this, w);
   w.kill(x);
   auto hub2 = track(spawn_hub_endpoint(sys, address::from(path), pc.c.routing));
-  caf::anon_send(pc.c.routing, rs_register_atom::value, address::from(path), hub2);
+  caf::anon_send(pc.c.routing, rs_register_atom::value, address::from(path),
+                 caf::actor_cast<caf::actor>(hub2));
   run();
   run_to(now_ms() + 20000);
   CHECK(svc.gateway == h);

@@ -89,7 +89,7 @@ TEST_CASE_FIXTURE(fixture, "S13.11 a silo killed under traffic with answering hu
   REQUIRE(!lost.empty());
   run_to(tk + 120000);
 
-  auto& net = testing::fixture::state_of<cafmesh::detail::sim_network_state>(w.net);
+  auto& net = cafmesh::detail::state_of(w.net);
   std::set<std::string> lost_ids(lost.begin(), lost.end());
   size_t departed_nacks = 0;
   for (int i = 0; i < n; ++i) {

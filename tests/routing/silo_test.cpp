@@ -397,7 +397,7 @@ TEST_CASE_FIXTURE(fixture, "S12.08 a silo host under traffic acknowledges host_s
   // Traffic: 5 deliveries from a co-hosted hub, each leg waiting 2 s in path resolution.
   auto hub = track(routing::spawn_hub_endpoint(sys, routing::address::from("portal/h1"), sa.routing));
   caf::anon_send(sa.routing, routing::rs_register_atom::value,
-                 routing::address::from("portal/h1"), hub);
+                 routing::address::from("portal/h1"), caf::actor_cast<caf::actor>(hub));
   run();
   std::vector<std::shared_ptr<testing::reply<routing::envelope>>> sent;
   for (int i = 0; i < 5; ++i) {
@@ -600,7 +600,8 @@ TEST_CASE_FIXTURE(fixture, "silo: the gateway part serves pure clients only betw
   // A pure client connected to A: its delivery lands through the gateway and routing/default.
   auto c = w.add_client("c", a);
   auto hub = track(routing::spawn_hub_endpoint(sys, routing::address::from("client/c1"), c.routing));
-  caf::anon_send(c.routing, routing::rs_register_atom::value, routing::address::from("client/c1"), hub);
+  caf::anon_send(c.routing, routing::rs_register_atom::value, routing::address::from("client/c1"),
+                 caf::actor_cast<caf::actor>(hub));
   run();
   auto sent = testing::ask<routing::envelope>(*this, c.routing, routing::rs_deliver_atom::value, d);
   run_for(std::chrono::seconds(1));

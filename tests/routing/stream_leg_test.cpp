@@ -33,7 +33,8 @@ TEST_CASE_FIXTURE(fixture, "stream transport: a probe finds a subscriber in its 
   w.start();
   auto viewer = w.add_hub("app/viewer");
   auto local = track(spawn_hub_endpoint(sys, address::from("app/local"), caf::actor{}));
-  caf::anon_send(w.ta, st_sub_atom::value, address::from("app/local"), local);
+  caf::anon_send(w.ta, st_sub_atom::value, address::from("app/local"),
+                 caf::actor_cast<caf::actor>(local));
   run();
   auto p1 = testing::ask<bool>(*this, w.ta, sp_probe_atom::value, address::from("app/local"));
   auto p2 = testing::ask<bool>(*this, w.ta, sp_probe_atom::value, address::from("app/viewer"));
@@ -55,7 +56,8 @@ TEST_CASE_FIXTURE(fixture, "stream transport: a publish reaches subscribers in e
   w.start();
   auto v1 = w.add_hub("app/viewer");
   auto v2 = track(spawn_hub_endpoint(sys, address::from("app/viewer"), caf::actor{}));
-  caf::anon_send(w.ta, st_sub_atom::value, address::from("app/viewer"), v2);
+  caf::anon_send(w.ta, st_sub_atom::value, address::from("app/viewer"),
+                 caf::actor_cast<caf::actor>(v2));
   run();
   auto r = testing::ask<caf::ok_atom>(*this, w.ta, sp_publish_atom::value,
                                       address::from("app/viewer"), world::make("f1", "app/viewer"));
@@ -69,7 +71,8 @@ TEST_CASE_FIXTURE(fixture, "stream transport: a publish reaches subscribers in e
   // the subscriber in B exits: B's transport drops it, the probe says none, a publish to
   // nobody fails not_found and is never reported as done
   caf::anon_send_exit(v1, caf::exit_reason::user_shutdown);
-  caf::anon_send(w.ta, st_unsub_atom::value, address::from("app/viewer"), v2);
+  caf::anon_send(w.ta, st_unsub_atom::value, address::from("app/viewer"),
+                 caf::actor_cast<caf::actor>(v2));
   run();
   CHECK(w.stats_b().subscriptions == 0);
   auto p = testing::ask<bool>(*this, w.ta, sp_probe_atom::value, address::from("app/viewer"));
@@ -248,7 +251,8 @@ TEST_CASE_FIXTURE(fixture, "stream leg: a client-hosted pod hub not here falls b
   // portal/carol has no pod hub owner in B (the port answers pod_hub_not_here) but
   // subscribes to B's stream transport
   auto carol = track(spawn_hub_endpoint(sys, address::from("portal/carol"), w.entry));
-  caf::anon_send(w.tb, st_sub_atom::value, address::from("portal/carol"), carol);
+  caf::anon_send(w.tb, st_sub_atom::value, address::from("portal/carol"),
+                 caf::actor_cast<caf::actor>(carol));
   run();
   w.route(world::make("p1", "portal/carol", "portal/carol"));
   settle(*this, w);

@@ -20,11 +20,13 @@ TEST_CASE_FIXTURE(fixture, "stream transport in silos: a stream leg routed on si
   // the subscriber lives in A's process and subscribes at A's transport
   auto viewer_addr = routing::address::from("app/viewer");
   auto viewer = track(routing::spawn_hub_endpoint(sys, viewer_addr, w.at(a).routing));
-  caf::anon_send(w.at(a).streams, routing::st_sub_atom::value, viewer_addr, viewer);
+  caf::anon_send(w.at(a).streams, routing::st_sub_atom::value, viewer_addr,
+                 caf::actor_cast<caf::actor>(viewer));
   // the sender is a co-hosted hub of silo B
   auto sender_addr = routing::address::from("node/Org/Sender");
   auto sender = track(routing::spawn_hub_endpoint(sys, sender_addr, w.at(b).routing));
-  caf::anon_send(w.at(b).routing, routing::rs_register_atom::value, sender_addr, sender);
+  caf::anon_send(w.at(b).routing, routing::rs_register_atom::value, sender_addr,
+                 caf::actor_cast<caf::actor>(sender));
   run();
   caf::anon_send(sender, routing::ep_post_atom::value, make_delivery("v1", "app/viewer"));
   caf::anon_send(sender, routing::ep_post_atom::value, make_delivery("v2", "app/nobody"));
@@ -61,11 +63,13 @@ TEST_CASE_FIXTURE(fixture, "stream transport in silos: a hub registered at its r
   // app/viewer registered as a local route of silo A: subscribed at A's transport
   auto viewer_addr = routing::address::from("app/viewer");
   auto viewer = track(routing::spawn_hub_endpoint(sys, viewer_addr, w.at(a).routing));
-  caf::anon_send(w.at(a).routing, routing::rs_register_atom::value, viewer_addr, viewer);
+  caf::anon_send(w.at(a).routing, routing::rs_register_atom::value, viewer_addr,
+                 caf::actor_cast<caf::actor>(viewer));
   // the sender is a co-hosted hub of silo B
   auto sender_addr = routing::address::from("node/Org/Sender");
   auto sender = track(routing::spawn_hub_endpoint(sys, sender_addr, w.at(b).routing));
-  caf::anon_send(w.at(b).routing, routing::rs_register_atom::value, sender_addr, sender);
+  caf::anon_send(w.at(b).routing, routing::rs_register_atom::value, sender_addr,
+                 caf::actor_cast<caf::actor>(sender));
   run();
   caf::anon_send(sender, routing::ep_post_atom::value, make_delivery("v1", "app/viewer"));
   run_for(1s);

@@ -181,7 +181,8 @@ struct world {
   config::mesh_config cfg;
   silo_address a{"10.0.0.1", 11111, 1};
   silo_address b{"10.0.9.1", 0, 1};
-  caf::actor net, centre_a, centre_b, inbound, entry;
+  sim_network_actor net;
+  caf::actor centre_a, centre_b, inbound, entry;
   routing::routing_quiescence_actor gauge;
   routing::io_pool_actor pool;
   grain_port_actor port;
@@ -228,12 +229,12 @@ struct world {
 
   /// A hub endpoint living in process B, reachable by its pod hub (inbound) and subscribed
   /// to B's stream transport under its own address.
-  caf::actor add_hub(const std::string& addr, bool subscribe = true) {
+  hub_endpoint_actor add_hub(const std::string& addr, bool subscribe = true) {
     auto ad = address::from(addr);
     auto h = fx.track(spawn_hub_endpoint(fx.sys, ad, entry, cfg.routing));
-    fx.state_of<inbound_state>(inbound).hubs[ad.path()] = h;
+    fx.state_of<inbound_state>(inbound).hubs[ad.path()] = caf::actor_cast<caf::actor>(h);
     if (subscribe)
-      caf::anon_send(tb, st_sub_atom::value, ad, h);
+      caf::anon_send(tb, st_sub_atom::value, ad, caf::actor_cast<caf::actor>(h));
     fx.run();
     return h;
   }
@@ -283,12 +284,13 @@ struct world {
   }
 };
 
-inline cafmesh::routing::detail::hub_endpoint_state& hub(const caf::actor& h) {
-  return testing::fixture::state_of<cafmesh::routing::detail::hub_endpoint_state>(h);
+inline cafmesh::routing::detail::hub_endpoint_state& hub(const hub_endpoint_actor& h) {
+  return cafmesh::routing::detail::state_of(h);
 }
 
 /// The outcomes of `h` for delivery `id`.
-inline std::vector<hub_outcome> outcomes_for(const caf::actor& h, const std::string& id) {
+inline std::vector<hub_outcome> outcomes_for(const hub_endpoint_actor& h,
+                                             const std::string& id) {
   std::vector<hub_outcome> out;
   for (auto& o : hub(h).outcomes)
     if (o.id == id)

@@ -160,7 +160,7 @@ int run_demo_silo(caf::actor_system& sys, const config::mesh_config& mc, const d
                          mc.routing, sink);
   extras.push_back(agent);
   self->send(*control, dp_hello_atom::value, link.silo, generation, agent, c.routing,
-             silo.endpoint().link);
+             caf::actor_cast<caf::actor>(silo.endpoint().link));
   err = silo.when_active();
   self->send(sink, dm_up_atom::value, link.silo, generation, !err);
   if (err) {

@@ -250,7 +250,8 @@ public:
     for (auto& a : all_)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     client_.parts.stop_all();
-    for (auto& a : {client_.ep.link, caf::actor_cast<caf::actor>(client_.ep.oracle)})
+    for (auto& a : {caf::actor_cast<caf::actor>(client_.ep.link),
+                    caf::actor_cast<caf::actor>(client_.ep.oracle)})
       if (a)
         caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     for (auto& [name, slot] : silos_) {

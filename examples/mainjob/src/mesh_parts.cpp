@@ -15,8 +15,9 @@ caf::actor spawn_app_hub(caf::actor_system& sys, routing::address self_address,
                          caf::actor routing, config::routing_section cfg, bool respond,
                          caf::actor observer) {
   cfg.endpoint_record_max = 0;
-  return routing::spawn_hub_endpoint(sys, std::move(self_address), std::move(routing), cfg,
-                                     respond, std::move(observer));
+  // A plain handle: hub factories answer one and the routing service registers one.
+  return caf::actor_cast<caf::actor>(routing::spawn_hub_endpoint(
+    sys, std::move(self_address), std::move(routing), cfg, respond, std::move(observer)));
 }
 
 lifecycle::lifecycle_observer_actor spawn_stage_probe(caf::actor_system& sys, caf::actor sink,

@@ -393,7 +393,8 @@ public:
     for (auto& a : all_)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     client_.parts.stop_all();
-    for (auto& a : {client_.ep.link, caf::actor_cast<caf::actor>(client_.ep.oracle), control_})
+    for (auto& a : {caf::actor_cast<caf::actor>(client_.ep.link),
+                    caf::actor_cast<caf::actor>(client_.ep.oracle), control_})
       if (a)
         caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     if (unclean_exits_ == 0 && start_failures_ == 0 && !dir_.empty()) {

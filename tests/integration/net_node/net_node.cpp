@@ -108,7 +108,7 @@ struct node_parts {
   caf::actor centre;
   cafmesh::membership_agent_actor agent;
   caf::actor placement; ///< null in a pure client
-  caf::actor link;
+  cafmesh::net_link_actor link;
 };
 
 /// Prints the snapshots, registers the echo, starts `p`, runs the stdin commands and stops

@@ -211,13 +211,20 @@ using membership_agent_actor = caf::typed_actor<
   caf::replies_to<mb_status_atom, silo_status>::with<uint64_t>,
   caf::replies_to<mb_get_atom>::with<membership_snapshot>>;
 
+/// What the development oracle asks of a simulated network (sim_network.hpp): a line in its
+/// trace, `(sim_note_atom, std::string)`, for every snapshot, and its silence events,
+/// `(sim_watch_atom, caf::actor watcher)` (the watcher is told `(sim_watch_atom,
+/// silo_address, bool alive)`).
+using network_watch_actor = caf::typed_actor<caf::reacts_to<sim_note_atom, std::string>,
+                                             caf::reacts_to<sim_watch_atom, caf::actor>>;
+
 /// Spawns the cluster's membership oracle. If `net` is a `sim_network`, the oracle
 /// subscribes to its silence events and runs the failure detector described above. In
 /// network mode the primary process spawns it without `net` and hands it to its
 /// `net_link`, which reports silences to it the same way (net_link.hpp, net_process.hpp).
 membership_oracle_actor spawn_membership_oracle(caf::actor_system& sys,
                                                 membership_oracle_config cfg,
-                                                const caf::actor& net = caf::actor{});
+                                                const network_watch_actor& net = {});
 
 /// Spawns the membership agent of the process `self_addr`, talking to `oracle` (the oracle
 /// actor itself in simulation and on the primary process, a `spawn_oracle_relay`

@@ -10,8 +10,8 @@
 /// to the peer's centre, which dispatches it to the component registered under that name.
 ///
 /// Links: the centre hands every outbound frame to its **link** `net` and receives inbound
-/// frames, bounces and departures from it (link protocol below). In simulation the link is
-/// the `sim_network` actor (sim_network.hpp), which applies latency, per-link FIFO, the
+/// frames, bounces and departures from it (the link protocol, `link_actor`). In simulation the
+/// link is the `sim_network` actor (sim_network.hpp), which applies latency, per-link FIFO, the
 /// serialisation round trip and fault injection on the virtual clock. In network mode it is
 /// a `net_link` (net_link.hpp: CAF io sockets, heartbeats, silence detection; a whole
 /// process is wired by `start_net_process`, net_process.hpp). The centre behaves the same
@@ -103,6 +103,8 @@
 #include <caf/fwd.hpp>
 #include <caf/message.hpp>
 #include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include "cafmesh/actors/atoms.hpp"
 #include "cafmesh/actors/ids.hpp"
@@ -221,12 +223,30 @@ typename Inspector::result_type inspect(Inspector& f, message_center_stats& x) {
            x.local_calls, x.pending_calls, x.departed_fails, x.blocked, x.expired, x.in_flight_fails);
 }
 
+/// The link protocol: what a message centre asks of its link, the one handle it holds of
+/// the world outside its process. The simulated network (`sim_network_actor`) and the
+/// network link (`net_link_actor`) both speak it, each extending it with its own messages,
+/// so the centre cannot tell the two modes apart.
+/// - `(sim_attach_atom, silo_address s, caf::actor centre)`: `centre` is the message centre
+///   of silo `s`; the link hands it every frame for `s` (`mc_frame_atom`), every frame of its
+///   own that cannot be delivered (`mc_bounce_atom`) and every departure it sees
+///   (`mc_gone_atom`). Sent by `spawn_message_center`.
+/// - `(sim_frame_atom, wire_frame)`: a frame to send.
+/// - `(sim_flush_atom, silo_address src, silo_address dst) -> (ok_atom, bool frames_lost)`:
+///   answered once every frame from `src` to `dst` already on its way has been handed to
+///   `dst`'s centre; `frames_lost` says the link lost one of them
+///   (docs/behaviour/membership.md#departures-and-the-wire).
+using link_actor = caf::typed_actor<
+  caf::reacts_to<sim_attach_atom, silo_address, caf::actor>,
+  caf::reacts_to<sim_frame_atom, wire_frame>,
+  caf::replies_to<sim_flush_atom, silo_address, silo_address>::with<caf::ok_atom, bool>>;
+
 /// Spawns the message centre of the process whose address is `self_addr`, using the link
 /// `net`: a `spawn_sim_network` handle in simulation, a `spawn_net_link` handle in network
 /// mode. The centre is attached to `net` before this function returns, so frames to it
 /// never race its registration.
 caf::actor spawn_message_center(caf::actor_system& sys, const silo_address& self_addr,
-                                const caf::actor& net);
+                                const link_actor& net);
 
 /// Builds the request a component sends to its centre for a call:
 /// `(mc_call_atom, dst, c, make_message(xs...))`.

@@ -15,8 +15,9 @@
 /// ## The link
 /// One `net_link` actor per process stands where the `sim_network` stands in simulation:
 /// it is the `net` handed to `spawn_message_center`, and it speaks the same link protocol
-/// (`sim_attach_atom`, `sim_frame_atom` from the centre; `mc_frame_atom`, `mc_bounce_atom`,
-/// `mc_gone_atom` to it), so the centre cannot tell the two modes apart.
+/// (`link_actor`, message_center.hpp: `sim_attach_atom`, `sim_frame_atom`, `sim_flush_atom`
+/// from the centre; `mc_frame_atom`, `mc_bounce_atom`, `mc_gone_atom` to it), so the centre
+/// cannot tell the two modes apart. Its handle, `net_link_actor`, adds the messages below.
 ///
 /// - **Listening.** At spawn the link asks the middleman actor (`caf::io::middleman_actor`)
 ///   to publish it on `network.host`:`network.port` (0 = a port chosen by the OS).
@@ -92,9 +93,14 @@
 #include <caf/actor.hpp>
 #include <caf/atom.hpp>
 #include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/lifecycle_atoms.hpp"
 #include "cafmesh/actors/membership.hpp"
+#include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/actors/peer_auth.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 
 namespace cafmesh {
@@ -120,6 +126,23 @@ using nl_gate_atom = caf::atom_constant<caf::atom("nlgate")>;
 /// `(nl_auth_atom) -> peer_auth_stats` (peer_auth.hpp): this process's handshakes so far.
 using nl_auth_atom = caf::atom_constant<caf::atom("nlauth")>;
 
+/// The network link: the link protocol of the message centre (`link_actor`), what its peers'
+/// links send it (`nl_hello_atom`, `nl_frame_atom`, `nl_beat_atom`), the oracle's snapshots,
+/// the host's stopping signal, and the queries and fault injection above. The hello carries
+/// plain handles: they cross the wire, where a peer sees a proxy without a static type.
+using net_link_actor = link_actor::extend<
+  caf::replies_to<nl_port_atom>::with<uint16_t>,
+  caf::reacts_to<mb_snapshot_atom, membership_snapshot>,
+  caf::replies_to<nl_hello_atom, silo_address, caf::actor>::with<silo_address, caf::actor>,
+  caf::reacts_to<nl_frame_atom, wire_frame>,
+  caf::reacts_to<nl_beat_atom, silo_address>,
+  caf::replies_to<nl_stall_atom, bool, bool>::with<caf::ok_atom>,
+  caf::replies_to<nl_oracle_atom>::with<caf::actor>,
+  caf::replies_to<lifecycle::host_stopping_atom>::with<caf::ok_atom>,
+  caf::replies_to<nl_gate_atom>::with<caf::actor>,
+  caf::replies_to<nl_auth_atom>::with<peer_auth_stats>,
+  caf::replies_to<nl_peers_atom>::with<std::vector<silo_address>>>;
+
 /// Silence (ms) after which a peer is suspected: `min(2 * heartbeat_interval_ms,
 /// failure_detection_ms / 2)`, at least 1.
 int64_t suspect_ms(const config::network_section& net);
@@ -140,9 +163,9 @@ enum class link_oracle : uint8_t {
 /// comment). `oracle` is the membership oracle when this process is the primary
 /// (`net.primary_port == 0`) or runs its own (`scope` `own`), else an invalid handle.
 /// Requires the io middleman.
-caf::actor spawn_net_link(caf::actor_system& sys, const config::network_section& net,
-                          const membership_oracle_actor& oracle = membership_oracle_actor{},
-                          link_oracle scope = link_oracle::cluster);
+net_link_actor spawn_net_link(caf::actor_system& sys, const config::network_section& net,
+                              const membership_oracle_actor& oracle = membership_oracle_actor{},
+                              link_oracle scope = link_oracle::cluster);
 
 /// Spawns a relay that stands for the cluster's oracle in this process: every message it
 /// receives (requests keep their response path) is delegated to the oracle the link learns
@@ -156,6 +179,6 @@ caf::actor spawn_net_link(caf::actor_system& sys, const config::network_section&
 /// connection broke), every request is answered at once with a `departed_silo` fault
 /// ("the membership oracle cannot be reached: its process is gone (...)") and a warning is
 /// logged, so that no membership step of this process waits on it.
-membership_oracle_actor spawn_oracle_relay(caf::actor_system& sys, const caf::actor& link);
+membership_oracle_actor spawn_oracle_relay(caf::actor_system& sys, const net_link_actor& link);
 
 } // namespace cafmesh

@@ -35,6 +35,7 @@
 
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/membership.hpp"
+#include "cafmesh/actors/net_link.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 
 namespace cafmesh {
@@ -42,7 +43,7 @@ namespace cafmesh {
 /// The actors of one network-mode process.
 struct net_process {
   silo_address addr;  ///< (net.host, bound port, generation)
-  caf::actor link;
+  net_link_actor link;
   caf::actor centre;
   membership_oracle_actor oracle;  ///< the oracle (primary) or the relay standing for it
   membership_agent_actor agent;
@@ -55,7 +56,7 @@ struct net_process {
 /// The network endpoint of one process: its link, listening, and its view of the oracle.
 struct net_endpoint {
   silo_address addr;  ///< (net.host, bound port, generation)
-  caf::actor link;
+  net_link_actor link;
   membership_oracle_actor oracle;  ///< the oracle (primary) or the relay standing for it
   /// The link's middleman actor (`nl_gate_atom`), which exits after the link. Weak: a
   /// detached actor still referenced when the actor system ends would hang its destructor.

@@ -43,9 +43,10 @@
 ///   lines added by anyone (`sim_note_atom`). `trace_digest()` = FNV-1a 64 over the lines
 ///   joined with '\n' (each line followed by '\n').
 ///
-/// ## Protocol (untyped `caf::actor`)
-/// - `(sim_attach_atom, silo_address, caf::actor centre)`: done by `spawn_message_center`;
-/// - `(sim_frame_atom, wire_frame)`: from a centre;
+/// ## Protocol (`sim_network_actor`)
+/// The link protocol of the message centre (`link_actor`, message_center.hpp):
+/// `(sim_attach_atom, silo_address, caf::actor centre)`, done by `spawn_message_center`;
+/// `(sim_frame_atom, wire_frame)` from a centre; `sim_flush_atom` (below). Its own:
 /// - `(sim_stall_atom, silo_address)` (detectable), `(sim_stall_atom, silo_address, bool
 ///   detectable)`, `(sim_unstall_atom, silo_address)`,
 ///   `(sim_partition_atom, silo_address a, silo_address b)`,
@@ -88,10 +89,13 @@
 #include <caf/fwd.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/optional.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include "cafmesh/actors/ids.hpp"
-#include "cafmesh/config/mesh_config.hpp"
+#include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/config/mesh_config.hpp"
 
 namespace cafmesh {
 
@@ -128,15 +132,36 @@ struct drop_predicate {
   uint64_t count = 1;
 };
 
+} // namespace cafmesh
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cafmesh::drop_predicate)
+
+namespace cafmesh {
+
 /// The network configuration of examples/config/README.md#keys `simulation.*`.
 sim_network_config make_sim_network_config(const config::simulation_section& sim);
 
+/// The simulated network: the link protocol of the message centre, fault injection, the
+/// trace, and what membership's failure detector watches (`network_watch_actor`); see the
+/// file comment.
+using sim_network_actor = link_actor::extend_with<network_watch_actor>::extend<
+  caf::replies_to<sim_stall_atom, silo_address>::with<caf::ok_atom>,
+  caf::replies_to<sim_stall_atom, silo_address, bool>::with<caf::ok_atom>,
+  caf::replies_to<sim_unstall_atom, silo_address>::with<caf::ok_atom>,
+  caf::replies_to<sim_partition_atom, silo_address, silo_address>::with<caf::ok_atom>,
+  caf::replies_to<sim_heal_atom, silo_address, silo_address>::with<caf::ok_atom>,
+  caf::replies_to<sim_drop_atom, drop_rule>::with<caf::ok_atom>,
+  caf::replies_to<sim_drop_atom, drop_predicate>::with<caf::ok_atom>,
+  caf::replies_to<sim_delay_atom, silo_address, silo_address, int64_t,
+                  int64_t>::with<caf::ok_atom>,
+  caf::replies_to<sim_kill_atom, silo_address>::with<caf::ok_atom>,
+  caf::replies_to<sim_trace_atom>::with<std::vector<std::string>>,
+  caf::replies_to<sim_digest_atom>::with<uint64_t>>;
+
 /// Spawns the simulated network.
-caf::actor spawn_sim_network(caf::actor_system& sys, sim_network_config cfg);
+sim_network_actor spawn_sim_network(caf::actor_system& sys, sim_network_config cfg);
 
 /// FNV-1a 64 over `lines`, each followed by '\n'.
 uint64_t trace_digest(const std::vector<std::string>& lines);
 
 } // namespace cafmesh
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cafmesh::drop_predicate)

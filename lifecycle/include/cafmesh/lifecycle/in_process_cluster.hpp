@@ -18,6 +18,7 @@
 
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/membership.hpp"
+#include "cafmesh/actors/sim_network.hpp"
 
 namespace cafmesh::lifecycle {
 
@@ -29,19 +30,19 @@ public:
   in_process_cluster(caf::actor_system& sys, caf::timespan failure_detection);
   /// Adopts an existing link (a `spawn_sim_network`) and its oracle, e.g. a test world's
   /// network with latencies and faults; both are sent an exit when the cluster ends.
-  in_process_cluster(caf::actor link, membership_oracle_actor oracle);
+  in_process_cluster(sim_network_actor link, membership_oracle_actor oracle);
   ~in_process_cluster();
   in_process_cluster(const in_process_cluster&) = delete;
   in_process_cluster& operator=(const in_process_cluster&) = delete;
 
-  const caf::actor& link() const { return link_; }
+  const sim_network_actor& link() const { return link_; }
   const membership_oracle_actor& oracle() const { return oracle_; }
   /// A fresh address on this cluster: host `local`, ports from 11111 up, generation = the
   /// wall-clock ms, raised so that it grows with every call.
   silo_address next_address();
 
 private:
-  caf::actor link_;
+  sim_network_actor link_;
   membership_oracle_actor oracle_;
   std::atomic<uint16_t> next_port_{11111};
   std::atomic<uint64_t> last_generation_{0};

@@ -29,6 +29,7 @@
 
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/membership.hpp"
+#include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/routing/stream_transport.hpp"
 
@@ -44,7 +45,7 @@ struct pure_client_options {
   /// This process's address (host, port, generation); the gateways' pod hubs reach it here.
   silo_address self;
   /// The link the message centre is spawned on (`spawn_sim_network` or a net_link).
-  caf::actor link;
+  link_actor link;
   /// The membership oracle (the oracle itself in simulation, a relay in network mode).
   membership_oracle_actor oracle;
   /// Optional: an already spawned message centre for `self` (then `link` is ignored).

@@ -41,6 +41,7 @@
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/membership.hpp"
+#include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/lifecycle/host.hpp"
 #include "cafmesh/routing/io_pool_actor.hpp"
@@ -89,7 +90,7 @@ struct silo_options {
   silo_address self;
   /// The link: a `spawn_sim_network` handle (simulation); the silo's message centre is
   /// spawned on it.
-  caf::actor link;
+  link_actor link;
   /// Network mode: an already published message centre (`spawn_network_message_center`,
   /// which blocks while binding and must therefore be called by the application). When set,
   /// `link` is ignored and this centre is used (and stopped at RuntimeInitialize).

@@ -8,7 +8,7 @@
 /// delivery id. It doubles as a simple application hub (it records what it receives and
 /// answers node-hub deliveries `processed`), which the tests use as subscriber and target.
 ///
-/// ## Protocol (untyped actor)
+/// ## Protocol (`hub_endpoint_actor`)
 /// - `(ep_request_atom, envelope, int64_t timeout_ms)`: send a request (sender = this hub)
 ///   to the routing service as `(rs_request_atom, envelope, timeout_ms)`:
 ///   tracked as pending until the first of {response, NACK, deadline `now + timeout_ms`}.
@@ -20,6 +20,10 @@
 /// - `(hb_deliver_atom, envelope) -> envelope`: a node hub's hand-over: recorded in
 ///   `received`, answered with state `processed` (and, with `respond` on, answered with a
 ///   response envelope to its sender as for `hb_in`).
+/// - `(ep_rehome_atom, caf::actor routing)`: send through `routing` from now on (its hub
+///   was homed on another silo).
+/// The routing service keeps its hubs as plain handles (`rs_register_atom`): register the
+/// endpoint as `caf::actor_cast<caf::actor>(ep)`.
 /// Records kept for inspection (`received`, `outcomes`, `entry_answers`) each hold at most
 /// `routing.endpoint_record_max` entries, the oldest dropped first
 /// (docs/behaviour/routing.md#bounded-records); the observer is told every event regardless.
@@ -35,10 +39,13 @@
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/routing/address.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/outcome_tracker.hpp"
 
@@ -60,12 +67,19 @@ struct hub_received {
   envelope env;
 };
 
+/// The handle of a hub endpoint (see the file comment).
+using hub_endpoint_actor = caf::typed_actor<
+  caf::reacts_to<ep_request_atom, envelope, int64_t>, caf::reacts_to<ep_post_atom, envelope>,
+  caf::reacts_to<hb_in_atom, envelope>, caf::replies_to<hb_deliver_atom, envelope>::with<envelope>,
+  caf::reacts_to<ep_rehome_atom, caf::actor>>;
+
 /// Spawns a hub endpoint for `self_address` sending through `routing` (a routing service).
 /// It does NOT register itself: register it with `rs_register_atom` (tests do so).
 /// `observer`, when set, is told every received delivery and every outcome as it happens
 /// (`ep_event_atom`, entry_atoms.hpp), e.g. by a traffic driver.
-caf::actor spawn_hub_endpoint(caf::actor_system& sys, address self_address, caf::actor routing,
-                              const config::routing_section& cfg = {}, bool respond = false,
-                              caf::actor observer = caf::actor{});
+hub_endpoint_actor spawn_hub_endpoint(caf::actor_system& sys, address self_address,
+                                      caf::actor routing,
+                                      const config::routing_section& cfg = {},
+                                      bool respond = false, caf::actor observer = caf::actor{});
 
 } // namespace cafmesh::routing

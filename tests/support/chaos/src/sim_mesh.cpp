@@ -216,8 +216,9 @@ public:
     for (int64_t i = 0; i < t.node_hubs && !topo_.answering_hubs_in_silos; ++i) {
       auto a = routing::address::from(node_hub_address(i));
       auto home = s_.silos[static_cast<size_t>(i % n)];
-      auto ep = fx_.track(
-        routing::spawn_hub_endpoint(fx_.sys, a, routing_of(home), w_.cfg.routing, true, rec_));
+      // Homing and the hub factory hold application hubs: plain handles.
+      auto ep = caf::actor_cast<caf::actor>(fx_.track(
+        routing::spawn_hub_endpoint(fx_.sys, a, routing_of(home), w_.cfg.routing, true, rec_)));
       homing_.add(lifecycle::hub_home_kind::answering, a, ep, home);
       (*hubs_)[node_hub_address(i).substr(5)] = ep;
     }
@@ -225,8 +226,8 @@ public:
       auto text = owner_hub_address(i);
       auto a = routing::address::from(text);
       auto home = s_.silos[static_cast<size_t>(i % n)];
-      auto ep = fx_.track(routing::spawn_hub_endpoint(fx_.sys, a, routing_of(home),
-                                                      w_.cfg.routing, false, rec_));
+      auto ep = caf::actor_cast<caf::actor>(fx_.track(routing::spawn_hub_endpoint(
+        fx_.sys, a, routing_of(home), w_.cfg.routing, false, rec_)));
       (*hubs_)[text.substr(5)] = ep;
       homing_.add(lifecycle::hub_home_kind::owner, a, ep, home);
     }
@@ -235,14 +236,14 @@ public:
       auto origin = portal_origin(s_, i);
       if (origin.rfind("silo:", 0) == 0) {
         auto home = origin.substr(5);
-        auto ep = fx_.track(routing::spawn_hub_endpoint(fx_.sys, a, routing_of(home),
-                                                        w_.cfg.routing, false, rec_));
+        auto ep = caf::actor_cast<caf::actor>(fx_.track(routing::spawn_hub_endpoint(
+          fx_.sys, a, routing_of(home), w_.cfg.routing, false, rec_)));
         homing_.add(lifecycle::hub_home_kind::portal, a, ep, home);
       } else {
         auto k = std::stoul(origin.substr(7)); // client:{k}
         auto r = clients_.at(k - 1);
-        auto ep = fx_.track(
-          routing::spawn_hub_endpoint(fx_.sys, a, r, w_.cfg.routing, false, rec_));
+        auto ep = caf::actor_cast<caf::actor>(fx_.track(
+          routing::spawn_hub_endpoint(fx_.sys, a, r, w_.cfg.routing, false, rec_)));
         homing_.add(lifecycle::hub_home_kind::client, a, ep, {}, r);
       }
     }

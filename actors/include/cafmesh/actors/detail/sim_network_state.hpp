@@ -2,7 +2,7 @@
 
 /// @file
 /// The state of the simulated network: not part of the API. Only its own sources and the testing
-/// kit include this header; tests read the state through `testing::fixture::state_of`
+/// kit include this header; tests read the state through `state_of(net)` below
 /// (docs/testing.md#reading-an-actors-state).
 
 #include <cstdint>
@@ -85,5 +85,9 @@ struct sim_network_state {
 
   static const char* name;
 };
+
+/// Test-only peek at the state of the simulated network `net` (its actor type, with the
+/// network's own timer, is private to its source).
+sim_network_state& state_of(const sim_network_actor& net);
 
 } // namespace cafmesh::detail

@@ -2,7 +2,7 @@
 
 /// @file
 /// The state of a hub endpoint: not part of the API. Only its own sources and the testing kit
-/// include this header; tests read the state through `testing::fixture::state_of`
+/// include this header; tests read the state through `state_of(ep)` below
 /// (docs/testing.md#reading-an-actors-state).
 
 #include <cstddef>
@@ -43,5 +43,9 @@ struct hub_endpoint_state {
   caf::actor observer; ///< receives `ep_event_atom` messages (entry_atoms.hpp); may be null
   static const char* name;
 };
+
+/// Test-only peek at the state of the hub endpoint `ep` (its actor type, with the endpoint's
+/// own timer, is private to its source).
+hub_endpoint_state& state_of(const hub_endpoint_actor& ep);
 
 } // namespace cafmesh::routing::detail

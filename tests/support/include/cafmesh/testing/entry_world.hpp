@@ -107,7 +107,9 @@ inline caf::behavior test_hub_factory(caf::stateful_actor<test_hub_factory_state
         address::parse(key, a);
       else
         a = address{st.type, key, {}};
-      auto hub = spawn_hub_endpoint(self->system(), a, st.routing, {}, st.respond);
+      // An application hub: the factory answers a plain handle.
+      auto hub = caf::actor_cast<caf::actor>(
+        spawn_hub_endpoint(self->system(), a, st.routing, {}, st.respond));
       self->link_to(hub);
       st.built.push_back(key);
       st.hubs[key] = hub;
@@ -530,9 +532,11 @@ public:
   }
 
   /// A hub endpoint at `addr` registered as a local route of `routing`.
-  caf::actor add_hub(const caf::actor& routing, const std::string& addr, bool respond = false) {
+  hub_endpoint_actor add_hub(const caf::actor& routing, const std::string& addr,
+                             bool respond = false) {
     auto h = fx_.track(spawn_hub_endpoint(fx_.sys, address::from(addr), routing, {}, respond));
-    caf::anon_send(routing, rs_register_atom::value, address::from(addr), h);
+    caf::anon_send(routing, rs_register_atom::value, address::from(addr),
+                   caf::actor_cast<caf::actor>(h));
     fx_.run();
     return h;
   }
@@ -546,7 +550,7 @@ public:
   cafmesh::routing::detail::grain_delivery_state& grains_of(const silo_address& s) {
     return testing::fixture::state_of<cafmesh::routing::detail::grain_delivery_state>(at(s).grains);
   }
-  cafmesh::detail::sim_network_state& net_state() { return testing::fixture::state_of<cafmesh::detail::sim_network_state>(net_); }
+  cafmesh::detail::sim_network_state& net_state() { return cafmesh::detail::state_of(net_); }
 
   /// The configuration every silo is built from (defaults); `add_silo` applies its
   /// options on a copy.
@@ -556,13 +560,17 @@ public:
 
 private:
   testing::fixture& fx_;
-  caf::actor net_;
+  sim_network_actor net_;
   lifecycle::in_process_cluster_ptr cluster_; ///< `net_` and `oracle` as the builders' cluster
   uint64_t generation_ = 0;
 };
 
+inline cafmesh::routing::detail::hub_endpoint_state& hub_of(const hub_endpoint_actor& h) {
+  return cafmesh::routing::detail::state_of(h);
+}
+/// A hub endpoint held as an application hub (a plain handle, e.g. one a hub factory built).
 inline cafmesh::routing::detail::hub_endpoint_state& hub_of(const caf::actor& h) {
-  return testing::fixture::state_of<cafmesh::routing::detail::hub_endpoint_state>(h);
+  return cafmesh::routing::detail::state_of(caf::actor_cast<hub_endpoint_actor>(h));
 }
 inline cafmesh::routing::detail::routing_service_state& service_of(const caf::actor& h) {
   return testing::fixture::state_of<cafmesh::routing::detail::routing_service_state>(h);

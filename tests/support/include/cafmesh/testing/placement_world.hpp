@@ -212,7 +212,7 @@ public:
     return testing::fixture::state_of<cafmesh::detail::catalog_state>(at(s).catalog);
   }
   cafmesh::detail::sim_network_state& net_state() { return net_.net_state(); }
-  const caf::actor& net() const { return net_.net; }
+  const sim_network_actor& net() const { return net_.net; }
 
   std::vector<world_silo> silos;
 

@@ -259,7 +259,7 @@ public:
   }
 
   config::mesh_config cfg;
-  caf::actor net;
+  sim_network_actor net;
   membership_oracle_actor oracle;
   lifecycle::runtime_registry_actor registry;
   std::deque<world_entry> silos;

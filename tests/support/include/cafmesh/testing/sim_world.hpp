@@ -194,14 +194,14 @@ public:
     return s;
   }
 
-  cafmesh::detail::sim_network_state& net_state() { return testing::fixture::state_of<cafmesh::detail::sim_network_state>(net); }
+  cafmesh::detail::sim_network_state& net_state() { return cafmesh::detail::state_of(net); }
 
   /// Registers `h` as `c` on silo `s` (asynchronously; run() delivers it).
   void reg(const silo_address& s, component c, const caf::actor& h) {
     caf::anon_send(centres.at(s), mc_register_atom::value, c, h);
   }
 
-  caf::actor net;
+  sim_network_actor net;
   membership_oracle_actor oracle;
   std::map<silo_address, caf::actor> centres;
   std::map<silo_address, sim_silo> members;
