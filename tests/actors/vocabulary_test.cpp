@@ -13,6 +13,7 @@
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/peer_auth.hpp"
+#include "cafmesh/actors/register_actor_types.hpp"
 #include "cafmesh/testing/fixture.hpp"
 
 using cafmesh::activation_tag;
@@ -482,4 +483,36 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   auto y = binary_roundtrip(sys, x);
   CHECK(y.admitted == 7);
   CHECK(y.refused == x.refused);
+}
+
+TEST_CASE("register_actor_types alone announces every actors-folder type that crosses a wire, and renders a fault as mesh_error") {
+  // A process that links only the actors library announces its types with this function:
+  // a message centre's own error replies (a `fault`) must cross a link with nothing else.
+  caf::actor_system_config cfg;
+  cafmesh::register_actor_types(cfg);
+  caf::actor_system sys{cfg};
+  auto crosses = [&](caf::message m) {
+    std::vector<char> buf;
+    caf::binary_serializer sink{sys, buf};
+    if (auto err = sink(m)) {
+      INFO(sys.render(err));
+      return false;
+    }
+    caf::message out;
+    caf::binary_deserializer source{sys, buf};
+    if (auto err = source(out))
+      return false;
+    return out.size() == m.size();
+  };
+  fault f{mesh_errc::silo_unavailable, "component 201 is not registered"};
+  f.silo = silo_address{"10.0.0.2", 11111, 1};
+  CHECK(crosses(caf::make_message(f)));
+  CHECK(crosses(caf::make_message(cafmesh::to_error(f))));
+  CHECK(crosses(caf::make_message(silo_address{"10.0.0.2", 11111, 1})));
+  CHECK(crosses(caf::make_message(grain_id{"counter", "7"})));
+  CHECK(crosses(caf::make_message(activation_tag{})));
+  CHECK(crosses(caf::make_message(mesh_errc::departed_silo, tri_bool::yes, probe_answer::alive)));
+  CHECK(sys.render(cafmesh::to_error(fault{mesh_errc::silo_unavailable, "x"}))
+        == "mesh_error(silo_unavailable, " + fault{mesh_errc::silo_unavailable, "x"}.render()
+             + ")");
 }
