@@ -21,6 +21,23 @@ set(CAFMESH_SANITIZE "" CACHE STRING
 set_property(CACHE CAFMESH_SANITIZE PROPERTY STRINGS "" "address,undefined" "thread")
 option(CAFMESH_FUZZ "Build the libFuzzer targets of tests/fuzz (needs clang)" OFF)
 
+# CAFMESH_LIVE_TIME_SCALE: the --time-scale every demo live run of the integration label passes
+# (examples/CMakeLists.txt). A ThreadSanitizer build's processes run 5 to 15 times slower than
+# the machine the short scenarios were written for, so that build stretches them 4 times
+# (times x 4, rate / 4: the same deliveries); an ASan+UBSan build passes them unstretched.
+# -DCAFMESH_LIVE_TIME_SCALE=N sets it for a slow machine.
+if(NOT DEFINED CAFMESH_LIVE_TIME_SCALE)
+  if(CAFMESH_SANITIZE STREQUAL "thread")
+    set(CAFMESH_LIVE_TIME_SCALE 4)
+  else()
+    set(CAFMESH_LIVE_TIME_SCALE 1)
+  endif()
+endif()
+if(NOT CAFMESH_LIVE_TIME_SCALE MATCHES "^[1-9][0-9]?$|^100$")
+  message(FATAL_ERROR "CAFMESH_LIVE_TIME_SCALE: expected an integer from 1 to 100, got "
+                      "\"${CAFMESH_LIVE_TIME_SCALE}\"")
+endif()
+
 set(CAFMESH_SANITIZER_DIR "${CMAKE_CURRENT_LIST_DIR}/sanitizers")
 
 if(NOT CAFMESH_SANITIZE STREQUAL "" AND NOT CAFMESH_SANITIZE MATCHES "^(address,undefined|thread)$")

@@ -45,6 +45,12 @@ void add_overrides(CLI::App& app, scenario_overrides& o, std::vector<CLI::Option
     "--request-deadline-ms", [&o](const int64_t& v) { o.request_deadline_ms = v; },
     "Deadline of every request in ms, >= 1 (overrides \"traffic.request_deadline_ms\")")
                     ->type_name("MS"));
+  added.push_back(app.add_option_function<int64_t>(
+    "--time-scale", [&o](const int64_t& v) { o.time_scale = v; },
+    "Stretch the run F times, 1 to 100, for a slower machine or an instrumented build: "
+    "every time of the scenario (traffic duration, roll, faults, bursts, request deadline, "
+    "the p99 bound) times F and the rate divided by F, after the options above")
+                    ->type_name("F"));
 }
 
 } // namespace

@@ -23,6 +23,7 @@ constexpr int64_t duration_max_s = 86400;
 constexpr int64_t planned_max = 20000000;
 constexpr int64_t payload_max = 1048575; // below the stream block limit (docs/behaviour/size-guard.md#limits)
 constexpr int64_t silos_max = 16;
+constexpr int64_t time_scale_max = 100;
 
 const std::vector<std::string> placement_names{"pure_client", "co_hosted", "both"};
 
@@ -466,6 +467,32 @@ void check_relations(const scenario& s, error_list& errs) {
   }
 }
 
+/// `--time-scale`: every time of the run times `f`, the rate divided by `f` (at least 1/s).
+void stretch(scenario& s, int64_t f) {
+  s.duration_s *= f;
+  s.rate_per_s = std::max<int64_t>(1, s.rate_per_s / f);
+  s.traffic.request_deadline_ms *= f;
+  for (auto& b : s.traffic.bursts) {
+    b.at_ms *= f;
+    b.within_ms *= f;
+  }
+  s.roll.first_stop_at_ms *= f;
+  s.roll.restart_delay_ms *= f;
+  s.roll.interval_ms *= f;
+  for (auto& st : s.roll.steps) {
+    st.at_ms *= f;
+    st.restart_delay_ms *= f;
+  }
+  for (auto& x : s.faults) {
+    x.at_ms *= f;
+    x.for_ms *= f;
+    if (x.restart_after_ms)
+      *x.restart_after_ms *= f;
+  }
+  if (s.expect.max_p99_ms)
+    *s.expect.max_p99_ms *= f;
+}
+
 json verdict_counts_json(const std::map<routing::verdict, int64_t>& xs) {
   json out = json::object();
   for (auto& [v, n] : xs)
@@ -548,6 +575,17 @@ std::vector<std::string> apply_overrides(scenario& s, const scenario_overrides& 
              std::to_string(*o.request_deadline_ms));
     else
       candidate.traffic.request_deadline_ms = *o.request_deadline_ms;
+  }
+  if (o.time_scale) {
+    if (*o.time_scale < 1 || *o.time_scale > time_scale_max)
+      refuse(errs, "--time-scale", integer_what(1, time_scale_max),
+             std::to_string(*o.time_scale));
+    else if (candidate.duration_s * *o.time_scale > duration_max_s)
+      refuse(errs, "--time-scale",
+             "at most " + std::to_string(duration_max_s) + " s of traffic once stretched",
+             std::to_string(*o.time_scale) + " x " + std::to_string(candidate.duration_s) + " s");
+    else if (errs.empty())
+      stretch(candidate, *o.time_scale);
   }
   if (errs.empty() && candidate.duration_s * candidate.rate_per_s > planned_max)
     refuse(errs, "--duration-s",

@@ -195,20 +195,20 @@ TEST_CASE("mainjob scenario: expect names NACK verdicts only") {
 
 TEST_CASE("mainjob scenario: overrides --seed --duration-s --rate") {
   auto s = default_scenario();
-  CHECK(apply_overrides(s, {7u, 30, 500, std::nullopt}).empty());
+  CHECK(apply_overrides(s, {7u, 30, 500, std::nullopt, std::nullopt}).empty());
   CHECK(s.seed == 7);
   CHECK(s.duration_s == 30);
   CHECK(s.rate_per_s == 500);
   auto before = to_json_text(s);
-  CHECK(apply_overrides(s, {std::nullopt, 0, 0, std::nullopt})
+  CHECK(apply_overrides(s, {std::nullopt, 0, 0, std::nullopt, std::nullopt})
         == std::vector<std::string>{
           "--duration-s: expected an integer from 1 to 86400, got 0",
           "--rate: expected an integer from 1 to 1000000, got 0"});
-  CHECK(apply_overrides(s, {std::nullopt, 5, std::nullopt, std::nullopt})
+  CHECK(apply_overrides(s, {std::nullopt, 5, std::nullopt, std::nullopt, std::nullopt})
         == std::vector<std::string>{
           "--duration-s: expected more than roll.first_stop_at_ms (5000 ms) of traffic, got 5 s"});
   CHECK(to_json_text(s) == before); // refused overrides change nothing
-  CHECK(apply_overrides(s, {std::nullopt, 5, std::nullopt, std::nullopt}, false).empty()); // no roll: fine
+  CHECK(apply_overrides(s, {std::nullopt, 5, std::nullopt, std::nullopt, std::nullopt}, false).empty()); // no roll: fine
   CHECK(s.duration_s == 5);
 }
 
@@ -222,6 +222,68 @@ TEST_CASE("mainjob scenario: override --request-deadline-ms") {
   CHECK(apply_overrides(s, o)
         == std::vector<std::string>{"--request-deadline-ms: expected an integer >= 1, got 0"});
   CHECK(s.traffic.request_deadline_ms == 10000);
+}
+
+TEST_CASE("mainjob scenario: override --time-scale stretches every time of the run by its "
+          "factor and divides the rate, so the planned deliveries stay the same") {
+  auto s = load_scenario_file(CAFMESH_SCENARIO_DIR "/second-signal-burst.json").value;
+  s.roll.steps = {{"A", 3000, 1000}};
+  s.roll.order.clear();
+  s.faults = {fault_spec{"kill", "B", 4000, 1, false, 2500},
+              fault_spec{"stall", "C", 5000, 700, true, std::nullopt}};
+  s.expect.max_p99_ms = 2000;
+  REQUIRE_FALSE(s.traffic.bursts.empty());
+  auto before = s;
+  scenario_overrides o;
+  o.rate_per_s = 3001;
+  o.time_scale = 4;
+  CHECK(apply_overrides(s, o).empty());
+  CHECK(s.duration_s == before.duration_s * 4);
+  CHECK(s.rate_per_s == 750); // 3001 / 4, rounded down
+  CHECK(s.traffic.request_deadline_ms == before.traffic.request_deadline_ms * 4);
+  CHECK(s.roll.first_stop_at_ms == before.roll.first_stop_at_ms * 4);
+  CHECK(s.roll.restart_delay_ms == before.roll.restart_delay_ms * 4);
+  CHECK(s.roll.interval_ms == before.roll.interval_ms * 4);
+  CHECK(s.roll.steps == std::vector<roll_step_spec>{{"A", 12000, 4000}});
+  CHECK(s.faults[0].at_ms == 16000);
+  CHECK(s.faults[0].restart_after_ms == std::optional<int64_t>{10000});
+  CHECK(s.faults[1].at_ms == 20000);
+  CHECK(s.faults[1].for_ms == 2800);
+  CHECK(s.faults[1].restart_after_ms == std::nullopt);
+  for (size_t i = 0; i < s.traffic.bursts.size(); ++i) {
+    CHECK(s.traffic.bursts[i].at_ms == before.traffic.bursts[i].at_ms * 4);
+    CHECK(s.traffic.bursts[i].within_ms == before.traffic.bursts[i].within_ms * 4);
+    CHECK(s.traffic.bursts[i].count == before.traffic.bursts[i].count);
+  }
+  CHECK(s.expect.max_p99_ms == std::optional<int64_t>{8000});
+  CHECK(s.traffic.request_max_resends == before.traffic.request_max_resends);
+  CHECK(s.config_json == before.config_json); // the silos' own timers are not scaled
+  // A scale of 1 changes nothing; 0 and 101 are refused and change nothing either.
+  auto one = before;
+  CHECK(apply_overrides(one, scenario_overrides{std::nullopt, std::nullopt, std::nullopt,
+                                                std::nullopt, 1}).empty());
+  CHECK(to_json_text(one) == to_json_text(before));
+  for (int64_t bad : {int64_t{0}, int64_t{101}}) {
+    auto x = before;
+    CHECK(apply_overrides(x, scenario_overrides{std::nullopt, std::nullopt, std::nullopt,
+                                                std::nullopt, bad})
+          == std::vector<std::string>{"--time-scale: expected an integer from 1 to 100, got "
+                                      + std::to_string(bad)});
+    CHECK(to_json_text(x) == to_json_text(before));
+  }
+  auto day = before;
+  day.duration_s = 86400;
+  day.rate_per_s = 1;
+  CHECK(apply_overrides(day, scenario_overrides{std::nullopt, std::nullopt, std::nullopt,
+                                                std::nullopt, 2})
+        == std::vector<std::string>{"--time-scale: expected at most 86400 s of traffic once "
+                                    "stretched, got 2 x 86400 s"});
+  // The rate never falls below 1 per second.
+  auto slow = before;
+  slow.rate_per_s = 3;
+  CHECK(apply_overrides(slow, scenario_overrides{std::nullopt, std::nullopt, std::nullopt,
+                                                 std::nullopt, 4}).empty());
+  CHECK(slow.rate_per_s == 1);
 }
 
 TEST_CASE("mainjob scenario: hub addresses and sender placement") {

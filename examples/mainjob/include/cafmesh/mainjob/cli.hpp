@@ -44,7 +44,7 @@ struct client_options {
   std::optional<std::string> report_path;  ///< `--report FILE` (the report as JSON)
   std::optional<std::string> html_path;    ///< `--html FILE` (the report as an HTML page)
   int64_t wait_active_s = 30;              ///< `--wait-active-s N`: bound of the wait for an Active silo
-  scenario_overrides overrides;            ///< `--seed`, `--duration-s`, `--rate`
+  scenario_overrides overrides;            ///< `--seed`, `--duration-s`, `--rate`, `--time-scale`, ...
 };
 
 /// cafmesh-demo's options.
@@ -57,7 +57,7 @@ struct demo_options {
   /// `--tls`: every connection between the processes is mutual TLS, with certificates of a
   /// throwaway CA the demo makes (docs/behaviour/peer-authentication.md#tls).
   bool tls = false;
-  scenario_overrides overrides;             ///< `--seed`, `--duration-s`, `--rate`
+  scenario_overrides overrides;             ///< `--seed`, `--duration-s`, `--rate`, `--time-scale`, ...
   std::optional<std::string> report_path;   ///< `--report FILE`
   std::optional<std::string> html_path;     ///< `--html FILE` (the report as an HTML page)
   std::optional<std::string> ledger_path;   ///< `--ledger FILE` (ledger events, JSON lines)
