@@ -48,8 +48,9 @@ void add_overrides(CLI::App& app, scenario_overrides& o, std::vector<CLI::Option
   added.push_back(app.add_option_function<int64_t>(
     "--time-scale", [&o](const int64_t& v) { o.time_scale = v; },
     "Stretch the run F times, 1 to 100, for a slower machine or an instrumented build: "
-    "every time of the scenario (traffic duration, roll, faults, bursts, request deadline, "
-    "the p99 bound) times F and the rate divided by F, after the options above")
+    "the traffic's and the roll's times (duration, roll, request deadline, the p99 bound) "
+    "times F and the rate divided by F, after the options above; above 1 not for a "
+    "scenario with faults or bursts (the silos' timers are not scaled)")
                     ->type_name("F"));
 }
 

@@ -467,27 +467,18 @@ void check_relations(const scenario& s, error_list& errs) {
   }
 }
 
-/// `--time-scale`: every time of the run times `f`, the rate divided by `f` (at least 1/s).
+/// `--time-scale`: every time of the traffic and the roll times `f`, the rate divided by `f`
+/// (at least 1/s). The scenario has no faults and no bursts (apply_overrides checks).
 void stretch(scenario& s, int64_t f) {
   s.duration_s *= f;
   s.rate_per_s = std::max<int64_t>(1, s.rate_per_s / f);
   s.traffic.request_deadline_ms *= f;
-  for (auto& b : s.traffic.bursts) {
-    b.at_ms *= f;
-    b.within_ms *= f;
-  }
   s.roll.first_stop_at_ms *= f;
   s.roll.restart_delay_ms *= f;
   s.roll.interval_ms *= f;
   for (auto& st : s.roll.steps) {
     st.at_ms *= f;
     st.restart_delay_ms *= f;
-  }
-  for (auto& x : s.faults) {
-    x.at_ms *= f;
-    x.for_ms *= f;
-    if (x.restart_after_ms)
-      *x.restart_after_ms *= f;
   }
   if (s.expect.max_p99_ms)
     *s.expect.max_p99_ms *= f;
@@ -580,6 +571,12 @@ std::vector<std::string> apply_overrides(scenario& s, const scenario_overrides& 
     if (*o.time_scale < 1 || *o.time_scale > time_scale_max)
       refuse(errs, "--time-scale", integer_what(1, time_scale_max),
              std::to_string(*o.time_scale));
+    else if (*o.time_scale > 1 && (!candidate.faults.empty() || !candidate.traffic.bursts.empty()))
+      refuse(errs, "--time-scale",
+             "a scenario without faults and bursts when above 1 (how long a stall, an outage or a "
+             "burst lasts is measured against the silos' own timers, which are not scaled)",
+             std::to_string(candidate.faults.size()) + " fault(s) and "
+               + std::to_string(candidate.traffic.bursts.size()) + " burst(s)");
     else if (candidate.duration_s * *o.time_scale > duration_max_s)
       refuse(errs, "--time-scale",
              "at most " + std::to_string(duration_max_s) + " s of traffic once stretched",

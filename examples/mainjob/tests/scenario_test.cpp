@@ -224,15 +224,12 @@ TEST_CASE("mainjob scenario: override --request-deadline-ms") {
   CHECK(s.traffic.request_deadline_ms == 10000);
 }
 
-TEST_CASE("mainjob scenario: override --time-scale stretches every time of the run by its "
-          "factor and divides the rate, so the planned deliveries stay the same") {
-  auto s = load_scenario_file(CAFMESH_SCENARIO_DIR "/second-signal-burst.json").value;
-  s.roll.steps = {{"A", 3000, 1000}};
-  s.roll.order.clear();
-  s.faults = {fault_spec{"kill", "B", 4000, 1, false, 2500},
-              fault_spec{"stall", "C", 5000, 700, true, std::nullopt}};
+TEST_CASE("mainjob scenario: override --time-scale stretches the traffic's and the roll's times "
+          "by its factor and divides the rate, so the planned deliveries stay the same") {
+  auto s = load_scenario_file(CAFMESH_SCENARIO_DIR "/overload-roll.json").value;
+  REQUIRE(s.faults.empty());
+  REQUIRE(s.traffic.bursts.empty());
   s.expect.max_p99_ms = 2000;
-  REQUIRE_FALSE(s.traffic.bursts.empty());
   auto before = s;
   scenario_overrides o;
   o.rate_per_s = 3001;
@@ -241,23 +238,20 @@ TEST_CASE("mainjob scenario: override --time-scale stretches every time of the r
   CHECK(s.duration_s == before.duration_s * 4);
   CHECK(s.rate_per_s == 750); // 3001 / 4, rounded down
   CHECK(s.traffic.request_deadline_ms == before.traffic.request_deadline_ms * 4);
+  CHECK(s.roll.order == before.roll.order);
   CHECK(s.roll.first_stop_at_ms == before.roll.first_stop_at_ms * 4);
   CHECK(s.roll.restart_delay_ms == before.roll.restart_delay_ms * 4);
   CHECK(s.roll.interval_ms == before.roll.interval_ms * 4);
-  CHECK(s.roll.steps == std::vector<roll_step_spec>{{"A", 12000, 4000}});
-  CHECK(s.faults[0].at_ms == 16000);
-  CHECK(s.faults[0].restart_after_ms == std::optional<int64_t>{10000});
-  CHECK(s.faults[1].at_ms == 20000);
-  CHECK(s.faults[1].for_ms == 2800);
-  CHECK(s.faults[1].restart_after_ms == std::nullopt);
-  for (size_t i = 0; i < s.traffic.bursts.size(); ++i) {
-    CHECK(s.traffic.bursts[i].at_ms == before.traffic.bursts[i].at_ms * 4);
-    CHECK(s.traffic.bursts[i].within_ms == before.traffic.bursts[i].within_ms * 4);
-    CHECK(s.traffic.bursts[i].count == before.traffic.bursts[i].count);
-  }
   CHECK(s.expect.max_p99_ms == std::optional<int64_t>{8000});
   CHECK(s.traffic.request_max_resends == before.traffic.request_max_resends);
   CHECK(s.config_json == before.config_json); // the silos' own timers are not scaled
+  // Independent roll steps: each step's time and restart delay.
+  auto stepped = before;
+  stepped.roll.order.clear();
+  stepped.roll.steps = {{"A", 3000, 1000}, {"B", 3500, 700}};
+  CHECK(apply_overrides(stepped, scenario_overrides{std::nullopt, std::nullopt, std::nullopt,
+                                                    std::nullopt, 3}).empty());
+  CHECK(stepped.roll.steps == std::vector<roll_step_spec>{{"A", 9000, 3000}, {"B", 10500, 2100}});
   // A scale of 1 changes nothing; 0 and 101 are refused and change nothing either.
   auto one = before;
   CHECK(apply_overrides(one, scenario_overrides{std::nullopt, std::nullopt, std::nullopt,
@@ -284,6 +278,25 @@ TEST_CASE("mainjob scenario: override --time-scale stretches every time of the r
   CHECK(apply_overrides(slow, scenario_overrides{std::nullopt, std::nullopt, std::nullopt,
                                                  std::nullopt, 4}).empty());
   CHECK(slow.rate_per_s == 1);
+}
+
+TEST_CASE("mainjob scenario: override --time-scale above 1 refuses a scenario with faults or "
+          "bursts, whose lengths are measured against the silos' unscaled timers") {
+  auto s = load_scenario_file(CAFMESH_SCENARIO_DIR "/stalled-directory-owner.json").value;
+  REQUIRE(s.faults.size() == 1);
+  REQUIRE(s.traffic.bursts.size() == 1);
+  auto before = to_json_text(s);
+  scenario_overrides o;
+  o.time_scale = 2;
+  CHECK(apply_overrides(s, o)
+        == std::vector<std::string>{
+          "--time-scale: expected a scenario without faults and bursts when above 1 (how long "
+          "a stall, an outage or a burst lasts is measured against the silos' own timers, which "
+          "are not scaled), got 1 fault(s) and 1 burst(s)"});
+  CHECK(to_json_text(s) == before);
+  o.time_scale = 1; // 1 changes nothing, so it is taken
+  CHECK(apply_overrides(s, o).empty());
+  CHECK(to_json_text(s) == before);
 }
 
 TEST_CASE("mainjob scenario: hub addresses and sender placement") {

@@ -206,12 +206,13 @@ struct scenario_overrides {
   std::optional<int64_t> duration_s;
   std::optional<int64_t> rate_per_s;
   std::optional<int64_t> request_deadline_ms; ///< `--request-deadline-ms` (traffic.request_deadline_ms)
-  /// `--time-scale F`, 1 .. 100, applied after the others: every time of the run is
-  /// multiplied by F (`duration_s`, the roll's and the faults' times, the bursts' `at_ms` and
-  /// `within_ms`, the request deadline, `expect.max_p99_ms`) and the rate divided by F (at
-  /// least 1 per second), so the same deliveries are planned over a run F times as long. For
-  /// a machine F times slower than the scenario was written for (an instrumented build: README
-  /// "Sanitizers and fuzzing"); the silos' own timers (`config`) are not scaled.
+  /// `--time-scale F`, 1 .. 100, applied after the others: every time of the traffic and the
+  /// roll is multiplied by F (`duration_s`, the roll's times, the request deadline,
+  /// `expect.max_p99_ms`) and the rate divided by F (at least 1 per second), so the same
+  /// deliveries are planned over a run F times as long. For a machine F times slower than the
+  /// scenario was written for (an instrumented build: README "Sanitizers and fuzzing"). The
+  /// silos' own timers (`config`) are not scaled, so a scenario with faults or bursts, whose
+  /// lengths are measured against those timers, takes no scale above 1.
   std::optional<int64_t> time_scale;
 };
 
@@ -219,7 +220,9 @@ struct scenario_overrides {
 /// `--duration-s: expected an integer >= 1, got 0`, `--rate: expected an integer from 1 to
 /// 1000000, got 0`, and the relation
 /// `--duration-s: expected more than roll.first_stop_at_ms (5000 ms) of traffic, got 5 s`,
-/// `--time-scale: expected an integer from 1 to 100, got 0`. On any error `s` is left unchanged. `with_roll` = false skips the roll relation (for
+/// `--time-scale: expected an integer from 1 to 100, got 0`, `--time-scale: expected a
+/// scenario without faults and bursts when above 1 (...), got 1 fault(s) and 0 burst(s)`.
+/// On any error `s` is left unchanged. `with_roll` = false skips the roll relation (for
 /// cafmesh-client, which sends traffic but rolls nothing).
 std::vector<std::string> apply_overrides(scenario& s, const scenario_overrides& o,
                                          bool with_roll = true);
