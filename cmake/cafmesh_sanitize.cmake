@@ -21,11 +21,12 @@ set(CAFMESH_SANITIZE "" CACHE STRING
 set_property(CACHE CAFMESH_SANITIZE PROPERTY STRINGS "" "address,undefined" "thread")
 option(CAFMESH_FUZZ "Build the libFuzzer targets of tests/fuzz (needs clang)" OFF)
 
-# CAFMESH_LIVE_TIME_SCALE: the --time-scale every demo live run of the integration label passes
-# (examples/CMakeLists.txt). A ThreadSanitizer build's processes run 5 to 15 times slower than
-# the machine the short scenarios were written for, so that build stretches them 4 times
-# (times x 4, rate / 4: the same deliveries); an ASan+UBSan build passes them unstretched.
-# -DCAFMESH_LIVE_TIME_SCALE=N sets it for a slow machine.
+# CAFMESH_LIVE_TIME_SCALE: the --time-scale the demo live runs of the integration label pass
+# (those without faults or bursts; examples/CMakeLists.txt). A ThreadSanitizer build's
+# processes run 5 to 15 times slower than the machine the short scenarios were written for,
+# so that build stretches them 4 times (times x 4, rate / 4: the same deliveries); an
+# ASan+UBSan build passes them unstretched. -DCAFMESH_LIVE_TIME_SCALE=N sets it for a slow
+# machine.
 if(NOT DEFINED CAFMESH_LIVE_TIME_SCALE)
   if(CAFMESH_SANITIZE STREQUAL "thread")
     set(CAFMESH_LIVE_TIME_SCALE 4)

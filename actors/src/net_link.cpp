@@ -112,6 +112,7 @@ void tick(link_self* self) {
   // A primary that refused this process's credentials would refuse them again.
   if (!is_primary(st) && !st.oracle_refusal && st.peers.count(primary_endpoint(st)) == 0)
     connect(self, primary_endpoint(st));
+  ask_primary_for_oracle(self);
   if (!st.stalled)
     probe(self);
   self->delayed_send(self, std::chrono::milliseconds(st.cfg.heartbeat_interval_ms),
@@ -300,6 +301,7 @@ net_link_impl::behavior_type net_link(link_self* self, config::network_section c
       } else if (i->second.addr == addr) {
         heard(self, addr);
       }
+      ask_primary_for_oracle(self);
       return {st.self_addr,
               st.oracle_is_local && st.oracle_shared ? st.oracle : caf::actor{}};
     },

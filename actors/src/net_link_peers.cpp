@@ -209,6 +209,29 @@ void got_oracle(link_self* self, const caf::actor& o) {
   st.oracle_waiters.clear();
 }
 
+void ask_primary_for_oracle(link_self* self) {
+  auto& st = self->state;
+  if (is_primary(st) || st.oracle || st.oracle_refusal || st.asking_oracle)
+    return;
+  auto i = st.peers.find(primary_endpoint(st));
+  if (i == st.peers.end() || i->second.phase != peer_phase::up)
+    return;
+  st.asking_oracle = true;
+  self
+    ->request(i->second.link, std::chrono::milliseconds(st.cfg.failure_detection_ms),
+              nl_hello_atom::value, st.self_addr, caf::actor_cast<caf::actor>(self))
+    .then(
+      [=](const silo_address&, const caf::actor& oracle) {
+        self->state.asking_oracle = false;
+        got_oracle(self, oracle);
+      },
+      [=](caf::error&) {
+        // The connection went down meanwhile (its drop reconnects) or the primary is slow:
+        // the next tick asks again.
+        self->state.asking_oracle = false;
+      });
+}
+
 /// The answer to request `req` whose connection failed authentication: `config_invalid`
 /// (another cluster or secret does not go away by retrying).
 wire_frame refused_response(const wire_frame& req, const std::string& why) {

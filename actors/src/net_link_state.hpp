@@ -82,6 +82,7 @@ struct net_link_state {
   /// Set once the primary refused this process's credentials or turned out to serve no
   /// oracle (its membership is on a shared table): the oracle stays unknown.
   caf::error oracle_refusal;
+  bool asking_oracle = false; ///< `ask_primary_for_oracle` awaits its answer
   std::map<endpoint, peer> peers;
   std::set<silo_address> reported_silent; ///< primary only: told the oracle "silent"
   /// With a local oracle: the other silos its latest view lists as not Dead, by endpoint;
@@ -153,6 +154,13 @@ void connect(link_self* self, const endpoint& ep);
 /// The peer at `ep` introduced itself as `addr` with link `link`: mark it up and flush.
 void peer_up(link_self* self, const endpoint& ep, const silo_address& addr,
              const caf::actor& link);
+
+/// The primary is up but this process has no oracle yet: the primary's hello reached it
+/// before its own hello to the primary (whose answer names the oracle) left, which happens
+/// when the primary probes a departed member's endpoint that this process listens on now
+/// (docs/behaviour/membership.md#probes). Sends the hello again over the primary's link;
+/// one at a time, called on that hello and on every tick until the oracle is known.
+void ask_primary_for_oracle(link_self* self);
 
 /// Sends `f` to the peer at `ep`, or queues it while the connection is not up.
 void deliver_to(link_self* self, const endpoint& ep, peer& p, wire_frame f, bool fresh);

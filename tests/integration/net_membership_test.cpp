@@ -223,6 +223,35 @@ TEST_CASE("net membership: a restarted silo with a higher generation supersedes 
              });
 }
 
+TEST_CASE("net membership: a silo whose primary's hello arrives before its own hello to the "
+          "primary left learns the oracle all the same") {
+  // The primary probes a vanished member's port every heartbeat until it is declared Dead, so
+  // its hello can reach a silo restarted on that port before the silo's own connect to the
+  // primary finished; the silo's hello, whose answer names the oracle, is then never sent
+  // (the peer is already up). Seen once under ThreadSanitizer: the restarted silo never
+  // joined. Here the primary's hello is handed to the silo's link directly, while the silo
+  // still fails to connect to its primary's endpoint (nobody listens there yet), so the
+  // order is certain.
+  node primary{fast_network(0), 1};
+  uint16_t free_port = 0;
+  {
+    node tmp{fast_network(0), 1};
+    free_port = tmp.p.addr.port;
+  }
+  node b{fast_network(free_port), 2};
+  caf::scoped_actor self{*b.sys};
+  silo_address primary_there{"127.0.0.1", free_port, 1};
+  self->request(b.p.link, wait_bound, cafmesh::nl_hello_atom::value, primary_there,
+                caf::actor_cast<caf::actor>(primary.p.link))
+    .receive([&](const silo_address& answered, const caf::actor&) { CHECK(answered == b.p.addr); },
+             [&](caf::error& e) { FAIL("hello failed: " << b.sys->render(e)); });
+  bool learned = false;
+  self->request(b.p.link, 3s, cafmesh::nl_oracle_atom::value)
+    .receive([&](const caf::actor& o) { learned = o.node() == primary.sys->node(); },
+             [&](caf::error& e) { FAIL_CHECK("no oracle: " << b.sys->render(e)); });
+  CHECK(learned);
+}
+
 TEST_CASE("net membership: a silo started before its primary joins once the primary listens") {
   uint16_t port = 0;
   {
