@@ -1,4 +1,4 @@
-# Sanitizer and fuzzing switches (README "Sanitizers and fuzzing"). Included by the top-level
+# Sanitizer and fuzzing switches (docs/testing.md#sanitizers-and-fuzzing). Included by the top-level
 # CMakeLists.txt before any target is defined, so the flags reach every project target, the
 # shared precompiled header included (it must be built with the same flags as its users).
 #

@@ -641,7 +641,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: the cache actor answers, invalidates 
 }
 
 // -- hand-off during a restart --------------------------------------------------------------------
-// docs/behaviour/directory-and-placement.md#who-owns-a-grain-id, #lookup-registration-cache, README "hand-off bounce"
+// docs/behaviour/directory-and-placement.md#who-owns-a-grain-id, #lookup-registration-cache, docs/known-limits.md#a-brief-second-activation-after-a-ring-change
 
 namespace {
 

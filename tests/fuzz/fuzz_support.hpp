@@ -1,7 +1,7 @@
 #pragma once
 
 /// @file
-/// Shared pieces of the fuzz targets (README "Sanitizers and fuzzing"): the invariant check
+/// Shared pieces of the fuzz targets (docs/testing.md#fuzzing): the invariant check
 /// that ends a run with a report, the input as text, the UTF-8 test.
 
 #include <cstddef>

@@ -2,8 +2,7 @@
 // (tests/fuzz/corpus/<target>/) from real values: rendered configurations and scenarios,
 // trace lines and ledger events as the main job writes them, envelopes, faults and NACKs
 // serialised with CAF's binary serialiser and the NACK codec. The shipped files of
-// examples/config/ and examples/scenarios/ are copied in by hand (README "Sanitizers and
-// fuzzing").
+// examples/config/ and examples/scenarios/ are copied in by hand (docs/testing.md#fuzzing).
 
 #include <cstdio>
 #include <filesystem>

@@ -1,5 +1,5 @@
-// The regression runner of a fuzz target, built with any compiler (README "Sanitizers and
-// fuzzing"): feeds every regular file of every directory given on the command line, in name
+// The regression runner of a fuzz target, built with any compiler (docs/testing.md#fuzzing):
+// feeds every regular file of every directory given on the command line, in name
 // order, to the target's LLVMFuzzerTestOneInput once. A `--nonempty` before a directory
 // requires at least one file in it (the seed corpus); other directories may be absent.
 

@@ -88,7 +88,7 @@ if(NOT "${CXX_COMPILER}" STREQUAL "")
   set(consumer_args "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}")
 endif()
 # The CAF this build links, handed to every consumer so that it links the same one (a
-# sanitizer build against a CAF of its own: README "Sanitizers and fuzzing"); with Debian's
+# sanitizer build against a CAF of its own: docs/testing.md#threadsanitizer-needs-an-instrumented-caf); with Debian's
 # CAF these are the paths the consumer's FindCAF finds anyway.
 foreach(v IN ITEMS CAF_INCLUDE_DIR CAF_core_LIBRARY CAF_io_LIBRARY)
   if(NOT "${${v}}" STREQUAL "")

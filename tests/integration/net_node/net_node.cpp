@@ -194,7 +194,7 @@ int run_silo(caf::actor_system& sys, const cafmesh::config::mesh_config& mc, boo
   cafmesh::lifecycle::silo_builder b{sys};
   // The node only answers and calls through its centre and placement: no correlating entry
   // (with one, a silo whose oracle's process stopped first can hang in ~actor_system,
-  // README "Known limits").
+  // docs/caf-notes.md#the-io-middlemans-stop).
   b.config(mc).network().without_entry().grains([where](cafmesh::grain_registry& reg) {
     return reg.add_single("echo", cafmesh::placement_strategy::random, where_grain(where))
            && reg.add_single("pecho", cafmesh::placement_strategy::prefer_local,

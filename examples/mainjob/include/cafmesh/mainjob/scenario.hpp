@@ -210,7 +210,7 @@ struct scenario_overrides {
   /// roll is multiplied by F (`duration_s`, the roll's times, the request deadline,
   /// `expect.max_p99_ms`) and the rate divided by F (at least 1 per second), so the same
   /// deliveries are planned over a run F times as long. For a machine F times slower than the
-  /// scenario was written for (an instrumented build: README "Sanitizers and fuzzing"). The
+  /// scenario was written for (an instrumented build: docs/testing.md#live-runs-under-instrumentation). The
   /// silos' own timers (`config`) are not scaled, so a scenario with faults or bursts, whose
   /// lengths are measured against those timers, takes no scale above 1.
   std::optional<int64_t> time_scale;
