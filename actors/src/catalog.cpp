@@ -14,6 +14,7 @@ namespace cafmesh {
 
 using cafmesh::detail::catalog_turn;
 using cafmesh::detail::catalog_state;
+using cafmesh::detail::turn_reply;
 
 using namespace catalog_detail;
 
@@ -45,6 +46,44 @@ catalog_config make_catalog_config(const config::mesh_config& cfg, const silo_ad
   return out;
 }
 
+
+namespace {
+
+/// One turn of activation `t` of `g` (`ct_invoke`, `ct_call`), answered through `reply`.
+void invoke(ct_actor* self, const grain_id& g, activation_tag t, int32_t fwd,
+            caf::message payload, turn_reply reply) {
+  auto& st = self->state;
+  const grain_type* type = st.registry ? st.registry->find(g.type) : nullptr;
+  if (type == nullptr) {
+    ++st.stats.refused;
+    reply.deliver(to_error(fault{mesh_errc::not_found, "grain type " + g.type
+                                                         + " is not registered on silo "
+                                                         + st.cfg.self.to_string()}));
+    return;
+  }
+  catalog_turn turn{fwd, std::move(payload), std::move(reply)};
+  if (type->kind == grain_kind::stateless_worker) {
+    caf::error err;
+    auto a = pick_worker(self, g, *type, err);
+    if (a == nullptr) {
+      ++st.stats.refused;
+      turn.rp.deliver(std::move(err));
+      return;
+    }
+    enqueue(self, *a, std::move(turn));
+    return;
+  }
+  auto i = st.activations.find(t.value);
+  if (i == st.activations.end() || i->second.grain != g) {
+    ++st.stats.refused;
+    forget_stale_entry(self, g, t);
+    turn.rp.deliver(missing_error(st, g, t));
+    return;
+  }
+  enqueue(self, i->second, std::move(turn)); // held if deactivating
+}
+
+} // namespace
 
 static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_ptr registry,
                              caf::actor centre, caf::actor placement) {
@@ -145,37 +184,13 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
     },
     [=](ct_invoke_atom, const grain_id& g, activation_tag t, int32_t fwd,
         caf::message& payload) -> caf::response_promise {
-      auto& st = self->state;
       auto rp = self->make_response_promise();
-      catalog_turn turn{fwd, std::move(payload), rp};
-      const grain_type* type = st.registry ? st.registry->find(g.type) : nullptr;
-      if (type == nullptr) {
-        ++st.stats.refused;
-        rp.deliver(to_error(fault{mesh_errc::not_found, "grain type " + g.type
-                                                          + " is not registered on silo "
-                                                          + st.cfg.self.to_string()}));
-        return rp;
-      }
-      if (type->kind == grain_kind::stateless_worker) {
-        caf::error err;
-        auto a = pick_worker(self, g, *type, err);
-        if (a == nullptr) {
-          ++st.stats.refused;
-          rp.deliver(std::move(err));
-          return rp;
-        }
-        enqueue(self, *a, std::move(turn));
-        return rp;
-      }
-      auto i = st.activations.find(t.value);
-      if (i == st.activations.end() || i->second.grain != g) {
-        ++st.stats.refused;
-        forget_stale_entry(self, g, t);
-        rp.deliver(missing_error(st, g, t));
-        return rp;
-      }
-      enqueue(self, i->second, std::move(turn)); // held if deactivating
+      invoke(self, g, t, fwd, std::move(payload), turn_reply{rp});
       return rp;
+    },
+    [=](ct_call_atom, uint64_t id, const grain_id& g, activation_tag t, int32_t fwd,
+        caf::message& payload) {
+      invoke(self, g, t, fwd, std::move(payload), turn_reply{self, id});
     },
     [=](ct_deact_atom, activation_tag t) -> caf::response_promise {
       auto& st = self->state;

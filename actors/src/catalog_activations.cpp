@@ -5,6 +5,47 @@
 #include <algorithm>
 #include <chrono>
 
+namespace cafmesh::detail {
+
+turn_reply::turn_reply(caf::local_actor* from, uint64_t id) : from_(from), id_(id) {
+  if (auto* e = from->current_mailbox_element()) {
+    caller_ = e->sender;
+    urgent_ = e->mid.is_urgent_message();
+  }
+}
+
+void turn_reply::deliver(caf::message reply) {
+  if (from_ == nullptr) {
+    rp_.deliver(std::move(reply));
+    return;
+  }
+  if (!caller_)
+    return;
+  auto prio = urgent_ ? caf::message_priority::high : caf::message_priority::normal;
+  caller_->enqueue(caf::make_mailbox_element(caf::strong_actor_ptr{from_->ctrl()},
+                                             caf::make_message_id(prio), {},
+                                             ct_result_atom::value, id_, std::move(reply)),
+                   from_->context());
+  caller_ = nullptr;
+}
+
+void turn_reply::deliver(caf::error failure) {
+  if (from_ == nullptr) {
+    rp_.deliver(std::move(failure));
+    return;
+  }
+  if (!caller_)
+    return;
+  auto prio = urgent_ ? caf::message_priority::high : caf::message_priority::normal;
+  caller_->enqueue(caf::make_mailbox_element(caf::strong_actor_ptr{from_->ctrl()},
+                                             caf::make_message_id(prio), {},
+                                             ct_result_atom::value, id_, std::move(failure)),
+                   from_->context());
+  caller_ = nullptr;
+}
+
+} // namespace cafmesh::detail
+
 namespace cafmesh::catalog_detail {
 
 using cafmesh::detail::catalog_turn;

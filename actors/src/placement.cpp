@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include <caf/all.hpp>
 
@@ -18,6 +19,7 @@ namespace cafmesh {
 using cafmesh::detail::placement_waiter;
 using cafmesh::detail::placement_item;
 using cafmesh::detail::placement_state;
+using cafmesh::detail::placement_local_call;
 
 const char* placement_state::name = "cafmesh.placement";
 
@@ -94,6 +96,56 @@ int64_t placement_now_ms(pl_actor* self) {
     .count();
 }
 
+/// The response-timeout fault of a grain call that left placement `timeout_ms` ago.
+fault call_timeout_fault(const grain_id& g, int64_t timeout_ms) {
+  return fault{mesh_errc::response_timeout,
+               "grain call to " + g.to_string() + " timed out after " + seconds_text(timeout_ms)};
+}
+
+/// Arms the sweep timer for the earliest local call's deadline unless it is armed for that
+/// one or an earlier one.
+void arm_sweep(pl_actor* self) {
+  auto& st = self->state;
+  if (st.local_deadlines.empty())
+    return;
+  auto due = st.local_deadlines.begin()->first;
+  if (st.sweep_armed_ms >= 0 && st.sweep_armed_ms <= due)
+    return;
+  st.sweep_armed_ms = due;
+  self->delayed_send(self, std::chrono::milliseconds(std::max<int64_t>(0, due - placement_now_ms(self))),
+                     pl_sweep_atom::value);
+}
+
+/// Ends every local call whose deadline has passed with its response timeout.
+void sweep(pl_actor* self) {
+  auto& st = self->state;
+  st.sweep_armed_ms = -1;
+  auto now = placement_now_ms(self);
+  while (!st.local_deadlines.empty() && st.local_deadlines.begin()->first <= now) {
+    auto id = st.local_deadlines.begin()->second;
+    st.local_deadlines.erase(st.local_deadlines.begin());
+    auto i = st.local_calls.find(id);
+    if (i == st.local_calls.end())
+      continue;
+    auto c = std::move(i->second);
+    st.local_calls.erase(i);
+    c.rp.deliver(to_error(call_timeout_fault(c.grain, c.timeout_ms)));
+  }
+  arm_sweep(self);
+}
+
+/// Takes local call `id` out (its deadline dropped); none if it already ended.
+std::optional<placement_local_call> take_local_call(pl_actor* self, uint64_t id) {
+  auto& st = self->state;
+  auto i = st.local_calls.find(id);
+  if (i == st.local_calls.end())
+    return std::nullopt;
+  auto c = std::move(i->second);
+  st.local_calls.erase(i);
+  st.local_deadlines.erase({c.due_ms, id});
+  return c;
+}
+
 void send_to(pl_actor* self, const grain_id& g, const silo_address& s, activation_tag t,
              placement_waiter w) {
   auto& st = self->state;
@@ -108,6 +160,17 @@ void send_to(pl_actor* self, const grain_id& g, const silo_address& s, activatio
       return;
     }
     timeout_ms = std::min(timeout_ms, left_ms);
+  }
+  if (s == st.cfg.self && st.catalog) {
+    // An activation of this silo: straight to the catalog, answered by id
+    // (docs/delivery-costs.md). The message centre would hand it to the same catalog.
+    auto id = ++st.next_local_call;
+    auto due = placement_now_ms(self) + timeout_ms;
+    st.local_calls.emplace(id, placement_local_call{std::move(w.rp), g, t, timeout_ms, due});
+    st.local_deadlines.emplace(due, id);
+    arm_sweep(self);
+    self->send(st.catalog, ct_call_atom::value, id, g, t, w.forward_count, std::move(w.payload));
+    return;
   }
   auto call = make_bounded_call(timeout_ms, s, component::activation, ct_invoke_atom::value, g,
                                 t, w.forward_count, std::move(w.payload));
@@ -377,6 +440,19 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg,
   st.workers.resize(static_cast<size_t>(st.cfg.worker_count));
   st.log = log::get("placement").with_context(st.cfg.self.to_string());
   st.origin = self->clock().now();
+  // The catalog ended (its silo's teardown): its unanswered calls fail as a request to an
+  // actor that is gone does, and later calls take the message centre's way.
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (!st.catalog || dm.source != st.catalog.address())
+      return;
+    st.catalog = nullptr;
+    auto calls = std::move(st.local_calls);
+    st.local_calls.clear();
+    st.local_deadlines.clear();
+    for (auto& kv : calls)
+      kv.second.rp.deliver(to_error(to_fault(caf::make_error(caf::sec::request_receiver_down))));
+  });
   return {
     [=](pl_call_atom, grain_id& g, int32_t fwd, caf::message& payload) -> caf::response_promise {
       return call(self, g, fwd, std::move(payload), caf::timespan{0});
@@ -411,6 +487,28 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg,
       st.cache.on_snapshot(st.view);
     },
     [=](pl_stats_atom) { return self->state.stats; },
+    [=](pl_catalog_atom, caf::actor& catalog) {
+      auto& st = self->state;
+      if (st.catalog)
+        self->demonitor(st.catalog);
+      st.catalog = std::move(catalog);
+      if (st.catalog)
+        self->monitor(st.catalog);
+    },
+    [=](ct_result_atom, uint64_t id, caf::message& reply) {
+      if (auto c = take_local_call(self, id))
+        c->rp.deliver(std::move(reply));
+    },
+    [=](ct_result_atom, uint64_t id, caf::error& err) {
+      auto c = take_local_call(self, id);
+      if (!c)
+        return;
+      auto f = to_fault(err);
+      if (f.code == mesh_errc::departed_silo || f.code == mesh_errc::activation_deactivated)
+        invalidate(self, c->grain, self->state.cfg.self, c->tag);
+      c->rp.deliver(to_error(f));
+    },
+    [=](pl_sweep_atom) { sweep(self); },
     [=](pl_leaving_atom, const silo_address& s) {
       auto& st = self->state;
       if (!st.view.is_active(s) || !st.leaving.insert(s).second)

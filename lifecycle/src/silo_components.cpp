@@ -351,6 +351,8 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
         caf::anon_send(agent, mb_subscribe_atom::value, sub);
       caf::anon_send(centre, mc_register_atom::value, component::catalog, catalog);
       caf::anon_send(centre, mc_register_atom::value, component::activation, catalog);
+      // Calls to this silo's activations go from placement to the catalog directly.
+      caf::anon_send(placement, pl_catalog_atom::value, catalog);
       lg->info(ev::runtime_started);
       call(self, agent, 0, [=](caf::error e) mutable {
         if (e) {

@@ -44,7 +44,6 @@ struct pending_delivery {
   envelope d;
   caf::response_promise rp; ///< a node hub grain's hand-over waits for this
   bool waits = false;
-  uint64_t slot = 0; ///< its gauge slot (0: none)
 };
 
 /// Gauge slot ids of the application hubs of this process (`application_hub_slot_bit`).
@@ -68,8 +67,20 @@ struct app_hub_state {
   /// The silo's quiescence gauge and router core (null: not in a silo, or not told yet).
   routing_quiescence_actor gauge;
   router_core_actor core;
-  /// The gauge slots of the deliveries in progress, shared with the exit functor (which runs
-  /// after the state is gone).
+  /// The hub's one gauge slot (0: none), held while a delivery is in progress or a
+  /// continuation it sent may not have reached the router core yet
+  /// (docs/behaviour/quiescence.md#the-gauge).
+  uint64_t slot = 0;
+  /// Continuations handed to the routing service whose acceptance has not been answered.
+  size_t sends_open = 0;
+  /// A continuation was accepted since the last barrier: the slot goes only after the
+  /// router core answered a barrier asked after it.
+  bool sent_since_barrier = false;
+  /// A barrier (`rc_sync`) is on its way.
+  bool barrier_open = false;
+  /// An `ah_settle_atom` to itself is queued behind the mailbox's backlog.
+  bool settle_queued = false;
+  /// The slot held, shared with the exit functor (which runs after the state is gone).
   std::shared_ptr<std::set<uint64_t>> live_slots = std::make_shared<std::set<uint64_t>>();
   std::shared_ptr<routing_quiescence_actor> hold_gauge; ///< `gauge`, for the exit functor
   log::logger log;
@@ -78,46 +89,86 @@ struct app_hub_state {
 
 const char* app_hub_state::name = "application-hub";
 
+/// `(ah_settle_atom)` to itself: decide about the hub's gauge slot after the backlog.
+using ah_settle_atom = caf::atom_constant<caf::atom("ahsettle")>;
+
 /// `(ah_drain_atom) -> ok`: answered once the hub has no delivery in progress.
 using ah_drain_atom = caf::atom_constant<caf::atom("ahdrain")>;
 
 using app_hub = caf::stateful_actor<app_hub_state>;
 
-/// Frees gauge slot `slot` (0: none) once the router core has taken everything it was
-/// handed before now: a continuation the routing service passed on is tracked by then, so
-/// the gauge never reads 0 between the hub's slot and the continuation's leg.
-void release_slot(app_hub* self, uint64_t slot) {
+/// Takes the hub's gauge slot if it holds none: from now on the gauge does not read 0
+/// before the hub let go of it.
+void cover(app_hub* self, const std::string& first_id) {
   auto& st = self->state;
-  if (slot == 0 || !st.gauge)
+  if (st.slot != 0 || !st.gauge)
     return;
-  auto gauge = st.gauge;
-  auto live = st.live_slots; // until released, the exit functor would free it
-  auto free = [gauge, live, slot] {
-    live->erase(slot);
-    caf::anon_send(gauge, q_release_atom::value, slot);
-  };
-  if (!st.core) {
-    free();
-    return;
-  }
-  self->request(st.core, caf::infinite, rc_sync_atom::value)
-    .then([free](caf::ok_atom) { free(); }, [free](caf::error&) { free(); });
+  st.slot = next_hub_slot();
+  st.live_slots->insert(st.slot);
+  caf::anon_send(st.gauge, q_track_atom::value, st.slot,
+                 "application hub " + st.self_address.to_string() + " (delivery " + first_id
+                   + ")",
+                 slot_state::dispatched);
 }
 
-/// Hands `e` (a response or NACK) to the routing service; `slot` is freed once it took it.
-void send_logged(app_hub* self, envelope e, const char* what, uint64_t slot = 0) {
+/// Frees the hub's slot once nothing needs it: no delivery in progress, no continuation
+/// whose acceptance is unanswered, and the router core has taken every continuation the
+/// routing service accepted (a barrier asked after the last one). Under load the hub's
+/// mailbox stays full and the slot stays: it is let go in a turn that finds the mailbox
+/// empty, so a flood of deliveries costs the gauge two messages, not two per delivery.
+void settle(app_hub* self) {
+  auto& st = self->state;
+  if (st.slot == 0 || !st.pending.empty() || st.sends_open > 0 || st.barrier_open)
+    return;
+  if (!self->mailbox().empty()) {
+    // A later turn decides: at the latest the one that finds this note behind the backlog.
+    if (!st.settle_queued) {
+      st.settle_queued = true;
+      self->send(self, ah_settle_atom::value);
+    }
+    return;
+  }
+  if (st.sent_since_barrier && st.core) {
+    st.sent_since_barrier = false;
+    st.barrier_open = true;
+    auto done = [self] {
+      self->state.barrier_open = false;
+      settle(self);
+    };
+    self->request(st.core, caf::infinite, rc_sync_atom::value)
+      .then([done](caf::ok_atom) { done(); }, [done](caf::error&) { done(); });
+    return;
+  }
+  st.sent_since_barrier = false;
+  st.live_slots->erase(st.slot);
+  caf::anon_send(st.gauge, q_release_atom::value, std::exchange(st.slot, 0));
+}
+
+/// Hands `e` (a response or NACK) to the routing service; the hub's slot stays until the
+/// router core took it.
+void send_logged(app_hub* self, envelope e, const char* what) {
+  auto& st = self->state;
   auto id = e.id;
-  self->request(self->state.routing, caf::infinite, rs_deliver_atom::value, std::move(e))
+  if (st.gauge)
+    cover(self, id);
+  ++st.sends_open;
+  auto accepted = [self] {
+    auto& st = self->state;
+    --st.sends_open;
+    st.sent_since_barrier = true;
+    settle(self);
+  };
+  self->request(st.routing, caf::infinite, rs_deliver_atom::value, std::move(e))
     .then(
       [=](const envelope& a) {
         if (a.state == delivery_state::failed && !is_failed_and_nacked(a))
           self->state.log.warning(std::string{what} + " " + id + " refused by the entry");
-        release_slot(self, slot);
+        accepted();
       },
       [=](caf::error& err) {
         self->state.log.warning(std::string{what} + " " + id
                                 + " not sent: " + self->system().render(err));
-        release_slot(self, slot);
+        accepted();
       });
 }
 
@@ -140,7 +191,6 @@ void end(app_hub* self, const std::string& id, uint8_t how, reply r, const std::
   if (how != end_fail)
     st.taken.on_nack(d.id, now_ms(self)); // remembered: a repetition is dropped
   bool answerable = !d.sender.empty() && may_answer(d);
-  auto slot = p.slot; // freed once what this ending sends is taken, else now
   if (how == end_respond && answerable) {
     envelope resp;
     resp.id = d.id + "-response";
@@ -149,7 +199,7 @@ void end(app_hub* self, const std::string& id, uint8_t how, reply r, const std::
     resp.request_id = d.id;
     resp.payload_type = std::move(r.payload_type);
     resp.payload_json = std::move(r.payload_json);
-    send_logged(self, std::move(resp), "response", std::exchange(slot, 0));
+    send_logged(self, std::move(resp), "response");
   }
   if (how == end_fail) {
     // A transient cause (a grain's silo leaving) is routine during a roll: the sender gets a
@@ -168,15 +218,43 @@ void end(app_hub* self, const std::string& id, uint8_t how, reply r, const std::
     } else if (answerable) {
       // Handed over by the local route table: nobody else will tell the sender.
       auto f = make_delivery_failure(d, text, v);
-      send_logged(self, make_nack_envelope(f, d.id + "-nack", st.self_address), "NACK",
-                  std::exchange(slot, 0));
+      send_logged(self, make_nack_envelope(f, d.id + "-nack", st.self_address), "NACK");
     }
   } else {
     d.state = delivery_state::processed;
   }
   if (p.waits)
     p.rp.deliver(std::move(d));
-  release_slot(self, slot);
+}
+
+/// How a delivery's handler ended it before returning (`hub_responder` called on the hub's
+/// own thread inside its turn).
+struct inline_end {
+  const caf::local_actor* hub = nullptr;
+  const std::string* id = nullptr;
+  bool set = false;
+  uint8_t how = end_done;
+  reply r;
+  std::string text;
+  uint8_t v = static_cast<uint8_t>(verdict::failed);
+};
+
+/// The delivery whose handler runs on this thread now, if any.
+thread_local inline_end* inline_ending = nullptr;
+
+/// Records the ending of the delivery whose handler runs now, if `hub` and `id` name it.
+bool end_inline(const caf::actor& hub, const std::string& id, uint8_t how, reply&& r,
+                std::string&& text, uint8_t v) {
+  auto* e = inline_ending;
+  if (e == nullptr || e->set || *e->id != id
+      || caf::actor_cast<caf::abstract_actor*>(hub) != static_cast<const caf::abstract_actor*>(e->hub))
+    return false;
+  e->set = true;
+  e->how = how;
+  e->r = std::move(r);
+  e->text = std::move(text);
+  e->v = v;
+  return true;
 }
 
 /// Takes `d` in. A hand-over that waits (`rp` set) is answered once the handler ended it.
@@ -207,19 +285,26 @@ void take_in(app_hub* self, envelope d, caf::response_promise* rp) {
     p.rp = *rp;
     p.waits = true;
   }
-  if (st.gauge) {
-    p.slot = next_hub_slot();
-    st.live_slots->insert(p.slot);
-    caf::anon_send(st.gauge, q_track_atom::value, p.slot,
-                   "application hub " + st.self_address.to_string() + " (delivery " + id + ")",
-                   slot_state::dispatched);
-  }
   auto copy = p.d; // the handler may end the delivery (and erase `p`) before returning
+  // A delivery the handler ends before it returns is ended here, in this turn: no message
+  // to the hub itself, and no gauge slot unless what the ending sends needs one.
+  inline_end ending;
+  ending.hub = self;
+  ending.id = &id;
+  auto outer = std::exchange(inline_ending, &ending);
   try {
     st.handler(self, copy, hub_responder{caf::actor_cast<caf::actor>(self), id});
+    inline_ending = outer;
   } catch (const std::exception& e) {
+    inline_ending = outer;
     end(self, id, end_fail, reply{}, std::string{"hub handler failed: "} + e.what());
   }
+  if (ending.set)
+    end(self, id, ending.how, std::move(ending.r), ending.text,
+        static_cast<verdict>(ending.v));
+  // Still in progress: the hub's slot covers it until it ends.
+  if (st.pending.count(id) > 0)
+    cover(self, id);
 }
 
 caf::behavior application_hub(app_hub* self, address me, caf::actor routing,
@@ -240,18 +325,29 @@ caf::behavior application_hub(app_hub* self, address me, caf::actor routing,
         caf::anon_send(*hold, q_release_atom::value, slot);
   });
   return {
-    [=](hb_in_atom, envelope& d) { take_in(self, std::move(d), nullptr); },
+    [=](hb_in_atom, envelope& d) {
+      take_in(self, std::move(d), nullptr);
+      settle(self);
+    },
     [=](hb_deliver_atom, envelope& d) {
       auto rp = self->make_response_promise();
       take_in(self, std::move(d), &rp);
+      settle(self);
       return rp;
     },
     [=](ah_end_atom, const std::string& id, uint8_t how, reply& r, const std::string& text,
-        uint8_t v) { end(self, id, how, std::move(r), text, static_cast<verdict>(v)); },
+        uint8_t v) {
+      end(self, id, how, std::move(r), text, static_cast<verdict>(v));
+      settle(self);
+    },
     [=](ah_quiescence_atom, caf::actor& gauge, caf::actor& core) {
       self->state.gauge = caf::actor_cast<routing_quiescence_actor>(gauge);
       self->state.core = caf::actor_cast<router_core_actor>(core);
       *self->state.hold_gauge = self->state.gauge;
+    },
+    [=](ah_settle_atom) {
+      self->state.settle_queued = false;
+      settle(self);
     },
     [=](ah_drain_atom) -> caf::result<caf::ok_atom> {
       auto& st = self->state;
@@ -446,22 +542,32 @@ hub_responder::hub_responder(caf::actor hub, std::string delivery_id)
 }
 
 void hub_responder::respond(reply r) const {
+  if (end_inline(hub_, id_, end_respond, std::move(r), std::string{},
+                 static_cast<uint8_t>(verdict::failed)))
+    return;
   caf::anon_send(hub_, ah_end_atom::value, id_, end_respond, std::move(r), std::string{},
                  static_cast<uint8_t>(verdict::failed));
 }
 
 void hub_responder::done() const {
+  if (end_inline(hub_, id_, end_done, reply{}, std::string{}, static_cast<uint8_t>(verdict::failed)))
+    return;
   caf::anon_send(hub_, ah_end_atom::value, id_, end_done, reply{}, std::string{},
                  static_cast<uint8_t>(verdict::failed));
 }
 
 void hub_responder::fail(std::string text) const {
+  if (end_inline(hub_, id_, end_fail, reply{}, std::string{text},
+                 static_cast<uint8_t>(verdict::failed)))
+    return;
   caf::anon_send(hub_, ah_end_atom::value, id_, end_fail, reply{}, std::move(text),
                  static_cast<uint8_t>(verdict::failed));
 }
 
 void hub_responder::fail(const caf::error& err) const {
   auto f = to_fault(err);
+  if (end_inline(hub_, id_, end_fail, reply{}, f.render(), static_cast<uint8_t>(classify(f))))
+    return;
   caf::anon_send(hub_, ah_end_atom::value, id_, end_fail, reply{}, f.render(),
                  static_cast<uint8_t>(classify(f)));
 }

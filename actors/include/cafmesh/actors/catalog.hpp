@@ -36,6 +36,12 @@
 ///   The directory entry the caller resolved is stale then: the catalog removes it if it
 ///   still names `t` on this silo and drops it from its placement's cache, so the caller's
 ///   retry activates the grain afresh instead of finding the same entry again.
+/// - `(ct_call_atom, uint64_t id, grain_id g, activation_tag t, int32_t forward_count,
+///   caf::message payload)` one-way: the same turn, answered to the sender as
+///   `(ct_result_atom, id, caf::message reply)` or `(ct_result_atom, id, caf::error)` at the priority the
+///   call came with: the co-hosted callers (placement, the router core's cached route to a local
+///   activation) correlate by id instead of keeping a CAF response handler per call
+///   (docs/delivery-costs.md).
 /// - `(ct_deact_atom, activation_tag t) -> ok_atom`: deactivate one activation (answers
 ///   once it is gone).
 /// - `(dir_lost_atom, activation_address loser, activation_address winner)` one-way, from

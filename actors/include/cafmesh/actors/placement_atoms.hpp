@@ -16,6 +16,12 @@ using pl_stop_atom = caf::atom_constant<caf::atom("plstop")>;
 using pl_deadline_atom = caf::atom_constant<caf::atom("pldeadline")>;
 using pl_retry_atom = caf::atom_constant<caf::atom("plretry")>;
 using pl_leaving_atom = caf::atom_constant<caf::atom("plleaving")>;
+/// `(pl_catalog_atom, caf::actor catalog)` one-way: the silo's own catalog, registered with
+/// its message centre (stage RuntimeServices): calls to a local activation go to it
+/// directly from then on (docs/delivery-costs.md).
+using pl_catalog_atom = caf::atom_constant<caf::atom("plcatalog")>;
+/// `(pl_sweep_atom)` to itself: the deadline of the earliest local call may have passed.
+using pl_sweep_atom = caf::atom_constant<caf::atom("plsweep")>;
 /// `(pl_stats_atom) -> placement_stats`: the placement service's counters (diagnostics,
 /// the admin endpoint's metrics).
 using pl_stats_atom = caf::atom_constant<caf::atom("plstats")>;
@@ -23,6 +29,12 @@ using pl_stats_atom = caf::atom_constant<caf::atom("plstats")>;
 // -- catalog (catalog.hpp) -------------------------------------------------------
 using ct_activate_atom = caf::atom_constant<caf::atom("ctactivate")>;
 using ct_invoke_atom = caf::atom_constant<caf::atom("ctinvoke")>;
+/// `(ct_call_atom, uint64_t id, grain_id, activation_tag, int32_t forward_count, caf::message)`
+/// one-way: `ct_invoke` answered by id (catalog.hpp).
+using ct_call_atom = caf::atom_constant<caf::atom("ctcall")>;
+/// `(ct_result_atom, uint64_t id, caf::message reply)` or `(ct_result_atom, uint64_t id, caf::error)`:
+/// the answer to a `ct_call` (catalog.hpp).
+using ct_result_atom = caf::atom_constant<caf::atom("ctresult")>;
 using ct_deact_atom = caf::atom_constant<caf::atom("ctdeact")>;
 using ct_deact_all_atom = caf::atom_constant<caf::atom("ctdeactall")>;
 using ct_idle_atom = caf::atom_constant<caf::atom("ctidle")>;

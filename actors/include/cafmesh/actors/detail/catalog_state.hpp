@@ -30,11 +30,35 @@
 
 namespace cafmesh::detail {
 
+/// Where the answer of one turn goes: the response promise of a `ct_invoke` request, or the
+/// sender of a one-way `ct_call` by its id (`(ct_result_atom, id, caf::message reply)` or
+/// `(ct_result_atom, id, caf::error)`, at the priority the call came with).
+class turn_reply {
+public:
+  turn_reply() = default;
+
+  /// Answers through `rp`.
+  explicit turn_reply(caf::response_promise rp) : rp_(std::move(rp)) {}
+
+  /// Answers the `ct_call` with id `id` that `from` is handling now.
+  turn_reply(caf::local_actor* from, uint64_t id);
+
+  void deliver(caf::message reply);
+  void deliver(caf::error failure);
+
+private:
+  caf::response_promise rp_;
+  caf::local_actor* from_ = nullptr;
+  caf::strong_actor_ptr caller_;
+  uint64_t id_ = 0;
+  bool urgent_ = false;
+};
+
 /// A message waiting for a turn of one activation.
 struct catalog_turn {
   int32_t forward_count = 0;
   caf::message payload;
-  caf::response_promise rp;
+  turn_reply rp;
 };
 
 /// One activation owned by the catalog.

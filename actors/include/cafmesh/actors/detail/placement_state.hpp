@@ -11,6 +11,8 @@
 #include <random>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <caf/actor.hpp>
@@ -52,6 +54,16 @@ struct placement_item {
   std::vector<placement_waiter> waiters;
 };
 
+/// A call to an activation of this silo, sent to the catalog one-way (`ct_call`) and
+/// answered by id.
+struct placement_local_call {
+  caf::response_promise rp;
+  grain_id grain;
+  activation_tag tag;
+  int64_t timeout_ms = 0;
+  int64_t due_ms = 0; ///< placement-clock ms
+};
+
 /// The state of the placement service.
 struct placement_state {
   placement_config cfg;
@@ -69,6 +81,15 @@ struct placement_state {
   /// Silos that said they are leaving while still Active in `view` (`pl_leaving_atom`).
   std::set<silo_address> leaving;
   placement_stats stats;
+  /// The silo's own catalog (`pl_catalog_atom`; null: every call goes through the message
+  /// centre).
+  caf::actor catalog;
+  /// Calls to local activations by id, and their deadlines in order; one timer, armed at
+  /// the earliest deadline, bounds them all (no CAF request timeout per call).
+  std::unordered_map<uint64_t, placement_local_call> local_calls;
+  std::set<std::pair<int64_t, uint64_t>> local_deadlines;
+  uint64_t next_local_call = 0;
+  int64_t sweep_armed_ms = -1; ///< the due time the sweep timer is armed for (-1: none)
   log::logger log = log::get("placement");
   caf::actor_clock::time_point origin;
 

@@ -1,0 +1,181 @@
+// SPEC §14's costs, counted in virtual time (docs/delivery-costs.md): every mailbox enqueue
+// and every clock entry a flow of deliveries causes anywhere in a silo built by
+// `silo_builder`, landing reports and gauge deltas included. CAF's test coordinator resumes
+// an actor for one message per job, so the jobs it runs are the messages enqueued.
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <caf/all.hpp>
+
+#include "cafmesh/lifecycle/hosting.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
+#include "cafmesh/testing/ask.hpp"
+#include "cafmesh/testing/fixture.hpp"
+
+using namespace cafmesh;
+using namespace cafmesh::lifecycle;
+using routing::address;
+using routing::envelope;
+
+namespace {
+
+using s14_go_atom = caf::atom_constant<caf::atom("s14go")>;
+
+/// What a flow cost: jobs run per actor name, and clock entries scheduled.
+struct flow_cost {
+  std::map<std::string, size_t> by_actor;
+  size_t jobs = 0;
+  size_t timers = 0;
+
+  std::string render() const {
+    std::string out;
+    for (auto& [name, n] : by_actor)
+      out += "  " + name + ": " + std::to_string(n) + "\n";
+    return out;
+  }
+};
+
+/// Runs every ready actor until none is ready, counting the jobs by actor and the clock
+/// entries added meanwhile (CAF 0.17 keeps a request's timeout on the clock until it fires).
+flow_cost run_counting(testing::fixture& fx) {
+  flow_cost c;
+  auto timers_before = fx.sched.clock().schedule().size();
+  while (!fx.sched.jobs.empty()) {
+    auto* a = dynamic_cast<caf::local_actor*>(fx.sched.jobs.front());
+    std::string name = a != nullptr ? a->name() : "?";
+    if (!fx.sched.try_run_once())
+      break;
+    ++c.by_actor[name];
+    ++c.jobs;
+  }
+  auto timers_after = fx.sched.clock().schedule().size();
+  c.timers = timers_after > timers_before ? timers_after - timers_before : 0;
+  return c;
+}
+
+/// One delivery from `portal/driver` to `node/bench/{k % 8}`.
+envelope bench_post(uint64_t k) {
+  envelope e;
+  e.id = "p" + std::to_string(k);
+  e.sender = address::from("portal/driver");
+  e.target = address::from("node/bench/" + std::to_string(k % 8));
+  e.payload_type = "bench";
+  e.payload_json = "{\"n\":1}";
+  return e;
+}
+
+/// Posts `n` deliveries through the co-hosted entry (`rs_post`), one-way, on
+/// `(s14_go_atom, n)`.
+caf::behavior entry_poster(caf::event_based_actor* self, caf::actor routing) {
+  auto next = std::make_shared<uint64_t>(0);
+  return {
+    [=](s14_go_atom, uint64_t n) {
+      for (uint64_t i = 0; i < n; ++i)
+        self->send(routing, routing::rs_post_atom::value, bench_post(++*next));
+    },
+  };
+}
+
+/// Hands `n` deliveries straight to the co-hosted router core (`rc_route`, as a hub without
+/// a local route for the target does, SPEC B5), on `(s14_go_atom, n)`.
+caf::behavior core_poster(caf::event_based_actor* self, routing::router_core_actor core) {
+  auto next = std::make_shared<uint64_t>(0);
+  return {
+    [=](s14_go_atom, uint64_t n) {
+      for (uint64_t i = 0; i < n; ++i)
+        self->send(core, routing::rc_route_atom::value, bench_post(++*next));
+    },
+  };
+}
+
+/// One silo with the application hub `node/bench/*` (each delivery ended at once, counted
+/// in `handled`), started.
+struct bench_silo {
+  std::shared_ptr<uint64_t> handled = std::make_shared<uint64_t>(0);
+  std::optional<silo> s;
+
+  explicit bench_silo(testing::fixture& fx) {
+    auto count = handled;
+    auto built = silo_builder{fx.sys}
+                   .config([] {
+                     config::mesh_config c;
+                     // A flow offers 1,000 deliveries at once: admission is not measured.
+                     c.routing.max_in_flight = 0;
+                     return c;
+                   }())
+                   .hub("node/bench/*",
+                        [count](caf::event_based_actor*, const envelope&,
+                                routing::hub_responder r) {
+                          ++*count;
+                          r.done();
+                        })
+                   .build();
+    REQUIRE(built);
+    s.emplace(std::move(*built));
+    auto started = testing::ask(fx, s->host(), host_start_atom::value);
+    REQUIRE(fx.run_until([&] { return started->done; }, std::chrono::minutes(1)));
+    REQUIRE(started->ok());
+  }
+};
+
+/// The calibration: one job of the coordinator is one message, at either priority.
+void calibrate(testing::fixture& fx) {
+  auto probe = fx.track(fx.sys.spawn([](caf::event_based_actor*) -> caf::behavior {
+    return {[](s14_go_atom, uint64_t) {}};
+  }));
+  for (int i = 0; i < 5; ++i) {
+    caf::anon_send(probe, s14_go_atom::value, uint64_t{0});
+    caf::anon_send<caf::message_priority::high>(probe, s14_go_atom::value, uint64_t{0});
+  }
+  REQUIRE(fx.run() == 10);
+}
+
+/// Warms `drv`'s path up with 100 deliveries (placement, activations, cached resolutions),
+/// then counts a flow of `n`.
+flow_cost measure(testing::fixture& fx, bench_silo& b, caf::actor drv, uint64_t n) {
+  auto before = *b.handled;
+  caf::anon_send(drv, s14_go_atom::value, uint64_t{100});
+  REQUIRE(fx.run_until([&] { return *b.handled == before + 100; }, std::chrono::minutes(1)));
+  fx.run();
+  caf::anon_send(drv, s14_go_atom::value, n);
+  auto cost = run_counting(fx);
+  CHECK(*b.handled == before + 100 + n);
+  // The driver's own job (the go message) is not a delivery's.
+  cost.jobs -= 1;
+  return cost;
+}
+
+} // namespace
+
+TEST_CASE("S14.01 a co-hosted post to a node hub costs at most 6 mailbox enqueues and 0 CAF timers per delivery, through the entry and through the real grain port, activation and application hub") {
+  testing::fixture fx;
+  calibrate(fx);
+  bench_silo b{fx};
+  constexpr uint64_t n = 1000;
+
+  SUBCASE("through the entry: the application hub is a local route of the silo's process") {
+    auto drv = fx.track(fx.sys.spawn(entry_poster, b.s->components().routing));
+    auto cost = measure(fx, b, drv, n);
+    MESSAGE("entry: " << cost.jobs << " mailbox enqueues and " << cost.timers
+                      << " clock entries for " << n << " deliveries\n"
+                      << cost.render());
+    CHECK(cost.jobs <= 6 * n);
+    CHECK(cost.timers == 0);
+  }
+
+  SUBCASE("through the router core: grain port, node-hub grain activation, application hub") {
+    auto drv = fx.track(fx.sys.spawn(core_poster, b.s->components().core));
+    auto cost = measure(fx, b, drv, n);
+    MESSAGE("grain path: " << cost.jobs << " mailbox enqueues and " << cost.timers
+                           << " clock entries for " << n << " deliveries\n"
+                           << cost.render());
+    CHECK(cost.jobs <= 6 * n);
+    CHECK(cost.timers == 0);
+  }
+}
