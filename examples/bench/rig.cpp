@@ -68,6 +68,12 @@ caf::behavior bench_driver(caf::stateful_actor<driver_state>* self, progress* an
       for (uint64_t i = 0; i < n; ++i)
         self->send(dst, hb_in_atom::value, proto);
     },
+    [=](bn_post_atom, const caf::actor& rs, uint64_t n, const proto_list& protos,
+        uint64_t offset) {
+      auto& list = *protos;
+      for (uint64_t i = 0; i < n; ++i)
+        self->send(rs, rs_post_atom::value, list[(offset + i) % list.size()]);
+    },
     [=](bn_req_atom, const routing_service_actor& rs, uint64_t n, const proto_list& protos,
         uint64_t offset) {
       auto& st = self->state;
@@ -119,6 +125,8 @@ fake_grains(grain_port_actor::stateful_pointer<grains_state> self, core_rig* rig
       promise.deliver(std::move(d));
       ++done;
     }
+    if (done > 0)
+      rig->answered.bump(done);
     if (done > 0) {
       rig->last_release_ns.store(clock_type::now().time_since_epoch().count());
       rig->released.bump(done);
@@ -138,6 +146,7 @@ fake_grains(grain_port_actor::stateful_pointer<grains_state> self, core_rig* rig
       }
       d.state = delivery_state::processed;
       reply.deliver(std::move(d));
+      rig->answered.bump();
     },
     [](gp_invalidate_atom, const grain_id&) {},
     [](gp_inval_silo_atom, const silo_address&) {},
@@ -145,13 +154,15 @@ fake_grains(grain_port_actor::stateful_pointer<grains_state> self, core_rig* rig
   };
 }
 
-path_resolver_actor::behavior_type node_resolver(path_resolver_actor::pointer) {
+path_resolver_actor::behavior_type node_resolver(path_resolver_actor::pointer,
+                                                 bool cacheable) {
   return {
-    [](pr_resolve_atom, const std::string& path) {
+    [=](pr_resolve_atom, const std::string& path) {
       resolve_result r;
       if (auto prefix = routing::node_prefix_of("node", path)) {
         r.found = true;
         r.node_prefix = std::move(*prefix);
+        r.cacheable = cacheable;
       }
       return r;
     },
@@ -167,7 +178,7 @@ core_rig::core_rig(caf::actor_system& sys, rig_options opts) : sys_(sys) {
   gauge_ = spawn_routing_quiescence(sys, {silo.to_string()});
   pool_ = spawn_io_pool(sys, io_pool_options::from(cfg.pool, silo.to_string()));
   grains_ = sys.spawn(fake_grains, this, opts.answer);
-  resolver_ = sys.spawn(node_resolver);
+  resolver_ = sys.spawn(node_resolver, opts.cacheable);
   auto co = router_core_options::from(cfg, silo);
   co.gauge = gauge_;
   co.pool = pool_;
@@ -184,11 +195,15 @@ core_rig::core_rig(caf::actor_system& sys, rig_options opts) : sys_(sys) {
   self_ = std::make_unique<caf::scoped_actor>(sys);
 }
 
+std::vector<caf::actor> core_rig::actors() const {
+  return {caf::actor_cast<caf::actor>(drv_),     caf::actor_cast<caf::actor>(rs_),
+          caf::actor_cast<caf::actor>(rc_),      caf::actor_cast<caf::actor>(grains_),
+          caf::actor_cast<caf::actor>(resolver_), caf::actor_cast<caf::actor>(pool_),
+          caf::actor_cast<caf::actor>(gauge_)};
+}
+
 core_rig::~core_rig() {
-  for (auto h : {caf::actor_cast<caf::actor>(drv_), caf::actor_cast<caf::actor>(rs_),
-                 caf::actor_cast<caf::actor>(rc_), caf::actor_cast<caf::actor>(grains_),
-                 caf::actor_cast<caf::actor>(resolver_), caf::actor_cast<caf::actor>(pool_),
-                 caf::actor_cast<caf::actor>(gauge_)})
+  for (auto& h : actors())
     caf::anon_send_exit(h, caf::exit_reason::user_shutdown);
   self_.reset();
 }
@@ -196,8 +211,17 @@ core_rig::~core_rig() {
 bool core_rig::deliver(uint64_t n, const proto_list& protos, uint64_t offset,
                        double timeout_s) {
   answers.arm(n);
-  caf::anon_send(drv_, bn_req_atom::value, rs_, n, protos, offset);
+  start_deliver(n, protos, offset);
   return answers.wait(timeout_s);
+}
+
+void core_rig::start_deliver(uint64_t n, const proto_list& protos, uint64_t offset) {
+  caf::anon_send(drv_, bn_req_atom::value, rs_, n, protos, offset);
+}
+
+void core_rig::post(uint64_t n, const proto_list& protos, uint64_t offset) {
+  caf::anon_send(drv_, bn_post_atom::value, caf::actor_cast<caf::actor>(rs_), n, protos,
+                 offset);
 }
 
 router_core_stats core_rig::stats() {
@@ -207,11 +231,12 @@ router_core_stats core_rig::stats() {
   return out;
 }
 
-bool core_rig::wait_landed(uint64_t goal, uint64_t calls, double timeout_s) {
+bool core_rig::wait_landed(uint64_t goal, uint64_t answered_goal, double timeout_s) {
   auto t0 = clock_type::now();
-  if (!grain_calls.wait_for_count(calls, timeout_s))
+  if (!answered.wait_for_count(answered_goal, timeout_s))
     return false;
   for (;;) {
+    stats_checks.fetch_add(1);
     auto st = stats();
     if (st.landed >= goal)
       return true;

@@ -4,8 +4,9 @@
 /// The co-hosted router-core rig of cafmesh-bench: a `silo_host` routing service whose
 /// router core runs real legs through the real quiescence gauge and I/O pool against a fake
 /// path resolver (`node/{prefix}`) and a fake grain port (the node-hub and pod-hub calls),
-/// fed by a driver actor that keeps a window of `rs_deliver` requests outstanding
-/// (examples/bench/README.md "What each row measures", P1).
+/// fed by a driver actor that posts one-way `(rs_post_atom, envelope)` deliveries (P1) or
+/// keeps a window of `rs_deliver` requests outstanding (P1q, P4, P5, P6)
+/// (examples/bench/README.md "What each row measures").
 
 #include <atomic>
 #include <cstdint>
@@ -28,6 +29,7 @@ namespace cafmesh::bench {
 using bn_raw_atom = caf::atom_constant<caf::atom("bnraw")>;
 using bn_req_atom = caf::atom_constant<caf::atom("bnreq")>;
 using bn_release_atom = caf::atom_constant<caf::atom("bnrelease")>;
+using bn_post_atom = caf::atom_constant<caf::atom("bnpost")>;
 
 /// What the fake grain port does with one `gp_call`.
 enum class grain_answer {
@@ -42,6 +44,9 @@ struct rig_options {
   std::function<grain_answer(const grain_id&)> answer;
   /// `routing.max_in_flight` (0: no admission bound; the floods measure the hot path).
   int64_t max_in_flight = 0;
+  /// The fake path resolver marks its answers `cacheable` (resolve_result::cacheable,
+  /// docs/behaviour/routing.md#cacheable-resolutions), as the silo's default resolver does.
+  bool cacheable = true;
 };
 
 /// The small envelope every co-hosted case moves (7-byte JSON payload).
@@ -69,17 +74,26 @@ public:
   /// routing service and waits for the n answers (`forwarded`); false on a timeout.
   bool deliver(uint64_t n, const proto_list& protos, uint64_t offset = 0,
                double timeout_s = 300);
-  /// Waits until the fake grain port has seen `calls` calls, then until the router core
-  /// counts `goal` landed legs (polled every 50 us); false on a timeout or a leg that did
-  /// not land. Each `rc_stats` is a router-core turn whose snapshot of the dispatcher is
-  /// O(channels), so the poll starts only at the tail of a batch, once every call is out.
-  bool wait_landed(uint64_t goal, uint64_t calls, double timeout_s = 300);
+  /// The same without waiting: the driver starts the `rs_deliver` requests.
+  void start_deliver(uint64_t n, const proto_list& protos, uint64_t offset = 0);
+  /// The driver posts `n` one-way `(rs_post_atom, envelope)` to the routing service from
+  /// one handler (the co-hosted hot path, docs/behaviour/routing.md#the-co-hosted-hot-path);
+  /// returns at once (nothing answers a post: wait with `wait_landed`).
+  void post(uint64_t n, const proto_list& protos, uint64_t offset = 0);
+  /// Waits until the fake grain port has answered `answered_goal` calls in all (counted by
+  /// the port as it answers: no router-core turn), then asks the router core once whether
+  /// it counts `goal` landed legs: every answer is in the core's mailbox ahead of that
+  /// `rc_stats` (re-asked every 50 us only if not, counted in `stats_checks`). False on a
+  /// timeout or a leg that ended without landing.
+  bool wait_landed(uint64_t goal, uint64_t answered_goal, double timeout_s = 300);
   /// The router core's statistics.
   routing::router_core_stats stats();
   /// Answers the oldest `n` held promises (`grain_answer::on_release`).
   void release(uint64_t n);
 
   progress grain_calls; ///< every `gp_call` the fake grain port received
+  progress answered;    ///< every `gp_call` the fake grain port answered (bumped after it)
+  std::atomic<uint64_t> stats_checks{0}; ///< `rc_stats` asked by `wait_landed`
   progress answers;     ///< every answer the driver received (`bad`: not `forwarded`)
   progress released;    ///< held promises answered
   /// Steady-clock ns at which the fake port answered its latest released promise.
@@ -88,6 +102,9 @@ public:
   const routing::router_core_actor& core() const { return rc_; }
   const routing::routing_quiescence_actor& gauge() const { return gauge_; }
   const routing::routing_service_actor& service() const { return rs_; }
+  const caf::actor& driver() const { return drv_; }
+  /// Every actor of the rig (the counting flows exit them before their system ends).
+  std::vector<caf::actor> actors() const;
 
 private:
   caf::actor_system& sys_;
@@ -104,6 +121,7 @@ private:
 /// The driver's state (see `bench_driver`).
 struct driver_state {
   routing::routing_service_actor rs;
+  caf::actor post_to; ///< the routing service of `bn_post_atom`
   proto_list protos;
   uint64_t next = 0;
   uint64_t remaining = 0;
@@ -111,8 +129,10 @@ struct driver_state {
 };
 
 /// The driver: `(bn_raw_atom, sink, n, envelope)` sends n one-way `(hb_in_atom, envelope)`
-/// from one handler; `(bn_req_atom, routing service, n, protos, offset)` sends n
-/// `rs_deliver` requests through a window of `request_window`, bumping `answers` per answer.
+/// from one handler; `(bn_post_atom, routing service, n, protos, offset)` sends n one-way
+/// `(rs_post_atom, envelope)` from one handler; `(bn_req_atom, routing service, n, protos,
+/// offset)` sends n `rs_deliver` requests through a window of `request_window`, bumping
+/// `answers` per answer.
 caf::behavior bench_driver(caf::stateful_actor<driver_state>* self, progress* answers);
 
 /// The raw CAF sink: counts `(hb_in_atom, envelope)` messages (the shape a local route gets).
