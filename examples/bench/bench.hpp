@@ -108,8 +108,12 @@ struct progress {
 
 // -- row groups ---------------------------------------------------------------------------
 
-/// P1, P1b, P7 (co_hosted.cpp): co-hosted router core and local route vs raw one-way.
+/// P1, P1q, P1b, P7 (co_hosted.cpp): co-hosted router core (one-way posts, requests) and
+/// local route vs raw one-way.
 rows run_co_hosted(const options& opt, caf::actor_system& sys);
+/// P1r (silo_path.cpp): one-way posts through a `silo_builder` silo's router-core path to
+/// node hubs of an application hub vs raw one-way, in an actor system of its own.
+rows run_silo_path(const options& opt);
 /// P5 (channels.cpp): router-core cost per delivery with 10, 1,000, 100,000 open channels.
 rows run_channels(const options& opt, caf::actor_system& sys);
 /// P6 (memory.cpp): bytes per idle channel, queued delivery, in-flight leg.

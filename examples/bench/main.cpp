@@ -104,8 +104,8 @@ int main(int argc, char** argv) {
                  "cafmesh-demo for P8 (default: ../cafmesh-demo next to this binary)")
     ->type_name("PATH");
   app.add_option("--only", opt.only,
-                 "Comma-separated row groups to run: P1 (with P1b, P7), P2 (with P3), P4, P5, "
-                 "P6, P8")
+                 "Comma-separated row groups to run: P1 (with P1q, P1r, P1b, P7), P2 (with "
+                 "P3), P4, P5, P6, P8")
     ->type_name("LIST");
   app.add_option("--threads", opt.threads,
                  "scheduler.max-threads of every actor system (default: CAF's, the core "
@@ -160,7 +160,12 @@ int main(int argc, char** argv) {
     // The co-hosted rows share one actor system; the loopback rows build their own.
     system_box box{opt.threads};
     auto& sys = *box.sys;
-    group("P1", [&] { return run_co_hosted(opt, sys); });
+    group("P1", [&] {
+      auto rs = run_co_hosted(opt, sys);
+      for (auto& r : run_silo_path(opt))
+        rs.push_back(std::move(r));
+      return rs;
+    });
     group("P5", [&] { return run_channels(opt, sys); });
     group("P6", [&] { return run_memory(opt, sys); });
     group("P4", [&] { return run_stop(opt, sys); });
