@@ -224,10 +224,15 @@ void core_rig::post(uint64_t n, const proto_list& protos, uint64_t offset) {
                  offset);
 }
 
-router_core_stats core_rig::stats() {
+router_core_stats core_rig::stats(bool urgent) {
   router_core_stats out;
-  (*self_)->request(rc_, caf::infinite, rc_stats_atom::value)
-    .receive([&](router_core_stats& x) { out = std::move(x); }, [&](caf::error&) {});
+  auto on_stats = [&](router_core_stats& x) { out = std::move(x); };
+  auto on_error = [&](caf::error&) {};
+  if (urgent)
+    (*self_)->request<caf::message_priority::high>(rc_, caf::infinite, rc_stats_atom::value)
+      .receive(on_stats, on_error);
+  else
+    (*self_)->request(rc_, caf::infinite, rc_stats_atom::value).receive(on_stats, on_error);
   return out;
 }
 
@@ -235,14 +240,20 @@ bool core_rig::wait_landed(uint64_t goal, uint64_t answered_goal, double timeout
   auto t0 = clock_type::now();
   if (!answered.wait_for_count(answered_goal, timeout_s))
     return false;
-  for (;;) {
+  // The port answers at the priority of the call (grain_port_reply): a first ask in CAF's
+  // urgent queue comes after every urgent answer already queued, a second one in the normal
+  // queue after every normal one. One alone is not enough: CAF 0.17 serves its urgent and
+  // normal queues by weighted round robin, so a normal ask overtakes part of a large urgent
+  // backlog, and an urgent ask overtakes normal answers.
+  for (int ask = 0;; ++ask) {
     stats_checks.fetch_add(1);
-    auto st = stats();
+    auto st = stats(ask == 0);
     if (st.landed >= goal)
       return true;
     if (st.terminal_events > st.landed || seconds_since(t0) > timeout_s)
       return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    if (ask > 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
 

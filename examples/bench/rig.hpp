@@ -81,13 +81,14 @@ public:
   /// returns at once (nothing answers a post: wait with `wait_landed`).
   void post(uint64_t n, const proto_list& protos, uint64_t offset = 0);
   /// Waits until the fake grain port has answered `answered_goal` calls in all (counted by
-  /// the port as it answers: no router-core turn), then asks the router core once whether
-  /// it counts `goal` landed legs: every answer is in the core's mailbox ahead of that
-  /// `rc_stats` (re-asked every 50 us only if not, counted in `stats_checks`). False on a
-  /// timeout or a leg that ended without landing.
+  /// the port as it answers: no router-core turn), then asks the router core whether it
+  /// counts `goal` landed legs: once at high priority (behind every urgent answer), then once
+  /// at normal priority (behind every normal one), then, only if still not, every 50 us
+  /// (each ask counted in `stats_checks`). False on a timeout or a leg that ended without
+  /// landing.
   bool wait_landed(uint64_t goal, uint64_t answered_goal, double timeout_s = 300);
-  /// The router core's statistics.
-  routing::router_core_stats stats();
+  /// The router core's statistics (asked at high priority when `urgent`).
+  routing::router_core_stats stats(bool urgent = false);
   /// Answers the oldest `n` held promises (`grain_answer::on_release`).
   void release(uint64_t n);
 
