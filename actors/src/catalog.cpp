@@ -111,10 +111,13 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
         st.log.warning(tag_of(kv.second) + " exited on its own: "
                        + self->system().render(msg.reason));
         finish(self, kv.first, false);
+        settle_results(self);
         return;
       }
-    if (msg.reason)
+    if (msg.reason) {
+      flush_results(self);
       self->quit(msg.reason);
+    }
   });
   return {
     [=](mb_snapshot_atom, const membership_snapshot& v) {
@@ -191,6 +194,17 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
     [=](ct_call_atom, uint64_t id, const grain_id& g, activation_tag t, int32_t fwd,
         caf::message& payload) {
       invoke(self, g, t, fwd, std::move(payload), turn_reply{self, id});
+    },
+    [=](ct_calls_atom, std::vector<ct_call_item>& calls) {
+      auto caller = self->current_sender();
+      for (auto& c : calls)
+        invoke(self, c.grain, c.tag, c.forward_count, std::move(c.payload),
+               turn_reply{self->state.results, caller, c.id});
+      settle_results(self);
+    },
+    [=](ct_flush_atom) {
+      self->state.flush_queued = false;
+      settle_results(self);
     },
     [=](ct_deact_atom, activation_tag t) -> caf::response_promise {
       auto& st = self->state;

@@ -14,7 +14,20 @@ turn_reply::turn_reply(caf::local_actor* from, uint64_t id) : from_(from), id_(i
   }
 }
 
+turn_reply::turn_reply(
+  std::shared_ptr<std::vector<std::pair<caf::strong_actor_ptr, ct_result_item>>> outbox,
+  caf::strong_actor_ptr caller, uint64_t id)
+  : outbox_(std::move(outbox)), caller_(std::move(caller)), id_(id) {
+  // nop
+}
+
 void turn_reply::deliver(caf::message reply) {
+  if (outbox_) {
+    if (caller_)
+      outbox_->emplace_back(std::move(caller_), ct_result_item{id_, std::move(reply), {}});
+    caller_ = nullptr;
+    return;
+  }
   if (from_ == nullptr) {
     rp_.deliver(std::move(reply));
     return;
@@ -30,6 +43,12 @@ void turn_reply::deliver(caf::message reply) {
 }
 
 void turn_reply::deliver(caf::error failure) {
+  if (outbox_) {
+    if (caller_)
+      outbox_->emplace_back(std::move(caller_), ct_result_item{id_, {}, std::move(failure)});
+    caller_ = nullptr;
+    return;
+  }
   if (from_ == nullptr) {
     rp_.deliver(std::move(failure));
     return;
@@ -71,6 +90,44 @@ catalog_activation& create(ct_actor* self, const grain_id& g, const grain_type& 
   return st.activations.emplace(tag.value, std::move(a)).first->second;
 }
 
+void flush_results(ct_actor* self) {
+  auto& out = *self->state.results;
+  if (out.empty())
+    return;
+  auto items = std::move(out);
+  out.clear();
+  // By caller, each caller's answers in the order they came.
+  std::vector<std::pair<caf::strong_actor_ptr, std::vector<ct_result_item>>> by_caller;
+  for (auto& [caller, item] : items) {
+    auto i = std::find_if(by_caller.begin(), by_caller.end(),
+                          [&](const auto& x) { return x.first == caller; });
+    if (i == by_caller.end()) {
+      by_caller.emplace_back(caller, std::vector<ct_result_item>{});
+      i = by_caller.end() - 1;
+    }
+    i->second.push_back(std::move(item));
+  }
+  for (auto& [caller, batch] : by_caller)
+    caller->enqueue(caf::make_mailbox_element(caf::strong_actor_ptr{self->ctrl()},
+                                              caf::make_message_id(caf::message_priority::high),
+                                              {}, ct_results_atom::value, std::move(batch)),
+                    self->context());
+}
+
+void settle_results(ct_actor* self) {
+  auto& st = self->state;
+  if (st.results->empty())
+    return;
+  if (st.results->size() >= 64 || self->mailbox().empty()) {
+    flush_results(self);
+    return;
+  }
+  if (!st.flush_queued) {
+    st.flush_queued = true;
+    self->send(self, ct_flush_atom::value);
+  }
+}
+
 void check_all_gone(ct_actor* self) {
   auto& st = self->state;
   if (!st.activations.empty() || st.reroutes_in_flight > 0 || st.all_gone.empty())
@@ -95,6 +152,7 @@ void reroute(ct_actor* self, const grain_id& g, catalog_turn turn) {
               rp.deliver(std::move(err));
             else
               rp.deliver(std::move(reply));
+            settle_results(self);
           });
 }
 
@@ -239,6 +297,11 @@ void pump(ct_actor* self, uint32_t tag) {
                 rp.deliver(to_error(to_fault(err)));
               else
                 rp.deliver(std::move(reply));
+              // The answer leaves with the others of its batch (SPEC B1).
+              struct settle_at_end {
+                ct_actor* self;
+                ~settle_at_end() { settle_results(self); }
+              } at_end{self};
               auto& st = self->state;
               auto j = st.activations.find(tag);
               if (j == st.activations.end())

@@ -107,6 +107,16 @@ void pump(ct_actor* self, uint32_t tag);
 
 void enqueue(ct_actor* self, catalog_activation& a, catalog_turn turn);
 
+/// `(ct_flush_atom)` to itself: send the answers of `ct_calls` batches after the backlog.
+using ct_flush_atom = caf::atom_constant<caf::atom("ctflush")>;
+
+/// Sends the answers waiting for `ct_calls` callers, one `ct_results` per caller.
+void flush_results(ct_actor* self);
+
+/// Sends the waiting answers now if the mailbox is empty or 64 wait, else once the backlog
+/// ahead of a `ct_flush_atom` to itself is through (SPEC B1: never on a timer).
+void settle_results(ct_actor* self);
+
 /// Picks (or creates) the stateless-worker activation for one message; nullptr if none may
 /// serve it (`err` set).
 catalog_activation* pick_worker(ct_actor* self, const grain_id& g, const grain_type& t,

@@ -18,6 +18,8 @@ void register_actor_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<grain_id>("cafmesh.grain_id");
   cfg.add_message_type<silo_address>("cafmesh.silo_address");
   cfg.add_message_type<activation_tag>("cafmesh.activation_tag");
+  cfg.add_message_type<ct_call_item>("cafmesh.ct_call_item");
+  cfg.add_message_type<ct_result_item>("cafmesh.ct_result_item");
   // add_message_type<T> also announces std::vector<T> as `std::vector<name>`.
   cfg.add_message_type<mesh_errc>("cafmesh.mesh_errc");
   cfg.add_message_type<tri_bool>("cafmesh.tri_bool");

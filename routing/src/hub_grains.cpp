@@ -85,11 +85,26 @@ struct node_hub_data {
   uint64_t nack_seq = 0;
   bool leave_when_ready = false; ///< refused new work while building: leave once handed over
   bool left = false;             ///< asked the catalog to deactivate it
+  /// Told the silo's router core that it may call this activation directly (`rc_local_atom`).
+  bool routed = false;
   log::logger log;
 };
 
 std::string hub_address(const silo_routing_slots& slots, const envelope& d) {
   return host_address(d.target, slots.mesh_type).path();
+}
+
+/// Once the hub is ready and the activation knows its catalog and tag, tells the silo's
+/// router core that it may call this activation through the catalog directly (SPEC B3,
+/// docs/delivery-costs.md); it takes that back when the activation goes.
+void offer_route(caf::event_based_actor* self, const silo_routing_slots_ptr& slots,
+                 const std::shared_ptr<node_hub_data>& data, const grain_id& id) {
+  auto& me = *data->me;
+  if (data->routed || data->phase != hub_phase::ready || !me.catalog || !me.tag || !slots->core
+      || silo_stopping(*slots))
+    return;
+  data->routed = true;
+  self->send(slots->core, rc_local_atom::value, id, *me.tag, me.catalog);
 }
 
 /// Posts a node-hub NACK through the silo's routing service (answer-suppressed envelope).
@@ -147,6 +162,8 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
   data->log = log::get("node_hub").with_context(slots->silo.to_string());
   // Deactivation (the catalog's exit): NACK what is still parked, then leave.
   self->set_exit_handler([=](caf::exit_msg& msg) {
+    if (data->routed && data->me->tag)
+      self->send(slots->core, rc_local_atom::value, id, *data->me->tag);
     for (auto& d : data->parked)
       node_hub_nack(self, slots, data, id, d, verdict::shutting_down,
                     "Delivery to '" + d.target.to_string()
@@ -190,6 +207,7 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
           data->hub = hub;
           data->phase = hub_phase::ready;
           self->monitor(hub);
+          offer_route(self, slots, data, id);
           pin(self, data->me, false);
           hand_parked(self, slots, data, id);
           if (data->leave_when_ready && !data->left) {
@@ -202,9 +220,11 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
             fail_build(to_fault(e));
         });
   }
-  return {
-    [=](hg_deliver_atom, envelope& d) -> caf::result<envelope> {
+  // `local_caller`: the call came from this silo's own router core, which takes the landing
+  // as its own (landing_report.cpp), so the hub answers it directly.
+  auto deliver = [=](envelope& d, bool local_caller) -> caf::result<envelope> {
       learn(self, data->me);
+      offer_route(self, slots, data, id);
       // A stopping silo takes no new work: refused before the hub sees it, and the
       // activation leaves so that the sender's retry places the hub elsewhere.
       bool hub_side = data->phase == hub_phase::ready || data->phase == hub_phase::building;
@@ -224,7 +244,7 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
       }
       switch (data->phase) {
         case hub_phase::ready: {
-          if (!may_answer(d) || is_continuation(d)) {
+          if (!may_answer(d) || is_continuation(d) || local_caller) {
             self->delegate(data->hub, hb_deliver_atom::value, std::move(d));
             return caf::delegated<envelope>{};
           }
@@ -271,6 +291,11 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
           return out;
         }
       }
+  };
+  return {
+    [=](hg_deliver_atom, envelope& d) -> caf::result<envelope> { return deliver(d, false); },
+    [=](hg_deliver_atom, envelope& d, const silo_address& caller) -> caf::result<envelope> {
+      return deliver(d, caller == slots->silo);
     },
   };
 }

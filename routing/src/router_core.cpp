@@ -136,6 +136,8 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       auto& s = self->state;
       if (!s.stopping) {
         s.stopping = true;
+        // Grain attempts take placement's way from now on (its leaving reports).
+        s.local_routes.clear();
         // From now on the participant reads the gauge: every turn publishes its delta.
         s.acct.set_eager();
         s.log.info("router core: stopping signal received; " + std::to_string(s.sat.in_flight())
@@ -171,7 +173,10 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       turn_scope turn{self};
       self->state.opts.local_routes = std::move(port);
     },
-    [=](rc_sync_atom) { return caf::ok_atom::value; },
+    [=](rc_sync_atom) {
+      turn_scope turn{self};
+      return caf::ok_atom::value;
+    },
     [=](rc_drained_atom, std::string& destination,
         const std::string& key) -> caf::result<caf::ok_atom> {
       turn_scope turn{self};
@@ -220,12 +225,43 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       turn_scope turn{self};
       self->state.resolved.forget(host_path);
     },
+    [=](rc_local_atom, const grain_id& g, activation_tag tag, caf::actor& catalog) {
+      turn_scope turn{self};
+      auto& s = self->state;
+      if (s.stopping || g.type != "messagehub" || !catalog)
+        return;
+      if (s.local_routes.size() >= 65536)
+        s.local_routes.clear(); // bounded as the resolution cache is
+      s.local_routes[g.key] = local_route{std::move(catalog), tag};
+    },
+    [=](rc_local_atom, const grain_id& g, activation_tag tag) {
+      turn_scope turn{self};
+      auto& s = self->state;
+      auto i = s.local_routes.find(g.key);
+      if (i != s.local_routes.end() && i->second.tag == tag)
+        s.local_routes.erase(i);
+    },
     [=](mb_snapshot_atom, const membership_snapshot& v) {
       turn_scope turn{self};
       auto& s = self->state;
       if (v.version != s.membership_version) {
         s.membership_version = v.version;
         s.resolved.clear();
+        s.local_routes.clear();
+      }
+    },
+    [=](ct_results_atom, std::vector<ct_result_item>& results) {
+      turn_scope turn{self};
+      for (auto& r : results) {
+        if (r.failure) {
+          port_call_fault(self, r.id, r.failure);
+        } else if (r.reply.match_elements<envelope>()) {
+          port_call_result(self, r.id, r.reply.get_mutable_as<envelope>(0));
+        } else {
+          auto e = to_error(fault{mesh_errc::application,
+                                  "a node hub grain answered something other than an envelope"});
+          port_call_fault(self, r.id, e);
+        }
       }
     },
     [=](routing::pool_handover_atom) -> std::vector<uint64_t> {
@@ -246,7 +282,10 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
           ids.push_back(kv.first);
       return ids;
     },
-    [=](rc_deadline_atom, int64_t due_ms) { expire_deadlines(self, due_ms); },
+    [=](rc_deadline_atom, int64_t due_ms) {
+      turn_scope turn{self};
+      expire_deadlines(self, due_ms);
+    },
     [=](gp_result_atom, uint64_t call, envelope& result) {
       turn_scope turn{self};
       port_call_result(self, call, result);
@@ -255,7 +294,10 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       turn_scope turn{self};
       port_call_fault(self, call, failure);
     },
-    [=](rc_sat_lasting_atom) { log_sat(self, self->state.sat.lasting(now_ms(self))); },
+    [=](rc_sat_lasting_atom) {
+      turn_scope turn{self};
+      log_sat(self, self->state.sat.lasting(now_ms(self)));
+    },
     [=](rc_timer_atom, uint64_t id, uint64_t tok) {
       turn_scope turn{self};
       if (auto leg = find_leg(self, id, tok)) {
@@ -268,7 +310,10 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
           nack_node_attempt(self, id);
     },
     // -- pool owner protocol (docs/behaviour/quiescence.md#the-routing-io-pool) --
-    [=](routing::pool_admitted_atom, uint64_t id) { on_admitted(self, id); },
+    [=](routing::pool_admitted_atom, uint64_t id) {
+      turn_scope turn{self};
+      on_admitted(self, id);
+    },
     [=](routing::pool_refused_atom, uint64_t id, caf::error& err) {
       turn_scope turn{self};
       auto& s = self->state;

@@ -1,5 +1,9 @@
 #include "router_core_state.hpp"
 
+#include "cafmesh/routing/entry_atoms.hpp"
+
+#include <algorithm>
+
 namespace cafmesh::routing::router_core_detail {
 
 // docs/behaviour/routing.md#grain-port-calls
@@ -21,6 +25,30 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
   c.token = token;
   c.bound_ms = bound.count();
   c.due = add_deadline(self, deadline_target{caf::message_id{}, id}, bound);
+  // A leg's attempt at a node hub whose activation lives in this silo goes to its catalog
+  // directly: one turn of the activation, answered by id (SPEC B3, docs/delivery-costs.md).
+  if (kind == call_for::leg_attempt && !s.stopping && grain.type == "messagehub"
+      && !s.local_routes.empty()) {
+    auto r = s.local_routes.find(grain.key);
+    if (r != s.local_routes.end()) {
+      c.direct = true;
+      c.node_prefix = grain.key;
+      s.calls.emplace(id, c);
+      auto i = std::find_if(s.direct_out.begin(), s.direct_out.end(),
+                            [&](const auto& x) { return x.first == r->second.catalog; });
+      if (i == s.direct_out.end()) {
+        s.direct_out.emplace_back(r->second.catalog, std::vector<ct_call_item>{});
+        i = s.direct_out.end() - 1;
+      }
+      i->second.push_back(ct_call_item{id, grain, r->second.tag, 0,
+                                       caf::make_message(hg_deliver_atom::value, env,
+                                                         s.opts.silo)});
+      ++s.direct_waiting;
+      if (s.turn_depth == 0)
+        flush_direct_calls(self, true); // no turn end will send it
+      return;
+    }
+  }
   s.calls.emplace(id, c);
   if (urgent)
     self->send<caf::message_priority::high>(s.opts.grains, gp_call_atom::value, id, grain, env,
@@ -45,10 +73,42 @@ std::optional<port_call> take_call(pointer self, uint64_t id) {
 
 } // namespace
 
+void flush_direct_calls(pointer self, bool now) {
+  auto& s = self->state;
+  if (s.direct_waiting == 0)
+    return;
+  if (!now && s.direct_waiting < 64 && !self->mailbox().empty()) {
+    // A later turn's end sends them, at the latest the `rc_flush` behind the backlog.
+    if (!s.flush_armed) {
+      s.flush_armed = true;
+      self->send(self, rc_flush_atom::value);
+    }
+    return;
+  }
+  auto out = std::move(s.direct_out);
+  s.direct_out.clear();
+  s.direct_waiting = 0;
+  for (auto& [catalog, calls] : out)
+    // As `send` does, from this actor's execution context (the catalog is a plain actor),
+    // at the priority of the leg attempts.
+    catalog->enqueue(caf::make_mailbox_element(caf::strong_actor_ptr{self->ctrl()},
+                                               caf::make_message_id(caf::message_priority::high),
+                                               {}, ct_calls_atom::value, std::move(calls)),
+                     self->context());
+}
+
+void forget_local_route(pointer self, const std::string& node_prefix) {
+  auto& s = self->state;
+  if (!s.local_routes.empty())
+    s.local_routes.erase(node_prefix);
+}
+
 void port_call_result(pointer self, uint64_t id, envelope& result) {
   auto c = take_call(self, id);
   if (!c)
     return; // its deadline ended it already: a late answer changes nothing
+  if (c->direct && result.state == delivery_state::failed)
+    forget_local_route(self, c->node_prefix);
   switch (c->kind) {
     case call_for::leg_attempt:
       leg_attempt_result(self, c->owner, c->token, result);
@@ -66,6 +126,8 @@ void port_call_fault(pointer self, uint64_t id, caf::error& failure) {
   auto c = take_call(self, id);
   if (!c)
     return;
+  if (c->direct)
+    forget_local_route(self, c->node_prefix);
   switch (c->kind) {
     case call_for::leg_attempt:
       leg_attempt_fault(self, c->owner, c->token, failure);

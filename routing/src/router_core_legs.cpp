@@ -220,9 +220,12 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
   if (d.retry) {
     // At the priority of the leg's attempts (`bounded_request`), so the grain port sees the
     // invalidation before the next attempt whatever its mailbox holds.
-    if (d.invalidate_target)
+    if (d.invalidate_target) {
+      if (leg.grain.type == "messagehub")
+        forget_local_route(self, leg.grain.key);
       self->send<caf::message_priority::high>(s.opts.grains, gp_invalidate_atom::value,
                                               leg.grain);
+    }
     for (auto& silo : d.departed)
       self->send<caf::message_priority::high>(s.opts.grains, gp_inval_silo_atom::value, silo);
     s.log.debug("delivery " + leg.env.id + ": attempt " + std::to_string(leg.retry->attempts() - 1)

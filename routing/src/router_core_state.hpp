@@ -21,6 +21,8 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/catalog.hpp"
+#include "cafmesh/actors/placement_atoms.hpp"
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/leg_accounting.hpp"
@@ -49,7 +51,8 @@ using impl_actor = router_core_actor::extend<caf::reacts_to<rc_flush_atom>,
                                              caf::reacts_to<rc_timer_atom, uint64_t, uint64_t>,
                                              caf::reacts_to<rc_deadline_atom, int64_t>,
                                              caf::reacts_to<rc_release_atom, uint64_t>,
-                                             caf::reacts_to<rc_sat_lasting_atom>>::
+                                             caf::reacts_to<rc_sat_lasting_atom>,
+                                             caf::reacts_to<ct_results_atom, std::vector<ct_result_item>>>::
   extend_with<routing::io_pool_owner_actor>;
 
 /// How a leg ended (its one terminal event, docs/behaviour/routing.md#legs,
@@ -141,6 +144,17 @@ struct port_call {
   uint64_t token = 0;   ///< the owner's step token when the call left
   int64_t bound_ms = 0; ///< its bound, for the timeout's text
   deadline_key due;
+  /// Sent to a local activation's catalog directly (`local_route`): a fault or a failed
+  /// result drops the route.
+  bool direct = false;
+  std::string node_prefix; ///< the node-hub grain's key, when `direct`
+};
+
+/// A node-hub grain activation of this silo that the router core calls through its catalog
+/// directly (`rc_local_atom`, docs/delivery-costs.md).
+struct local_route {
+  caf::actor catalog;
+  activation_tag tag;
 };
 
 /// Work a turn leaves for its end (docs/behaviour/routing.md#one-turn-per-step): a start
@@ -192,6 +206,13 @@ struct core_state {
   leg_accounting acct;
   /// Resolutions the resolver marked cacheable.
   resolution_cache resolved;
+  /// Node-hub grain activations of this silo by node prefix (SPEC B3): dropped when the
+  /// activation goes, a call to it fails, membership changes or the silo stops.
+  std::unordered_map<std::string, local_route> local_routes;
+  /// Direct calls not sent yet, by catalog: they leave in one `ct_calls` per catalog at the
+  /// end of a turn that finds the mailbox empty, or once 64 wait (SPEC B1).
+  std::vector<std::pair<caf::actor, std::vector<ct_call_item>>> direct_out;
+  size_t direct_waiting = 0;
   uint64_t membership_version = 0;
   /// True until the pool's drain took the core's legs over: the core admits itself.
   bool admits_itself = true;
@@ -269,6 +290,10 @@ void on_admitted(pointer self, uint64_t id);
 /// (no recursion: S12.41, docs/behaviour/routing.md#one-turn-per-step).
 void run_work(pointer self);
 
+/// Sends the direct calls waiting (`direct_out`): at once with `now`, else if the mailbox
+/// is empty or 64 wait.
+void flush_direct_calls(pointer self, bool now = false);
+
 /// Marks one turn of the router core (a message handler or a response handler): when the
 /// outermost ends, the work it left runs, in order and without recursion, then the gauge
 /// delta settles.
@@ -281,6 +306,7 @@ struct turn_scope {
     auto& s = self->state;
     if (s.turn_depth == 1) {
       run_work(self);
+      flush_direct_calls(self);
       settle_gauge(self);
     }
     --s.turn_depth;
@@ -306,6 +332,9 @@ void expire_deadlines(pointer self, int64_t fired_due);
 /// still `token` (docs/behaviour/routing.md#grain-port-calls).
 void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
                     const grain_id& grain, const envelope& env, ms bound, bool urgent);
+
+/// Drops the direct route to the node hub of `node_prefix`, if any.
+void forget_local_route(pointer self, const std::string& node_prefix);
 
 /// The grain port answered call `id` (or its deadline passed: `request_timeout`).
 void port_call_result(pointer self, uint64_t id, envelope& result);

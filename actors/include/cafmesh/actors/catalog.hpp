@@ -42,6 +42,10 @@
 ///   call came with: the co-hosted callers (placement, the router core's cached route to a local
 ///   activation) correlate by id instead of keeping a CAF response handler per call
 ///   (docs/delivery-costs.md).
+/// - `(ct_calls_atom, std::vector<ct_call_item>)` one-way: several `ct_call`s in one message
+///   (SPEC B1), in order; their answers go back in batches `(ct_results_atom,
+///   std::vector<ct_result_item>)`, sent when the catalog's mailbox is empty or 64 answers
+///   are waiting, never on a timer (docs/delivery-costs.md).
 /// - `(ct_deact_atom, activation_tag t) -> ok_atom`: deactivate one activation (answers
 ///   once it is gone).
 /// - `(dir_lost_atom, activation_address loser, activation_address winner)` one-way, from
@@ -90,6 +94,33 @@
 #include "cafmesh/actors/placement.hpp"
 
 namespace cafmesh {
+
+/// One call of a `ct_calls` batch: `ct_call`'s arguments.
+struct ct_call_item {
+  uint64_t id = 0;
+  grain_id grain;
+  activation_tag tag;
+  int32_t forward_count = 0;
+  caf::message payload;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ct_call_item& x) {
+  return f(caf::meta::type_name("cafmesh.ct_call_item"), x.id, x.grain, x.tag, x.forward_count,
+           x.payload);
+}
+
+/// One answer of a `ct_results` batch: the turn's reply, or its error when `failure` is set.
+struct ct_result_item {
+  uint64_t id = 0;
+  caf::message reply;
+  caf::error failure;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ct_result_item& x) {
+  return f(caf::meta::type_name("cafmesh.ct_result_item"), x.id, x.reply, x.failure);
+}
 
 namespace config {
 struct mesh_config;

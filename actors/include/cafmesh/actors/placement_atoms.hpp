@@ -35,6 +35,10 @@ using ct_call_atom = caf::atom_constant<caf::atom("ctcall")>;
 /// `(ct_result_atom, uint64_t id, caf::message reply)` or `(ct_result_atom, uint64_t id, caf::error)`:
 /// the answer to a `ct_call` (catalog.hpp).
 using ct_result_atom = caf::atom_constant<caf::atom("ctresult")>;
+/// `(ct_calls_atom, std::vector<ct_call_item>)` one-way: several `ct_call`s in one message,
+/// answered by `(ct_results_atom, std::vector<ct_result_item>)` (catalog.hpp).
+using ct_calls_atom = caf::atom_constant<caf::atom("ctcalls")>;
+using ct_results_atom = caf::atom_constant<caf::atom("ctresults")>;
 using ct_deact_atom = caf::atom_constant<caf::atom("ctdeact")>;
 using ct_deact_all_atom = caf::atom_constant<caf::atom("ctdeactall")>;
 using ct_idle_atom = caf::atom_constant<caf::atom("ctidle")>;

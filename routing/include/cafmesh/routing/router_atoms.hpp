@@ -28,6 +28,12 @@ using rc_sync_atom = caf::atom_constant<caf::atom("rcsync")>;
 /// (docs/behaviour/routing.md#a-pure-clients-streams-across-a-re-homing).
 using rc_drained_atom = caf::atom_constant<caf::atom("rcdrained")>;
 
+/// `(rc_local_atom, grain_id, activation_tag, caf::actor catalog)` one-way: a node-hub grain
+/// activation of this silo (that tag, in that catalog) serves its hub; the router core may
+/// call it through the catalog directly (docs/delivery-costs.md, SPEC B3).
+/// `(rc_local_atom, grain_id, activation_tag)` one-way: that activation is gone.
+using rc_local_atom = caf::atom_constant<caf::atom("rclocal")>;
+
 /// `(rc_forget_atom, host path)` one-way: drop the cached resolution of that path (empty:
 /// every cached resolution), docs/behaviour/routing.md#cacheable-resolutions.
 using rc_forget_atom = caf::atom_constant<caf::atom("rcforget")>;

@@ -25,6 +25,7 @@
 /// core refuses grain-path envelopes; already-accepted legs continue and their grain calls are
 /// never gated |
 /// | tests, diagnostics | `(rc_stats_atom) -> router_core_stats` | the snapshot below |
+/// | a node-hub grain activation of the silo | `(rc_local_atom, grain_id, activation_tag, caf::actor catalog)` one-way; `(rc_local_atom, grain_id, activation_tag)` one-way | none: the router core calls that activation through its catalog directly until it is gone, a call to it fails or membership changes (docs/delivery-costs.md) |
 /// | the application, tests | `(rc_forget_atom, std::string host_path)` one-way | none: the cached resolution of that path is dropped (empty: all), docs/behaviour/routing.md#cacheable-resolutions |
 /// | the membership agent (subscribed by the silo) | `(mb_snapshot_atom, membership_snapshot)` one-way | none: a new membership version drops every cached resolution |
 /// | an application hub of the silo, after its routing service took a response or NACK | `(rc_sync_atom) -> ok_atom` | ok, after every message enqueued before it: the continuation the routing service handed over (`rc_route`) is accepted and tracked by the gauge by then, so the hub may release its own gauge slot (docs/behaviour/lifecycle.md) |
@@ -166,6 +167,8 @@ using router_core_actor = caf::typed_actor<
   caf::reacts_to<rc_route_atom, envelope>,
   caf::reacts_to<rc_route_atom, envelope, caf::timespan>,
   caf::reacts_to<rc_forget_atom, std::string>,
+  caf::reacts_to<rc_local_atom, grain_id, activation_tag, caf::actor>,
+  caf::reacts_to<rc_local_atom, grain_id, activation_tag>,
   caf::reacts_to<mb_snapshot_atom, membership_snapshot>,
   caf::replies_to<rc_grain_atom, envelope, silo_address, caf::timespan>::with<envelope>,
   caf::reacts_to<rc_locals_atom, local_route_port_actor>,

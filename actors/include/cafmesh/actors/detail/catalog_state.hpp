@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
+#include <utility>
 #include <random>
 #include <set>
 #include <string>
@@ -43,11 +45,16 @@ public:
   /// Answers the `ct_call` with id `id` that `from` is handling now.
   turn_reply(caf::local_actor* from, uint64_t id);
 
+  /// Answers call `id` of a `ct_calls` batch from `caller` into `outbox` (sent in batches).
+  turn_reply(std::shared_ptr<std::vector<std::pair<caf::strong_actor_ptr, ct_result_item>>> outbox,
+             caf::strong_actor_ptr caller, uint64_t id);
+
   void deliver(caf::message reply);
   void deliver(caf::error failure);
 
 private:
   caf::response_promise rp_;
+  std::shared_ptr<std::vector<std::pair<caf::strong_actor_ptr, ct_result_item>>> outbox_;
   caf::local_actor* from_ = nullptr;
   caf::strong_actor_ptr caller_;
   uint64_t id_ = 0;
@@ -102,6 +109,11 @@ struct catalog_state {
   /// Held messages rerouted through placement and not answered yet; `ct_deact_all` waits
   /// for them too, so the placement stop at stage 2001 cannot fail a reroute (S12.09).
   uint64_t reroutes_in_flight = 0;
+  /// Answers to `ct_calls` batches not sent yet, by caller in order (`flush_results`).
+  std::shared_ptr<std::vector<std::pair<caf::strong_actor_ptr, ct_result_item>>> results
+    = std::make_shared<std::vector<std::pair<caf::strong_actor_ptr, ct_result_item>>>();
+  /// A `ct_flush_atom` to itself is queued behind the mailbox's backlog.
+  bool flush_queued = false;
   int32_t last_forward_count = -1;                  ///< forward count of the last turn started
   catalog_stats stats;
   log::logger log = log::get("catalog");
