@@ -204,7 +204,7 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
     },
     [=](ct_flush_atom) {
       self->state.flush_queued = false;
-      settle_results(self);
+      flush_results(self);
     },
     [=](ct_deact_atom, activation_tag t) -> caf::response_promise {
       auto& st = self->state;

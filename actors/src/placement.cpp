@@ -113,12 +113,15 @@ void arm_sweep(pl_actor* self) {
     return;
   st.sweep_armed_ms = due;
   self->delayed_send(self, std::chrono::milliseconds(std::max<int64_t>(0, due - placement_now_ms(self))),
-                     pl_sweep_atom::value);
+                     pl_sweep_atom::value, due);
 }
 
-/// Ends every local call whose deadline has passed with its response timeout.
-void sweep(pl_actor* self) {
+/// Ends every local call whose deadline has passed with its response timeout; `fired` is
+/// the due time the timer was armed for (an earlier timer superseded it: nothing to do).
+void sweep(pl_actor* self, int64_t fired) {
   auto& st = self->state;
+  if (fired != st.sweep_armed_ms)
+    return;
   st.sweep_armed_ms = -1;
   auto now = placement_now_ms(self);
   while (!st.local_deadlines.empty() && st.local_deadlines.begin()->first <= now) {
@@ -508,7 +511,7 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg,
         invalidate(self, c->grain, self->state.cfg.self, c->tag);
       c->rp.deliver(to_error(f));
     },
-    [=](pl_sweep_atom) { sweep(self); },
+    [=](pl_sweep_atom, int64_t due) { sweep(self, due); },
     [=](pl_leaving_atom, const silo_address& s) {
       auto& st = self->state;
       if (!st.view.is_active(s) || !st.leaving.insert(s).second)

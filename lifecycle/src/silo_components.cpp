@@ -175,7 +175,7 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   // from the centre and graceful leaves from membership.
   caf::anon_send(s.centre, mc_watch_atom::value, s.routing);
   caf::anon_send(s.agent, mb_subscribe_atom::value, s.routing);
-  s.grains = spawn_grain_delivery(sys, s.placement);
+  s.grains = spawn_grain_delivery(sys, s.placement, s.addr);
   auto co = router_core_options::from(cfg, s.addr);
   co.gauge = s.gauge;
   co.pool = s.pool;

@@ -291,13 +291,18 @@ void take_in(app_hub* self, envelope d, caf::response_promise* rp) {
   inline_end ending;
   ending.hub = self;
   ending.id = &id;
-  auto outer = std::exchange(inline_ending, &ending);
-  try {
-    st.handler(self, copy, hub_responder{caf::actor_cast<caf::actor>(self), id});
-    inline_ending = outer;
-  } catch (const std::exception& e) {
-    inline_ending = outer;
-    end(self, id, end_fail, reply{}, std::string{"hub handler failed: "} + e.what());
+  {
+    // Whatever the handler throws, the thread forgets this delivery when it returns.
+    struct restore {
+      inline_end* outer;
+      ~restore() { inline_ending = outer; }
+    } guard{std::exchange(inline_ending, &ending)};
+    try {
+      st.handler(self, copy, hub_responder{caf::actor_cast<caf::actor>(self), id});
+    } catch (const std::exception& e) {
+      inline_ending = guard.outer;
+      end(self, id, end_fail, reply{}, std::string{"hub handler failed: "} + e.what());
+    }
   }
   if (ending.set)
     end(self, id, ending.how, std::move(ending.r), ending.text,

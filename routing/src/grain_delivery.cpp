@@ -30,15 +30,19 @@ namespace {
 
 using gd_actor = caf::stateful_actor<grain_delivery_state>;
 
-caf::behavior grain_delivery(gd_actor* self, caf::actor placement) {
+caf::behavior grain_delivery(gd_actor* self, caf::actor placement, silo_address silo) {
   self->state.placement = std::move(placement);
   return {
     [=](gp_call_atom, uint64_t call, const grain_id& g, envelope& d, caf::timespan within) {
       auto& st = self->state;
       ++st.attempts;
       grain_port_reply rp{self, call};
-      grain_call_within(self, st.placement, g,
-                        caf::make_message(hg_deliver_atom::value, std::move(d)), within)
+      // A node hub learns that its own silo's router core calls it through placement (the
+      // core has no direct route to it): it offers one (docs/delivery-costs.md).
+      auto payload = !silo.empty() && g.type == "messagehub"
+                       ? caf::make_message(hg_deliver_atom::value, std::move(d), silo)
+                       : caf::make_message(hg_deliver_atom::value, std::move(d));
+      grain_call_within(self, st.placement, g, std::move(payload), within)
         .then([=](envelope& r) { rp.deliver(std::move(r)); },
               [=](caf::error& e) {
                 auto f = to_fault(e);
@@ -71,8 +75,10 @@ caf::behavior grain_delivery(gd_actor* self, caf::actor placement) {
 
 } // namespace
 
-grain_port_actor spawn_grain_delivery(caf::actor_system& sys, caf::actor placement) {
-  return caf::actor_cast<grain_port_actor>(sys.spawn(grain_delivery, std::move(placement)));
+grain_port_actor spawn_grain_delivery(caf::actor_system& sys, caf::actor placement,
+                                      silo_address silo) {
+  return caf::actor_cast<grain_port_actor>(
+    sys.spawn(grain_delivery, std::move(placement), std::move(silo)));
 }
 
 } // namespace cafmesh::routing

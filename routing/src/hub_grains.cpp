@@ -85,8 +85,11 @@ struct node_hub_data {
   uint64_t nack_seq = 0;
   bool leave_when_ready = false; ///< refused new work while building: leave once handed over
   bool left = false;             ///< asked the catalog to deactivate it
-  /// Told the silo's router core that it may call this activation directly (`rc_local_atom`).
+  /// Told the silo's router core that it may call this activation directly (`rc_local_atom`),
+  /// and the core has not called it through placement since.
   bool routed = false;
+  /// Ever offered the route: the activation takes it back when it goes.
+  bool offered = false;
   log::logger log;
 };
 
@@ -104,6 +107,7 @@ void offer_route(caf::event_based_actor* self, const silo_routing_slots_ptr& slo
       || silo_stopping(*slots))
     return;
   data->routed = true;
+  data->offered = true;
   self->send(slots->core, rc_local_atom::value, id, *me.tag, me.catalog);
 }
 
@@ -162,7 +166,7 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
   data->log = log::get("node_hub").with_context(slots->silo.to_string());
   // Deactivation (the catalog's exit): NACK what is still parked, then leave.
   self->set_exit_handler([=](caf::exit_msg& msg) {
-    if (data->routed && data->me->tag)
+    if (data->offered && data->me->tag)
       self->send(slots->core, rc_local_atom::value, id, *data->me->tag);
     for (auto& d : data->parked)
       node_hub_nack(self, slots, data, id, d, verdict::shutting_down,
@@ -294,7 +298,16 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
   };
   return {
     [=](hg_deliver_atom, envelope& d) -> caf::result<envelope> { return deliver(d, false); },
+    // Through the grain port: from this silo's router core when it has no direct route to
+    // this activation (it gets one offered), or from another silo's.
     [=](hg_deliver_atom, envelope& d, const silo_address& caller) -> caf::result<envelope> {
+      bool local = caller == slots->silo;
+      if (local)
+        data->routed = false;
+      return deliver(d, local);
+    },
+    // Over the direct route (SPEC B3), or rerouted from a catalog that held it.
+    [=](hg_deliver_atom, envelope& d, const silo_address& caller, bool) -> caf::result<envelope> {
       return deliver(d, caller == slots->silo);
     },
   };

@@ -89,6 +89,12 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
   // (docs/behaviour/quiescence.md#admission-inside-the-router-core); without a pool it has
   // nobody else to ask.
   s.admits_itself = s.opts.own_start_permits || !s.opts.pool;
+  // A catalog the core calls directly went down (its silo's teardown): the calls it held
+  // fail as a request to an actor that is gone does, and its routes go.
+  self->set_down_handler([=](caf::down_msg& dm) {
+    turn_scope turn{self};
+    catalog_down(self, dm.source);
+  });
   if (s.opts.pool && s.opts.own_start_permits)
     self->send(s.opts.pool, routing::pool_attach_atom::value, owner_of(self));
   return {
@@ -137,7 +143,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       if (!s.stopping) {
         s.stopping = true;
         // Grain attempts take placement's way from now on (its leaving reports).
-        s.local_routes.clear();
+        drop_local_routes(self);
         // From now on the participant reads the gauge: every turn publishes its delta.
         s.acct.set_eager();
         s.log.info("router core: stopping signal received; " + std::to_string(s.sat.in_flight())
@@ -219,6 +225,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       auto& s = self->state;
       s.flush_armed = false;
       run_work(self);
+      flush_direct_calls(self, true);
       publish_delta(self);
     },
     [=](rc_forget_atom, const std::string& host_path) {
@@ -231,7 +238,9 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       if (s.stopping || g.type != "messagehub" || !catalog)
         return;
       if (s.local_routes.size() >= 65536)
-        s.local_routes.clear(); // bounded as the resolution cache is
+        drop_local_routes(self); // bounded as the resolution cache is
+      if (s.watched_catalogs.insert(catalog.address()).second)
+        self->monitor(catalog);
       s.local_routes[g.key] = local_route{std::move(catalog), tag};
     },
     [=](rc_local_atom, const grain_id& g, activation_tag tag) {
@@ -247,7 +256,9 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       if (v.version != s.membership_version) {
         s.membership_version = v.version;
         s.resolved.clear();
-        s.local_routes.clear();
+        // A route names an activation of this silo: only this silo's own change ends it.
+        if (!v.is_active(s.opts.silo))
+          drop_local_routes(self);
       }
     },
     [=](ct_results_atom, std::vector<ct_result_item>& results) {

@@ -33,6 +33,8 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
     if (r != s.local_routes.end()) {
       c.direct = true;
       c.node_prefix = grain.key;
+      c.tag = r->second.tag;
+      c.catalog = r->second.catalog.address();
       s.calls.emplace(id, c);
       auto i = std::find_if(s.direct_out.begin(), s.direct_out.end(),
                             [&](const auto& x) { return x.first == r->second.catalog; });
@@ -42,7 +44,7 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
       }
       i->second.push_back(ct_call_item{id, grain, r->second.tag, 0,
                                        caf::make_message(hg_deliver_atom::value, env,
-                                                         s.opts.silo)});
+                                                         s.opts.silo, true)});
       ++s.direct_waiting;
       if (s.turn_depth == 0)
         flush_direct_calls(self, true); // no turn end will send it
@@ -68,6 +70,18 @@ std::optional<port_call> take_call(pointer self, uint64_t id) {
   auto c = i->second;
   s.calls.erase(i);
   drop_deadline(self, c.due);
+  if (c.direct && s.direct_waiting > 0) {
+    // Ended (by its deadline) before it left: it never leaves.
+    for (auto& [catalog, calls] : s.direct_out) {
+      auto j = std::find_if(calls.begin(), calls.end(),
+                            [id](const ct_call_item& x) { return x.id == id; });
+      if (j != calls.end()) {
+        calls.erase(j);
+        --s.direct_waiting;
+        break;
+      }
+    }
+  }
   return c;
 }
 
@@ -97,18 +111,46 @@ void flush_direct_calls(pointer self, bool now) {
                      self->context());
 }
 
-void forget_local_route(pointer self, const std::string& node_prefix) {
+void forget_local_route(pointer self, const std::string& node_prefix, activation_tag tag) {
   auto& s = self->state;
-  if (!s.local_routes.empty())
-    s.local_routes.erase(node_prefix);
+  auto i = s.local_routes.find(node_prefix);
+  if (i != s.local_routes.end() && i->second.tag == tag)
+    s.local_routes.erase(i);
+}
+
+void drop_local_routes(pointer self) {
+  auto& s = self->state;
+  s.local_routes.clear();
+  for (auto& a : s.watched_catalogs)
+    self->demonitor(a);
+  s.watched_catalogs.clear();
+}
+
+void catalog_down(pointer self, const caf::actor_addr& source) {
+  auto& s = self->state;
+  if (s.watched_catalogs.erase(source) == 0)
+    return;
+  for (auto i = s.local_routes.begin(); i != s.local_routes.end();)
+    if (i->second.catalog.address() == source)
+      i = s.local_routes.erase(i);
+    else
+      ++i;
+  std::vector<uint64_t> lost;
+  for (auto& kv : s.calls)
+    if (kv.second.direct && kv.second.catalog == source)
+      lost.push_back(kv.first);
+  std::sort(lost.begin(), lost.end());
+  for (auto id : lost) {
+    auto e = to_error(to_fault(caf::make_error(caf::sec::request_receiver_down)));
+    port_call_fault(self, id, e);
+  }
 }
 
 void port_call_result(pointer self, uint64_t id, envelope& result) {
   auto c = take_call(self, id);
   if (!c)
     return; // its deadline ended it already: a late answer changes nothing
-  if (c->direct && result.state == delivery_state::failed)
-    forget_local_route(self, c->node_prefix);
+
   switch (c->kind) {
     case call_for::leg_attempt:
       leg_attempt_result(self, c->owner, c->token, result);
@@ -127,7 +169,7 @@ void port_call_fault(pointer self, uint64_t id, caf::error& failure) {
   if (!c)
     return;
   if (c->direct)
-    forget_local_route(self, c->node_prefix);
+    forget_local_route(self, c->node_prefix, c->tag);
   switch (c->kind) {
     case call_for::leg_attempt:
       leg_attempt_fault(self, c->owner, c->token, failure);

@@ -221,8 +221,11 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
     // At the priority of the leg's attempts (`bounded_request`), so the grain port sees the
     // invalidation before the next attempt whatever its mailbox holds.
     if (d.invalidate_target) {
-      if (leg.grain.type == "messagehub")
-        forget_local_route(self, leg.grain.key);
+      if (leg.grain.type == "messagehub") {
+        auto r = s.local_routes.find(leg.grain.key);
+        if (r != s.local_routes.end())
+          forget_local_route(self, leg.grain.key, r->second.tag);
+      }
       self->send<caf::message_priority::high>(s.opts.grains, gp_invalidate_atom::value,
                                               leg.grain);
     }

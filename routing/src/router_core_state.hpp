@@ -144,10 +144,11 @@ struct port_call {
   uint64_t token = 0;   ///< the owner's step token when the call left
   int64_t bound_ms = 0; ///< its bound, for the timeout's text
   deadline_key due;
-  /// Sent to a local activation's catalog directly (`local_route`): a fault or a failed
-  /// result drops the route.
+  /// Sent to a local activation's catalog directly (`local_route`): a fault drops the route.
   bool direct = false;
   std::string node_prefix; ///< the node-hub grain's key, when `direct`
+  activation_tag tag;      ///< the activation called, when `direct`
+  caf::actor_addr catalog; ///< its catalog, when `direct`
 };
 
 /// A node-hub grain activation of this silo that the router core calls through its catalog
@@ -209,6 +210,8 @@ struct core_state {
   /// Node-hub grain activations of this silo by node prefix (SPEC B3): dropped when the
   /// activation goes, a call to it fails, membership changes or the silo stops.
   std::unordered_map<std::string, local_route> local_routes;
+  /// Catalogs of `local_routes`, monitored (`catalog_down`).
+  std::set<caf::actor_addr> watched_catalogs;
   /// Direct calls not sent yet, by catalog: they leave in one `ct_calls` per catalog at the
   /// end of a turn that finds the mailbox empty, or once 64 wait (SPEC B1).
   std::vector<std::pair<caf::actor, std::vector<ct_call_item>>> direct_out;
@@ -333,8 +336,15 @@ void expire_deadlines(pointer self, int64_t fired_due);
 void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
                     const grain_id& grain, const envelope& env, ms bound, bool urgent);
 
-/// Drops the direct route to the node hub of `node_prefix`, if any.
-void forget_local_route(pointer self, const std::string& node_prefix);
+/// Drops the direct route to activation `tag` of the node hub of `node_prefix`, if it is
+/// the route held.
+void forget_local_route(pointer self, const std::string& node_prefix, activation_tag tag);
+
+/// Drops every direct route.
+void drop_local_routes(pointer self);
+
+/// Catalog `source` went down: the direct calls it held fail, its routes go.
+void catalog_down(pointer self, const caf::actor_addr& source);
 
 /// The grain port answered call `id` (or its deadline passed: `request_timeout`).
 void port_call_result(pointer self, uint64_t id, envelope& result);

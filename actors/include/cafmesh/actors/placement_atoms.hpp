@@ -20,7 +20,8 @@ using pl_leaving_atom = caf::atom_constant<caf::atom("plleaving")>;
 /// its message centre (stage RuntimeServices): calls to a local activation go to it
 /// directly from then on (docs/delivery-costs.md).
 using pl_catalog_atom = caf::atom_constant<caf::atom("plcatalog")>;
-/// `(pl_sweep_atom)` to itself: the deadline of the earliest local call may have passed.
+/// `(pl_sweep_atom, int64_t due_ms)` to itself: the deadline of the earliest local call,
+/// armed for `due_ms`, may have passed.
 using pl_sweep_atom = caf::atom_constant<caf::atom("plsweep")>;
 /// `(pl_stats_atom) -> placement_stats`: the placement service's counters (diagnostics,
 /// the admin endpoint's metrics).

@@ -159,7 +159,8 @@ bool register_routing_grains(grain_registry& reg, silo_routing_slots_ptr slots);
 std::string owner_refusal_text(const std::string& addr, const activation_tag& tag);
 
 /// Spawns the grain-delivery adapter of one silo over its placement service.
-grain_port_actor spawn_grain_delivery(caf::actor_system& sys, caf::actor placement);
+grain_port_actor spawn_grain_delivery(caf::actor_system& sys, caf::actor placement,
+                                      silo_address silo = {});
 
 /// How many times one assertion of a claim is re-placed at once, without waiting out the
 /// attach policy's backoff, when its attempt reached an activation of the pod hub on
