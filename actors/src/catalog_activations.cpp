@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <type_traits>
 
 namespace cafmesh::detail {
 
@@ -21,15 +22,22 @@ turn_reply::turn_reply(
   // nop
 }
 
-void turn_reply::deliver(caf::message reply) {
+template <class T>
+void turn_reply::answer(T&& x) {
   if (outbox_) {
-    if (caller_)
-      outbox_->emplace_back(std::move(caller_), ct_result_item{id_, std::move(reply), {}});
+    if (caller_) {
+      ct_result_item item{id_, {}, {}};
+      if constexpr (std::is_same<std::decay_t<T>, caf::error>::value)
+        item.failure = std::forward<T>(x);
+      else
+        item.reply = std::forward<T>(x);
+      outbox_->emplace_back(std::move(caller_), std::move(item));
+    }
     caller_ = nullptr;
     return;
   }
   if (from_ == nullptr) {
-    rp_.deliver(std::move(reply));
+    rp_.deliver(std::forward<T>(x));
     return;
   }
   if (!caller_)
@@ -37,30 +45,17 @@ void turn_reply::deliver(caf::message reply) {
   auto prio = urgent_ ? caf::message_priority::high : caf::message_priority::normal;
   caller_->enqueue(caf::make_mailbox_element(caf::strong_actor_ptr{from_->ctrl()},
                                              caf::make_message_id(prio), {},
-                                             ct_result_atom::value, id_, std::move(reply)),
+                                             ct_result_atom::value, id_, std::forward<T>(x)),
                    from_->context());
   caller_ = nullptr;
 }
 
+void turn_reply::deliver(caf::message reply) {
+  answer(std::move(reply));
+}
+
 void turn_reply::deliver(caf::error failure) {
-  if (outbox_) {
-    if (caller_)
-      outbox_->emplace_back(std::move(caller_), ct_result_item{id_, {}, std::move(failure)});
-    caller_ = nullptr;
-    return;
-  }
-  if (from_ == nullptr) {
-    rp_.deliver(std::move(failure));
-    return;
-  }
-  if (!caller_)
-    return;
-  auto prio = urgent_ ? caf::message_priority::high : caf::message_priority::normal;
-  caller_->enqueue(caf::make_mailbox_element(caf::strong_actor_ptr{from_->ctrl()},
-                                             caf::make_message_id(prio), {},
-                                             ct_result_atom::value, id_, std::move(failure)),
-                   from_->context());
-  caller_ = nullptr;
+  answer(std::move(failure));
 }
 
 } // namespace cafmesh::detail

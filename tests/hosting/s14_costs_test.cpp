@@ -159,23 +159,18 @@ TEST_CASE("S14.01 a co-hosted post to a node hub costs at most 6 mailbox enqueue
   bench_silo b{fx};
   constexpr uint64_t n = 1000;
 
+  auto at_most_6 = [&](const char* what, caf::actor drv) {
+    auto cost = measure(fx, b, drv, n);
+    MESSAGE(what << ": " << cost.jobs << " mailbox enqueues and " << cost.timers
+                 << " clock entries for " << n << " deliveries\n"
+                 << cost.render());
+    CHECK(cost.jobs <= 6 * n);
+    CHECK(cost.timers == 0);
+  };
   SUBCASE("through the entry: the application hub is a local route of the silo's process") {
-    auto drv = fx.track(fx.sys.spawn(entry_poster, b.s->components().routing));
-    auto cost = measure(fx, b, drv, n);
-    MESSAGE("entry: " << cost.jobs << " mailbox enqueues and " << cost.timers
-                      << " clock entries for " << n << " deliveries\n"
-                      << cost.render());
-    CHECK(cost.jobs <= 6 * n);
-    CHECK(cost.timers == 0);
+    at_most_6("entry", fx.track(fx.sys.spawn(entry_poster, b.s->components().routing)));
   }
-
   SUBCASE("through the router core: grain port, node-hub grain activation, application hub") {
-    auto drv = fx.track(fx.sys.spawn(core_poster, b.s->components().core));
-    auto cost = measure(fx, b, drv, n);
-    MESSAGE("grain path: " << cost.jobs << " mailbox enqueues and " << cost.timers
-                           << " clock entries for " << n << " deliveries\n"
-                           << cost.render());
-    CHECK(cost.jobs <= 6 * n);
-    CHECK(cost.timers == 0);
+    at_most_6("grain path", fx.track(fx.sys.spawn(core_poster, b.s->components().core)));
   }
 }

@@ -53,6 +53,9 @@ public:
   void deliver(caf::error failure);
 
 private:
+  template <class T>
+  void answer(T&& x);
+
   caf::response_promise rp_;
   std::shared_ptr<std::vector<std::pair<caf::strong_actor_ptr, ct_result_item>>> outbox_;
   caf::local_actor* from_ = nullptr;
