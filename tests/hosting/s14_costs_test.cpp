@@ -13,6 +13,8 @@
 
 #include <caf/all.hpp>
 
+#include "cafmesh/actors/catalog.hpp"
+#include "cafmesh/actors/placement_atoms.hpp"
 #include "cafmesh/lifecycle/hosting.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/testing/ask.hpp"
@@ -173,4 +175,64 @@ TEST_CASE("S14.01 a co-hosted post to a node hub costs at most 6 mailbox enqueue
   SUBCASE("through the router core: grain port, node-hub grain activation, application hub") {
     at_most_6("grain path", fx.track(fx.sys.spawn(core_poster, b.s->components().core)));
   }
+}
+
+TEST_CASE("direct route to a node-hub grain activation: it goes with the activation, and deliveries after an idle deactivation land on a new activation without a refused call") {
+  testing::fixture fx;
+  auto handled = std::make_shared<uint64_t>(0);
+  auto built = silo_builder{fx.sys}
+                 .config([] {
+                   config::mesh_config c;
+                   c.routing.max_in_flight = 0;
+                   return c;
+                 }())
+                 .override_options([](silo_options& so) {
+                   so.idle_deactivation = std::chrono::milliseconds(1000);
+                 })
+                 .hub("node/bench/*",
+                      [handled](caf::event_based_actor*, const envelope&,
+                                routing::hub_responder r) {
+                        ++*handled;
+                        r.done();
+                      })
+                 .build();
+  REQUIRE(built);
+  auto started = testing::ask(fx, built->host(), host_start_atom::value);
+  REQUIRE(fx.run_until([&] { return started->done; }, std::chrono::minutes(1)));
+  REQUIRE(started->ok());
+  auto& c = built->components();
+  auto drv = fx.track(fx.sys.spawn(core_poster, c.core));
+  auto report = [&] {
+    auto r = testing::ask<catalog_report>(fx, c.catalog, ct_stats_atom::value);
+    fx.run();
+    REQUIRE(r->done);
+    return r->value;
+  };
+  auto hubs_active = [&] {
+    auto rep = report();
+    for (size_t i = 0; i < rep.grain_types.size(); ++i)
+      if (rep.grain_types[i] == "messagehub")
+        return rep.activations[i];
+    return uint64_t{0};
+  };
+  // Two waves: the first places the 8 node hubs and the second goes over the direct routes
+  // they offered.
+  for (uint64_t wave = 1; wave <= 2; ++wave) {
+    caf::anon_send(drv, s14_go_atom::value, uint64_t{80});
+    REQUIRE(fx.run_until([&] { return *handled == 80 * wave; }, std::chrono::seconds(1)));
+  }
+  CHECK(hubs_active() == 8);
+  auto before = report().counters;
+  // Idle for longer than the idle bound: every node hub activation goes, and takes its route.
+  fx.run_for(std::chrono::milliseconds(1500));
+  CHECK(hubs_active() == 0);
+  CHECK(report().counters.deactivated >= before.deactivated + 8);
+  caf::anon_send(drv, s14_go_atom::value, uint64_t{80});
+  REQUIRE(fx.run_until([&] { return *handled == 240; }, std::chrono::seconds(1)));
+  auto after = report().counters;
+  CHECK(hubs_active() == 8);
+  CHECK(after.activated == before.activated + 8);
+  // No call named an activation that had gone: the routes went with their activations.
+  CHECK(after.refused == before.refused);
+  CHECK(after.stale_unregistered == before.stale_unregistered);
 }
