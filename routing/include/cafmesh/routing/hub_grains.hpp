@@ -12,7 +12,12 @@
 /// - `routing/default` (stateless worker, limit 1 per silo): its own header,
 ///   `cafmesh/routing/routing_grain.hpp`.
 /// - `messagehub/{prefix}` (single activation, random): `(hg_deliver_atom, envelope) ->
-///   envelope`, accept and park (docs/behaviour/routing.md#hubs). On activation it asks the silo's hub factory for
+///   envelope`, accept and park (docs/behaviour/routing.md#hubs); also `(hg_deliver_atom,
+///   envelope, silo_address caller)` from a silo's grain port and `(hg_deliver_atom, envelope,
+///   silo_address caller, bool)` over its own silo's direct route (docs/delivery-costs.md):
+///   a delivery from its own silo goes to the hub with `delegate`, and one through the grain
+///   port makes the activation offer its silo's router core the direct route (`rc_local_atom`),
+///   which it takes back when it goes. On activation it asks the silo's hub factory for
 ///   the hub of `{prefix}` (the answer is a message to the activation itself) and pins itself
 ///   while building. Hub ready: the delivery is delegated to the hub `(hb_deliver_atom,
 ///   envelope)` and the caller gets the hub's own result. Building: answered `submitted` at
