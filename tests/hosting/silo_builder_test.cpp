@@ -98,12 +98,13 @@ TEST_CASE("silo_builder: a typed grain answers, a hub answers a request, the sto
   REQUIRE(r->done);
   CHECK_FALSE(r->err);
   CHECK(r->value == "{\"echo\":{\"n\":1}}");
-  // No hub for the address: the node hub's activation fails, the sender gets one NACK.
+  // No hub for the address, in this silo or any other live one: the node hub's activation
+  // fails, the sender gets one NACK not_found (S15.06).
   auto none = ask_request(fx, *silo, "node/nobody");
   REQUIRE(none->done);
   auto e = routing::delivery_error_of(none->err);
-  CHECK(e.verdict == routing::verdict::unavailable);
-  CHECK(e.text.find("no hub handler for 'node/nobody' in this process") != std::string::npos);
+  CHECK(e.verdict == routing::verdict::not_found);
+  CHECK(e.text.find("No live process serves 'node/nobody'") != std::string::npos);
   // The graceful stop is answered once torn down; the activation's hook ran.
   auto waiting = testing::ask(fx, silo->host(), host_await_atom::value);
   auto halt = testing::ask(fx, silo->host(), host_halt_atom::value, true);
@@ -112,6 +113,49 @@ TEST_CASE("silo_builder: a typed grain answers, a hub answers a request, the sto
   CHECK(waiting->ok());
   CHECK(lifecycle_events
         == std::vector<std::string>{"activate counter/c1", "deactivate counter/c1"});
+}
+
+TEST_CASE("S15.06 a request to node/nothing/here that no hub of any live silo serves is NACKed not_found, not resendable, within one round trip") {
+  testing::fixture fx;
+  auto cluster = make_in_process_cluster(fx.sys);
+  // Two silos that serve different patterns: a miss in one silo's hub table proves nothing
+  // by itself, the membership rows say what every live silo serves.
+  auto a = silo_builder{fx.sys}.cluster(cluster).hub("node/echo/*", echo()).build();
+  auto b = silo_builder{fx.sys}.cluster(cluster).hub("node/other/*", echo()).build();
+  REQUIRE(a);
+  REQUIRE(b);
+  REQUIRE(start(fx, *a));
+  REQUIRE(start(fx, *b));
+  for (auto* s : {&*a, &*b}) {
+    auto t0 = fx.now_ms();
+    auto r = ask_request(fx, *s, "node/nothing/here");
+    REQUIRE(r->done);
+    auto e = routing::delivery_error_of(r->err);
+    CHECK(e.verdict == routing::verdict::not_found);
+    CHECK_FALSE(e.resendable);
+    CHECK_FALSE(e.deadline);
+    CHECK(e.text
+          == "Delivery to 'node/nothing/here' failed: No live process serves "
+             "'node/nothing/here': no hub pattern of the 2 live silo(s) matches it; register a "
+             "hub whose pattern matches it (silo_builder::hub, mesh_process::register_hub) or "
+             "send to an address a hub serves");
+    // One round trip: the in-process cluster's links take 0 ms, so the NACK comes in the
+    // same virtual millisecond: no retry delay (>= 250 ms), no timeout.
+    CHECK(fx.now_ms() - t0 == 0);
+  }
+  // An address another silo serves is never not_found: a node hub placed on the silo that
+  // does not serve it answers a resendable verdict, and the re-send can land.
+  for (int k = 0; k < 8; ++k) {
+    auto r = ask_request(fx, *b, "node/echo/" + std::to_string(k));
+    REQUIRE(r->done);
+    if (r->err) {
+      auto e = routing::delivery_error_of(r->err);
+      CHECK(e.verdict == routing::verdict::unavailable);
+      CHECK(e.resendable);
+    } else {
+      CHECK(r->value == "{\"echo\":{\"n\":1}}");
+    }
+  }
 }
 
 TEST_CASE("client_builder: a pure client's request is answered by a hub in a silo") {
@@ -169,6 +213,11 @@ TEST_CASE("builders validate a configuration built in code exactly like its JSON
   REQUIRE_FALSE(bad_hub);
   CHECK(to_fault(bad_hub.error()).text
         == "hub pattern 'nohub' is no address path (type/id, or type/prefix/*)");
+  auto nothing = silo_builder{fx.sys}.hub("node/inv*", echo()).build();
+  REQUIRE_FALSE(nothing);
+  CHECK(to_fault(nothing.error()).text
+        == "hub pattern 'node/inv*' can match nothing: '*' stands only for a whole last "
+           "segment (type/prefix/*)");
 }
 
 TEST_CASE("silo_builder: a hub that never ends a delivery does not outlive the stop's bounds, and its end frees the delivery's gauge slot") {
