@@ -21,8 +21,9 @@
 // ("the actor system did not end within 10000 ms of the stop ...") and exits without
 // `STOPPED` (docs/hosting.md#stopping-and-the-actor-system).
 // Start-up failures print `FAILED (exit 1; ...)` instead and exit 1.
-// Application hubs: without `--app` none (a delivery to a node hub is NACKed: "no hub handler
-// for '{address}' in this process"); with `--app echo` every node hub (`node/*`) answers every
+// Application hubs: without `--app` none (a delivery to a node hub is NACKed `not_found`, "No
+// live process serves '{address}'", once every live silo published its hub patterns, else
+// `unavailable`, "no hub handler for '{address}' in this process"); with `--app echo` every node hub (`node/*`) answers every
 // request (every delivery that may be answered) with a response `{}`: the peer of
 // cafmesh-client.
 

@@ -178,6 +178,14 @@ caf::error mesh_process::register_hub(const std::string& pattern, routing::hub_h
 
 caf::error mesh_process::register_hub(const std::string& pattern,
                                       routing::async_hub_handler handler) {
+  // A silo publishes its node hub patterns with its membership row when it joins: a node
+  // pattern registered after `start()` would be missing from the row the other silos judge
+  // by (docs/behaviour/routing.md#unserved-addresses). The hub table refuses it too.
+  if (st_->started && st_->role == "silo_host" && pattern.compare(0, 5, "node/") == 0)
+    return to_error(fault{mesh_errc::config_invalid,
+                          "hub pattern '" + pattern
+                            + "' comes after this silo published its hub patterns with its "
+                              "membership row; register node hubs before the silo starts"});
   return hosting::add_hubs(st_->hub_table, {{pattern, std::move(handler)}});
 }
 

@@ -139,6 +139,7 @@ caf::expected<silo> silo_builder::build() {
   silo_options so;
   so.cfg = *cfg;
   so.hubs = caf::actor_cast<routing::hub_factory_actor>(table);
+  so.hubs_is_table = true;
   so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
   so.grains = [types = grain_types_](grain_registry& reg) {
     for (auto& add : types)
@@ -153,6 +154,9 @@ caf::expected<silo> silo_builder::build() {
   auto apply_overrides = [&] {
     for (auto& f : overrides_)
       f(so);
+    // An override's own hub factory is no hub table: it publishes no hub patterns.
+    if (caf::actor_cast<caf::actor>(so.hubs) != caf::actor_cast<caf::actor>(table))
+      so.hubs_is_table = false;
   };
   if (network_) {
     apply_overrides(); // the endpoint sets `self`, `link` and `oracle` itself

@@ -30,6 +30,7 @@
 #include "cafmesh/lifecycle/silo_lifecycle.hpp"
 #include "cafmesh/actors/stage.hpp"
 #include "cafmesh/actors/stopping_recipient.hpp"
+#include "cafmesh/routing/application_hub.hpp"
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/router_core.hpp"
 #include "cafmesh/routing/routing_service.hpp"
@@ -220,6 +221,10 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   auto streams = s.streams;
   auto registry = s.registry;
   const bool is_gateway = opts.gateway;
+  // docs/behaviour/routing.md#unserved-addresses
+  auto hub_table = opts.hubs_is_table ? caf::actor_cast<caf::actor>(opts.hubs) : caf::actor{};
+  if (hub_table)
+    caf::anon_send(agent, mb_subscribe_atom::value, hub_table);
   const bool quiescence_wired = opts.subscribe_quiescence;
   const auto grace_ms = cfg.membership.shutdown_grace_ms;
   const auto dead_ms = cfg.membership.dead_publish_ms;
@@ -354,15 +359,33 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
       // Calls to this silo's activations go from placement to the catalog directly.
       caf::anon_send(placement, pl_catalog_atom::value, catalog);
       lg->info(ev::runtime_started);
-      call(self, agent, 0, [=](caf::error e) mutable {
-        if (e) {
-          lg->error("membership: joining failed: " + to_fault(e).text);
-          rp.deliver(std::move(e));
-          return;
-        }
-        lg->info(ev::joining_published);
-        rp.deliver(caf::ok_atom::value);
-      }, mb_join_atom::value, registry->manifest(), is_gateway);
+      auto join = [=](std::vector<grain_type_info> manifest) mutable {
+        call(self, agent, 0, [=](caf::error e) mutable {
+          if (e) {
+            lg->error("membership: joining failed: " + to_fault(e).text);
+            rp.deliver(std::move(e));
+            return;
+          }
+          lg->info(ev::joining_published);
+          rp.deliver(caf::ok_atom::value);
+        }, mb_join_atom::value, std::move(manifest), is_gateway);
+      };
+      if (!hub_table) {
+        join(registry->manifest());
+        return;
+      }
+      // The row also says which hub patterns this silo serves
+      // (docs/behaviour/routing.md#unserved-addresses).
+      request_any(
+        self, hub_table, 0, caf::make_message(routing::ht_patterns_atom::value),
+        [=](caf::message m) mutable {
+          auto manifest = registry->manifest();
+          if (m.match_elements<std::vector<std::string>>())
+            for (auto& e : routing::hub_pattern_manifest(m.get_as<std::vector<std::string>>(0)))
+              manifest.push_back(std::move(e));
+          join(std::move(manifest));
+        },
+        [=](caf::error) mutable { join(registry->manifest()); });
     },
     [=](observer_ptr self, bool, ok_promise rp) mutable {
       call(self, centre, 0, [=](caf::error e) mutable {

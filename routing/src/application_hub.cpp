@@ -5,6 +5,7 @@
 #include <exception>
 #include <memory>
 #include <set>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -377,6 +378,10 @@ struct hub_table_state {
   caf::actor gauge; ///< silo_host: the quiescence gauge its hubs hold slots of
   caf::actor core;  ///< silo_host: the router core
   std::vector<std::string> eager;              ///< exact stream-routed patterns not yet spawned
+  /// The silo's latest membership view (node_prefix form; empty: never told).
+  membership_snapshot view;
+  /// The patterns went out with the silo's membership row (`ht_patterns_atom`).
+  bool published = false;
   /// The stop of stage Active, answered once every hub drained (or the budget expired).
   caf::typed_response_promise<caf::ok_atom> drain;
   bool draining = false;
@@ -393,14 +398,7 @@ const async_hub_handler* match(const hub_table_state& st, const std::string& pat
   const async_hub_handler* best = nullptr;
   size_t best_len = 0;
   for (auto& [pattern, h] : st.handlers) {
-    bool hit = false;
-    if (pattern.size() >= 2 && pattern.compare(pattern.size() - 2, 2, "/*") == 0) {
-      auto prefix = pattern.substr(0, pattern.size() - 1); // keeps the '/'
-      hit = path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0;
-    } else {
-      hit = pattern == path;
-    }
-    if (hit && pattern.size() >= best_len) {
+    if (hub_pattern_matches(pattern, path) && pattern.size() >= best_len) {
       best = &h;
       best_len = pattern.size();
     }
@@ -494,6 +492,14 @@ hub_table_actor::behavior_type hub_table_behaviour(hub_table self, hub_key_form 
         probe = probe.substr(0, probe.size() - 2) + "/x";
       auto parsed = address::from(probe);
       auto& st = self->state;
+      if (st.published && st.form == hub_key_form::node_prefix && parsed.type == "node") {
+        // docs/behaviour/routing.md#unserved-addresses: the other silos judge by the row.
+        auto why = "hub pattern '" + pattern
+                   + "' comes after this silo published its hub patterns with its membership "
+                     "row; register node hubs before the silo starts";
+        st.log.error(why);
+        return to_error(fault{mesh_errc::config_invalid, why});
+      }
       bool exact = probe == pattern;
       st.handlers[pattern] = std::move(h);
       if (exact && stream_routed(st, parsed)) {
@@ -521,10 +527,33 @@ hub_table_actor::behavior_type hub_table_behaviour(hub_table self, hub_key_form 
                               "the hub table has no routing service yet"});
       auto path = st.form == hub_key_form::node_prefix ? "node/" + key : key;
       auto h = match(st, path);
-      if (!h)
-        return to_error(
-          fault{mesh_errc::not_found, "no hub handler for '" + path + "' in this process"});
-      return hub_for(self, path, *h);
+      if (h)
+        return hub_for(self, path, *h);
+      auto here = "no hub handler for '" + path + "' in this process";
+      if (st.form == hub_key_form::host_path) // a monolith is the whole mesh
+        return to_error(fault{mesh_errc::not_found, here});
+      // docs/behaviour/routing.md#unserved-addresses
+      if (auto live = unserved_by(st.view, path))
+        return to_error(fault{mesh_errc::not_found,
+                              "No live process serves '" + path + "': no hub pattern of the "
+                                + std::to_string(*live)
+                                + " live silo(s) matches it; register a hub whose pattern "
+                                  "matches it (silo_builder::hub, mesh_process::register_hub) "
+                                  "or send to an address a hub serves"});
+      return to_error(
+        fault{mesh_errc::no_compatible_silo, here + "; another live silo may serve it"});
+    },
+    [=](ht_patterns_atom) {
+      auto& st = self->state;
+      st.published = true;
+      std::vector<std::string> out;
+      for (auto& kv : st.handlers)
+        out.push_back(kv.first);
+      return out;
+    },
+    [=](mb_snapshot_atom, membership_snapshot& snap) {
+      // The agent orders the snapshots; each one is applied (membership.hpp).
+      self->state.view = std::move(snap);
     },
   };
 }
@@ -538,7 +567,52 @@ std::string hub_pattern_error(const std::string& pattern) {
     probe = probe.substr(0, probe.size() - 2) + "/x";
   if (!address::parse(probe, parsed) || !parsed.hosts.empty())
     return "hub pattern '" + pattern + "' is no address path (type/id, or type/prefix/*)";
+  if (probe.find('*') != std::string::npos)
+    return "hub pattern '" + pattern
+           + "' can match nothing: '*' stands only for a whole last segment (type/prefix/*)";
   return {};
+}
+
+bool hub_pattern_matches(const std::string& pattern, const std::string& path) {
+  if (pattern.size() >= 2 && pattern.compare(pattern.size() - 2, 2, "/*") == 0) {
+    auto prefix = std::string_view{pattern}.substr(0, pattern.size() - 1); // keeps the '/'
+    return path.size() > prefix.size() && path.compare(0, prefix.size(), prefix) == 0;
+  }
+  return pattern == path;
+}
+
+namespace {
+
+constexpr std::string_view hub_entry_prefix = "@hub ";
+
+} // namespace
+
+std::vector<grain_type_info> hub_pattern_manifest(const std::vector<std::string>& patterns) {
+  std::vector<grain_type_info> out;
+  out.push_back(grain_type_info{hub_patterns_marker, placement_strategy::random, 1});
+  for (auto& p : patterns)
+    out.push_back(
+      grain_type_info{std::string{hub_entry_prefix} + p, placement_strategy::random, 1});
+  return out;
+}
+
+std::optional<size_t> unserved_by(const membership_snapshot& view, const std::string& path) {
+  size_t live = 0;
+  for (auto& row : view.rows) {
+    if (row.status == silo_status::dead || view.departed(row.silo))
+      continue;
+    ++live;
+    if (row.find_type(hub_patterns_marker) == nullptr)
+      return std::nullopt; // this silo does not say what it serves
+    for (auto& t : row.manifest)
+      if (t.type.size() > hub_entry_prefix.size()
+          && t.type.compare(0, hub_entry_prefix.size(), hub_entry_prefix) == 0
+          && hub_pattern_matches(t.type.substr(hub_entry_prefix.size()), path))
+        return std::nullopt;
+  }
+  if (live == 0)
+    return std::nullopt;
+  return live;
 }
 
 hub_responder::hub_responder(caf::actor hub, std::string delivery_id)

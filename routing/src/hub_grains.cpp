@@ -97,6 +97,21 @@ std::string hub_address(const silo_routing_slots& slots, const envelope& d) {
   return host_address(d.target, slots.mesh_type).path();
 }
 
+/// The verdict of a delivery whose hub could not be built: `not_found` when the factory
+/// answered that no live process serves the address (final, not resendable:
+/// docs/behaviour/routing.md#unserved-addresses), else `unavailable` (resendable: the
+/// activation faulted, or another silo may serve it).
+verdict build_verdict(const fault& f) {
+  return f.code == mesh_errc::not_found ? verdict::not_found : verdict::unavailable;
+}
+
+std::string build_failure_text(const silo_routing_slots& slots, const envelope& d,
+                               const fault& f) {
+  if (f.code == mesh_errc::not_found)
+    return "Delivery to '" + hub_address(slots, d) + "' failed: " + f.render();
+  return "Hub " + hub_address(slots, d) + " could not be built: " + f.render();
+}
+
 /// Once the hub is ready and the activation knows its catalog and tag, tells the silo's
 /// router core that it may call this activation through the catalog directly (SPEC B3,
 /// docs/delivery-costs.md); it takes that back when the activation goes.
@@ -184,10 +199,12 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
   auto fail_build = [=](fault f) {
     data->phase = hub_phase::failed;
     data->build_fault = f;
-    data->log.warning("building the hub of " + id.to_string() + " failed: " + f.render());
+    if (f.code == mesh_errc::not_found)
+      data->log.info("no hub for " + id.to_string() + ": " + f.render());
+    else
+      data->log.warning("building the hub of " + id.to_string() + " failed: " + f.render());
     for (auto& d : data->parked)
-      node_hub_nack(self, slots, data, id, d, verdict::unavailable,
-                    "Hub " + hub_address(*slots, d) + " could not be built: " + f.render());
+      node_hub_nack(self, slots, data, id, d, build_verdict(f), build_failure_text(*slots, d, f));
     data->parked.clear();
     pin(self, data->me, false);
     leave(self, data->me);
@@ -204,7 +221,7 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
           if (data->phase != hub_phase::building)
             return;
           if (!hub) {
-            fail_build(fault{mesh_errc::not_found, "the hub factory built no hub for "
+            fail_build(fault{mesh_errc::extension_missing, "the hub factory built no hub for "
                                                      + id.key});
             return;
           }
@@ -278,10 +295,8 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
         case hub_phase::failed: {
           auto out = d;
           out.state = delivery_state::failed;
-          out.properties["error"] = json_quote("Hub " + hub_address(*slots, d)
-                                               + " could not be built: "
-                                               + data->build_fault.render());
-          out.properties["verdict"] = json_quote(to_string(verdict::unavailable));
+          out.properties["error"] = json_quote(build_failure_text(*slots, d, data->build_fault));
+          out.properties["verdict"] = json_quote(to_string(build_verdict(data->build_fault)));
           leave(self, data->me);
           return out;
         }

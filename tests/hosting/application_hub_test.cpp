@@ -140,8 +140,11 @@ TEST_CASE("hub table: node hubs by prefix, the longest pattern wins, no match is
   CHECK(again->value == a->value);
   CHECK(a->value != v->value);
   REQUIRE(none->done);
-  CHECK(none->code() == mesh_errc::not_found);
-  CHECK(to_fault(none->err).text == "no hub handler for 'node/other/1' in this process");
+  // Without a membership view the table cannot tell whether another silo serves the path:
+  // the miss is this process's only (docs/behaviour/routing.md#unserved-addresses).
+  CHECK(none->code() == mesh_errc::no_compatible_silo);
+  CHECK(to_fault(none->err).text
+        == "no hub handler for 'node/other/1' in this process; another live silo may serve it");
   caf::anon_send(a->value, hb_in_atom::value, request_to("node/counter/7", "x-1"));
   caf::anon_send(v->value, hb_in_atom::value, request_to("node/counter/vip", "x-2"));
   fx.run();
@@ -267,4 +270,107 @@ TEST_CASE("hub table: the stop of stage Active waits until no hub has a delivery
   fx.run();
   CHECK(again->ok());
   CHECK(hard->ok());
+}
+
+namespace {
+
+/// A membership row of silo port `port` (generation 1) with `status` and `manifest`.
+membership_row row_of(uint16_t port, silo_status status, std::vector<grain_type_info> manifest) {
+  membership_row r;
+  r.silo = silo_address{"127.0.0.1", port, 1};
+  r.status = status;
+  r.manifest = std::move(manifest);
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("S15.06 rule: a node path is proved unserved only when every live silo publishes its hub patterns and none matches") {
+  auto echo = hub_pattern_manifest({"node/echo/*"});
+  auto other = hub_pattern_manifest({"node/other/x", "portal/alice"});
+  membership_snapshot view;
+  view.version = 3;
+  view.upsert(row_of(1, silo_status::active, echo));
+  view.upsert(row_of(2, silo_status::joining, other));
+  view.upsert(row_of(3, silo_status::dead, {})); // a dead silo publishes nothing: ignored
+  CHECK(unserved_by(view, "node/nothing/here") == std::optional<size_t>{2});
+  CHECK_FALSE(unserved_by(view, "node/echo/1"));
+  CHECK_FALSE(unserved_by(view, "node/other/x"));
+  CHECK(unserved_by(view, "node/other/x/y") == std::optional<size_t>{2});
+  // A live silo that publishes no hub patterns (another hub factory, an older version):
+  // nothing is proved.
+  view.upsert(row_of(4, silo_status::shutting_down, {grain_type_info{"messagehub"}}));
+  CHECK_FALSE(unserved_by(view, "node/nothing/here"));
+  // No live silo at all proves nothing either.
+  CHECK_FALSE(unserved_by(membership_snapshot{}, "node/nothing/here"));
+  // The published entries never name a grain type placement could look for.
+  for (auto& e : echo)
+    CHECK(e.type.front() == '@');
+  CHECK(hub_pattern_matches("node/echo/*", "node/echo/1/2"));
+  CHECK_FALSE(hub_pattern_matches("node/echo/*", "node/echo"));
+  CHECK(hub_pattern_matches("node/echo", "node/echo"));
+}
+
+TEST_CASE("S15.06 hub table: a miss is not_found once every live silo's published patterns miss too, and no node pattern is taken after the table published its patterns") {
+  testing::fixture fx;
+  auto routing = fx.track(fx.sys.spawn(recording_routing));
+  auto table = fx.track(spawn_hub_table(fx.sys, hub_key_form::node_prefix, {}));
+  auto none = [](const envelope&) { return std::optional<reply>{}; };
+  caf::anon_send(table, ht_add_atom::value, std::string{"node/echo/*"}, as_async(none));
+  caf::anon_send(table, ht_routing_atom::value, routing, caf::actor{});
+  auto published = testing::ask<std::vector<std::string>>(fx, table, ht_patterns_atom::value);
+  fx.run();
+  REQUIRE(published->ok());
+  CHECK(published->value == std::vector<std::string>{"node/echo/*"});
+  membership_snapshot view;
+  view.version = 1;
+  view.upsert(row_of(1, silo_status::active, hub_pattern_manifest(published->value)));
+  caf::anon_send(table, mb_snapshot_atom::value, view);
+  auto miss = testing::ask<caf::actor>(fx, table, hf_build_atom::value, std::string{"nothing/here"});
+  fx.run();
+  REQUIRE(miss->done);
+  CHECK(miss->code() == mesh_errc::not_found);
+  CHECK(to_fault(miss->err).text
+        == "No live process serves 'node/nothing/here': no hub pattern of the 1 live silo(s) "
+           "matches it; register a hub whose pattern matches it (silo_builder::hub, "
+           "mesh_process::register_hub) or send to an address a hub serves");
+  // A second silo that serves the path: the miss is this process's only.
+  view.version = 2;
+  view.upsert(row_of(2, silo_status::active, hub_pattern_manifest({"node/nothing/*"})));
+  caf::anon_send(table, mb_snapshot_atom::value, view);
+  auto elsewhere = testing::ask<caf::actor>(fx, table, hf_build_atom::value,
+                                            std::string{"nothing/here"});
+  // Published: a node pattern added now would be missing from the row others judge by.
+  auto late = testing::ask(fx, table, ht_add_atom::value, std::string{"node/late/*"},
+                           as_async(none));
+  auto late_portal = testing::ask(fx, table, ht_add_atom::value, std::string{"portal/bob"},
+                                  as_async(none));
+  fx.run();
+  REQUIRE(elsewhere->done);
+  CHECK(elsewhere->code() == mesh_errc::no_compatible_silo);
+  REQUIRE(late->done);
+  CHECK(late->code() == mesh_errc::config_invalid);
+  CHECK(to_fault(late->err).text
+        == "hub pattern 'node/late/*' comes after this silo published its hub patterns with its "
+           "membership row; register node hubs before the silo starts");
+  CHECK(late_portal->ok());
+}
+
+TEST_CASE("S15.06 a hub pattern that can match nothing is refused at registration") {
+  CHECK(hub_pattern_error("node/inv*")
+        == "hub pattern 'node/inv*' can match nothing: '*' stands only for a whole last "
+           "segment (type/prefix/*)");
+  CHECK_FALSE(hub_pattern_error("node/*/x").empty());
+  CHECK_FALSE(hub_pattern_error("*").empty());
+  CHECK_FALSE(hub_pattern_error("node/a*/*").empty());
+  CHECK(hub_pattern_error("node/*").empty());
+  CHECK(hub_pattern_error("node/echo/*").empty());
+  CHECK(hub_pattern_error("portal/alice").empty());
+  testing::fixture fx;
+  auto table = fx.track(spawn_hub_table(fx.sys, hub_key_form::node_prefix, {}));
+  auto bad = testing::ask(fx, table, ht_add_atom::value, std::string{"node/inv*"},
+                          as_async([](const envelope&) { return std::optional<reply>{}; }));
+  fx.run();
+  REQUIRE(bad->done);
+  CHECK(bad->code() == mesh_errc::config_invalid);
 }

@@ -102,6 +102,12 @@ struct silo_options {
   /// The application's hub factory (node hubs) and path resolver (docs/architecture.md#one-silo).
   routing::hub_factory_actor hubs;
   routing::path_resolver_actor resolver;
+  /// `hubs` is a hub table (application_hub.hpp): the silo publishes its hub patterns with
+  /// its membership row (`ht_patterns_atom`, `hub_pattern_manifest`) and subscribes it to
+  /// the membership agent, so that an address no live silo serves is NACKed `not_found`
+  /// (docs/behaviour/routing.md#unserved-addresses). False: the row publishes no patterns
+  /// and no silo can prove an address unserved.
+  bool hubs_is_table = false;
   /// The process's runtime registry (outlives the silo); null: none.
   lifecycle::runtime_registry_actor registry;
   /// The process's hub teardown (host step 4); null: skipped.

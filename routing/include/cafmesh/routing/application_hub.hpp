@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
@@ -37,6 +38,7 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
+#include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/observer.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/routing/address.hpp"
@@ -110,8 +112,34 @@ using ht_routing_atom = caf::atom_constant<caf::atom("htrouting")>;
 /// holds at stage Active until what the hubs owe their senders has landed.
 using ht_quiescence_atom = caf::atom_constant<caf::atom("htquiesce")>;
 
-/// Empty when `pattern` is a valid hub pattern (see `spawn_hub_table`), else why not.
+/// `(ht_patterns_atom) -> std::vector<std::string>`: the table's hub patterns, for the
+/// silo's membership row (`hub_pattern_manifest`). From then on the table is **published**:
+/// it refuses a new `node/...` pattern (docs/behaviour/routing.md#unserved-addresses).
+using ht_patterns_atom = caf::atom_constant<caf::atom("htpatterns")>;
+
+/// Empty when `pattern` is a valid hub pattern (see `spawn_hub_table`), else why not: it is
+/// no address path, or it can match nothing (a `*` that is not a whole last segment, e.g.
+/// `node/inv*`).
 std::string hub_pattern_error(const std::string& pattern);
+
+/// True if hub pattern `pattern` matches the rendered address path `path`: equal, or a
+/// pattern `p/*` and a path below `p/`.
+bool hub_pattern_matches(const std::string& pattern, const std::string& path);
+
+/// The grain-manifest entry that says "this silo publishes its hub patterns" (type `@hubs`).
+/// A `@` never starts a grain type placement looks for.
+constexpr const char* hub_patterns_marker = "@hubs";
+
+/// The manifest entries that publish `patterns` with a silo's membership row
+/// (docs/behaviour/routing.md#unserved-addresses): the marker, then one entry per pattern,
+/// type `@hub {pattern}`. Placement never looks for these types.
+std::vector<grain_type_info> hub_pattern_manifest(const std::vector<std::string>& patterns);
+
+/// The number of live silos (rows of `view` neither Dead nor departed) if every one of them
+/// publishes its hub patterns (`hub_pattern_manifest`) and none of them matches `path`: then
+/// no live process serves `path`. Nothing if some live silo does not publish its patterns,
+/// one matches, or no silo is live.
+std::optional<size_t> unserved_by(const membership_snapshot& view, const std::string& path);
 
 /// How a hub table names the key of a hub factory request.
 enum class hub_key_form : uint8_t {
@@ -126,7 +154,9 @@ enum class hub_key_form : uint8_t {
 using hub_table_actor = hub_factory_actor::extend<
   caf::replies_to<ht_add_atom, std::string, async_hub_handler>::with<caf::ok_atom>,
   caf::reacts_to<ht_routing_atom, caf::actor, caf::actor>,
-  caf::reacts_to<ht_quiescence_atom, caf::actor, caf::actor>>::
+  caf::reacts_to<ht_quiescence_atom, caf::actor, caf::actor>,
+  caf::replies_to<ht_patterns_atom>::with<std::vector<std::string>>,
+  caf::reacts_to<mb_snapshot_atom, membership_snapshot>>::
   extend_with<lifecycle::lifecycle_observer_actor>;
 
 /// Spawns a hub table: the process's hub factory over handlers added by pattern. A pattern
@@ -134,8 +164,19 @@ using hub_table_actor = hub_factory_actor::extend<
 /// it (`node/counter/*` matches `node/counter/7`). The longest matching pattern wins.
 /// - A factory request (`hf_build_atom`, key) for a path some pattern matches answers that
 ///   path's hub, spawned on the first request (linked to the table, registered as a local
-///   route of the routing service so that answers addressed to it land here); no match:
-///   error `not_found` ("no hub handler for '{path}' in this process").
+///   route of the routing service so that answers addressed to it land here). No match, key
+///   form `host_path` (a monolith, the whole mesh): error `not_found` ("no hub handler for
+///   '{path}' in this process"). No match, key form `node_prefix` (a silo): error `not_found`
+///   ("No live process serves '{path}': no hub pattern of the {n} live silo(s) matches it;
+///   register a hub whose pattern matches it (...) or send to an address a hub serves") when
+///   the latest membership view (`mb_snapshot_atom`, the silo subscribes the table to its
+///   agent) proves it (`unserved_by`); else error `no_compatible_silo` ("no hub handler for
+///   '{path}' in this process; another live silo may serve it"). The node hub NACKs the first
+///   `not_found`, the second `unavailable` (docs/behaviour/routing.md#unserved-addresses).
+/// - `(ht_patterns_atom)`: the patterns added so far; afterwards, key form `node_prefix`, a
+///   new `node/...` pattern is refused (`config_invalid`, "hub pattern '{p}' comes after this
+///   silo published its hub patterns with its membership row; register node hubs before the
+///   silo starts"): the other silos judge by the published row.
 /// - Adding an exact pattern whose address type is stream-routed
 ///   (`cfg.stream_routed_address_types`: `portal`, `client`, `cache`, `mesh`) spawns that hub
 ///   at once and registers it as a local route; in a silo the pod hub of its path is claimed

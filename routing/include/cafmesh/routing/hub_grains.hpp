@@ -25,7 +25,10 @@
 ///   parked delivery the hub answers `failed` (not failed-and-NACKed) is NACKed by the node
 ///   hub (carried verdict, else the text rule). Build failed: every parked delivery is
 ///   NACKed `unavailable` ("Hub {address} could not be built: {fault}"), later deliveries are
-///   answered failed with verdict `unavailable` and the activation deactivates. Deactivated
+///   answered failed with verdict `unavailable` and the activation deactivates; a build
+///   answered `not_found` (no live silo serves the address,
+///   docs/behaviour/routing.md#unserved-addresses) makes that verdict `not_found` and the
+///   text "Delivery to '{address}' failed: {fault}". Deactivated
 ///   while deliveries are parked: each is NACKed `shutting_down` ("hub disposed before
 ///   delivery"). Hub disposed (exited): every later delivery is refused with the owner
 ///   banner "Hub {address} is shutting down ({activation tag}); the address may reactivate

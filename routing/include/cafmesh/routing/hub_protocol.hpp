@@ -17,7 +17,8 @@
 /// `Org/Acme`, for `messagehub/{prefix}`, docs/behaviour/routing.md#hubs) or, in monolith mode, the
 /// rendered host path of the target (docs/behaviour/routing.md#monolith). An error answer (a
 /// `to_error(fault)`) means the build failed: the node hub NACKs what it parked `unavailable`
-/// (activation faulted); in monolith mode the delivery is NACKed with `classify(fault)` (`failed`
+/// (activation faulted), or `not_found` when the fault's code is `not_found` (no live process
+/// serves the key: docs/behaviour/routing.md#unserved-addresses); in monolith mode the delivery is NACKed with `classify(fault)` (`failed`
 /// for a non-transient fault, so a factory that knows no such hub should answer `not_found`: NACK
 /// `not_found`). The caller bounds the build by its own timeout.
 
