@@ -60,8 +60,10 @@ public:
   void stop_on_signals();
   /// Adds an application hub: `pattern` is an address path (`node/hello`, `portal/alice`) or
   /// a prefix ending in `/*` (`node/counter/*`). See `spawn_hub_table`. Does not block; the
-  /// error is an invalid pattern. Register before `start()` so that no delivery finds the
-  /// hub missing.
+  /// error is an invalid pattern (no address path, or one that can match nothing such as
+  /// `node/inv*`), or, in a silo, a `node/...` pattern after `start()`: the silo publishes
+  /// its node hub patterns with its membership row (docs/behaviour/routing.md#unserved-addresses).
+  /// Register before `start()` so that no delivery finds the hub missing.
   caf::error register_hub(const std::string& pattern, routing::hub_handler handler);
   /// The same with an asynchronous handler.
   caf::error register_hub(const std::string& pattern, routing::async_hub_handler handler);
