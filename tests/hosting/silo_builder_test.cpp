@@ -152,6 +152,10 @@ TEST_CASE("S15.06 a request to node/nothing/here that no hub of any live silo se
       auto e = routing::delivery_error_of(r->err);
       CHECK(e.verdict == routing::verdict::unavailable);
       CHECK(e.resendable);
+      CHECK(e.text
+            == "Hub node/echo/" + std::to_string(k) + " could not be built: no hub handler for "
+                 "'node/echo/" + std::to_string(k)
+                 + "' in this process; another live silo may serve it");
     } else {
       CHECK(r->value == "{\"echo\":{\"n\":1}}");
     }
