@@ -326,6 +326,7 @@ schema make_schema() {
     .key("outcome_dedup_max_ids", &R::outcome_dedup_max_ids, integer(1))
     .key("endpoint_record_max", &R::endpoint_record_max, integer(0))
     .key("max_in_flight", &R::max_in_flight, integer(0))
+    .key("max_in_flight_per_destination", &R::max_in_flight_per_destination, integer(0))
     .key("overload_retry_after_ms", &R::overload_retry_after_ms, integer(1));
   section_builder<gateway_section>(s, "gateway", &S::gateway)
     .key("max_outstanding", &gateway_section::max_outstanding, integer(0));

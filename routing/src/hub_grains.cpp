@@ -265,13 +265,15 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
       }
       switch (data->phase) {
         case hub_phase::ready: {
-          if (!may_answer(d) || is_continuation(d) || local_caller) {
+          if (is_continuation(d) || local_caller) {
             self->delegate(data->hub, hb_deliver_atom::value, std::move(d));
             return caf::delegated<envelope>{};
           }
           // Its answer names this silo, whose hub took it: if this silo dies before the
-          // answer leaves, the sender's entry ends the request at once.
-          // docs/behaviour/routing.md#requests-whose-silo-departs
+          // answer leaves, the sender's entry ends the request at once
+          // (docs/behaviour/routing.md#requests-whose-silo-departs), and the calling router
+          // core counts its later attempts against this silo
+          // (docs/behaviour/admission-control.md#a-slow-destination).
           auto rp = self->make_response_promise<envelope>();
           auto silo = slots->silo;
           self->request(data->hub, caf::infinite, hb_deliver_atom::value, std::move(d))
@@ -287,7 +289,7 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
           pin(self, data->me, true); // exempt from idle collection while building
           auto ack = d;
           ack.state = delivery_state::submitted;
-          if (may_answer(d) && !is_continuation(d))
+          if (!is_continuation(d))
             stamp_landing(ack, slots->silo);
           data->parked.push_back(std::move(d));
           return ack;

@@ -158,7 +158,7 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
           [=](bool took) mutable {
             if (took) {
               ack.state = delivery_state::forwarded;
-              if (may_answer(ack) && !is_continuation(ack))
+              if (!is_continuation(ack))
                 stamp_landing(ack, slots->silo); // a hub of this silo's process took it
               rp.deliver(ack);
               return;

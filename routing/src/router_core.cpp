@@ -63,6 +63,10 @@ void route_co_hosted(pointer self, envelope& env, caf::timespan answer_within) {
     refuse_overloaded(self, env);
     return;
   }
+  if (auto text = destination_refusal(self, env)) {
+    refuse_for_destination(self, env, *text);
+    return;
+  }
   bool posted = false;
   if (accept(self, std::move(env), posted, silo_address{}, answer_within))
     ++self->state.stats.accepted_co_hosted;
@@ -117,6 +121,13 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       if (over_bound(self, env)) {
         ++s.stats.refused_overloaded;
         fault f{mesh_errc::overloaded, overload_text(self)};
+        f.retry_after_ms = static_cast<uint32_t>(s.opts.routing.overload_retry_after_ms);
+        f.silo = s.opts.silo;
+        return to_error(f);
+      }
+      if (auto text = destination_refusal(self, env)) {
+        ++s.stats.refused_destination;
+        fault f{mesh_errc::overloaded, *text};
         f.retry_after_ms = static_cast<uint32_t>(s.opts.routing.overload_retry_after_ms);
         f.silo = s.opts.silo;
         return to_error(f);

@@ -56,6 +56,70 @@ void refuse_overloaded(pointer self, const envelope& env) {
       = std::to_string(s.opts.routing.overload_retry_after_ms);
 }
 
+uint32_t destination_of(pointer self, const std::string& host_path) {
+  auto& s = self->state;
+  if (s.opts.routing.max_in_flight_per_destination <= 0 || s.path_destination.empty())
+    return 0;
+  auto i = s.path_destination.find(host_path);
+  return i == s.path_destination.end() ? 0 : i->second;
+}
+
+void learn_destination(pointer self, const std::string& host_path, const silo_address& silo) {
+  auto& s = self->state;
+  if (s.opts.routing.max_in_flight_per_destination <= 0)
+    return;
+  auto& m = s.path_destination;
+  auto i = m.find(host_path);
+  if (i != m.end() && s.destinations[i->second - 1].silo == silo)
+    return;
+  uint32_t d = 0;
+  for (size_t k = 0; k < s.destinations.size(); ++k)
+    if (s.destinations[k].silo == silo) {
+      d = static_cast<uint32_t>(k + 1);
+      break;
+    }
+  if (d == 0) {
+    s.destinations.push_back(destination_load{silo, 0});
+    d = static_cast<uint32_t>(s.destinations.size());
+  }
+  // A bounded memory: past 65,536 host paths the map starts over and learns again.
+  if (i == m.end() && m.size() >= 65536)
+    m.clear();
+  m[host_path] = d;
+}
+
+std::optional<std::string> destination_refusal(pointer self, const envelope& env) {
+  auto& s = self->state;
+  auto bound = s.opts.routing.max_in_flight_per_destination;
+  if (bound <= 0 || is_continuation(env) || s.path_destination.empty())
+    return std::nullopt;
+  auto d = destination_of(self, host_address(env.target, s.opts.mesh_type).path());
+  if (d == 0)
+    return std::nullopt;
+  auto& load = s.destinations[d - 1];
+  if (load.waiting < static_cast<uint64_t>(bound))
+    return std::nullopt;
+  return "destination " + load.silo.to_string() + " is not keeping up: "
+         + std::to_string(load.waiting)
+         + " deliveries in flight to it (routing.max_in_flight_per_destination "
+         + std::to_string(bound) + "); retry after "
+         + std::to_string(s.opts.routing.overload_retry_after_ms) + " ms";
+}
+
+void refuse_for_destination(pointer self, const envelope& env, const std::string& text) {
+  auto& s = self->state;
+  ++s.stats.refused_destination;
+  auto d = s.refusals.record("destination", env.sender.to_string(), now_ms(self));
+  if (d.log)
+    s.log.warning(with_repeats("delivery " + env.id + " to '" + env.target.to_string()
+                                 + "' refused: " + text,
+                               d));
+  if (auto id = post_nack(self, env, verdict::unavailable, text, false, caf::none,
+                          std::nullopt, false, true))
+    s.nacks.at(id).nack.properties["retry_after_ms"]
+      = std::to_string(s.opts.routing.overload_retry_after_ms);
+}
+
 std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_posted,
                                const silo_address& entry_client, caf::timespan answer_within) {
   auto& s = self->state;

@@ -15,7 +15,8 @@ namespace cafmesh::routing::router_core_detail {
 // flight) per answer and per call.
 
 void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
-                    const grain_id& grain, const envelope& env, ms bound, bool urgent) {
+                    const grain_id& grain, const envelope& env, ms bound, bool urgent,
+                    uint32_t destination) {
   auto& s = self->state;
   auto id = ++s.next_call;
   port_call c;
@@ -25,6 +26,11 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
   c.token = token;
   c.bound_ms = bound.count();
   c.due = add_deadline(self, deadline_target{caf::message_id{}, id}, bound);
+  // Admission per destination (SPEC C4): the attempt waits on the silo its hub last
+  // answered from until the call ends.
+  c.destination = destination;
+  if (destination != 0)
+    ++s.destinations[destination - 1].waiting;
   // A leg's attempt at a node hub whose activation lives in this silo goes to its catalog
   // directly: one turn of the activation, answered by id (SPEC B3, docs/delivery-costs.md).
   if (kind == call_for::leg_attempt && !s.stopping && grain.type == "messagehub"
@@ -70,6 +76,8 @@ std::optional<port_call> take_call(pointer self, uint64_t id) {
   auto c = i->second;
   s.calls.erase(i);
   drop_deadline(self, c.due);
+  if (c.destination != 0 && s.destinations[c.destination - 1].waiting > 0)
+    --s.destinations[c.destination - 1].waiting;
   if (c.direct && s.direct_waiting > 0) {
     // Ended (by its deadline) before it left: it never leaves.
     for (auto& [catalog, calls] : s.direct_out) {

@@ -5,6 +5,7 @@
 #include <caf/send.hpp>
 
 #include "cafmesh/routing/size_guard.hpp"
+#include "cafmesh/routing/held_requests.hpp"
 #include "landing_report.hpp"
 
 namespace cafmesh::routing::router_core_detail {
@@ -438,7 +439,8 @@ void leg_attempt(pointer self, uint64_t id) {
   auto tok = ++leg.token;
   ++s.stats.grain_attempts;
   leg.in_flight = true;
-  port_call_send(self, call_for::leg_attempt, id, tok, leg.grain, leg.env, bound, true);
+  port_call_send(self, call_for::leg_attempt, id, tok, leg.grain, leg.env, bound, true,
+                 destination_of(self, leg.host_path));
 }
 
 void leg_attempt_result(pointer self, uint64_t id, uint64_t tok, envelope& r) {
@@ -450,6 +452,9 @@ void leg_attempt_result(pointer self, uint64_t id, uint64_t tok, envelope& r) {
   auto d = judge_result(r);
   switch (d.action) {
     case result_action::landed:
+      if (self->state.opts.routing.max_in_flight_per_destination > 0)
+        if (auto at = landing_of(r))
+          learn_destination(self, leg->host_path, *at);
       report_landing(self->state.opts.silo, self->state.opts.centre,
                      self->state.opts.local_routes, leg->entry_client, leg->env, r);
       finish_leg(self, *leg, leg_outcome::landed);

@@ -149,6 +149,15 @@ struct port_call {
   std::string node_prefix; ///< the node-hub grain's key, when `direct`
   activation_tag tag;      ///< the activation called, when `direct`
   caf::actor_addr catalog; ///< its catalog, when `direct`
+  /// The destination silo the call waits on (`destinations`, 1-based); 0: not known.
+  uint32_t destination = 0;
+};
+
+/// A destination silo of grain attempts and how many wait on it now (SPEC C4,
+/// docs/behaviour/admission-control.md#a-slow-destination).
+struct destination_load {
+  silo_address silo;
+  uint64_t waiting = 0;
 };
 
 /// A node-hub grain activation of this silo that the router core calls through its catalog
@@ -215,6 +224,13 @@ struct core_state {
   /// Direct calls not sent yet, by catalog: they leave in one `ct_calls` per catalog at the
   /// end of a turn that finds the mailbox empty, or once 64 wait (SPEC B1).
   std::vector<std::pair<caf::actor, std::vector<ct_call_item>>> direct_out;
+  // -- admission per destination (SPEC C4) --
+  /// Destination silos seen, each with the grain attempts outstanding to it; a call's
+  /// `destination` indexes it from 1. Few entries: one per silo that answered.
+  std::vector<destination_load> destinations;
+  /// The destination the hub of a host path (`leg_rec::host_path`) last answered from:
+  /// learned from the landing silo its answers carry.
+  std::unordered_map<std::string, uint32_t> path_destination;
   size_t direct_waiting = 0;
   uint64_t membership_version = 0;
   /// True until the pool's drain took the core's legs over: the core admits itself.
@@ -334,7 +350,8 @@ void expire_deadlines(pointer self, int64_t fired_due);
 /// core's own deadline of `bound`; its result continues `kind`'s step of `owner` if `owner`'s token is
 /// still `token` (docs/behaviour/routing.md#grain-port-calls).
 void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
-                    const grain_id& grain, const envelope& env, ms bound, bool urgent);
+                    const grain_id& grain, const envelope& env, ms bound, bool urgent,
+                    uint32_t destination = 0);
 
 /// Drops the direct route to activation `tag` of the node hub of `node_prefix`, if it is
 /// the route held.
@@ -463,6 +480,23 @@ bool over_bound(pointer self, const envelope& env);
 
 /// The text of a refusal at the admission bound.
 std::string overload_text(pointer self);
+
+/// Admission per destination (SPEC C4): the refusal text if `env` is new work for a grain
+/// last answered from a silo that already holds `routing.max_in_flight_per_destination`
+/// grain attempts of this core; none otherwise.
+std::optional<std::string> destination_refusal(pointer self, const envelope& env);
+
+/// Refuses a co-hosted delivery for a destination that is not keeping up: one NACK
+/// `unavailable` with `retry_after_ms`, as `refuse_overloaded`.
+void refuse_for_destination(pointer self, const envelope& env, const std::string& text);
+
+/// The destination (1-based index into `destinations`) the hub of `host_path` last answered
+/// from; 0: none known, or the bound is off.
+uint32_t destination_of(pointer self, const std::string& host_path);
+
+/// The hub of `host_path` answered from `silo`: later attempts count against that
+/// destination.
+void learn_destination(pointer self, const std::string& host_path, const silo_address& silo);
 
 /// Refuses a co-hosted delivery at the bound, before acceptance: one NACK `unavailable`
 /// whose envelope carries `retry_after_ms`; no leg, no channel, nothing shed.

@@ -82,6 +82,7 @@ const std::vector<field> fields{
   CAFMESH_FIELD(routing, outcome_dedup_max_ids, 65536),
   CAFMESH_FIELD(routing, endpoint_record_max, 1024),
   CAFMESH_FIELD(routing, max_in_flight, 768),
+  CAFMESH_FIELD(routing, max_in_flight_per_destination, 256),
   CAFMESH_FIELD(routing, overload_retry_after_ms, 500),
   CAFMESH_FIELD(gateway, max_outstanding, 384),
   CAFMESH_FIELD(client, retry_max, 5),
@@ -209,6 +210,7 @@ const char* default_text = R"({
     "outcome_dedup_max_ids": 65536,
     "endpoint_record_max": 1024,
     "max_in_flight": 768,
+    "max_in_flight_per_destination": 256,
     "overload_retry_after_ms": 500
   },
   "gateway": {
@@ -342,6 +344,7 @@ const char* distinct_text = R"({
     "outcome_dedup_max_ids": 65537,
     "endpoint_record_max": 1025,
     "max_in_flight": 9000,
+    "max_in_flight_per_destination": 257,
     "overload_retry_after_ms": 501
   },
   "gateway": {
@@ -419,7 +422,7 @@ std::string read_text(const std::filesystem::path& p) {
 } // namespace
 
 TEST_CASE("config: mesh_config{} holds every documented default") {
-  REQUIRE(fields.size() == 83);
+  REQUIRE(fields.size() == 84);
   std::set<std::string> pointers;
   for (auto& f : fields)
     CHECK(pointers.insert(f.pointer).second);
@@ -543,6 +546,6 @@ TEST_CASE("config: examples/config/README.md documents every key with its defaul
   size_t keys = 0;
   for (auto& section : defaults)
     keys += section.size();
-  CHECK(keys == 83);
+  CHECK(keys == 84);
   CHECK(documented.size() == keys);
 }

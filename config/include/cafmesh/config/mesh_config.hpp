@@ -163,6 +163,11 @@ struct routing_section {
   /// delivery beyond it is refused `unavailable` ("overloaded") before acceptance. 0: no
   /// bound; >= 0.
   int64_t max_in_flight = 768;
+  /// Admission control per destination (SPEC C4): most grain attempts a router core holds
+  /// outstanding to one destination silo; a delivery for a grain last answered from a silo
+  /// that holds that many is refused `unavailable` ("destination {D} is not keeping up")
+  /// before acceptance, while deliveries to other silos are accepted. 0: no bound; >= 0.
+  int64_t max_in_flight_per_destination = 256;
   /// The `retry_after_ms` a refusal at `max_in_flight` (or `gateway.max_outstanding`)
   /// carries: how long a sender should wait before sending again; >= 1.
   int64_t overload_retry_after_ms = 500;

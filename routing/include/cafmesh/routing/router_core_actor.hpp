@@ -101,6 +101,8 @@ struct router_core_stats {
   uint64_t queued = 0;            ///< accepted legs not dispatched yet (waiting for a channel or a permit)
   uint64_t refused_stopping = 0;  ///< grain-path envelopes refused `silo_unavailable`
   uint64_t refused_overloaded = 0; ///< deliveries refused at `routing.max_in_flight`
+  /// deliveries refused at `routing.max_in_flight_per_destination` (SPEC C4)
+  uint64_t refused_destination = 0;
   uint64_t routing_loops = 0;     ///< envelopes NACKed `routing_loop`
   // -- legs' terminal events, one per accepted leg ------------------------------------------------
   // docs/behaviour/routing.md#legs, docs/behaviour/quiescence.md#the-routing-io-pool
@@ -152,6 +154,7 @@ typename Inspector::result_type inspect(Inspector& f, router_core_stats& x) {
            x.oldest_dispatched_age_ms, x.oldest_queued_age_ms, x.channels, x.destinations,
            x.deepest, x.deepest_channel, x.max_dispatch_depth, x.accepted,
            x.accepted_co_hosted, x.queued, x.refused_stopping, x.refused_overloaded,
+           x.refused_destination,
            x.routing_loops, x.terminal_events, x.landed, x.nacked,
            x.abandoned, x.ended_by_release, x.crashed, x.refused, x.grain_attempts,
            x.continuation_retries, x.continuation_resends, x.requester_time_ran_out,
