@@ -162,6 +162,7 @@ using oracle_actor = oracle_impl::stateful_base<oracle_state>;
 void publish(oracle_actor* self) {
   auto& st = self->state;
   ++st.snap.version;
+  st.snap.table = st.cfg.table;
   if (st.net) {
     std::string line = "membership v" + std::to_string(st.snap.version) + ":";
     for (const auto& r : st.snap.rows)
@@ -225,12 +226,35 @@ oracle_impl::behavior_type membership_oracle(oracle_actor* self, membership_orac
         if (r.status != silo_status::dead)
           superseded.push_back(r.silo);
       }
+      // A status other than Joining: the silo registers its row again after the table was
+      // reset (docs/behaviour/membership.md#when-the-development-tables-process-restarts).
+      bool again = row.status != silo_status::joining;
+      if (again) {
+        if (seen && newest > row.silo.generation)
+          return refused(mesh_errc::invalid_operation,
+                         "registration of " + row.silo.to_string() + " refused: generation "
+                           + std::to_string(newest) + " of its endpoint joined since");
+        if (auto existing = st.snap.find(row.silo)) {
+          if (existing->status == silo_status::dead && row.status != silo_status::dead)
+            return refused(mesh_errc::invalid_operation,
+                           "registration of " + row.silo.to_string() + " refused: it is Dead");
+          // Registered already (its earlier registration, or a status it published since):
+          // a later status still applies, an earlier one changes nothing.
+          if (existing->status != row.status
+              && is_allowed_transition(existing->status, row.status))
+            if (auto err = transition(self, row.silo, row.status))
+              return err;
+          return st.snap.version;
+        }
+      }
       if (seen && newest >= row.silo.generation)
         return refused(mesh_errc::invalid_operation,
                        "join of " + row.silo.to_string() + " refused: generation "
                          + std::to_string(newest) + " already joined");
-      row.status = silo_status::joining;
-      st.log.info(row.silo.to_string() + " joins");
+      if (again)
+        st.log.info(row.silo.to_string() + " registers again as " + to_string(row.status));
+      else
+        st.log.info(row.silo.to_string() + " joins");
       // A restart supersedes its predecessor: Dead in the snapshot that adds the new row.
       for (auto& old : superseded) {
         auto r = st.snap.find(old);
@@ -290,13 +314,29 @@ struct agent_state {
   bool leaving = false;              ///< this silo published a leaving status itself
   uint64_t declared_version = 0;     ///< the view that showed it declared Dead (0: none)
   std::vector<caf::actor> declared_watchers;
+  // -- a reset table (docs/behaviour/membership.md#when-the-development-tables-process-restarts)
+  membership_snapshot table_snap; ///< the latest snapshot of the table the view follows
+  uint64_t offset = 0;            ///< view.version = offset + table_snap.version
+  std::vector<membership_row> carried; ///< rows of an earlier table this one lacks yet
+  uint64_t carry_epoch = 0;            ///< tells the current carry bound from earlier ones
+  caf::timespan carry_bound = default_carry_bound;
+  /// The row this silo joined with (manifest, gateway flag), once its join was answered.
+  caf::optional<membership_row> own_row;
+  bool reset_pending = false; ///< the table was reset and does not show this silo's row yet
+  bool rejoining = false;     ///< a re-registration awaits its answer
+  bool rejoin_timer = false;  ///< an `mb_rejoin_atom` retry is scheduled
+  uint64_t resets = 0;
   log::logger log;
   static const char* name;
 };
 
 const char* agent_state::name = "cafmesh.membership_agent";
 
-using agent_actor = membership_agent_actor::stateful_base<agent_state>;
+/// The agent's full interface: the protocol and its own timers.
+using agent_impl = membership_agent_actor::extend<caf::reacts_to<mb_carry_atom, uint64_t>,
+                                                  caf::reacts_to<mb_rejoin_atom>>;
+
+using agent_actor = agent_impl::stateful_base<agent_state>;
 
 /// Rank of a status along the transition order, to tell if a snapshot caught up with a
 /// locally applied status.
@@ -341,11 +381,123 @@ void check_declared(agent_actor* self) {
     membership_detail::tell(self, w, mb_declared_atom::value, st.declared_version);
 }
 
-membership_agent_actor::behavior_type
-membership_agent(agent_actor* self, silo_address self_addr, membership_oracle_actor oracle) {
+/// Rebuilds the view from the table's latest snapshot and the carried rows: a carried row
+/// is dropped once the table has a row of its endpoint.
+void rebuild(agent_actor* self) {
+  auto& st = self->state;
+  auto view = st.table_snap;
+  view.version = st.offset + st.table_snap.version;
+  auto known = [&](const silo_address& s) {
+    for (const auto& r : st.table_snap.rows)
+      if (r.silo.same_endpoint(s))
+        return true;
+    return false;
+  };
+  st.carried.erase(std::remove_if(st.carried.begin(), st.carried.end(),
+                                  [&](const membership_row& r) { return known(r.silo); }),
+                   st.carried.end());
+  for (const auto& r : st.carried)
+    view.upsert(r);
+  st.view = std::move(view);
+}
+
+void maybe_rejoin(agent_actor* self);
+
+/// Registers this silo's row again with status `to` (a reset table lacks it).
+void rejoin(agent_actor* self, silo_status to) {
+  auto& st = self->state;
+  auto row = *st.own_row;
+  row.status = to;
+  st.rejoining = true;
+  auto table = st.table_snap.table;
+  self->request(st.oracle, caf::infinite, mb_join_atom::value, row)
+    .then(
+      [=](uint64_t) {
+        auto& st = self->state;
+        st.rejoining = false;
+        st.log.info("registered again as " + to_string(to) + " in membership table "
+                    + std::to_string(table));
+      },
+      [=](caf::error& e) {
+        auto& st = self->state;
+        st.rejoining = false;
+        st.log.warning("registering again in membership table " + std::to_string(table)
+                       + " failed: " + to_fault(e).text + "; trying again in 1000 ms");
+        if (!st.rejoin_timer) {
+          st.rejoin_timer = true;
+          self->delayed_send(self, std::chrono::seconds(1), mb_rejoin_atom::value);
+        }
+      });
+}
+
+/// The status this silo registers with after a reset: its own in the view (carried), or the
+/// one it set locally.
+caf::optional<silo_status> own_status(agent_actor* self) {
+  auto& st = self->state;
+  if (st.local_status)
+    return st.local_status;
+  if (auto r = st.view.find(st.self_addr))
+    return r->status;
+  return caf::none;
+}
+
+/// A silo that joined and whose row the reset table lacks registers it again
+/// (docs/behaviour/membership.md#when-the-development-tables-process-restarts).
+void maybe_rejoin(agent_actor* self) {
+  auto& st = self->state;
+  if (!st.reset_pending || !st.own_row)
+    return;
+  if (st.table_snap.find(st.self_addr) != nullptr) {
+    st.reset_pending = false;
+    return;
+  }
+  if (st.rejoining || st.table_snap.departed(st.self_addr))
+    return;
+  auto to = own_status(self);
+  if (!to)
+    return;
+  rejoin(self, *to);
+}
+
+/// Applies a snapshot of the oracle's table; a newer table's starts over
+/// (docs/behaviour/membership.md#when-the-development-tables-process-restarts).
+void apply(agent_actor* self, membership_snapshot snap) {
+  auto& st = self->state;
+  if (st.view.version > 0 && snap.table != st.table_snap.table) {
+    auto old_table = st.table_snap.table;
+    st.carried.clear();
+    for (const auto& r : st.view.rows) {
+      bool superseded = false;
+      for (const auto& n : snap.rows)
+        superseded = superseded || n.silo.same_endpoint(r.silo);
+      if (r.status != silo_status::dead && !superseded)
+        st.carried.push_back(r);
+    }
+    st.offset = st.view.version;
+    st.reset_pending = static_cast<bool>(st.own_row);
+    ++st.resets;
+    st.log.warning("membership table reset (table " + std::to_string(old_table) + " -> "
+                   + std::to_string(snap.table) + " at v" + std::to_string(snap.version)
+                   + "): carrying " + std::to_string(st.carried.size())
+                   + " row(s) until their silos register again (at most "
+                   + std::to_string(
+                       std::chrono::duration_cast<std::chrono::milliseconds>(st.carry_bound)
+                         .count())
+                   + " ms)");
+    if (!st.carried.empty())
+      self->delayed_send(self, st.carry_bound, mb_carry_atom::value, ++st.carry_epoch);
+  }
+  st.table_snap = std::move(snap);
+  rebuild(self);
+}
+
+agent_impl::behavior_type
+membership_agent(agent_actor* self, silo_address self_addr, membership_oracle_actor oracle,
+                 caf::timespan carry_bound) {
   auto& st = self->state;
   st.self_addr = self_addr;
   st.oracle = oracle;
+  st.carry_bound = carry_bound;
   st.log = log::get("membership").with_context(self_addr.to_string());
   self->send(oracle, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(self));
   self->set_down_handler([=](caf::down_msg& dm) {
@@ -354,14 +506,41 @@ membership_agent(agent_actor* self, silo_address self_addr, membership_oracle_ac
   return {
     [=](mb_snapshot_atom, membership_snapshot& snap) {
       auto& st = self->state;
-      if (snap.version <= st.view.version) {
+      bool newer_table = snap.table > st.table_snap.table || st.view.version == 0;
+      if (snap.table < st.table_snap.table
+          || (!newer_table && snap.version <= st.table_snap.version)) {
         ++st.stale_ignored;
         return;
       }
-      st.view = std::move(snap);
+      apply(self, std::move(snap));
       patch_local(self);
       fan_out(self);
       check_declared(self);
+      maybe_rejoin(self);
+    },
+    [=](mb_carry_atom, uint64_t epoch) {
+      auto& st = self->state;
+      if (epoch != st.carry_epoch || st.carried.empty())
+        return;
+      std::string names;
+      for (const auto& r : st.carried)
+        names += (names.empty() ? "" : ", ") + r.silo.to_string();
+      st.log.warning("membership: " + names + " did not register again in table "
+                     + std::to_string(st.table_snap.table) + " within "
+                     + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        st.carry_bound)
+                                        .count())
+                     + " ms: no longer carried");
+      st.carried.clear();
+      ++st.offset; // the view changes: a new version
+      rebuild(self);
+      patch_local(self);
+      fan_out(self);
+      check_declared(self);
+    },
+    [=](mb_rejoin_atom) {
+      self->state.rejoin_timer = false;
+      maybe_rejoin(self);
     },
     [=](mb_declared_atom, const caf::actor& watcher) {
       auto& st = self->state;
@@ -383,9 +562,13 @@ membership_agent(agent_actor* self, silo_address self_addr, membership_oracle_ac
       row.status = silo_status::joining;
       row.manifest = std::move(manifest);
       row.gateway = gateway;
-      self->request(self->state.oracle, caf::infinite, mb_join_atom::value, std::move(row))
-        .then([=](uint64_t v) mutable { rp.deliver(v); },
-              [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
+      self->request(self->state.oracle, caf::infinite, mb_join_atom::value, row)
+        .then(
+          [=](uint64_t v) mutable {
+            self->state.own_row = row;
+            rp.deliver(v);
+          },
+          [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
       return rp;
     },
     [=](mb_status_atom, silo_status to) -> caf::typed_response_promise<uint64_t> {
@@ -401,6 +584,16 @@ membership_agent(agent_actor* self, silo_address self_addr, membership_oracle_ac
           st.local_status = to;
           fan_out(self);
         }
+      }
+      if (st.reset_pending && st.own_row && st.table_snap.find(st.self_addr) == nullptr) {
+        // The reset table lacks this silo's row: register it with the new status
+        // (docs/behaviour/membership.md#when-the-development-tables-process-restarts).
+        auto row = *st.own_row;
+        row.status = to;
+        self->request(st.oracle, caf::infinite, mb_join_atom::value, std::move(row))
+          .then([=](uint64_t v) mutable { rp.deliver(v); },
+                [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
+        return rp;
       }
       self->request(st.oracle, caf::infinite, mb_status_atom::value, st.self_addr, to)
         .then([=](uint64_t v) mutable { rp.deliver(v); },
@@ -421,8 +614,10 @@ membership_oracle_actor spawn_membership_oracle(caf::actor_system& sys,
 
 membership_agent_actor spawn_membership_agent(caf::actor_system& sys,
                                               const silo_address& self_addr,
-                                              const membership_oracle_actor& oracle) {
-  return sys.spawn(membership_agent, self_addr, oracle);
+                                              const membership_oracle_actor& oracle,
+                                              caf::timespan carry_bound) {
+  return caf::actor_cast<membership_agent_actor>(
+    sys.spawn(membership_agent, self_addr, oracle, carry_bound));
 }
 
 } // namespace cafmesh

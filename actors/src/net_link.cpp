@@ -347,8 +347,11 @@ net_link_impl::behavior_type net_link(link_self* self, config::network_section c
       auto& st = self->state;
       if (!is_primary(st) && !st.oracle && !st.oracle_refusal) {
         auto err = to_error(fault{mesh_errc::lifecycle_cancelled,
-                                  "stopped before it joined the cluster: the primary "
-                                    + render(primary_endpoint(st)) + " did not answer ("
+                                  std::string{st.oracle_known
+                                                ? "stopped while the primary was unreachable"
+                                                : "stopped before it joined the cluster"}
+                                    + ": the primary " + render(primary_endpoint(st))
+                                    + " did not answer ("
                                     + std::to_string(st.primary_failures)
                                     + " failed attempt(s))"});
         st.log.warning(to_fault(err).text);

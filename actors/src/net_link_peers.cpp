@@ -91,8 +91,16 @@ void drop_peer(link_self* self, const endpoint& ep, const std::string& why) {
   // Everything the peer sent came before its connection broke.
   release_flush(self, p.addr);
   report_watch(self, p.addr, false);
-  if (!is_primary(st) && ep == primary_endpoint(st))
-    st.log.warning("lost the connection to the primary " + p.addr.to_string());
+  if (!is_primary(st) && ep == primary_endpoint(st)) {
+    st.log.warning("lost the connection to the primary " + p.addr.to_string()
+                   + "; reconnecting every " + std::to_string(st.cfg.heartbeat_interval_ms)
+                   + " ms");
+    // The oracle it handed out went with it: the next hello names the oracle again, a new
+    // one if the primary restarted
+    // (docs/behaviour/membership.md#when-the-development-tables-process-restarts).
+    if (!st.oracle_is_local)
+      st.oracle = caf::actor{};
+  }
 }
 
 
@@ -203,6 +211,7 @@ void got_oracle(link_self* self, const caf::actor& o) {
     return;
   }
   st.oracle = o;
+  st.oracle_known = true;
   st.log.info("membership oracle reachable through " + render(primary_endpoint(st)));
   for (auto& rp : st.oracle_waiters)
     rp.deliver(o);

@@ -83,6 +83,9 @@ struct net_link_state {
   /// oracle (its membership is on a shared table): the oracle stays unknown.
   caf::error oracle_refusal;
   bool asking_oracle = false; ///< `ask_primary_for_oracle` awaits its answer
+  /// The primary's oracle was known once (this process joined through it); `oracle` is
+  /// empty again while the primary is unreachable.
+  bool oracle_known = false;
   std::map<endpoint, peer> peers;
   std::set<silo_address> reported_silent; ///< primary only: told the oracle "silent"
   /// With a local oracle: the other silos its latest view lists as not Dead, by endpoint;

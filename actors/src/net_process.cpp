@@ -50,7 +50,10 @@ caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
     // keep it alive past the actor system's end (docs/caf-notes.md "Shutdown").
     scope = link_oracle::own;
   } else if (net.primary_port == 0) {
-    oracle = spawn_membership_oracle(sys, membership_oracle_config{oracle_detection_ms(net)});
+    // The table is named by this process's generation: a restart starts a newer table
+    // (docs/behaviour/membership.md#when-the-development-tables-process-restarts).
+    oracle = spawn_membership_oracle(sys,
+                                     membership_oracle_config{oracle_detection_ms(net), generation});
   }
   bool primary = link_net.primary_port == 0;
   ep.link = spawn_net_link(sys, link_net, oracle, scope);

@@ -1,5 +1,7 @@
 #include "cafmesh/actors/net_link.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <utility>
@@ -11,6 +13,7 @@
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/actors/membership.hpp"
+#include "membership_detail.hpp"
 
 // The oracle relay of a process that is not the primary (net_link.hpp, `spawn_oracle_relay`).
 
@@ -19,9 +22,19 @@ namespace cafmesh {
 namespace {
 
 struct relay_state {
+  net_link_actor link;
   caf::actor oracle;
-  /// Why the oracle cannot be reached any more (its process is gone); empty while it can.
+  /// Why the oracle cannot be reached now (its process is gone or its connection broke);
+  /// empty while it can. Cleared when the link learns the primary's oracle again.
   caf::error gone;
+  /// Every subscriber of the oracle protocol this relay passed on: subscribed again to each
+  /// oracle the relay learns (docs/behaviour/membership.md#when-the-development-tables-process-restarts).
+  std::vector<caf::actor> subscribers;
+  /// The wait before asking the link for the oracle again after losing it: 100 ms, doubled
+  /// after each oracle lost again at once, at most 2000 ms.
+  caf::timespan retry = std::chrono::milliseconds(100);
+  bool asking = false; ///< an `nl_oracle_atom` request to the link is pending
+  caf::actor_addr lost; ///< the oracle lost last
   /// Why the oracle can never be reached (the link's answer: the primary refused this
   /// process's credentials); empty otherwise.
   caf::error refused;
@@ -39,7 +52,8 @@ const char* relay_state::name = "cafmesh.oracle_relay";
 /// The relay's full interface: the oracle protocol it stands in for, and the question which
 /// oracle it learnt.
 using relay_impl
-  = membership_oracle_actor::extend<caf::replies_to<nl_oracle_atom>::with<caf::actor>>;
+  = membership_oracle_actor::extend<caf::replies_to<nl_oracle_atom>::with<caf::actor>,
+                                    caf::reacts_to<nl_tick_atom>>;
 
 using relay_actor = relay_impl::stateful_base<relay_state>;
 
@@ -48,8 +62,51 @@ using relay_actor = relay_impl::stateful_base<relay_state>;
 caf::error oracle_gone_error(relay_actor* self, const caf::error& reason) {
   fault f{mesh_errc::departed_silo, "the membership oracle cannot be reached: its process is "
                                     "gone ("
-                                      + self->system().render(reason) + ")"};
+                                      + self->system().render(reason)
+                                      + "); this process reconnects to the primary and "
+                                        "registers again once it is back"};
   return to_error(f);
+}
+
+void ask_link(relay_actor* self);
+
+/// The link knows the primary's oracle (again): subscribe every subscriber to it and hand it
+/// what waited.
+void adopt(relay_actor* self, const caf::actor& o) {
+  auto& st = self->state;
+  bool again = static_cast<bool>(st.gone);
+  st.oracle = o;
+  st.gone = caf::error{};
+  if (o.address() != st.lost)
+    st.retry = std::chrono::milliseconds(100);
+  self->monitor(o);
+  for (auto& sub : st.subscribers)
+    membership_detail::tell(self, o, mb_subscribe_atom::value, sub);
+  if (again)
+    log::get("net_link").info("membership oracle reachable again: "
+                              + std::to_string(st.subscribers.size())
+                              + " subscription(s) renewed");
+}
+
+/// Asks the link for the primary's oracle; the link answers once it knows one.
+void ask_link(relay_actor* self) {
+  auto& st = self->state;
+  if (st.asking || st.oracle || st.refused)
+    return;
+  st.asking = true;
+  self->request(st.link, caf::infinite, nl_oracle_atom::value)
+    .then(
+      [=](const caf::actor& o) {
+        self->state.asking = false;
+        if (!self->state.oracle)
+          adopt(self, o);
+      },
+      [=](caf::error& e) {
+        // The link gave the primary up (this process stops, or the primary refused it).
+        auto& st = self->state;
+        st.asking = false;
+        st.refused = e;
+      });
 }
 
 /// Hands `msg` to the oracle and its answer to `rp`. The oracle's requests answer a version
@@ -114,32 +171,44 @@ void relay_one_way(relay_actor* self, Ts&&... xs) {
 }
 
 relay_impl::behavior_type oracle_relay(relay_actor* self, net_link_actor link) {
+  self->state.link = link;
   self->monitor(link);
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
     if (st.oracle && dm.source == st.oracle.address()) {
+      // Its process stopped or its connection broke: requests fail at once until the link
+      // reaches the primary again (docs/behaviour/membership.md#when-the-development-tables-process-restarts).
       st.gone = dm.reason ? dm.reason : caf::make_error(caf::exit_reason::remote_link_unreachable);
       st.oracle = caf::actor{};
-      log::get("net_link").warning("membership oracle unreachable: "
-                                   + self->system().render(st.gone)
-                                   + "; membership requests fail at once from now on");
+      st.lost = dm.source;
+      log::get("net_link").warning(
+        "membership oracle unreachable: " + self->system().render(st.gone)
+        + "; membership requests fail at once until the primary is reached again (retrying)");
       auto in_flight = std::move(st.in_flight);
       st.in_flight.clear();
       for (auto& kv : in_flight)
         kv.second.deliver(oracle_gone_error(self, st.gone));
+      // The link may still hold the old oracle for a moment: ask after a short wait, longer
+      // each time the oracle it answers is gone at once.
+      self->delayed_send(self, st.retry, nl_tick_atom::value);
+      st.retry = std::min<caf::timespan>(2 * st.retry, std::chrono::milliseconds(2000));
       return;
     }
-    for (auto& w : st.waiting)
-      w.second.deliver(dm.reason);
-    st.waiting.clear();
-    self->quit(dm.reason);
+    if (dm.source == st.link.address()) {
+      for (auto& w : st.waiting)
+        w.second.deliver(dm.reason);
+      st.waiting.clear();
+      self->quit(dm.reason);
+      return;
+    }
+    // A subscriber exited.
+    membership_detail::forget(st.subscribers, dm);
   });
   self->request(link, caf::infinite, nl_oracle_atom::value)
     .then(
       [=](const caf::actor& o) {
         auto& st = self->state;
-        st.oracle = o;
-        self->monitor(o);
+        adopt(self, o);
         auto waiting = std::move(st.waiting);
         st.waiting.clear();
         for (auto& w : waiting)
@@ -166,7 +235,18 @@ relay_impl::behavior_type oracle_relay(relay_actor* self, net_link_actor link) {
     },
     [=](mb_dead_atom a, const silo_address& s) { return relay_request<uint64_t>(self, a, s); },
     [=](mb_get_atom a) { return relay_request<membership_snapshot>(self, a); },
-    [=](mb_subscribe_atom a, const caf::actor& sub) { relay_one_way(self, a, sub); },
+    [=](mb_subscribe_atom a, const caf::actor& sub) {
+      // Remembered: every oracle learnt later gets the subscription too.
+      auto& st = self->state;
+      st.subscribers.push_back(sub);
+      self->monitor(sub);
+      if (st.oracle)
+        membership_detail::tell(self, st.oracle, a, sub);
+    },
+    [=](nl_tick_atom) {
+      // After an oracle loss: ask the link for the oracle again.
+      ask_link(self);
+    },
     [=](sim_watch_atom a, const silo_address& s, bool alive) {
       relay_one_way(self, a, s, alive);
     },

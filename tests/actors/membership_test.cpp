@@ -371,3 +371,188 @@ TEST_CASE_FIXTURE(mb_fixture, "membership: a restarted silo gets the next genera
   CHECK(ans[1].t_ms == ans[0].t_ms); // known departed: fails at once, no frame
   CHECK(ans[2].reply.get_as<int>(0) == 4);
 }
+
+namespace {
+
+using sw_to_atom = caf::atom_constant<caf::atom("swto")>;
+
+struct switch_state {
+  caf::actor target;
+  std::vector<caf::actor> subscribers;
+  static inline const char* name = "test.oracle_switch";
+};
+
+/// Stands for the development oracle of a process that restarts, as the oracle relay does
+/// in network mode: every request goes to the current oracle, and `(sw_to_atom, oracle)`
+/// subscribes every subscriber seen so far to a new one.
+caf::behavior oracle_switch(caf::stateful_actor<switch_state>* self) {
+  self->set_default_handler(
+    [=](caf::scheduled_actor*, caf::message_view& v) -> caf::result<caf::message> {
+      auto rp = self->make_response_promise();
+      rp.delegate(self->state.target, v.copy_content_to_message());
+      return caf::message{};
+    });
+  return {
+    [=](sw_to_atom, const caf::actor& o) {
+      self->state.target = o;
+      for (auto& sub : self->state.subscribers)
+        self->send(o, mb_subscribe_atom::value, sub);
+    },
+    [=](mb_subscribe_atom, const caf::actor& sub) {
+      self->state.subscribers.push_back(sub);
+      if (self->state.target)
+        self->send(self->state.target, mb_subscribe_atom::value, sub);
+    },
+  };
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(mb_fixture, "membership: a row joined again with its own status is added with it, once, and refused behind a newer generation") {
+  membership_oracle_config ocfg;
+  ocfg.table = 7;
+  auto oracle = track(spawn_membership_oracle(sys, ocfg));
+  auto p = spawn_probe();
+  silo_address b1{"b", 2, 1}, b2{"b", 2, 2}, c{"c", 3, 1};
+  auto again = [&](const silo_address& s, silo_status st) {
+    auto r = row(s, true);
+    r.status = st;
+    return caf::make_message(mb_join_atom::value, std::move(r));
+  };
+  ask(p, oracle, again(b1, silo_status::active), "b1 active");
+  run();
+  ask(p, oracle, again(b1, silo_status::active), "b1 active again");
+  run();
+  ask(p, oracle, again(b1, silo_status::shutting_down), "b1 leaving");
+  run();
+  ask(p, oracle, again(b1, silo_status::active), "b1 active after leaving");
+  run();
+  ask(p, oracle, again(b2, silo_status::active), "b2 active");
+  run();
+  ask(p, oracle, again(b1, silo_status::active), "b1 behind b2");
+  run();
+  ask(p, oracle, caf::make_message(mb_join_atom::value, row(c)), "c joins");
+  run();
+  ask(p, oracle, caf::make_message(mb_join_atom::value, row(c)), "c joins twice");
+  run();
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 8);
+  std::vector<uint64_t> versions;
+  for (size_t i : {0, 1, 2, 3, 4, 6}) {
+    REQUIRE_FALSE(ans[i].error);
+    versions.push_back(ans[i].reply.get_as<uint64_t>(0));
+  }
+  CHECK(versions == std::vector<uint64_t>{1, 1, 2, 2, 3, 4});
+  CHECK(to_fault(ans[5].error).code == mesh_errc::invalid_operation);
+  CHECK(to_fault(ans[7].error).code == mesh_errc::invalid_operation);
+  ask(p, oracle, caf::make_message(mb_get_atom::value), "get");
+  run();
+  auto snap = probe_of(p).answers.back().reply.get_as<membership_snapshot>(0);
+  CHECK(snap.version == 4);
+  CHECK(snap.table == 7);
+  CHECK(snap.render() == "v4\n" + b1.to_string() + " Dead gateway\n" + b2.to_string()
+                           + " Active gateway\n" + c.to_string() + " Joining");
+}
+
+TEST_CASE_FIXTURE(mb_fixture, "membership: after the development table's process restarts, every silo registers its row again with its own status and the others' rows are carried until they do") {
+  // Table 1: a1 (the table's own silo), then b, c, e Active through the switch; d is a pure
+  // client's agent that never joins.
+  membership_oracle_config t1;
+  t1.table = 1;
+  auto oracle1 = spawn_membership_oracle(sys, t1);
+  auto sw = track(sys.spawn(oracle_switch));
+  caf::anon_send(sw, sw_to_atom::value, caf::actor_cast<caf::actor>(oracle1));
+  auto via = caf::actor_cast<membership_oracle_actor>(sw);
+  silo_address a1{"a", 1, 1}, a2{"a", 1, 2}, b{"b", 2, 1}, c{"c", 3, 1}, d{"d", 4, 1},
+    e{"e", 5, 1};
+  auto agent_b = track(spawn_membership_agent(sys, b, via));
+  auto agent_c = track(spawn_membership_agent(sys, c, via));
+  auto agent_d = track(spawn_membership_agent(sys, d, via));
+  auto agent_e = spawn_membership_agent(sys, e, via);
+  auto sub_b = spawn_probe();
+  auto sub_d = spawn_probe();
+  caf::anon_send(agent_b, mb_subscribe_atom::value, sub_b);
+  caf::anon_send(agent_d, mb_subscribe_atom::value, sub_d);
+  auto p = spawn_probe();
+  run();
+  ask(p, oracle1, caf::make_message(mb_join_atom::value, row(a1, true)), "a1");
+  run();
+  ask(p, oracle1, caf::make_message(mb_status_atom::value, a1, silo_status::active), "a1 on");
+  run();
+  for (auto& ag : {agent_b, agent_c, agent_e}) {
+    ask(p, ag, caf::make_message(mb_join_atom::value, row(b).manifest, true), "join");
+    run();
+    ask(p, ag, caf::make_message(mb_status_atom::value, silo_status::active), "active");
+    run();
+  }
+  REQUIRE(snapshots(sub_b).back().second.version == 8);
+  // The table's process stops (e goes with it, killed); it restarts with table 2, its silo
+  // a2 joins there, and the switch reaches the new oracle.
+  caf::anon_send_exit(oracle1, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(agent_e, caf::exit_reason::kill);
+  run();
+  membership_oracle_config t2;
+  t2.table = 2;
+  auto oracle2 = track(spawn_membership_oracle(sys, t2));
+  ask(p, oracle2, caf::make_message(mb_join_atom::value, row(a2, true)), "a2");
+  run();
+  auto reset_at = now_ms();
+  auto seen_b = snapshots(sub_b).size();
+  auto seen_d = snapshots(sub_d).size();
+  caf::anon_send(sw, sw_to_atom::value, caf::actor_cast<caf::actor>(oracle2));
+  run();
+  // b and c registered their rows again, Active; the new table holds exactly them and a2.
+  ask(p, oracle2, caf::make_message(mb_get_atom::value), "t2");
+  run();
+  auto t2snap = probe_of(p).answers.back().reply.get_as<membership_snapshot>(0);
+  CHECK(t2snap.table == 2);
+  CHECK(t2snap.render() == "v3\n" + a2.to_string() + " Joining gateway\n" + b.to_string()
+                             + " Active gateway\n" + c.to_string() + " Active gateway");
+  // Every view since the reset kept b and c Active and among the gateways, with versions
+  // that keep growing: 8 + the table's version. e is carried (not registered again).
+  auto sb = snapshots(sub_b);
+  auto sd = snapshots(sub_d);
+  REQUIRE(sb.size() == seen_b + 3);
+  REQUIRE(sd.size() == seen_d + 3);
+  for (auto* list : {&sb, &sd}) {
+    for (size_t i = list == &sb ? seen_b : seen_d; i < list->size(); ++i) {
+      auto& v = (*list)[i].second;
+      CHECK(v.version == 8 + (i - (list == &sb ? seen_b : seen_d)) + 1);
+      CHECK(v.table == 2);
+      CHECK(v.active_set() == std::vector<silo_address>{b, c, e});
+      CHECK(v.gateways() == std::vector<silo_address>{b, c, e});
+      CHECK(v.find(a1) == nullptr);
+      CHECK(v.departed(a1));
+    }
+  }
+  CHECK(logs.count("membership table reset (table 1 -> 2 at v1): carrying 3 row(s)") == 3);
+  CHECK(logs.count("registered again as Active in membership table 2") == 2);
+  // e never registers again: carried for exactly 10,000 ms from the reset.
+  run_to(reset_at + 9999);
+  CHECK(snapshots(sub_d).size() == seen_d + 3);
+  run_to(reset_at + 10000);
+  sd = snapshots(sub_d);
+  REQUIRE(sd.size() == seen_d + 4);
+  CHECK(sd.back().second.version == 12);
+  CHECK(sd.back().second.active_set() == std::vector<silo_address>{b, c});
+  CHECK(sd.back().second.find(e) == nullptr);
+  CHECK(logs.count(e.to_string() + " did not register again in table 2 within 10000 ms") == 3);
+  // A leave after the reset lands in the new table.
+  ask(p, agent_b, caf::make_message(mb_status_atom::value, silo_status::shutting_down), "b off");
+  run();
+  ask(p, oracle2, caf::make_message(mb_get_atom::value), "t2 after");
+  run();
+  auto after = probe_of(p).answers.back().reply.get_as<membership_snapshot>(0);
+  CHECK(after.version == 4);
+  CHECK(after.find(b)->status == silo_status::shutting_down);
+  CHECK(snapshots(sub_d).back().second.version == 13);
+  CHECK(snapshots(sub_d).back().second.active_set() == std::vector<silo_address>{c});
+  // A late snapshot of the old table is ignored.
+  membership_snapshot old;
+  old.version = 50;
+  old.table = 1;
+  old.rows.push_back({e, silo_status::active, {}, true});
+  caf::anon_send(agent_d, mb_snapshot_atom::value, old);
+  run();
+  CHECK(snapshots(sub_d).back().second.version == 13);
+}

@@ -52,6 +52,12 @@ using mb_subscribe_atom = caf::atom_constant<caf::atom("mbsub")>;
 using mb_snapshot_atom = caf::atom_constant<caf::atom("mbsnap")>;
 using mb_get_atom = caf::atom_constant<caf::atom("mbget")>;
 using mb_check_atom = caf::atom_constant<caf::atom("mbcheck")>;
+/// `(mb_carry_atom, uint64_t epoch)`: a membership agent's bound on carrying the rows of a
+/// reset table's predecessor passed (membership.hpp).
+using mb_carry_atom = caf::atom_constant<caf::atom("mbcarry")>;
+/// `(mb_rejoin_atom)`: a membership agent tries again to register its row in a reset table
+/// (membership.hpp).
+using mb_rejoin_atom = caf::atom_constant<caf::atom("mbrejoin")>;
 /// `(mb_declared_atom, caf::actor watcher)` to a membership agent: `watcher` receives
 /// `(mb_declared_atom, uint64_t version)` once a view shows this process's silo departed
 /// although it never published a leaving status itself (membership.hpp).

@@ -8,12 +8,20 @@
 /// ## membership_oracle (one per cluster; `membership_oracle_actor`)
 /// Holds one row per silo incarnation; every change produces a snapshot with
 /// version = previous + 1 and pushes it to every subscriber as `(mb_snapshot_atom,
-/// membership_snapshot)`.
+/// membership_snapshot)`. Every snapshot names the oracle's table
+/// (`membership_oracle_config::table`): a restarted oracle starts a new table.
 /// - `(mb_join_atom, membership_row row) -> uint64_t version`: adds `row` with status
 ///   Joining. A row of the same endpoint (host, port) with an older generation that is not
 ///   Dead yet is declared Dead in the same snapshot (a restart supersedes its predecessor,
 ///   docs/behaviour/membership.md#leaving). Refused with `invalid_operation` if the endpoint
 ///   already has a row of the same or a newer generation.
+///   A `row` whose status is not Joining is a **re-registration**
+///   (docs/behaviour/membership.md#when-the-development-tables-process-restarts): a silo
+///   that found its row missing after the table was reset registers it again with its own
+///   status. It is added with that status (older generations of its endpoint superseded as
+///   above); if the row is there already, its status moves to `row.status` when that
+///   transition is allowed, else nothing changes; refused with `invalid_operation` if the
+///   endpoint has a row of a newer generation.
 /// - `(mb_status_atom, silo_address s, silo_status to) -> uint64_t version`: one transition
 ///   (docs/behaviour/membership.md#statuses); a transition not in the table is refused with
 ///   `invalid_operation` ("membership transition {from} -> {to} of {s} refused"); a silo without
@@ -38,6 +46,17 @@
 ///   is newer than the agent's; then fanned out to every local subscriber, in version order.
 ///   A status this silo set locally that the snapshot does not show yet is patched in
 ///   (so a later snapshot never shows the leaving silo Active again).
+/// - **A reset table** (docs/behaviour/membership.md#when-the-development-tables-process-restarts):
+///   a snapshot of a newer table (`membership_snapshot::table`; an older table's is ignored)
+///   is applied whatever its version. The view's version keeps growing (the view is numbered
+///   `offset + table version`, the offset being the view's version at the reset), so local
+///   subscribers keep applying it. The rows of the previous view that are not Dead and whose
+///   endpoint the new table has no row for are **carried** in the view until a row of their
+///   endpoint appears in the table, or at most `carry_bound` (`spawn_membership_agent`); so
+///   no silo drops out of the active set or a pure client's gateway list while the others
+///   register again. A silo that joined and finds its row missing from the new table
+///   registers it again (`mb_join_atom` with its own status) at once and, while that fails,
+///   every second; a status it publishes meanwhile is registered the same way.
 /// - `(mb_subscribe_atom, caf::actor sub)`: local subscriber (directory partition, cache,
 ///   placement, pod-hub claimer, message centre, ...); receives the current view at once
 ///   (if version > 0) and every later one as `(mb_snapshot_atom, membership_snapshot)`.
@@ -56,6 +75,7 @@
 ///   (docs/behaviour/membership.md#dead-peers). A watcher registered after that receives
 ///   it at once.
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -63,6 +83,7 @@
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 #include <caf/meta/type_name.hpp>
+#include <caf/timespan.hpp>
 #include <caf/typed_actor.hpp>
 
 #include "cafmesh/actors/atoms.hpp"
@@ -142,6 +163,10 @@ typename Inspector::result_type inspect(Inspector& f, membership_row& x) {
 struct membership_snapshot {
   uint64_t version = 0;
   std::vector<membership_row> rows;
+  /// The table the snapshot was read from: the development oracle's
+  /// `membership_oracle_config::table` (its process's generation in network mode), 0 for
+  /// tables that are never reset. A greater value is a newer table.
+  uint64_t table = 0;
 
   /// The row of `s`, or nullptr.
   const membership_row* find(const silo_address& s) const;
@@ -177,13 +202,17 @@ struct membership_snapshot {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, membership_snapshot& x) {
-  return f(caf::meta::type_name("cafmesh.membership_snapshot"), x.version, x.rows);
+  return f(caf::meta::type_name("cafmesh.membership_snapshot"), x.version, x.rows, x.table);
 }
 
 /// Configuration of the membership oracle.
 struct membership_oracle_config {
   /// Silence before a silent silo is declared Dead (`simulation.failure_detection_ms`).
   int64_t failure_detection_ms = 10000;
+  /// The table's name in every snapshot (`membership_snapshot::table`): in network mode the
+  /// generation of the process that hosts the oracle, so that a restarted oracle's table is
+  /// newer than its predecessor's.
+  uint64_t table = 0;
 };
 
 /// The handle of a membership oracle: the protocol of the development oracle above, which
@@ -226,12 +255,17 @@ membership_oracle_actor spawn_membership_oracle(caf::actor_system& sys,
                                                 membership_oracle_config cfg,
                                                 const network_watch_actor& net = {});
 
+/// How long a membership agent carries the rows of a reset table's predecessor at most.
+constexpr caf::timespan default_carry_bound = std::chrono::seconds(10);
+
 /// Spawns the membership agent of the process `self_addr`, talking to `oracle` (the oracle
 /// actor itself in simulation and on the primary process, a `spawn_oracle_relay`
 /// (net_link.hpp) on the other processes in network mode). The agent
-/// subscribes to the oracle at once.
+/// subscribes to the oracle at once. After a table reset it carries the rows of the
+/// previous table for at most `carry_bound` (see the agent above).
 membership_agent_actor spawn_membership_agent(caf::actor_system& sys,
                                               const silo_address& self_addr,
-                                              const membership_oracle_actor& oracle);
+                                              const membership_oracle_actor& oracle,
+                                              caf::timespan carry_bound = default_carry_bound);
 
 } // namespace cafmesh
