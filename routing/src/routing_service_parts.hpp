@@ -132,6 +132,12 @@ void channel_finish(rs_actor* self, uint64_t id, const ordering_channel& ch,
 /// The centre reports `s` departed.
 void silo_lost(rs_actor* self, const silo_address& s);
 
+/// The centre reports that `s` is leaving (its own notice over the link, or membership
+/// shows it ShuttingDown or Stopping). A graceful leave (ShuttingDown) lets the answers of
+/// its hubs leave, so its departure NACKs no held request (SPEC C2); a non-graceful one
+/// changes nothing here.
+void silo_leaving(rs_actor* self, const silo_address& s, bool graceful);
+
 /// The router core whose leg landed request `id` reports that a hub of `at` took it.
 void on_landed(rs_actor* self, const std::string& id, const silo_address& at);
 

@@ -14,6 +14,7 @@
 /// | `(rs_post_atom, envelope)` one-way | none: as `rs_deliver_atom` for a post, a frame or a heartbeat whose sender needs no answer (docs/behaviour/routing.md#the-co-hosted-hot-path). A refusal reaches the sender as the entry's NACK where its local route is here, and is logged at warning where it is not; requests use `rs_request_atom`, which keeps its answer |
 /// | `(rs_request_atom, envelope, int64_t timeout_ms)` | as `rs_deliver_atom`, for a request whose sender waits `timeout_ms` for its answer. A request handed on (a `pure_client`: accepted by its gateway; a `silo_host`: handed to the router core) is held until its answer passes this service or its deadline, with its gateway and the silo whose hub took it (`rs_landed_atom`): if one of them departs abruptly first, the request ends at once in one NACK `failed` ("silo {S} departed while the call was in flight; its outcome is unknown", or "... departed after its hub took the request, before the answer left; its outcome is unknown"; docs/behaviour/routing.md#requests-whose-silo-departs) |
 /// | `(mc_gone_atom, silo_address s)` | from the message centre (`mc_watch_atom`): the connection to `s` is lost or `s` is gone. A `pure_client` never chooses `s` as a gateway again (a restart comes with a newer generation) and re-homes if it was the current one; another silo's departure never moves it off its gateway. Every held request `s` had accepted or whose hub `s` hosts is NACKed as above, unless membership showed `s` ShuttingDown (a graceful leave finishes its accepted work and lets its hubs' answers leave) |
+/// | `(mc_leaving_atom, silo_address s, bool graceful)` | from the message centre (`mc_watch_atom`): `s` is leaving (its centre's leaving notice, or membership shows it ShuttingDown or Stopping). With `graceful` (ShuttingDown) its later departure NACKs no held request, as if membership had shown it ShuttingDown (SPEC C2) |
 /// | `(rs_landed_atom, std::string id, silo_address at)` | from the router core whose leg landed request `id` at a hub of `at` (another silo): the held request now depends on `at`; if `at` is already known gone, it is NACKed at once. Ignored for an id not held |
 /// | `(rs_register_atom, address, caf::actor handler) -> ok` | registers a local route for the
 /// address's host path (docs/behaviour/envelope.md#addresses) |
@@ -132,6 +133,7 @@ using routing_service_actor = caf::typed_actor<
   caf::reacts_to<rs_post_atom, envelope>,
   caf::replies_to<rs_request_atom, envelope, int64_t>::with<envelope>,
   caf::reacts_to<mc_gone_atom, silo_address>,
+  caf::reacts_to<mc_leaving_atom, silo_address, bool>,
   caf::replies_to<rs_register_atom, address, caf::actor>::with<caf::ok_atom>,
   caf::replies_to<rs_unregister_atom, address>::with<caf::ok_atom>,
   caf::replies_to<rs_has_route_atom, address>::with<bool>,
