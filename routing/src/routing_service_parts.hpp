@@ -70,6 +70,14 @@ bool is_stream_routed(rs_actor* self, const address& host);
 /// Steps 3, 3b and 4 of `deliver` for a pure client: size guard, admission, dispatch.
 envelope client_deliver(rs_actor* self, envelope& d, int64_t deadline_ms);
 
+/// True if this pure client has a membership view and no gateway it could use: none is
+/// current and none of the view's Active silos is a candidate (SPEC C5).
+bool no_usable_gateway(rs_actor* self);
+
+/// The text of the `unavailable` NACK of a pure client without a usable gateway, starting
+/// "no active silo" (SPEC C5).
+std::string no_active_silo_text(rs_actor* self);
+
 /// The most a dispatch keeps back of its requester's remaining time for the NACK's way back.
 constexpr int64_t answer_margin_cap_ms = 1000;
 
