@@ -80,7 +80,7 @@ message_center_stats centre_stats(fixture& fx, const caf::actor& centre) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture, "S15.02 a grain call that reaches silo S after S blocked application messages during a graceful stop is refused 'is leaving; route elsewhere', re-sent and answered on another silo; no NACK says 'outcome is unknown'") {
+TEST_CASE_FIXTURE(fixture, "S15.02 a grain call that reaches silo S after S blocked application messages during a graceful stop is refused as leaving, re-sent and answered on another silo, and no NACK says 'outcome is unknown'") {
   silo_world w{*this};
   // S's stop is held between RuntimeServices (4000: the centre blocks application messages)
   // and placement (2001), so S's centre still runs while the held calls arrive.
