@@ -124,8 +124,17 @@ struct message_center_state {
   /// Simulation: departed silos whose frames on the wire are awaited (`sim_flush_atom`)
   /// before the calls to them fail.
   std::set<silo_address> flushing;
-  /// Silos membership showed ShuttingDown: they leave gracefully.
+  /// Silos that are leaving: membership showed them ShuttingDown or Stopping, or their
+  /// centre said so over the link (`mc_leaving_atom`). Their departure is a leave.
   std::set<silo_address> graceful;
+  /// Every silo this centre exchanged a frame with: told when this silo leaves.
+  std::set<silo_address> peers;
+  /// Of `graceful`: the silos whose leave is graceful (ShuttingDown).
+  std::set<silo_address> graceful_leaves;
+  /// This silo's own leave was announced to its peers (`announce_leaving`).
+  bool announced_leaving = false;
+  /// This silo's own view showed it ShuttingDown.
+  bool own_graceful_leave = false;
   bool block_application = false;
   /// Told `(mc_gone_atom, s)` once for every silo this centre learns has departed.
   std::vector<caf::actor> watchers;
@@ -168,6 +177,7 @@ void mark_departed(mc_actor* self, const silo_address& s);
 void transmit(mc_actor* self, wire_frame f) {
   auto& st = self->state;
   ++st.stats.frames_out;
+  st.peers.insert(f.dst);
   self->send(st.net, sim_frame_atom::value, std::move(f));
 }
 
@@ -177,6 +187,50 @@ void respond(mc_actor* self, const wire_frame& req, caf::message reply, caf::err
   resp.payload = std::move(reply);
   resp.error = std::move(err);
   transmit(self, std::move(resp));
+}
+
+/// `s` is leaving (its own notice, or membership shows it ShuttingDown or Stopping): a call
+/// still waiting on it when it departs fails as resendable (SPEC C2). Tells the watchers
+/// `(mc_leaving_atom, s, graceful)` the first time, and again if a graceful leave is learnt
+/// after a non-graceful one; `graceful`: ShuttingDown, the stop lets its hubs' answers leave.
+void learn_leaving(mc_actor* self, const silo_address& s, bool graceful) {
+  auto& st = self->state;
+  if (s == st.self_addr)
+    return;
+  bool first = st.graceful.insert(s).second;
+  bool upgraded = graceful && st.graceful_leaves.insert(s).second;
+  if (!first && !upgraded)
+    return;
+  for (auto& w : st.watchers)
+    self->send(w, mc_leaving_atom::value, s, graceful);
+}
+
+/// This silo is leaving (its own view shows it ShuttingDown or Stopping, or it blocks
+/// application messages): tells every peer it exchanged frames with, once, in a one-way
+/// frame `(mc_leaving_atom, graceful)` that travels on the link ahead of everything it sends
+/// later. A peer whose membership view skips the leaving row (a table read between
+/// ShuttingDown and Dead) still knows the departure that follows is a leave, not a crash
+/// (SPEC C2). `graceful`: this silo's own view showed it ShuttingDown.
+void announce_leaving(mc_actor* self, bool graceful) {
+  auto& st = self->state;
+  if (st.announced_leaving)
+    return;
+  st.announced_leaving = true;
+  auto peers = st.peers;
+  size_t told = 0;
+  for (auto& p : peers) {
+    if (p == st.self_addr || st.departed.count(p) > 0)
+      continue;
+    wire_frame f;
+    f.src = st.self_addr;
+    f.dst = p;
+    f.target = component::none;
+    f.payload = caf::make_message(mc_leaving_atom::value, graceful);
+    transmit(self, std::move(f));
+    ++told;
+  }
+  st.log.info(std::string{"leaving ("} + (graceful ? "graceful" : "not graceful") + "): told "
+              + std::to_string(told) + " peer(s)");
 }
 
 /// Remembers `s` as departed; tells the watchers the first time.
@@ -190,12 +244,14 @@ void note_departed(mc_actor* self, const silo_address& s) {
 
 /// Fails every call still waiting on `s`. Their frames left this process (a frame the link
 /// could not hand on comes back as a bounce first), so `s` may have processed them: their
-/// outcome is unknown. Except after a graceful leave (membership showed `s` ShuttingDown)
-/// over a link that lost no frame from `s` (`frames_lost` false): such a silo answers or
-/// refuses the calls it takes until it blocks application messages, and its routing work
-/// ends in a landing or a NACK of its own, so a call it left unanswered was not carried out
-/// and may be sent again. When a frame from `s` was lost, the missing answer may be that
-/// frame (docs/behaviour/membership.md#departures-and-the-wire).
+/// outcome is unknown. Except after a leave (membership showed `s` ShuttingDown or
+/// Stopping, or `s` said so itself over the link: `learn_leaving`) over a link that lost no
+/// frame from `s` (`frames_lost` false): such a silo answers the calls it takes, refuses
+/// those that reach it after it blocked application messages (`silo_unavailable`, "is
+/// leaving; route elsewhere") while its centre runs, and its routing work ends in a landing
+/// or a NACK of its own, so a call it left unanswered was not carried out and may be sent
+/// again (SPEC C2). When a frame from `s` was lost, the missing answer may be that frame
+/// (docs/behaviour/membership.md#departures-and-the-wire).
 void fail_pending_to(mc_actor* self, const silo_address& s, bool frames_lost) {
   auto& st = self->state;
   bool left_gracefully = st.graceful.count(s) > 0 && !frames_lost;
@@ -289,6 +345,13 @@ void on_inbound(mc_actor* self, wire_frame& f) {
     transmit(self, std::move(resp));
     return;
   }
+  if (f.dst == st.self_addr && !f.src.empty())
+    st.peers.insert(f.src);
+  if (!is_request && f.target == component::none
+      && f.payload.match_elements<mc_leaving_atom, bool>()) {
+    learn_leaving(self, f.src, f.payload.get_as<bool>(1));
+    return;
+  }
   if (f.dst != st.self_addr) {
     // Addressed to another incarnation on our endpoint: that one has departed.
     if (is_request)
@@ -297,7 +360,7 @@ void on_inbound(mc_actor* self, wire_frame& f) {
   }
   if (st.block_application && is_application(f.target)) {
     ++st.stats.blocked;
-    auto text = "silo " + st.self_addr.to_string() + " is not accepting application messages";
+    auto text = "silo " + st.self_addr.to_string() + " is leaving; route elsewhere";
     if (is_request)
       respond(self, f, caf::message{}, unavailable_error(st.self_addr, text));
     else
@@ -421,8 +484,15 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, link_actor 
     [=](mb_snapshot_atom, const membership_snapshot& snap) {
       std::set<silo_address> gone;
       for (const auto& r : snap.rows) {
-        if (r.status == silo_status::shutting_down)
-          self->state.graceful.insert(r.silo);
+        if (r.status == silo_status::shutting_down || r.status == silo_status::stopping) {
+          bool graceful = r.status == silo_status::shutting_down;
+          if (r.silo == self->state.self_addr) {
+            self->state.own_graceful_leave = graceful;
+            announce_leaving(self, graceful);
+          } else {
+            learn_leaving(self, r.silo, graceful);
+          }
+        }
         if (snap.departed(r.silo))
           gone.insert(r.silo);
       }
@@ -434,6 +504,8 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, link_actor 
     },
     [=](mc_block_atom, bool on) {
       self->state.block_application = on;
+      if (on)
+        announce_leaving(self, self->state.own_graceful_leave);
       return caf::ok_atom::value;
     },
     [=](mc_watch_atom, caf::actor& w) {

@@ -257,6 +257,9 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
       return deliver(self, d, now_ms(self) + std::max<int64_t>(timeout_ms, 0));
     },
     [=](mc_gone_atom, const silo_address& s) { silo_lost(self, s); },
+    [=](mc_leaving_atom, const silo_address& s, bool graceful) {
+      silo_leaving(self, s, graceful);
+    },
     [=](rs_landed_atom, const std::string& id, const silo_address& at) {
       on_landed(self, id, at);
     },

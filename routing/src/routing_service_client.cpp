@@ -74,6 +74,24 @@ void drop_gateway(rs_actor* self, const silo_address& gw, const std::string& why
   reassert_all(self, true);
 }
 
+bool no_usable_gateway(rs_actor* self) {
+  auto& st = self->state;
+  if (!st.view || !st.gateway.empty())
+    return false; // no view yet: the first snapshot is still on its way
+  for (auto& g : st.gateways)
+    if (st.lost.count(g) == 0)
+      return false;
+  return true;
+}
+
+std::string no_active_silo_text(rs_actor* self) {
+  auto& st = self->state;
+  return "no active silo: client " + st.opts.process_name
+         + " knows no Active silo to use as its gateway (membership v"
+         + std::to_string(st.view ? st.view->version : 0)
+         + "; the last silo stopped, or none has started); send again once a silo is Active";
+}
+
 namespace {
 
 /// A gateway call that failed this way says the gateway `gw` cannot serve this client now:
@@ -255,9 +273,11 @@ void reassert_all(rs_actor* self, bool idle_only) {
     assert_attach(self, k);
 }
 
-/// `gw` accepted the dispatch `id` (`gw` empty on failure).
+/// `gw` accepted the dispatch `id` (`gw` empty on failure). A failure is NACKed with the
+/// verdict `classify(*f)` unless `forced` gives one.
 void client_finish(rs_actor* self, uint64_t id, bool ok, const fault* f,
-                   const silo_address& gw = silo_address{}) {
+                   const silo_address& gw = silo_address{},
+                   std::optional<verdict> forced = std::nullopt) {
   auto& st = self->state;
   auto i = st.dispatches.find(id);
   if (i == st.dispatches.end())
@@ -290,7 +310,7 @@ void client_finish(rs_actor* self, uint64_t id, bool ok, const fault* f,
         posted = post_local_nack(self, dsp.env, verdict::shutting_down,
                                  "Host is shutting down, cannot route to " + target);
       } else {
-        auto v = f ? classify(*f) : verdict::failed;
+        auto v = forced ? *forced : (f ? classify(*f) : verdict::failed);
         posted = post_local_nack(self, dsp.env, v,
                                  "Delivery to '" + target + "' failed: "
                                    + (f ? f->render() : std::string{"unknown fault"}));
@@ -305,6 +325,23 @@ void client_finish(rs_actor* self, uint64_t id, bool ok, const fault* f,
   st.dispatches.erase(i);
   if (ch)
     channel_finish(self, id, *ch, ok ? gw : silo_address{});
+}
+
+/// Ends dispatch `id` at once with one NACK `unavailable` "no active silo" (SPEC C5): no
+/// silo is Active, so waiting out the client retry budget (6.2 s) could only end the same
+/// way, and new deliveries would pile up against `gateway.max_outstanding` meanwhile.
+void client_end_no_silo(rs_actor* self, uint64_t id) {
+  auto& st = self->state;
+  ++st.stats.no_silo_nacks;
+  fault f{mesh_errc::no_compatible_silo, no_active_silo_text(self)};
+  client_finish(self, id, false, &f, silo_address{}, verdict::unavailable);
+}
+
+/// True if dispatch `dsp` must end now because no silo is Active: a new request only (SPEC
+/// C5). Posts, frames and continuations keep the client retry policy: a silo may become
+/// Active within it (S12.27).
+bool ends_for_no_silo(rs_actor* self, const client_dispatch& dsp) {
+  return dsp.deadline_ms > 0 && !is_continuation(dsp.env) && no_usable_gateway(self);
 }
 
 void client_failed_attempt(rs_actor* self, uint64_t id, uint64_t tok, fault f,
@@ -322,6 +359,10 @@ void client_failed_attempt(rs_actor* self, uint64_t id, uint64_t tok, fault f,
   // `unavailable` with the hint in its text. docs/behaviour/admission-control.md
   if (overload_hint_ms(f)) {
     client_finish(self, id, false, &f);
+    return;
+  }
+  if (ends_for_no_silo(self, i->second)) {
+    client_end_no_silo(self, id);
     return;
   }
   auto d = i->second.retry.next(f);
@@ -355,6 +396,10 @@ void client_attempt(rs_actor* self, uint64_t id) {
   dsp.attempt_ms.push_back(now);
   record_attempt(st, dsp.env.id, now);
   ++st.stats.client_attempts;
+  if (st.gateway.empty() && ends_for_no_silo(self, dsp)) {
+    client_end_no_silo(self, id);
+    return;
+  }
   if (st.gateway.empty() || !st.opts.centre) {
     fault f{mesh_errc::no_compatible_silo,
             "no active silo is compatible with grain type routing (interface version 1); "
@@ -420,17 +465,37 @@ envelope client_deliver(rs_actor* self, envelope& d, int64_t deadline_ms) {
     bool posted = post_local_nack(self, d, verdict::rejected, text);
     return refused(std::move(d), posted, text);
   }
+  // 3a. no silo (SPEC C5): with no Active silo to use as a gateway, a new request is NACKed
+  // `unavailable` "no active silo" at once, before admission, so its sender learns the
+  // cause instead of "client overloaded" and nothing piles up waiting for a retry budget.
+  bool no_silo = !is_continuation(d) && no_usable_gateway(self);
+  if (no_silo && deadline_ms > 0) {
+    ++st.stats.no_silo_nacks;
+    auto text = "Delivery to '" + d.target.to_string() + "' failed: " + no_active_silo_text(self);
+    bool posted = post_local_nack(self, d, verdict::unavailable, text);
+    return refused(std::move(d), posted, text);
+  }
   // 3b. admission (docs/behaviour/admission-control.md): at the bound the delivery is refused here,
   // before it is accepted, so an offered load above what the cluster carries never queues in
   // a mailbox. Continuations of accepted work are always admitted.
   if (st.opts.max_outstanding > 0 && !is_continuation(d)
       && st.dispatches.size() >= static_cast<size_t>(st.opts.max_outstanding)) {
-    ++st.stats.refused_overloaded;
-    auto text = "client " + st.opts.process_name + " overloaded: "
-                + std::to_string(st.dispatches.size())
-                + " dispatches outstanding (gateway.max_outstanding "
-                + std::to_string(st.opts.max_outstanding) + "); retry after "
-                + std::to_string(st.opts.overload_retry_after_ms) + " ms";
+    // Without a usable gateway the outstanding dispatches are posts and frames waiting for a
+    // silo to become Active: say that, not "overloaded" (SPEC C5).
+    if (no_silo)
+      ++st.stats.no_silo_nacks;
+    else
+      ++st.stats.refused_overloaded;
+    auto text = no_silo ? "Delivery to '" + d.target.to_string() + "' failed: "
+                            + no_active_silo_text(self) + " ("
+                            + std::to_string(st.dispatches.size())
+                            + " deliveries wait for one; retry after "
+                            + std::to_string(st.opts.overload_retry_after_ms) + " ms)"
+                        : "client " + st.opts.process_name + " overloaded: "
+                            + std::to_string(st.dispatches.size())
+                            + " dispatches outstanding (gateway.max_outstanding "
+                            + std::to_string(st.opts.max_outstanding) + "); retry after "
+                            + std::to_string(st.opts.overload_retry_after_ms) + " ms";
     bool posted = post_local_nack(self, d, verdict::unavailable, text,
                                   st.opts.overload_retry_after_ms);
     return refused(std::move(d), posted, text);
@@ -538,6 +603,19 @@ void client_snapshot(rs_actor* self, const membership_snapshot& v) {
   // docs/behaviour/routing.md#the-entry, #hubs: every snapshot re-asserts the inbound attaches.
   if (!st.stopping)
     reassert_all(self, false);
+  // SPEC C5: no silo is Active any more. Every new request that is not in a call now
+  // (waiting for its retry, its channel or a first attach) ends at once with its NACK; one
+  // in a call ends when that call fails.
+  if (no_usable_gateway(self)) {
+    std::vector<uint64_t> ending;
+    for (auto& kv : st.dispatches)
+      if (kv.second.in_call.empty() && ends_for_no_silo(self, kv.second))
+        ending.push_back(kv.first);
+    std::sort(ending.begin(), ending.end());
+    for (auto id : ending)
+      if (st.dispatches.count(id) > 0)
+        client_end_no_silo(self, id);
+  }
 }
 
 void client_stopping(rs_actor* self) {

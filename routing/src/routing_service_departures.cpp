@@ -92,6 +92,11 @@ void on_landed(rs_actor* self, const std::string& id, const silo_address& at) {
     nack_lost(self, *r, held_loss::landing, at);
 }
 
+void silo_leaving(rs_actor* self, const silo_address& s, bool graceful) {
+  if (graceful && !s.empty())
+    self->state.graceful.insert(s);
+}
+
 void departures_snapshot(rs_actor* self, const membership_snapshot& v) {
   auto& st = self->state;
   for (auto& r : v.rows)

@@ -70,6 +70,14 @@ bool is_stream_routed(rs_actor* self, const address& host);
 /// Steps 3, 3b and 4 of `deliver` for a pure client: size guard, admission, dispatch.
 envelope client_deliver(rs_actor* self, envelope& d, int64_t deadline_ms);
 
+/// True if this pure client has a membership view and no gateway it could use: none is
+/// current and none of the view's Active silos is a candidate (SPEC C5).
+bool no_usable_gateway(rs_actor* self);
+
+/// The text of the `unavailable` NACK of a pure client without a usable gateway, starting
+/// "no active silo" (SPEC C5).
+std::string no_active_silo_text(rs_actor* self);
+
 /// The most a dispatch keeps back of its requester's remaining time for the NACK's way back.
 constexpr int64_t answer_margin_cap_ms = 1000;
 
@@ -131,6 +139,12 @@ void channel_finish(rs_actor* self, uint64_t id, const ordering_channel& ch,
 
 /// The centre reports `s` departed.
 void silo_lost(rs_actor* self, const silo_address& s);
+
+/// The centre reports that `s` is leaving (its own notice over the link, or membership
+/// shows it ShuttingDown or Stopping). A graceful leave (ShuttingDown) lets the answers of
+/// its hubs leave, so its departure NACKs no held request (SPEC C2); a non-graceful one
+/// changes nothing here.
+void silo_leaving(rs_actor* self, const silo_address& s, bool graceful);
 
 /// The router core whose leg landed request `id` reports that a hub of `at` took it.
 void on_landed(rs_actor* self, const std::string& id, const silo_address& at);

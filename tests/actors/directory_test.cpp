@@ -378,7 +378,10 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a leaving silo's partition hands its 
   for (auto& kv : expected)
     frames += w.net_state().count("Sb:11111@2 -> " + kv.first.to_string() + " #0 directory send +");
   CHECK(frames == expected.size());
-  CHECK(frames_after(w, mark, "Sb:11111@2 -> ") == expected.size());
+  // Besides them b sends one frame: its leaving notice to the one peer it exchanged frames
+  // with, a (docs/behaviour/membership.md#dead-peers).
+  CHECK(frames_after(w, mark, "Sb:11111@2 -> Sa:11111@1 #0 none send") == 1);
+  CHECK(frames_after(w, mark, "Sb:11111@2 -> ") == expected.size() + 1);
   auto p = spawn_probe();
   ask(p, a.partition, caf::make_message(dir_entries_atom::value), "a");
   ask(p, c.partition, caf::make_message(dir_entries_atom::value), "c");

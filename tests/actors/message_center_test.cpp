@@ -1,4 +1,7 @@
 #include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <doctest/doctest.h>
 
@@ -110,7 +113,7 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: an unregistered component answers
   CHECK(fault_of(ans[1].error).text == "component catalog is not registered on silo Sb:11111@2");
 }
 
-TEST_CASE_FIXTURE(mc_fixture, "message_center: blocking refuses application components and lets system traffic pass") {
+TEST_CASE_FIXTURE(mc_fixture, "message_center: blocking refuses application components with the resendable leaving refusal and lets system traffic pass") {
   sim_world w{*this, fixed_latency(1)};
   auto a = w.add_silo("a");
   auto b = w.add_silo("b");
@@ -128,7 +131,9 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: blocking refuses application comp
   REQUIRE(ans.size() == 2);
   CHECK(ans[0].tag == "app");
   CHECK(fault_of(ans[0].error).code == mesh_errc::silo_unavailable);
-  CHECK(fault_of(ans[0].error).text == "silo Sb:11111@2 is not accepting application messages");
+  CHECK(fault_of(ans[0].error).text == "silo Sb:11111@2 is leaving; route elsewhere");
+  REQUIRE(fault_of(ans[0].error).silo);
+  CHECK(*fault_of(ans[0].error).silo == b);
   CHECK(ans[1].tag == "sys");
   REQUIRE(ans[1].reply.match_elements<int>());
   CHECK(ans[1].reply.get_as<int>(0) == 4);
@@ -270,6 +275,124 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: a graceful leaver whose answer th
   });
   CHECK(f.code == mesh_errc::departed_silo);
   CHECK(f.text == "silo Sb:11111@2 departed while the call was in flight; its outcome is unknown");
+}
+
+namespace {
+
+/// a calls b's silent component (the call stays in flight), b learns it is leaving (`how`),
+/// then a learns from membership that b is Dead (`a_saw` first, if set) and b's centre exits.
+/// Returns the call's fault and what a's watcher was told, in order.
+struct leave_seen {
+  fault f;
+  std::vector<std::string> told;
+};
+
+template <class How>
+leave_seen call_in_flight_when_b_leaves(mc_fixture& fx, How how,
+                                        std::optional<silo_status> a_saw) {
+  sim_world w{fx, fixed_latency(2)};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  w.reg(b, component::test, fx.spawn_echo());
+  auto p = fx.spawn_probe();
+  auto watcher = fx.spawn_probe();
+  caf::anon_send(w.centres[a], mc_watch_atom::value, watcher);
+  fx.run();
+  fx.ask(p, w.centres[a], make_call(b, component::test, silent_atom::value), "in flight");
+  fx.run_for(10ms); // the request reached b at 2 ms; b holds it
+  how(w, a, b);
+  fx.run_for(10ms);
+  uint64_t version = 10;
+  if (a_saw) {
+    membership_snapshot v;
+    v.version = version++;
+    v.rows = {membership_row{a, silo_status::active, {}, false},
+              membership_row{b, *a_saw, {}, false}};
+    caf::anon_send(w.centres[a], mb_snapshot_atom::value, v);
+    fx.run();
+  }
+  membership_snapshot dead;
+  dead.version = version;
+  dead.rows = {membership_row{a, silo_status::active, {}, false},
+               membership_row{b, silo_status::dead, {}, false}};
+  caf::anon_send(w.centres[a], mb_snapshot_atom::value, dead);
+  caf::anon_send_exit(w.centres[b], caf::exit_reason::user_shutdown);
+  auto& ans = fx.probe_of(p).answers;
+  REQUIRE(fx.run_until([&] { return !ans.empty(); }));
+  REQUIRE(ans.size() == 1);
+  leave_seen out;
+  out.f = fault_of(ans[0].error);
+  for (auto& [t, m] : fx.probe_of(watcher).told)
+    out.told.push_back(caf::to_string(m));
+  return out;
+}
+
+/// b's own membership agent shows b `status` (b applies its leave to its own view first).
+auto b_sees_itself(silo_status status) {
+  return [status](sim_world& w, const silo_address& a, const silo_address& b) {
+    membership_snapshot own;
+    own.version = 5;
+    own.rows = {membership_row{a, silo_status::active, {}, false},
+                membership_row{b, status, {}, false}};
+    caf::anon_send(w.centres[b], mb_snapshot_atom::value, own);
+  };
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(mc_fixture, "S15.02 message_center: a leaving silo tells its peers over the link, so a caller whose membership jumped from Active to Dead fails its in-flight call as resendable") {
+  // The caller's view never showed b ShuttingDown (a membership table read between b's
+  // ShuttingDown and Dead rows would skip it); b's own notice, sent on the link before its
+  // last frames, says the leave was graceful.
+  auto seen = call_in_flight_when_b_leaves(*this, b_sees_itself(silo_status::shutting_down),
+                                           std::nullopt);
+  CHECK(seen.f.code == mesh_errc::departed_silo);
+  CHECK(seen.f.text == "silo Sb:11111@2 has departed");
+  CHECK(seen.f.causes.empty()); // no response timeout: resendable
+  CHECK(seen.told
+        == std::vector<std::string>{"('mcleaving', Sb:11111@2, true)", "('mcgone', Sb:11111@2)"});
+}
+
+TEST_CASE_FIXTURE(mc_fixture, "S15.02 message_center: blocking application messages sends the leaving notice too, once") {
+  auto seen = call_in_flight_when_b_leaves(
+    *this,
+    [](sim_world& w, const silo_address& a, const silo_address& b) {
+      b_sees_itself(silo_status::shutting_down)(w, a, b);
+      caf::anon_send(w.centres[b], mc_block_atom::value, true);
+    },
+    std::nullopt);
+  CHECK(seen.f.text == "silo Sb:11111@2 has departed");
+  CHECK(seen.told
+        == std::vector<std::string>{"('mcleaving', Sb:11111@2, true)", "('mcgone', Sb:11111@2)"});
+  CHECK(logs.count("leaving (graceful): told 1 peer(s)") == 1);
+  // A block without a ShuttingDown row of its own (a non-graceful stop) is a leave too.
+  auto blocked_only = call_in_flight_when_b_leaves(
+    *this,
+    [](sim_world& w, const silo_address&, const silo_address& b) {
+      caf::anon_send(w.centres[b], mc_block_atom::value, true);
+    },
+    std::nullopt);
+  CHECK(blocked_only.f.text == "silo Sb:11111@2 has departed");
+  CHECK(blocked_only.told
+        == std::vector<std::string>{"('mcleaving', Sb:11111@2, false)", "('mcgone', Sb:11111@2)"});
+}
+
+TEST_CASE_FIXTURE(mc_fixture, "S15.02 message_center: a peer membership last showed Stopping left too: its in-flight call fails as resendable") {
+  auto seen = call_in_flight_when_b_leaves(
+    *this, [](sim_world&, const silo_address&, const silo_address&) {},
+    silo_status::stopping);
+  CHECK(seen.f.code == mesh_errc::departed_silo);
+  CHECK(seen.f.text == "silo Sb:11111@2 has departed");
+  CHECK(seen.told
+        == std::vector<std::string>{"('mcleaving', Sb:11111@2, false)", "('mcgone', Sb:11111@2)"});
+}
+
+TEST_CASE_FIXTURE(mc_fixture, "S15.02 message_center: a peer that went from Active to Dead without a leave of its own (killed) leaves its in-flight call's outcome unknown") {
+  auto seen = call_in_flight_when_b_leaves(
+    *this, [](sim_world&, const silo_address&, const silo_address&) {}, std::nullopt);
+  CHECK(seen.f.code == mesh_errc::departed_silo);
+  CHECK(seen.f.text == "silo Sb:11111@2 departed while the call was in flight; its outcome is unknown");
+  CHECK(seen.told == std::vector<std::string>{"('mcgone', Sb:11111@2)"});
 }
 
 TEST_CASE_FIXTURE(mc_fixture, "message_center: a call to a silo the network never knew bounces as departed_silo") {

@@ -70,20 +70,34 @@
 ///   a newer generation, or its link went down). Every pending call to `s` fails at once
 ///   with `departed_in_flight(s)`: its frame had left this process (the link bounces the
 ///   frames it never handed on before it reports the departure), so `s` may have processed
-///   it and the call must not be sent again. A silo that membership showed ShuttingDown
-///   left gracefully: its graceful stop answers or refuses what it takes, so its pending
-///   calls fail with the plain, resendable `departed_silo` instead. Every later call to `s`
-///   fails with a plain `departed_silo`, which is resendable: it never left.
+///   it and the call must not be sent again. A silo that was leaving (membership showed it
+///   ShuttingDown or Stopping, or its centre's leaving notice arrived, below) answers the
+///   calls it takes and refuses those that reach it after it blocked application messages,
+///   so its pending calls fail with the plain, resendable `departed_silo` instead (SPEC C2;
+///   not when the link lost a frame from `s`,
+///   docs/behaviour/membership.md#departures-and-the-wire). Every later call to `s` fails
+///   with a plain `departed_silo`, which is resendable: it never left.
 /// - `(mc_watch_atom, caf::actor w)`: `w` is told `(mc_gone_atom, s)` once for every silo
-///   `s` this centre knows or later learns has departed (link down, bounce, membership).
+///   `s` this centre knows or later learns has departed (link down, bounce, membership),
+///   and `(mc_leaving_atom, s, graceful)` when it learns that `s` is leaving (`graceful`:
+///   ShuttingDown; told again if a graceful leave follows a non-graceful one).
 /// - `(mb_snapshot_atom, membership_snapshot)`: the centre subscribes to its membership
 ///   agent; every silo the snapshot shows departed (Dead, or superseded by a newer
-///   generation of its endpoint) is handled as by `mc_gone_atom`.
+///   generation of its endpoint) is handled as by `mc_gone_atom`, every other silo it shows
+///   ShuttingDown or Stopping is leaving. A snapshot that shows this silo itself
+///   ShuttingDown or Stopping makes the centre send its **leaving notice**: one one-way
+///   frame `(mc_leaving_atom, graceful)` (component `none`) to every silo it exchanged a
+///   frame with, once. It travels on each link ahead of this silo's later frames, so a peer
+///   whose membership view jumps from Active to Dead (a table read that skipped the leaving
+///   row) still takes the departure for a leave. The receiving centre handles the notice
+///   itself.
 /// - `(mc_block_atom, bool on) -> ok_atom`: block application messages
 ///   (docs/behaviour/lifecycle.md#stages stage 4000): an inbound request for an application
-///   component (`is_application`) is answered
-///   `silo_unavailable` ("silo {S} is not accepting application messages"); an inbound
-///   one-way application message is dropped and logged. System traffic still passes.
+///   component (`is_application`) is answered with the resendable refusal
+///   `silo_unavailable` "silo {S} is leaving; route elsewhere" (`fault.silo` = this silo)
+///   for as long as the centre runs; an inbound one-way application message is dropped and
+///   logged. System traffic still passes. Blocking sends the leaving notice too, if no
+///   snapshot did.
 /// - `(mc_whoami_atom) -> silo_address`.
 /// - `(mc_stats_atom) -> message_center_stats`.
 /// Link side (used by links, not by components):
@@ -110,6 +124,11 @@
 #include "cafmesh/actors/ids.hpp"
 
 namespace cafmesh {
+
+/// `(mc_leaving_atom, bool graceful)`: the one-way frame (component `none`) a leaving silo's
+/// centre sends its peers; `(mc_leaving_atom, silo_address s, bool graceful)`: what a centre
+/// tells its watchers when it learns that `s` is leaving (see `mc_watch_atom` above).
+using mc_leaving_atom = caf::atom_constant<caf::atom("mcleaving")>;
 
 /// The name under which a silo component is reachable through the message centre.
 /// Values are stable (they cross the wire); applications may use values >= `user_first`.

@@ -12,8 +12,9 @@
 /// |---|---|
 /// | `(rs_deliver_atom, envelope)` | at once, never after the outcome: the envelope with state `forwarded` when accepted (local route, router core, client dispatch, monolith hub); failed-and-NACKed when the entry posted its own NACK to the sender's local route; plain `failed` with `properties["error"]` otherwise |
 /// | `(rs_post_atom, envelope)` one-way | none: as `rs_deliver_atom` for a post, a frame or a heartbeat whose sender needs no answer (docs/behaviour/routing.md#the-co-hosted-hot-path). A refusal reaches the sender as the entry's NACK where its local route is here, and is logged at warning where it is not; requests use `rs_request_atom`, which keeps its answer |
-/// | `(rs_request_atom, envelope, int64_t timeout_ms)` | as `rs_deliver_atom`, for a request whose sender waits `timeout_ms` for its answer. A request handed on (a `pure_client`: accepted by its gateway; a `silo_host`: handed to the router core) is held until its answer passes this service or its deadline, with its gateway and the silo whose hub took it (`rs_landed_atom`): if one of them departs abruptly first, the request ends at once in one NACK `failed` ("silo {S} departed while the call was in flight; its outcome is unknown", or "... departed after its hub took the request, before the answer left; its outcome is unknown"; docs/behaviour/routing.md#requests-whose-silo-departs) |
+/// | `(rs_request_atom, envelope, int64_t timeout_ms)` | as `rs_deliver_atom`, for a request whose sender waits `timeout_ms` for its answer. A request handed on (a `pure_client`: accepted by its gateway; a `silo_host`: handed to the router core) is held until its answer passes this service or its deadline, with its gateway and the silo whose hub took it (`rs_landed_atom`): if one of them departs abruptly first, the request ends at once in one NACK `failed` ("silo {S} departed while the call was in flight; its outcome is unknown", or "... departed after its hub took the request, before the answer left; its outcome is unknown"; docs/behaviour/routing.md#requests-whose-silo-departs). A `pure_client` that knows no usable gateway (its view shows no Active silo) NACKs a new request at once `unavailable` "no active silo: …" instead (SPEC C5, docs/behaviour/routing.md#a-pure-client-without-an-active-silo) |
 /// | `(mc_gone_atom, silo_address s)` | from the message centre (`mc_watch_atom`): the connection to `s` is lost or `s` is gone. A `pure_client` never chooses `s` as a gateway again (a restart comes with a newer generation) and re-homes if it was the current one; another silo's departure never moves it off its gateway. Every held request `s` had accepted or whose hub `s` hosts is NACKed as above, unless membership showed `s` ShuttingDown (a graceful leave finishes its accepted work and lets its hubs' answers leave) |
+/// | `(mc_leaving_atom, silo_address s, bool graceful)` | from the message centre (`mc_watch_atom`): `s` is leaving (its centre's leaving notice, or membership shows it ShuttingDown or Stopping). With `graceful` (ShuttingDown) its later departure NACKs no held request, as if membership had shown it ShuttingDown (SPEC C2) |
 /// | `(rs_landed_atom, std::string id, silo_address at)` | from the router core whose leg landed request `id` at a hub of `at` (another silo): the held request now depends on `at`; if `at` is already known gone, it is NACKed at once. Ignored for an id not held |
 /// | `(rs_register_atom, address, caf::actor handler) -> ok` | registers a local route for the
 /// address's host path (docs/behaviour/envelope.md#addresses) |
@@ -26,7 +27,8 @@
 /// | `(rs_role_atom) -> std::string` | the role's name (the one given at spawn: no message changes it) |
 /// | `(mb_snapshot_atom, membership_snapshot)` | `pure_client`: the gateway list (the active set,
 /// docs/behaviour/membership.md#gateways-for-pure-clients); every inbound attach is asserted
-/// again |
+/// again; with no usable gateway left, every new request waiting for a retry ends with the
+/// "no active silo" NACK |
 /// | `(gw_stop_send_atom, silo_address gateway)` | `pure_client`: stop-send from a gateway
 /// (docs/behaviour/membership.md#gateways-for-pure-clients): avoid it, re-home, re-attach |
 /// | `(rs_reattach_atom, address path)` | `pure_client`: the pod hub of `path` was deactivated; assert its attach again |
@@ -132,6 +134,7 @@ using routing_service_actor = caf::typed_actor<
   caf::reacts_to<rs_post_atom, envelope>,
   caf::replies_to<rs_request_atom, envelope, int64_t>::with<envelope>,
   caf::reacts_to<mc_gone_atom, silo_address>,
+  caf::reacts_to<mc_leaving_atom, silo_address, bool>,
   caf::replies_to<rs_register_atom, address, caf::actor>::with<caf::ok_atom>,
   caf::replies_to<rs_unregister_atom, address>::with<caf::ok_atom>,
   caf::replies_to<rs_has_route_atom, address>::with<bool>,
@@ -248,6 +251,10 @@ struct routing_service_stats {
   uint64_t refused_overloaded = 0; ///< pure_client: refused at `max_outstanding`
   uint64_t order_held = 0;  ///< pure_client: dispatches that waited for their channel
   uint64_t drains = 0;      ///< pure_client: `gw_drained` requests to a channel's old gateway
+  /// pure_client: deliveries NACKed `unavailable` "no active silo" (no usable gateway: the
+  /// last silo stopped or none started): new requests at the entry or while waiting for a
+  /// retry, posts and frames at `max_outstanding`
+  uint64_t no_silo_nacks = 0;
 };
 
 template <class Inspector>
@@ -258,7 +265,7 @@ typename Inspector::result_type inspect(Inspector& f, routing_service_stats& x) 
            x.client_failed, x.hubs_built, x.monolith_nacks, x.lr_delivered, x.lr_refused,
            x.attach_attempts, x.attach_ok, x.attach_gave_up, x.gated, x.stop_sends,
            x.rehomes, x.gateways_lost, x.departed_nacks, x.refused_overloaded, x.order_held,
-           x.drains, x.landings, x.landing_nacks);
+           x.drains, x.landings, x.landing_nacks, x.no_silo_nacks);
 }
 
 /// Spawns a routing service. The caller owns it (exit it at teardown).
