@@ -139,6 +139,11 @@ struct message_center_state {
   /// Told `(mc_gone_atom, s)` once for every silo this centre learns has departed.
   std::vector<caf::actor> watchers;
   message_center_stats stats;
+  /// Frames this centre's turns produced that the link has not been handed yet, in order
+  /// (SPEC §14 B7): flushed when the mailbox is empty, at `link_batch_max_frames`, by the
+  /// `mc_flush_atom` behind the backlog, before a `sim_flush_atom` and before an exit.
+  std::vector<wire_frame> out;
+  bool flush_armed = false; ///< an `mc_flush_atom` is in the mailbox
   log::logger log;
   static const char* name;
 };
@@ -174,11 +179,39 @@ void ask_any(mc_actor* self, const caf::actor& h, caf::message payload, F done) 
 
 void mark_departed(mc_actor* self, const silo_address& s);
 
+/// Hands the frames collected so far to the link in one message (SPEC §14 B7).
+void flush_out(mc_actor* self) {
+  auto& st = self->state;
+  if (st.out.empty())
+    return;
+  ++st.stats.batches_out;
+  if (st.out.size() == 1) {
+    auto f = std::move(st.out.front());
+    st.out.clear();
+    self->send(st.net, sim_frame_atom::value, std::move(f));
+    return;
+  }
+  auto batch = std::move(st.out);
+  st.out.clear();
+  self->send(st.net, sim_frames_atom::value, std::move(batch));
+}
+
+/// Queues `f` for the link: a frame waits while more messages wait in the mailbox (their
+/// turns may add frames to the same message), never for a timer and never behind more than
+/// the backlog the `mc_flush_atom` queues behind.
 void transmit(mc_actor* self, wire_frame f) {
   auto& st = self->state;
   ++st.stats.frames_out;
   st.peers.insert(f.dst);
-  self->send(st.net, sim_frame_atom::value, std::move(f));
+  st.out.push_back(std::move(f));
+  if (st.out.size() >= link_batch_max_frames || self->mailbox().empty()) {
+    flush_out(self);
+    return;
+  }
+  if (!st.flush_armed) {
+    st.flush_armed = true;
+    self->send(self, mc_flush_atom::value);
+  }
 }
 
 void respond(mc_actor* self, const wire_frame& req, caf::message reply, caf::error err) {
@@ -286,6 +319,7 @@ void depart(mc_actor* self, const silo_address& s) {
   }
   note_departed(self, s);
   st.flushing.insert(s);
+  flush_out(self); // "already on its way" includes what this centre still holds
   auto done = [=](bool frames_lost) {
     self->state.flushing.erase(s);
     fail_pending_to(self, s, frames_lost);
@@ -441,6 +475,14 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, link_actor 
   st.self_addr = self_addr;
   st.net = std::move(net);
   st.log = log::get("message_center").with_context(self_addr.to_string());
+  // What its turns sent before the exit still leaves, as it did when every frame left at
+  // once (a graceful stop's last answers).
+  self->set_exit_handler([=](caf::exit_msg& em) {
+    if (em.reason) {
+      flush_out(self);
+      self->quit(std::move(em.reason));
+    }
+  });
   return {
     [=](mc_register_atom, component c, caf::actor h) {
       self->state.components[c] = std::move(h);
@@ -479,6 +521,14 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, link_actor 
       transmit(self, std::move(f));
     },
     [=](mc_frame_atom, wire_frame& f) { on_inbound(self, f); },
+    [=](mc_frames_atom, std::vector<wire_frame>& fs) {
+      for (auto& f : fs)
+        on_inbound(self, f);
+    },
+    [=](mc_flush_atom) {
+      self->state.flush_armed = false;
+      flush_out(self);
+    },
     [=](mc_bounce_atom, const wire_frame& f) { fail_frame(self, f); },
     [=](mc_gone_atom, const silo_address& s) { mark_departed(self, s); },
     [=](mb_snapshot_atom, const membership_snapshot& snap) {

@@ -236,6 +236,18 @@ net_link_impl::behavior_type net_link(link_self* self, config::network_section c
         return;
       }
       route(self, std::move(f));
+      flush_peers(self);
+    },
+    [=](sim_frames_atom, std::vector<wire_frame>& fs) {
+      auto& st = self->state;
+      if (st.stalled) {
+        for (auto& f : fs)
+          st.held_out.push_back(std::move(f));
+        return;
+      }
+      for (auto& f : fs)
+        route(self, std::move(f));
+      flush_peers(self);
     },
     [=](sim_flush_atom, const silo_address& src,
         const silo_address&) -> caf::result<caf::ok_atom, bool> {
@@ -276,9 +288,9 @@ net_link_impl::behavior_type net_link(link_self* self, config::network_section c
       st.held_in.clear();
       for (auto& f : out)
         route(self, std::move(f));
-      for (auto& f : in)
-        if (st.centre)
-          tell(self, st.centre, mc_frame_atom::value, std::move(f));
+      flush_peers(self);
+      if (st.centre && !in.empty())
+        tell(self, st.centre, mc_frames_atom::value, std::move(in));
       // The frames reach the centre before the flush answers do.
       std::vector<silo_address> flushed;
       for (auto& kv : st.flush_waiters)
@@ -305,8 +317,34 @@ net_link_impl::behavior_type net_link(link_self* self, config::network_section c
       return {st.self_addr,
               st.oracle_is_local && st.oracle_shared ? st.oracle : caf::actor{}};
     },
+    [=](nl_frames_atom, std::vector<wire_frame>& fs) {
+      auto& st = self->state;
+      st.wire.frames_in += fs.size();
+      ++st.wire.messages_in;
+      if (fs.empty())
+        return;
+      auto now = self->clock().now();
+      for (auto& f : fs)
+        arm_expiry(f, now);
+      if (st.stalled) {
+        for (auto& f : fs) {
+          if (!st.stall_detected)
+            heard(self, f.src);
+          st.held_in.push_back(std::move(f));
+        }
+        return;
+      }
+      for (size_t i = 0; i < fs.size(); ++i)
+        if (i == 0 || fs[i].src != fs[i - 1].src)
+          heard(self, fs[i].src);
+      if (st.centre)
+        tell(self, st.centre, mc_frames_atom::value, std::move(fs));
+    },
+    [=](nl_wire_atom) { return self->state.wire; },
     [=](nl_frame_atom, wire_frame& f) {
       auto& st = self->state;
+      ++st.wire.frames_in;
+      ++st.wire.messages_in;
       arm_expiry(f, self->clock().now());
       if (st.stalled) {
         if (!st.stall_detected)

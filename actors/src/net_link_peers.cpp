@@ -64,6 +64,7 @@ void drop_peer(link_self* self, const endpoint& ep, const std::string& why) {
   auto i = st.peers.find(ep);
   if (i == st.peers.end())
     return;
+  flush_peer(self, i->second); // what was sent before the drop left before it
   auto p = std::move(i->second);
   st.peers.erase(i);
   // A member this process could not connect to is suspected like one that fell silent: a
@@ -114,18 +115,45 @@ void deliver_to(link_self* self, const endpoint& ep, peer& p, wire_frame f, bool
                    expired_response(f, "before it left " + self->state.self_addr.to_string()));
       return;
     }
-    tell(self, p.link, nl_frame_atom::value, std::move(f));
+    p.out.push_back(std::move(f));
+    if (p.out.size() >= link_batch_max_frames)
+      flush_peer(self, p);
     return;
   }
   if (f.dst.generation < p.addr.generation || fresh) {
     bounce(self, std::move(f));
     return;
   }
-  // Our peer is an older incarnation than the frame's: it is stale, reconnect.
+  // Our peer is an older incarnation than the frame's: it is stale, reconnect (what this
+  // turn had for it leaves first, as it would have one by one).
+  flush_peer(self, p);
   drop_peer(self, ep, "superseded by generation " + std::to_string(f.dst.generation));
   auto& np = self->state.peers[ep];
   np.queue.push_back(std::move(f));
   connect(self, ep);
+}
+
+void flush_peer(link_self* self, peer& p) {
+  if (p.out.empty())
+    return;
+  auto& st = self->state;
+  st.wire.frames_out += p.out.size();
+  ++st.wire.messages_out;
+  if (p.out.size() == 1) {
+    auto f = std::move(p.out.front());
+    p.out.clear();
+    tell(self, p.link, nl_frame_atom::value, std::move(f));
+    return;
+  }
+  auto batch = std::move(p.out);
+  p.out.clear();
+  tell(self, p.link, nl_frames_atom::value, std::move(batch));
+}
+
+void flush_peers(link_self* self) {
+  for (auto& kv : self->state.peers)
+    if (!kv.second.out.empty())
+      flush_peer(self, kv.second);
 }
 
 /// The peer at `ep` introduced itself as `addr` with link `link`: mark it up and flush.
@@ -152,6 +180,7 @@ void peer_up(link_self* self, const endpoint& ep, const silo_address& addr,
     else
       deliver_to(self, ep, i->second, std::move(f), true);
   }
+  flush_peers(self);
 }
 
 /// `retry`: the failure may be the simultaneous-connect race (the connection closed under

@@ -42,6 +42,9 @@ struct peer {
   silo_address addr;             ///< known once up
   caf::actor link;               ///< the peer's link (a remote proxy), once known
   std::deque<wire_frame> queue;  ///< frames waiting for the connection
+  /// Frames of this turn for the up connection, sent as one message at the turn's end
+  /// (`flush_peers`, SPEC §14 B7).
+  std::vector<wire_frame> out;
   caf::actor_clock::time_point last_heard;
   bool suspected = false;
   /// Failed connects in a row; the frames wait while it is below `connect_retries`.
@@ -101,6 +104,8 @@ struct net_link_state {
   /// The centre's `sim_flush_atom` calls for a departed silo whose frames may still come:
   /// its connection is up, or frames from it are held by a stall.
   std::map<silo_address, std::vector<caf::response_promise>> flush_waiters;
+  /// Frames and link-to-link messages each way (`nl_wire_atom`).
+  link_wire_stats wire;
   log::logger log;
   static constexpr const char* name = "cafmesh.net_link";
 };
@@ -165,7 +170,15 @@ void peer_up(link_self* self, const endpoint& ep, const silo_address& addr,
 /// one at a time, called on that hello and on every tick until the oracle is known.
 void ask_primary_for_oracle(link_self* self);
 
-/// Sends `f` to the peer at `ep`, or queues it while the connection is not up.
+/// Sends `f` to the peer at `ep` (with the other frames of this turn for it: `flush_peers`),
+/// or queues it while the connection is not up.
 void deliver_to(link_self* self, const endpoint& ep, peer& p, wire_frame f, bool fresh);
+
+/// Sends the frames `p` collected this turn as one message (one frame: `nl_frame_atom`;
+/// several: `nl_frames_atom`, at most `link_batch_max_frames` each), in order.
+void flush_peer(link_self* self, peer& p);
+
+/// `flush_peer` for every peer: the end of a turn that handed frames to `deliver_to`.
+void flush_peers(link_self* self);
 
 } // namespace cafmesh::net_link_detail

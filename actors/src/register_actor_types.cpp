@@ -9,6 +9,7 @@
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/actors/net_link.hpp"
 #include "cafmesh/actors/placement.hpp"
 #include "cafmesh/actors/sim_network.hpp"
 
@@ -27,6 +28,7 @@ void register_actor_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<fault>("cafmesh.fault");
   cfg.add_message_type<component>("cafmesh.component");
   cfg.add_message_type<wire_frame>("cafmesh.wire_frame");
+  cfg.add_message_type<link_wire_stats>("cafmesh.link_wire_stats");
   cfg.add_message_type<message_center_stats>("cafmesh.message_center_stats");
   cfg.add_message_type<drop_rule>("cafmesh.drop_rule");
   cfg.add_message_type<silo_status>("cafmesh.silo_status");

@@ -1,5 +1,6 @@
 #include "cafmesh/actors/sim_network.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include <caf/all.hpp>
@@ -120,7 +121,9 @@ void bounce(net_actor* self, const wire_frame& header, caf::error err) {
   }
 }
 
-void deliver(net_actor* self, sim_frame& sf) {
+/// Takes `sf` off the wire: its frame for the destination's centre (appended to `ready`,
+/// handed over by the caller), or its loss or bounce.
+void deliver(net_actor* self, sim_frame& sf, std::vector<wire_frame>& ready) {
   auto& st = self->state;
   const auto& h = sf.header;
   bool is_request = !h.is_response && h.correlation_id != 0;
@@ -153,7 +156,23 @@ void deliver(net_actor* self, sim_frame& sf) {
   f.expires_at = h.expires_at; // one virtual clock: time on the simulated wire counts
   ++st.frames_delivered;
   note(self, "deliver", sf.text);
-  tell(self, dst->second, mc_frame_atom::value, std::move(f));
+  ready.push_back(std::move(f));
+}
+
+/// Hands the frames `ready` for `dst` to its centre in one message (SPEC §14 B7), as the
+/// receiving process's link does with a batch.
+void hand_over(net_actor* self, const silo_address& dst, std::vector<wire_frame>& ready) {
+  if (ready.empty())
+    return;
+  auto& st = self->state;
+  auto c = st.centres.find(dst);
+  if (c != st.centres.end()) {
+    if (ready.size() == 1)
+      tell(self, c->second, mc_frame_atom::value, std::move(ready.front()));
+    else
+      tell(self, c->second, mc_frames_atom::value, std::move(ready));
+  }
+  ready = std::vector<wire_frame>{};
 }
 
 /// Answers every `sim_flush_atom` caller waiting on link `k`.
@@ -176,20 +195,23 @@ void pump(net_actor* self, const link_key& k) {
     return;
   auto& q = i->second.queue;
   auto now = now_ms(self);
+  std::vector<wire_frame> ready;
   while (!q.empty() && q.front().due_ms <= now) {
     if (!link_open(st, k) && st.killed.count(k.first) == 0 && st.dead.count(k.second) == 0) {
       if (!q.front().held) {
         q.front().held = true;
         note(self, "hold", q.front().text);
       }
+      hand_over(self, k.second, ready);
       // Flush waiters keep waiting: a held frame is delivered once the link opens, before
       // the departure of its source (docs/behaviour/membership.md#departures-and-the-wire).
       return;
     }
     auto sf = std::move(q.front());
     q.pop_front();
-    deliver(self, sf);
+    deliver(self, sf, ready);
   }
+  hand_over(self, k.second, ready);
   if (q.empty())
     release_flush_waiters(self, k);
   if (q.empty() && st.gone_after.erase(k) > 0) {
@@ -221,7 +243,34 @@ void stall(net_actor* self, const silo_address& s, bool detectable) {
     tell_watchers(self, s, false);
 }
 
-void accept(net_actor* self, wire_frame& f) {
+/// The latency and due time of the next message on link `k`, drawn once per message (a
+/// batch travels as one).
+int64_t next_due(net_actor* self, const link_key& k, int64_t& latency) {
+  auto& st = self->state;
+  auto range = std::make_pair(st.cfg.link_latency_min_ms, st.cfg.link_latency_max_ms);
+  if (auto d = st.delays.find(k); d != st.delays.end())
+    range = d->second;
+  auto span = static_cast<uint64_t>(range.second - range.first + 1);
+  latency = range.first + static_cast<int64_t>(st.rng() % span);
+  auto& link = st.links[k];
+  auto due = std::max(now_ms(self) + latency, link.last_due_ms);
+  link.last_due_ms = due;
+  return due;
+}
+
+/// Makes sure link `k` is pumped at `due`.
+void schedule_pump(net_actor* self, const link_key& k, int64_t due) {
+  auto now = now_ms(self);
+  if (due <= now)
+    self->send(self, sim_pump_atom::value, k.first, k.second);
+  else
+    self->delayed_send(self, std::chrono::milliseconds(due - now), sim_pump_atom::value,
+                       k.first, k.second);
+}
+
+/// Puts `f` on the wire as part of one message on its link (`due`, `latency`: that
+/// message's); false if it did not get on (dropped, lost, bounced).
+bool accept(net_actor* self, wire_frame& f, int64_t due, int64_t latency) {
   auto& st = self->state;
   wire_frame header = f;
   header.payload = caf::message{};
@@ -231,14 +280,14 @@ void accept(net_actor* self, wire_frame& f) {
   auto text = "n" + std::to_string(seq) + " " + header.describe();
   if (st.dead.count(f.src) > 0) {
     note(self, "lost", text);
-    return;
+    return false;
   }
   for (auto& r : st.drops) {
     if (r.count > 0 && matches(r, header)) {
       --r.count;
       note(self, "drop", text);
       st.lossy.emplace(f.src, f.dst);
-      return;
+      return false;
     }
   }
   for (auto& r : st.drop_predicates) {
@@ -246,7 +295,7 @@ void accept(net_actor* self, wire_frame& f) {
       --r.count;
       note(self, "drop", text);
       st.lossy.emplace(f.src, f.dst);
-      return;
+      return false;
     }
   }
   if (auto bad = first_unannounced(self->system(), f); !bad.empty()) {
@@ -254,10 +303,10 @@ void accept(net_actor* self, wire_frame& f) {
     note(self, "lost", text + " (cannot serialize: type not announced: " + bad + ")");
     if (is_request) {
       bounce(self, header, err);
-      return;
+      return false;
     }
     if (!f.is_response)
-      return;
+      return false;
     // A reply that cannot cross: the caller receives the error instead.
     f.payload = caf::message{};
     f.error = err;
@@ -270,29 +319,49 @@ void accept(net_actor* self, wire_frame& f) {
     note(self, "lost", text + " (cannot serialize: " + self->system().render(err) + ")");
     if (is_request)
       bounce(self, header, err);
-    return;
+    return false;
   }
   if (!f.is_response)
     ++st.requests_by_component[f.target];
   ++st.frames_sent;
   link_key k{f.src, f.dst};
-  auto range = std::make_pair(st.cfg.link_latency_min_ms, st.cfg.link_latency_max_ms);
-  if (auto d = st.delays.find(k); d != st.delays.end())
-    range = d->second;
-  auto span = static_cast<uint64_t>(range.second - range.first + 1);
-  auto latency = range.first + static_cast<int64_t>(st.rng() % span);
-  auto now = now_ms(self);
-  auto& link = st.links[k];
-  auto due = std::max(now + latency, link.last_due_ms);
-  link.last_due_ms = due;
+  ++st.frames_by_link[k];
   sf.due_ms = due;
   note(self, "send", text + " +" + std::to_string(latency) + "ms");
-  link.queue.push_back(std::move(sf));
-  if (due <= now)
-    self->send(self, sim_pump_atom::value, k.first, k.second);
-  else
-    self->delayed_send(self, std::chrono::milliseconds(due - now), sim_pump_atom::value,
-                       k.first, k.second);
+  st.links[k].queue.push_back(std::move(sf));
+  return true;
+}
+
+/// Puts the frames `fs` a centre handed over in one message on the wire: the frames for one
+/// destination travel as one message on that link (one latency, one pump), in their order.
+void accept_all(net_actor* self, std::vector<wire_frame>& fs) {
+  auto& st = self->state;
+  struct message {
+    link_key k;
+    int64_t due = 0;
+    int64_t latency = 0;
+    size_t frames = 0; ///< frames that got on
+  };
+  std::vector<message> msgs;
+  for (auto& f : fs) {
+    link_key k{f.src, f.dst};
+    auto m = std::find_if(msgs.begin(), msgs.end(), [&](const message& x) { return x.k == k; });
+    if (m == msgs.end()) {
+      message x;
+      x.k = k;
+      x.due = next_due(self, k, x.latency);
+      msgs.push_back(x);
+      m = msgs.end() - 1;
+    }
+    if (accept(self, f, m->due, m->latency))
+      ++m->frames;
+  }
+  for (auto& m : msgs) {
+    if (m.frames == 0)
+      continue;
+    ++st.messages_by_link[m.k];
+    schedule_pump(self, m.k, m.due);
+  }
 }
 
 sim_network_impl::behavior_type sim_network(net_actor* self, sim_network_config cfg) {
@@ -333,7 +402,12 @@ sim_network_impl::behavior_type sim_network(net_actor* self, sim_network_config 
       self->state.killed.erase(s);
       self->monitor(mc);
     },
-    [=](sim_frame_atom, wire_frame& f) { accept(self, f); },
+    [=](sim_frame_atom, wire_frame& f) {
+      std::vector<wire_frame> fs;
+      fs.push_back(std::move(f));
+      accept_all(self, fs);
+    },
+    [=](sim_frames_atom, std::vector<wire_frame>& fs) { accept_all(self, fs); },
     [=](sim_pump_atom, const silo_address& src, const silo_address& dst) {
       pump(self, link_key{src, dst});
     },

@@ -31,6 +31,7 @@
 #include "rig.hpp"
 
 #include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/net_link.hpp"
 #include "cafmesh/lifecycle/hosting.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 
@@ -373,10 +374,21 @@ void run_p3(const options& opt, rows& out) {
     return teardown();
   }
   one_way_batch(sunk, 1000, window, raw_send);
+  // What A's link carried (SPEC §14 B7): frames and link messages, each one BASP message.
+  auto wire_of = [&](lifecycle::silo& s) {
+    link_wire_stats out;
+    caf::scoped_actor self{s.endpoint().link.home_system()};
+    self->request(s.endpoint().link, std::chrono::seconds(5), nl_wire_atom::value)
+      .receive([&](link_wire_stats& x) { out = x; }, [](caf::error&) {});
+    return out;
+  };
   std::vector<double> ratios, mesh_rates, raw_rates;
+  uint64_t mesh_total = 0;
+  auto wire_before = wire_of(*a);
   for (int r = 0; r < reps; ++r) {
     auto raw = one_way_batch(sunk, n, window, raw_send);
     auto mesh = one_way_batch(landed, n, window, mesh_send);
+    mesh_total += n;
     if (raw <= 0 || mesh <= 0) {
       fail(std::string{"deliveries stalled ("} + (raw <= 0 ? "raw" : "mesh") + ")");
       return teardown();
@@ -387,12 +399,24 @@ void run_p3(const options& opt, rows& out) {
     std::fprintf(stderr, "  P3 rep %d: raw %.0f/s, mesh %.0f/s (%.3f)\n", r + 1, raw, mesh,
                  ratios.back());
   }
+  auto wire_after = wire_of(*a);
+  auto per = [&](uint64_t after, uint64_t before) {
+    return mesh_total == 0 ? 0.0
+                           : static_cast<double>(after - before) / static_cast<double>(mesh_total);
+  };
+  auto basp_out = per(wire_after.messages_out, wire_before.messages_out);
+  auto basp_in = per(wire_after.messages_in, wire_before.messages_in);
   auto row = make_row("P3", "cross-silo routed delivery / raw remote one-way", median(ratios),
                       "x", 0.5, true);
   row.detail = fmt("median of %.0f reps: mesh %.0f/s, raw %.0f/s; %.0f in flight", reps,
-                   median(mesh_rates), median(raw_rates), static_cast<double>(window));
+                   median(mesh_rates), median(raw_rates), static_cast<double>(window))
+               + fmt("; BASP messages per delivery A->B %.3f, B->A %.3f", basp_out, basp_in);
   row.data = {{"ratios", ratios}, {"mesh_per_s", mesh_rates}, {"raw_per_s", raw_rates},
-              {"deliveries", n}, {"window", window}, {"hubs", hub_count}};
+              {"deliveries", n}, {"window", window}, {"hubs", hub_count},
+              {"basp_messages_per_delivery_a_to_b", basp_out},
+              {"basp_messages_per_delivery_b_to_a", basp_in},
+              {"link_frames_per_delivery_a_to_b",
+               per(wire_after.frames_out, wire_before.frames_out)}};
   out.push_back(std::move(row));
   teardown();
 }

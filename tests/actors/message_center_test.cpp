@@ -9,6 +9,8 @@
 
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/actors/sim_network.hpp"
+#include "cafmesh/actors/detail/sim_network_state.hpp"
+#include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/fixture.hpp"
 #include "cafmesh/testing/sim_world.hpp"
 
@@ -557,4 +559,54 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: a call whose time-to-live ran out
   CHECK(ans[2].reply.get_as<message_center_stats>(0).expired == 1);
   REQUIRE(ans[3].reply.match_elements<message_center_stats>());
   CHECK(ans[3].reply.get_as<message_center_stats>(0).pending_calls == 0);
+}
+
+TEST_CASE_FIXTURE(mc_fixture, "message_center: the one-way sends of one backlog cross the link as one message in send order, a lone send as a message of its own, and the peer's centre takes them in that order (SPEC §14 B7)") {
+  sim_world w{*this, fixed_latency(2)};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  auto c = w.add_silo("c");
+  auto eb = spawn_echo();
+  auto ec = spawn_echo();
+  w.reg(b, component::test, eb);
+  w.reg(c, component::test, ec);
+  run();
+  auto& net = w.net_state();
+  auto ab = std::make_pair(a, b);
+  auto ac = std::make_pair(a, c);
+  // A lone send: one message.
+  caf::anon_send(w.centres[a], mc_send_atom::value, b, component::test,
+                 caf::make_message(std::string("lone"), 0));
+  run_for(2ms);
+  CHECK(net.messages_by_link[ab] == 1);
+  CHECK(net.frames_by_link[ab] == 1);
+  REQUIRE(state_of<echo_state>(eb).received.size() == 1);
+  // 40 sends queued at once, to two peers: the centre hands them to the link when its
+  // mailbox is empty or 32 wait; per peer they keep their order.
+  for (int i = 1; i <= 40; ++i)
+    caf::anon_send(w.centres[a], mc_send_atom::value, i % 4 == 0 ? c : b, component::test,
+                   caf::make_message(std::string("n"), i));
+  run_for(2ms);
+  CHECK(net.frames_by_link[ab] == 1 + 30);
+  CHECK(net.frames_by_link[ac] == 10);
+  // Two messages to each peer: the 32 frames of the cap, then the other 8 once the
+  // mailbox was empty.
+  CHECK(net.messages_by_link[ab] == 1 + 2);
+  CHECK(net.messages_by_link[ac] == 2);
+  auto order = [&](const caf::actor& e) {
+    std::vector<int> out;
+    for (auto& m : state_of<echo_state>(e).received)
+      out.push_back(m.get_as<int>(1));
+    return out;
+  };
+  std::vector<int> want_b{0}, want_c;
+  for (int i = 1; i <= 40; ++i)
+    (i % 4 == 0 ? want_c : want_b).push_back(i);
+  CHECK(order(eb) == want_b);
+  CHECK(order(ec) == want_c);
+  auto stats = testing::ask<message_center_stats>(*this, w.centres[a], mc_stats_atom::value);
+  run();
+  REQUIRE(stats->done);
+  CHECK(stats->value.frames_out == 41);
+  CHECK(stats->value.batches_out == 3);
 }

@@ -489,7 +489,7 @@ TEST_CASE("net link: when B's centre exits while B's system lives, A's pending c
   CHECK(std::chrono::steady_clock::now() - t1 < 1s);
 }
 
-TEST_CASE("net link: 2000 one-way frames arrive in order and calls round-trip (measured)") {
+TEST_CASE("net link: 2000 one-way frames arrive in order, in batches both links count alike, and calls round-trip (measured)") {
   net_silo a{1};
   net_silo b{1};
   caf::scoped_actor probe{*b.sys};
@@ -510,6 +510,24 @@ TEST_CASE("net link: 2000 one-way frames arrive in order and calls round-trip (m
       caf::after(wait_bound) >> [&] { timed_out = true; });
   CHECK_FALSE(timed_out);
   CHECK(in_order == n);
+  // The frames crossed in batches (SPEC §14 B7): every frame counted once each side, and
+  // what A's link sent is what B's link received, message for message.
+  auto wire_of = [&](net_silo& s) {
+    cafmesh::link_wire_stats out;
+    caf::scoped_actor q{*s.sys};
+    q->request(s.link, wait_bound, cafmesh::nl_wire_atom::value)
+      .receive([&](cafmesh::link_wire_stats& x) { out = x; },
+               [&](caf::error& err) { FAIL("no link stats: " << s.sys->render(err)); });
+    return out;
+  };
+  auto wa = wire_of(a);
+  auto wb = wire_of(b);
+  MESSAGE(n << " one-way frames A -> B in " << wa.messages_out << " link messages");
+  CHECK(wa.frames_out == static_cast<uint64_t>(n));
+  CHECK(wb.frames_in == wa.frames_out);
+  CHECK(wb.messages_in == wa.messages_out);
+  CHECK(wa.messages_out >= 1);
+  CHECK(wa.messages_out <= wa.frames_out);
   // Sequential calls through both centres and links: round-trip times.
   std::vector<int64_t> rtt_us;
   auto e = sample_envelope();

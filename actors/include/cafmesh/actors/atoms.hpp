@@ -16,6 +16,11 @@ using mc_unregister_atom = caf::atom_constant<caf::atom("mcunreg")>;
 using mc_call_atom = caf::atom_constant<caf::atom("mccall")>;
 using mc_send_atom = caf::atom_constant<caf::atom("mcsend")>;
 using mc_frame_atom = caf::atom_constant<caf::atom("mcframe")>;
+/// `(mc_frames_atom, std::vector<wire_frame>)`: several frames from a link, in link order
+/// (SPEC §14 B7, message_center.hpp).
+using mc_frames_atom = caf::atom_constant<caf::atom("mcframes")>;
+/// The message centre's own "hand the frames of this backlog to the link" (message_center.cpp).
+using mc_flush_atom = caf::atom_constant<caf::atom("mcflush")>;
 using mc_bounce_atom = caf::atom_constant<caf::atom("mcbounce")>;
 using mc_gone_atom = caf::atom_constant<caf::atom("mcgone")>;
 using mc_block_atom = caf::atom_constant<caf::atom("mcblock")>;
@@ -27,6 +32,9 @@ using mc_watch_atom = caf::atom_constant<caf::atom("mcwatch")>;
 // -- simulated network (sim_network.hpp) -----------------------------------------
 using sim_attach_atom = caf::atom_constant<caf::atom("simattach")>;
 using sim_frame_atom = caf::atom_constant<caf::atom("simframe")>;
+/// `(sim_frames_atom, std::vector<wire_frame>)`: several frames to send, in order (SPEC §14
+/// B7, message_center.hpp).
+using sim_frames_atom = caf::atom_constant<caf::atom("simframes")>;
 using sim_pump_atom = caf::atom_constant<caf::atom("simpump")>;
 using sim_stall_atom = caf::atom_constant<caf::atom("simstall")>;
 using sim_unstall_atom = caf::atom_constant<caf::atom("simunstall")>;

@@ -102,6 +102,8 @@
 /// - `(mc_stats_atom) -> message_center_stats`.
 /// Link side (used by links, not by components):
 /// - `(mc_frame_atom, wire_frame)`: a frame arriving from a link;
+/// - `(mc_frames_atom, std::vector<wire_frame>)`: several frames arriving in one message,
+///   handled in order as if each came alone;
 /// - `(mc_bounce_atom, wire_frame)`: a frame this centre sent could not be delivered
 ///   (destination unknown or dead): a pending call fails `departed_silo` and the
 ///   destination is remembered as departed.
@@ -109,6 +111,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/actor_clock.hpp>
@@ -224,6 +227,12 @@ wire_frame expired_response(const wire_frame& req, const std::string& where);
 struct fault;
 fault departed_in_flight(const silo_address& s);
 
+/// Frames at most in one message from a centre to its link, and from a link to its peer
+/// (SPEC §14 B7, docs/behaviour/peer-authentication.md#frames-on-the-link). A batch is one
+/// BASP message: 32 grain calls at the default size limit (100 MiB each) stay under the 4 GiB
+/// a BASP message can announce.
+inline constexpr size_t link_batch_max_frames = 32;
+
 /// Counters of one message centre (for tests and diagnostics).
 struct message_center_stats {
   uint64_t frames_out = 0;      ///< frames handed to the link
@@ -234,12 +243,16 @@ struct message_center_stats {
   uint64_t blocked = 0;         ///< inbound application messages refused while blocking
   uint64_t expired = 0;         ///< inbound requests answered `response_timeout`, never dispatched
   uint64_t in_flight_fails = 0; ///< of `departed_fails`: calls that had left (outcome unknown)
+  /// Messages that carried `frames_out` to the link: one per flush of a turn's frames
+  /// (SPEC §14 B7).
+  uint64_t batches_out = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, message_center_stats& x) {
   return f(caf::meta::type_name("cafmesh.message_center_stats"), x.frames_out, x.frames_in,
-           x.local_calls, x.pending_calls, x.departed_fails, x.blocked, x.expired, x.in_flight_fails);
+           x.local_calls, x.pending_calls, x.departed_fails, x.blocked, x.expired, x.in_flight_fails,
+           x.batches_out);
 }
 
 /// The link protocol: what a message centre asks of its link, the one handle it holds of
@@ -251,6 +264,11 @@ typename Inspector::result_type inspect(Inspector& f, message_center_stats& x) {
 ///   own that cannot be delivered (`mc_bounce_atom`) and every departure it sees
 ///   (`mc_gone_atom`). Sent by `spawn_message_center`.
 /// - `(sim_frame_atom, wire_frame)`: a frame to send.
+/// - `(sim_frames_atom, std::vector<wire_frame>)`: several frames to send, in order, possibly
+///   to several silos (SPEC §14 B7). The centre collects the frames its turns produce and
+///   hands them over when its mailbox is empty, when `link_batch_max_frames` are waiting,
+///   before it asks `sim_flush_atom`, and before it exits; never on a timer. A link keeps
+///   their order per destination, and may carry the frames for one peer in one message.
 /// - `(sim_flush_atom, silo_address src, silo_address dst) -> (ok_atom, bool frames_lost)`:
 ///   answered once every frame from `src` to `dst` already on its way has been handed to
 ///   `dst`'s centre; `frames_lost` says the link lost one of them
@@ -258,6 +276,7 @@ typename Inspector::result_type inspect(Inspector& f, message_center_stats& x) {
 using link_actor = caf::typed_actor<
   caf::reacts_to<sim_attach_atom, silo_address, caf::actor>,
   caf::reacts_to<sim_frame_atom, wire_frame>,
+  caf::reacts_to<sim_frames_atom, std::vector<wire_frame>>,
   caf::replies_to<sim_flush_atom, silo_address, silo_address>::with<caf::ok_atom, bool>>;
 
 /// Spawns the message centre of the process whose address is `self_addr`, using the link

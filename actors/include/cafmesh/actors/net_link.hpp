@@ -32,6 +32,11 @@
 ///   to us introduces itself the same way, so frames back to it use its connection. Frames
 ///   travel as `(nl_frame_atom, wire_frame)` link to link and are handed to the centre as
 ///   `(mc_frame_atom, wire_frame)`; per peer they keep their order (one CAF connection).
+///   **Batches** (SPEC §14 B7): the frames of one turn for one peer (the centre hands over
+///   what its own turns produced, `sim_frames_atom`) travel as one `(nl_frames_atom,
+///   std::vector<wire_frame>)` message, at most `link_batch_max_frames`, and reach the peer's
+///   centre as one `(mc_frames_atom, ...)`; order is kept. `(nl_wire_atom) -> link_wire_stats`
+///   counts frames and messages each way.
 /// - **Generations.** A frame for generation g of an endpoint whose connected peer has a
 ///   newer generation is bounced to the centre (`mc_bounce_atom`: g has departed). A peer
 ///   with an older generation than the frame's is stale: the link reports it gone and
@@ -93,6 +98,7 @@
 #include <caf/actor.hpp>
 #include <caf/atom.hpp>
 #include <caf/fwd.hpp>
+#include <caf/meta/type_name.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
@@ -109,6 +115,11 @@ namespace cafmesh {
 using nl_port_atom = caf::atom_constant<caf::atom("nlport")>;
 using nl_hello_atom = caf::atom_constant<caf::atom("nlhello")>;
 using nl_frame_atom = caf::atom_constant<caf::atom("nlframe")>;
+/// `(nl_frames_atom, std::vector<wire_frame>)`: several frames of one peer in one message
+/// (SPEC §14 B7).
+using nl_frames_atom = caf::atom_constant<caf::atom("nlframes")>;
+/// `(nl_wire_atom) -> link_wire_stats`: what this link carried so far.
+using nl_wire_atom = caf::atom_constant<caf::atom("nlwire")>;
 using nl_beat_atom = caf::atom_constant<caf::atom("nlbeat")>;
 using nl_tick_atom = caf::atom_constant<caf::atom("nltick")>;
 using nl_oracle_atom = caf::atom_constant<caf::atom("nloracle")>;
@@ -126,6 +137,21 @@ using nl_gate_atom = caf::atom_constant<caf::atom("nlgate")>;
 /// `(nl_auth_atom) -> peer_auth_stats` (peer_auth.hpp): this process's handshakes so far.
 using nl_auth_atom = caf::atom_constant<caf::atom("nlauth")>;
 
+/// What a network link carried (`nl_wire_atom`): frames, and the link-to-link messages (each
+/// one BASP message) that carried them, each way (docs/delivery-costs.md#the-remote-frame-path).
+struct link_wire_stats {
+  uint64_t frames_out = 0;   ///< frames sent to peers
+  uint64_t messages_out = 0; ///< `nl_frame` / `nl_frames` messages sent to peers
+  uint64_t frames_in = 0;    ///< frames received from peers
+  uint64_t messages_in = 0;  ///< `nl_frame` / `nl_frames` messages received from peers
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, link_wire_stats& x) {
+  return f(caf::meta::type_name("cafmesh.link_wire_stats"), x.frames_out, x.messages_out,
+           x.frames_in, x.messages_in);
+}
+
 /// The network link: the link protocol of the message centre (`link_actor`), what its peers'
 /// links send it (`nl_hello_atom`, `nl_frame_atom`, `nl_beat_atom`), the oracle's snapshots,
 /// the host's stopping signal, and the queries and fault injection above. The hello carries
@@ -135,6 +161,8 @@ using net_link_actor = link_actor::extend<
   caf::reacts_to<mb_snapshot_atom, membership_snapshot>,
   caf::replies_to<nl_hello_atom, silo_address, caf::actor>::with<silo_address, caf::actor>,
   caf::reacts_to<nl_frame_atom, wire_frame>,
+  caf::reacts_to<nl_frames_atom, std::vector<wire_frame>>,
+  caf::replies_to<nl_wire_atom>::with<link_wire_stats>,
   caf::reacts_to<nl_beat_atom, silo_address>,
   caf::replies_to<nl_stall_atom, bool, bool>::with<caf::ok_atom>,
   caf::replies_to<nl_oracle_atom>::with<caf::actor>,

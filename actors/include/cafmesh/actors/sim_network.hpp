@@ -4,10 +4,14 @@
 /// The simulated network (docs/testing.md#the-simulation-harness "Network", "Fault injection",
 /// "Trace"): the link every frame between simulated processes' message centres passes through.
 ///
-/// - **Latency**: each frame draws `min + next() % (max - min + 1)` ms from a
+/// - **Latency**: each message draws `min + next() % (max - min + 1)` ms from a
 ///   `std::mt19937_64` seeded `seed ^ fnv1a64("sim_network")`, with [min, max] the link's
 ///   override (`sim_delay_atom`) or [`link_latency_min_ms`, `link_latency_max_ms`].
 ///   A latency of 0 delivers without touching the clock (a plain message to itself).
+/// - **Batches** (SPEC §14 B7): the frames a centre hands over in one `sim_frames_atom`
+///   message travel as one message per link (one latency draw, counted once in
+///   `messages_by_link`); frames a link delivers together reach the destination's centre as
+///   one `(mc_frames_atom, [frames])`. Rules, serialisation and trace lines stay per frame.
 /// - **FIFO per link** (ordered pair src -> dst): a frame is never delivered before an
 ///   earlier frame of the same link; its due time is max(now + latency, previous due time).
 /// - **Serialisation round trip**: every frame is written with `caf::binary_serializer` when
@@ -46,7 +50,8 @@
 /// ## Protocol (`sim_network_actor`)
 /// The link protocol of the message centre (`link_actor`, message_center.hpp):
 /// `(sim_attach_atom, silo_address, caf::actor centre)`, done by `spawn_message_center`;
-/// `(sim_frame_atom, wire_frame)` from a centre; `sim_flush_atom` (below). Its own:
+/// `(sim_frame_atom, wire_frame)` and `(sim_frames_atom, std::vector<wire_frame>)` from a
+/// centre; `sim_flush_atom` (below). Its own:
 /// - `(sim_stall_atom, silo_address)` (detectable), `(sim_stall_atom, silo_address, bool
 ///   detectable)`, `(sim_unstall_atom, silo_address)`,
 ///   `(sim_partition_atom, silo_address a, silo_address b)`,

@@ -76,6 +76,12 @@ struct sim_network_state {
   uint64_t next_seq = 0;    ///< frames numbered from 1 in order of arrival
   uint64_t frames_sent = 0;
   uint64_t frames_delivered = 0;
+  /// Messages the wire carried per link (src, dst): one per frame, or one per batch of frames
+  /// a link hands over in one message (SPEC §14 B7). The simulation's count of what BASP
+  /// would carry between two processes (docs/delivery-costs.md).
+  std::map<std::pair<silo_address, silo_address>, uint64_t> messages_by_link;
+  /// Frames the wire carried per link (src, dst).
+  std::map<std::pair<silo_address, silo_address>, uint64_t> frames_by_link;
 
   /// FNV-1a 64 over the canonical trace text (docs/testing.md#the-simulation-harness).
   uint64_t trace_digest() const;
