@@ -24,6 +24,22 @@ bool on_path(const envelope& env, const address& self_addr) {
   return false;
 }
 
+/// A refusal before acceptance (admission control): logged windowed under `reason`, one NACK
+/// `unavailable` saying `text` whose envelope carries `retry_after_ms`; no leg, no channel.
+void refuse_before_acceptance(pointer self, const envelope& env, const char* reason,
+                              const std::string& text) {
+  auto& s = self->state;
+  auto d = s.refusals.record(reason, env.sender.to_string(), now_ms(self));
+  if (d.log)
+    s.log.warning(with_repeats("delivery " + env.id + " to '" + env.target.to_string()
+                                 + "' refused: " + text,
+                               d));
+  if (auto id = post_nack(self, env, verdict::unavailable, text, false, caf::none,
+                          std::nullopt, false, true))
+    s.nacks.at(id).nack.properties["retry_after_ms"]
+      = std::to_string(s.opts.routing.overload_retry_after_ms);
+}
+
 } // namespace
 
 bool over_bound(pointer self, const envelope& env) {
@@ -42,18 +58,8 @@ std::string overload_text(pointer self) {
 }
 
 void refuse_overloaded(pointer self, const envelope& env) {
-  auto& s = self->state;
-  ++s.stats.refused_overloaded;
-  auto text = overload_text(self);
-  auto d = s.refusals.record("overloaded", env.sender.to_string(), now_ms(self));
-  if (d.log)
-    s.log.warning(with_repeats("delivery " + env.id + " to '" + env.target.to_string()
-                                 + "' refused: " + text,
-                               d));
-  if (auto id = post_nack(self, env, verdict::unavailable, text, false, caf::none,
-                          std::nullopt, false, true))
-    s.nacks.at(id).nack.properties["retry_after_ms"]
-      = std::to_string(s.opts.routing.overload_retry_after_ms);
+  ++self->state.stats.refused_overloaded;
+  refuse_before_acceptance(self, env, "overloaded", overload_text(self));
 }
 
 uint32_t destination_of(pointer self, const std::string& host_path) {
@@ -107,17 +113,8 @@ std::optional<std::string> destination_refusal(pointer self, const envelope& env
 }
 
 void refuse_for_destination(pointer self, const envelope& env, const std::string& text) {
-  auto& s = self->state;
-  ++s.stats.refused_destination;
-  auto d = s.refusals.record("destination", env.sender.to_string(), now_ms(self));
-  if (d.log)
-    s.log.warning(with_repeats("delivery " + env.id + " to '" + env.target.to_string()
-                                 + "' refused: " + text,
-                               d));
-  if (auto id = post_nack(self, env, verdict::unavailable, text, false, caf::none,
-                          std::nullopt, false, true))
-    s.nacks.at(id).nack.properties["retry_after_ms"]
-      = std::to_string(s.opts.routing.overload_retry_after_ms);
+  ++self->state.stats.refused_destination;
+  refuse_before_acceptance(self, env, "destination", text);
 }
 
 std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_posted,
