@@ -76,6 +76,13 @@ void learn_destination(pointer self, const std::string& host_path, const silo_ad
     return;
   auto& m = s.path_destination;
   auto i = m.find(host_path);
+  // The core's own silo is not a destination of its own: its attempts there are bounded by
+  // `routing.max_in_flight` alone (a stalled own silo stalls the core too).
+  if (silo == s.opts.silo) {
+    if (i != m.end())
+      m.erase(i);
+    return;
+  }
   if (i != m.end() && s.destinations[i->second - 1].silo == silo)
     return;
   uint32_t d = 0;
