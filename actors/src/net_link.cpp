@@ -199,7 +199,11 @@ net_link_impl::behavior_type net_link(link_self* self, config::network_section c
     for (auto& kv : st.peers) {
       if (kv.second.link && kv.second.link.address() == dm.source) {
         auto ep = kv.first;
-        drop_peer(self, ep, "link down: " + self->system().render(dm.reason));
+        auto why = "link down: " + self->system().render(dm.reason);
+        if (kv.second.phase == peer_phase::up)
+          drop_peer(self, ep, why);
+        else
+          fail_connect(self, ep, kv.second.attempt, why + " before it answered the hello");
         return;
       }
     }
@@ -381,13 +385,14 @@ net_link_impl::behavior_type net_link(link_self* self, config::network_section c
       // A process stopped before it joined (its primary never answered) gives the join up:
       // every wait for the oracle, the start's among them, ends with `lifecycle_cancelled`
       // and the primary is tried no more, so the stop completes
-      // (docs/behaviour/lifecycle.md#the-host).
+      // (docs/behaviour/lifecycle.md#the-host). A process that had joined keeps reconnecting
+      // to a primary it lost: its stop still publishes its leave and follows the views of
+      // the primary's next incarnation (membership requests fail at once meanwhile, so the
+      // stop stays bounded).
       auto& st = self->state;
-      if (!is_primary(st) && !st.oracle && !st.oracle_refusal) {
+      if (!is_primary(st) && !st.oracle && !st.oracle_refusal && !st.oracle_known) {
         auto err = to_error(fault{mesh_errc::lifecycle_cancelled,
-                                  std::string{st.oracle_known
-                                                ? "stopped while the primary was unreachable"
-                                                : "stopped before it joined the cluster"}
+                                  std::string{"stopped before it joined the cluster"}
                                     + ": the primary " + render(primary_endpoint(st))
                                     + " did not answer ("
                                     + std::to_string(st.primary_failures)

@@ -164,11 +164,12 @@ void peer_up(link_self* self, const endpoint& ep, const silo_address& addr,
   p.phase = peer_phase::up;
   p.connect_failures = 0;
   p.addr = addr;
-  p.link = link;
   p.last_heard = self->clock().now();
   p.suspected = false;
   ++p.attempt; // answers of a connect still in flight are stale now
-  self->monitor(link);
+  if (p.link != link)
+    self->monitor(link); // a link this process connected to is watched since its hello
+  p.link = link;
   st.log.info("peer " + addr.to_string() + " up");
   report_watch(self, addr, true);
   auto queue = std::move(p.queue);
@@ -187,7 +188,7 @@ void peer_up(link_self* self, const endpoint& ep, const silo_address& addr,
 /// the hello), not a dead peer: the frames keep waiting for up to `connect_retries` more
 /// attempts. A peer that refuses the connection is dead and its frames bounce at once.
 void fail_connect(link_self* self, const endpoint& ep, uint64_t attempt,
-                  const std::string& why, bool retry = false) {
+                  const std::string& why, bool retry) {
   auto& st = self->state;
   auto i = st.peers.find(ep);
   if (i == st.peers.end() || i->second.attempt != attempt || i->second.phase == peer_phase::up)
@@ -349,6 +350,12 @@ void connect(link_self* self, const endpoint& ep) {
         }
         i->second.phase = peer_phase::hello;
         i->second.link = remote;
+        // Watched from the hello on: a CAF 0.17 request to an actor whose node goes away is
+        // never answered, so a hello to a process that is exiting (a primary restarting on
+        // the same port: its old incarnation still accepts for a moment) would otherwise
+        // hold the reconnect for `failure_detection_ms`. Its down fails the attempt at once
+        // (the down handler in net_link.cpp).
+        self->monitor(remote);
         self
           ->request(remote, std::chrono::milliseconds(st.cfg.failure_detection_ms),
                     nl_hello_atom::value, st.self_addr, caf::actor_cast<caf::actor>(self))

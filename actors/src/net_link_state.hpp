@@ -159,6 +159,11 @@ void drop_peer(link_self* self, const endpoint& ep, const std::string& why);
 /// Starts a connection attempt to `ep` (a new peer entry, or a retry of a failed one).
 void connect(link_self* self, const endpoint& ep);
 
+/// Connection attempt `attempt` to `ep` failed for `why`: retried (the primary every tick, a
+/// peer with frames waiting up to `connect_retries` times when `retry`), or the peer dropped.
+void fail_connect(link_self* self, const endpoint& ep, uint64_t attempt, const std::string& why,
+                  bool retry = false);
+
 /// The peer at `ep` introduced itself as `addr` with link `link`: mark it up and flush.
 void peer_up(link_self* self, const endpoint& ep, const silo_address& addr,
              const caf::actor& link);

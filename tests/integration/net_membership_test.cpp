@@ -16,6 +16,7 @@
 #include <caf/io/all.hpp>
 
 #include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/lifecycle_atoms.hpp"
 #include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/actors/net_link.hpp"
@@ -221,6 +222,56 @@ TEST_CASE("net membership: a restarted silo with a higher generation supersedes 
              [&](caf::error& e) {
                CHECK(cafmesh::to_fault(e).code == cafmesh::mesh_errc::departed_silo);
              });
+}
+
+TEST_CASE("S15.01 net membership: a silo whose primary restarts while the silo stops keeps "
+          "reconnecting, and its leave reaches the primary's next table") {
+  // Seen in the S15.01 roll (order C A B): B was told to stop while its link had lost the
+  // restarting primary, and gave the primary up for good: its view froze, its leave was never
+  // published and legs to a client whose gateway had moved held B's stop for the whole
+  // shutdown budget. A process that had joined keeps reconnecting while it stops.
+  node p1{fast_network(0), 1};
+  p1.join();
+  auto port = p1.p.addr.port;
+  node b{fast_network(port), 2};
+  b.join();
+  REQUIRE(p1.await(active_set_is({p1.p.addr, b.p.addr})));
+  p1.shutdown();
+  caf::scoped_actor self{*b.sys};
+  // b's link notices the primary's loss within a few heartbeats; then b's stop begins.
+  self->receive(caf::after(300ms) >> [] {});
+  bool stopping = false;
+  self->request(b.p.link, wait_bound, cafmesh::lifecycle::host_stopping_atom::value)
+    .receive([&](caf::ok_atom) { stopping = true; },
+             [&](caf::error& e) { FAIL("host_stopping: " << b.sys->render(e)); });
+  REQUIRE(stopping);
+  // While the primary is gone, a membership step fails at once (the stop stays bounded).
+  bool failed_at_once = false;
+  auto t0 = std::chrono::steady_clock::now();
+  self->request(b.p.agent, wait_bound, cafmesh::mb_status_atom::value,
+                silo_status::shutting_down)
+    .receive([&](uint64_t) {}, [&](caf::error&) { failed_at_once = true; });
+  CHECK(failed_at_once);
+  CHECK(std::chrono::steady_clock::now() - t0 < 2s);
+  // The primary's next incarnation on the same port: b reconnects and its leave lands there.
+  auto net = fast_network(0);
+  net.port = port;
+  node p2{net, 3};
+  REQUIRE(p2.p.addr.port == port);
+  p2.join();
+  bool published = false;
+  auto deadline = std::chrono::steady_clock::now() + wait_bound;
+  while (!published && std::chrono::steady_clock::now() < deadline) {
+    self->request(b.p.agent, wait_bound, cafmesh::mb_status_atom::value,
+                  silo_status::shutting_down)
+      .receive([&](uint64_t) { published = true; },
+               [&](caf::error&) { self->receive(caf::after(100ms) >> [] {}); });
+  }
+  CHECK(published);
+  CHECK(p2.await([&](const membership_snapshot& s) {
+    auto row = s.find(b.p.addr);
+    return row != nullptr && row->status == silo_status::shutting_down;
+  }));
 }
 
 TEST_CASE("net membership: a silo whose primary's hello arrives before its own hello to the "
