@@ -11,10 +11,9 @@ namespace cafmesh::routing {
 
 void report_landing(const silo_address& own, const caf::actor& centre,
                     const local_route_port_actor& entry, const silo_address& entry_client,
-                    const envelope& env, const envelope& answer) {
+                    const envelope& env, const std::optional<silo_address>& at) {
   if (!may_answer(env) || is_continuation(env))
     return;
-  auto at = landing_of(answer);
   if (!at || *at == own)
     return; // landed here: this silo's own departure takes the entry's answers with it
   if (!entry_client.empty()) {

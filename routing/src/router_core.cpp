@@ -63,12 +63,13 @@ void route_co_hosted(pointer self, envelope& env, caf::timespan answer_within) {
     refuse_overloaded(self, env);
     return;
   }
-  if (auto text = destination_refusal(self, env)) {
+  auto host = leg_host_of(self, env);
+  if (auto text = destination_refusal(self, env, host.path)) {
     refuse_for_destination(self, env, *text);
     return;
   }
   bool posted = false;
-  if (accept(self, std::move(env), posted, silo_address{}, answer_within))
+  if (accept(self, std::move(env), std::move(host), posted, silo_address{}, answer_within))
     ++self->state.stats.accepted_co_hosted;
 }
 
@@ -125,7 +126,8 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         f.silo = s.opts.silo;
         return to_error(f);
       }
-      if (auto text = destination_refusal(self, env)) {
+      auto host = leg_host_of(self, env);
+      if (auto text = destination_refusal(self, env, host.path)) {
         ++s.stats.refused_destination;
         fault f{mesh_errc::overloaded, *text};
         f.retry_after_ms = static_cast<uint32_t>(s.opts.routing.overload_retry_after_ms);
@@ -134,7 +136,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       }
       auto answer = env;
       bool posted = false;
-      if (accept(self, std::move(env), posted, client, answer_within)) {
+      if (accept(self, std::move(env), std::move(host), posted, client, answer_within)) {
         answer.state = delivery_state::forwarded;
         answer.routing_path.push_back(s.opts.self_address);
         return answer;

@@ -101,12 +101,19 @@ void learn_destination(pointer self, const std::string& host_path, const silo_ad
   m[host_path] = d;
 }
 
-std::optional<std::string> destination_refusal(pointer self, const envelope& env) {
+leg_host leg_host_of(pointer self, const envelope& env) {
+  leg_host h{host_address(env.target, self->state.opts.mesh_type), std::string{}};
+  h.path = h.host.path();
+  return h;
+}
+
+std::optional<std::string> destination_refusal(pointer self, const envelope& env,
+                                               const std::string& host_path) {
   auto& s = self->state;
   auto bound = s.opts.routing.max_in_flight_per_destination;
   if (bound <= 0 || is_continuation(env) || s.path_destination.empty())
     return std::nullopt;
-  auto d = destination_of(self, host_address(env.target, s.opts.mesh_type).path());
+  auto d = destination_of(self, host_path);
   if (d == 0)
     return std::nullopt;
   auto& load = s.destinations[d - 1];
@@ -124,8 +131,9 @@ void refuse_for_destination(pointer self, const envelope& env, const std::string
   refuse_before_acceptance(self, env, "destination", text);
 }
 
-std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_posted,
-                               const silo_address& entry_client, caf::timespan answer_within) {
+std::optional<uint64_t> accept(pointer self, envelope env, leg_host host,
+                               bool& loop_nack_posted, const silo_address& entry_client,
+                               caf::timespan answer_within) {
   auto& s = self->state;
   if (on_path(env, s.opts.self_address)) {
     ++s.stats.routing_loops;
@@ -143,8 +151,8 @@ std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_poste
   env.routing_path.push_back(s.opts.self_address);
   leg_rec leg;
   leg.id = s.next_id++;
-  leg.host = host_address(env.target, s.opts.mesh_type);
-  leg.host_path = leg.host.path();
+  leg.host = std::move(host.host);
+  leg.host_path = std::move(host.path);
   leg.ordered = s.stream_routed.count(leg.host.type) != 0;
   if (leg.ordered)
     leg.kind = leg_kind::pod_hub;

@@ -451,14 +451,16 @@ void leg_attempt_result(pointer self, uint64_t id, uint64_t tok, envelope& r) {
   leg->in_flight = false;
   auto d = judge_result(r);
   switch (d.action) {
-    case result_action::landed:
-      if (self->state.opts.routing.max_in_flight_per_destination > 0)
-        if (auto at = landing_of(r))
-          learn_destination(self, leg->host_path, *at);
+    case result_action::landed: {
+      // Parsed once, for the per-destination admission and the entry's landing report.
+      auto at = landing_of(r);
+      if (at && self->state.opts.routing.max_in_flight_per_destination > 0)
+        learn_destination(self, leg->host_path, *at);
       report_landing(self->state.opts.silo, self->state.opts.centre,
-                     self->state.opts.local_routes, leg->entry_client, leg->env, r);
+                     self->state.opts.local_routes, leg->entry_client, leg->env, at);
       finish_leg(self, *leg, leg_outcome::landed);
       return;
+    }
     case result_action::already_nacked:
       // the target answered the sender itself: no NACK, the slot goes
       finish_leg(self, *leg, leg_outcome::nacked);

@@ -484,7 +484,18 @@ std::string overload_text(pointer self);
 /// Admission per destination (SPEC C4): the refusal text if `env` is new work for a grain
 /// last answered from a silo that already holds `routing.max_in_flight_per_destination`
 /// grain attempts of this core; none otherwise.
-std::optional<std::string> destination_refusal(pointer self, const envelope& env);
+std::optional<std::string> destination_refusal(pointer self, const envelope& env,
+                                               const std::string& host_path);
+
+/// Where new work goes: the target's host address and its `type/id` path, computed once per
+/// delivery for the admission checks and the leg.
+struct leg_host {
+  address host;
+  std::string path;
+};
+
+/// The `leg_host` of `env`'s target.
+leg_host leg_host_of(pointer self, const envelope& env);
 
 /// Refuses a co-hosted delivery for a destination that is not keeping up: one NACK
 /// `unavailable` with `retry_after_ms`, as `refuse_overloaded`.
@@ -505,7 +516,8 @@ void refuse_overloaded(pointer self, const envelope& env);
 /// Accepts `env`, which `entry_client` handed to the routing grain (empty: co-hosted or
 /// unknown) saying its requester waits `answer_within` more (0: no bound); answers the leg id, or none when it was NACKed as a loop (`loop_nack_posted`
 /// tells whether the loop NACK was posted).
-std::optional<uint64_t> accept(pointer self, envelope env, bool& loop_nack_posted,
+std::optional<uint64_t> accept(pointer self, envelope env, leg_host host,
+                               bool& loop_nack_posted,
                                const silo_address& entry_client = silo_address{},
                                caf::timespan answer_within = caf::timespan{0});
 
