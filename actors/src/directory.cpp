@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <string_view>
 
 #include <caf/all.hpp>
@@ -306,10 +307,40 @@ void send_moves(partition_actor* self, moves& out, const char* what) {
   }
 }
 
+/// Why the entry `held` gives way to `newcomer` of the same grain id, or "" if it does not
+/// (SPEC §15 C3, docs/behaviour/directory-and-placement.md#restarts-on-the-same-address): its
+/// silo is an older generation of the newcomer's address (a restart supersedes it, so it
+/// never answers again), or this partition's view shows its silo departed while the
+/// newcomer's is not.
+std::string gives_way(const partition_state& st, const activation_address& held,
+                      const activation_address& newcomer) {
+  if (held.silo.same_endpoint(newcomer.silo) && held.silo.generation < newcomer.silo.generation)
+    return held.silo.to_string() + " is an older generation of " + newcomer.silo.to_string();
+  if (st.view.departed(held.silo) && !st.view.departed(newcomer.silo))
+    return held.silo.to_string() + " has departed";
+  return {};
+}
+
+/// Replaces `held` by `a` if `held` gives way to it (`gives_way`); true if it did.
+bool replace_superseded(partition_state& st, held_entry& held, const activation_address& a,
+                        uint64_t ring_version) {
+  if (held.address == a)
+    return false;
+  auto why = gives_way(st, held.address, a);
+  if (why.empty())
+    return false;
+  st.log.info("registration of " + a.to_string() + " replaces " + held.address.to_string()
+              + ": " + why);
+  held.address = a;
+  held.ring_version = std::max(held.ring_version, ring_version);
+  return true;
+}
+
 /// Keeps `a` here (first-wins): an entry already held for the same grain id stays, and the
 /// catalog of the other activation's silo is told it lost
 /// (docs/behaviour/directory-and-placement.md#lookup-registration-cache first-wins; the loser
-/// deactivates and reroutes to the winner).
+/// deactivates and reroutes to the winner). An entry of an older generation of `a`'s address,
+/// or of a departed silo, gives way instead (`gives_way`).
 void merge(partition_actor* self, const activation_address& a, uint64_t ring_version) {
   auto& st = self->state;
   auto i = st.entries.find(a.grain);
@@ -318,6 +349,8 @@ void merge(partition_actor* self, const activation_address& a, uint64_t ring_ver
     return;
   }
   auto& held = i->second;
+  if (replace_superseded(st, held, a, ring_version))
+    return;
   held.ring_version = std::max(held.ring_version, ring_version);
   if (held.address == a)
     return;
@@ -425,6 +458,8 @@ directory_partition_actor::behavior_type directory_partition(partition_actor* se
       if (!owns(st, a.grain))
         return directory_unstable_error(st.self_addr, a.grain);
       auto ins = st.entries.emplace(a.grain, held_entry{a, st.version});
+      if (!ins.second)
+        replace_superseded(st, ins.first->second, a, st.version);
       return ins.first->second.address;
     },
     [=](dir_unregister_atom, const activation_address& a) -> caf::result<caf::ok_atom> {

@@ -994,3 +994,65 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: when a killed silo restarts, a peer's
     CHECK(m != c1);
   CHECK(us.errors.empty());
 }
+
+TEST_CASE_FIXTURE(dir_fixture, "S15.03 directory: an entry held for an older generation of the registering silo's address, or for a silo the partition's view shows departed, gives way to the new registration and to a hand-off") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  auto& c = w.add_member("c");
+  auto& d = w.add_member("d");
+  for (auto s : {a.addr, b.addr, c.addr, d.addr})
+    w.join_active(s);
+  hash_ring ring{{a.addr, b.addr, c.addr, d.addr}};
+  auto g1 = owned_by(ring, c.addr);
+  auto g2 = owned_by(ring, c.addr, 1);
+  auto g3 = owned_by(ring, c.addr, 2);
+  auto p = spawn_probe();
+  auto& ans = probe_of(p).answers;
+  auto call = [&](auto... xs) { return make_call(c.addr, component::directory, xs...); };
+  // A's address restarted with a newer generation (a2) before C's view shows it: a2's
+  // registration replaces a1's entry, and a1's registration no longer beats a2's.
+  silo_address a2{a.addr.host, a.addr.port, a.addr.generation + 7};
+  auto old1 = act(g1, a.addr, 1);
+  auto new1 = act(g1, a2, 2);
+  ask(p, b.mc, call(dir_register_atom::value, old1), "old");
+  REQUIRE(run_until([&] { return ans.size() == 1; }));
+  CHECK(ans[0].reply.get_as<activation_address>(0) == old1);
+  ask(p, b.mc, call(dir_register_atom::value, new1), "new");
+  REQUIRE(run_until([&] { return ans.size() == 2; }));
+  CHECK(ans[1].reply.get_as<activation_address>(0) == new1);
+  ask(p, b.mc, call(dir_register_atom::value, old1), "old again");
+  REQUIRE(run_until([&] { return ans.size() == 3; }));
+  CHECK(ans[2].reply.get_as<activation_address>(0) == new1);
+  CHECK(logs.count("registration of " + new1.to_string() + " replaces " + old1.to_string()
+                   + ": " + a.addr.to_string() + " is an older generation of "
+                   + a2.to_string())
+        == 1);
+  // The same by a hand-off: an entry of a2 replaces the one a1 registered here.
+  auto old2 = act(g2, a.addr, 3);
+  auto new2 = act(g2, a2, 4);
+  ask(p, b.mc, call(dir_register_atom::value, old2), "old2");
+  REQUIRE(run_until([&] { return ans.size() == 4; }));
+  ask(p, a.agent, caf::make_message(mb_get_atom::value), "view");
+  REQUIRE(run_until([&] { return ans.size() == 5; }));
+  auto v = ans[4].reply.get_as<membership_snapshot>(0).version;
+  send_handoff(c.partition, b.addr, v, {new2});
+  run_up_to(100ms);
+  auto held = entries_of(*this, c.partition);
+  CHECK(std::count(held.begin(), held.end(), new2) == 1);
+  CHECK(std::count(held.begin(), held.end(), old2) == 0);
+  // D is killed and declared Dead; an entry for D that reached C afterwards gives way to
+  // the next registration.
+  w.kill(d.addr);
+  run_for(std::chrono::milliseconds(10000 + 1000));
+  auto dead3 = act(g3, d.addr, 5);
+  auto live3 = act(g3, b.addr, 6);
+  ask(p, b.mc, call(dir_register_atom::value, dead3), "dead");
+  REQUIRE(run_until([&] { return ans.size() == 6; }));
+  ask(p, b.mc, call(dir_register_atom::value, live3), "live");
+  REQUIRE(run_until([&] { return ans.size() == 7; }));
+  CHECK(ans[6].reply.get_as<activation_address>(0) == live3);
+  CHECK(logs.count("registration of " + live3.to_string() + " replaces " + dead3.to_string()
+                   + ": " + d.addr.to_string() + " has departed")
+        == 1);
+}
