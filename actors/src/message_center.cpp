@@ -392,6 +392,17 @@ void on_inbound(mc_actor* self, wire_frame& f) {
       respond(self, f, caf::message{}, departed_error(f.dst));
     return;
   }
+  if (st.departed.count(f.src) > 0 && is_application(f.target)) {
+    // Sent before its sender departed (declared Dead while a partition cut it off, its
+    // frames retransmitted once the partition healed): every call of that incarnation has
+    // failed at its callers and its grains live elsewhere now, so a turn started here could
+    // run beside the activation that replaced one (SPEC C6). Dropped unanswered: the sender
+    // is gone.
+    ++st.stats.blocked;
+    st.log.info("dropped " + std::string{is_request ? "request" : "one-way"} + " "
+                + to_string(f.target) + " message from departed silo " + f.src.to_string());
+    return;
+  }
   if (st.block_application && is_application(f.target)) {
     ++st.stats.blocked;
     auto text = "silo " + st.self_addr.to_string() + " is leaving; route elsewhere";
