@@ -26,7 +26,8 @@
 #   and its restart joins with a newer generation;
 # - every request ended (lost 0), and each one that ended by its deadline was sent before the
 #   Dead declaration to a key whose activation was on silo-3 (its target was only reachable
-#   through the cut);
+#   through the cut), and each NACK names silo-3's cut incarnation ("silo {S} departed ...")
+#   and was sent before the declaration (its path went through the cut);
 # - no grain completed a turn on two activations after the Dead declaration: per key, the
 #   turns after it (every silo's turn log, wall-clock ms) come from one activation at a time
 #   (no interleaving), and silo-3's cut incarnation completed none for a key that another
