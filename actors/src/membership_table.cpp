@@ -289,10 +289,19 @@ suspicion_decision vote_suspicion(const table_snapshot& table, const silo_addres
   result.row = *row;
   if (row->entry.status == silo_status::dead)
     return result;
+  auto is_active = [&](const silo_address& s) {
+    const auto* r = table.find(s);
+    return r != nullptr && r->entry.status == silo_status::active;
+  };
+  if (!is_active(voter)) {
+    result.voter_active = false;
+    return result;
+  }
   auto& votes = result.row.suspicions;
   votes.erase(std::remove_if(votes.begin(), votes.end(),
                              [&](const suspicion_vote& v) {
-                               return v.by == voter || now_ms - v.at_ms > vote_expiry_ms;
+                               return v.by == voter || now_ms - v.at_ms > vote_expiry_ms
+                                      || !is_active(v.by);
                              }),
               votes.end());
   votes.push_back({voter, now_ms});

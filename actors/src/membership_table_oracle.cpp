@@ -160,6 +160,10 @@ caf::result<uint64_t> join(oracle_actor* self, membership_row row) {
   st.log.info(row.silo.to_string() + " joins");
   // Each round writes one row: a superseded predecessor's Dead, or at last the insert.
   bool inserted = false;
+  // An insert this join tried: if the table then shows the row with this join's start time,
+  // that insert was applied although its answer was lost (an etcd call that timed out after
+  // etcd applied it) and the join is done, not refused as "already joined".
+  bool tried_insert = false;
   for (;;) {
     auto res = write_with_retry(self, [&](const table_snapshot& t, bool& insert,
                                           caf::error& err) -> caf::optional<table_row> {
@@ -167,6 +171,12 @@ caf::result<uint64_t> join(oracle_actor* self, membership_row row) {
       for (const auto& r : t.rows) {
         if (!r.entry.silo.same_endpoint(row.silo))
           continue;
+        if (tried_insert && r.entry.silo == row.silo && r.start_time_ms == start_ms) {
+          st.log.info("join of " + row.silo.to_string()
+                      + ": the insert whose answer was lost was applied");
+          inserted = true;
+          return caf::none;
+        }
         if (r.entry.silo.generation >= row.silo.generation) {
           err = refused(mesh_errc::invalid_operation,
                         "join of " + row.silo.to_string() + " refused: generation "
@@ -183,6 +193,7 @@ caf::result<uint64_t> join(oracle_actor* self, membership_row row) {
       }
       insert = true;
       inserted = true;
+      tried_insert = true;
       table_row fresh;
       fresh.entry = row;
       fresh.start_time_ms = start_ms;
@@ -215,6 +226,7 @@ void vote(oracle_actor* self, const silo_address& suspect) {
     return;
   auto voter = *st.joined;
   bool declared = false;
+  bool voter_active = true;
   auto res = write_with_retry(self, [&](const table_snapshot& t, bool&,
                                         caf::error&) -> caf::optional<table_row> {
     const auto* row = t.find(suspect);
@@ -222,8 +234,16 @@ void vote(oracle_actor* self, const silo_address& suspect) {
       return caf::none;
     auto d = vote_suspicion(t, suspect, voter, wall_clock_ms(), st.cfg.vote_expiry_ms);
     declared = d.declare_dead;
+    voter_active = d.voter_active;
+    if (!voter_active)
+      return caf::none;
     return d.row;
   });
+  if (!voter_active) {
+    st.log.warning("no vote against " + suspect.to_string() + ": this silo ("
+                   + voter.to_string() + ") is not Active in the membership table");
+    return;
+  }
   if (res.flag == caf::rt_error) {
     st.log.warning("vote against " + suspect.to_string() + " not written: "
                    + to_fault(res.err).render());

@@ -121,6 +121,9 @@ struct message_center_state {
   std::map<uint64_t, pending_call> pending;
   uint64_t next_id = 1;
   std::set<silo_address> departed;
+  /// Silos membership showed departed (Dead, or superseded by a newer generation of their
+  /// endpoint): their application frames are dropped when they arrive (SPEC C6).
+  std::set<silo_address> declared_departed;
   /// Simulation: departed silos whose frames on the wire are awaited (`sim_flush_atom`)
   /// before the calls to them fail.
   std::set<silo_address> flushing;
@@ -392,6 +395,17 @@ void on_inbound(mc_actor* self, wire_frame& f) {
       respond(self, f, caf::message{}, departed_error(f.dst));
     return;
   }
+  if (st.declared_departed.count(f.src) > 0 && is_application(f.target)) {
+    // Sent before membership declared its sender Dead (cut off by a partition, its frames
+    // retransmitted once the partition healed): every call of that incarnation has failed
+    // at its callers and its grains live elsewhere now, so a turn started here could run
+    // beside the activation that replaced one (SPEC C6). Dropped unanswered: the sender is
+    // gone. A sender whose connection merely broke is not dropped here.
+    ++st.stats.blocked;
+    st.log.info("dropped " + std::string{is_request ? "request" : "one-way"} + " "
+                + to_string(f.target) + " message from departed silo " + f.src.to_string());
+    return;
+  }
   if (st.block_application && is_application(f.target)) {
     ++st.stats.blocked;
     auto text = "silo " + st.self_addr.to_string() + " is leaving; route elsewhere";
@@ -543,8 +557,10 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, link_actor 
             learn_leaving(self, r.silo, graceful);
           }
         }
-        if (snap.departed(r.silo))
+        if (snap.departed(r.silo)) {
           gone.insert(r.silo);
+          self->state.declared_departed.insert(r.silo);
+        }
       }
       for (const auto& kv : self->state.pending)
         if (snap.departed(kv.second.dst))

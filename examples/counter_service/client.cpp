@@ -1,7 +1,8 @@
 // counter-service-client: for DURATION_MS sends requests to `node/counter/{i % K}` through a
 // pure client over CAF io, W in flight at a time, each sent again while its failure is
 // resendable; then waits for the last answers and prints `sent S answered A nacked F
-// unanswered U`. Exit 0 only when every request was answered.
+// unanswered U`. Exit 0 only when every request was answered. Each failed request is written
+// to stderr as `request failed: key K sent_ms T0 ended_ms T1: {error}` (wall-clock ms).
 //   cafmesh-counter-client CONFIG.json DURATION_MS K W TIMEOUT_MS
 #include <chrono>
 #include <functional>
@@ -17,6 +18,11 @@ namespace {
 struct tally {
   int sent = 0, ended = 0, answered = 0, nacked = 0, unanswered = 0;
 };
+
+int64_t wall_ms() {
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
+}
 
 } // namespace
 
@@ -56,7 +62,9 @@ int main(int argc, char** argv) {
       }
     };
     *next = [=] {
-      auto target = address::from("node/counter/" + std::to_string(t->sent++ % keys));
+      auto key = t->sent++ % keys;
+      auto target = address::from("node/counter/" + std::to_string(key));
+      auto sent_ms = wall_ms();
       request(self, entry, target, "{}", timeout, request_options{true})
         .then(
           [=](const std::string&) {
@@ -66,7 +74,8 @@ int main(int argc, char** argv) {
           [=](caf::error& err) {
             auto e = delivery_error_of(err, self->system().render(err));
             ++(e.deadline ? t->unanswered : t->nacked);
-            std::cerr << "request failed: " << to_string(e) << "\n";
+            std::cerr << "request failed: key " << key << " sent_ms " << sent_ms
+                      << " ended_ms " << wall_ms() << ": " << to_string(e) << "\n";
             ended();
           });
     };

@@ -4,6 +4,7 @@
 // counter grain, and the hub that answers requests by asking it.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -18,10 +19,23 @@ using add_atom = caf::atom_constant<caf::atom("add")>;
 /// The counter grain: `(add_atom, n) -> total`. One activation per key holds its total.
 using counter = caf::typed_actor<caf::replies_to<add_atom, int64_t>::with<int64_t>>;
 
+/// Called after every completed turn of a counter activation with the grain's key and its
+/// new total; empty (the default) for none. Set once before the silo is built: the partition
+/// test's turn log (`cafmesh-counter-silo CONFIG.json TURN_LOG`) writes one line per turn.
+inline std::function<void(const std::string& key, int64_t total)>& turn_observer() {
+  static std::function<void(const std::string&, int64_t)> observer;
+  return observer;
+}
+
 /// One activation of `counter/{key}`.
-inline counter::behavior_type counter_grain(caf::event_based_actor*, const cafmesh::grain_id&) {
+inline counter::behavior_type counter_grain(caf::event_based_actor*, const cafmesh::grain_id& id) {
   auto total = std::make_shared<int64_t>(0);
-  return {[total](add_atom, int64_t n) { return *total += n; }};
+  return {[total, key = id.key](add_atom, int64_t n) {
+    *total += n;
+    if (auto& observe = turn_observer())
+      observe(key, *total);
+    return *total;
+  }};
 }
 
 /// The hub `node/counter/{key}`: every request adds 1 to the grain `counter/{key}` (through

@@ -1,15 +1,30 @@
 // counter-service-silo: one silo of the counter service over CAF io. Usage:
-//   cafmesh-counter-silo CONFIG.json
+//   cafmesh-counter-silo CONFIG.json [TURN_LOG]
 // Prints `ADDR {silo}` and `ACTIVE`, answers requests to `node/counter/{key}` from the counter
-// grain, stops gracefully on SIGTERM/SIGINT and prints `STOPPED` (exit 0).
+// grain, stops gracefully on SIGTERM/SIGINT and prints `STOPPED` (exit 0). With TURN_LOG, every
+// completed turn of a counter activation appends `{wall-clock ms} {key} {total}` to that file
+// (the partition test, tests/integration/partition_run.sh, reads it).
+#include <chrono>
+#include <fstream>
 #include <iostream>
+#include <mutex>
 
 #include "counter.hpp"
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: cafmesh-counter-silo CONFIG.json\n";
+  if (argc != 2 && argc != 3) {
+    std::cerr << "usage: cafmesh-counter-silo CONFIG.json [TURN_LOG]\n";
     return 2;
+  }
+  if (argc == 3) {
+    auto out = std::make_shared<std::ofstream>(argv[2], std::ios::app);
+    auto guard = std::make_shared<std::mutex>();
+    counter_service::turn_observer() = [out, guard](const std::string& key, int64_t total) {
+      auto now = std::chrono::system_clock::now().time_since_epoch();
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now).count();
+      std::lock_guard<std::mutex> lock{*guard};
+      *out << ms << ' ' << key << ' ' << total << std::endl;
+    };
   }
   caf::actor_system_config cfg;
   cafmesh::lifecycle::prepare(cfg);

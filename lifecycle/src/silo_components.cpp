@@ -89,9 +89,13 @@ void call(observer_ptr self, const Handle& to, int64_t timeout_ms,
 }
 
 /// `(lifecycle::host_actor)` once, then the agent's `(mb_declared_atom, version)`: the
-/// cluster declared this silo Dead while it runs; the host halts non-gracefully (a halt
-/// already under way is joined, its flag ignored).
-caf::behavior death_watch(caf::event_based_actor* self, silo_address me) {
+/// cluster declared this silo Dead while it runs; the message centre blocks application
+/// messages at once and the host halts non-gracefully (a halt already under way is joined,
+/// its flag ignored). Blocking first matters after a partition heals: the calls a peer sent
+/// before the cut can still arrive (TCP retransmits them) while the host's stop has not yet
+/// reached its own blocking stage, and a turn they started here would run beside the
+/// activation that replaced this one (SPEC C6; docs/behaviour/membership.md#dead-peers).
+caf::behavior death_watch(caf::event_based_actor* self, silo_address me, caf::actor centre) {
   auto host = std::make_shared<lifecycle::host_actor>();
   return {
     [=](const lifecycle::host_actor& h) { *host = h; },
@@ -100,6 +104,8 @@ caf::behavior death_watch(caf::event_based_actor* self, silo_address me) {
         .with_context(me.to_string())
         .warning("membership v" + std::to_string(version)
                  + " shows this silo Dead: stopping non-gracefully");
+      if (centre)
+        caf::anon_send(centre, mc_block_atom::value, true);
       if (*host)
         caf::anon_send(*host, lifecycle::host_halt_atom::value, false);
     },
@@ -489,7 +495,7 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   if (!opts.subscribe_quiescence)
     s.observers.push_back(s.quiescence);
 
-  s.death_watch = sys.spawn(death_watch, s.addr);
+  s.death_watch = sys.spawn(death_watch, s.addr, s.centre);
   caf::anon_send(s.agent, mb_declared_atom::value, s.death_watch);
 
   // -- host (docs/behaviour/lifecycle.md#the-host)

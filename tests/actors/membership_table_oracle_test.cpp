@@ -74,12 +74,22 @@ struct oracle_fixture : cafmesh::testing::fixture {
 class switchable_table final : public membership_table {
 public:
   bool reachable = true;
+  /// The next insert is applied but answers `unavailable`, as an etcd call that timed out
+  /// after etcd applied it.
+  bool lose_next_insert_answer = false;
 
   table_outcome read_all(table_snapshot& t) override {
     return reachable ? inner_.read_all(t) : gone();
   }
   table_outcome insert_row(const table_row& r, uint64_t v) override {
-    return reachable ? inner_.insert_row(r, v) : gone();
+    if (!reachable)
+      return gone();
+    auto res = inner_.insert_row(r, v);
+    if (res.ok() && lose_next_insert_answer) {
+      lose_next_insert_answer = false;
+      return gone();
+    }
+    return res;
   }
   table_outcome update_row(const table_row& r, uint64_t v) override {
     return reachable ? inner_.update_row(r, v) : gone();
@@ -183,6 +193,26 @@ TEST_CASE_FIXTURE(oracle_fixture, "table oracle: a restart supersedes its predec
   auto twice = ask<uint64_t>(*this, a, mb_dead_atom::value, other.silo);
   REQUIRE(run_until([&] { return twice->done; }));
   CHECK(twice->value == 8);
+}
+
+TEST_CASE_FIXTURE(oracle_fixture, "table oracle: a join whose insert was applied but whose answer was lost succeeds, not refused as already joined") {
+  // Seen in the partition test (S15.07) on a loaded machine: etcd applied the join's insert,
+  // the call timed out, and the retry found the row and refused the silo's own join.
+  auto lossy = std::make_shared<switchable_table>();
+  lossy->lose_next_insert_answer = true;
+  auto a = track(spawn_membership_table_oracle(sys, lossy, cfg));
+  auto j = ask<uint64_t>(*this, a, mb_join_atom::value, row_of(7001, 1));
+  REQUIRE(run_until([&] { return j->done; }));
+  REQUIRE(j->ok());
+  CHECK(j->value == 1);
+  table_snapshot t;
+  REQUIRE(lossy->read_all(t).ok());
+  REQUIRE(t.rows.size() == 1);
+  CHECK(t.rows[0].entry.status == silo_status::joining);
+  // Another join of the same generation is still refused.
+  auto again = ask<uint64_t>(*this, a, mb_join_atom::value, row_of(7001, 1));
+  REQUIRE(run_until([&] { return again->done; }));
+  CHECK(again->code() == mesh_errc::invalid_operation);
 }
 
 TEST_CASE_FIXTURE(oracle_fixture, "table oracle: a suspicion lasting the detection delay is a vote, the second of three silos' votes declares Dead, a clearing cancels") {

@@ -62,6 +62,38 @@ TEST_CASE("membership table: min(2, (active + 1) / 2) fresh votes declare a silo
   CHECK(votes_to_declare_dead(10) == 2);
 }
 
+TEST_CASE("membership table: a silo that is not Active casts no vote, and the votes of silos no longer Active do not count") {
+  // S15.07: silo C, cut off by a partition, suspected A and B; the others declared C Dead;
+  // when the partition healed C's vote against B was written and, with 2 Active silos
+  // left, declared the healthy B Dead on its own.
+  table_snapshot t;
+  t.version = 4;
+  for (uint16_t p : {1, 2, 3})
+    t.rows.push_back(make_table_row("h", p, 1, silo_status::active, 0));
+  silo_address a{"h", 1, 1}, b{"h", 2, 1}, c{"h", 3, 1};
+  t.rows[2].entry.status = silo_status::dead; // c, declared Dead
+  auto by_dead = vote_suspicion(t, b, c, 1000, 5000);
+  CHECK_FALSE(by_dead.voter_active);
+  CHECK_FALSE(by_dead.declare_dead);
+  CHECK(by_dead.row.entry.status == silo_status::active);
+  CHECK(by_dead.row.suspicions.empty());
+  auto by_stranger = vote_suspicion(t, b, silo_address{"h", 9, 1}, 1000, 5000);
+  CHECK_FALSE(by_stranger.voter_active);
+  CHECK_FALSE(by_stranger.declare_dead);
+  // c's vote was written while c was Active; once c is Dead it no longer counts (a fourth
+  // Active silo d makes 3 Active silos, so 2 votes are needed).
+  t.rows[1].suspicions = {{c, 900}};
+  t.rows.push_back(make_table_row("h", 4, 1, silo_status::active, 0)); // 3 Active: 2 votes
+  silo_address d{"h", 4, 1};
+  auto with_stale_voter = vote_suspicion(t, b, a, 1000, 5000);
+  CHECK(with_stale_voter.voter_active);
+  CHECK_FALSE(with_stale_voter.declare_dead); // c's vote is dropped: 1 of 2
+  CHECK(with_stale_voter.row.suspicions == std::vector<suspicion_vote>{{a, 1000}});
+  t.rows[1] = with_stale_voter.row;
+  auto second = vote_suspicion(t, b, d, 1100, 5000);
+  CHECK(second.declare_dead);
+}
+
 TEST_CASE("membership table: a vote drops stale votes, refreshes the voter's own and declares at the threshold") {
   table_snapshot t;
   t.version = 9;

@@ -144,6 +144,55 @@ TEST_CASE_FIXTURE(mc_fixture, "message_center: blocking refuses application comp
   CHECK_FALSE(is_application(component::membership));
 }
 
+TEST_CASE_FIXTURE(mc_fixture, "S15.07 message_center: an application call from a silo membership showed Dead is dropped unanswered when it arrives, system traffic passes") {
+  // A partition healed: a frame the cut silo sent before it was declared Dead arrives late
+  // (TCP retransmitted it); its grain call must not start a turn beside the activation that
+  // replaced the one it was meant for.
+  sim_world w{*this, fixed_latency(10)};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  auto e = spawn_echo();
+  w.reg(b, component::activation, e);
+  w.reg(b, component::directory, e);
+  auto p = spawn_probe();
+  run();
+  ask(p, w.centres[a], make_call(b, component::activation, echo_atom::value, 1), "app", 100);
+  ask(p, w.centres[a], make_call(b, component::directory, echo_atom::value, 2), "sys", 100);
+  run_for(1ms);
+  membership_snapshot dead; // b learns that a was declared Dead
+  dead.version = 1;
+  dead.rows = {membership_row{a, silo_status::dead, {}, false},
+               membership_row{b, silo_status::active, {}, false}};
+  caf::anon_send(w.centres[b], mb_snapshot_atom::value, dead);
+  REQUIRE(run_until([&] { return probe_of(p).answers.size() == 2; }));
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans.size() == 2);
+  CHECK(ans[0].tag == "sys"); // answered after two latencies
+  REQUIRE(ans[0].reply.match_elements<int>());
+  CHECK(ans[0].reply.get_as<int>(0) == 4);
+  CHECK(ans[1].tag == "app"); // never answered: its caller's own timeout ends it
+  CHECK(ans[1].t_ms >= 100);
+  CHECK(ans[1].error);
+  CHECK(logs.count("dropped request activation message from departed silo Sa:11111@1") == 1);
+}
+
+TEST_CASE_FIXTURE(mc_fixture, "S15.07 message_center: a call from a silo this centre knows departed only by a broken connection is still served") {
+  sim_world w{*this, fixed_latency(10)};
+  auto a = w.add_silo("a");
+  auto b = w.add_silo("b");
+  w.reg(b, component::activation, spawn_echo());
+  auto p = spawn_probe();
+  run();
+  ask(p, w.centres[a], make_call(b, component::activation, echo_atom::value, 1), "app", 100);
+  run_for(1ms);
+  caf::anon_send(w.centres[b], mc_gone_atom::value, a); // a link down, not a declaration
+  REQUIRE(run_until([&] { return probe_of(p).answers.size() == 1; }));
+  auto& ans = probe_of(p).answers;
+  REQUIRE(ans[0].reply.match_elements<int>());
+  CHECK(ans[0].reply.get_as<int>(0) == 2);
+  CHECK(logs.count("from departed silo") == 0);
+}
+
 TEST_CASE_FIXTURE(mc_fixture, "message_center: a pending call fails departed_silo when the peer's centre exits, later calls at once") {
   sim_world w{*this, fixed_latency(2)};
   auto a = w.add_silo("a");

@@ -648,3 +648,22 @@ TEST_CASE_FIXTURE(fixture, "silo: a running silo that membership declares Dead s
   CHECK(v->value.active_set() == std::vector<silo_address>{b});
   CHECK(w.first(b, "shows this silo Dead").index < 0);
 }
+
+TEST_CASE_FIXTURE(fixture, "S15.07 silo: a silo that membership declares Dead blocks application messages at once, before its stop deactivates its grains") {
+  // After a partition heals, the calls its peers sent before the cut can still arrive: the
+  // centre refuses them from the moment the silo learns that it is Dead, not only at the
+  // stop's blocking stage after GrainDeactivation.
+  silo_world w{*this};
+  auto& sa = w.add_silo("a");
+  auto a = sa.addr;
+  w.add_silo("b");
+  auto declared = testing::ask<uint64_t>(*this, w.oracle, mb_dead_atom::value, a);
+  REQUIRE(run_until([&] { return declared->done && w.first(a, ev::all_deactivated).index >= 0; },
+                    std::chrono::minutes(2)));
+  auto dead = w.first(a, "shows this silo Dead: stopping non-gracefully");
+  auto blocked = w.first(a, "leaving (not graceful)"); // the centre's notice when it blocks
+  REQUIRE(dead.index >= 0);
+  REQUIRE(blocked.index >= 0);
+  CHECK(blocked.t_ms == dead.t_ms);
+  CHECK(blocked.index < w.first(a, ev::all_deactivated).index);
+}

@@ -201,12 +201,19 @@ struct suspicion_decision {
   table_row row;
   /// True if the fresh votes, the new one included, reach `votes_to_declare_dead`.
   bool declare_dead = false;
+  /// False if the voter's own row is not Active in `table` (missing, Joining, leaving or
+  /// Dead): it casts no vote, the row is a copy and nothing is written.
+  bool voter_active = true;
 };
 
 /// Applies the vote of `voter` against `suspect` at `now_ms` to the table `table` read:
-/// votes older than `vote_expiry_ms` no longer count. `suspect` must have a row that is not
-/// Dead (otherwise the result's row is a copy and nothing is declared). The caller writes the
-/// result with `update_row(result.row, table.version)`.
+/// votes older than `vote_expiry_ms` no longer count, nor do votes of silos that are not
+/// Active in `table` (a silo cut off by a partition and declared Dead meanwhile would
+/// otherwise declare a healthy silo Dead with its vote once the partition heals: with 2
+/// Active silos left, one vote is enough). A voter that is not Active itself casts no vote.
+/// `suspect` must have a row that is not Dead (otherwise the result's row is a copy and
+/// nothing is declared). The caller writes the result with `update_row(result.row,
+/// table.version)`.
 suspicion_decision vote_suspicion(const table_snapshot& table, const silo_address& suspect,
                                   const silo_address& voter, int64_t now_ms,
                                   int64_t vote_expiry_ms);
