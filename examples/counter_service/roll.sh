@@ -5,18 +5,21 @@
 # and a client sending requests for DURATION_S seconds. While it sends, each silo in turn gets
 # SIGTERM (a graceful stop: it must exit 0 and print STOPPED) and is replaced by a new process
 # with a new generation. Passes when the client got an answer to every request it sent.
+# Any service whose silo and client take the same arguments rolls the same way (the orders
+# service does; CAFMESH_ROLL_NAME names it in the output).
 #
 #   roll.sh NODE_BIN SILO_BIN CLIENT_BIN [DURATION_S]
 set -u
+roll=${CAFMESH_ROLL_NAME:-counter}
 node_bin=$1
 silo_bin=$2
 client_bin=$3
 duration_s=${4:-12}
-dir=$(mktemp -d /tmp/cafmesh-counter-roll-XXXXXX)
+dir=$(mktemp -d /tmp/cafmesh-$roll-roll-XXXXXX)
 pids=()
 
 fail() {
-  echo "counter roll: FAIL: $*" >&2
+  echo "$roll roll: FAIL: $*" >&2
   for f in "$dir"/*.log; do
     echo "---- $f (last 10 lines)" >&2
     tail -n 10 "$f" >&2
@@ -78,7 +81,7 @@ for i in 0 1 2; do
   rc=$?
   [ $rc -eq 0 ] || fail "$name exited $rc after SIGTERM"
   grep -q '^STOPPED' "$dir/$name.log" || fail "$name did not print STOPPED"
-  echo "counter roll: $name stopped gracefully (exit 0)"
+  echo "$roll roll: $name stopped gracefully (exit 0)"
   start_silo "$name-gen2"
   silo_pids[$i]=$last_pid
   sleep 1
@@ -92,5 +95,5 @@ for p in "${silo_pids[@]}" "$table_pid"; do kill -TERM "$p" 2>/dev/null; done
 for p in "${silo_pids[@]}" "$table_pid"; do wait "$p" 2>/dev/null; done
 [ $client_rc -eq 0 ] || fail "the client did not get an answer to every request (exit $client_rc)"
 grep -q ' unanswered 0$' "$dir/client.log" || fail "requests unanswered"
-echo "counter roll: PASS"
+echo "$roll roll: PASS"
 rm -rf "$dir"

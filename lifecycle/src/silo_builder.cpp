@@ -47,7 +47,10 @@ silo_builder& silo_builder::config_file(std::string path) {
 }
 
 silo_builder& silo_builder::grains(std::function<bool(grain_registry&)> add) {
-  grain_types_.push_back(std::move(add));
+  grain_types_.push_back(
+    [add = std::move(add)](grain_registry& reg, const detail::placement_slot_ptr&) {
+      return add(reg);
+    });
   return *this;
 }
 
@@ -56,7 +59,22 @@ silo_builder& silo_builder::hub(std::string pattern, routing::hub_handler handle
 }
 
 silo_builder& silo_builder::hub(std::string pattern, routing::async_hub_handler handler) {
-  hubs_.emplace_back(std::move(pattern), std::move(handler));
+  hubs_.emplace_back(std::move(pattern),
+                     [handler = std::move(handler)](const detail::placement_slot_ptr&) {
+                       return handler;
+                     });
+  return *this;
+}
+
+silo_builder& silo_builder::hub(std::string pattern, grain_hub_handler handler) {
+  hubs_.emplace_back(std::move(pattern), [handler = std::move(handler)](
+                                           const detail::placement_slot_ptr& slot) {
+    return routing::async_hub_handler{
+      [handler, slot](caf::event_based_actor* self, const routing::envelope& d,
+                      routing::hub_responder r) {
+        handler(self, d, std::move(r), grain_factory{slot->get()});
+      }};
+  });
   return *this;
 }
 
@@ -127,7 +145,12 @@ caf::expected<silo> silo_builder::build() {
     for (auto& a : helpers)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   };
-  if (auto err = hosting::add_hubs(table, hubs_)) {
+  // The grain factories of its grains and hubs: bound to its placement service once spawned.
+  auto slot = std::make_shared<detail::placement_slot>();
+  std::vector<std::pair<std::string, routing::async_hub_handler>> hubs;
+  for (auto& [pattern, make] : hubs_)
+    hubs.emplace_back(pattern, make(slot));
+  if (auto err = hosting::add_hubs(table, hubs)) {
     exit_helpers();
     return err;
   }
@@ -141,9 +164,9 @@ caf::expected<silo> silo_builder::build() {
   so.hubs = caf::actor_cast<routing::hub_factory_actor>(table);
   so.hubs_is_table = true;
   so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
-  so.grains = [types = grain_types_](grain_registry& reg) {
+  so.grains = [types = grain_types_, slot](grain_registry& reg) {
     for (auto& add : types)
-      add(reg);
+      add(reg, slot);
   };
   if (admin->probe) {
     so.stopping_recipients.push_back(admin->probe);
@@ -192,6 +215,7 @@ caf::expected<silo> silo_builder::build() {
   st->host = c.host;
   st->routing = c.routing;
   st->placement = c.placement;
+  slot->set(c.placement);
   st->hub_table = table;
   caf::anon_send(table, routing::ht_routing_atom::value, c.routing,
                  caf::actor_cast<caf::actor>(c.claimer));

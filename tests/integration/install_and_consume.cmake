@@ -147,6 +147,14 @@ run_step("configuring examples/counter_service" counter_configure_log
   -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
 run_step("building examples/counter_service" counter_build_log
   "${CMAKE_COMMAND}" --build "${counter_build}" --config Release)
+# examples/orders too (a grain calling a grain through its grain_context; its roll runs in-tree).
+set(orders_build "${WORK_DIR}/orders-build")
+run_step("configuring examples/orders" orders_configure_log
+  "${CMAKE_COMMAND}" -S "${HELLO_SOURCE_DIR}/../orders" -B "${orders_build}"
+  -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" ${consumer_args}
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+run_step("building examples/orders" orders_build_log
+  "${CMAKE_COMMAND}" --build "${orders_build}" --config Release)
 # The installed package asks for what it uses: no CAF openssl component before TLS exists.
 file(READ "${pkg_dir}/cafmeshConfig.cmake" pkg_config_text)
 if(pkg_config_text MATCHES "openssl")

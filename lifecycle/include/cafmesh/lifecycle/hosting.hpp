@@ -2,12 +2,14 @@
 
 /// @file
 /// Everything an application needs to embed cafmesh (docs/hosting.md): the three builders,
-/// typed grains and references, application hubs, `send` / `request` and their
-/// `delivery_error`, and `prepare` for the actor system's configuration.
+/// typed grains and references, grains that call grains (`grain_context`, `grain_factory`),
+/// application hubs, `send` / `request` and their `delivery_error`, and `prepare` for the
+/// actor system's configuration.
 
 #include <caf/fwd.hpp>
 
 #include "cafmesh/lifecycle/client_builder.hpp"
+#include "cafmesh/lifecycle/grain_context.hpp"
 #include "cafmesh/lifecycle/grain_ref.hpp"
 #include "cafmesh/lifecycle/in_process_cluster.hpp"
 #include "cafmesh/lifecycle/mesh_process.hpp"

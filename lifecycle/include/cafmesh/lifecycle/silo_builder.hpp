@@ -4,6 +4,8 @@
 /// Building a silo (docs/hosting.md): `silo_builder{sys}` with the configuration, the
 /// application's grain types and hubs, then `build()`; the `silo` it answers is a
 /// `mesh_process` (start, stop, hubs, entry) that also reaches its grains (`grain<I>(key)`).
+/// A grain factory may take a `grain_context` (grain_context.hpp) to call other grains, and a
+/// hub handler a `grain_factory`: both are bound to the silo's placement service at `build()`.
 ///
 /// ```
 /// auto silo = cafmesh::lifecycle::silo_builder{sys}.grain<greeter>("greeter", make).build();
@@ -32,6 +34,7 @@
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/actors/net_process.hpp"
 #include "cafmesh/config/mesh_config.hpp"
+#include "cafmesh/lifecycle/grain_context.hpp"
 #include "cafmesh/lifecycle/grain_ref.hpp"
 #include "cafmesh/lifecycle/in_process_cluster.hpp"
 #include "cafmesh/lifecycle/mesh_process.hpp"
@@ -39,6 +42,11 @@
 #include "cafmesh/lifecycle/typed_grain.hpp"
 
 namespace cafmesh::lifecycle {
+
+/// An asynchronous hub handler (application_hub.hpp) that also gets the silo's grain factory.
+using grain_hub_handler
+  = std::function<void(caf::event_based_actor* self, const routing::envelope& d,
+                       routing::hub_responder r, const grain_factory& grains)>;
 
 /// A silo an application embeds.
 class silo : public mesh_process {
@@ -50,6 +58,8 @@ public:
   grain_ref<Interface> grain(const std::string& type, const std::string& key) const {
     return grain_ref<Interface>{placement(), grain_id{type, key}};
   }
+  /// The silo's grain factory (grain_context.hpp): references called through its placement.
+  grain_factory grains() const { return grain_factory{placement()}; }
   /// The placement service (docs/behaviour/directory-and-placement.md#placement) grain calls
   /// go through.
   const caf::actor& placement() const;
@@ -73,12 +83,17 @@ public:
   silo_builder& config(config::mesh_config cfg);
   /// Reads the configuration from a JSON file at `build()`.
   silo_builder& config_file(std::string path);
-  /// Registers a typed grain type (typed_grain.hpp).
+  /// Registers a typed grain type (typed_grain.hpp). `factory(self, id)` answers an
+  /// `Interface::behavior_type`; so does `factory(self, ctx)` taking a `grain_context`, whose
+  /// `grain<I>(type, key)` calls other grains through this silo (grain_context.hpp).
   template <class Interface, class Factory>
   silo_builder& grain(std::string type, Factory factory, grain_options opts = {}) {
     grain_types_.push_back([type = std::move(type), factory = std::move(factory),
-                            opts = std::move(opts)](grain_registry& reg) mutable {
-      return add_typed_grain<Interface>(reg, type, factory, opts);
+                            opts = std::move(opts)](grain_registry& reg,
+                                                    const detail::placement_slot_ptr& slot) {
+      return add_typed_grain<Interface>(reg, type,
+                                        detail::with_grain_context<Interface>(factory, slot),
+                                        opts);
     });
     return *this;
   }
@@ -88,6 +103,9 @@ public:
   /// asynchronous one ending each delivery through its responder.
   silo_builder& hub(std::string pattern, routing::hub_handler handler);
   silo_builder& hub(std::string pattern, routing::async_hub_handler handler);
+  /// An asynchronous hub whose handler also gets the silo's `grain_factory` (grain_context.hpp)
+  /// to call grains.
+  silo_builder& hub(std::string pattern, grain_hub_handler handler);
   /// The silo's path resolver (docs/architecture.md#one-silo); default: `spawn_node_path_resolver`.
   silo_builder& path_resolver(caf::actor resolver);
   /// Runs the silo on `cluster` (shared with other silos and clients in this system).
@@ -120,8 +138,12 @@ private:
   caf::actor_system& sys_;
   config::mesh_config cfg_;
   std::string config_path_;
-  std::vector<std::function<bool(grain_registry&)>> grain_types_;
-  std::vector<std::pair<std::string, routing::async_hub_handler>> hubs_;
+  std::vector<std::function<bool(grain_registry&, const detail::placement_slot_ptr&)>>
+    grain_types_;
+  /// Each hub's handler, made at `build()` for the silo's placement service.
+  std::vector<std::pair<std::string,
+                        std::function<routing::async_hub_handler(const detail::placement_slot_ptr&)>>>
+    hubs_;
   caf::actor resolver_;
   in_process_cluster_ptr cluster_;
   bool network_ = false;
