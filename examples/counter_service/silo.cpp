@@ -1,7 +1,9 @@
 // counter-service-silo: one silo of the counter service over CAF io. Usage:
 //   cafmesh-counter-silo CONFIG.json
 // Prints `ADDR {silo}` and `ACTIVE`, answers requests to `node/counter/{key}` from the counter
-// grain, stops gracefully on SIGTERM/SIGINT and prints `STOPPED` (exit 0).
+// grain, stops gracefully on SIGTERM/SIGINT and prints `STOPPED` (exit 0). A start that fails
+// (e.g. its membership table not reached within `membership.max_join_time_ms`) prints
+// `cafmesh-counter-silo: start failed: {cause}` and exits 1.
 #include <iostream>
 
 #include "counter.hpp"
@@ -17,14 +19,19 @@ int main(int argc, char** argv) {
   cafmesh::lifecycle::silo_builder builder{sys};
   auto silo = counter_service::with_counter(builder.config_file(argv[1]).network()).build();
   if (!silo) {
-    std::cerr << sys.render(silo.error()) << "\n";
+    std::cerr << "cafmesh-counter-silo: silo not built: "
+              << cafmesh::to_fault(silo.error()).render() << "\n";
     return 1;
   }
   silo->register_hub("node/counter/*", counter_service::counter_hub(silo->placement()));
   std::cout << "ADDR " << silo->address().to_string() << std::endl;
   silo->stop_on_signals();
   if (auto err = silo->when_active()) {
-    std::cerr << sys.render(err) << "\n";
+    // E.g. the join bound: "membership: could not reach the membership table at
+    // 127.0.0.1:4100 for 60,000 ms (membership.max_join_time_ms); ..."
+    std::cerr << "cafmesh-counter-silo: start failed: " << cafmesh::to_fault(err).render()
+              << "\n";
+    silo->stop(false);
     return 1;
   }
   std::cout << "ACTIVE" << std::endl;
