@@ -337,6 +337,9 @@ struct agent_state {
   };
   std::map<uint64_t, bounded_op> ops;
   uint64_t next_op = 0;
+  /// A bounded join gave up and none succeeded: this silo has no row to publish a status
+  /// in, so a status it publishes (the Dead of its stop) is answered at once.
+  caf::error join_gave_up;
   log::logger log;
   static const char* name;
 };
@@ -529,6 +532,10 @@ void give_up(agent_actor* self, uint64_t id) {
   if (op.last)
     f.causes.push_back(to_fault(op.last));
   st.log.error(f.text);
+  if (op.row && !st.own_row)
+    st.join_gave_up = to_error(fault{mesh_errc::departed_silo,
+                                     "this silo never joined: " + f.text
+                                       + "; no row to publish a status in"});
   op.rp.deliver(to_error(f));
 }
 
@@ -697,6 +704,13 @@ membership_agent(agent_actor* self, silo_address self_addr, membership_oracle_ac
     [=](mb_status_atom, silo_status to) -> caf::typed_response_promise<uint64_t> {
       auto& st = self->state;
       auto rp = self->make_response_promise<uint64_t>();
+      if (st.join_gave_up && !st.own_row) {
+        // Its join gave up (docs/behaviour/membership.md#a-join-that-cannot-reach-the-table):
+        // the table has no row of this silo, and waiting for it again would only hold the
+        // stop of a start that failed.
+        rp.deliver(st.join_gave_up);
+        return rp;
+      }
       if (is_terminating(to))
         st.leaving = true;
       if (to == silo_status::shutting_down || to == silo_status::stopping) {

@@ -96,6 +96,13 @@ TEST_CASE("C5 a join that cannot reach its membership table gives up after membe
            "and network.primary_port, or raise the bound");
   CHECK(started->done);
   CHECK(fx.logs.count("could not reach the membership table at 127.0.0.1:4100") >= 1);
+  // The host stops the silo after the failed start; its Dead is not waited for (the table has
+  // no row of it): the stop's membership step ends at once, not after a membership bound.
+  auto failed_at = active->t_ms;
+  REQUIRE(fx.run_until(
+    [&] { return fx.logs.count("membership: Dead not published: this silo never joined") == 1; },
+    std::chrono::minutes(2)));
+  CHECK(fx.now_ms() - failed_at < 1000);
 }
 
 TEST_CASE("C5 a join whose table refuses as unreachable is sent again every 1,000 ms and gives up at the configured 2,500 ms with the last refusal as its cause") {
