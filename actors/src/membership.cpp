@@ -326,6 +326,20 @@ struct agent_state {
   bool rejoining = false;     ///< a re-registration awaits its answer
   bool rejoin_timer = false;  ///< an `mb_rejoin_atom` retry is scheduled
   uint64_t resets = 0;
+  // -- bounded joins (docs/behaviour/membership.md#a-join-that-cannot-reach-the-table)
+  membership_join_bound join;
+  /// A join (`row` set) or reach (`row` empty) that has not reached the table yet.
+  struct bounded_op {
+    caf::typed_response_promise<uint64_t> rp;
+    caf::optional<membership_row> row;
+    caf::actor_clock::time_point deadline; ///< unused without a bound
+    caf::error last;                       ///< the last refusal as unreachable, if any
+  };
+  std::map<uint64_t, bounded_op> ops;
+  uint64_t next_op = 0;
+  /// A bounded join gave up and none succeeded: this silo has no row to publish a status
+  /// in, so a status it publishes (the Dead of its stop) is answered at once.
+  caf::error join_gave_up;
   log::logger log;
   static const char* name;
 };
@@ -334,7 +348,8 @@ const char* agent_state::name = "cafmesh.membership_agent";
 
 /// The agent's full interface: the protocol and its own timers.
 using agent_impl = membership_agent_actor::extend<caf::reacts_to<mb_carry_atom, uint64_t>,
-                                                  caf::reacts_to<mb_rejoin_atom>>;
+                                                  caf::reacts_to<mb_rejoin_atom>,
+                                                  caf::reacts_to<mb_retry_atom, uint64_t>>;
 
 using agent_actor = agent_impl::stateful_base<agent_state>;
 
@@ -491,13 +506,132 @@ void apply(agent_actor* self, membership_snapshot snap) {
   rebuild(self);
 }
 
+// -- bounded joins ----------------------------------------------------------------------
+
+bool bounded(const agent_state& st) {
+  return st.join.bound > caf::timespan{0};
+}
+
+/// True for what the oracle relay and the table oracle answer while their table is out of
+/// reach: try again.
+bool unreachable(const caf::error& e) {
+  return to_fault(e).code == mesh_errc::departed_silo;
+}
+
+void attempt(agent_actor* self, uint64_t id);
+
+/// The bound passed: the join or reach `id` fails with `join_bound_text`.
+void give_up(agent_actor* self, uint64_t id) {
+  auto& st = self->state;
+  auto i = st.ops.find(id);
+  if (i == st.ops.end())
+    return;
+  auto op = std::move(i->second);
+  st.ops.erase(i);
+  fault f{mesh_errc::departed_silo, join_bound_text(st.join)};
+  if (op.last)
+    f.causes.push_back(to_fault(op.last));
+  st.log.error(f.text);
+  if (op.row && !st.own_row)
+    st.join_gave_up = to_error(fault{mesh_errc::departed_silo,
+                                     "this silo never joined: " + f.text
+                                       + "; no row to publish a status in"});
+  op.rp.deliver(to_error(f));
+}
+
+/// The oracle answered `id` with `e`: a refusal as unreachable is tried again after
+/// `join.retry` (at most until the deadline), a timeout is the bound, anything else fails it.
+void attempt_failed(agent_actor* self, uint64_t id, caf::error e) {
+  auto& st = self->state;
+  auto i = st.ops.find(id);
+  if (i == st.ops.end())
+    return;
+  if (e == caf::sec::request_timeout && bounded(st)) {
+    give_up(self, id);
+    return;
+  }
+  if (!unreachable(e)) {
+    auto rp = i->second.rp;
+    st.ops.erase(i);
+    rp.deliver(std::move(e));
+    return;
+  }
+  auto wait = st.join.retry;
+  if (bounded(st)) {
+    auto left = i->second.deadline - self->clock().now();
+    if (left <= caf::timespan{0}) {
+      i->second.last = std::move(e);
+      give_up(self, id);
+      return;
+    }
+    wait = std::min<caf::timespan>(wait, left);
+  }
+  st.log.warning("membership table " + st.join.table + " not reached: " + to_fault(e).text
+                 + "; trying again in "
+                 + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait)
+                                    .count())
+                 + " ms");
+  i->second.last = std::move(e);
+  self->delayed_send(self, wait, mb_retry_atom::value, id);
+}
+
+/// One attempt of the join or reach `id`: its request is bounded by what is left of the bound.
+void attempt(agent_actor* self, uint64_t id) {
+  auto& st = self->state;
+  auto i = st.ops.find(id);
+  if (i == st.ops.end())
+    return;
+  caf::duration timeout = caf::infinite;
+  if (bounded(st)) {
+    auto left = i->second.deadline - self->clock().now();
+    if (left <= caf::timespan{0}) {
+      give_up(self, id);
+      return;
+    }
+    timeout = caf::duration{left};
+  }
+  auto failed = [=](caf::error& e) { attempt_failed(self, id, std::move(e)); };
+  auto done = [=](uint64_t v) {
+    auto& st = self->state;
+    auto j = st.ops.find(id);
+    if (j == st.ops.end())
+      return;
+    auto op = std::move(j->second);
+    st.ops.erase(j);
+    if (op.row)
+      st.own_row = *op.row;
+    op.rp.deliver(v);
+  };
+  if (i->second.row)
+    self->request(st.oracle, timeout, mb_join_atom::value, *i->second.row).then(done, failed);
+  else
+    self->request(st.oracle, timeout, mb_get_atom::value)
+      .then([=](const membership_snapshot& snap) { done(snap.version); }, failed);
+}
+
+/// Starts a bounded join (`row`) or reach (no row).
+caf::typed_response_promise<uint64_t> start_bounded(agent_actor* self,
+                                                    caf::optional<membership_row> row) {
+  auto& st = self->state;
+  auto id = ++st.next_op;
+  auto& op = st.ops[id];
+  op.rp = self->make_response_promise<uint64_t>();
+  op.row = std::move(row);
+  if (bounded(st))
+    op.deadline = self->clock().now() + st.join.bound;
+  auto rp = op.rp;
+  attempt(self, id);
+  return rp;
+}
+
 agent_impl::behavior_type
 membership_agent(agent_actor* self, silo_address self_addr, membership_oracle_actor oracle,
-                 caf::timespan carry_bound) {
+                 caf::timespan carry_bound, membership_join_bound join) {
   auto& st = self->state;
   st.self_addr = self_addr;
   st.oracle = oracle;
   st.carry_bound = carry_bound;
+  st.join = std::move(join);
   st.log = log::get("membership").with_context(self_addr.to_string());
   self->send(oracle, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(self));
   self->set_down_handler([=](caf::down_msg& dm) {
@@ -556,24 +690,27 @@ membership_agent(agent_actor* self, silo_address self_addr, membership_oracle_ac
     },
     [=](mb_join_atom, std::vector<grain_type_info>& manifest,
         bool gateway) -> caf::typed_response_promise<uint64_t> {
-      auto rp = self->make_response_promise<uint64_t>();
       membership_row row;
       row.silo = self->state.self_addr;
       row.status = silo_status::joining;
       row.manifest = std::move(manifest);
       row.gateway = gateway;
-      self->request(self->state.oracle, caf::infinite, mb_join_atom::value, row)
-        .then(
-          [=](uint64_t v) mutable {
-            self->state.own_row = row;
-            rp.deliver(v);
-          },
-          [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
-      return rp;
+      return start_bounded(self, std::move(row));
     },
+    [=](mb_reach_atom) -> caf::typed_response_promise<uint64_t> {
+      return start_bounded(self, caf::none);
+    },
+    [=](mb_retry_atom, uint64_t id) { attempt(self, id); },
     [=](mb_status_atom, silo_status to) -> caf::typed_response_promise<uint64_t> {
       auto& st = self->state;
       auto rp = self->make_response_promise<uint64_t>();
+      if (st.join_gave_up && !st.own_row) {
+        // Its join gave up (docs/behaviour/membership.md#a-join-that-cannot-reach-the-table):
+        // the table has no row of this silo, and waiting for it again would only hold the
+        // stop of a start that failed.
+        rp.deliver(st.join_gave_up);
+        return rp;
+      }
       if (is_terminating(to))
         st.leaving = true;
       if (to == silo_status::shutting_down || to == silo_status::stopping) {
@@ -612,12 +749,26 @@ membership_oracle_actor spawn_membership_oracle(caf::actor_system& sys,
   return sys.spawn(membership_oracle, cfg, net);
 }
 
+std::string join_bound_text(const membership_join_bound& b) {
+  auto ms = std::to_string(
+    std::chrono::duration_cast<std::chrono::milliseconds>(b.bound).count());
+  std::string grouped;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    if (i > 0 && (ms.size() - i) % 3 == 0)
+      grouped += ',';
+    grouped += ms[i];
+  }
+  return "membership: could not reach the membership table " + b.table + " for " + grouped
+         + " ms (membership.max_join_time_ms); " + b.remedy;
+}
+
 membership_agent_actor spawn_membership_agent(caf::actor_system& sys,
                                               const silo_address& self_addr,
                                               const membership_oracle_actor& oracle,
-                                              caf::timespan carry_bound) {
+                                              caf::timespan carry_bound,
+                                              membership_join_bound join) {
   return caf::actor_cast<membership_agent_actor>(
-    sys.spawn(membership_agent, self_addr, oracle, carry_bound));
+    sys.spawn(membership_agent, self_addr, oracle, carry_bound, std::move(join)));
 }
 
 } // namespace cafmesh

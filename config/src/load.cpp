@@ -280,7 +280,8 @@ schema make_schema() {
                  const auto& x = v.get_ref<const std::string&>();
                  return !x.empty() && x.front() == '/' && x.back() == '/';
                }))
-    .key("etcd_request_timeout_ms", &membership_section::etcd_request_timeout_ms, integer(1));
+    .key("etcd_request_timeout_ms", &membership_section::etcd_request_timeout_ms, integer(1))
+    .key("max_join_time_ms", &membership_section::max_join_time_ms, integer(0));
   s.relations.push_back([](const mesh_config& c, error_list& errs) {
     if (c.membership.provider == "etcd" && c.membership.etcd_endpoints.empty())
       refuse(errs, "/membership/etcd_endpoints",

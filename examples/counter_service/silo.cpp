@@ -1,9 +1,11 @@
 // counter-service-silo: one silo of the counter service over CAF io. Usage:
 //   cafmesh-counter-silo CONFIG.json [TURN_LOG]
 // Prints `ADDR {silo}` and `ACTIVE`, answers requests to `node/counter/{key}` from the counter
-// grain, stops gracefully on SIGTERM/SIGINT and prints `STOPPED` (exit 0). With TURN_LOG, every
-// completed turn of a counter activation appends `{wall-clock ms} {key} {total}` to that file
-// (the partition test, tests/integration/partition_run.sh, reads it).
+// grain, stops gracefully on SIGTERM/SIGINT and prints `STOPPED` (exit 0). A start that fails
+// (e.g. its membership table not reached within `membership.max_join_time_ms`) prints
+// `cafmesh-counter-silo: start failed: {cause}` and exits 1. With TURN_LOG, every completed
+// turn of a counter activation appends `{wall-clock ms} {key} {total}` to that file (the
+// partition test, tests/integration/partition_run.sh, reads it).
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -32,14 +34,19 @@ int main(int argc, char** argv) {
   cafmesh::lifecycle::silo_builder builder{sys};
   auto silo = counter_service::with_counter(builder.config_file(argv[1]).network()).build();
   if (!silo) {
-    std::cerr << sys.render(silo.error()) << "\n";
+    std::cerr << "cafmesh-counter-silo: silo not built: "
+              << cafmesh::to_fault(silo.error()).render() << "\n";
     return 1;
   }
   silo->register_hub("node/counter/*", counter_service::counter_hub(silo->placement()));
   std::cout << "ADDR " << silo->address().to_string() << std::endl;
   silo->stop_on_signals();
   if (auto err = silo->when_active()) {
-    std::cerr << sys.render(err) << "\n";
+    // E.g. the join bound: "membership: could not reach the membership table at
+    // 127.0.0.1:4100 for 60,000 ms (membership.max_join_time_ms); ..."
+    std::cerr << "cafmesh-counter-silo: start failed: " << cafmesh::to_fault(err).render()
+              << "\n";
+    silo->stop(false);
     return 1;
   }
   std::cout << "ACTIVE" << std::endl;

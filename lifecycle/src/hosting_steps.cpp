@@ -28,6 +28,29 @@ caf::expected<config::mesh_config> checked_config(const config::mesh_config& cfg
   return std::move(loaded.value);
 }
 
+membership_join_bound join_bound_of(const config::mesh_config& cfg) {
+  membership_join_bound b;
+  b.bound = std::chrono::milliseconds(cfg.membership.max_join_time_ms);
+  if (cfg.membership.provider == "etcd") {
+    std::string endpoints;
+    for (const auto& e : cfg.membership.etcd_endpoints)
+      endpoints += (endpoints.empty() ? "" : ", ") + e;
+    b.table = "on etcd at " + endpoints;
+    b.remedy = "is etcd running and reachable from this host? start it, check "
+               "membership.etcd_endpoints, or raise the bound";
+  } else if (cfg.network.primary_port != 0) {
+    b.table = "at " + cfg.network.primary_host + ":" + std::to_string(cfg.network.primary_port);
+    b.remedy = "is the primary process (the one that hosts the development table) running "
+               "there? start it first, check network.primary_host and "
+               "network.primary_port, or raise the bound";
+  } else {
+    b.table = "in this process (the development table)";
+    b.remedy = "this process hosts the table itself, so its actor system is overloaded or "
+               "stopping; raise the bound or restart it";
+  }
+  return b;
+}
+
 void apply_embedded_defaults(config::mesh_config& cfg, std::optional<log::level> explicit_level,
                              bool config_given) {
   if (!config_given)

@@ -16,6 +16,7 @@
 
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/observer.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/routing/application_hub.hpp"
@@ -42,6 +43,12 @@ void apply_embedded_defaults(config::mesh_config& cfg, std::optional<log::level>
 /// (pattern, handler) to the hub table `table`. Does not block.
 caf::error add_hubs(const routing::hub_table_actor& table,
                     const std::vector<std::pair<std::string, routing::async_hub_handler>>& hubs);
+
+/// The bound of the process's membership join (docs/behaviour/membership.md#a-join-that-cannot-reach-the-table):
+/// `membership.max_join_time_ms` (0: no bound), the table it looks for (the etcd endpoints
+/// with provider `etcd`, else `network.primary_host`:`network.primary_port`, or this process
+/// when it is the primary) and what to do when it is not reached.
+membership_join_bound join_bound_of(const config::mesh_config& cfg);
 
 /// The wall-clock ms since the epoch: a network process's generation
 /// (docs/behaviour/envelope.md#silo-addresses-and-activations).

@@ -107,14 +107,32 @@ caf::error mesh_process::when_active() {
   caf::error out;
   self->request(st_->host, caf::infinite, host_active_atom::value)
     .receive([](caf::ok_atom) {}, [&](caf::error& e) { out = std::move(e); });
-  if (out || !st_->await_gateway || !st_->client_components.agent)
+  if (out || !st_->client_components.agent)
     return out;
-  // A pure client is active once its membership shows a gateway silo to send through, and
-  // never once its host began to stop (a client whose primary never answered, stopped).
+  // A pure client's join: its membership table answers a read within
+  // `membership.max_join_time_ms` (docs/behaviour/membership.md#a-join-that-cannot-reach-the-table;
+  // the agent bounds it). Then, with `await_gateway`, it is active once its membership shows
+  // a gateway silo to send through; never once its host began to stop (a client whose
+  // primary never answered, stopped).
   auto agent = st_->client_components.agent;
   auto waiting = caf::actor_cast<caf::actor>(self);
-  auto watcher = st_->sys->spawn([agent, waiting](caf::event_based_actor* w) -> caf::behavior {
-    w->send(agent, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(w));
+  bool await_gateway = st_->await_gateway;
+  auto watcher = st_->sys->spawn([agent, waiting,
+                                  await_gateway](caf::event_based_actor* w) -> caf::behavior {
+    w->request(agent, caf::infinite, mb_reach_atom::value)
+      .then(
+        [=](uint64_t) {
+          if (!await_gateway) {
+            w->send(waiting, caf::ok_atom::value);
+            w->quit();
+            return;
+          }
+          w->send(agent, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(w));
+        },
+        [=](caf::error& e) {
+          w->send(waiting, mb_reach_atom::value, std::move(e));
+          w->quit();
+        });
     return {
       [=](mb_snapshot_atom, const membership_snapshot& s) {
         if (s.gateways().empty())
@@ -126,6 +144,10 @@ caf::error mesh_process::when_active() {
   });
   for (bool done = false; !done;) {
     self->receive([&](caf::ok_atom) { done = true; },
+                  [&](mb_reach_atom, caf::error& e) {
+                    out = std::move(e);
+                    done = true;
+                  },
                   caf::after(std::chrono::milliseconds(200)) >> [&] {
                     auto phase = host_phase::running;
                     self->request(st_->host, std::chrono::seconds(5), host_state_atom::value)
@@ -135,7 +157,8 @@ caf::error mesh_process::when_active() {
                       return;
                     out = to_error(fault{mesh_errc::lifecycle_cancelled,
                                          "the client stopped before its membership showed a "
-                                         "gateway silo"});
+                                         "gateway silo: no silo of its cluster was Active; "
+                                         "start a silo_host first"});
                     done = true;
                   });
   }

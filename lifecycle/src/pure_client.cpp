@@ -8,6 +8,7 @@
 #include "cafmesh/actors/membership.hpp"
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/routing/routing_service.hpp"
+#include "hosting_steps.hpp"
 
 namespace cafmesh::lifecycle {
 
@@ -24,7 +25,8 @@ pure_client spawn_pure_client(caf::actor_system& sys, pure_client_options opts) 
   pure_client c;
   c.addr = opts.self;
   c.centre = opts.centre ? opts.centre : spawn_message_center(sys, opts.self, opts.link);
-  c.agent = spawn_membership_agent(sys, opts.self, opts.oracle);
+  c.agent = spawn_membership_agent(sys, opts.self, opts.oracle, default_carry_bound,
+                                   hosting::join_bound_of(opts.cfg));
   caf::anon_send(c.agent, mb_subscribe_atom::value, c.centre);
   c.streams = spawn_stream_transport(
     sys, {opts.self, c.centre, opts.cfg.routing.stream_transport_timeout_ms, {}});

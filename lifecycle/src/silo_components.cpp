@@ -33,6 +33,7 @@
 #include "cafmesh/routing/application_hub.hpp"
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/router_core.hpp"
+#include "hosting_steps.hpp"
 #include "cafmesh/routing/routing_service.hpp"
 
 namespace cafmesh::lifecycle {
@@ -159,7 +160,8 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   if (opts.grains)
     opts.grains(*s.registry);
   s.centre = opts.centre ? opts.centre : spawn_message_center(sys, s.addr, opts.link);
-  s.agent = spawn_membership_agent(sys, s.addr, opts.oracle);
+  s.agent = spawn_membership_agent(sys, s.addr, opts.oracle, default_carry_bound,
+                                   hosting::join_bound_of(cfg));
   caf::anon_send(s.agent, mb_subscribe_atom::value, s.centre);
   s.partition = spawn_directory_partition(sys, s.addr, s.centre, s.agent);
   s.placement = spawn_placement_service(sys, make_placement_config(cfg, s.addr), s.registry,
@@ -368,7 +370,7 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
       auto join = [=](std::vector<grain_type_info> manifest) mutable {
         call(self, agent, 0, [=](caf::error e) mutable {
           if (e) {
-            lg->error("membership: joining failed: " + to_fault(e).text);
+            lg->error("joining the cluster failed: " + to_fault(e).render());
             rp.deliver(std::move(e));
             return;
           }

@@ -51,6 +51,7 @@ const std::vector<field> fields{
   CAFMESH_FIELD(membership, etcd_endpoints, json::array()),
   CAFMESH_FIELD(membership, etcd_prefix, "/cafmesh/default/"),
   CAFMESH_FIELD(membership, etcd_request_timeout_ms, 2000),
+  CAFMESH_FIELD(membership, max_join_time_ms, 60000),
   CAFMESH_FIELD(directory, lookup_attempt_timeout_ms, 5000),
   CAFMESH_FIELD(directory, stateless_worker_bypass, true),
   CAFMESH_FIELD(placement, timeout_ms, 30000),
@@ -166,7 +167,8 @@ const char* default_text = R"({
     "provider": "oracle",
     "etcd_endpoints": [],
     "etcd_prefix": "/cafmesh/default/",
-    "etcd_request_timeout_ms": 2000
+    "etcd_request_timeout_ms": 2000,
+    "max_join_time_ms": 60000
   },
   "directory": {
     "lookup_attempt_timeout_ms": 5000,
@@ -300,7 +302,8 @@ const char* distinct_text = R"({
       "https://10.0.0.2:2379"
     ],
     "etcd_prefix": "/cafmesh/distinct/",
-    "etcd_request_timeout_ms": 2001
+    "etcd_request_timeout_ms": 2001,
+    "max_join_time_ms": 0
   },
   "directory": {
     "lookup_attempt_timeout_ms": 5002,
@@ -422,7 +425,7 @@ std::string read_text(const std::filesystem::path& p) {
 } // namespace
 
 TEST_CASE("config: mesh_config{} holds every documented default") {
-  REQUIRE(fields.size() == 84);
+  REQUIRE(fields.size() == 85);
   std::set<std::string> pointers;
   for (auto& f : fields)
     CHECK(pointers.insert(f.pointer).second);
@@ -546,6 +549,6 @@ TEST_CASE("config: examples/config/README.md documents every key with its defaul
   size_t keys = 0;
   for (auto& section : defaults)
     keys += section.size();
-  CHECK(keys == 84);
+  CHECK(keys == 85);
   CHECK(documented.size() == keys);
 }

@@ -192,13 +192,29 @@ client_result run_client(const config::mesh_config& mc, const client_traffic& t,
     client.stop_all();
     owners.stop_all();
   };
+  // The client's join: its membership table answers within membership.max_join_time_ms
+  // (the agent bounds it and names the address it tried,
+  // docs/behaviour/membership.md#a-join-that-cannot-reach-the-table).
+  caf::error unreached;
+  self->request(client.agent, caf::infinite, mb_reach_atom::value)
+    .receive([](uint64_t) {}, [&](caf::error& e) { unreached = std::move(e); });
+  if (unreached) {
+    std::cerr << "cafmesh-client: " << to_fault(unreached).render() << "; nothing was sent\n";
+    stop_everything();
+    return result;
+  }
   auto gateways = wait_for_gateway(self, client.agent, rs.wait_active_ms);
   if (gateways > 0 && wait_for_gateway(self, owners.agent, rs.wait_active_ms) == 0)
     gateways = 0;
   if (gateways == 0) {
-    std::cerr << "cafmesh-client: no Active gateway silo in the membership of "
-              << mc.network.primary_host << ":" << mc.network.primary_port << " within "
-              << rs.wait_active_ms / 1000 << " s; nothing was sent\n";
+    auto table = mc.membership.provider == "etcd"
+                   ? std::string{"the membership table on etcd"}
+                   : "the membership of " + mc.network.primary_host + ":"
+                       + std::to_string(mc.network.primary_port);
+    std::cerr << "cafmesh-client: no Active gateway silo in " << table << " within "
+              << rs.wait_active_ms / 1000
+              << " s; nothing was sent. Start a silo_host of that cluster first, or wait "
+                 "longer with --wait-active-s\n";
     stop_everything();
     return result;
   }

@@ -66,6 +66,12 @@ using mb_carry_atom = caf::atom_constant<caf::atom("mbcarry")>;
 /// `(mb_rejoin_atom)`: a membership agent tries again to register its row in a reset table
 /// (membership.hpp).
 using mb_rejoin_atom = caf::atom_constant<caf::atom("mbrejoin")>;
+/// `(mb_reach_atom) -> uint64_t` to a membership agent: answered once its oracle answered a
+/// read of the membership table, within the agent's join bound (membership.hpp).
+using mb_reach_atom = caf::atom_constant<caf::atom("mbreach")>;
+/// `(mb_retry_atom, uint64_t attempt)`: a membership agent tries again to reach its table
+/// for a bounded join or reach (membership.hpp).
+using mb_retry_atom = caf::atom_constant<caf::atom("mbretry")>;
 /// `(mb_declared_atom, caf::actor watcher)` to a membership agent: `watcher` receives
 /// `(mb_declared_atom, uint64_t version)` once a view shows this process's silo departed
 /// although it never published a leaving status itself (membership.hpp).

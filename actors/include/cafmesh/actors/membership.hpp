@@ -63,7 +63,16 @@
 ///   Subscribers apply **every** snapshot the agent sends: the agent alone orders them, and
 ///   a locally applied change is re-sent with the same version number.
 /// - `(mb_join_atom, std::vector<grain_type_info> manifest, bool gateway) -> uint64_t`:
-///   joins the oracle as Joining (docs/behaviour/lifecycle.md#stages stage 4000).
+///   joins the oracle as Joining (docs/behaviour/lifecycle.md#stages stage 4000). **Bounded**
+///   by `membership_join_bound::bound` (docs/behaviour/membership.md#a-join-that-cannot-reach-the-table):
+///   while the oracle cannot be reached (no answer yet, or a `departed_silo` refusal, which is
+///   what the oracle relay and the table oracle answer while their table is out of reach),
+///   the join is sent again every `membership_join_bound::retry`; once `bound` has passed
+///   since the request arrived it fails with `departed_silo` and
+///   `join_bound_text(bound)`. Any other refusal fails it at once.
+/// - `(mb_reach_atom) -> uint64_t`: a pure client's join (it has no row): answered with the
+///   table's version once the oracle answered a read (`mb_get_atom`), bounded and retried as
+///   a join.
 /// - `(mb_status_atom, silo_status to) -> uint64_t`: publishes this silo's transition.
 ///   For ShuttingDown and Stopping the agent first applies the change to its own view and
 ///   fans it out (docs/behaviour/membership.md#leaving: its own placement never picks it again),
@@ -237,6 +246,7 @@ using membership_agent_actor = caf::typed_actor<
   caf::reacts_to<mb_subscribe_atom, caf::actor>,
   caf::reacts_to<mb_declared_atom, caf::actor>,
   caf::replies_to<mb_join_atom, std::vector<grain_type_info>, bool>::with<uint64_t>,
+  caf::replies_to<mb_reach_atom>::with<uint64_t>,
   caf::replies_to<mb_status_atom, silo_status>::with<uint64_t>,
   caf::replies_to<mb_get_atom>::with<membership_snapshot>>;
 
@@ -258,14 +268,37 @@ membership_oracle_actor spawn_membership_oracle(caf::actor_system& sys,
 /// How long a membership agent carries the rows of a reset table's predecessor at most.
 constexpr caf::timespan default_carry_bound = std::chrono::seconds(10);
 
+/// How long a membership agent's join (and a pure client's first read) may keep trying to
+/// reach its table, and what its failure says
+/// (docs/behaviour/membership.md#a-join-that-cannot-reach-the-table).
+struct membership_join_bound {
+  /// From the join's arrival to its failure (`membership.max_join_time_ms`); zero: no bound,
+  /// the join waits until the process stops.
+  caf::timespan bound = caf::timespan{0};
+  /// Between an attempt refused as unreachable and the next one.
+  caf::timespan retry = std::chrono::seconds(1);
+  /// Where the table was looked for, e.g. `at 127.0.0.1:4100` or `on etcd at
+  /// http://127.0.0.1:2379`.
+  std::string table = "in this process";
+  /// What the operator can do, e.g. `is the primary silo running? start it first or raise
+  /// the bound`.
+  std::string remedy = "raise the bound";
+};
+
+/// The text of a join that gave up: `could not reach the membership table {table} for
+/// {bound, digits grouped} ms (membership.max_join_time_ms); {remedy}`.
+std::string join_bound_text(const membership_join_bound& b);
+
 /// Spawns the membership agent of the process `self_addr`, talking to `oracle` (the oracle
 /// actor itself in simulation and on the primary process, a `spawn_oracle_relay`
 /// (net_link.hpp) on the other processes in network mode). The agent
 /// subscribes to the oracle at once. After a table reset it carries the rows of the
-/// previous table for at most `carry_bound` (see the agent above).
+/// previous table for at most `carry_bound` (see the agent above). Its join and reach are
+/// bounded by `join` (no bound by default).
 membership_agent_actor spawn_membership_agent(caf::actor_system& sys,
                                               const silo_address& self_addr,
                                               const membership_oracle_actor& oracle,
-                                              caf::timespan carry_bound = default_carry_bound);
+                                              caf::timespan carry_bound = default_carry_bound,
+                                              membership_join_bound join = {});
 
 } // namespace cafmesh

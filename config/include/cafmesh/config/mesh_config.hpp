@@ -71,6 +71,11 @@ struct membership_section {
   std::string etcd_prefix = "/cafmesh/default/";
   /// Bound of one call to one etcd member; >= 1
   int64_t etcd_request_timeout_ms = 2000;
+  /// How long a silo's join (or a pure client's first read of the table) may keep trying to
+  /// reach the membership table before the process's start fails, naming the address it tried
+  /// (docs/behaviour/membership.md#a-join-that-cannot-reach-the-table); 0: no bound, it
+  /// tries until the process is stopped; >= 0
+  int64_t max_join_time_ms = 60000;
 };
 
 /// Section `directory` (docs/behaviour/directory-and-placement.md#who-owns-a-grain-id,

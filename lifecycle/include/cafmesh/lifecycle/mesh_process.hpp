@@ -9,7 +9,7 @@
 /// |---|---|
 /// | `start()` | begins the start (host start, docs/behaviour/lifecycle.md#the-host); returns
 /// at once |
-/// | `when_active()` | blocks until the start completed: none when the silo reached Active (a pure client: once its membership shows a gateway silo), the start's error otherwise |
+/// | `when_active()` | blocks until the start completed: none when the silo reached Active (a pure client: once its table answered and its membership shows a gateway silo), the start's error otherwise (a join that did not reach its table within `membership.max_join_time_ms`: `departed_silo` naming the address tried) |
 /// | `stop(graceful)` | the host's stop sequence (docs/behaviour/lifecycle.md#the-host,
 /// #non-graceful-stops-and-crashes); blocks until the runtime is torn down |
 /// | `wait()` | blocks until the runtime is torn down (after a signal or a `stop` elsewhere) |
