@@ -49,8 +49,8 @@ tally count(const std::vector<outcome>& xs) {
 
 } // namespace
 
-TEST_CASE("recipe: three silos with 5-20 ms links and a pure client; a graceful stop "
-          "mid-traffic answers every request, a kill gives each request one outcome") {
+TEST_CASE("recipe: three silos with 5-20 ms links and a pure client: a graceful stop "
+          "mid-traffic answers every request, and a kill gives each request one outcome") {
   testing::fixture fx;
   testing::test_cluster mesh{fx, {5, 20, 42}}; // link latency 5..20 ms, seed 42
   for (auto name : {"a", "b", "c"})
