@@ -396,7 +396,8 @@ net_link_impl::behavior_type net_link(link_self* self, config::network_section c
                                     + ": the primary " + render(primary_endpoint(st))
                                     + " did not answer ("
                                     + std::to_string(st.primary_failures)
-                                    + " failed attempt(s))"});
+                                    + " failed attempt(s)); start the primary first, or "
+                                      "check network.primary_host and network.primary_port"});
         st.log.warning(to_fault(err).text);
         for (auto& rp : st.oracle_waiters)
           rp.deliver(err);

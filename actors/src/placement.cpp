@@ -246,7 +246,8 @@ fault no_candidate_fault(const membership_snapshot& v, const std::string& type,
   return fault{mesh_errc::no_compatible_silo,
                "no active silo is compatible with grain type " + type + " (interface version "
                  + version + "); silos known with this type: [" + known_with_type(v, type)
-                 + "]"};
+                 + "]; start a silo that hosts " + type
+                 + ", or send again once one is Active"};
 }
 
 /// Silos Active in the latest view whose manifest lists `info.type` with the same interface

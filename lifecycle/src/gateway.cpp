@@ -97,7 +97,8 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, gateway_opt
       if (!st.open || !st.accepting)
         return to_error(fault{mesh_errc::silo_unavailable,
                               "gateway " + st.self.to_string()
-                                + " is not accepting client messages"});
+                                + " is not accepting client messages (it is starting or "
+                                  "stopping); send through another Active gateway"});
       // After stop-send a routing-grain call is refused before placement sees it, as an
       // attach is: the routing grain of a leaving silo may be placed on another silo, whose
       // router core would accept the delivery while this gateway stops before the answer
@@ -154,7 +155,8 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, gateway_opt
         return to_error(fault{mesh_errc::silo_unavailable,
                               "gateway " + st.self.to_string()
                                 + (st.stop_sent ? " is leaving; attach elsewhere"
-                                                : " is not accepting client messages")});
+                                                : " is not accepting client messages (it is starting "
+                                  "or stopping); send through another Active gateway")});
       add_client(client);
       ++st.attaches;
       auto key = host_address(path).path();

@@ -153,7 +153,9 @@ envelope core_hand_over(rs_actor* self, envelope& d, int64_t deadline_ms) {
   if (!st.opts.core) {
     auto text = "Routing to '" + d.target.to_string()
                 + "' failed before the delivery could be attempted: no router core in this "
-                  "process";
+                  "process: its silo is not Active yet (the router core comes at stage "
+                  "ApplicationServices) or its start failed; send once the silo is Active "
+                  "(when_active)";
     bool posted = post_local_nack(self, d, verdict::failed, text);
     return refused(std::move(d), posted, text);
   }

@@ -38,7 +38,9 @@ void monolith_build(rs_actor* self, const address& host) {
     }
   };
   if (!st.opts.hubs) {
-    flush_failed(fault{mesh_errc::extension_missing, "no hub factory in this monolith"});
+    flush_failed(fault{mesh_errc::extension_missing,
+                       "no hub factory in this monolith: nothing can build a hub for this "
+                       "address; register one (monolith_builder::hub) before sending to it"});
     return;
   }
   self->request(st.opts.hubs, std::chrono::milliseconds(st.opts.hub_build_timeout_ms),

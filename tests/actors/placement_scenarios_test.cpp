@@ -168,9 +168,11 @@ TEST_CASE_FIXTURE(sc_fixture, "S12.47 from a ShuttingDown silo stateless-worker 
   CHECK(f2.code == mesh_errc::no_compatible_silo);
   CHECK(f1.text.rfind("no active silo is compatible with grain type", 0) == 0);
   CHECK(f1.text == "no active silo is compatible with grain type routing (interface version 1); "
-                   "silos known with this type: [" + list + "]");
+                   "silos known with this type: [" + list + "]; start a silo that hosts "
+                   "routing, or send again once one is Active");
   CHECK(f2.text == "no active silo is compatible with grain type podhub (interface version 1); "
-                   "silos known with this type: [" + list + "]");
+                   "silos known with this type: [" + list + "]; start a silo that hosts "
+                   "podhub, or send again once one is Active");
 }
 
 namespace {
@@ -661,7 +663,8 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: a silo with another interface version 
   auto f = to_fault(answer(p, "v1")->error);
   CHECK(f.code == mesh_errc::no_compatible_silo);
   CHECK(f.text == "no active silo is compatible with grain type messagehub (interface version 1); "
-                  "silos known with this type: [" + a.to_string() + ", " + b.to_string() + "]");
+                  "silos known with this type: [" + a.to_string() + ", " + b.to_string()
+                  + "]; start a silo that hosts messagehub, or send again once one is Active");
   CHECK(w.catalog_of(a).stats.activated == 0);
 }
 
@@ -700,7 +703,8 @@ TEST_CASE_FIXTURE(sc_fixture, "grain call: any actor of a silo calls a grain thr
   REQUIRE(st.faults.size() == 1);
   CHECK(st.faults[0].code == mesh_errc::no_compatible_silo);
   CHECK(st.faults[0].text == "no active silo is compatible with grain type nothere (interface version ?); "
-                             "silos known with this type: []");
+                             "silos known with this type: []; start a silo that hosts nothere, "
+                             "or send again once one is Active");
 }
 
 TEST_CASE_FIXTURE(sc_fixture, "placement: a burst of stateless-worker calls at one instant stays on the Active local silo, queued at its local limit, never spilled to a stalled peer") {

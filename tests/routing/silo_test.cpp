@@ -593,7 +593,10 @@ TEST_CASE_FIXTURE(fixture, "silo: the gateway part serves pure clients only betw
   run();
   REQUIRE(answers.size() == 1);
   CHECK(to_fault(answers[0].error).code == mesh_errc::silo_unavailable);
-  CHECK(to_fault(answers[0].error).text == "gateway " + a.to_string() + " is not accepting client messages");
+  CHECK(to_fault(answers[0].error).text
+        == "gateway " + a.to_string()
+             + " is not accepting client messages (it is starting or stopping); send through "
+               "another Active gateway");
   auto started = testing::ask(*this, sa.host, lifecycle::host_start_atom::value);
   run();
   REQUIRE(started->ok());

@@ -49,7 +49,10 @@ std::optional<report> run_live(const scenario& s, const run_settings& rs, caf::s
       [&](dm_up_atom, const std::string& name, uint64_t gen, bool started) {
         got = true;
         if (!started) {
-          std::cerr << "cafmesh-demo: silo " << name << " failed to start\n";
+          std::cerr << "cafmesh-demo: silo " << name
+                    << " failed to start; its error is in its own log (with --processes: its "
+                       "node's log), e.g. its membership table not reached within "
+                       "membership.max_join_time_ms\n";
           failed_start = true;
           return;
         }
@@ -69,6 +72,11 @@ std::optional<report> run_live(const scenario& s, const run_settings& rs, caf::s
       caf::after(std::chrono::milliseconds(100)) >> [] {});
     bool died = false;
     mesh.poll_stops(died);
+    if (died)
+      std::cerr << "cafmesh-demo: a silo process exited before every silo was Active\n";
+    else if (!failed_start && clock_type::now() >= start_deadline)
+      std::cerr << "cafmesh-demo: " << up << " of " << s.silos.size()
+                << " silos Active within 30 s\n";
     if (died || clock_type::now() >= start_deadline)
       failed_start = true;
     if (failed_start)
@@ -76,7 +84,8 @@ std::optional<report> run_live(const scenario& s, const run_settings& rs, caf::s
     (void) got;
   }
   if (failed_start) {
-    std::cerr << "cafmesh-demo: the mesh did not start; no traffic was sent\n";
+    std::cerr << "cafmesh-demo: the mesh did not start (the lines above say which silo and "
+                 "why); no traffic was sent\n";
     mesh.abandon(self);
     return std::nullopt;
   }
