@@ -32,8 +32,16 @@ int main(int argc, char** argv) {
   cafmesh::lifecycle::prepare(cfg);
   caf::actor_system sys{cfg};
   auto client = cafmesh::lifecycle::client_builder{sys}.config_file(argv[1]).network().build();
-  if (!client || client->when_active()) {
-    std::cerr << "client not started\n";
+  if (!client) {
+    std::cerr << "cafmesh-orders-client: client not built: "
+              << cafmesh::to_fault(client.error()).render() << "\n";
+    return 1;
+  }
+  if (auto err = client->when_active()) {
+    // E.g. the join bound (membership.max_join_time_ms), naming the address it tried.
+    std::cerr << "cafmesh-orders-client: client not started: " << cafmesh::to_fault(err).render()
+              << "\n";
+    client->stop(false);
     return 1;
   }
   auto result = std::make_shared<std::promise<tally>>();
