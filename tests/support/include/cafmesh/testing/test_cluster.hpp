@@ -6,7 +6,7 @@
 /// built by `silo_builder` and clients by `client_builder`, exactly as in production, on
 /// one `sim_network` and one membership oracle; each is started through its host and the
 /// cluster runs until every process sees every live silo Active. Stop one gracefully, kill
-/// one, partition two, and send requests from a client whose outcomes are recorded with
+/// one, stall one, partition two, and send requests from a client whose outcomes are recorded with
 /// the virtual time they arrived. Part of cafmesh::testing (installed).
 
 #include <chrono>
@@ -138,6 +138,20 @@ public:
   /// Ends the partition between `a` and `b`; what it held is delivered in link order.
   void heal(const std::string& a, const std::string& b) {
     caf::anon_send(net_, sim_heal_atom::value, address(a), address(b));
+    fx_.run();
+  }
+
+  /// Holds every frame to and from the silo `name` until `unstall(name)`, unseen by
+  /// membership: its peers still see it Active, its actors still run, it answers nothing
+  /// meanwhile (a process paused, or a network that stopped carrying its frames).
+  void stall(const std::string& name) {
+    caf::anon_send(net_, sim_stall_atom::value, address(name), false);
+    fx_.run();
+  }
+
+  /// Ends the stall of `name`; what it held is delivered in link order.
+  void unstall(const std::string& name) {
+    caf::anon_send(net_, sim_unstall_atom::value, address(name));
     fx_.run();
   }
 
