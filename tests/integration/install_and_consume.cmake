@@ -57,7 +57,9 @@ endforeach()
 foreach(f
     "${prefix}/${CAFMESH_LIBDIR}/libcafmesh_testing.a"
     "${prefix}/include/cafmesh/testing/fixture.hpp"
-    "${prefix}/include/cafmesh/testing/silo_world.hpp")
+    "${prefix}/include/cafmesh/testing/silo_world.hpp"
+    "${prefix}/include/cafmesh/testing/test_cluster.hpp"
+    "${prefix}/include/cafmesh/testing/service_chaos.hpp")
   if(NOT EXISTS "${f}")
     message(FATAL_ERROR "install_and_consume: not installed: ${f}\n${install_log}")
   endif()
@@ -116,6 +118,12 @@ endif()
 run_step("building the consumer" build_log
   "${CMAKE_COMMAND}" --build "${consumer_build}" --config Release)
 run_step("running the consumer" run_log "${consumer_build}/cafmesh_consumer")
+# The chaos test of docs/hosting.md#chaos-for-your-own-grains, on the installed
+# cafmesh::testing: its seeds pass.
+run_step("running the consumer's chaos test" chaos_log "${consumer_build}/cafmesh_consumer_chaos")
+if(NOT chaos_log MATCHES "Status: SUCCESS!")
+  message(FATAL_ERROR "install_and_consume: the consumer's chaos test did not pass\n${chaos_log}")
+endif()
 set(expected
 "envelope cafmesh.envelope(\"consumer-1\", client/7f3a~portal/alice, node/Org/Acme, forwarded, {\"count\" = \"3\"}, none, [mesh/m1], \"ping\", \"{}\", *\"s-1\", false, none)
 host portal/alice
@@ -161,4 +169,4 @@ if(pkg_config_text MATCHES "openssl")
   message(FATAL_ERROR "install_and_consume: cafmeshConfig.cmake still requires CAF openssl")
 endif()
 message(STATUS "install_and_consume: installed to ${prefix}, consumer built and ran:\n${run_log}"
-               "examples/hello built and ran:\n${hello_log}")
+               "its chaos test:\n${chaos_log}examples/hello built and ran:\n${hello_log}")
