@@ -168,11 +168,12 @@ void check(const std::vector<sent_request>& sent, const std::vector<kill_window>
     uint64_t count = 0;
     std::string first;
   };
-  std::vector<breach> breaches{
-    {"every request has one outcome"},
-    {"every failure is a classified delivery error"},
-    {"a request fails or ends by its deadline only when a kill explains it"},
-    {"every answer passes the service's check"}};
+  std::vector<breach> breaches;
+  for (auto name : {"every request has one outcome",
+                    "every failure is a classified delivery error",
+                    "a request fails or ends by its deadline only when a kill explains it",
+                    "every answer passes the service's check"})
+    breaches.push_back({name, 0, {}});
   auto record = [&](size_t which, size_t i, const std::string& why) {
     if (breaches[which].count++ == 0)
       breaches[which].first = "request " + std::to_string(i) + " " + sent[i].client + " "

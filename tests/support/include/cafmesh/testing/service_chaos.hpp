@@ -143,7 +143,8 @@ struct service_chaos_result {
 
 /// Runs the schedule of `seed` with live traffic and checks every invariant
 /// (docs/hosting.md#chaos-for-your-own-grains). Throws `std::invalid_argument` as
-/// `make_service_chaos_schedule` does.
+/// `make_service_chaos_schedule` does, and `std::logic_error` when the silos or clients do
+/// not start before the traffic (a restart that fails is a broken invariant instead).
 service_chaos_result run_service_chaos(uint64_t seed, const service_chaos_options& o);
 
 /// The seeds a test runs: `first` to `first + count - 1`, or only the seed in the
