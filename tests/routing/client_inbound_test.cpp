@@ -333,7 +333,7 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a gateway stopped under a frame flow
   CHECK(r.landed >= 130 - r.sent_while_rehoming);
 }
 
-TEST_CASE_FIXTURE(fixture, "client inbound: the attach retries under the attach policy without an Active gateway and gives up with one error line") {
+TEST_CASE_FIXTURE(fixture, "client inbound: the attach retries under the attach policy without an Active gateway, gives up with one error line and keeps attaching every attach.retry_cap_ms") {
   silo_world w{*this};
   auto c = w.add_client("c", silo_address{});
   run();
@@ -348,7 +348,11 @@ TEST_CASE_FIXTURE(fixture, "client inbound: the attach retries under the attach 
   auto& svc = service_of(c.routing);
   auto& in = svc.inbound.at(portal_path);
   auto t = [&](int64_t ms) { return clock_ms(*this, t0 + ms); };
-  CHECK(in.attempt_ms == std::vector<int64_t>{t(0), t(250), t(750), t(1750), t(3750), t(7750)});
+  // After the give-up (7,750 ms) the path is attached again every attach.retry_cap_ms
+  // (4,000 ms), silently: one error line, one give-up.
+  CHECK(in.attempt_ms
+        == std::vector<int64_t>{t(0), t(250), t(750), t(1750), t(3750), t(7750), t(11750),
+                                t(15750), t(19750)});
   CHECK_FALSE(in.attached);
   CHECK_FALSE(in.first);
   CHECK(svc.stats.attach_gave_up == 1);
@@ -356,6 +360,8 @@ TEST_CASE_FIXTURE(fixture, "client inbound: the attach retries under the attach 
                          log::level::error);
   REQUIRE(lines.size() == 1);
   CHECK(lines[0].t_ms == t0 + 7750);
+  CHECK(lines[0].text.find("; attaching again every 4000 ms until it attaches")
+        != std::string::npos);
   CHECK(logs.count_level(log::level::error) == 1);
   // The waiting dispatch started once the attach had given up, then ran its own policy.
   CHECK(svc.stats.gated == 1);
