@@ -248,6 +248,9 @@ namespace {
 struct held_entry {
   activation_address address;
   uint64_t ring_version = 0;
+  /// For an entry registered here: this partition's view version when it was registered;
+  /// 0 for one that came by hand-off.
+  uint64_t registered_at = 0;
 };
 
 struct partition_state {
@@ -349,11 +352,27 @@ void merge(partition_actor* self, const activation_address& a, uint64_t ring_ver
     return;
   }
   auto& held = i->second;
-  if (replace_superseded(st, held, a, ring_version))
+  if (replace_superseded(st, held, a, ring_version)) {
+    held.registered_at = 0;
     return;
+  }
   held.ring_version = std::max(held.ring_version, ring_version);
   if (held.address == a)
     return;
+  if (held.registered_at != 0 && held.registered_at >= ring_version) {
+    // Registered here while this hand-off was on its way (SPEC §15 C3): a lookup that reached
+    // this partition before the hand-off missed, and its caller placed the grain again. The
+    // hand-off's activation was registered with the previous owner before that: it stays,
+    // and the newer one's catalog is told it lost.
+    st.log.warning("registration of " + held.address.to_string() + " lost to the hand-off of "
+                   + a.to_string() + ": registered with the previous owner first");
+    auto loser = held.address;
+    held.address = a;
+    held.registered_at = 0;
+    caf::send_as(caf::actor_cast<caf::actor>(self), st.mc, mc_send_atom::value, loser.silo,
+                 component::catalog, caf::make_message(dir_lost_atom::value, loser, a));
+    return;
+  }
   st.log.warning("hand-off of " + a.to_string() + " lost to " + held.address.to_string()
                  + ": registered here first");
   caf::send_as(caf::actor_cast<caf::actor>(self), st.mc, mc_send_atom::value, a.silo,
@@ -457,9 +476,9 @@ directory_partition_actor::behavior_type directory_partition(partition_actor* se
       auto& st = self->state;
       if (!owns(st, a.grain))
         return directory_unstable_error(st.self_addr, a.grain);
-      auto ins = st.entries.emplace(a.grain, held_entry{a, st.version});
-      if (!ins.second)
-        replace_superseded(st, ins.first->second, a, st.version);
+      auto ins = st.entries.emplace(a.grain, held_entry{a, st.version, st.version});
+      if (!ins.second && replace_superseded(st, ins.first->second, a, st.version))
+        ins.first->second.registered_at = st.version;
       return ins.first->second.address;
     },
     [=](dir_unregister_atom, const activation_address& a) -> caf::result<caf::ok_atom> {
