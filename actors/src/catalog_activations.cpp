@@ -438,8 +438,13 @@ void reregister_orphans(ct_actor* self, const hash_ring& before, const membershi
     auto& a = kv.second;
     if (a.stateless || a.deactivating || a.registering.pending())
       continue;
+    // Its previous owner left without handing its entries off: a kill (Active -> Stopping
+    // -> Dead) or a restart on its address (superseded), not a graceful stop (ShuttingDown).
     auto old_owner = before.owner_of(a.grain);
-    if (old_owner == nullptr || !v.departed(*old_owner))
+    if (old_owner == nullptr)
+      continue;
+    auto gone = v.status_of(*old_owner);
+    if (gone != silo_status::stopping && gone != silo_status::dead)
       continue;
     auto new_owner = st.dir.ring().owner_of(a.grain);
     if (new_owner != nullptr && *new_owner != *old_owner)

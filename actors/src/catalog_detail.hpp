@@ -106,8 +106,9 @@ void forget_stale_entry(ct_actor* self, const grain_id& g, activation_tag t);
 using ct_rereg_atom = caf::atom_constant<caf::atom("ctrereg")>;
 
 /// The view `v` replaced the directory ring `before`: registers again every live
-/// single-activation activation of this silo whose grain id's owner in `before` departed in
-/// `v` (its partition's entries died with it; nothing hands them off), with the new owner
+/// single-activation activation of this silo whose grain id's owner in `before` is Stopping or
+/// Dead in `v` (killed or superseded: its partition's entries died with it and nothing hands
+/// them off; a graceful stop goes through ShuttingDown and hands off), with the new owner
 /// (SPEC §15 C3, docs/behaviour/directory-and-placement.md#restarts-on-the-same-address).
 void reregister_orphans(ct_actor* self, const hash_ring& before, const membership_snapshot& v);
 

@@ -261,6 +261,11 @@ struct partition_state {
   bool leaving = false;       ///< own silo terminating in `view`: owns nothing any more
   hash_ring ring;
   std::map<grain_id, held_entry> entries;
+  /// The ring before the latest view that showed a member of it gone abruptly, and until when a
+  /// lookup of an id that member owned and that nobody registered again yet answers
+  /// `directory_unstable` (SPEC §15 C3, `orphan_grace_ms`).
+  hash_ring orphaned_ring;
+  caf::actor_clock::time_point orphan_grace_until{};
   uint64_t handoffs_sent = 0;
   uint64_t handoffs_refused = 0;
   log::logger log;
@@ -308,6 +313,21 @@ void send_moves(partition_actor* self, moves& out, const char* what) {
                                    st.self_addr, kv.second.first,
                                    std::move(kv.second.second)));
   }
+}
+
+/// How long after a view that shows a ring member gone abruptly a lookup of an id that member
+/// owned, with no entry here yet, answers `directory_unstable` instead of `not_registered`
+/// (SPEC §15 C3): the entries died with the member, and the silos of their activations
+/// register them again when they see the same view; a miss meanwhile would make its caller
+/// place a second activation.
+constexpr int64_t orphan_grace_ms = 500;
+
+/// True if `m`, a member of the previous ring, left it without handing its entries off:
+/// `v` shows it Stopping or Dead (a kill, declared Active -> Stopping -> Dead, or superseded
+/// by a restart on its address), not ShuttingDown (a graceful stop hands off first).
+bool left_abruptly(const membership_snapshot& v, const silo_address& m) {
+  auto s = v.status_of(m);
+  return s == silo_status::stopping || s == silo_status::dead;
 }
 
 /// Why the entry `held` gives way to `newcomer` of the same grain id, or "" if it does not
@@ -393,7 +413,14 @@ void apply_snapshot(partition_actor* self, const membership_snapshot& snap) {
     else
       ++i;
   }
+  auto before = std::move(st.ring);
   st.ring = hash_ring::of(snap);
+  for (auto& m : before.members())
+    if (left_abruptly(snap, m)) {
+      st.orphaned_ring = before;
+      st.orphan_grace_until = self->clock().now() + std::chrono::milliseconds(orphan_grace_ms);
+      break;
+    }
   if (st.ring.empty())
     return; // nobody to hand to: keep everything until a ring exists again
   // Re-home only by this ring change: an entry placed here by an older ring than this one
@@ -468,9 +495,20 @@ directory_partition_actor::behavior_type directory_partition(partition_actor* se
       if (!owns(st, g))
         return directory_unstable_error(st.self_addr, g);
       auto i = st.entries.find(g);
-      if (i == st.entries.end())
-        return lookup_result{};
-      return lookup_result{true, i->second.address};
+      if (i != st.entries.end())
+        return lookup_result{true, i->second.address};
+      if (self->clock().now() < st.orphan_grace_until) {
+        auto was = st.orphaned_ring.owner_of(g);
+        if (was != nullptr && left_abruptly(st.view, *was)) {
+          fault f{mesh_errc::directory_unstable,
+                  "the entry of " + g.to_string() + " died with " + was->to_string()
+                    + " and may be registered again on " + st.self_addr.to_string()
+                    + " shortly; retry later"};
+          f.silo = st.self_addr;
+          return to_error(f);
+        }
+      }
+      return lookup_result{};
     },
     [=](dir_register_atom, const activation_address& a) -> caf::result<activation_address> {
       auto& st = self->state;

@@ -1087,3 +1087,55 @@ TEST_CASE_FIXTURE(dir_fixture, "S15.03 directory: an entry held for an older gen
                    + ": " + d.addr.to_string() + " has departed")
         == 1);
 }
+
+TEST_CASE_FIXTURE(dir_fixture, "S15.03 directory: for 500 ms after a view shows an owner gone abruptly, a lookup of an id it owned that nobody registered again answers directory_unstable, a registration made meanwhile is found, and the lookup misses after") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  auto& c = w.add_member("c");
+  for (auto s : {a.addr, b.addr, c.addr})
+    w.join_active(s);
+  auto user = spawn_user(w, b);
+  run();
+  hash_ring ring{{a.addr, b.addr, c.addr}};
+  hash_ring after{{a.addr, b.addr}};
+  auto g1 = find_key([&](const grain_id& x) {
+    return ring.owner(x) == c.addr && after.owner(x) == a.addr;
+  });
+  auto g2 = find_key([&](const grain_id& x) {
+    return ring.owner(x) == c.addr && after.owner(x) == a.addr && x != g1;
+  });
+  auto mine = act(g1, b.addr, 1);
+  caf::anon_send(user, user_reg_atom::value, mine);
+  REQUIRE(run_until([&] { return user_of(user).winners.size() == 1; }));
+  // C is killed; its entries die with it. Once the view shows it gone (Stopping, then Dead),
+  // A owns both ids.
+  w.kill(c.addr);
+  REQUIRE(run_until([&] { return user_of(user).client.ring().members().size() == 2; }));
+  auto& us = user_of(user);
+  caf::anon_send(user, user_lookup_atom::value, g1);
+  caf::anon_send(user, user_lookup_atom::value, g2);
+  REQUIRE(run_until([&] { return us.errors.size() == 2; }));
+  for (auto& [t, e] : us.errors) {
+    auto f = to_fault(e);
+    CHECK(f.code == mesh_errc::directory_unstable);
+    CHECK(f.text.find(" died with " + c.addr.to_string() + " and may be registered again on "
+                      + a.addr.to_string() + " shortly; retry later")
+          != std::string::npos);
+  }
+  CHECK(us.lookups.empty());
+  // B registers its activation of g1 again (as its catalog does at that view): found.
+  caf::anon_send(user, user_reg_atom::value, mine);
+  REQUIRE(run_until([&] { return us.winners.size() == 2; }));
+  CHECK(us.winners[1] == mine);
+  caf::anon_send(user, user_lookup_atom::value, g1);
+  REQUIRE(run_until([&] { return us.lookups.size() == 1; }));
+  CHECK(us.lookups[0].second.registered);
+  CHECK(us.lookups[0].second.address == mine);
+  // After the grace, the id nobody registered again misses: its caller places it.
+  run_for(std::chrono::milliseconds(500));
+  caf::anon_send(user, user_lookup_atom::value, g2);
+  REQUIRE(run_until([&] { return us.lookups.size() == 2; }));
+  CHECK_FALSE(us.lookups[1].second.registered);
+  CHECK(us.errors.size() == 2);
+}
