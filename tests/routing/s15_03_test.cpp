@@ -340,8 +340,9 @@ TEST_CASE_FIXTURE(fixture, "S15.03 an inbound attach that gave up after the last
       late_answered += response ? 1 : 0;
     }
   }
-  MESSAGE("first response " << (first < 0 ? -1 : first - t_open) << " ms after the attaches got through; "
-                            << late_answered << " of " << late << " later requests answered");
+  MESSAGE("first response " << (first < 0 ? -1 : first - t_open)
+                            << " ms after the attaches got through; " << late_answered << " of "
+                            << late << " later requests answered");
   CHECK(first >= t_open);
   CHECK(first <= t_open + detection_ms + 1000);
   CHECK(late == 40);
