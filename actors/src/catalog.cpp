@@ -123,9 +123,12 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
     [=](mb_snapshot_atom, const membership_snapshot& v) {
       auto& st = self->state;
       st.active = v.is_active(st.cfg.self);
+      auto before = st.dir.ring();
       st.dir.on_snapshot(v);
+      reregister_orphans(self, before, v);
     },
     [=](ct_regretry_atom, uint32_t tag) { register_activation(self, tag); },
+    [=](ct_rereg_atom, uint32_t tag, int64_t attempt) { reregister(self, tag, attempt); },
     [=](ct_activate_atom, const grain_id& g) -> caf::response_promise {
       auto& st = self->state;
       auto rp = self->make_response_promise();

@@ -429,6 +429,67 @@ void reassert_registration(ct_actor* self, uint32_t tag, caf::response_promise r
     [=](caf::error) mutable { rp.deliver(mine); });
 }
 
+void reregister_orphans(ct_actor* self, const hash_ring& before, const membership_snapshot& v) {
+  auto& st = self->state;
+  if (v.departed(st.cfg.self))
+    return;
+  std::vector<uint32_t> tags;
+  for (auto& kv : st.activations) {
+    auto& a = kv.second;
+    if (a.stateless || a.deactivating || a.registering.pending())
+      continue;
+    // Its previous owner left without handing its entries off: a kill (Active -> Stopping
+    // -> Dead) or a restart on its address (superseded), not a graceful stop (ShuttingDown).
+    auto old_owner = before.owner_of(a.grain);
+    if (old_owner == nullptr)
+      continue;
+    auto gone = v.status_of(*old_owner);
+    if (gone != silo_status::stopping && gone != silo_status::dead)
+      continue;
+    auto new_owner = st.dir.ring().owner_of(a.grain);
+    if (new_owner != nullptr && *new_owner != *old_owner)
+      tags.push_back(kv.first);
+  }
+  if (tags.empty())
+    return;
+  st.log.info("registering " + std::to_string(tags.size())
+              + " activation(s) again: their directory partition departed");
+  for (auto t : tags)
+    reregister(self, t, 0);
+}
+
+void reregister(ct_actor* self, uint32_t tag, int64_t attempt) {
+  auto& st = self->state;
+  auto i = st.activations.find(tag);
+  if (i == st.activations.end() || i->second.deactivating)
+    return;
+  activation_address mine{i->second.grain, st.cfg.self, i->second.tag};
+  st.dir.register_activation(
+    self, mine,
+    [=](activation_address winner) {
+      if (winner == mine)
+        return;
+      auto j = self->state.activations.find(tag);
+      if (j == self->state.activations.end() || j->second.deactivating)
+        return;
+      self->state.log.info("activation " + mine.to_string() + " registered again lost to "
+                           + winner.to_string() + "; its messages go there");
+      deactivate(self, tag, deactivation_reason::lost_registration);
+    },
+    [=](caf::error e) {
+      auto f = to_fault(e);
+      bool retry = e == caf::sec::request_timeout || f.code == mesh_errc::directory_unstable;
+      auto bound = self->state.cfg.activation_timeout_ms / 100;
+      if (retry && attempt + 1 < bound) {
+        self->delayed_send(self, std::chrono::milliseconds(100), ct_rereg_atom::value, tag,
+                           attempt + 1);
+        return;
+      }
+      self->state.log.info("activation " + mine.to_string()
+                           + " could not be registered again: " + f.render());
+    });
+}
+
 /// The activation that sent the current message, or nullptr.
 catalog_activation* sender_activation(ct_actor* self) {
   auto src = self->current_sender();

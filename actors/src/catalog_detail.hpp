@@ -101,6 +101,24 @@ void deactivate(ct_actor* self, uint32_t tag, deactivation_reason why);
 /// placement's cache (docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion).
 void forget_stale_entry(ct_actor* self, const grain_id& g, activation_tag t);
 
+/// `(ct_rereg_atom, tag, attempt)` to itself: the next attempt of `reregister`. Private to
+/// the catalog (sent only by it, to itself).
+using ct_rereg_atom = caf::atom_constant<caf::atom("ctrereg")>;
+
+/// The view `v` replaced the directory ring `before`: registers again every live
+/// single-activation activation of this silo whose grain id's owner in `before` is Stopping or
+/// Dead in `v` (killed or superseded: its partition's entries died with it and nothing hands
+/// them off; a graceful stop goes through ShuttingDown and hands off), with the new owner
+/// (SPEC §15 C3, docs/behaviour/directory-and-placement.md#restarts-on-the-same-address).
+void reregister_orphans(ct_actor* self, const hash_ring& before, const membership_snapshot& v);
+
+/// One attempt (from 0) at registering activation `tag` again with its grain id's current
+/// owner (first-wins). Another winner makes it deactivate (`lost_registration`): its held
+/// messages go to the registered activation. `directory_unstable` and timeouts are retried
+/// every 100 ms for `catalog.activation_timeout_ms`; then, and on any other error, the
+/// activation stays as it is (the next placement that asks for it registers it again).
+void reregister(ct_actor* self, uint32_t tag, int64_t attempt);
+
 void arm_idle(ct_actor* self, catalog_activation& a);
 
 void pump(ct_actor* self, uint32_t tag);

@@ -248,6 +248,9 @@ namespace {
 struct held_entry {
   activation_address address;
   uint64_t ring_version = 0;
+  /// For an entry registered here: this partition's view version when it was registered;
+  /// 0 for one that came by hand-off.
+  uint64_t registered_at = 0;
 };
 
 struct partition_state {
@@ -258,6 +261,11 @@ struct partition_state {
   bool leaving = false;       ///< own silo terminating in `view`: owns nothing any more
   hash_ring ring;
   std::map<grain_id, held_entry> entries;
+  /// The ring before the latest view that showed a member of it gone abruptly, and until when a
+  /// lookup of an id that member owned and that nobody registered again yet answers
+  /// `directory_unstable` (SPEC §15 C3, `orphan_grace_ms`).
+  hash_ring orphaned_ring;
+  caf::actor_clock::time_point orphan_grace_until{};
   uint64_t handoffs_sent = 0;
   uint64_t handoffs_refused = 0;
   log::logger log;
@@ -307,6 +315,21 @@ void send_moves(partition_actor* self, moves& out, const char* what) {
   }
 }
 
+/// How long after a view that shows a ring member gone abruptly a lookup of an id that member
+/// owned, with no entry here yet, answers `directory_unstable` instead of `not_registered`
+/// (SPEC §15 C3): the entries died with the member, and the silos of their activations
+/// register them again when they see the same view; a miss meanwhile would make its caller
+/// place a second activation.
+constexpr int64_t orphan_grace_ms = 500;
+
+/// True if `m`, a member of the previous ring, left it without handing its entries off:
+/// `v` shows it Stopping or Dead (a kill, declared Active -> Stopping -> Dead, or superseded
+/// by a restart on its address), not ShuttingDown (a graceful stop hands off first).
+bool left_abruptly(const membership_snapshot& v, const silo_address& m) {
+  auto s = v.status_of(m);
+  return s == silo_status::stopping || s == silo_status::dead;
+}
+
 /// Why the entry `held` gives way to `newcomer` of the same grain id, or "" if it does not
 /// (SPEC §15 C3, docs/behaviour/directory-and-placement.md#restarts-on-the-same-address): its
 /// silo is an older generation of the newcomer's address (a restart supersedes it, so it
@@ -349,11 +372,27 @@ void merge(partition_actor* self, const activation_address& a, uint64_t ring_ver
     return;
   }
   auto& held = i->second;
-  if (replace_superseded(st, held, a, ring_version))
+  if (replace_superseded(st, held, a, ring_version)) {
+    held.registered_at = 0;
     return;
+  }
   held.ring_version = std::max(held.ring_version, ring_version);
   if (held.address == a)
     return;
+  if (held.registered_at != 0 && held.registered_at >= ring_version) {
+    // Registered here while this hand-off was on its way (SPEC §15 C3): a lookup that reached
+    // this partition before the hand-off missed, and its caller placed the grain again. The
+    // hand-off's activation was registered with the previous owner before that: it stays,
+    // and the newer one's catalog is told it lost.
+    st.log.warning("registration of " + held.address.to_string() + " lost to the hand-off of "
+                   + a.to_string() + ": registered with the previous owner first");
+    auto loser = held.address;
+    held.address = a;
+    held.registered_at = 0;
+    caf::send_as(caf::actor_cast<caf::actor>(self), st.mc, mc_send_atom::value, loser.silo,
+                 component::catalog, caf::make_message(dir_lost_atom::value, loser, a));
+    return;
+  }
   st.log.warning("hand-off of " + a.to_string() + " lost to " + held.address.to_string()
                  + ": registered here first");
   caf::send_as(caf::actor_cast<caf::actor>(self), st.mc, mc_send_atom::value, a.silo,
@@ -374,7 +413,14 @@ void apply_snapshot(partition_actor* self, const membership_snapshot& snap) {
     else
       ++i;
   }
+  auto before = std::move(st.ring);
   st.ring = hash_ring::of(snap);
+  for (auto& m : before.members())
+    if (left_abruptly(snap, m)) {
+      st.orphaned_ring = before;
+      st.orphan_grace_until = self->clock().now() + std::chrono::milliseconds(orphan_grace_ms);
+      break;
+    }
   if (st.ring.empty())
     return; // nobody to hand to: keep everything until a ring exists again
   // Re-home only by this ring change: an entry placed here by an older ring than this one
@@ -449,17 +495,28 @@ directory_partition_actor::behavior_type directory_partition(partition_actor* se
       if (!owns(st, g))
         return directory_unstable_error(st.self_addr, g);
       auto i = st.entries.find(g);
-      if (i == st.entries.end())
-        return lookup_result{};
-      return lookup_result{true, i->second.address};
+      if (i != st.entries.end())
+        return lookup_result{true, i->second.address};
+      if (self->clock().now() < st.orphan_grace_until) {
+        auto was = st.orphaned_ring.owner_of(g);
+        if (was != nullptr && left_abruptly(st.view, *was)) {
+          fault f{mesh_errc::directory_unstable,
+                  "the entry of " + g.to_string() + " died with " + was->to_string()
+                    + " and may be registered again on " + st.self_addr.to_string()
+                    + " shortly; retry later"};
+          f.silo = st.self_addr;
+          return to_error(f);
+        }
+      }
+      return lookup_result{};
     },
     [=](dir_register_atom, const activation_address& a) -> caf::result<activation_address> {
       auto& st = self->state;
       if (!owns(st, a.grain))
         return directory_unstable_error(st.self_addr, a.grain);
-      auto ins = st.entries.emplace(a.grain, held_entry{a, st.version});
-      if (!ins.second)
-        replace_superseded(st, ins.first->second, a, st.version);
+      auto ins = st.entries.emplace(a.grain, held_entry{a, st.version, st.version});
+      if (!ins.second && replace_superseded(st, ins.first->second, a, st.version))
+        ins.first->second.registered_at = st.version;
       return ins.first->second.address;
     },
     [=](dir_unregister_atom, const activation_address& a) -> caf::result<caf::ok_atom> {

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <deque>
+#include <memory>
 #include <utility>
 
 #include <caf/all.hpp>
@@ -31,6 +32,17 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
   if (!address::parse(id.key, path))
     path = address{"podhub", id.key, {}};
   auto lg = log::get("pod_hub").with_context(slots->silo.to_string());
+  // "not here; deactivating" once per activation (SPEC §15 C3 counts activations): the
+  // deliveries that interleave with the first one and find it leaving log at debug.
+  auto said_not_here = std::make_shared<bool>(false);
+  auto log_not_here = [=]() {
+    if (*said_not_here) {
+      lg.debug("pod hub " + id.key + " is not here; already deactivating");
+      return;
+    }
+    *said_not_here = true;
+    lg.info("pod hub " + id.key + " is not here; deactivating");
+  };
   auto not_here = [=]() {
     fault f{mesh_errc::pod_hub_not_here,
             "pod hub " + id.key + " is not in its owner's process (silo "
@@ -164,7 +176,7 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
               return;
             }
             if (!slots->gateway || !slots->centre) {
-              lg.info("pod hub " + id.key + " is not here; deactivating");
+              log_not_here();
               leave(self, me);
               rp.deliver(to_error(not_here()));
               return;
@@ -173,7 +185,7 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
               .await(
                 [=](const silo_address& c) mutable {
                   if (c.empty()) {
-                    lg.info("pod hub " + id.key + " is not here; deactivating");
+                    log_not_here();
                     leave(self, me);
                     rp.deliver(to_error(not_here()));
                     return;

@@ -168,6 +168,7 @@ void attach_failed(rs_actor* self, const std::string& key, uint64_t tok, const f
   if (i == st.inbound.end() || i->second.token != tok)
     return;
   i->second.attached = false;
+  bool gave_up_before = i->second.retry.given_up();
   auto d = i->second.retry.next(f);
   auto attempts = i->second.retry.attempts() - (d.retry ? 1 : 0);
   // A failed gateway (refusing, departed, silent) is dropped; this path stays busy and
@@ -178,11 +179,34 @@ void attach_failed(rs_actor* self, const std::string& key, uint64_t tok, const f
   if (i == st.inbound.end())
     return;
   if (!d.retry) {
-    ++st.stats.attach_gave_up;
     i->second.busy = false;
-    st.log.error("inbound attach of " + key + " gave up after " + std::to_string(attempts)
-                 + " attempt(s): " + f.render());
+    if (d.reason == give_up_reason::runtime_gone || contains_code(f, mesh_errc::runtime_gone)) {
+      ++st.stats.attach_gave_up;
+      st.log.error("inbound attach of " + key + " gave up after " + std::to_string(attempts)
+                   + " attempt(s): " + f.render());
+      attach_done(self, key);
+      return;
+    }
+    // SPEC §15 C3: an assertion that gave up is made again every `attach.retry_cap_ms` while
+    // this client runs. The next membership view may never come (a silo restarted on its
+    // address before the last one), and an unattached path makes every response leg to it
+    // place a pod hub that is not here. One error line per assertion; the attempts after it
+    // log at debug. A view or a re-homing starts a fresh assertion at once.
+    // docs/behaviour/routing.md#hubs
+    auto again_ms = std::max<int64_t>(i->second.retry.policy().cap_ms, 1);
+    if (!gave_up_before) {
+      ++st.stats.attach_gave_up;
+      st.log.error("inbound attach of " + key + " gave up after " + std::to_string(attempts)
+                   + " attempt(s): " + f.render() + "; attaching again every "
+                   + std::to_string(again_ms) + " ms until it attaches");
+    } else {
+      st.log.debug("inbound attach of " + key + " failed again (" + f.render()
+                   + "); next attempt in " + std::to_string(again_ms) + " ms");
+    }
+    auto token = i->second.token;
     attach_done(self, key);
+    self->delayed_send(self, std::chrono::milliseconds(again_ms), rs_attach_retry_atom::value,
+                       key, token);
     return;
   }
   st.log.debug("inbound attach of " + key + " failed (" + f.render() + "); retry in "

@@ -839,7 +839,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off from an older ring is forw
   CHECK(std::count(at_d.begin(), at_d.end(), e_d) == 1);
 }
 
-TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off entry colliding with a registration keeps the registered one and tells the other activation's catalog it lost") {
+TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off entry colliding with a registration made under an older ring keeps the registered one, and one made under the hand-off's ring gives way to the hand-off, the loser's catalog told once") {
   sim_world w{*this, sim_network_config{1, 1, 1}};
   auto& a = w.add_member("a");
   auto& b = w.add_member("b");
@@ -847,34 +847,65 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off entry colliding with a reg
   for (auto s : {a.addr, b.addr, c.addr})
     w.join_active(s);
   auto cat_a = track(sys.spawn(echo));
+  auto cat_b = track(sys.spawn(echo));
   w.reg(a.addr, component::catalog, cat_a);
+  w.reg(b.addr, component::catalog, cat_b);
   auto user = spawn_user(w, b);
   run();
   hash_ring ring{{a.addr, b.addr, c.addr}};
-  auto g = find_key([&](const grain_id& x) { return ring.owner(x) == c.addr; });
-  auto registered = act(g, b.addr, 2);
-  caf::anon_send(user, user_reg_atom::value, registered);
-  REQUIRE(run_until([&] { return user_of(user).winners.size() == 1; }));
-  // A hand-off (from the current ring) brings another activation of the same grain, on A.
-  auto other = act(g, a.addr, 1);
   auto p = spawn_probe();
   ask(p, a.agent, caf::make_message(mb_get_atom::value), "view");
   run();
   auto v = probe_of(p).answers.at(0).reply.get_as<membership_snapshot>(0).version;
-  send_handoff(c.partition, a.addr, v, {other});
+  auto& lost_a = state_of<echo_state>(cat_a).received;
+  auto& lost_b = state_of<echo_state>(cat_b).received;
+  // (1) Registered under ring v; a hand-off made by a newer ring (v + 1) brings another
+  // activation of the same grain, on A: the registration is older, it stays.
+  auto g1 = find_key([&](const grain_id& x) { return ring.owner(x) == c.addr; });
+  auto registered = act(g1, b.addr, 2);
+  caf::anon_send(user, user_reg_atom::value, registered);
+  REQUIRE(run_until([&] { return user_of(user).winners.size() == 1; }));
+  auto other = act(g1, a.addr, 1);
+  send_handoff(c.partition, a.addr, v + 1, {other});
   run_up_to(100ms);
   CHECK(entries_of(*this, c.partition) == std::vector<activation_address>{registered});
   // A's catalog hears `(dir_lost, loser, winner)` exactly once.
-  auto& got = state_of<echo_state>(cat_a).received;
-  REQUIRE(got.size() == 1);
-  REQUIRE(got[0].match_elements<dir_lost_atom, activation_address, activation_address>());
-  CHECK(got[0].get_as<activation_address>(1) == other);
-  CHECK(got[0].get_as<activation_address>(2) == registered);
+  REQUIRE(lost_a.size() == 1);
+  REQUIRE(lost_a[0].match_elements<dir_lost_atom, activation_address, activation_address>());
+  CHECK(lost_a[0].get_as<activation_address>(1) == other);
+  CHECK(lost_a[0].get_as<activation_address>(2) == registered);
   CHECK(logs.count("hand-off of " + other.to_string() + " lost to " + registered.to_string()) == 1);
   // The same entry again is no collision: nothing more is sent.
-  send_handoff(c.partition, a.addr, v, {registered});
+  send_handoff(c.partition, a.addr, v + 1, {registered});
   run_up_to(100ms);
-  CHECK(got.size() == 1);
+  CHECK(lost_a.size() == 1);
+  CHECK(lost_b.empty());
+  // (2) Registered under ring v while a hand-off made by ring v was on its way (SPEC §15 C3:
+  // a lookup that missed before the hand-off arrived, and its caller placed the grain again):
+  // the hand-off's activation was registered with the previous owner first, so it stays and
+  // B's catalog hears it lost, once.
+  auto g2 = find_key([&](const grain_id& x) { return ring.owner(x) == c.addr && x != g1; });
+  auto newer = act(g2, b.addr, 4);
+  caf::anon_send(user, user_reg_atom::value, newer);
+  REQUIRE(run_until([&] { return user_of(user).winners.size() == 2; }));
+  auto handed = act(g2, a.addr, 3);
+  send_handoff(c.partition, a.addr, v, {handed});
+  run_up_to(100ms);
+  auto held = entries_of(*this, c.partition);
+  CHECK(std::count(held.begin(), held.end(), handed) == 1);
+  CHECK(std::count(held.begin(), held.end(), newer) == 0);
+  REQUIRE(lost_b.size() == 1);
+  REQUIRE(lost_b[0].match_elements<dir_lost_atom, activation_address, activation_address>());
+  CHECK(lost_b[0].get_as<activation_address>(1) == newer);
+  CHECK(lost_b[0].get_as<activation_address>(2) == handed);
+  CHECK(logs.count("registration of " + newer.to_string() + " lost to the hand-off of "
+                   + handed.to_string() + ": registered with the previous owner first")
+        == 1);
+  CHECK(lost_a.size() == 1);
+  // A registration of the loser now answers the hand-off's activation.
+  caf::anon_send(user, user_reg_atom::value, newer);
+  REQUIRE(run_until([&] { return user_of(user).winners.size() == 3; }));
+  CHECK(user_of(user).winners[2] == handed);
 }
 
 TEST_CASE_FIXTURE(dir_fixture, "directory: a hand-off of another directory protocol version, the version-1 form included, is refused whole with a logged rejected error") {
@@ -1055,4 +1086,56 @@ TEST_CASE_FIXTURE(dir_fixture, "S15.03 directory: an entry held for an older gen
   CHECK(logs.count("registration of " + live3.to_string() + " replaces " + dead3.to_string()
                    + ": " + d.addr.to_string() + " has departed")
         == 1);
+}
+
+TEST_CASE_FIXTURE(dir_fixture, "S15.03 directory: for 500 ms after a view shows an owner gone abruptly, a lookup of an id it owned that nobody registered again answers directory_unstable, a registration made meanwhile is found, and the lookup misses after") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  auto& c = w.add_member("c");
+  for (auto s : {a.addr, b.addr, c.addr})
+    w.join_active(s);
+  auto user = spawn_user(w, b);
+  run();
+  hash_ring ring{{a.addr, b.addr, c.addr}};
+  hash_ring after{{a.addr, b.addr}};
+  auto g1 = find_key([&](const grain_id& x) {
+    return ring.owner(x) == c.addr && after.owner(x) == a.addr;
+  });
+  auto g2 = find_key([&](const grain_id& x) {
+    return ring.owner(x) == c.addr && after.owner(x) == a.addr && x != g1;
+  });
+  auto mine = act(g1, b.addr, 1);
+  caf::anon_send(user, user_reg_atom::value, mine);
+  REQUIRE(run_until([&] { return user_of(user).winners.size() == 1; }));
+  // C is killed; its entries die with it. Once the view shows it gone (Stopping, then Dead),
+  // A owns both ids.
+  w.kill(c.addr);
+  REQUIRE(run_until([&] { return user_of(user).client.ring().members().size() == 2; }));
+  auto& us = user_of(user);
+  caf::anon_send(user, user_lookup_atom::value, g1);
+  caf::anon_send(user, user_lookup_atom::value, g2);
+  REQUIRE(run_until([&] { return us.errors.size() == 2; }));
+  for (auto& [t, e] : us.errors) {
+    auto f = to_fault(e);
+    CHECK(f.code == mesh_errc::directory_unstable);
+    CHECK(f.text.find(" died with " + c.addr.to_string() + " and may be registered again on "
+                      + a.addr.to_string() + " shortly; retry later")
+          != std::string::npos);
+  }
+  CHECK(us.lookups.empty());
+  // B registers its activation of g1 again (as its catalog does at that view): found.
+  caf::anon_send(user, user_reg_atom::value, mine);
+  REQUIRE(run_until([&] { return us.winners.size() == 2; }));
+  CHECK(us.winners[1] == mine);
+  caf::anon_send(user, user_lookup_atom::value, g1);
+  REQUIRE(run_until([&] { return us.lookups.size() == 1; }));
+  CHECK(us.lookups[0].second.registered);
+  CHECK(us.lookups[0].second.address == mine);
+  // After the grace, the id nobody registered again misses: its caller places it.
+  run_for(std::chrono::milliseconds(500));
+  caf::anon_send(user, user_lookup_atom::value, g2);
+  REQUIRE(run_until([&] { return us.lookups.size() == 2; }));
+  CHECK_FALSE(us.lookups[1].second.registered);
+  CHECK(us.errors.size() == 2);
 }

@@ -333,7 +333,7 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a gateway stopped under a frame flow
   CHECK(r.landed >= 130 - r.sent_while_rehoming);
 }
 
-TEST_CASE_FIXTURE(fixture, "client inbound: the attach retries under the attach policy without an Active gateway and gives up with one error line") {
+TEST_CASE_FIXTURE(fixture, "client inbound: the attach retries under the attach policy without an Active gateway, gives up with one error line and keeps attaching every attach.retry_cap_ms") {
   silo_world w{*this};
   auto c = w.add_client("c", silo_address{});
   run();
@@ -348,7 +348,11 @@ TEST_CASE_FIXTURE(fixture, "client inbound: the attach retries under the attach 
   auto& svc = service_of(c.routing);
   auto& in = svc.inbound.at(portal_path);
   auto t = [&](int64_t ms) { return clock_ms(*this, t0 + ms); };
-  CHECK(in.attempt_ms == std::vector<int64_t>{t(0), t(250), t(750), t(1750), t(3750), t(7750)});
+  // After the give-up (7,750 ms) the path is attached again every attach.retry_cap_ms
+  // (4,000 ms), silently: one error line, one give-up.
+  CHECK(in.attempt_ms
+        == std::vector<int64_t>{t(0), t(250), t(750), t(1750), t(3750), t(7750), t(11750),
+                                t(15750), t(19750)});
   CHECK_FALSE(in.attached);
   CHECK_FALSE(in.first);
   CHECK(svc.stats.attach_gave_up == 1);
@@ -356,6 +360,8 @@ TEST_CASE_FIXTURE(fixture, "client inbound: the attach retries under the attach 
                          log::level::error);
   REQUIRE(lines.size() == 1);
   CHECK(lines[0].t_ms == t0 + 7750);
+  CHECK(lines[0].text.find("; attaching again every 4000 ms until it attaches")
+        != std::string::npos);
   CHECK(logs.count_level(log::level::error) == 1);
   // The waiting dispatch started once the attach had given up, then ran its own policy.
   CHECK(svc.stats.gated == 1);
@@ -438,12 +444,15 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a killed gateway is left as soon as 
   REQUIRE(t_reattach >= 0);
   // The attach is asserted at B as soon as the connection to A is lost (t_kill); it
   // completes once A is declared Dead (docs/behaviour/membership.md#leaving: 10,000 ms of silence),
-  // when the pod hub's directory entry on A is given up. The two snapshots at the detection instant
-  // (Stopping, Dead) each assert the attach again (the world's links have no latency).
+  // when the pod hub's directory entry on A is given up, and 500 ms later, when the new owner of
+  // its id stops waiting for a registration made again
+  // (docs/behaviour/directory-and-placement.md#restarts-on-the-same-address). The two snapshots at
+  // the detection instant (Stopping, Dead) each assert the attach again (the world's links have
+  // no latency).
   CHECK(in.attempt_ms == std::vector<int64_t>{clock_ms(*this, 0), clock_ms(*this, t_kill),
                                               clock_ms(*this, t_kill + 10000),
                                               clock_ms(*this, t_kill + 10000)});
-  CHECK(t_reattach == clock_ms(*this, t_kill + 10000));
+  CHECK(t_reattach == clock_ms(*this, t_kill + 10500));
   CHECK(svc.stats.gateways_lost == 1);
   CHECK(logs.find("silent for 10000 ms: declared Dead").at(0).t_ms == t_kill + 10000);
   std::map<std::string, int> landed, nacked;
@@ -466,9 +475,9 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a killed gateway is left as soon as 
   CHECK(n_landed + n_nacked == 151);
   // The stream's head leg keeps retrying across the 10 s detection, so every frame lands.
   // Frame k after the kill was sent at t_kill + 100·k ms (k = 0..149); those after the
-  // re-attach at t_kill + 10,000 ms are k = 101..149.
+  // re-attach at t_kill + 10,500 ms are k = 106..149.
   CHECK(n_landed == 151);
-  CHECK(after == 49);
+  CHECK(after == 44);
   MESSAGE("landed " << n_landed << ", NACKed " << n_nacked << ", sent after re-attach "
                     << after);
 }
