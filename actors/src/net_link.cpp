@@ -128,6 +128,14 @@ void listen(link_self* self) {
     st.log.error("cannot listen on " + st.cfg.host + ":" + std::to_string(st.cfg.port) + ": "
                  + to_fault(err).text);
   };
+  // Without the io middleman the link listens nowhere and connects to nobody; links that
+  // introduce themselves with their hello are still its peers (tests in virtual time,
+  // docs/testing.md#network-links-in-virtual-time).
+  if (!self->system().has_middleman())
+    return cannot_listen(to_error(fault{mesh_errc::config_invalid,
+                                        "the io middleman is not loaded (load "
+                                        "caf::io::middleman before the actor system "
+                                        "starts)"}));
   auto secret = cluster_secret(st.cfg);
   if (!secret)
     return cannot_listen(secret.error());
