@@ -1,7 +1,8 @@
-// S15.07 in virtual time (SPEC §15 C6, docs/behaviour/membership.md#failure-detection): three
-// network links run under the test coordinator as each other's peers, without sockets (a
-// link in an actor system without the io middleman listens nowhere, and the test hands each
-// link the others' hellos). A silo that falls silent is declared Dead by the others exactly
+// S15.07 in virtual time (SPEC §15 C6,
+// docs/behaviour/membership.md#the-failure-detection-bound): three network links run under
+// the test coordinator as each other's peers, without sockets (a link in an actor system
+// without the io middleman listens nowhere, and the test hands each link the others'
+// hellos). A silo that falls silent is declared Dead by the others exactly
 // `network.failure_detection_ms` after the last message they heard from it, whatever the
 // phases of the links' heartbeat ticks: on the development oracle (the primary's link
 // reports) and on table oracles over the in-process membership table (the etcd provider's
