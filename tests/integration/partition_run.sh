@@ -196,7 +196,7 @@ client_pid=$!
 # -- the cut -------------------------------------------------------------------------------------
 sleep "$cut_at_s"
 # The cut is in place once its rules are, and is timed from then: silo-3's traffic may pass
-# until they are (they took 13 to 122 ms in the runs of docs/scenarios.md, S15.07).
+# until they are (they took 13 to 122 ms in the runs of 2026-12-06).
 t_cut_start=$(now_ms)
 cut_link
 t_cut=$(now_ms)
