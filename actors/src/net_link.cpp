@@ -89,10 +89,35 @@ void members_from(link_self* self, const membership_snapshot& view) {
   probe(self);
 }
 
+/// The silence check `check` of peer `s` is due: the peer is suspected if it has been silent
+/// for `suspect_ms`, or checked again when it will have been, counting from the last frame
+/// or heartbeat it sent. Suspecting at that moment, not on the next tick, keeps the Dead
+/// declaration within `failure_detection_ms` of the last message
+/// (docs/behaviour/membership.md#the-failure-detection-bound).
+void check_silence(link_self* self, const silo_address& s, uint64_t check) {
+  auto& st = self->state;
+  auto i = st.peers.find(endpoint_of(s));
+  if (i == st.peers.end() || i->second.phase != peer_phase::up || i->second.addr != s
+      || i->second.silence_check != check)
+    return;
+  auto& p = i->second;
+  auto now = self->clock().now();
+  if (st.stalled && st.stall_detected)
+    p.last_heard = now; // a frozen process does not suspect its peers either
+  if (now - p.last_heard < std::chrono::milliseconds(suspect_ms(st.cfg))) {
+    watch_silence(self, p);
+    return;
+  }
+  p.silence_check = 0;
+  p.suspected = true;
+  st.log.warning("peer " + p.addr.to_string() + " silent for "
+                 + std::to_string(suspect_ms(st.cfg)) + " ms: suspected");
+  report_watch(self, p.addr, false);
+}
+
 void tick(link_self* self) {
   auto& st = self->state;
   auto now = self->clock().now();
-  auto limit = std::chrono::milliseconds(suspect_ms(st.cfg));
   for (auto& kv : st.peers) {
     auto& p = kv.second;
     if (p.phase != peer_phase::up)
@@ -102,12 +127,6 @@ void tick(link_self* self) {
       continue;
     }
     tell(self, p.link, nl_beat_atom::value, st.self_addr);
-    if (!p.suspected && now - p.last_heard > limit) {
-      p.suspected = true;
-      st.log.warning("peer " + p.addr.to_string() + " silent for more than "
-                     + std::to_string(suspect_ms(st.cfg)) + " ms: suspected");
-      report_watch(self, p.addr, false);
-    }
   }
   // A primary that refused this process's credentials would refuse them again.
   if (!is_primary(st) && !st.oracle_refusal && st.peers.count(primary_endpoint(st)) == 0)
@@ -128,6 +147,14 @@ void listen(link_self* self) {
     st.log.error("cannot listen on " + st.cfg.host + ":" + std::to_string(st.cfg.port) + ": "
                  + to_fault(err).text);
   };
+  // Without the io middleman the link listens nowhere and connects to nobody; links that
+  // introduce themselves with their hello are still its peers (tests in virtual time,
+  // docs/testing.md#network-links-in-virtual-time).
+  if (!self->system().has_middleman())
+    return cannot_listen(to_error(fault{mesh_errc::config_invalid,
+                                        "the io middleman is not loaded (load "
+                                        "caf::io::middleman before the actor system "
+                                        "starts)"}));
   auto secret = cluster_secret(st.cfg);
   if (!secret)
     return cannot_listen(secret.error());
@@ -365,6 +392,7 @@ net_link_impl::behavior_type net_link(link_self* self, config::network_section c
         heard(self, s);
     },
     [=](nl_tick_atom) { tick(self); },
+    [=](nl_silence_atom, const silo_address& s, uint64_t check) { check_silence(self, s, check); },
     [=](nl_reconnect_atom, const std::string& host, uint16_t port) {
       auto& st = self->state;
       auto i = st.peers.find(endpoint{host, port});

@@ -41,8 +41,18 @@ void heard(link_self* self, const silo_address& s) {
   if (p.suspected) {
     p.suspected = false;
     st.log.info("peer " + s.to_string() + " speaks again");
+    watch_silence(self, p);
   }
   report_watch(self, s, true);
+}
+
+void watch_silence(link_self* self, peer& p) {
+  auto& st = self->state;
+  p.silence_check = st.next_silence_check++;
+  auto due = p.last_heard + std::chrono::milliseconds(suspect_ms(st.cfg));
+  auto now = self->clock().now();
+  self->delayed_send(self, due > now ? due - now : caf::timespan{0}, nl_silence_atom::value,
+                     p.addr, p.silence_check);
 }
 
 void release_flush(link_self* self, const silo_address& s) {
@@ -166,6 +176,7 @@ void peer_up(link_self* self, const endpoint& ep, const silo_address& addr,
   p.addr = addr;
   p.last_heard = self->clock().now();
   p.suspected = false;
+  watch_silence(self, p);
   ++p.attempt; // answers of a connect still in flight are stale now
   if (p.link != link)
     self->monitor(link); // a link this process connected to is watched since its hello

@@ -45,8 +45,11 @@ struct peer {
   /// Frames of this turn for the up connection, sent as one message at the turn's end
   /// (`flush_peers`, SPEC §14 B7).
   std::vector<wire_frame> out;
+  /// The last frame or heartbeat received from the peer.
   caf::actor_clock::time_point last_heard;
   bool suspected = false;
+  /// The pending silence check (`nl_silence_atom`), 0 if none: only the latest one counts.
+  uint64_t silence_check = 0;
   /// Failed connects in a row; the frames wait while it is below `connect_retries`.
   int connect_failures = 0;
   /// The member a probe of this endpoint is meant to reach (docs/behaviour/membership.md#probes):
@@ -61,6 +64,10 @@ constexpr int connect_retries = 3;
 
 /// `(nl_reconnect_atom, host, port)`: connect to a peer again after a failed attempt.
 using nl_reconnect_atom = caf::atom_constant<caf::atom("nlreconn")>;
+
+/// `(nl_silence_atom, silo_address peer, uint64_t check)`: the peer's silence may have
+/// reached the suspicion delay (docs/behaviour/membership.md#the-failure-detection-bound).
+using nl_silence_atom = caf::atom_constant<caf::atom("nlsilence")>;
 
 /// `(nl_flush_due_atom, silo_address src)`: the bound of the centre's flush waits for `src`
 /// passed (docs/behaviour/membership.md#departures-and-the-wire).
@@ -95,6 +102,7 @@ struct net_link_state {
   /// each is probed (docs/behaviour/membership.md#probes).
   std::map<endpoint, silo_address> members;
   uint64_t next_attempt = 1;
+  uint64_t next_silence_check = 1;
   uint64_t primary_failures = 0; ///< failed connects to the primary since the last success
   bool ticking = false;
   bool stalled = false;        ///< `nl_stall_atom`: frames held both ways
@@ -110,10 +118,12 @@ struct net_link_state {
   static constexpr const char* name = "cafmesh.net_link";
 };
 
-/// The network link with its own messages: the heartbeat tick, a reconnect attempt, the
-/// bound of a flush wait and a handshake's deadline (from its peer gate).
+/// The network link with its own messages: the heartbeat tick, a peer's silence check, a
+/// reconnect attempt, the bound of a flush wait and a handshake's deadline (from its peer
+/// gate).
 using net_link_impl
   = net_link_actor::extend<caf::reacts_to<nl_tick_atom>,
+                           caf::reacts_to<nl_silence_atom, silo_address, uint64_t>,
                            caf::reacts_to<nl_reconnect_atom, std::string, uint16_t>,
                            caf::reacts_to<nl_flush_due_atom, silo_address>,
                            caf::reacts_to<pg_expire_atom, uint64_t>>;
@@ -132,6 +142,10 @@ void report_watch(link_self* self, const silo_address& s, bool alive);
 
 /// Notes that the up peer `s` was heard from: it is no longer suspected.
 void heard(link_self* self, const silo_address& s);
+
+/// Checks the up peer `p`'s silence when it reaches `suspect_ms` from `p.last_heard`
+/// (docs/behaviour/membership.md#the-failure-detection-bound); replaces a pending check.
+void watch_silence(link_self* self, peer& p);
 
 /// True if a frame from `src` is held by this link's stall.
 inline bool held_from(const net_link_state& st, const silo_address& src) {

@@ -256,6 +256,14 @@ TEST_CASE_FIXTURE(oracle_fixture, "table oracle: a suspicion lasting the detecti
   REQUIRE(run_until([&] { return !seen->empty() && seen->back().version == 8; }));
   CHECK(seen->back().departed(sc.silo));
   CHECK(logs.count("S127.0.0.1:7003@1 suspected for 1000 ms: this vote declared it Dead") == 1);
+
+  // A later suspicion of the Dead silo (its connection broke when it stopped) writes nothing.
+  caf::anon_send(a, sim_watch_atom::value, sc.silo, true);
+  caf::anon_send(a, sim_watch_atom::value, sc.silo, false);
+  run_for(1000ms);
+  REQUIRE(table->read_all(t).ok());
+  CHECK(t.version == 8);
+  CHECK(logs.count("S127.0.0.1:7003@1 suspected for 1000 ms: no vote, it is Dead already") == 1);
 }
 
 TEST_CASE_FIXTURE(oracle_fixture, "S13.13 in virtual time: an unreachable membership table fails the table oracle's requests with departed_silo, its suspicions declare nobody Dead, and the last view stays") {

@@ -423,10 +423,12 @@ TEST_CASE("net cluster: 3 silo processes join through the primary, leave, crash 
   REQUIRE_MESSAGE(dead.has_value(), "P never declared the frozen B2 Dead; stderr:\n"
                                       << p->log_tail());
   MESSAGE("SIGSTOP -> Dead in P's snapshot after " << stopped_to_dead_ms << " ms (bound "
-                                                  << failure_detection_ms << " ms + one tick)");
-  // Last sign of life at most one heartbeat before the freeze.
+                                                  << failure_detection_ms << " ms)");
+  // Dead failure_detection_ms after the last sign of life, which came at most one heartbeat
+  // before the freeze (docs/behaviour/membership.md#the-failure-detection-bound); 500 ms for
+  // the snapshot to reach P's log and this test on a loaded machine.
   CHECK(stopped_to_dead_ms >= failure_detection_ms - heartbeat_interval_ms - 50);
-  CHECK(stopped_to_dead_ms <= failure_detection_ms + 2 * heartbeat_interval_ms + 500);
+  CHECK(stopped_to_dead_ms <= failure_detection_ms + 500);
   kill(b->pid, SIGKILL);
   CHECK(b->wait_exit(step_bound_ms));
 

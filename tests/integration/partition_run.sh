@@ -17,9 +17,10 @@
 #
 # Passes (exit 0; 77 = skipped: not root, no `ip netns` or no etcd) when
 # - silo-3's row is Dead in the table (polled every 100 ms) within
-#   `network.failure_detection_ms` (10,000 ms) + `network.heartbeat_interval_ms` (1,000 ms,
-#   the link's tick) + SLACK_MS (1,500 ms: the table writes, the poll, a loaded machine) of
-#   the cut;
+#   `network.failure_detection_ms` (10,000 ms) + SLACK_MS (1,000 ms: the table writes, the
+#   poll and its etcdctl, a loaded machine) of the cut: the detector declares it Dead
+#   `failure_detection_ms` after the last message the others heard from it, which is no
+#   later than the cut (docs/behaviour/membership.md#the-failure-detection-bound);
 # - silo-3 learns that it is Dead (its log: "membership v{n} shows this silo Dead: stopping
 #   non-gracefully") within LEARN_BOUND_S (10 s) of the heal, exits by itself (no signal from
 #   the script) within STOP_BOUND_S (40 s: a non-graceful stop's bounded steps) of the heal,
@@ -44,11 +45,10 @@ cut_at_s=${CUT_AT_S:-5}
 keys=${KEYS:-40}
 window=${WINDOW:-8}
 deadline_ms=${DEADLINE_MS:-30000}
-slack_ms=${SLACK_MS:-1500}
+slack_ms=${SLACK_MS:-1000}
 stop_bound_s=${STOP_BOUND_S:-40}
 learn_bound_s=${LEARN_BOUND_S:-10}
 detection_ms=10000 # network.failure_detection_ms, the default the configs below keep
-heartbeat_ms=1000  # network.heartbeat_interval_ms, likewise
 name=partition_run
 
 skip() {
@@ -195,9 +195,12 @@ client_pid=$!
 
 # -- the cut -------------------------------------------------------------------------------------
 sleep "$cut_at_s"
-t_cut=$(now_ms)
+# The cut is in place once its rules are, and is timed from then: silo-3's traffic may pass
+# until they are (they took 13 to 122 ms in the runs of 2026-12-06).
+t_cut_start=$(now_ms)
 cut_link
-echo "$name: $mode cut of silo-3 ($cut_addr) at $t_cut"
+t_cut=$(now_ms)
+echo "$name: $mode cut of silo-3 ($cut_addr) at $t_cut (its rules took $((t_cut - t_cut_start)) ms)"
 t_dead=""
 t_stop=""
 stop_code=""
@@ -219,11 +222,11 @@ t_heal=$(now_ms)
 heal_link
 echo "$name: healed at $t_heal ($((t_heal - t_cut)) ms after the cut)"
 [ -n "$t_dead" ] || fail "$cut_addr is not Dead in the table ${cut_s} s after the cut"
-# The detector's own bound (actors/include/cafmesh/actors/net_link.hpp): Dead between
-# failure_detection_ms and failure_detection_ms + heartbeat_interval_ms after the last sign
-# of life (the link's tick), plus the table writes; SLACK_MS for those and the poll.
-[ $((t_dead - t_cut)) -le $((detection_ms + heartbeat_ms + slack_ms)) ] \
-  || fail "$cut_addr Dead $((t_dead - t_cut)) ms after the cut, beyond ${detection_ms} + ${heartbeat_ms} + ${slack_ms} ms"
+# The detector's bound (docs/behaviour/membership.md#the-failure-detection-bound): Dead
+# failure_detection_ms after the last message heard from silo-3, at or before the cut, plus
+# the table writes; SLACK_MS for those and the poll.
+[ $((t_dead - t_cut)) -le $((detection_ms + slack_ms)) ] \
+  || fail "$cut_addr Dead $((t_dead - t_cut)) ms after the cut, beyond ${detection_ms} + ${slack_ms} ms"
 if [ -z "$t_stop" ]; then
   until=$((SECONDS + stop_bound_s))
   while [ "$SECONDS" -lt "$until" ]; do

@@ -56,9 +56,9 @@
 ///   silo, false)`, every clearing as `(sim_watch_atom, silo, true)`, and a dropped
 ///   connection as `(sim_watch_atom, silo, false)` at once. The oracle is spawned with
 ///   `oracle_detection_ms(network)` = `failure_detection_ms - suspect_ms`, so a silo that
-///   falls silent is declared Dead between `failure_detection_ms` and
-///   `failure_detection_ms + heartbeat_interval_ms` after its last sign of life (the tick
-///   granularity), and a silo whose connection drops `oracle_detection_ms` after the drop.
+///   falls silent is declared Dead `failure_detection_ms` after its last sign of life (its
+///   silence is checked the moment it reaches `suspect_ms`, not on the next heartbeat tick),
+///   and a silo whose connection drops `oracle_detection_ms` after the drop.
 /// - **The oracle over the network** (docs/behaviour/membership.md, like Orleans' development
 ///   clustering): the primary process (`network.primary_port == 0`) passes its oracle to
 ///   `spawn_net_link`; every hello answer carries that handle (a remote proxy on the receiving
