@@ -78,7 +78,8 @@ bool ordered_route_dispatcher::enqueue(const ordering_channel& ch, leg_id leg) {
   else
     st.head = &e;
   st.tail = &e;
-  ++st.size;
+  if (++st.size == 2)
+    deep_.insert(&*i);
   return is_new;
 }
 
@@ -102,7 +103,8 @@ std::optional<leg_id> ordered_route_dispatcher::on_terminal(leg_id leg) {
     next->second.prev = prev;
   else
     st.tail = prev;
-  --st.size;
+  if (--st.size == 1)
+    deep_.erase(&ckv);
   legs_.erase(li);
   if (st.size == 0) {
     auto di = destinations_.find(ckv.first.destination);
@@ -123,10 +125,9 @@ queue_snapshot ordered_route_dispatcher::snapshot() const {
   // The deepest channel; among equally deep ones the least in channel order, as when the
   // channels were kept sorted.
   const ordering_channel* deepest = nullptr;
-  for (const auto& kvp : channels_) {
+  for (const auto* ch : deep_) {
+    const auto& kvp = *ch;
     auto behind = kvp.second.size - 1;
-    if (behind == 0)
-      continue;
     if (behind > out.deepest || (behind == out.deepest && kvp.first < *deepest)) {
       out.deepest = behind;
       deepest = &kvp.first;

@@ -225,8 +225,9 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       out.deepest = snap.deepest;
       out.deepest_channel = snap.deepest_channel;
       out.max_dispatch_depth = s.disp.max_depth();
-      for (auto id : sorted_leg_ids(s)) {
-        auto& leg = s.legs.at(id);
+      out.in_flight_ids.reserve(s.legs.size());
+      for (auto& entry : legs_in_order(s)) {
+        auto& leg = *entry.second;
         out.in_flight_ids.push_back(leg.env.id);
         if (!leg.started && !leg.finished)
           ++out.queued;
@@ -299,8 +300,8 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       if (!s.admits_itself)
         return ids;
       s.admits_itself = false;
-      for (auto id : sorted_leg_ids(s))
-        if (s.legs.at(id).pooled)
+      for (auto [id, leg] : legs_in_order(s))
+        if (leg->pooled)
           ids.push_back(id);
       for (auto& kv : s.nacks)
         if (kv.second.pooled)

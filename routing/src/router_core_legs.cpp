@@ -393,13 +393,14 @@ void record_latency(router_core_stats& st, int64_t latency_ms) {
 
 } // namespace
 
-std::vector<uint64_t> sorted_leg_ids(const core_state& s) {
-  std::vector<uint64_t> ids;
-  ids.reserve(s.legs.size());
+std::vector<std::pair<uint64_t, leg_rec*>> legs_in_order(core_state& s) {
+  std::vector<std::pair<uint64_t, leg_rec*>> out;
+  out.reserve(s.legs.size());
   for (auto& kv : s.legs)
-    ids.push_back(kv.first);
-  std::sort(ids.begin(), ids.end());
-  return ids;
+    out.emplace_back(kv.first, &kv.second);
+  std::sort(out.begin(), out.end(),
+            [](const auto& x, const auto& y) { return x.first < y.first; });
+  return out;
 }
 
 address leg_host_address(pointer self, const leg_rec& leg) {

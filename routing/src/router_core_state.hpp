@@ -295,8 +295,8 @@ inline routing::io_pool_owner_actor owner_of(pointer self) {
 
 // -- lean legs (router_core_legs.cpp) -------------------------------------------------------------
 
-/// The ids of the accepted legs, in acceptance order.
-std::vector<uint64_t> sorted_leg_ids(const core_state& s);
+/// The accepted legs, in acceptance order (by id).
+std::vector<std::pair<uint64_t, leg_rec*>> legs_in_order(core_state& s);
 
 /// The target's host address of `leg` (docs/behaviour/envelope.md#addresses).
 address leg_host_address(pointer self, const leg_rec& leg);

@@ -77,11 +77,9 @@ std::vector<std::string> end_unlanded_legs(pointer self, const std::string& why)
   for (auto& kv : s.nacks)
     earlier_nacks.push_back(kv.second.delivery_id);
   std::vector<uint64_t> ids;
-  for (auto id : sorted_leg_ids(s)) {
-    auto& leg = s.legs.at(id);
-    if (!leg.finished && leg.latch_open)
+  for (auto [id, leg] : legs_in_order(s))
+    if (!leg->finished && leg->latch_open)
       ids.push_back(id);
-  }
   uint64_t before = 0;
   uint64_t in_flight = 0;
   for (auto id : ids) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace cafmesh::routing {
 
@@ -69,8 +70,8 @@ std::string to_string(const queue_snapshot& x);
 /// - Different channels never wait for each other.
 ///
 /// Costs: `enqueue` and `on_terminal` are O(1) on average (channels and legs are hashed, a
-/// channel's FIFO is a linked list through its legs' entries); `snapshot` is O(channels)
-/// (diagnostics only). An idle channel holds nothing.
+/// channel's FIFO is a linked list through its legs' entries); `snapshot` is O(channels
+/// with legs queued behind their head) (diagnostics only). An idle channel holds nothing.
 ///
 /// Re-entrancy: the class never calls back into its owner; admission results arrive as
 /// messages, so the owner never calls `on_terminal` from inside another dispatcher call.
@@ -185,6 +186,8 @@ private:
   channel_map channels_;
   leg_map legs_;
   std::unordered_map<std::string, size_t> destinations_; ///< destination -> number of its channels
+  /// Channels with legs queued behind their head: `snapshot` looks at these only.
+  std::unordered_set<channel_map::value_type*> deep_;
   int depth_ = 0;
   int max_depth_ = 0;
   bool fifo_ = true;
