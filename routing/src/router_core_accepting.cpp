@@ -153,6 +153,9 @@ std::optional<uint64_t> accept(pointer self, envelope env, leg_host host,
   auto id = s.next_id++;
   auto& leg = s.legs[id];
   leg.id = id;
+  leg.older = s.newest_leg;
+  (s.newest_leg != nullptr ? s.newest_leg->newer : s.oldest_leg) = &leg;
+  s.newest_leg = &leg;
   leg.host_path = std::move(host.path);
   leg.ordered = s.stream_routed.count(host.host.type) != 0;
   if (leg.ordered)

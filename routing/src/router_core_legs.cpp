@@ -396,10 +396,8 @@ void record_latency(router_core_stats& st, int64_t latency_ms) {
 std::vector<std::pair<uint64_t, leg_rec*>> legs_in_order(core_state& s) {
   std::vector<std::pair<uint64_t, leg_rec*>> out;
   out.reserve(s.legs.size());
-  for (auto& kv : s.legs)
-    out.emplace_back(kv.first, &kv.second);
-  std::sort(out.begin(), out.end(),
-            [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (auto leg = s.oldest_leg; leg != nullptr; leg = leg->newer)
+    out.emplace_back(leg->id, leg);
   return out;
 }
 
@@ -589,6 +587,8 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_po
   bool ordered = leg.ordered;
   if (leg.has_entry_client)
     s.entry_clients.erase(id);
+  (leg.older != nullptr ? leg.older->newer : s.oldest_leg) = leg.newer;
+  (leg.newer != nullptr ? leg.newer->older : s.newest_leg) = leg.older;
   s.legs.erase(i);
   if (outcome != leg_outcome::refused && end_in_pool)
     pool_ended(self, id);

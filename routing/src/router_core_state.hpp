@@ -90,6 +90,9 @@ struct leg_rec {
   std::unique_ptr<leg_attempts> att;
   /// Its place in the saturation monitor's count and ages (`core_state::sat`).
   saturation_link sat_link;
+  /// Its neighbours in acceptance order (`core_state::oldest_leg`, `newest_leg`).
+  leg_rec* older = nullptr;
+  leg_rec* newer = nullptr;
   leg_kind kind = leg_kind::node;
   bool ordered = false;  ///< on the ordered dispatcher (stream-routed branch)
   bool started = false;
@@ -224,6 +227,10 @@ struct core_state {
   /// Accepted legs by id (unordered: code that reports legs in acceptance order sorts
   /// their ids, `sorted_leg_ids`).
   std::unordered_map<uint64_t, leg_rec> legs;
+  /// The ends of the legs' list in acceptance order (ids ascending), for what reports legs in
+  /// that order (residuals, `rc_stats`, the drain's ids) without sorting them.
+  leg_rec* oldest_leg = nullptr;
+  leg_rec* newest_leg = nullptr;
   /// The pure client that handed a leg's delivery to the routing grain (its process hosts
   /// the sender), for the legs that have one (`leg_rec::has_entry_client`).
   std::unordered_map<uint64_t, silo_address> entry_clients;
@@ -295,7 +302,7 @@ inline routing::io_pool_owner_actor owner_of(pointer self) {
 
 // -- lean legs (router_core_legs.cpp) -------------------------------------------------------------
 
-/// The accepted legs, in acceptance order (by id).
+/// The accepted legs, in acceptance order (ids ascending).
 std::vector<std::pair<uint64_t, leg_rec*>> legs_in_order(core_state& s);
 
 /// The target's host address of `leg` (docs/behaviour/envelope.md#addresses).
