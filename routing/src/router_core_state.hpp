@@ -224,8 +224,7 @@ struct core_state {
   refusal_log refusals;
   std::set<std::string> stream_routed;
   std::set<std::string> client_hosted;
-  /// Accepted legs by id (unordered: code that reports legs in acceptance order sorts
-  /// their ids, `sorted_leg_ids`).
+  /// Accepted legs by id (hashed; `oldest_leg` lists them in acceptance order).
   std::unordered_map<uint64_t, leg_rec> legs;
   /// The ends of the legs' list in acceptance order (ids ascending), for what reports legs in
   /// that order (residuals, `rc_stats`, the drain's ids) without sorting them.
