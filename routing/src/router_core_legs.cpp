@@ -76,8 +76,8 @@ void leg_nack(pointer self, leg_rec& leg, verdict v, const std::string& text,
               bool quiet = false) {
   leg.slot_owned = false;
   via_entry_client(self,
-                   post_nack(self, routed_env(self, leg), v, text, target_unserved, std::move(responding),
-                             leg.id, quiet),
+                   post_nack(self, routed_env(self, leg), v, text, target_unserved,
+                             std::move(responding), leg.id, quiet),
                    leg);
   finish_leg(self, leg, leg_outcome::nacked);
 }
@@ -236,7 +236,8 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
     }
     for (auto& silo : d.departed)
       self->send<caf::message_priority::high>(s.opts.grains, gp_inval_silo_atom::value, silo);
-    s.log.debug("delivery " + leg.env.id + ": attempt " + std::to_string(leg.att->retry->attempts() - 1)
+    s.log.debug("delivery " + leg.env.id + ": attempt "
+                + std::to_string(leg.att->retry->attempts() - 1)
                 + " failed (" + f.render() + "); retry in " + std::to_string(d.delay_ms)
                 + " ms" + (d.re_resolve ? ", re-resolving" : ""));
     if (nack_if_requester_gone_by(self, leg, now_ms(self) + d.delay_ms))
