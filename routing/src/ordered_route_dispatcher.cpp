@@ -1,5 +1,6 @@
 #include "cafmesh/routing/ordered_route_dispatcher.hpp"
 
+#include <functional>
 #include <utility>
 
 namespace cafmesh::routing {
@@ -48,6 +49,14 @@ private:
   ordered_route_dispatcher& d_;
 };
 
+size_t ordered_route_dispatcher::channel_hash::operator()(
+  const ordering_channel& x) const noexcept {
+  auto h = std::hash<std::string>{}(x.destination);
+  if (x.key)
+    h ^= std::hash<std::string>{}(*x.key) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
+}
+
 bool ordered_route_dispatcher::enqueue(const ordering_channel& ch, leg_id leg) {
   depth_guard guard{*this};
   if (contains(leg))
@@ -62,48 +71,70 @@ bool ordered_route_dispatcher::enqueue(const ordering_channel& ch, leg_id leg) {
     i = channels_.emplace(ch, channel_state{}).first;
     ++destinations_[ch.destination];
   }
-  auto seq = i->second.next_seq++;
-  i->second.queue.emplace_hint(i->second.queue.end(), seq, leg);
-  legs_.emplace(leg, leg_entry{i, seq});
+  auto& st = i->second;
+  auto& e = *legs_.emplace(leg, leg_entry{&*i, st.tail, nullptr}).first;
+  if (st.tail != nullptr)
+    st.tail->second.next = &e;
+  else
+    st.head = &e;
+  st.tail = &e;
+  if (++st.size == 2)
+    deep_.insert(&*i);
   return is_new;
 }
 
 std::optional<leg_id> ordered_route_dispatcher::on_terminal(leg_id leg) {
   depth_guard guard{*this};
-  if (unordered_.erase(leg) > 0)
+  if (!unordered_.empty() && unordered_.erase(leg) > 0)
     return std::nullopt;
   auto li = legs_.find(leg);
   if (li == legs_.end())
     return std::nullopt;
-  auto ci = li->second.channel;
-  auto& queue = ci->second.queue;
-  auto qi = queue.find(li->second.seq);
-  bool was_head = qi == queue.begin();
-  queue.erase(qi);
+  auto& ckv = *li->second.channel;
+  auto& st = ckv.second;
+  auto prev = li->second.prev;
+  auto next = li->second.next;
+  bool was_head = prev == nullptr;
+  if (prev != nullptr)
+    prev->second.next = next;
+  else
+    st.head = next;
+  if (next != nullptr)
+    next->second.prev = prev;
+  else
+    st.tail = prev;
+  if (--st.size == 1)
+    deep_.erase(&ckv);
   legs_.erase(li);
-  if (queue.empty()) {
-    auto di = destinations_.find(ci->first.destination);
+  if (st.size == 0) {
+    auto di = destinations_.find(ckv.first.destination);
     if (--di->second == 0)
       destinations_.erase(di);
-    channels_.erase(ci);
+    channels_.erase(channels_.find(ckv.first));
     return std::nullopt;
   }
   if (!was_head)
     return std::nullopt;
-  return queue.begin()->second;
+  return st.head->first;
 }
 
 queue_snapshot ordered_route_dispatcher::snapshot() const {
   queue_snapshot out;
   out.channels = channels_.size();
   out.destinations = destinations_.size();
-  for (const auto& kvp : channels_) {
-    auto behind = kvp.second.queue.size() - 1;
-    if (behind > out.deepest) {
+  // The deepest channel; among equally deep ones the least in channel order, as when the
+  // channels were kept sorted.
+  const ordering_channel* deepest = nullptr;
+  for (const auto* ch : deep_) {
+    const auto& kvp = *ch;
+    auto behind = kvp.second.size - 1;
+    if (behind > out.deepest || (behind == out.deepest && kvp.first < *deepest)) {
       out.deepest = behind;
-      out.deepest_channel = kvp.first.name();
+      deepest = &kvp.first;
     }
   }
+  if (deepest != nullptr)
+    out.deepest_channel = deepest->name();
   return out;
 }
 
@@ -111,7 +142,7 @@ bool ordered_route_dispatcher::is_head(leg_id leg) const {
   auto li = legs_.find(leg);
   if (li == legs_.end())
     return false;
-  return li->second.channel->second.queue.begin()->first == li->second.seq;
+  return li->second.prev == nullptr;
 }
 
 std::optional<ordering_channel> ordered_route_dispatcher::channel_of(leg_id leg) const {
@@ -125,14 +156,14 @@ std::optional<leg_id> ordered_route_dispatcher::head_of(const ordering_channel& 
   auto i = channels_.find(ch);
   if (i == channels_.end())
     return std::nullopt;
-  return i->second.queue.begin()->second;
+  return i->second.head->first;
 }
 
 size_t ordered_route_dispatcher::queued_behind(const ordering_channel& ch) const {
   auto i = channels_.find(ch);
   if (i == channels_.end())
     return 0;
-  return i->second.queue.size() - 1;
+  return i->second.size - 1;
 }
 
 } // namespace cafmesh::routing

@@ -225,9 +225,11 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       out.deepest = snap.deepest;
       out.deepest_channel = snap.deepest_channel;
       out.max_dispatch_depth = s.disp.max_depth();
-      for (auto& kv : s.legs) {
-        out.in_flight_ids.push_back(kv.second.env.id);
-        if (!kv.second.started && !kv.second.finished)
+      out.in_flight_ids.reserve(s.legs.size());
+      for (auto& entry : legs_in_order(s)) {
+        auto& leg = *entry.second;
+        out.in_flight_ids.push_back(leg.env.id);
+        if (!leg.started && !leg.finished)
           ++out.queued;
       }
       return out;
@@ -298,9 +300,9 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       if (!s.admits_itself)
         return ids;
       s.admits_itself = false;
-      for (auto& kv : s.legs)
-        if (kv.second.pooled)
-          ids.push_back(kv.first);
+      for (auto [id, leg] : legs_in_order(s))
+        if (leg->pooled)
+          ids.push_back(id);
       for (auto& kv : s.nacks)
         if (kv.second.pooled)
           ids.push_back(kv.first);
@@ -343,11 +345,11 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       auto& s = self->state;
       auto i = s.legs.find(id);
       if (i != s.legs.end()) {
-        if (!s.latch.settle(id, routing::leg_terminal::cancelled))
+        if (!settle_latch(self, id))
           return;
         auto& leg = i->second;
         auto f = to_fault(err);
-        s.log.info("leg " + std::to_string(id) + " (" + leg.label + ") refused by the pool: "
+        s.log.info("leg " + std::to_string(id) + " (" + leg_label(leg) + ") refused by the pool: "
                    + f.render());
         if (!leg.finished && !is_failed_and_nacked(leg.env)) {
           if (s.stopping) {
@@ -358,7 +360,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
           } else {
             leg.slot_owned = false;
             via_entry_client(self,
-                             post_nack(self, leg.env, verdict::failed,
+                             post_nack(self, routed_env(self, leg), verdict::failed,
                                        before_attempt_text(leg, f.render()), false, caf::none,
                                        id),
                              leg);
@@ -380,7 +382,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       turn_scope turn{self};
       auto& s = self->state;
       if (s.legs.count(id) != 0) {
-        if (s.latch.settle(id, routing::leg_terminal::cancelled)) {
+        if (settle_latch(self, id)) {
           auto& leg = s.legs.at(id);
           uint64_t nack = 0;
           // In a silo stop (the stopping signal came first) the leg gets its one NACK; a
@@ -392,7 +394,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
               arm_release_bound(self);
             }
           }
-          s.log.info("leg " + std::to_string(id) + " (" + leg.label
+          s.log.info("leg " + std::to_string(id) + " (" + leg_label(leg)
                      + ") abandoned by the pool drain; "
                      + (nack != 0 ? "NACKed" : "no NACK"));
           leg_terminal(self, id, leg_outcome::abandoned, nack == 0);
@@ -412,16 +414,16 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       auto& s = self->state;
       auto i = s.legs.find(id);
       if (i != s.legs.end()) {
-        if (!s.latch.settle(id, routing::leg_terminal::down))
+        if (!settle_latch(self, id))
           return;
         auto& leg = i->second;
-        s.log.error("leg " + std::to_string(id) + " (" + leg.label + ") crashed: "
+        s.log.error("leg " + std::to_string(id) + " (" + leg_label(leg) + ") crashed: "
                     + self->system().render(reason));
         if (!leg.finished && !is_failed_and_nacked(leg.env)) {
           leg.slot_owned = false;
           via_entry_client(
             self,
-            post_nack(self, leg.env, verdict::failed,
+            post_nack(self, routed_env(self, leg), verdict::failed,
                       before_attempt_text(leg, "leg crashed: " + self->system().render(reason)),
                       false, caf::none, id),
             leg);

@@ -148,25 +148,30 @@ std::optional<uint64_t> accept(pointer self, envelope env, leg_host host,
     loop_nack_posted = nack != 0;
     return std::nullopt;
   }
-  env.routing_path.push_back(s.opts.self_address);
-  leg_rec leg;
-  leg.id = s.next_id++;
-  leg.host = std::move(host.host);
+  // The leg keeps the envelope as accepted: what leaves the core carries the router's address
+  // on its routing path (`routed_env`).
+  auto id = s.next_id++;
+  auto& leg = s.legs[id];
+  leg.id = id;
+  leg.older = s.newest_leg;
+  (s.newest_leg != nullptr ? s.newest_leg->newer : s.oldest_leg) = &leg;
+  s.newest_leg = &leg;
   leg.host_path = std::move(host.path);
-  leg.ordered = s.stream_routed.count(leg.host.type) != 0;
+  leg.ordered = s.stream_routed.count(host.host.type) != 0;
   if (leg.ordered)
     leg.kind = leg_kind::pod_hub;
-  else if (s.client_hosted.count(leg.host.type) != 0)
+  else if (s.client_hosted.count(host.host.type) != 0)
     leg.kind = leg_kind::stream;
   else
     leg.kind = leg_kind::node;
-  leg.label = leg.ordered ? routing::stream_routed_label(leg.host_path, env.id)
-                          : routing::dispatch_label(leg.host_path, env.id);
   leg.env = std::move(env);
-  leg.entry_client = entry_client;
-  auto id = leg.id;
-  s.latch.arm(id);
-  gauge_track(self, id, leg.label, routing::slot_state::queued);
+  if (!entry_client.empty()) {
+    leg.has_entry_client = true;
+    s.entry_clients.emplace(id, entry_client);
+  }
+  // The label is rendered for the gauge's slot only; the leg renders it again when a log
+  // line names it (docs/delivery-costs.md#what-a-delivery-holds).
+  gauge_track(self, id, leg_label(leg), routing::slot_state::queued);
   ++s.stats.accepted;
   leg.accepted_ms = now_ms(self);
   if (answer_within > caf::timespan{0})
@@ -179,8 +184,7 @@ std::optional<uint64_t> accept(pointer self, envelope env, leg_host host,
   if (ordered)
     channel = make_channel(leg.host_path, leg.env.ordering_key ? *leg.env.ordering_key
                                                                : std::string{});
-  s.legs.emplace(id, std::move(leg));
-  log_sat(self, s.sat.accept(id, leg_phase::queued, now_ms(self)));
+  log_sat(self, s.sat.accept(leg.sat_link, leg_phase::queued, now_ms(self)));
   if (!ordered || s.disp.enqueue(*channel, id))
     admit(self, id);
   return id;

@@ -15,7 +15,7 @@ namespace cafmesh::routing::router_core_detail {
 // flight) per answer and per call.
 
 void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
-                    const grain_id& grain, const envelope& env, ms bound, bool urgent,
+                    const grain_id& grain, envelope env, ms bound, bool urgent,
                     uint32_t destination) {
   auto& s = self->state;
   auto id = ++s.next_call;
@@ -25,7 +25,7 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
   c.owner = owner;
   c.token = token;
   c.bound_ms = bound.count();
-  c.due = add_deadline(self, deadline_target{caf::message_id{}, id}, bound);
+  c.due = next_deadline_key(self, bound);
   // Admission per destination (SPEC C4): the attempt waits on the silo its hub last
   // answered from until the call ends.
   c.destination = destination;
@@ -41,7 +41,7 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
       c.node_prefix = grain.key;
       c.tag = r->second.tag;
       c.catalog = r->second.catalog.address();
-      s.calls.emplace(id, c);
+      add_call_deadline(self, *s.calls.emplace(id, std::move(c)).first);
       auto i = std::find_if(s.direct_out.begin(), s.direct_out.end(),
                             [&](const auto& x) { return x.first == r->second.catalog; });
       if (i == s.direct_out.end()) {
@@ -49,20 +49,21 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
         i = s.direct_out.end() - 1;
       }
       i->second.push_back(ct_call_item{id, grain, r->second.tag, 0,
-                                       caf::make_message(hg_deliver_atom::value, env,
-                                                         s.opts.silo, true)});
+                                       caf::make_message(hg_deliver_atom::value,
+                                                         std::move(env), s.opts.silo, true)});
       ++s.direct_waiting;
       if (s.turn_depth == 0)
         flush_direct_calls(self, true); // no turn end will send it
       return;
     }
   }
-  s.calls.emplace(id, c);
+  add_call_deadline(self, *s.calls.emplace(id, std::move(c)).first);
   if (urgent)
-    self->send<caf::message_priority::high>(s.opts.grains, gp_call_atom::value, id, grain, env,
-                                            caf::timespan{bound});
+    self->send<caf::message_priority::high>(s.opts.grains, gp_call_atom::value, id, grain,
+                                            std::move(env), caf::timespan{bound});
   else
-    self->send(s.opts.grains, gp_call_atom::value, id, grain, env, caf::timespan{bound});
+    self->send(s.opts.grains, gp_call_atom::value, id, grain, std::move(env),
+               caf::timespan{bound});
 }
 
 namespace {
@@ -73,9 +74,9 @@ std::optional<port_call> take_call(pointer self, uint64_t id) {
   auto i = s.calls.find(id);
   if (i == s.calls.end())
     return std::nullopt;
-  auto c = i->second;
+  drop_call_deadline(self, *i);
+  auto c = std::move(i->second);
   s.calls.erase(i);
-  drop_deadline(self, c.due);
   if (c.destination != 0 && s.destinations[c.destination - 1].waiting > 0)
     --s.destinations[c.destination - 1].waiting;
   if (c.direct && s.direct_waiting > 0) {

@@ -25,9 +25,12 @@ namespace {
 /// Arms the `rc_deadline` timer for the earliest deadline unless one at or before it is armed.
 void arm_deadline_timer(pointer self) {
   auto& s = self->state;
-  if (s.deadlines.empty())
+  auto listed = s.timed_calls.head;
+  if (s.deadlines.empty() && listed == nullptr)
     return;
-  auto due = s.deadlines.begin()->first.first;
+  auto due = s.deadlines.empty() ? listed->second.due.first : s.deadlines.begin()->first.first;
+  if (listed != nullptr)
+    due = std::min(due, listed->second.due.first);
   if (s.deadline_timer_ms >= 0 && s.deadline_timer_ms <= due)
     return;
   s.deadline_timer_ms = due;
@@ -37,10 +40,55 @@ void arm_deadline_timer(pointer self) {
 
 } // namespace
 
+deadline_key next_deadline_key(pointer self, ms bound) {
+  auto& s = self->state;
+  return deadline_key{now_ms(self) + bound.count(), ++s.next_deadline_seq};
+}
+
+void add_call_deadline(pointer self, call_node& x) {
+  auto& s = self->state;
+  auto& c = x.second;
+  auto& l = s.timed_calls;
+  if (l.tail == nullptr || l.tail->second.due < c.due) {
+    c.listed = true;
+    c.prev = l.tail;
+    c.next = nullptr;
+    if (l.tail != nullptr)
+      l.tail->second.next = &x;
+    else
+      l.head = &x;
+    l.tail = &x;
+  } else {
+    s.deadlines.emplace(c.due, deadline_target{caf::message_id{}, x.first});
+  }
+  arm_deadline_timer(self);
+}
+
+void drop_call_deadline(pointer self, call_node& x) {
+  auto& s = self->state;
+  auto& c = x.second;
+  if (!c.listed) {
+    s.deadlines.erase(c.due);
+    return;
+  }
+  auto& l = s.timed_calls;
+  if (c.prev != nullptr)
+    c.prev->second.next = c.next;
+  else
+    l.head = c.next;
+  if (c.next != nullptr)
+    c.next->second.prev = c.prev;
+  else
+    l.tail = c.prev;
+  c.listed = false;
+  c.prev = c.next = nullptr;
+}
+
 deadline_key add_deadline(pointer self, deadline_target what, ms bound) {
   auto& s = self->state;
-  deadline_key k{now_ms(self) + bound.count(), ++s.next_deadline_seq};
-  s.deadlines.emplace(k, what);
+  auto k = next_deadline_key(self, bound);
+  // Usually the latest deadline (a later call, the same bound): placed at the end in O(1).
+  s.deadlines.emplace_hint(s.deadlines.end(), k, what);
   arm_deadline_timer(self);
   return k;
 }
@@ -54,9 +102,21 @@ void expire_deadlines(pointer self, int64_t fired_due) {
   if (fired_due == s.deadline_timer_ms)
     s.deadline_timer_ms = -1;
   auto now = now_ms(self);
-  while (!s.deadlines.empty() && s.deadlines.begin()->first.first <= now) {
-    auto what = s.deadlines.begin()->second;
-    s.deadlines.erase(s.deadlines.begin());
+  for (;;) {
+    // The earliest passed deadline of the map and of the listed calls, in key order.
+    bool in_map = !s.deadlines.empty() && s.deadlines.begin()->first.first <= now;
+    auto listed = s.timed_calls.head;
+    bool in_list = listed != nullptr && listed->second.due.first <= now;
+    if (!in_map && !in_list)
+      break;
+    deadline_target what;
+    if (in_list && (!in_map || listed->second.due < s.deadlines.begin()->first)) {
+      what.call = listed->first;
+      drop_call_deadline(self, *listed);
+    } else {
+      what = s.deadlines.begin()->second;
+      s.deadlines.erase(s.deadlines.begin());
+    }
     if (what.call == 0) {
       self->eq_impl(what.rid, self->ctrl(), self->context(),
                     caf::make_error(caf::sec::request_timeout));

@@ -76,8 +76,8 @@ void leg_nack(pointer self, leg_rec& leg, verdict v, const std::string& text,
               bool quiet = false) {
   leg.slot_owned = false;
   via_entry_client(self,
-                   post_nack(self, leg.env, v, text, target_unserved, std::move(responding),
-                             leg.id, quiet),
+                   post_nack(self, routed_env(self, leg), v, text, target_unserved,
+                             std::move(responding), leg.id, quiet),
                    leg);
   finish_leg(self, leg, leg_outcome::nacked);
 }
@@ -103,7 +103,7 @@ void leg_grain_call(pointer self, leg_rec& leg) {
     composition_fault(self, leg, "the grain-call port is not available");
     return;
   }
-  leg.retry.emplace(s.policy);
+  attempts_of(leg); // its retry state comes with the first failed attempt
   leg_attempt(self, leg.id);
 }
 
@@ -112,9 +112,9 @@ void leg_fault_arm(pointer self, uint64_t id, fault f, retry_decision d) {
   auto& s = self->state;
   auto& leg = s.legs.at(id);
   auto tok = ++leg.token;
-  auto attempts = leg.retry->attempts();
+  auto attempts = leg.att->retry->attempts();
   self->request(s.opts.grains, ms(s.opts.grain_response_timeout_ms), gp_act_error_atom::value,
-                leg.grain)
+                leg.att->grain)
     .then(
       [=](std::string& recorded) {
         turn_scope turn{self};
@@ -158,7 +158,7 @@ bool nack_if_requester_gone_by(pointer self, leg_rec& leg, int64_t at_ms) {
   if (leg.answer_by_ms <= 0 || at_ms < leg.answer_by_ms)
     return false;
   ++self->state.stats.requester_time_ran_out;
-  auto n = leg.retry ? leg.retry->attempts() : int64_t{1};
+  auto n = leg.att && leg.att->retry ? leg.att->retry->attempts() : int64_t{1};
   auto text = "Delivery to '" + leg.host_path + "' failed: its requester stops waiting before "
               "attempt " + std::to_string(n);
   if (leg.in_flight)
@@ -171,6 +171,9 @@ bool nack_if_requester_gone_by(pointer self, leg_rec& leg, int64_t at_ms) {
 void leg_on_fault(pointer self, uint64_t id, fault f) {
   auto& s = self->state;
   auto& leg = s.legs.at(id);
+  auto& att = attempts_of(leg);
+  if (!att.retry)
+    att.retry = std::make_unique<retry_state>(s.policy);
   // A fault of the node's hub: its path is resolved afresh by the next leg
   // (docs/behaviour/routing.md#cacheable-resolutions).
   if (leg.kind == leg_kind::node)
@@ -178,7 +181,7 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
   if (leg.kind == leg_kind::pod_hub) {
     if (auto n = find_code(f, mesh_errc::pod_hub_not_here)) {
       // Handled before classification (docs/behaviour/routing.md#legs, #hubs).
-      if (s.client_hosted.count(leg.host.type) != 0) {
+      if (s.client_hosted.count(leg_host_address(self, leg).type) != 0) {
         s.log.info("delivery " + leg.env.id + ": pod hub for '" + leg.host_path
                    + "' not here; falling back to the stream transport");
         leg.kind = leg_kind::stream;
@@ -191,7 +194,7 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
       // exhausted budget ends it in the NACK below. docs/behaviour/routing.md#stopping-silos
       fault moving{mesh_errc::directory_unstable,
                    "pod hub for '" + leg.host_path + "' not here: " + n->text};
-      auto probe = *leg.retry;
+      auto probe = *leg.att->retry;
       if (is_continuation(leg.env) && probe.next(moving).retry) {
         ++s.stats.continuation_retries;
         f = std::move(moving);
@@ -211,28 +214,30 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
     // nobody else would send it. It is retried within the router budget like a refused
     // attempt; an exhausted budget NACKs `failed` with the same text.
     // docs/behaviour/routing.md#continuations-sent-again
-    auto probe = *leg.retry;
+    auto probe = *leg.att->retry;
     fault again{mesh_errc::rejected, f.render()};
     if (probe.next(again).retry)
       ++s.stats.continuation_resends;
     f = std::move(again);
   }
-  auto d = leg.retry->next(f);
+  auto d = leg.att->retry->next(f);
   if (d.retry) {
     // At the priority of the leg's attempts (`bounded_request`), so the grain port sees the
     // invalidation before the next attempt whatever its mailbox holds.
     if (d.invalidate_target) {
-      if (leg.grain.type == "messagehub") {
-        auto r = s.local_routes.find(leg.grain.key);
+      auto& grain = leg.att->grain;
+      if (grain.type == "messagehub") {
+        auto r = s.local_routes.find(grain.key);
         if (r != s.local_routes.end())
-          forget_local_route(self, leg.grain.key, r->second.tag);
+          forget_local_route(self, grain.key, r->second.tag);
       }
       self->send<caf::message_priority::high>(s.opts.grains, gp_invalidate_atom::value,
-                                              leg.grain);
+                                              grain);
     }
     for (auto& silo : d.departed)
       self->send<caf::message_priority::high>(s.opts.grains, gp_inval_silo_atom::value, silo);
-    s.log.debug("delivery " + leg.env.id + ": attempt " + std::to_string(leg.retry->attempts() - 1)
+    s.log.debug("delivery " + leg.env.id + ": attempt "
+                + std::to_string(leg.att->retry->attempts() - 1)
                 + " failed (" + f.render() + "); retry in " + std::to_string(d.delay_ms)
                 + " ms" + (d.re_resolve ? ", re-resolving" : ""));
     if (nack_if_requester_gone_by(self, leg, now_ms(self) + d.delay_ms))
@@ -262,7 +267,7 @@ void leg_resolve(pointer self, uint64_t id) {
   }
   if (auto prefix = s.resolved.find(leg.host_path)) {
     // docs/behaviour/routing.md#cacheable-resolutions
-    leg.grain = node_hub_grain(*prefix);
+    attempts_of(leg).grain = node_hub_grain(*prefix);
     leg_grain_call(self, leg);
     return;
   }
@@ -283,7 +288,7 @@ void leg_resolve(pointer self, uint64_t id) {
           leg_nack(self, *leg, verdict::not_found, text);
           return;
         }
-        leg->grain = node_hub_grain(r.node_prefix);
+        attempts_of(*leg).grain = node_hub_grain(r.node_prefix);
         leg_grain_call(self, *leg);
       },
       [=](caf::error& e) {
@@ -314,7 +319,7 @@ void leg_stream_publish(pointer self, uint64_t id) {
   auto tok = ++leg.token;
   leg.in_flight = true;
   self->request(s.opts.streams, ms(s.opts.routing.stream_post_timeout_ms),
-                sp_publish_atom::value, leg.host, leg.env)
+                sp_publish_atom::value, leg_host_address(self, leg), routed_env(self, leg))
     .then(
       [=](caf::ok_atom) {
         turn_scope turn{self};
@@ -347,7 +352,7 @@ void leg_stream_probe(pointer self, uint64_t id) {
   }
   auto tok = ++leg.token;
   self->request(s.opts.streams, ms(s.opts.routing.subscriber_probe_timeout_ms),
-                sp_probe_atom::value, leg.host)
+                sp_probe_atom::value, leg_host_address(self, leg))
     .then(
       [=](bool live) {
         turn_scope turn{self};
@@ -389,6 +394,51 @@ void record_latency(router_core_stats& st, int64_t latency_ms) {
 
 } // namespace
 
+std::vector<std::pair<uint64_t, leg_rec*>> legs_in_order(core_state& s) {
+  std::vector<std::pair<uint64_t, leg_rec*>> out;
+  out.reserve(s.legs.size());
+  for (auto leg = s.oldest_leg; leg != nullptr; leg = leg->newer)
+    out.emplace_back(leg->id, leg);
+  return out;
+}
+
+address leg_host_address(pointer self, const leg_rec& leg) {
+  return host_address(leg.env.target, self->state.opts.mesh_type);
+}
+
+std::string leg_label(const leg_rec& leg) {
+  return leg.ordered ? routing::stream_routed_label(leg.host_path, leg.env.id)
+                     : routing::dispatch_label(leg.host_path, leg.env.id);
+}
+
+const silo_address& entry_client_of(pointer self, const leg_rec& leg) {
+  static const silo_address none;
+  if (!leg.has_entry_client)
+    return none;
+  auto i = self->state.entry_clients.find(leg.id);
+  return i != self->state.entry_clients.end() ? i->second : none;
+}
+
+bool settle_latch(pointer self, uint64_t id) {
+  auto i = self->state.legs.find(id);
+  if (i == self->state.legs.end() || !i->second.latch_open)
+    return false;
+  i->second.latch_open = false;
+  return true;
+}
+
+envelope routed_env(pointer self, const leg_rec& leg) {
+  auto out = leg.env;
+  out.routing_path.push_back(self->state.opts.self_address);
+  return out;
+}
+
+leg_attempts& attempts_of(leg_rec& leg) {
+  if (!leg.att)
+    leg.att = std::make_unique<leg_attempts>();
+  return *leg.att;
+}
+
 leg_rec* find_leg(pointer self, uint64_t id, uint64_t token) {
   auto i = self->state.legs.find(id);
   if (i == self->state.legs.end() || i->second.finished || i->second.token != token)
@@ -411,8 +461,8 @@ void finish_leg(pointer self, leg_rec& leg, leg_outcome outcome) {
 }
 
 uint64_t via_entry_client(pointer self, uint64_t nack_id, const leg_rec& leg) {
-  if (nack_id != 0 && !leg.entry_client.empty())
-    self->state.nacks.at(nack_id).entry_client = leg.entry_client;
+  if (nack_id != 0 && leg.has_entry_client)
+    self->state.nacks.at(nack_id).entry_client = entry_client_of(self, leg);
   return nack_id;
 }
 
@@ -439,7 +489,8 @@ void leg_attempt(pointer self, uint64_t id) {
   auto tok = ++leg.token;
   ++s.stats.grain_attempts;
   leg.in_flight = true;
-  port_call_send(self, call_for::leg_attempt, id, tok, leg.grain, leg.env, bound, true,
+  port_call_send(self, call_for::leg_attempt, id, tok, leg.att->grain, routed_env(self, leg),
+                 bound, true,
                  destination_of(self, leg.host_path));
 }
 
@@ -457,7 +508,7 @@ void leg_attempt_result(pointer self, uint64_t id, uint64_t tok, envelope& r) {
       if (at && self->state.opts.routing.max_in_flight_per_destination > 0)
         learn_destination(self, leg->host_path, *at);
       report_landing(self->state.opts.silo, self->state.opts.centre,
-                     self->state.opts.local_routes, leg->entry_client, leg->env, at);
+                     self->state.opts.local_routes, entry_client_of(self, *leg), leg->env, at);
       finish_leg(self, *leg, leg_outcome::landed);
       return;
     }
@@ -494,13 +545,13 @@ void leg_start(pointer self, leg_rec& leg) {
   auto& s = self->state;
   leg.started = true;
   gauge_mark(self, leg.id);
-  log_sat(self, s.sat.dispatched(leg.id, now_ms(self)));
+  log_sat(self, s.sat.dispatched(leg.sat_link, now_ms(self)));
   switch (leg.kind) {
     case leg_kind::node:
       leg_resolve(self, leg.id);
       break;
     case leg_kind::pod_hub:
-      leg.grain = pod_hub_grain(leg.host_path);
+      attempts_of(leg).grain = pod_hub_grain(leg.host_path);
       leg_grain_call(self, leg);
       break;
     case leg_kind::stream:
@@ -521,7 +572,7 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_po
   if (leg.slot_owned)
     gauge_release(self, id);
   auto now = now_ms(self);
-  log_sat(self, s.sat.terminated(id, now));
+  log_sat(self, s.sat.terminated(leg.sat_link, now));
   ++s.stats.terminal_events;
   record_latency(s.stats, now - leg.accepted_ms);
   switch (outcome) {
@@ -532,9 +583,13 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_po
     case leg_outcome::refused: ++s.stats.refused; break;
   }
   if (s.log.enabled(log::level::debug)) // once per delivery: build the line only if kept
-    s.log.debug("leg " + std::to_string(id) + " (" + leg.label + ") terminated: "
+    s.log.debug("leg " + std::to_string(id) + " (" + leg_label(leg) + ") terminated: "
                 + outcome_name(outcome));
   bool ordered = leg.ordered;
+  if (leg.has_entry_client)
+    s.entry_clients.erase(id);
+  (leg.older != nullptr ? leg.older->newer : s.oldest_leg) = leg.newer;
+  (leg.newer != nullptr ? leg.newer->older : s.newest_leg) = leg.older;
   s.legs.erase(i);
   if (outcome != leg_outcome::refused && end_in_pool)
     pool_ended(self, id);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -26,7 +27,6 @@
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/leg_accounting.hpp"
-#include "cafmesh/routing/leg_latch.hpp"
 #include "cafmesh/routing/ordered_route_dispatcher.hpp"
 #include "cafmesh/routing/refusal_log.hpp"
 #include "cafmesh/routing/resolution_cache.hpp"
@@ -62,13 +62,37 @@ enum class leg_outcome : uint8_t { landed = 0, nacked, abandoned, crashed, refus
 /// What a leg does (docs/behaviour/routing.md#legs).
 enum class leg_kind : uint8_t { node, pod_hub, stream };
 
-/// One accepted delivery's leg: an explicit state machine owned by the router core.
+/// What a leg needs once it attempts its hub: kept apart from `leg_rec` so that a queued
+/// delivery does not carry it (docs/delivery-costs.md#what-a-delivery-holds).
+struct leg_attempts {
+  grain_id grain; ///< the hub grain the retry loop calls
+  /// The retry loop's state, from the first failed attempt on (a leg whose first attempt
+  /// lands never needs one).
+  std::unique_ptr<retry_state> retry;
+};
+
+/// One accepted delivery's leg: an explicit state machine owned by the router core, kept
+/// lean (docs/delivery-costs.md#what-a-delivery-holds): what can be derived from the
+/// envelope (the host address, the gauge label) is rendered when needed, what only an
+/// attempt needs lives in `att`, and the rare pure-client entry in `entry_clients`.
 struct leg_rec {
+  /// As accepted: the router's address joins the routing_path of what leaves the core
+  /// (`routed_env`), so the leg does not hold it.
+  envelope env;
+  std::string host_path; ///< `type/id` of the target's host address
   uint64_t id = 0;
-  envelope env;          ///< as routed (router appended to routing_path)
-  address host;          ///< host address of the target (docs/behaviour/envelope.md#addresses)
-  std::string host_path; ///< `type/id` of `host`
-  std::string label;     ///< gauge label
+  uint64_t token = 0;    ///< step token; answers carrying an older one are ignored
+  int64_t accepted_ms = 0; ///< actor-clock ms at acceptance (delivery latency histogram)
+  /// Actor-clock ms by which the requester stops waiting, less the margin for the NACK's
+  /// way back (docs/behaviour/routing.md#a-requests-remaining-time); 0: no such bound.
+  int64_t answer_by_ms = 0;
+  /// The hub grain and retry loop, from the leg's first grain attempt on; null before.
+  std::unique_ptr<leg_attempts> att;
+  /// Its place in the saturation monitor's count and ages (`core_state::sat`).
+  saturation_link sat_link;
+  /// Its neighbours in acceptance order (`core_state::oldest_leg`, `newest_leg`).
+  leg_rec* older = nullptr;
+  leg_rec* newer = nullptr;
   leg_kind kind = leg_kind::node;
   bool ordered = false;  ///< on the ordered dispatcher (stream-routed branch)
   bool started = false;
@@ -81,16 +105,13 @@ struct leg_rec {
   /// Waiting for its next attempt because its destination silo departed (its connection
   /// was lost, membership has not declared it Dead yet): not counted by admission control.
   bool parked = false;
-  uint64_t token = 0;    ///< step token; answers carrying an older one are ignored
-  int64_t accepted_ms = 0; ///< actor-clock ms at acceptance (delivery latency histogram)
-  grain_id grain;        ///< the hub grain the retry loop calls
-  std::optional<retry_state> retry;
-  /// The pure client that handed the delivery to the routing grain (its process hosts the
-  /// sender); empty: a co-hosted delivery, or a caller that did not say.
-  silo_address entry_client;
-  /// Actor-clock ms by which the requester stops waiting, less the margin for the NACK's
-  /// way back (docs/behaviour/routing.md#a-requests-remaining-time); 0: no such bound.
-  int64_t answer_by_ms = 0;
+  /// The exactly-one-terminal-event latch (docs/behaviour/quiescence.md#the-routing-io-pool):
+  /// open from acceptance until the first of `leg_done`, the pool's cancel or its down
+  /// message settles it.
+  bool latch_open = true;
+  /// A pure client handed the delivery to the routing grain: its address is in
+  /// `core_state::entry_clients`.
+  bool has_entry_client = false;
 };
 
 /// The ladder rung a NACK is on (docs/behaviour/routing.md#nacks).
@@ -140,17 +161,31 @@ enum class call_for : uint8_t {
 struct port_call {
   call_for kind = call_for::leg_attempt;
   bool urgent = false;  ///< sent at high priority: its timeout comes at that priority too
+  /// Sent to a local activation's catalog directly (`local_route`): a fault drops the route.
+  bool direct = false;
+  activation_tag tag;      ///< the activation called, when `direct`
   uint64_t owner = 0;   ///< the leg or NACK id
   uint64_t token = 0;   ///< the owner's step token when the call left
   int64_t bound_ms = 0; ///< its bound, for the timeout's text
   deadline_key due;
-  /// Sent to a local activation's catalog directly (`local_route`): a fault drops the route.
-  bool direct = false;
-  std::string node_prefix; ///< the node-hub grain's key, when `direct`
-  activation_tag tag;      ///< the activation called, when `direct`
-  caf::actor_addr catalog; ///< its catalog, when `direct`
   /// The destination silo the call waits on (`destinations`, 1-based); 0: not known.
   uint32_t destination = 0;
+  /// Its deadline is on `core_state::timed_calls` (through `prev` and `next`), not in
+  /// `core_state::deadlines`.
+  bool listed = false;
+  std::pair<const uint64_t, port_call>* prev = nullptr;
+  std::pair<const uint64_t, port_call>* next = nullptr;
+  caf::actor_addr catalog; ///< its catalog, when `direct`
+  std::string node_prefix; ///< the node-hub grain's key, when `direct`
+};
+
+/// A grain-port call in `core_state::calls`.
+using call_node = std::pair<const uint64_t, port_call>;
+
+/// Grain-port calls in deadline order, oldest first: an intrusive list through `calls`.
+struct call_list {
+  call_node* head = nullptr;
+  call_node* tail = nullptr;
 };
 
 /// A destination silo of grain attempts and how many wait on it now (SPEC C4,
@@ -187,10 +222,17 @@ struct core_state {
   /// Legs `parked` (see leg_rec): admission control bounds the others.
   uint64_t parked_legs = 0;
   refusal_log refusals;
-  routing::leg_latch_table latch;
   std::set<std::string> stream_routed;
   std::set<std::string> client_hosted;
-  std::map<uint64_t, leg_rec> legs;
+  /// Accepted legs by id (hashed; `oldest_leg` lists them in acceptance order).
+  std::unordered_map<uint64_t, leg_rec> legs;
+  /// The ends of the legs' list in acceptance order (ids ascending), for what reports legs in
+  /// that order (residuals, `rc_stats`, the drain's ids) without sorting them.
+  leg_rec* oldest_leg = nullptr;
+  leg_rec* newest_leg = nullptr;
+  /// The pure client that handed a leg's delivery to the routing grain (its process hosts
+  /// the sender), for the legs that have one (`leg_rec::has_entry_client`).
+  std::unordered_map<uint64_t, silo_address> entry_clients;
   std::map<uint64_t, nack_job> nacks;
   uint64_t next_id = 1;
   bool stopping = false;
@@ -199,6 +241,10 @@ struct core_state {
   std::map<deadline_key, deadline_target> deadlines;
   /// Grain-port calls in flight by call id (docs/behaviour/routing.md#grain-port-calls).
   std::unordered_map<uint64_t, port_call> calls;
+  /// The calls whose deadline was not earlier than any listed before (the common case: one
+  /// bound), in deadline order; the others' deadlines are in `deadlines`. Expiry merges both
+  /// in (due, sequence) order.
+  call_list timed_calls;
   uint64_t next_call = 0;
   uint64_t next_deadline_seq = 0;
   int64_t deadline_timer_ms = -1; ///< due time of the armed `rc_deadline` timer; -1: none
@@ -252,6 +298,32 @@ inline int64_t now_ms(pointer self) {
 inline routing::io_pool_owner_actor owner_of(pointer self) {
   return caf::actor_cast<routing::io_pool_owner_actor>(self);
 }
+
+// -- lean legs (router_core_legs.cpp) -------------------------------------------------------------
+
+/// The accepted legs, in acceptance order (ids ascending).
+std::vector<std::pair<uint64_t, leg_rec*>> legs_in_order(core_state& s);
+
+/// The target's host address of `leg` (docs/behaviour/envelope.md#addresses).
+address leg_host_address(pointer self, const leg_rec& leg);
+
+/// The gauge label of `leg`, rendered (its slot in the gauge carries the same text).
+std::string leg_label(const leg_rec& leg);
+
+/// The pure client that handed `leg`'s delivery to the routing grain; empty: none.
+const silo_address& entry_client_of(pointer self, const leg_rec& leg);
+
+/// Closes the latch of leg `id`: true exactly once per accepted leg (the caller emits its one
+/// terminal event), false for an unknown or already settled leg.
+bool settle_latch(pointer self, uint64_t id);
+
+/// `leg`'s envelope as routed: the router's address appended to its routing_path, for what
+/// leaves the core (a grain call, a stream publish, a NACK's original)
+/// (docs/delivery-costs.md#what-a-delivery-holds).
+envelope routed_env(pointer self, const leg_rec& leg);
+
+/// The hub grain and retry loop of `leg`, created on first use.
+leg_attempts& attempts_of(leg_rec& leg);
 
 // -- shared helpers (router_core.cpp) ------------------------------------------------------------
 
@@ -340,6 +412,16 @@ deadline_key add_deadline(pointer self, deadline_target what, ms bound);
 /// The request of `k` was answered (or failed) before its bound.
 void drop_deadline(pointer self, const deadline_key& k);
 
+/// The key of a deadline `bound` from now.
+deadline_key next_deadline_key(pointer self, ms bound);
+
+/// Bounds call `x` (in `calls`) by `x.second.due`: at the tail of `timed_calls` in O(1)
+/// when no listed call is due later, else in `deadlines`.
+void add_call_deadline(pointer self, call_node& x);
+
+/// Call `x` ended (or its bound passed): its deadline goes.
+void drop_call_deadline(pointer self, call_node& x);
+
 /// The `rc_deadline` timer for `fired_due` fired: every request whose bound has passed gets
 /// its `request_timeout`, then the timer is armed for the next deadline.
 void expire_deadlines(pointer self, int64_t fired_due);
@@ -350,7 +432,7 @@ void expire_deadlines(pointer self, int64_t fired_due);
 /// core's own deadline of `bound`; its result continues `kind`'s step of `owner` if `owner`'s token is
 /// still `token` (docs/behaviour/routing.md#grain-port-calls).
 void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
-                    const grain_id& grain, const envelope& env, ms bound, bool urgent,
+                    const grain_id& grain, envelope env, ms bound, bool urgent,
                     uint32_t destination = 0);
 
 /// Drops the direct route to activation `tag` of the node hub of `node_prefix`, if it is

@@ -8,7 +8,7 @@ void on_admitted(pointer self, uint64_t id) {
   auto& s = self->state;
   auto i = s.legs.find(id);
   if (i != s.legs.end()) {
-    if (!i->second.started && !i->second.finished && s.latch.is_open(id))
+    if (!i->second.started && !i->second.finished && i->second.latch_open)
       leg_start(self, i->second);
     return;
   }
@@ -23,7 +23,7 @@ void run_work(pointer self) {
     s.work.pop_front();
     if (w.kind == turn_work::admitted)
       on_admitted(self, w.id);
-    else if (s.latch.settle(w.id, routing::leg_terminal::done))
+    else if (settle_latch(self, w.id))
       leg_terminal(self, w.id, static_cast<leg_outcome>(w.outcome));
   }
 }

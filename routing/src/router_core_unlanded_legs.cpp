@@ -35,7 +35,9 @@ uint64_t stop_nack(pointer self, leg_rec& leg, bool direct) {
                             : "silo " + s.silo_name + " stopped before the delivery to " + target
                                 + " was attempted";
   return via_entry_client(
-    self, post_nack(self, leg.env, v, text, false, caf::none, leg.id, false, direct), leg);
+    self, post_nack(self, routed_env(self, leg), v, text, false, caf::none, leg.id, false,
+                    direct),
+    leg);
 }
 
 void arm_release_bound(pointer self) {
@@ -75,9 +77,9 @@ std::vector<std::string> end_unlanded_legs(pointer self, const std::string& why)
   for (auto& kv : s.nacks)
     earlier_nacks.push_back(kv.second.delivery_id);
   std::vector<uint64_t> ids;
-  for (auto& kv : s.legs)
-    if (!kv.second.finished && s.latch.is_open(kv.first))
-      ids.push_back(kv.first);
+  for (auto [id, leg] : legs_in_order(s))
+    if (!leg->finished && leg->latch_open)
+      ids.push_back(id);
   uint64_t before = 0;
   uint64_t in_flight = 0;
   for (auto id : ids) {

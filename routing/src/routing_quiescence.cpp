@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <map>
+#include <string>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
@@ -74,10 +76,24 @@ std::string render_entry(const quiescence_entry& x, int64_t now_ms) {
 
 namespace {
 
+/// One slot held: a `quiescence_entry` without its slot id, which is its key.
+struct slot_rec {
+  std::string label;
+  int64_t taken_ms = 0;
+  int64_t dispatched_ms = -1;
+  slot_state state = slot_state::queued;
+};
+
+/// The entry `oldest(n)` reports for slot `slot`.
+quiescence_entry entry_of(uint64_t slot, const slot_rec& x) {
+  return quiescence_entry{slot, x.label, x.state, x.taken_ms, x.dispatched_ms};
+}
+
 struct gauge_state {
   static const char* name;
   log::logger log;
-  std::map<uint64_t, quiescence_entry> slots;
+  /// Slots held, hashed by id (`oldest(n)` sorts what it reports).
+  std::unordered_map<uint64_t, slot_rec> slots;
   std::vector<caf::typed_response_promise<caf::ok_atom>> awaiting;
   uint64_t next_allocated = 0;
   bool torn_down = false;
@@ -102,8 +118,7 @@ void take(gauge_pointer self, uint64_t slot, std::string label, slot_state st,
                   + " is already held; ignoring a second track (" + label + ")");
     return;
   }
-  quiescence_entry e;
-  e.slot = slot;
+  slot_rec e;
   e.label = std::move(label);
   e.state = st;
   e.taken_ms = at_ms >= 0 ? at_ms : clock_ms(self);
@@ -195,18 +210,20 @@ routing_quiescence_actor::behavior_type gauge_actor(gauge_pointer self,
       quiescence_sample out;
       out.count = s.slots.size();
       out.now_ms = clock_ms(self);
-      std::vector<const quiescence_entry*> all;
+      using held = std::unordered_map<uint64_t, slot_rec>::value_type;
+      std::vector<const held*> all;
       all.reserve(s.slots.size());
       for (auto& kvp : s.slots)
-        all.push_back(&kvp.second);
-      auto older = [](const quiescence_entry* x, const quiescence_entry* y) {
-        return std::make_pair(x->taken_ms, x->slot) < std::make_pair(y->taken_ms, y->slot);
+        all.push_back(&kvp);
+      auto older = [](const held* x, const held* y) {
+        return std::make_pair(x->second.taken_ms, x->first)
+               < std::make_pair(y->second.taken_ms, y->first);
       };
       auto k = std::min<size_t>(n, all.size());
       std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(),
                         older);
       for (size_t i = 0; i < k; ++i)
-        out.entries.push_back(*all[i]);
+        out.entries.push_back(entry_of(all[i]->first, all[i]->second));
       return out;
     },
     [=](q_await_atom) -> caf::typed_response_promise<caf::ok_atom> {

@@ -68,16 +68,53 @@ saturation_monitor::saturation_monitor(const config::routing_section& cfg)
   report_count_ = std::max(report_count_, size_t{1});
 }
 
+void saturation_monitor::link(saturation_link& x) {
+  auto& l = list_of(x.phase);
+  auto after = l.tail;
+  while (after != nullptr && after->since_ms > x.since_ms)
+    after = after->prev;
+  x.prev = after;
+  x.next = after != nullptr ? after->next : l.head;
+  if (x.next != nullptr)
+    x.next->prev = &x;
+  else
+    l.tail = &x;
+  if (after != nullptr)
+    after->next = &x;
+  else
+    l.head = &x;
+}
+
+void saturation_monitor::unlink(saturation_link& x) {
+  auto& l = list_of(x.phase);
+  if (x.prev != nullptr)
+    x.prev->next = x.next;
+  else
+    l.head = x.next;
+  if (x.next != nullptr)
+    x.next->prev = x.prev;
+  else
+    l.tail = x.prev;
+  x.prev = x.next = nullptr;
+}
+
 std::optional<saturation_event> saturation_monitor::accept(leg_id leg, leg_phase phase,
                                                            int64_t now_ms) {
   if (legs_.count(leg) > 0)
     return std::nullopt;
-  legs_.emplace(leg, entry{phase, now_ms, now_ms});
-  if (phase == leg_phase::queued)
-    queued_.emplace(now_ms, leg);
-  else
-    dispatched_.emplace(now_ms, leg);
-  if (!latched_ && legs_.size() >= report_count_) {
+  return accept(legs_[leg], phase, now_ms);
+}
+
+std::optional<saturation_event> saturation_monitor::accept(saturation_link& x, leg_phase phase,
+                                                           int64_t now_ms) {
+  if (x.counted)
+    return std::nullopt;
+  x.counted = true;
+  x.since_ms = now_ms;
+  x.phase = phase;
+  link(x);
+  ++count_;
+  if (!latched_ && count_ >= report_count_) {
     latched_ = true;
     latched_at_ms_ = now_ms;
     last_review_ms_ = now_ms;
@@ -100,11 +137,18 @@ std::optional<saturation_event> saturation_monitor::accept(leg_id leg, leg_phase
 
 std::optional<saturation_event> saturation_monitor::dispatched(leg_id leg, int64_t now_ms) {
   auto i = legs_.find(leg);
-  if (i != legs_.end() && i->second.phase == leg_phase::queued) {
-    queued_.erase({i->second.accepted_ms, leg});
-    i->second.phase = leg_phase::dispatched;
-    i->second.dispatched_ms = now_ms;
-    dispatched_.emplace(now_ms, leg);
+  if (i == legs_.end())
+    return on_dispatch(now_ms);
+  return dispatched(i->second, now_ms);
+}
+
+std::optional<saturation_event> saturation_monitor::dispatched(saturation_link& x,
+                                                               int64_t now_ms) {
+  if (x.counted && x.phase == leg_phase::queued) {
+    unlink(x);
+    x.phase = leg_phase::dispatched;
+    x.since_ms = now_ms;
+    link(x);
   }
   return on_dispatch(now_ms);
 }
@@ -113,12 +157,19 @@ std::optional<saturation_event> saturation_monitor::terminated(leg_id leg, int64
   auto i = legs_.find(leg);
   if (i == legs_.end())
     return std::nullopt;
-  if (i->second.phase == leg_phase::queued)
-    queued_.erase({i->second.accepted_ms, leg});
-  else
-    dispatched_.erase({i->second.dispatched_ms, leg});
+  auto ev = terminated(i->second, now_ms);
   legs_.erase(i);
-  if (latched_ && legs_.size() <= clear_count_) {
+  return ev;
+}
+
+std::optional<saturation_event> saturation_monitor::terminated(saturation_link& x,
+                                                               int64_t now_ms) {
+  if (!x.counted)
+    return std::nullopt;
+  unlink(x);
+  x.counted = false;
+  --count_;
+  if (latched_ && count_ <= clear_count_) {
     auto ev = make_event(saturation_event_kind::cleared,
                          warned_ ? log::level::warning : log::level::info, now_ms);
     ev.latched_ms = now_ms - latched_at_ms_;
@@ -135,7 +186,7 @@ std::optional<saturation_event> saturation_monitor::on_dispatch(int64_t now_ms) 
     return std::nullopt;
   last_review_ms_ = now_ms;
   ++reviews_;
-  if (dispatched_.empty() || now_ms - dispatched_.begin()->first < leg_self_bound_ms_)
+  if (dispatched_.head == nullptr || now_ms - dispatched_.head->since_ms < leg_self_bound_ms_)
     return std::nullopt;
   escalated_ = true;
   warned_ = true;
@@ -159,11 +210,11 @@ std::optional<int64_t> saturation_monitor::lasting_due(const saturation_event& r
 
 in_flight_ages saturation_monitor::ages(int64_t now_ms) const {
   in_flight_ages out;
-  out.in_flight = legs_.size();
-  if (!dispatched_.empty())
-    out.oldest_dispatched_age_ms = now_ms - dispatched_.begin()->first;
-  if (!queued_.empty())
-    out.oldest_queued_age_ms = now_ms - queued_.begin()->first;
+  out.in_flight = count_;
+  if (dispatched_.head != nullptr)
+    out.oldest_dispatched_age_ms = now_ms - dispatched_.head->since_ms;
+  if (queued_.head != nullptr)
+    out.oldest_queued_age_ms = now_ms - queued_.head->since_ms;
   return out;
 }
 

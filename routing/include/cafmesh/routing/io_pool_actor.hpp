@@ -28,8 +28,8 @@
 /// | P -> O | `(pool_handover_atom) -> std::vector<uint64_t>` | the drain began: O answers the ids of its admitted legs and NACKs that are not gone (P tracks them as started) and from then on uses the messages above for every leg (admissions are refused, as for any owner of a draining pool). |
 ///
 /// A leg is gone for the pool on the first of: `pool_ended`, the down of its watched actor L,
-/// or the down of its owner O. The owner keeps exactly one terminal event per leg with
-/// `leg_latch_table` (cafmesh/routing/leg_latch.hpp).
+/// or the down of its owner O. The owner keeps exactly one terminal event per leg with a
+/// latch (`leg_latch_table`, cafmesh/routing/leg_latch.hpp; the router core's is a flag per leg).
 
 #include <cstdint>
 #include <string>

@@ -4,8 +4,9 @@
 /// The exactly-one-terminal-event latch of docs/behaviour/quiescence.md#the-routing-io-pool: per
 /// leg, whichever of the leg's own
 /// `leg_done`, the pool's cancel and the pool's down message arrives first wins; every later
-/// one is ignored. A plain C++ helper (no CAF) the owner of legs (the router core) keeps in
-/// its state; single-threaded like the actor that owns it.
+/// one is ignored. A plain C++ helper (no CAF) an owner of legs keeps in its state;
+/// single-threaded like the actor that owns it. (The router core keeps the same latch as a
+/// flag in each leg's record, `leg_rec::latch_open`, routing/src/router_core_state.hpp.)
 
 #include <cstddef>
 #include <cstdint>

@@ -7,12 +7,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace cafmesh::routing {
 
@@ -69,8 +69,9 @@ std::string to_string(const queue_snapshot& x);
 ///   (no idle state) and answers the new head, which the owner must admit now.
 /// - Different channels never wait for each other.
 ///
-/// Costs: `enqueue` and `on_terminal` are O(log n) in the number of channels plus the legs
-/// of that channel; `snapshot` is O(channels) (diagnostics only).
+/// Costs: `enqueue` and `on_terminal` are O(1) on average (channels and legs are hashed, a
+/// channel's FIFO is a linked list through its legs' entries); `snapshot` is O(channels
+/// with legs queued behind their head) (diagnostics only). An idle channel holds nothing.
 ///
 /// Re-entrancy: the class never calls back into its owner; admission results arrive as
 /// messages, so the owner never calls `on_terminal` from inside another dispatcher call.
@@ -105,6 +106,12 @@ public:
   explicit ordered_route_dispatcher(bool per_channel_fifo) : fifo_(per_channel_fifo) {
     // nop
   }
+
+  /// Not copyable: a channel's FIFO links its legs' entries (a move keeps them).
+  ordered_route_dispatcher(const ordered_route_dispatcher&) = delete;
+  ordered_route_dispatcher& operator=(const ordered_route_dispatcher&) = delete;
+  ordered_route_dispatcher(ordered_route_dispatcher&&) = default;
+  ordered_route_dispatcher& operator=(ordered_route_dispatcher&&) = default;
 
   /// False only for the S12.57 negative control.
   bool per_channel_fifo() const { return fifo_; }
@@ -154,21 +161,33 @@ public:
   int max_depth() const { return max_depth_; }
 
 private:
-  struct channel_state {
-    uint64_t next_seq = 0;
-    std::map<uint64_t, leg_id> queue; ///< arrival sequence -> leg; begin() is the head
+  /// Hashes a channel by its two parts (never by one concatenated string).
+  struct channel_hash {
+    size_t operator()(const ordering_channel& x) const noexcept;
   };
-  using channel_map = std::map<ordering_channel, channel_state>;
+  struct leg_entry;
+  using leg_map = std::unordered_map<leg_id, leg_entry>;
+  struct channel_state {
+    leg_map::value_type* head = nullptr; ///< the running head; the queue links from it
+    leg_map::value_type* tail = nullptr; ///< the latest arrival
+    size_t size = 0;                     ///< legs held (head included)
+  };
+  using channel_map = std::unordered_map<ordering_channel, channel_state, channel_hash>;
+  /// A leg's place: its channel and its neighbours in the channel's FIFO (an intrusive
+  /// doubly linked list through the entries, so a queued leg leaves in O(1)).
   struct leg_entry {
-    channel_map::iterator channel;
-    uint64_t seq;
+    channel_map::value_type* channel = nullptr;
+    leg_map::value_type* prev = nullptr;
+    leg_map::value_type* next = nullptr;
   };
 
   class depth_guard;
 
   channel_map channels_;
-  std::unordered_map<leg_id, leg_entry> legs_;
-  std::map<std::string, size_t> destinations_; ///< destination -> number of its channels
+  leg_map legs_;
+  std::unordered_map<std::string, size_t> destinations_; ///< destination -> number of its channels
+  /// Channels with legs queued behind their head: `snapshot` looks at these only.
+  std::unordered_set<channel_map::value_type*> deep_;
   int depth_ = 0;
   int max_depth_ = 0;
   bool fifo_ = true;

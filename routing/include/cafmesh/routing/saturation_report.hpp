@@ -75,6 +75,17 @@ void log_saturation_event(const saturation_event& ev, const queue_snapshot& queu
                           const log::logger& out);
 void log_saturation_event(const saturation_event& ev, const queue_snapshot& queues);
 
+/// A leg's place in a `saturation_monitor`, kept by its owner (in the leg's own record, so
+/// counting a leg allocates nothing): the link API of the monitor takes it instead of an id.
+/// It must stay at one address while counted.
+struct saturation_link {
+  int64_t since_ms = 0; ///< acceptance (queued) or dispatch (dispatched)
+  saturation_link* prev = nullptr;
+  saturation_link* next = nullptr;
+  leg_phase phase = leg_phase::queued;
+  bool counted = false; ///< accepted and not terminated
+};
+
 /// In-flight accounting and the saturation latch
 /// (docs/behaviour/routing.md#saturation-report-and-refusal-log).
 ///
@@ -90,24 +101,42 @@ void log_saturation_event(const saturation_event& ev, const queue_snapshot& queu
 /// report; if the episode is still latched then, its warning comes from there, and its
 /// clearing is a warning too (a cleared episode that never warned clears at info).
 ///
-/// Costs: O(log n) per call. Time must not run backwards between calls.
+/// Costs: O(1) per call (on average through the id API, which hashes the links); a leg is
+/// linked into its phase's list by time, and time running backwards costs a walk from the
+/// list's tail.
 class saturation_monitor {
 public:
   /// Thresholds from `cfg`: `saturation_report_count`, `saturation_clear_count`,
   /// `leg_self_bound_ms`, `saturation_review_ms`, `saturation_warn_after_ms`.
   explicit saturation_monitor(const config::routing_section& cfg = {});
 
+  /// Not copyable: the lists link the legs' links (a move keeps them).
+  saturation_monitor(const saturation_monitor&) = delete;
+  saturation_monitor& operator=(const saturation_monitor&) = delete;
+  saturation_monitor(saturation_monitor&&) = default;
+  saturation_monitor& operator=(saturation_monitor&&) = default;
+
   /// Counts `leg` in flight from `now_ms` in `phase`. Answers the report when this makes
   /// the count reach `saturation_report_count` while not latched; for a `dispatched` leg
   /// otherwise runs the review (`on_dispatch`). A leg already counted changes nothing.
   std::optional<saturation_event> accept(leg_id leg, leg_phase phase, int64_t now_ms);
 
+  /// The same for a leg whose link its owner keeps (`saturation_link`).
+  std::optional<saturation_event> accept(saturation_link& leg, leg_phase phase,
+                                         int64_t now_ms);
+
   /// `leg` started at `now_ms`; its age now counts from here. Then runs the review.
   std::optional<saturation_event> dispatched(leg_id leg, int64_t now_ms);
+
+  /// The same for a leg whose link its owner keeps.
+  std::optional<saturation_event> dispatched(saturation_link& leg, int64_t now_ms);
 
   /// `leg`'s terminal event at `now_ms`: no longer in flight. Answers `cleared` when the
   /// count falls to `saturation_clear_count` or below while latched. Unknown ids are ignored.
   std::optional<saturation_event> terminated(leg_id leg, int64_t now_ms);
+
+  /// The same for a leg whose link its owner keeps (a link not counted is ignored).
+  std::optional<saturation_event> terminated(saturation_link& leg, int64_t now_ms);
 
   /// The review piggy-backed on a dispatch: while latched and not yet escalated, at most
   /// every `saturation_review_ms` since the report or the previous review, escalate to
@@ -127,7 +156,7 @@ public:
   in_flight_ages ages(int64_t now_ms) const;
 
   /// Accepted legs not yet terminated.
-  size_t in_flight() const { return legs_.size(); }
+  size_t in_flight() const { return count_; }
 
   /// True between a report and its clearing.
   bool latched() const { return latched_; }
@@ -142,23 +171,35 @@ public:
   uint64_t reviews() const { return reviews_; }
 
 private:
-  struct entry {
-    leg_phase phase;
-    int64_t accepted_ms;
-    int64_t dispatched_ms;
+  /// One phase's legs, oldest first (an intrusive list through the links).
+  struct age_list {
+    saturation_link* head = nullptr;
+    saturation_link* tail = nullptr;
   };
 
   saturation_event make_event(saturation_event_kind kind, log::level lvl,
                               int64_t now_ms) const;
+
+  age_list& list_of(leg_phase phase) {
+    return phase == leg_phase::queued ? queued_ : dispatched_;
+  }
+
+  /// Links `x` into its phase's list by `since_ms` (at the tail unless time ran backwards).
+  void link(saturation_link& x);
+
+  /// Unlinks `x` from its phase's list.
+  void unlink(saturation_link& x);
 
   size_t report_count_;
   size_t clear_count_;
   int64_t leg_self_bound_ms_;
   int64_t review_ms_;
   int64_t warn_after_ms_;
-  std::unordered_map<leg_id, entry> legs_;
-  std::set<std::pair<int64_t, leg_id>> queued_;     ///< (accepted_ms, leg)
-  std::set<std::pair<int64_t, leg_id>> dispatched_; ///< (dispatched_ms, leg)
+  /// The links of the legs counted through the id API.
+  std::unordered_map<leg_id, saturation_link> legs_;
+  size_t count_ = 0; ///< legs counted (both APIs)
+  age_list queued_;
+  age_list dispatched_;
   bool latched_ = false;
   bool escalated_ = false;
   bool warned_ = false; ///< the current episode logged a warning or worse
