@@ -47,7 +47,19 @@ for i in 1 2 3; do
 JSON
 done
 
-source "$(dirname "${BASH_SOURCE[0]}")/node_processes.sh" # start_node, wait_active
+starts=(0 0 0 0)
+start_node() { # index
+  "$node_bin" --config "$dir/silo-$1.json" --app echo >> "$dir/silo-$1.log" 2>&1 &
+  node_pid[$1]=$!
+  starts[$1]=$((starts[$1] + 1))
+}
+wait_active() { # index
+  for _ in $(seq 1 300); do
+    [ "$(grep -c '^ACTIVE' "$dir/silo-$1.log" 2> /dev/null)" -ge "${starts[$1]}" ] && return 0
+    sleep 0.1
+  done
+  fail "silo-$1 is not ACTIVE (start ${starts[$1]}) within 30 s"
+}
 address_of() { # index: the address of the node's latest start
   sed -n 's/^ADDR //p' "$dir/silo-$1.log" | tail -n 1
 }

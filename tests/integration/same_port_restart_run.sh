@@ -59,7 +59,20 @@ config() { # name role port
 JSON
 }
 
-source "$(dirname "${BASH_SOURCE[0]}")/node_processes.sh" # start_node, wait_active
+actives=(0 0 0 0) # ACTIVE lines expected in each silo's log so far
+start_node() { # index
+  "$node_bin" --config "$dir/silo-$1.json" --app echo >> "$dir/silo-$1.log" 2>&1 &
+  node_pid[$1]=$!
+  actives[$1]=$((actives[$1] + 1))
+}
+
+wait_active() { # index
+  for _ in $(seq 1 300); do
+    [ "$(grep -c '^ACTIVE' "$dir/silo-$1.log" 2> /dev/null)" -ge "${actives[$1]}" ] && return 0
+    sleep 0.1
+  done
+  fail "silo-$1 is not ACTIVE (start ${actives[$1]}) within 30 s"
+}
 
 now_ms() { date +%s%3N; }
 
