@@ -67,6 +67,10 @@ struct system_box {
 nlohmann::json scheduler_settings(size_t threads);
 std::string scheduler_line(const nlohmann::json& s);
 
+/// The malloc this process runs on: "mimalloc" or "jemalloc" when one is linked or
+/// preloaded (LD_PRELOAD), else "glibc". P6 reads glibc's heap (`mallinfo2`) only.
+std::string allocator_name();
+
 /// Destroys the systems together (system_teardown.hpp) after every actor was told to exit.
 void destroy_together(std::vector<std::unique_ptr<system_box>>& boxes);
 

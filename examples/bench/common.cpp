@@ -1,5 +1,7 @@
 #include "bench.hpp"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -114,6 +116,14 @@ double load_1min() {
   double a = 0;
   in >> a;
   return a;
+}
+
+std::string allocator_name() {
+  if (::dlsym(RTLD_DEFAULT, "mi_version") != nullptr)
+    return "mimalloc";
+  if (::dlsym(RTLD_DEFAULT, "mallctl") != nullptr)
+    return "jemalloc";
+  return "glibc";
 }
 
 std::string loadavg_text() {

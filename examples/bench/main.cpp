@@ -131,14 +131,16 @@ int main(int argc, char** argv) {
                          {"cpus", cpu_count()},
                          {"hardware_concurrency", std::thread::hardware_concurrency()},
                          {"scheduler", sched},
+                         {"allocator", allocator_name()},
                          {"started_utc", utc_now()},
                          {"load_before", loadavg_text()},
                          {"mode", opt.quick ? "quick" : "full"}};
   std::printf("cafmesh-bench (%s run), started %s\n", opt.quick ? "quick" : "full",
               machine["started_utc"].get<std::string>().c_str());
-  std::printf("CPU: %s, %d cores; CAF scheduler: %s\n",
+  std::printf("CPU: %s, %d cores; CAF scheduler: %s; allocator: %s\n",
               machine["cpu_model"].get<std::string>().c_str(),
-              machine["cpus"].get<int>(), scheduler_line(sched).c_str());
+              machine["cpus"].get<int>(), scheduler_line(sched).c_str(),
+              machine["allocator"].get<std::string>().c_str());
   std::printf("load average before: %s\n", machine["load_before"].get<std::string>().c_str());
   std::fflush(stdout);
   auto t_start = clock_type::now();
