@@ -173,6 +173,10 @@ int main(int argc, char** argv) {
   caf::actor_system_config cfg;
   register_demo_types(cfg);
   lifecycle::prepare(cfg);
+  if (opts.scheduler == "sharing")
+    cfg.set("scheduler.policy", caf::atom("sharing"));
+  if (opts.threads > 0)
+    cfg.set("scheduler.max-threads", opts.threads);
   cfg.set("logger.verbosity", caf::atom("quiet"));
   int rc = exit_codes::ok;
   {

@@ -87,6 +87,15 @@ void setup_node_cli(CLI::App& app, node_options& o) {
     ->type_name("NAME")
     ->needs(ctl);
   ctl->needs("--demo-silo");
+  app.add_option("--scheduler", o.scheduler,
+                 "CAF's scheduler policy: stealing (CAF's default: idle workers poll) or "
+                 "sharing (one queue, idle workers block; docs/building.md#the-scheduler)")
+    ->check(CLI::IsMember({"stealing", "sharing"}))
+    ->type_name("POLICY");
+  app.add_option("--threads", o.threads,
+                 "CAF's scheduler.max-threads (default: CAF's, max(cores, 4))")
+    ->check(CLI::Range(size_t{1}, size_t{256}))
+    ->type_name("N");
   app.add_option("--app", o.app,
                  "Application hubs a silo hosts: \"echo\" = a hub endpoint for every node "
                  "hub it is asked for, answering each request with a response (the peer of "

@@ -98,9 +98,9 @@ struct process {
     cfg->load<caf::io::middleman>();
     cfg->set("scheduler.max-threads", size_t{2});
     // Several actor systems share this process's cores: CAF's work-stealing workers poll
-    // (100 spins, then 500 sleeps of 50 us) after every burst, and eight of them on two
-    // cores spent about a fifth of the CPU in those sleeps; the sharing policy's workers
-    // block until work arrives (docs/building.md#the-scheduler).
+    // (100 spins, then 500 sleeps of 50 us) after every burst; eight of them on two cores
+    // spent 11 % of the samples in those sleeps. The sharing policy's workers block until
+    // work arrives (docs/building.md#the-scheduler).
     cfg->set("scheduler.policy", caf::atom("sharing"));
     cfg->set("logger.verbosity", caf::atom("quiet"));
     sys = std::make_unique<caf::actor_system>(*cfg);

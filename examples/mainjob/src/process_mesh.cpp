@@ -496,7 +496,10 @@ private:
     auto out_path = log_path(name, index);
     std::vector<std::string> args{node_binary_,   "--config",    cfg_path,
                                   "--demo-control", "127.0.0.1:" + std::to_string(control_port_),
-                                  "--demo-silo",  name};
+                                  "--demo-silo",  name,
+                                  // Three or more node processes share this machine's cores
+                                  // with the demo (docs/building.md#the-scheduler).
+                                  "--scheduler",  "sharing"};
     std::vector<char*> argv;
     for (auto& a : args)
       argv.push_back(a.data());

@@ -95,6 +95,28 @@ TEST_CASE("mainjob cli: cafmesh-node") {
     CHECK_MESSAGE(help.out.find(text) != std::string::npos, text);
 }
 
+TEST_CASE("mainjob cli: cafmesh-node takes CAF's scheduler policy and thread count, CAF's defaults when absent") {
+  node_options d;
+  CHECK_FALSE(run(setup_node_cli, d, {"--config", "silo.json"}, "cafmesh-node").code.has_value());
+  CHECK(d.scheduler == "stealing");
+  CHECK(d.threads == 0);
+  node_options o;
+  auto p = run(setup_node_cli, o,
+               {"--config", "silo.json", "--scheduler", "sharing", "--threads", "2"},
+               "cafmesh-node");
+  CHECK_FALSE(p.code.has_value());
+  CHECK(o.scheduler == "sharing");
+  CHECK(o.threads == 2);
+  node_options bad_policy;
+  auto b = run(setup_node_cli, bad_policy, {"--config", "silo.json", "--scheduler", "fifo"},
+               "cafmesh-node");
+  CHECK(b.code == exit_codes::usage);
+  CHECK(b.err.find("fifo") != std::string::npos);
+  node_options zero;
+  CHECK(run(setup_node_cli, zero, {"--config", "silo.json", "--threads", "0"}, "cafmesh-node").code
+        == exit_codes::usage);
+}
+
 TEST_CASE("mainjob cli: cafmesh-client") {
   client_options o;
   auto p = run(setup_client_cli, o,

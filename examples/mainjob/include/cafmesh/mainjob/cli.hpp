@@ -31,6 +31,11 @@ struct node_options {
   /// `/cluster/members`) on `admin.host`:PORT; 0 = a port the OS chooses (printed as
   /// `ADMIN host:port`). None: as the configuration's `admin` section says.
   std::optional<uint16_t> admin_port;
+  /// `--scheduler stealing|sharing`: CAF's scheduler policy (`scheduler.policy`;
+  /// docs/building.md#the-scheduler)
+  std::string scheduler = "stealing";
+  /// `--threads N`: `scheduler.max-threads`; 0 = CAF's default, max(cores, 4)
+  size_t threads = 0;
 };
 
 /// cafmesh-client's options.
