@@ -257,6 +257,18 @@ bool core_rig::wait_landed(uint64_t goal, uint64_t answered_goal, double timeout
   }
 }
 
+bool core_rig::wait_drained(uint64_t answered_goal, double timeout_s) {
+  if (!answered.wait_for_count(answered_goal, timeout_s))
+    return false;
+  bool ok = true;
+  auto on_error = [&](caf::error&) { ok = false; };
+  (*self_)->request(rc_, caf::infinite, rc_sync_atom::value)
+    .receive([](caf::ok_atom) {}, on_error);
+  (*self_)->request<caf::message_priority::high>(rc_, caf::infinite, rc_sync_atom::value)
+    .receive([](caf::ok_atom) {}, on_error);
+  return ok;
+}
+
 void core_rig::release(uint64_t n) {
   caf::anon_send(caf::actor_cast<caf::actor>(grains_), bn_release_atom::value, n);
 }

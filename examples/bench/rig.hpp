@@ -87,6 +87,12 @@ public:
   /// (each ask counted in `stats_checks`). False on a timeout or a leg that ended without
   /// landing.
   bool wait_landed(uint64_t goal, uint64_t answered_goal, double timeout_s = 300);
+  /// Waits until the fake grain port has answered `answered_goal` calls, then until the
+  /// router core has taken every message queued before two barriers (`rc_sync`): one at
+  /// normal priority, then one at high priority, so every answer of either queue is behind
+  /// one of them. Asks no statistics: the router core copies nothing (P5 times this and
+  /// checks `wait_landed` after its clock stopped). False on a timeout.
+  bool wait_drained(uint64_t answered_goal, double timeout_s = 300);
   /// The router core's statistics (asked at high priority when `urgent`).
   routing::router_core_stats stats(bool urgent = false);
   /// Answers the oldest `n` held promises (`grain_answer::on_release`).
