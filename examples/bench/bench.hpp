@@ -24,6 +24,8 @@ struct options {
   bool quick = false;        ///< `--quick`: fewer repetitions and smaller batches
   bool p8 = false;           ///< `--p8`: run P8 (the demo rates) also in a quick run
   bool skip_p8 = false;      ///< `--no-p8`: never run P8
+  /// `--p8-processes`: P8 also with `cafmesh-demo --processes` (every silo a cafmesh-node)
+  bool p8_processes = false;
   std::string demo_binary;   ///< `--demo PATH`: cafmesh-demo for P8
   std::string only;          ///< `--only P1,P4`: run just these row groups (empty: all)
   size_t threads = 0;        ///< `--threads N`: scheduler.max-threads (0: CAF's default)
@@ -128,6 +130,7 @@ rows run_stop(const options& opt, caf::actor_system& sys);
 /// CAF io in the same actor systems.
 rows run_loopback(const options& opt);
 /// P8 (demo_rate.cpp): the highest cafmesh-demo rate with p99 <= 50 ms during the roll.
-rows run_demo_rates(const options& opt);
+/// P8 for the in-process demo, or with `--processes` when `processes`.
+rows run_demo_rates(const options& opt, bool processes = false);
 
 } // namespace cafmesh::bench

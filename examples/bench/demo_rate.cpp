@@ -36,20 +36,24 @@ bool executable(const std::string& path) {
 
 } // namespace
 
-rows run_demo_rates(const options& opt) {
+rows run_demo_rates(const options& opt, bool processes) {
   rows out;
   auto demo = opt.demo_binary.empty() ? self_dir() + "/../cafmesh-demo" : opt.demo_binary;
   if (!executable(demo)) {
-    out.push_back(failed_row("P8", "highest demo rate with p99 <= 50 ms during the roll",
+    out.push_back(failed_row(processes ? "P8p" : "P8", "highest demo rate with p99 <= 50 ms",
                              "no cafmesh-demo at " + demo + " (build it, or pass --demo)"));
     return out;
   }
   // Ascending; two failing rates in a row end the search (a higher rate is not expected to
   // pass, and each run takes half a minute).
-  const std::vector<int64_t> rates = opt.quick
-                                       ? std::vector<int64_t>{2000, 20000}
-                                       : std::vector<int64_t>{1000, 2000, 4000, 8000, 16000,
-                                                              20000, 30000};
+  // 10,000/s is the bar below the SPEC's 20,000 (SPEC §14 P8): both are tried.
+  const std::vector<int64_t> rates =
+    opt.quick ? std::vector<int64_t>{2000, 10000, 20000}
+              : std::vector<int64_t>{1000, 2000, 4000, 8000, 10000, 12000, 16000, 20000, 30000};
+  const std::string id = processes ? "P8p" : "P8";
+  const std::string what = processes
+                             ? "highest demo --processes rate with p99 <= 50 ms during the roll"
+                             : "highest demo rate with p99 <= 50 ms during the roll";
   // The default roll stops A, B and C at about 5 s, 11 s and 17 s: 25 s of traffic covers
   // all three stops and their restarts.
   const int64_t duration_s = opt.quick ? 20 : 25;
@@ -62,9 +66,11 @@ rows run_demo_rates(const options& opt) {
   for (auto rate : rates) {
     if (failed_in_a_row >= 2)
       break;
-    auto report = dir + "/report-" + std::to_string(rate) + ".json";
-    auto log = dir + "/demo-" + std::to_string(rate) + ".log";
-    auto cmd = "timeout 600 '" + demo + "' --rate " + std::to_string(rate) + " --duration-s "
+    auto tag = (processes ? "processes-" : "") + std::to_string(rate);
+    auto report = dir + "/report-" + tag + ".json";
+    auto log = dir + "/demo-" + tag + ".log";
+    auto cmd = "timeout 600 '" + demo + "'" + (processes ? " --processes" : "") + " --rate "
+               + std::to_string(rate) + " --duration-s "
                + std::to_string(duration_s) + " --progress off --report '" + report + "' > '"
                + log + "' 2>&1";
     std::fprintf(stderr, "  P8: %s\n", cmd.c_str());
@@ -110,10 +116,9 @@ rows run_demo_rates(const options& opt) {
     std::fprintf(stderr, "  P8: %s\n", run.dump().c_str());
     runs.push_back(std::move(run));
   }
-  auto r = make_row("P8", "highest demo rate with p99 <= 50 ms during the roll",
-                    static_cast<double>(best), "/s", 20000, true);
+  auto r = make_row(id, what, static_cast<double>(best), "/s", 20000, true);
   r.detail = summary + " (" + std::to_string(duration_s) + " s each)";
-  r.data = {{"runs", runs}, {"duration_s", duration_s}, {"demo", demo}};
+  r.data = {{"runs", runs}, {"duration_s", duration_s}, {"demo", demo}, {"processes", processes}};
   out.push_back(std::move(r));
   return out;
 }

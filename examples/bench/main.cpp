@@ -100,6 +100,8 @@ int main(int argc, char** argv) {
     ->type_name("FILE");
   app.add_flag("--p8", opt.p8, "Run P8 (cafmesh-demo at several rates) also with --quick");
   app.add_flag("--no-p8", opt.skip_p8, "Never run P8");
+  app.add_flag("--p8-processes", opt.p8_processes,
+               "Run P8 also with cafmesh-demo --processes (row P8p; every silo a cafmesh-node)");
   app.add_option("--demo", opt.demo_binary,
                  "cafmesh-demo for P8 (default: ../cafmesh-demo next to this binary)")
     ->type_name("PATH");
@@ -174,7 +176,13 @@ int main(int argc, char** argv) {
   }
   group("P2", [&] { return run_loopback(opt); });
   if (run_p8)
-    group("P8", [&] { return run_demo_rates(opt); });
+    group("P8", [&] {
+      auto rs = run_demo_rates(opt);
+      if (opt.p8_processes)
+        for (auto& r : run_demo_rates(opt, true))
+          rs.push_back(std::move(r));
+      return rs;
+    });
   else
     all.push_back(failed_row("P8", "highest demo rate with p99 <= 50 ms during the roll",
                              opt.quick ? "skipped by --quick (run with --p8)" : "skipped"));
