@@ -34,6 +34,7 @@ fail() {
 command -v etcd > /dev/null || fail "etcd is not installed (Debian package etcd-server)"
 
 start_etcd_member
+echo "kill_detection_run: etcd healthy at $etcd_url"
 client_url=$etcd_url
 etcdctl_() { ETCDCTL_API=3 etcdctl --endpoints "$client_url" "$@"; }
 
@@ -53,9 +54,14 @@ start_node() { # index
   node_pid[$1]=$!
   starts[$1]=$((starts[$1] + 1))
 }
-wait_active() { # index
-  for _ in $(seq 1 300); do
-    [ "$(grep -c '^ACTIVE' "$dir/silo-$1.log" 2> /dev/null)" -ge "${starts[$1]}" ] && return 0
+wait_active() { # index; bounded by the clock, not by a count of polls (a loaded machine
+  # makes each poll slower), and says when it got there so a timeout shows how far it came
+  local t=$SECONDS
+  while [ $((SECONDS - t)) -lt 30 ]; do
+    if [ "$(grep -c '^ACTIVE' "$dir/silo-$1.log" 2> /dev/null)" -ge "${starts[$1]}" ]; then
+      echo "kill_detection_run: silo-$1 ACTIVE (start ${starts[$1]}) after $((SECONDS - t)) s"
+      return 0
+    fi
     sleep 0.1
   done
   fail "silo-$1 is not ACTIVE (start ${starts[$1]}) within 30 s"
@@ -92,7 +98,8 @@ done
 for i in 1 2; do wait_active $i; done
 for i in 1 2 3; do
   kill -TERM "${node_pid[$i]}"
-  for _ in $(seq 1 900); do
+  t=$SECONDS
+  while [ $((SECONDS - t)) -lt 90 ]; do
     kill -0 "${node_pid[$i]}" 2> /dev/null || break
     sleep 0.1
   done
@@ -100,6 +107,7 @@ for i in 1 2 3; do
   wait "${node_pid[$i]}"
   code=$?
   [ "$code" = 0 ] || fail "silo-$i exited $code after SIGTERM"
+  echo "kill_detection_run: silo-$i stopped (exit 0) $((SECONDS - t)) s after SIGTERM"
 done
 node_pid=()
 cleanup_processes

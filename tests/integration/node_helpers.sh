@@ -37,8 +37,12 @@ start_etcd_member() { # a one-member etcd in $dir/etcd: sets etcd_pid and etcd_u
     --initial-advertise-peer-urls "$peer" --initial-cluster "m0=$peer" \
     --initial-cluster-state new > "$dir/etcd.log" 2>&1 &
   etcd_pid=$!
-  for _ in $(seq 1 200); do
-    ETCDCTL_API=3 etcdctl --endpoints "$etcd_url" endpoint health > /dev/null 2>&1 && return 0
+  # Bounded by the clock: each health check may itself wait up to its command timeout.
+  local t=$SECONDS
+  while [ $((SECONDS - t)) -lt 20 ]; do
+    ETCDCTL_API=3 etcdctl --endpoints "$etcd_url" --dial-timeout=1s --command-timeout=2s \
+      endpoint health > /dev/null 2>&1 && return 0
+    kill -0 "$etcd_pid" 2> /dev/null || fail "etcd exited at its start (its log: $dir/etcd.log)"
     sleep 0.1
   done
   fail "etcd is not healthy within 20 s"
