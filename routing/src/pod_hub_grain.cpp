@@ -2,7 +2,10 @@
 
 #include <chrono>
 #include <deque>
+#include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <utility>
 
 #include <caf/all.hpp>
@@ -23,6 +26,58 @@ namespace cafmesh::routing::hub_grains_detail {
 
 // -- pod hub --------------------------------------------------------------------------------------
 // docs/behaviour/routing.md#hubs
+
+namespace {
+
+/// `(ph_handover_sweep_atom, int64_t due_ms)` to itself: the timer armed for the earliest
+/// deadline of the hand-overs to the pure client in progress.
+using ph_handover_sweep_atom = caf::atom_constant<caf::atom("phhosweep")>;
+
+/// The hand-overs to the pure client in progress, by id, and their deadlines: no CAF timeout
+/// per hand-over, one timer armed for the earliest deadline bounds them all (SPEC §14 B6,
+/// docs/delivery-costs.md).
+struct handovers {
+  struct call {
+    caf::typed_response_promise<envelope> rp;
+    std::string delivery_id;
+    silo_address client;
+    int64_t due_ms = 0;
+  };
+  uint64_t next_id = 0;
+  std::map<uint64_t, call> calls;
+  std::set<std::pair<int64_t, uint64_t>> deadlines;
+  int64_t armed_ms = -1; ///< the due ms the timer is armed for; -1: none
+
+  /// Takes call `id` out; none if it already ended (timed out).
+  std::optional<call> take(uint64_t id) {
+    auto i = calls.find(id);
+    if (i == calls.end())
+      return std::nullopt;
+    auto c = std::move(i->second);
+    calls.erase(i);
+    deadlines.erase({c.due_ms, id});
+    return c;
+  }
+};
+
+int64_t clock_ms(caf::local_actor* self) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+           self->clock().now().time_since_epoch())
+    .count();
+}
+
+void arm_handover_sweep(caf::event_based_actor* self, handovers& h) {
+  if (h.deadlines.empty())
+    return;
+  auto due = h.deadlines.begin()->first;
+  if (h.armed_ms >= 0 && h.armed_ms <= due)
+    return;
+  h.armed_ms = due;
+  self->delayed_send(self, std::chrono::milliseconds(std::max<int64_t>(0, due - clock_ms(self))),
+                     ph_handover_sweep_atom::value, due);
+}
+
+} // namespace
 
 caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
                             silo_routing_slots_ptr slots) {
@@ -53,14 +108,22 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
   // Hands `d` to client `c` through the centres. Hand-overs overlap (deliveries interleave,
   // docs/behaviour/routing.md#hubs): each channel still arrives in order, because the router
   // core has one leg per channel in flight and the centres keep the order of what is sent.
+  auto calls = std::make_shared<handovers>();
   auto to_client = [=](silo_address c, envelope d, caf::typed_response_promise<envelope> rp) {
     auto ack = d;
+    auto call_id = ++calls->next_id;
+    auto due = clock_ms(self) + slots->client_handover_timeout_ms;
+    calls->calls.emplace(call_id, handovers::call{rp, d.id, c, due});
+    calls->deadlines.emplace(due, call_id);
+    arm_handover_sweep(self, *calls);
     self
-      ->request(slots->centre, ms(slots->client_handover_timeout_ms),
+      ->request(slots->centre, caf::infinite,
                 make_bounded_call(slots->client_handover_timeout_ms, c, component::client,
                                   lr_deliver_atom::value, std::move(d)))
       .then(
         [=](bool took) mutable {
+          if (!calls->take(call_id))
+            return; // timed out already
           if (took) {
             ack.state = delivery_state::forwarded;
             rp.deliver(ack);
@@ -73,6 +136,8 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
           rp.deliver(to_error(not_here()));
         },
         [=](caf::error& e) mutable {
+          if (!calls->take(call_id))
+            return; // timed out already
           auto f = to_fault(e);
           if (contains_code(f, mesh_errc::departed_silo)
               || contains_code(f, mesh_errc::silo_unavailable)) {
@@ -85,13 +150,30 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
             rp.deliver(to_error(nh));
             return;
           }
-          if (e == caf::sec::request_timeout)
-            f = fault{mesh_errc::response_timeout,
-                      "hand-over of delivery " + ack.id + " to pure client " + c.to_string()
-                        + " timed out after "
-                        + std::to_string(slots->client_handover_timeout_ms) + " ms"};
           rp.deliver(to_error(f));
         });
+  };
+  // The hand-over timer armed for `fired` ms: every hand-over whose deadline has passed
+  // fails `response_timeout`, then the timer is armed for the next deadline.
+  auto sweep = [=](int64_t fired) {
+    if (fired != calls->armed_ms)
+      return; // a timer armed for an earlier deadline superseded this one
+    calls->armed_ms = -1;
+    auto now = clock_ms(self);
+    while (!calls->deadlines.empty() && calls->deadlines.begin()->first <= now) {
+      auto id = calls->deadlines.begin()->second;
+      calls->deadlines.erase(calls->deadlines.begin());
+      auto c = calls->take(id);
+      if (!c)
+        continue;
+      c->rp.deliver(to_error(fault{mesh_errc::response_timeout,
+                                   "hand-over of delivery " + c->delivery_id
+                                     + " to pure client " + c->client.to_string()
+                                     + " timed out after "
+                                     + std::to_string(slots->client_handover_timeout_ms)
+                                     + " ms"}));
+    }
+    arm_handover_sweep(self, *calls);
   };
   // Deactivation (the catalog's exit) while serving a client: tell it to attach again.
   self->set_exit_handler([=](caf::exit_msg& msg) {
@@ -101,6 +183,7 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
     self->quit(msg.reason);
   });
   return {
+    [=](ph_handover_sweep_atom, int64_t fired) { sweep(fired); },
     [=](ph_attach_atom) -> caf::result<bool> {
       learn(self, me);
       if (!slots->routing)

@@ -343,6 +343,7 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
         client_snapshot(self, v);
     },
     [=](rs_retry_atom, uint64_t id, uint64_t tok) { client_retry(self, id, tok); },
+    [=](rs_call_sweep_atom, int64_t due_ms) { client_call_sweep(self, due_ms); },
   };
 }
 

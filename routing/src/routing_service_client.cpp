@@ -297,6 +297,37 @@ void reassert_all(rs_actor* self, bool idle_only) {
     assert_attach(self, k);
 }
 
+/// Takes dispatch `dsp`'s gateway call (if any) off the call deadlines.
+void end_call(rs_actor* self, uint64_t id, client_dispatch& dsp) {
+  if (dsp.call_due_ms > 0)
+    self->state.call_deadlines.erase({dsp.call_due_ms, id});
+  dsp.call_due_ms = 0;
+}
+
+/// Arms the call timer for the earliest deadline unless it is armed for that one or an
+/// earlier one (the shape of placement's local calls, docs/delivery-costs.md).
+void arm_call_sweep(rs_actor* self) {
+  auto& st = self->state;
+  if (st.call_deadlines.empty())
+    return;
+  auto due = st.call_deadlines.begin()->first;
+  if (st.call_sweep_armed_ms >= 0 && st.call_sweep_armed_ms <= due)
+    return;
+  st.call_sweep_armed_ms = due;
+  self->delayed_send(self, std::chrono::milliseconds(std::max<int64_t>(0, due - now_ms(self))),
+                     rs_call_sweep_atom::value, due);
+}
+
+/// Dispatch `id`, if its gateway call `tok` is still the one in progress: its answer or
+/// failure counts; null once the call ended (timed out, or the dispatch ended).
+client_dispatch* live_call(rs_actor* self, uint64_t id, uint64_t tok) {
+  auto& st = self->state;
+  auto i = st.dispatches.find(id);
+  if (i == st.dispatches.end() || i->second.token != tok || i->second.call_due_ms == 0)
+    return nullptr;
+  return &i->second;
+}
+
 /// `gw` accepted the dispatch `id` (`gw` empty on failure). A failure is NACKed with the
 /// verdict `classify(*f)` unless `forced` gives one.
 void client_finish(rs_actor* self, uint64_t id, bool ok, const fault* f,
@@ -345,6 +376,7 @@ void client_finish(rs_actor* self, uint64_t id, bool ok, const fault* f,
                      + (f ? f->render() : std::string{}));
     }
   }
+  end_call(self, id, dsp);
   auto ch = std::move(dsp.channel);
   st.dispatches.erase(i);
   if (ch)
@@ -375,6 +407,7 @@ void client_failed_attempt(rs_actor* self, uint64_t id, uint64_t tok, fault f,
   if (i == st.dispatches.end() || i->second.token != tok)
     return;
   i->second.in_call = silo_address{};
+  end_call(self, id, i->second);
   if (gateway_failed(f, gw))
     drop_gateway(self, gw, f.render());
   // Admission control: a cluster that refused the dispatch as overloaded told its sender when
@@ -446,17 +479,46 @@ void client_attempt(rs_actor* self, uint64_t id) {
                                 routing_grain_id(), int32_t{0},
                                 caf::make_message(hg_route_atom::value, dsp.env,
                                                   st.opts.self_silo, within));
-  self->request(st.opts.centre, bound, std::move(call))
-    .then([=](envelope&) { client_finish(self, id, true, nullptr, gw); },
-          [=](caf::error& e) {
-            auto f = to_fault(e);
-            if (e == caf::sec::request_timeout)
-              f = fault{mesh_errc::response_timeout,
-                        "routing/default on gateway " + gw.to_string()
-                          + " did not answer: the call timed out after "
-                          + std::to_string(bound.count()) + " ms"};
-            client_failed_attempt(self, id, tok, std::move(f), gw);
-          });
+  // No CAF timeout per call (SPEC §14 B6): the call's deadline joins the others, and one
+  // timer armed for the earliest bounds them all (client_call_sweep).
+  dsp.call_bound_ms = bound.count();
+  dsp.call_due_ms = now + bound.count();
+  st.call_deadlines.emplace(dsp.call_due_ms, id);
+  arm_call_sweep(self);
+  self->request(st.opts.centre, caf::infinite, std::move(call))
+    .then(
+      [=](envelope&) {
+        if (live_call(self, id, tok) != nullptr)
+          client_finish(self, id, true, nullptr, gw);
+      },
+      [=](caf::error& e) {
+        if (live_call(self, id, tok) != nullptr)
+          client_failed_attempt(self, id, tok, to_fault(e), gw);
+      });
+}
+
+void client_call_sweep(rs_actor* self, int64_t due_ms) {
+  auto& st = self->state;
+  if (due_ms != st.call_sweep_armed_ms)
+    return; // an earlier timer superseded this one
+  st.call_sweep_armed_ms = -1;
+  auto now = now_ms(self);
+  while (!st.call_deadlines.empty() && st.call_deadlines.begin()->first <= now) {
+    auto [due, id] = *st.call_deadlines.begin();
+    st.call_deadlines.erase(st.call_deadlines.begin());
+    auto i = st.dispatches.find(id);
+    if (i == st.dispatches.end() || i->second.call_due_ms != due)
+      continue;
+    auto& dsp = i->second;
+    dsp.call_due_ms = 0;
+    auto gw = dsp.in_call;
+    fault f{mesh_errc::response_timeout,
+            "routing/default on gateway " + gw.to_string()
+              + " did not answer: the call timed out after "
+              + std::to_string(dsp.call_bound_ms) + " ms"};
+    client_failed_attempt(self, id, dsp.token, std::move(f), gw);
+  }
+  arm_call_sweep(self);
 }
 
 caf::timespan answer_within(int64_t deadline_ms, int64_t now_ms) {

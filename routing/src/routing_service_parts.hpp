@@ -93,6 +93,14 @@ void client_attempt(rs_actor* self, uint64_t id);
 /// A retry timer of dispatch `id` fired.
 void client_retry(rs_actor* self, uint64_t id, uint64_t tok);
 
+/// `(rs_call_sweep_atom, int64_t due_ms)` to itself: the timer armed for the earliest
+/// deadline of the gateway calls in progress (SPEC §14 B6).
+using rs_call_sweep_atom = caf::atom_constant<caf::atom("rscallswp")>;
+
+/// The call timer armed for `due_ms` fired: every gateway call whose deadline has passed
+/// fails `response_timeout`, and the timer is armed for the next deadline.
+void client_call_sweep(rs_actor* self, int64_t due_ms);
+
 /// Picks and connects a gateway if there is none.
 void ensure_gateway(rs_actor* self);
 

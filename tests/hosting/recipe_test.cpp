@@ -77,7 +77,7 @@ TEST_CASE("recipe: three silos with 5-20 ms links and a pure client: a graceful 
   auto t = count(sent);
   CHECK(t.answered + t.resendable + t.failed == sent.size());
   CHECK(sent.size() == 400);
-  CHECK(t.answered == 386);
-  CHECK(t.resendable == 14);
+  CHECK(t.answered == 385);
+  CHECK(t.resendable == 15);
   CHECK(t.failed == 0);
 }

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -17,10 +18,12 @@
 #include "cafmesh/actors/detail/sim_network_state.hpp"
 #include "cafmesh/actors/placement_atoms.hpp"
 #include "cafmesh/lifecycle/hosting.hpp"
+#include "cafmesh/routing/correlating_entry.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/fixture.hpp"
 #include "cafmesh/testing/silo_world.hpp"
+#include "cafmesh/testing/test_cluster.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::lifecycle;
@@ -355,4 +358,140 @@ TEST_CASE("S14.03 stream-routed frames from silo A to pod hubs on silo B over 64
   // S14.03 asks for 10, which needs the remote hops of the leg's grain call gone
   // (docs/known-limits.md#cross-silo-frames-cost-15-mailbox-enqueues).
   CHECK(cost.jobs <= 16 * n);
+}
+
+namespace {
+
+using s14_answered_atom = caf::atom_constant<caf::atom("s14answer")>;
+
+struct request_driver_state {
+  uint64_t next = 0;     ///< requests issued so far
+  uint64_t answered = 0; ///< requests answered with the node hub's response so far
+  uint64_t failed = 0;   ///< requests answered with an error so far
+  uint64_t target = 0;   ///< requests to issue in all
+  uint64_t window = 8;   ///< requests issued and not yet answered, at most
+  static inline const char* name = "s14.request_driver";
+};
+
+/// The pure client's side of S14.02: keeps `window` requests to `node/bench/{k % 8}`
+/// outstanding through the client's correlating entry, on `(s14_go_atom, n)`.
+caf::behavior request_driver(caf::stateful_actor<request_driver_state>* self,
+                             routing::correlating_entry_actor entry) {
+  auto pump = std::make_shared<std::function<void()>>();
+  std::weak_ptr<std::function<void()>> weak = pump;
+  *pump = [=] {
+    auto& st = self->state;
+    while (st.next < st.target && st.next - st.answered - st.failed < st.window) {
+      auto k = st.next++;
+      self
+        ->request(entry, caf::infinite, routing::ce_request_atom::value,
+                  address::from("node/bench/" + std::to_string(k % 8)), std::string{"bench"},
+                  std::string{"{\"n\":1}"}, int64_t{30000}, false)
+        .then(
+          [=](const std::string&) {
+            ++self->state.answered;
+            if (auto p = weak.lock())
+              (*p)();
+          },
+          [=](caf::error&) {
+            ++self->state.failed;
+            if (auto p = weak.lock())
+              (*p)();
+          });
+    }
+  };
+  return {
+    [=, keep = pump](s14_go_atom, uint64_t n) {
+      self->state.target += n;
+      (*keep)();
+    },
+  };
+}
+
+} // namespace
+
+TEST_CASE("S14.02 a pure client's request to a node hub of its gateway silo and the response back, 8 outstanding, cross the link in at most 2 link messages per request in each direction with 0 CAF timers, and cost at most 51 mailbox enqueues per request over both processes (the SPEC's 24 is not met yet: docs/known-limits.md)") {
+  testing::fixture fx;
+  calibrate(fx);
+  testing::test_cluster cluster{fx};
+  cluster.add_silo("gw", [](silo_builder& b) {
+    b.hub("node/bench/*", [](const envelope&) -> std::optional<routing::reply> {
+      return routing::reply{"{\"n\":1}", "bench.pong"};
+    });
+  });
+  auto& client = cluster.add_client("cl");
+  auto drv = fx.track(fx.sys.spawn(request_driver, client.entry()));
+  auto& st = testing::fixture::state_of<request_driver_state>(drv);
+  // Warm-up: the node hubs' activations, the entry's pod hub and its attach, the cached
+  // resolutions.
+  caf::anon_send(drv, s14_go_atom::value, uint64_t{100});
+  REQUIRE(fx.run_until([&] { return st.answered + st.failed == 100; }, std::chrono::minutes(1)));
+  REQUIRE(st.failed == 0);
+  fx.run();
+  auto& wire = cafmesh::detail::state_of(cluster.network());
+  auto up = std::make_pair(cluster.address("cl"), cluster.address("gw"));
+  auto down = std::make_pair(cluster.address("gw"), cluster.address("cl"));
+  auto msgs_up = wire.messages_by_link[up];
+  auto msgs_down = wire.messages_by_link[down];
+  constexpr uint64_t n = 1000;
+  caf::anon_send(drv, s14_go_atom::value, n);
+  auto cost = run_counting(fx);
+  CHECK(st.answered == 100 + n);
+  CHECK(st.failed == 0);
+  // The driver's own jobs (the go message, the answers it is told of) are not the requests'.
+  cost.jobs -= cost.by_actor[request_driver_state::name];
+  cost.by_actor.erase(request_driver_state::name);
+  msgs_up = wire.messages_by_link[up] - msgs_up;
+  msgs_down = wire.messages_by_link[down] - msgs_down;
+  MESSAGE("S14.02: " << cost.jobs << " mailbox enqueues and " << cost.timers
+                     << " clock entries for " << n << " requests; client->gateway " << msgs_up
+                     << " link messages, gateway->client " << msgs_down << "\n"
+                     << cost.render());
+  // Up: the dispatch and the client's answer to the response's hand-over; down: the
+  // dispatch's answer and the hand-over (SPEC §14 S14.02: at most 2 each way).
+  CHECK(msgs_up <= 2 * n);
+  CHECK(msgs_down <= 2 * n);
+  // 3 before SPEC §14 B6 on the client side: the routing service's call to its gateway, the
+  // correlating entry's deadline and the pod hub's hand-over each put a CAF timeout per request.
+  CHECK(cost.timers == 0);
+  // 54.97 per request before the gateway handed a client's routing-grain call to its catalog
+  // (SPEC §14 B4, 2 at placement) and the timers went; SPEC §14 S14.02 asks for 24, which needs
+  // the hops of the response's pod-hub leg and the centres' request/response pairs gone
+  // (docs/known-limits.md#a-pure-clients-request-costs-50-mailbox-enqueues).
+  CHECK(cost.jobs <= 51 * n);
+}
+
+TEST_CASE("B4 a pure client's dispatch enters its gateway's own routing grain through the gateway's catalog: the gateway's placement takes no call for it") {
+  testing::fixture fx;
+  testing::test_cluster cluster{fx};
+  auto handled = std::make_shared<uint64_t>(0);
+  auto& gw = cluster.add_silo("gw", [handled](silo_builder& b) {
+    b.hub("node/bench/*", [handled](const envelope&) -> std::optional<routing::reply> {
+      ++*handled;
+      return std::nullopt;
+    });
+  });
+  auto& client = cluster.add_client("cl");
+  auto post = [&](uint64_t n) {
+    auto before = *handled;
+    for (uint64_t k = 0; k < n; ++k)
+      caf::anon_send(client.entry(), routing::ce_send_atom::value,
+                     address::from("node/bench/" + std::to_string(k % 8)), std::string{"bench"},
+                     std::string{"{\"n\":1}"});
+    REQUIRE(fx.run_until([&] { return *handled == before + n; }, std::chrono::minutes(1)));
+    fx.run();
+  };
+  auto placement_calls = [&] {
+    auto r = testing::ask<placement_stats>(fx, gw.components().placement, pl_stats_atom::value);
+    fx.run();
+    REQUIRE(r->done);
+    return r->value.calls;
+  };
+  // Warm-up: the node hubs are placed (through placement) and the router core keeps direct
+  // routes to them (SPEC B3).
+  post(16);
+  auto before = placement_calls();
+  post(50);
+  // 50 before SPEC §14 B4: every dispatch was a `pl_call` of routing/default at the gateway.
+  CHECK(placement_calls() == before);
 }

@@ -827,3 +827,41 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: a co-hosted request whose grain call
   run_for(5s);
   CHECK(hub_of(h).outcomes.size() == 1);
 }
+
+TEST_CASE_FIXTURE(testing::fixture, "B6 a pure client's dispatches keep their bounds and texts under one call timer: a later dispatch with an earlier deadline ends first, each at its exact bound") {
+  // SPEC §14 B6: no CAF request timeout per dispatch; the client's gateway calls are bounded
+  // by one timer armed for the earliest deadline (docs/delivery-costs.md).
+  entry_world w(*this);
+  entry_silo_options opt;
+  opt.gateway_proxy = true;
+  auto& a = w.add_silo("a", opt);
+  state_of<gateway_proxy_state>(a.gateway).silent = true;
+  auto c = w.add_client("client");
+  auto ch = w.add_hub(c.routing, "client/c1");
+  auto t0 = now_ms();
+  caf::anon_send(ch, ep_post_atom::value, make_delivery("p-1", "node/Org/Acme"));
+  run();
+  run_for(1s);
+  caf::anon_send(ch, ep_request_atom::value, make_delivery("q-1", "node/Org/Acme"),
+                 int64_t{10000});
+  run();
+  // The request's call is bounded by 9 s (10 s less the margin), the post's by 60 s
+  // (placement 30 s + response 30 s): the request ends first, at t0 + 1 s + 9 s.
+  REQUIRE(run_until([&] { return hub_of(ch).outcomes.size() == 1; }, 20s));
+  CHECK(now_ms() - t0 == 10000);
+  CHECK(hub_of(ch).outcomes[0].id == "q-1");
+  CHECK(hub_of(ch).outcomes[0].message.find("did not answer: the call timed out after 9000 ms")
+        != std::string::npos);
+  REQUIRE(run_until([&] { return hub_of(ch).outcomes.size() == 2; }, 60s));
+  CHECK(now_ms() - t0 == 60000);
+  auto& o = hub_of(ch).outcomes[1];
+  CHECK(o.id == "p-1");
+  CHECK(o.kind == "nack");
+  CHECK(o.verdict == verdict::failed);
+  CHECK(o.message.find("did not answer: the call timed out after 60000 ms") != std::string::npos);
+  CHECK(state_of<gateway_proxy_state>(a.gateway).calls_ms.size() == 2);
+  CHECK(service_of(c.routing).stats.client_attempts == 2);
+  CHECK(service_of(c.routing).call_deadlines.empty());
+  run_for(60s);
+  CHECK(hub_of(ch).outcomes.size() == 2);
+}

@@ -74,6 +74,10 @@ struct client_dispatch {
   /// or for its channel.
   silo_address in_call;
   bool held = false; ///< waits for its channel (an earlier dispatch or the old gateway)
+  /// The attempt in progress: the actor-clock ms at which it fails `response_timeout` (its
+  /// key in `routing_service_state::call_deadlines`; 0: no call), and its bound in ms.
+  int64_t call_due_ms = 0;
+  int64_t call_bound_ms = 0;
 };
 
 /// One ordering channel of a pure client's dispatches
@@ -119,6 +123,10 @@ struct routing_service_state {
   held_requests held;
   std::mt19937_64 rng;
   std::map<uint64_t, client_dispatch> dispatches;
+  /// The deadlines of the gateway calls in progress, (due ms, dispatch id), earliest first:
+  /// one timer, armed for the earliest, bounds them all (SPEC §14 B6, docs/delivery-costs.md).
+  std::set<std::pair<int64_t, uint64_t>> call_deadlines;
+  int64_t call_sweep_armed_ms = -1; ///< the due ms the timer is armed for; -1: none
   /// Delivery id -> virtual ms of every dispatch attempt (inspection), at most
   /// `client.attempt_record_max` ids: the oldest id is dropped first
   /// (docs/behaviour/routing.md#bounded-records).
