@@ -252,9 +252,32 @@ void post_result(mc_actor* self, const caf::strong_actor_ptr& caller, uint64_t i
   i->second.push_back(ct_result_item{id, std::move(reply), std::move(err)});
 }
 
-/// Answers a pending call with `reply` or `err`, by its promise or by id.
+/// The fault with `code` in `f` or its causes, depth first; null if none.
+const fault* find_fault(const fault& f, mesh_errc code) {
+  if (f.code == code)
+    return &f;
+  for (auto& c : f.causes)
+    if (auto x = find_fault(c, code))
+      return x;
+  return nullptr;
+}
+
+/// Answers a pending call with `reply` or `err`, by its promise or by id. A call by id that
+/// a leaving silo refused (`silo_unavailable` naming it) is first reported to this silo's
+/// placement (`pl_leaving_atom`, component `placement`), as the grain port reports its own
+/// calls' refusals: the caller's retry through placement then finds it knowing.
 void answer(mc_actor* self, pending_call& c, caf::message reply, caf::error err) {
   if (c.caller) {
+    if (err) {
+      auto& st = self->state;
+      auto pl = st.components.find(component::placement);
+      if (pl != st.components.end()) {
+        auto f = to_fault(err);
+        if (auto n = find_fault(f, mesh_errc::silo_unavailable))
+          if (n->silo)
+            self->send(pl->second, pl_leaving_atom::value, *n->silo);
+      }
+    }
     post_result(self, c.caller, c.caller_id, std::move(reply), std::move(err));
     return;
   }

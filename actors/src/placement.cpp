@@ -458,8 +458,12 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg,
   st.workers.resize(static_cast<size_t>(st.cfg.worker_count));
   st.log = log::get("placement").with_context(st.cfg.self.to_string());
   st.origin = self->clock().now();
-  if (st.centre)
+  if (st.centre) {
     self->monitor(st.centre);
+    // The centre reports refusals by leaving silos of the calls by id it carries, the router
+    // core's included (message_center.cpp `answer`).
+    caf::anon_send(st.centre, mc_register_atom::value, component::placement, caf::actor{self});
+  }
   // The catalog ended (its silo's teardown): its unanswered calls fail as a request to an
   // actor that is gone does, and later calls take the message centre's way. The message
   // centre ended: the calls it carried fail the same way.
