@@ -285,7 +285,7 @@ struct core_state {
   /// Direct calls not sent yet, by catalog: they leave in one `ct_calls` per catalog at the
   /// end of a turn that finds the mailbox empty, or once 64 wait (SPEC B1).
   std::vector<std::pair<caf::actor, std::vector<ct_call_item>>> direct_out;
-  /// Pod-hub and node-hub grain activations of other silos by `remote_route_key`: dropped
+  /// Pod-hub grain activations of other silos by `remote_route_key`: dropped
   /// when a call over the route fails, the retry policy invalidates the grain, its silo is no
   /// longer Active in membership or departs, this silo stops, or the message centre goes.
   std::unordered_map<std::string, remote_route> remote_routes;
@@ -469,8 +469,8 @@ void drop_local_routes(pointer self);
 std::string remote_route_key(const grain_id& grain);
 
 /// Remembers the activation `tag` on `silo` that answered a leg's attempt at `grain` through
-/// placement (the answer carries both, landing_report.hpp), if it is a hub grain of another
-/// silo and this silo is not stopping.
+/// placement (the answer carries both, landing_report.hpp), if it is a pod-hub grain of
+/// another silo and this silo is not stopping.
 void learn_remote_route(pointer self, const grain_id& grain, const silo_address& silo,
                         activation_tag tag);
 

@@ -1,4 +1,4 @@
-// The router core's cached route to an activation of another silo (SPEC §14 B3 extended,
+// The router core's cached route to a pod-hub grain activation of another silo (SPEC §14 B3 extended,
 // docs/delivery-costs.md#the-remote-frame-path): learnt from the answer of a leg's attempt
 // through placement (the landing silo and the activation's tag it carries), used by the next
 // attempts at that grain as calls by id through the silo's message centre, and dropped where
@@ -64,7 +64,7 @@ answer landed_on_b(uint32_t tag) {
   return a;
 }
 
-/// A bed whose core has the fake centre, and a route learnt for `messagehub/Org/Acme` to
+/// A bed whose core has the fake centre, and a route learnt for `podhub/cache/acme` to
 /// activation 2a of `silo_b` by leg `d1`.
 struct remote_bed {
   fixture& fx;
@@ -75,15 +75,15 @@ struct remote_bed {
     centre = fx.track(fx.sys.spawn(centre_fake));
     b.centre = centre;
     b.start();
-    b.script("messagehub/Org/Acme", {landed_on_b(0x2a)});
+    b.script("podhub/cache/acme", {landed_on_b(0x2a)});
     one("d1");
   }
 
   centre_fake_state& c() { return fixture::state_of<centre_fake_state>(centre); }
 
-  /// Routes delivery `id` to `node/Org/Acme` and runs until the core is idle.
+  /// Routes delivery `id` to `cache/acme` (a stream-routed address: a pod-hub leg) and runs until the core is idle.
   void one(const std::string& id) {
-    b.route(bed::make(id, "node/Org/Acme"));
+    b.route(bed::make(id, "cache/acme"));
     fx.run();
   }
 
@@ -114,7 +114,7 @@ TEST_CASE_FIXTURE(fixture, "remote route: learnt from placement's answer, the ne
   REQUIRE(r.c().calls.size() == 2);
   for (auto& x : r.c().calls) {
     CHECK(x.dst == silo_b);
-    CHECK(x.call.grain.to_string() == "messagehub/Org/Acme");
+    CHECK(x.call.grain.to_string() == "podhub/cache/acme");
     CHECK(x.call.tag.value == 0x2au);
     CHECK(x.ttl_ms == r.b.grain().attempts[0].within_ms);
     REQUIRE(x.call.payload.match_elements<hg_deliver_atom, envelope, silo_address, bool>());
@@ -124,9 +124,9 @@ TEST_CASE_FIXTURE(fixture, "remote route: learnt from placement's answer, the ne
   CHECK(r.b.stats().landed == 3);
   CHECK(r.b.gauge_count() == 0);
   // An answer without the activation's tag (a silo that does not stamp it) teaches nothing.
-  r.b.script("messagehub/Org/Beta", {answer::ok()});
-  r.b.route(bed::make("e1", "node/Org/Beta"));
-  r.b.route(bed::make("e2", "node/Org/Beta"));
+  r.b.script("podhub/cache/beta", {answer::ok()});
+  r.b.route(bed::make("e1", "cache/beta"));
+  r.b.route(bed::make("e2", "cache/beta"));
   run();
   CHECK(r.b.grain().attempts.size() == 3);
   CHECK(r.c().calls.size() == 2);
@@ -134,7 +134,7 @@ TEST_CASE_FIXTURE(fixture, "remote route: learnt from placement's answer, the ne
 
 TEST_CASE_FIXTURE(fixture, "remote route: a call over it that fails drops it, and the retry and the next legs take placement's way") {
   remote_bed r(*this);
-  fault gone{mesh_errc::activation_deactivated, "activation 0000002a of messagehub/Org/Acme is gone"};
+  fault gone{mesh_errc::activation_deactivated, "activation 0000002a of podhub/cache/acme is gone"};
   r.c().faults.push_back(gone);
   r.one("d2");
   REQUIRE(run_until([&] { return r.b.stats().landed == 2; }, std::chrono::minutes(1)));
@@ -170,8 +170,8 @@ TEST_CASE_FIXTURE(fixture, "remote route: dropped when the retry policy names it
   // A leg to another grain fails with the departure of the route's silo.
   fault dep{mesh_errc::departed_silo, "silo " + silo_b.to_string() + " has departed"};
   dep.silo = silo_b;
-  r.b.script("messagehub/Org/Beta", {answer::err(dep)});
-  r.b.route(bed::make("e1", "node/Org/Beta"));
+  r.b.script("podhub/cache/beta", {answer::err(dep)});
+  r.b.route(bed::make("e1", "cache/beta"));
   REQUIRE(run_until([&] { return r.b.stats().landed == 2; }, std::chrono::minutes(1)));
   REQUIRE(r.b.grain().inval_silos.size() == 1);
   CHECK(r.b.grain().inval_silos[0] == silo_b);
