@@ -1,13 +1,16 @@
 #include "cafmesh/actors/message_center.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/actors/membership.hpp"
+#include "cafmesh/actors/remote_call.hpp"
 #include "cafmesh/actors/request_any.hpp"
 
 namespace cafmesh {
@@ -109,9 +112,20 @@ wire_frame expired_response(const wire_frame& req, const std::string& where) {
 
 namespace {
 
+/// A call waiting for its response frame: a request's promise (`mc_call_atom`), or the
+/// caller and its id for a call answered by id (`mc_calls_atom`, remote_call.hpp).
 struct pending_call {
   caf::response_promise rp;
   silo_address dst;
+  caf::strong_actor_ptr caller; ///< set for a call answered by id
+  uint64_t caller_id = 0;
+};
+
+/// An inbound grain call handed to its handler by id: the response frame its answer goes
+/// into, and the handler.
+struct inbound_call {
+  wire_frame resp_to;
+  caf::actor_addr handler;
 };
 
 struct message_center_state {
@@ -147,6 +161,21 @@ struct message_center_state {
   /// `mc_flush_atom` behind the backlog, before a `sim_flush_atom` and before an exit.
   std::vector<wire_frame> out;
   bool flush_armed = false; ///< an `mc_flush_atom` is in the mailbox
+  /// A turn is taking a batch (`mc_calls`, `mc_frames`, `ct_results`): the frames it
+  /// produces wait for its end (`turn_end`), not for the mailbox to fill.
+  bool in_batch = false;
+  /// Answers to calls by id not sent yet, by caller (remote_call.hpp): sent in one
+  /// `ct_results` per caller when the mailbox is empty, else by the `mc_flush_atom`.
+  std::vector<std::pair<caf::strong_actor_ptr, std::vector<ct_result_item>>> results_out;
+  /// Inbound grain calls (`ct_invoke` for component `activation`) handed to the catalog by
+  /// id, with the response frame each one's answer goes into (SPEC §14 B1).
+  std::unordered_map<uint64_t, inbound_call> inbound;
+  uint64_t next_inbound = 0;
+  /// Inbound grain calls not handed over yet: one `ct_calls` per handler at the end of the
+  /// turn (`turn_end`).
+  std::vector<std::pair<caf::actor, std::vector<ct_call_item>>> inbound_out;
+  /// Handlers of `inbound` calls, monitored: their calls fail when they go down.
+  std::set<caf::actor_addr> watched;
   log::logger log;
   static const char* name;
 };
@@ -182,6 +211,102 @@ void ask_any(mc_actor* self, const caf::actor& h, caf::message payload, F done) 
 
 void mark_departed(mc_actor* self, const silo_address& s);
 
+/// Sends the answers to calls by id collected so far, one `ct_results` per caller.
+void flush_results(mc_actor* self) {
+  auto& st = self->state;
+  if (st.results_out.empty())
+    return;
+  auto out = std::move(st.results_out);
+  st.results_out.clear();
+  for (auto& [caller, items] : out)
+    caller->enqueue(caf::make_mailbox_element(caf::strong_actor_ptr{self->ctrl()},
+                                              caf::make_message_id(), {},
+                                              ct_results_atom::value, std::move(items)),
+                    self->context());
+}
+
+void flush_out(mc_actor* self);
+
+/// Hands the inbound grain calls collected so far to their handlers, one `ct_calls` each.
+void flush_inbound(mc_actor* self) {
+  auto& st = self->state;
+  if (st.inbound_out.empty())
+    return;
+  auto out = std::move(st.inbound_out);
+  st.inbound_out.clear();
+  for (auto& [handler, calls] : out)
+    self->send(handler, ct_calls_atom::value, std::move(calls));
+}
+
+/// Queues the answer to call `id` of `caller` (remote_call.hpp); `turn_end` or the
+/// `mc_flush_atom` sends it.
+void post_result(mc_actor* self, const caf::strong_actor_ptr& caller, uint64_t id,
+                 caf::message reply, caf::error err) {
+  auto& st = self->state;
+  auto i = std::find_if(st.results_out.begin(), st.results_out.end(),
+                        [&](const auto& x) { return x.first == caller; });
+  if (i == st.results_out.end()) {
+    st.results_out.emplace_back(caller, std::vector<ct_result_item>{});
+    i = st.results_out.end() - 1;
+  }
+  i->second.push_back(ct_result_item{id, std::move(reply), std::move(err)});
+}
+
+/// The fault with `code` in `f` or its causes, depth first; null if none.
+const fault* find_fault(const fault& f, mesh_errc code) {
+  if (f.code == code)
+    return &f;
+  for (auto& c : f.causes)
+    if (auto x = find_fault(c, code))
+      return x;
+  return nullptr;
+}
+
+/// Answers a pending call with `reply` or `err`, by its promise or by id. A call by id that
+/// a leaving silo refused (`silo_unavailable` naming it) is first reported to this silo's
+/// placement (`pl_leaving_atom`, component `placement`), as the grain port reports its own
+/// calls' refusals: the caller's retry through placement then finds it knowing.
+void answer(mc_actor* self, pending_call& c, caf::message reply, caf::error err) {
+  if (c.caller) {
+    if (err) {
+      auto& st = self->state;
+      auto pl = st.components.find(component::placement);
+      if (pl != st.components.end()) {
+        auto f = to_fault(err);
+        if (auto n = find_fault(f, mesh_errc::silo_unavailable))
+          if (n->silo)
+            self->send(pl->second, pl_leaving_atom::value, *n->silo);
+      }
+    }
+    post_result(self, c.caller, c.caller_id, std::move(reply), std::move(err));
+    return;
+  }
+  if (err)
+    c.rp.deliver(std::move(err));
+  else
+    c.rp.deliver(std::move(reply));
+}
+
+/// The end of a turn that may have answered calls by id, taken inbound grain calls or (in a
+/// batch) produced frames: they leave now when the mailbox is empty, else with the
+/// `mc_flush_atom` behind the backlog (SPEC B1).
+void turn_end(mc_actor* self) {
+  auto& st = self->state;
+  st.in_batch = false;
+  if (st.results_out.empty() && st.inbound_out.empty() && st.out.empty())
+    return;
+  if (self->mailbox().empty()) {
+    flush_results(self);
+    flush_inbound(self);
+    flush_out(self);
+    return;
+  }
+  if (!st.flush_armed) {
+    st.flush_armed = true;
+    self->send(self, mc_flush_atom::value);
+  }
+}
+
 /// Hands the frames collected so far to the link in one message (SPEC §14 B7).
 void flush_out(mc_actor* self) {
   auto& st = self->state;
@@ -207,11 +332,11 @@ void transmit(mc_actor* self, wire_frame f) {
   ++st.stats.frames_out;
   st.peers.insert(f.dst);
   st.out.push_back(std::move(f));
-  if (st.out.size() >= link_batch_max_frames || self->mailbox().empty()) {
+  if (st.out.size() >= link_batch_max_frames || (!st.in_batch && self->mailbox().empty())) {
     flush_out(self);
     return;
   }
-  if (!st.flush_armed) {
+  if (!st.in_batch && !st.flush_armed) {
     st.flush_armed = true;
     self->send(self, mc_flush_atom::value);
   }
@@ -296,7 +421,8 @@ void fail_pending_to(mc_actor* self, const silo_address& s, bool frames_lost) {
       ++st.stats.departed_fails;
       if (!left_gracefully)
         ++st.stats.in_flight_fails;
-      i->second.rp.deliver(left_gracefully ? departed_error(s) : in_flight_error(s));
+      answer(self, i->second, caf::message{},
+             left_gracefully ? departed_error(s) : in_flight_error(s));
       i = st.pending.erase(i);
     } else {
       ++i;
@@ -326,6 +452,7 @@ void depart(mc_actor* self, const silo_address& s) {
   auto done = [=](bool frames_lost) {
     self->state.flushing.erase(s);
     fail_pending_to(self, s, frames_lost);
+    turn_end(self);
   };
   self->request(st.net, caf::infinite, sim_flush_atom::value, s, st.self_addr)
     .then([=](caf::ok_atom, bool frames_lost) { done(frames_lost); },
@@ -338,7 +465,7 @@ void fail_frame(mc_actor* self, const wire_frame& f) {
   if (!f.is_response && f.correlation_id != 0) {
     if (auto i = st.pending.find(f.correlation_id); i != st.pending.end()) {
       ++st.stats.departed_fails;
-      i->second.rp.deliver(departed_error(f.dst));
+      answer(self, i->second, caf::message{}, departed_error(f.dst));
       st.pending.erase(i);
       st.stats.pending_calls = st.pending.size();
     }
@@ -362,13 +489,10 @@ void on_inbound(mc_actor* self, wire_frame& f) {
     auto i = st.pending.find(f.correlation_id);
     if (i == st.pending.end())
       return; // the call already failed (departure); a late answer changes nothing
-    auto rp = i->second.rp;
+    auto c = std::move(i->second);
     st.pending.erase(i);
     st.stats.pending_calls = st.pending.size();
-    if (f.error)
-      rp.deliver(std::move(f.error));
-    else
-      rp.deliver(std::move(f.payload));
+    answer(self, c, std::move(f.payload), std::move(f.error));
     return;
   }
   bool is_request = f.correlation_id != 0;
@@ -432,10 +556,76 @@ void on_inbound(mc_actor* self, wire_frame& f) {
   }
   wire_frame req = f;
   req.payload = caf::message{};
+  if (f.target == component::activation
+      && f.payload.match_elements<ct_invoke_atom, grain_id, activation_tag, int32_t,
+                                  caf::message>()) {
+    // A grain call: to the catalog by id, with the others of this turn (`ct_calls`), answered
+    // in `ct_results` batches.
+    auto id = ++st.next_inbound;
+    auto& handler = c->second;
+    if (st.watched.insert(handler.address()).second)
+      self->monitor(handler);
+    auto i = std::find_if(st.inbound_out.begin(), st.inbound_out.end(),
+                          [&](const auto& x) { return x.first == handler; });
+    if (i == st.inbound_out.end()) {
+      st.inbound_out.emplace_back(handler, std::vector<ct_call_item>{});
+      i = st.inbound_out.end() - 1;
+    }
+    auto& p = f.payload;
+    i->second.push_back(ct_call_item{id, p.get_as<grain_id>(1), p.get_as<activation_tag>(2),
+                                     p.get_as<int32_t>(3), p.get_as<caf::message>(4)});
+    st.inbound.emplace(id, inbound_call{std::move(req), handler.address()});
+    return;
+  }
   ask_any(self, c->second, std::move(f.payload),
           [=](caf::message reply, caf::error err) {
             respond(self, req, std::move(reply), std::move(err));
           });
+}
+
+/// A call by id from a component of this silo (`mc_calls_atom`, remote_call.hpp): answered
+/// to `caller` in a `ct_results` batch.
+void start_call_by_id(mc_actor* self, const caf::strong_actor_ptr& caller,
+                      remote_call_item& x) {
+  auto& st = self->state;
+  auto id = x.call.id;
+  auto payload = caf::make_message(ct_invoke_atom::value, std::move(x.call.grain), x.call.tag,
+                                   x.call.forward_count, std::move(x.call.payload));
+  if (x.dst == st.self_addr) {
+    auto i = st.components.find(component::activation);
+    if (i == st.components.end()) {
+      post_result(self, caller, id, caf::message{},
+                  unavailable_error(st.self_addr, "component activation is not registered on "
+                                                  "silo " + st.self_addr.to_string()));
+      return;
+    }
+    ++st.stats.local_calls;
+    ask_any(self, i->second, std::move(payload),
+            [=](caf::message reply, caf::error err) {
+              post_result(self, caller, id, std::move(reply), std::move(err));
+              turn_end(self);
+            });
+    return;
+  }
+  if (st.departed.count(x.dst) > 0) {
+    ++st.stats.departed_fails;
+    post_result(self, caller, id, caf::message{}, departed_error(x.dst));
+    return;
+  }
+  auto fid = st.next_id++;
+  wire_frame f;
+  f.src = st.self_addr;
+  f.dst = x.dst;
+  f.correlation_id = fid;
+  f.target = component::activation;
+  f.payload = std::move(payload);
+  if (x.ttl_ms > 0) {
+    f.ttl_ms = x.ttl_ms;
+    f.expires_at = self->clock().now() + std::chrono::milliseconds(x.ttl_ms);
+  }
+  st.pending.emplace(fid, pending_call{caf::response_promise{}, x.dst, caller, id});
+  st.stats.pending_calls = st.pending.size();
+  transmit(self, std::move(f));
 }
 
 /// A call from a component of this silo (`mc_call_atom`), with a time-to-live when
@@ -478,7 +668,7 @@ caf::response_promise start_call(mc_actor* self, const silo_address& dst, compon
     f.ttl_ms = ttl_ms;
     f.expires_at = self->clock().now() + std::chrono::milliseconds(ttl_ms);
   }
-  st.pending.emplace(id, pending_call{rp, dst});
+  st.pending.emplace(id, pending_call{rp, dst, nullptr, 0});
   st.stats.pending_calls = st.pending.size();
   transmit(self, std::move(f));
   return rp;
@@ -493,8 +683,33 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, link_actor 
   // once (a graceful stop's last answers).
   self->set_exit_handler([=](caf::exit_msg& em) {
     if (em.reason) {
+      flush_results(self);
+      flush_inbound(self);
       flush_out(self);
       self->quit(std::move(em.reason));
+    }
+  });
+  // A handler of inbound grain calls went down: the calls it held fail as a request to an
+  // actor that is gone does.
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (st.watched.erase(dm.source) == 0)
+      return;
+    st.inbound_out.erase(std::remove_if(st.inbound_out.begin(), st.inbound_out.end(),
+                                        [&](const auto& x) {
+                                          return x.first.address() == dm.source;
+                                        }),
+                         st.inbound_out.end());
+    std::vector<uint64_t> lost;
+    for (auto& kv : st.inbound)
+      if (kv.second.handler == dm.source)
+        lost.push_back(kv.first);
+    std::sort(lost.begin(), lost.end());
+    for (auto id : lost) {
+      auto i = st.inbound.find(id);
+      auto req = std::move(i->second.resp_to);
+      st.inbound.erase(i);
+      respond(self, req, caf::message{}, caf::make_error(caf::sec::request_receiver_down));
     }
   });
   return {
@@ -513,6 +728,15 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, link_actor 
     [=](mc_call_atom, const silo_address& dst, component c, caf::message& payload,
         int64_t ttl_ms) -> caf::response_promise {
       return start_call(self, dst, c, std::move(payload), ttl_ms);
+    },
+    [=](mc_calls_atom, std::vector<remote_call_item>& calls) {
+      auto caller = self->current_sender();
+      if (!caller)
+        return; // nobody to answer: an anonymous call by id is a programming error
+      self->state.in_batch = true;
+      for (auto& x : calls)
+        start_call_by_id(self, caller, x);
+      turn_end(self);
     },
     [=](mc_send_atom, const silo_address& dst, component c, caf::message& payload) {
       auto& st = self->state;
@@ -534,17 +758,43 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, link_actor 
       f.payload = std::move(payload);
       transmit(self, std::move(f));
     },
-    [=](mc_frame_atom, wire_frame& f) { on_inbound(self, f); },
+    [=](mc_frame_atom, wire_frame& f) {
+      on_inbound(self, f);
+      turn_end(self);
+    },
     [=](mc_frames_atom, std::vector<wire_frame>& fs) {
+      self->state.in_batch = true;
       for (auto& f : fs)
         on_inbound(self, f);
+      turn_end(self);
+    },
+    [=](ct_results_atom, std::vector<ct_result_item>& results) {
+      auto& st = self->state;
+      st.in_batch = true;
+      for (auto& r : results) {
+        auto i = st.inbound.find(r.id);
+        if (i == st.inbound.end())
+          continue;
+        auto req = std::move(i->second.resp_to);
+        st.inbound.erase(i);
+        respond(self, req, std::move(r.reply), std::move(r.failure));
+      }
+      turn_end(self);
     },
     [=](mc_flush_atom) {
       self->state.flush_armed = false;
+      flush_results(self);
+      flush_inbound(self);
       flush_out(self);
     },
-    [=](mc_bounce_atom, const wire_frame& f) { fail_frame(self, f); },
-    [=](mc_gone_atom, const silo_address& s) { mark_departed(self, s); },
+    [=](mc_bounce_atom, const wire_frame& f) {
+      fail_frame(self, f);
+      turn_end(self);
+    },
+    [=](mc_gone_atom, const silo_address& s) {
+      mark_departed(self, s);
+      turn_end(self);
+    },
     [=](mb_snapshot_atom, const membership_snapshot& snap) {
       std::set<silo_address> gone;
       for (const auto& r : snap.rows) {
@@ -567,6 +817,7 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, link_actor 
           gone.insert(kv.second.dst);
       for (const auto& s : gone)
         depart(self, s);
+      turn_end(self);
     },
     [=](mc_block_atom, bool on) {
       self->state.block_application = on;

@@ -11,6 +11,7 @@
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/request_any.hpp"
 #include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/actors/remote_call.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/actors/detail/placement_state.hpp"
 
@@ -54,15 +55,6 @@ std::string seconds_text(int64_t ms) {
     return std::to_string(ms / 1000) + " s";
   auto tenths = ms / 100;
   return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
-}
-
-/// `request_any` with one completion: `done(reply, error)`, exactly one of them set.
-template <class F>
-void ask_any(pl_actor* self, const caf::actor& h, int64_t timeout_ms, caf::message msg, F done) {
-  request_any(
-    self, h, timeout_ms, std::move(msg),
-    [done](caf::message m) mutable { done(std::move(m), caf::error{}); },
-    [done](caf::error e) mutable { done(caf::message{}, std::move(e)); });
 }
 
 caf::error shutting_down_error(const placement_state& st) {
@@ -116,7 +108,7 @@ void arm_sweep(pl_actor* self) {
                      pl_sweep_atom::value, due);
 }
 
-/// Ends every local call whose deadline has passed with its response timeout; `fired` is
+/// Ends every call by id whose deadline has passed with its response timeout; `fired` is
 /// the due time the timer was armed for (an earlier timer superseded it: nothing to do).
 void sweep(pl_actor* self, int64_t fired) {
   auto& st = self->state;
@@ -164,37 +156,59 @@ void send_to(pl_actor* self, const grain_id& g, const silo_address& s, activatio
     }
     timeout_ms = std::min(timeout_ms, left_ms);
   }
-  if (s == st.cfg.self && st.catalog) {
-    // An activation of this silo: straight to the catalog, answered by id
-    // (docs/delivery-costs.md). The message centre would hand it to the same catalog.
-    auto id = ++st.next_local_call;
-    auto due = placement_now_ms(self) + timeout_ms;
-    st.local_calls.emplace(id, placement_local_call{std::move(w.rp), g, t, timeout_ms, due});
-    st.local_deadlines.emplace(due, id);
-    arm_sweep(self);
+  // Answered by id, bounded by the one sweep timer (SPEC §14 B6, docs/delivery-costs.md).
+  auto local = s == st.cfg.self && st.catalog;
+  if (!local && !st.centre) {
+    w.rp.deliver(to_error(to_fault(caf::make_error(caf::sec::request_receiver_down))));
+    return;
+  }
+  auto id = ++st.next_local_call;
+  auto due = placement_now_ms(self) + timeout_ms;
+  st.local_calls.emplace(id, placement_local_call{std::move(w.rp), g, t, timeout_ms, due, s});
+  st.local_deadlines.emplace(due, id);
+  arm_sweep(self);
+  if (local) {
+    // An activation of this silo: straight to the catalog. The message centre would hand
+    // it to the same catalog.
     self->send(st.catalog, ct_call_atom::value, id, g, t, w.forward_count, std::move(w.payload));
     return;
   }
-  auto call = make_bounded_call(timeout_ms, s, component::activation, ct_invoke_atom::value, g,
-                                t, w.forward_count, std::move(w.payload));
-  auto rp = w.rp;
-  ask_any(self, st.centre, timeout_ms, std::move(call),
-          [=](caf::message reply, caf::error err) mutable {
-            if (!err) {
-              rp.deliver(std::move(reply));
-              return;
-            }
-            fault f;
-            if (err == caf::sec::request_timeout)
-              f = fault{mesh_errc::response_timeout,
-                        "grain call to " + g.to_string() + " timed out after "
-                          + seconds_text(timeout_ms)};
-            else
-              f = to_fault(err);
-            if (f.code == mesh_errc::departed_silo || f.code == mesh_errc::activation_deactivated)
-              invalidate(self, g, s, t);
-            rp.deliver(to_error(f));
-          });
+  // Through the message centre, which sends the frame with the call's time-to-live
+  // (remote_call.hpp) and answers by id.
+  std::vector<remote_call_item> calls;
+  calls.push_back(remote_call_item{s, timeout_ms,
+                                   ct_call_item{id, g, t, w.forward_count, std::move(w.payload)}});
+  self->send(st.centre, mc_calls_atom::value, std::move(calls));
+}
+
+/// The answer to call by id `id`: its reply, or `err`.
+void call_result(pl_actor* self, uint64_t id, caf::message reply, const caf::error& err) {
+  auto c = take_local_call(self, id);
+  if (!c)
+    return; // its deadline ended it already: a late answer changes nothing
+  if (!err) {
+    c->rp.deliver(std::move(reply));
+    return;
+  }
+  auto f = to_fault(err);
+  if (f.code == mesh_errc::departed_silo || f.code == mesh_errc::activation_deactivated)
+    invalidate(self, c->grain, c->silo, c->tag);
+  c->rp.deliver(to_error(f));
+}
+
+/// Fails every call by id to this silo (`local`) or to other silos (`!local`) as a request
+/// to an actor that is gone does.
+void fail_calls(pl_actor* self, bool local) {
+  auto& st = self->state;
+  std::vector<uint64_t> ids;
+  for (auto& kv : st.local_calls)
+    if ((kv.second.silo == st.cfg.self) == local)
+      ids.push_back(kv.first);
+  std::sort(ids.begin(), ids.end());
+  auto err = to_error(to_fault(caf::make_error(caf::sec::request_receiver_down)));
+  for (auto id : ids)
+    if (auto c = take_local_call(self, id))
+      c->rp.deliver(err);
 }
 
 /// Ends a work item successfully: caches the address (single-activation) and sends every
@@ -444,18 +458,23 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg,
   st.workers.resize(static_cast<size_t>(st.cfg.worker_count));
   st.log = log::get("placement").with_context(st.cfg.self.to_string());
   st.origin = self->clock().now();
+  if (st.centre) {
+    self->monitor(st.centre);
+    // The centre reports refusals by leaving silos of the calls by id it carries, the router
+    // core's included (message_center.cpp `answer`).
+    caf::anon_send(st.centre, mc_register_atom::value, component::placement, caf::actor{self});
+  }
   // The catalog ended (its silo's teardown): its unanswered calls fail as a request to an
-  // actor that is gone does, and later calls take the message centre's way.
+  // actor that is gone does, and later calls take the message centre's way. The message
+  // centre ended: the calls it carried fail the same way.
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
-    if (!st.catalog || dm.source != st.catalog.address())
-      return;
-    st.catalog = nullptr;
-    auto calls = std::move(st.local_calls);
-    st.local_calls.clear();
-    st.local_deadlines.clear();
-    for (auto& kv : calls)
-      kv.second.rp.deliver(to_error(to_fault(caf::make_error(caf::sec::request_receiver_down))));
+    if (st.catalog && dm.source == st.catalog.address()) {
+      st.catalog = nullptr;
+      fail_calls(self, true);
+    } else if (st.centre && dm.source == st.centre.address()) {
+      fail_calls(self, false);
+    }
   });
   return {
     [=](pl_call_atom, grain_id& g, int32_t fwd, caf::message& payload) -> caf::response_promise {
@@ -500,17 +519,14 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg,
         self->monitor(st.catalog);
     },
     [=](ct_result_atom, uint64_t id, caf::message& reply) {
-      if (auto c = take_local_call(self, id))
-        c->rp.deliver(std::move(reply));
+      call_result(self, id, std::move(reply), caf::error{});
     },
     [=](ct_result_atom, uint64_t id, caf::error& err) {
-      auto c = take_local_call(self, id);
-      if (!c)
-        return;
-      auto f = to_fault(err);
-      if (f.code == mesh_errc::departed_silo || f.code == mesh_errc::activation_deactivated)
-        invalidate(self, c->grain, self->state.cfg.self, c->tag);
-      c->rp.deliver(to_error(f));
+      call_result(self, id, caf::message{}, err);
+    },
+    [=](ct_results_atom, std::vector<ct_result_item>& results) {
+      for (auto& r : results)
+        call_result(self, r.id, std::move(r.reply), r.failure);
     },
     [=](pl_sweep_atom, int64_t due) { sweep(self, due); },
     [=](pl_leaving_atom, const silo_address& s) {

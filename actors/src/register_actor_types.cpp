@@ -11,6 +11,7 @@
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/actors/net_link.hpp"
 #include "cafmesh/actors/placement.hpp"
+#include "cafmesh/actors/remote_call.hpp"
 #include "cafmesh/actors/sim_network.hpp"
 
 namespace cafmesh {
@@ -21,6 +22,7 @@ void register_actor_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<activation_tag>("cafmesh.activation_tag");
   cfg.add_message_type<ct_call_item>("cafmesh.ct_call_item");
   cfg.add_message_type<ct_result_item>("cafmesh.ct_result_item");
+  cfg.add_message_type<remote_call_item>("cafmesh.remote_call_item");
   // add_message_type<T> also announces std::vector<T> as `std::vector<name>`.
   cfg.add_message_type<mesh_errc>("cafmesh.mesh_errc");
   cfg.add_message_type<tri_bool>("cafmesh.tri_bool");

@@ -17,6 +17,7 @@
 #include "cafmesh/routing/routing_grain.hpp"
 #include "cafmesh/routing/size_guard.hpp"
 #include "hub_grains_parts.hpp"
+#include "landing_report.hpp"
 
 namespace cafmesh::routing {
 
@@ -242,8 +243,12 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
         });
   }
   // `local_caller`: the call came from this silo's own router core, which takes the landing
-  // as its own (landing_report.cpp), so the hub answers it directly.
-  auto deliver = [=](envelope& d, bool local_caller) -> caf::result<envelope> {
+  // as its own (landing_report.cpp), so the hub answers it directly. `via_placement`: it
+  // came through a grain port and placement, not over a router core's route: an answer to
+  // another silo names this activation too, so that its core calls it directly from then on
+  // (docs/delivery-costs.md#the-remote-frame-path).
+  auto deliver = [=](envelope& d, bool local_caller,
+                     bool via_placement) -> caf::result<envelope> {
       learn(self, data->me);
       offer_route(self, slots, data, id);
       // A stopping silo takes no new work: refused before the hub sees it, and the
@@ -276,10 +281,13 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
           // (docs/behaviour/admission-control.md#a-slow-destination).
           auto rp = self->make_response_promise<envelope>();
           auto silo = slots->silo;
+          auto tag = via_placement ? data->me->tag : caf::optional<activation_tag>{};
           self->request(data->hub, caf::infinite, hb_deliver_atom::value, std::move(d))
             .then(
               [=](envelope& r) mutable {
                 stamp_landing(r, silo);
+                if (tag)
+                  stamp_landed_activation(r, *tag);
                 rp.deliver(std::move(r));
               },
               [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
@@ -314,18 +322,20 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
       }
   };
   return {
-    [=](hg_deliver_atom, envelope& d) -> caf::result<envelope> { return deliver(d, false); },
+    [=](hg_deliver_atom, envelope& d) -> caf::result<envelope> {
+      return deliver(d, false, true);
+    },
     // Through the grain port: from this silo's router core when it has no direct route to
     // this activation (it gets one offered), or from another silo's.
     [=](hg_deliver_atom, envelope& d, const silo_address& caller) -> caf::result<envelope> {
       bool local = caller == slots->silo;
       if (local)
         data->routed = false;
-      return deliver(d, local);
+      return deliver(d, local, true);
     },
     // Over the direct route (SPEC B3), or rerouted from a catalog that held it.
     [=](hg_deliver_atom, envelope& d, const silo_address& caller, bool) -> caf::result<envelope> {
-      return deliver(d, caller == slots->silo);
+      return deliver(d, caller == slots->silo, false);
     },
   };
 }

@@ -5,7 +5,9 @@
 #include "cafmesh/actors/atoms.hpp"
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
+#include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/held_requests.hpp"
+#include "cafmesh/routing/size_guard.hpp"
 
 namespace cafmesh::routing {
 
@@ -24,6 +26,31 @@ void report_landing(const silo_address& own, const caf::actor& centre,
   }
   if (entry) // the routing service's full interface takes the report
     caf::anon_send(caf::actor_cast<caf::actor>(entry), rs_landed_atom::value, env.id, *at);
+}
+
+void stamp_landed_activation(envelope& answer, activation_tag tag) {
+  answer.properties[landed_activation_property] = json_quote(tag.hex());
+}
+
+std::optional<activation_tag> landed_activation_of(const envelope& answer) {
+  auto i = answer.properties.find(landed_activation_property);
+  if (i == answer.properties.end())
+    return std::nullopt;
+  auto hex = unquote_json_string(i->second);
+  if (hex.size() != 8)
+    return std::nullopt;
+  uint32_t value = 0;
+  for (auto c : hex) {
+    uint32_t digit;
+    if (c >= '0' && c <= '9')
+      digit = static_cast<uint32_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      digit = static_cast<uint32_t>(c - 'a' + 10);
+    else
+      return std::nullopt;
+    value = value * 16 + digit;
+  }
+  return activation_tag{value};
 }
 
 } // namespace cafmesh::routing

@@ -25,4 +25,16 @@ void report_landing(const silo_address& own, const caf::actor& centre,
                     const local_route_port_actor& entry, const silo_address& entry_client,
                     const envelope& env, const std::optional<silo_address>& at);
 
+/// The property of a hub grain's answer naming the activation that took the delivery
+/// (its tag's 8 hex digits, a JSON string), stamped beside the landing silo (`stamp_landing`) when another silo's
+/// router core called it through placement: that core calls the activation directly from
+/// then on (docs/delivery-costs.md#the-remote-frame-path).
+inline constexpr const char* landed_activation_property = "landed_activation";
+
+/// Stamps `tag` into `answer` (`landed_activation_property`).
+void stamp_landed_activation(envelope& answer, activation_tag tag);
+
+/// The activation tag `answer` carries, if any.
+std::optional<activation_tag> landed_activation_of(const envelope& answer);
+
 } // namespace cafmesh::routing

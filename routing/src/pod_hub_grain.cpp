@@ -21,6 +21,7 @@
 #include "cafmesh/routing/routing_grain.hpp"
 #include "cafmesh/routing/size_guard.hpp"
 #include "hub_grains_parts.hpp"
+#include "landing_report.hpp"
 
 namespace cafmesh::routing::hub_grains_detail {
 
@@ -182,6 +183,74 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
                  caf::make_message(rs_reattach_atom::value, path));
     self->quit(msg.reason);
   });
+  // `via_placement`: the call came through a grain port and placement (not over a router
+  // core's remote route): the answer names this activation too, so that the calling core
+  // can call it directly from then on (docs/delivery-costs.md#the-remote-frame-path).
+  auto deliver = [=](envelope& d, bool via_placement) -> caf::result<envelope> {
+    learn(self, me);
+    // A hub of this stopping process takes no new work. The activation stays: that hub
+    // cannot move, and continuations still have to reach it here. A pure client's hub
+    // lives in a process that is not stopping: it keeps getting its deliveries until the
+    // client, told stop-send, attaches elsewhere.
+    if (!*client && silo_stopping(*slots) && !is_continuation(d)) {
+      lg.info("delivery " + d.id + " to '" + d.target.to_string()
+              + "' refused before its hub saw it: silo " + slots->silo.to_string()
+              + " is leaving; route elsewhere");
+      return to_error(leaving_fault(*slots));
+    }
+    auto rp = self->make_response_promise<envelope>();
+    if (*client && slots->centre) {
+      to_client(**client, std::move(d), rp);
+      return rp;
+    }
+    if (!slots->routing) {
+      leave(self, me);
+      rp.deliver(to_error(not_here()));
+      return rp;
+    }
+    auto ack = d;
+    self->request(slots->routing, caf::infinite, lr_deliver_atom::value, d)
+      .await(
+        [=](bool took) mutable {
+          if (took) {
+            ack.state = delivery_state::forwarded;
+            if (!is_continuation(ack)) {
+              stamp_landing(ack, slots->silo); // a hub of this silo's process took it
+              if (via_placement && me->tag)
+                stamp_landed_activation(ack, *me->tag);
+            }
+            rp.deliver(ack);
+            return;
+          }
+          if (!slots->gateway || !slots->centre) {
+            log_not_here();
+            leave(self, me);
+            rp.deliver(to_error(not_here()));
+            return;
+          }
+          self->request(slots->gateway, caf::infinite, gw_lookup_atom::value, path)
+            .await(
+              [=](const silo_address& c) mutable {
+                if (c.empty()) {
+                  log_not_here();
+                  leave(self, me);
+                  rp.deliver(to_error(not_here()));
+                  return;
+                }
+                lg.info("pod hub " + id.key + " adopts pure client " + c.to_string()
+                        + " attached through this gateway");
+                *client = c;
+                pin(self, me, true);
+                to_client(c, ack, rp);
+              },
+              [=](caf::error&) mutable {
+                leave(self, me);
+                rp.deliver(to_error(not_here()));
+              });
+        },
+        [=](caf::error& e) mutable { rp.deliver(to_error(to_fault(e))); });
+    return rp;
+  };
   return {
     [=](ph_handover_sweep_atom, int64_t fired) { sweep(fired); },
     [=](ph_attach_atom) -> caf::result<bool> {
@@ -225,67 +294,11 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
       leave(self, me);
       return caf::ok_atom::value;
     },
-    [=](hg_deliver_atom, envelope& d) -> caf::result<envelope> {
-      learn(self, me);
-      // A hub of this stopping process takes no new work. The activation stays: that hub
-      // cannot move, and continuations still have to reach it here. A pure client's hub
-      // lives in a process that is not stopping: it keeps getting its deliveries until the
-      // client, told stop-send, attaches elsewhere.
-      if (!*client && silo_stopping(*slots) && !is_continuation(d)) {
-        lg.info("delivery " + d.id + " to '" + d.target.to_string()
-                + "' refused before its hub saw it: silo " + slots->silo.to_string()
-                + " is leaving; route elsewhere");
-        return to_error(leaving_fault(*slots));
-      }
-      auto rp = self->make_response_promise<envelope>();
-      if (*client && slots->centre) {
-        to_client(**client, std::move(d), rp);
-        return rp;
-      }
-      if (!slots->routing) {
-        leave(self, me);
-        rp.deliver(to_error(not_here()));
-        return rp;
-      }
-      auto ack = d;
-      self->request(slots->routing, caf::infinite, lr_deliver_atom::value, d)
-        .await(
-          [=](bool took) mutable {
-            if (took) {
-              ack.state = delivery_state::forwarded;
-              if (!is_continuation(ack))
-                stamp_landing(ack, slots->silo); // a hub of this silo's process took it
-              rp.deliver(ack);
-              return;
-            }
-            if (!slots->gateway || !slots->centre) {
-              log_not_here();
-              leave(self, me);
-              rp.deliver(to_error(not_here()));
-              return;
-            }
-            self->request(slots->gateway, caf::infinite, gw_lookup_atom::value, path)
-              .await(
-                [=](const silo_address& c) mutable {
-                  if (c.empty()) {
-                    log_not_here();
-                    leave(self, me);
-                    rp.deliver(to_error(not_here()));
-                    return;
-                  }
-                  lg.info("pod hub " + id.key + " adopts pure client " + c.to_string()
-                          + " attached through this gateway");
-                  *client = c;
-                  pin(self, me, true);
-                  to_client(c, ack, rp);
-                },
-                [=](caf::error&) mutable {
-                  leave(self, me);
-                  rp.deliver(to_error(not_here()));
-                });
-          },
-          [=](caf::error& e) mutable { rp.deliver(to_error(to_fault(e))); });
-      return rp;
+    [=](hg_deliver_atom, envelope& d) -> caf::result<envelope> { return deliver(d, true); },
+    // Over a router core's remote route (SPEC B3 extended), or rerouted from a catalog that
+    // held it.
+    [=](hg_deliver_atom, envelope& d, const silo_address&, bool) -> caf::result<envelope> {
+      return deliver(d, false);
     },
   };
 }

@@ -94,11 +94,15 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
   // (docs/behaviour/quiescence.md#admission-inside-the-router-core); without a pool it has
   // nobody else to ask.
   s.admits_itself = s.opts.own_start_permits || !s.opts.pool;
-  // A catalog the core calls directly went down (its silo's teardown): the calls it held
-  // fail as a request to an actor that is gone does, and its routes go.
+  // A catalog the core calls directly, or the message centre it sends remote calls to,
+  // went down (its silo's teardown): the calls it held fail as a request to an actor that
+  // is gone does, and its routes go.
   self->set_down_handler([=](caf::down_msg& dm) {
     turn_scope turn{self};
-    catalog_down(self, dm.source);
+    if (self->state.opts.centre && dm.source == self->state.opts.centre.address())
+      centre_down(self);
+    else
+      catalog_down(self, dm.source);
   });
   if (s.opts.pool && s.opts.own_start_permits)
     self->send(s.opts.pool, routing::pool_attach_atom::value, owner_of(self));
@@ -157,6 +161,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         s.stopping = true;
         // Grain attempts take placement's way from now on (its leaving reports).
         drop_local_routes(self);
+        drop_remote_routes(self, silo_address{});
         // From now on the participant reads the gauge: every turn publishes its delta.
         s.acct.set_eager();
         s.log.info("router core: stopping signal received; " + std::to_string(s.sat.in_flight())
@@ -272,9 +277,15 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         s.membership_version = v.version;
         s.resolved.clear();
         // A route names an activation of this silo: only this silo's own change ends it.
-        if (!v.is_active(s.opts.silo))
+        if (!v.is_active(s.opts.silo)) {
           drop_local_routes(self);
+          drop_remote_routes(self, silo_address{});
+        }
       }
+      // A remote route names an activation of its silo: it ends when that silo is no longer
+      // Active (leaving, Dead, departed).
+      if (!s.remote_routes.empty())
+        drop_inactive_remote_routes(self, v);
     },
     [=](ct_results_atom, std::vector<ct_result_item>& results) {
       turn_scope turn{self};

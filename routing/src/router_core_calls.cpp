@@ -57,6 +57,28 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
       return;
     }
   }
+  // A leg's attempt at a hub grain whose activation placement found on another silo goes
+  // to this silo's message centre directly, answered by id (SPEC B3 extended,
+  // docs/delivery-costs.md#the-remote-frame-path).
+  if (kind == call_for::leg_attempt && !s.stopping && s.opts.centre && !s.remote_routes.empty()) {
+    auto key = remote_route_key(grain);
+    auto r = s.remote_routes.find(key);
+    if (r != s.remote_routes.end()) {
+      c.remote = true;
+      c.tag = r->second.tag;
+      c.node_prefix = std::move(key);
+      add_call_deadline(self, *s.calls.emplace(id, std::move(c)).first);
+      s.remote_out.push_back(
+        remote_call_item{r->second.silo, std::max<int64_t>(bound.count(), 1),
+                         ct_call_item{id, grain, r->second.tag, 0,
+                                      caf::make_message(hg_deliver_atom::value, std::move(env),
+                                                        s.opts.silo, true)}});
+      ++s.direct_waiting;
+      if (s.turn_depth == 0)
+        flush_direct_calls(self, true); // no turn end will send it
+      return;
+    }
+  }
   add_call_deadline(self, *s.calls.emplace(id, std::move(c)).first);
   if (urgent)
     self->send<caf::message_priority::high>(s.opts.grains, gp_call_atom::value, id, grain,
@@ -79,6 +101,14 @@ std::optional<port_call> take_call(pointer self, uint64_t id) {
   s.calls.erase(i);
   if (c.destination != 0 && s.destinations[c.destination - 1].waiting > 0)
     --s.destinations[c.destination - 1].waiting;
+  if (c.remote && s.direct_waiting > 0) {
+    auto j = std::find_if(s.remote_out.begin(), s.remote_out.end(),
+                          [id](const remote_call_item& x) { return x.call.id == id; });
+    if (j != s.remote_out.end()) {
+      s.remote_out.erase(j);
+      --s.direct_waiting;
+    }
+  }
   if (c.direct && s.direct_waiting > 0) {
     // Ended (by its deadline) before it left: it never leaves.
     for (auto& [catalog, calls] : s.direct_out) {
@@ -111,6 +141,15 @@ void flush_direct_calls(pointer self, bool now) {
   auto out = std::move(s.direct_out);
   s.direct_out.clear();
   s.direct_waiting = 0;
+  if (!s.remote_out.empty()) {
+    auto remote = std::move(s.remote_out);
+    s.remote_out.clear();
+    s.opts.centre->enqueue(
+      caf::make_mailbox_element(caf::strong_actor_ptr{self->ctrl()},
+                                caf::make_message_id(caf::message_priority::high), {},
+                                mc_calls_atom::value, std::move(remote)),
+      self->context());
+  }
   for (auto& [catalog, calls] : out)
     // As `send` does, from this actor's execution context (the catalog is a plain actor),
     // at the priority of the leg attempts.
@@ -133,6 +172,75 @@ void drop_local_routes(pointer self) {
   for (auto& a : s.watched_catalogs)
     self->demonitor(a);
   s.watched_catalogs.clear();
+}
+
+std::string remote_route_key(const grain_id& grain) {
+  std::string key;
+  key.reserve(grain.type.size() + 1 + grain.key.size());
+  key += grain.type;
+  key += '/';
+  key += grain.key;
+  return key;
+}
+
+void learn_remote_route(pointer self, const grain_id& grain, const silo_address& silo,
+                        activation_tag tag) {
+  auto& s = self->state;
+  // Pod hubs only: a route to a node hub of another silo left legs unanswered in the
+  // simulated roll with co-hosted portal hubs (docs/known-limits.md).
+  if (s.stopping || !s.opts.centre || silo == s.opts.silo || silo.empty()
+      || grain.type != "podhub")
+    return;
+  if (s.remote_routes.size() >= 65536)
+    drop_remote_routes(self, silo_address{}); // bounded as the resolution cache is
+  if (!s.centre_watched) {
+    s.centre_watched = true;
+    self->monitor(s.opts.centre);
+  }
+  s.remote_routes[remote_route_key(grain)] = remote_route{silo, tag};
+}
+
+void forget_remote_route(pointer self, const grain_id& grain) {
+  auto& s = self->state;
+  if (!s.remote_routes.empty())
+    s.remote_routes.erase(remote_route_key(grain));
+}
+
+void drop_remote_routes(pointer self, const silo_address& silo) {
+  auto& s = self->state;
+  if (silo.empty()) {
+    s.remote_routes.clear();
+    return;
+  }
+  for (auto i = s.remote_routes.begin(); i != s.remote_routes.end();)
+    if (i->second.silo == silo)
+      i = s.remote_routes.erase(i);
+    else
+      ++i;
+}
+
+void drop_inactive_remote_routes(pointer self, const membership_snapshot& v) {
+  auto& s = self->state;
+  for (auto i = s.remote_routes.begin(); i != s.remote_routes.end();)
+    if (!v.is_active(i->second.silo))
+      i = s.remote_routes.erase(i);
+    else
+      ++i;
+}
+
+void centre_down(pointer self) {
+  auto& s = self->state;
+  s.centre_watched = false;
+  s.remote_routes.clear();
+  std::vector<uint64_t> lost;
+  for (auto& kv : s.calls)
+    if (kv.second.remote)
+      lost.push_back(kv.first);
+  std::sort(lost.begin(), lost.end());
+  for (auto id : lost) {
+    auto e = to_error(to_fault(caf::make_error(caf::sec::request_receiver_down)));
+    port_call_fault(self, id, e);
+  }
 }
 
 void catalog_down(pointer self, const caf::actor_addr& source) {
@@ -179,6 +287,11 @@ void port_call_fault(pointer self, uint64_t id, caf::error& failure) {
     return;
   if (c->direct)
     forget_local_route(self, c->node_prefix, c->tag);
+  if (c->remote) {
+    auto r = self->state.remote_routes.find(c->node_prefix);
+    if (r != self->state.remote_routes.end() && r->second.tag == c->tag)
+      self->state.remote_routes.erase(r);
+  }
   switch (c->kind) {
     case call_for::leg_attempt:
       leg_attempt_fault(self, c->owner, c->token, failure);

@@ -231,11 +231,14 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
         if (r != s.local_routes.end())
           forget_local_route(self, grain.key, r->second.tag);
       }
+      forget_remote_route(self, grain);
       self->send<caf::message_priority::high>(s.opts.grains, gp_invalidate_atom::value,
                                               grain);
     }
-    for (auto& silo : d.departed)
+    for (auto& silo : d.departed) {
+      drop_remote_routes(self, silo);
       self->send<caf::message_priority::high>(s.opts.grains, gp_inval_silo_atom::value, silo);
+    }
     s.log.debug("delivery " + leg.env.id + ": attempt "
                 + std::to_string(leg.att->retry->attempts() - 1)
                 + " failed (" + f.render() + "); retry in " + std::to_string(d.delay_ms)
@@ -507,6 +510,11 @@ void leg_attempt_result(pointer self, uint64_t id, uint64_t tok, envelope& r) {
       auto at = landing_of(r);
       if (at && self->state.opts.routing.max_in_flight_per_destination > 0)
         learn_destination(self, leg->host_path, *at);
+      // An activation of another silo that placement resolved: later attempts go to it
+      // through the message centre directly (docs/delivery-costs.md#the-remote-frame-path).
+      if (at && leg->att)
+        if (auto tag = landed_activation_of(r))
+          learn_remote_route(self, leg->att->grain, *at, *tag);
       report_landing(self->state.opts.silo, self->state.opts.centre,
                      self->state.opts.local_routes, entry_client_of(self, *leg), leg->env, at);
       finish_leg(self, *leg, leg_outcome::landed);

@@ -25,6 +25,8 @@
 #include "cafmesh/actors/catalog.hpp"
 #include "cafmesh/actors/placement_atoms.hpp"
 #include "cafmesh/actors/log.hpp"
+#include "cafmesh/actors/membership.hpp"
+#include "cafmesh/actors/remote_call.hpp"
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/leg_accounting.hpp"
 #include "cafmesh/routing/ordered_route_dispatcher.hpp"
@@ -163,7 +165,10 @@ struct port_call {
   bool urgent = false;  ///< sent at high priority: its timeout comes at that priority too
   /// Sent to a local activation's catalog directly (`local_route`): a fault drops the route.
   bool direct = false;
-  activation_tag tag;      ///< the activation called, when `direct`
+  /// Sent to an activation of another silo through the message centre directly
+  /// (`remote_route`): a fault drops the route.
+  bool remote = false;
+  activation_tag tag;      ///< the activation called, when `direct` or `remote`
   uint64_t owner = 0;   ///< the leg or NACK id
   uint64_t token = 0;   ///< the owner's step token when the call left
   int64_t bound_ms = 0; ///< its bound, for the timeout's text
@@ -176,7 +181,9 @@ struct port_call {
   std::pair<const uint64_t, port_call>* prev = nullptr;
   std::pair<const uint64_t, port_call>* next = nullptr;
   caf::actor_addr catalog; ///< its catalog, when `direct`
-  std::string node_prefix; ///< the node-hub grain's key, when `direct`
+  /// The node-hub grain's key when `direct`, the route's key (`remote_route_key`) when
+  /// `remote`.
+  std::string node_prefix;
 };
 
 /// A grain-port call in `core_state::calls`.
@@ -199,6 +206,14 @@ struct destination_load {
 /// directly (`rc_local_atom`, docs/delivery-costs.md).
 struct local_route {
   caf::actor catalog;
+  activation_tag tag;
+};
+
+/// An activation of another silo, as placement resolved it for a leg's attempt, that the
+/// router core calls through its own silo's message centre directly (SPEC B3 extended to
+/// remote activations, docs/delivery-costs.md#the-remote-frame-path).
+struct remote_route {
+  silo_address silo;
   activation_tag tag;
 };
 
@@ -270,6 +285,14 @@ struct core_state {
   /// Direct calls not sent yet, by catalog: they leave in one `ct_calls` per catalog at the
   /// end of a turn that finds the mailbox empty, or once 64 wait (SPEC B1).
   std::vector<std::pair<caf::actor, std::vector<ct_call_item>>> direct_out;
+  /// Pod-hub grain activations of other silos by `remote_route_key`: dropped
+  /// when a call over the route fails, the retry policy invalidates the grain, its silo is no
+  /// longer Active in membership or departs, this silo stops, or the message centre goes.
+  std::unordered_map<std::string, remote_route> remote_routes;
+  /// Calls over `remote_routes` not sent yet: they leave in one `mc_calls` to the message
+  /// centre with the direct calls (`flush_direct_calls`).
+  std::vector<remote_call_item> remote_out;
+  bool centre_watched = false; ///< the message centre is monitored (`centre_down`)
   // -- admission per destination (SPEC C4) --
   /// Destination silos seen, each with the grain attempts outstanding to it; a call's
   /// `destination` indexes it from 1. Few entries: one per silo that answered.
@@ -441,6 +464,27 @@ void forget_local_route(pointer self, const std::string& node_prefix, activation
 
 /// Drops every direct route.
 void drop_local_routes(pointer self);
+
+/// The key of `grain` in `remote_routes`: its type and key.
+std::string remote_route_key(const grain_id& grain);
+
+/// Remembers the activation `tag` on `silo` that answered a leg's attempt at `grain` through
+/// placement (the answer carries both, landing_report.hpp), if it is a pod-hub grain of
+/// another silo and this silo is not stopping.
+void learn_remote_route(pointer self, const grain_id& grain, const silo_address& silo,
+                        activation_tag tag);
+
+/// Drops the remote route of `grain`, if any.
+void forget_remote_route(pointer self, const grain_id& grain);
+
+/// Drops the remote routes to `silo`; every remote route when `silo` is empty.
+void drop_remote_routes(pointer self, const silo_address& silo);
+
+/// Drops the remote routes whose silo `v` does not show Active.
+void drop_inactive_remote_routes(pointer self, const membership_snapshot& v);
+
+/// The message centre went down: the remote calls it held fail, the remote routes go.
+void centre_down(pointer self);
 
 /// Catalog `source` went down: the direct calls it held fail, its routes go.
 void catalog_down(pointer self, const caf::actor_addr& source);

@@ -286,7 +286,7 @@ caf::behavior frame_driver(caf::stateful_actor<frame_driver_state>* self,
 
 } // namespace
 
-TEST_CASE("S14.03 stream-routed frames from silo A to pod hubs on silo B over 64 channels, 256 in flight, cross the link in at most 0.5 link messages per frame in each direction, and cost at most 16 mailbox enqueues per frame over both silos (the SPEC's 10 is not met yet: docs/known-limits.md)") {
+TEST_CASE("S14.03 stream-routed frames from silo A to pod hubs on silo B over 64 channels, 256 in flight, cross the link in at most 0.5 link messages per frame in each direction, and cost at most 10 mailbox enqueues and 0 CAF timers per frame over both silos") {
   testing::fixture fx;
   calibrate(fx);
   testing::silo_world w{fx};
@@ -354,10 +354,11 @@ TEST_CASE("S14.03 stream-routed frames from silo A to pod hubs on silo B over 64
   CHECK(frames_ba == n);
   CHECK(msgs_ab * 2 <= n);
   CHECK(msgs_ba * 2 <= n);
-  // 21 per frame before the link batches (1 link message per frame each way); SPEC §14
-  // S14.03 asks for 10, which needs the remote hops of the leg's grain call gone
-  // (docs/known-limits.md#cross-silo-frames-cost-15-mailbox-enqueues).
-  CHECK(cost.jobs <= 16 * n);
+  // 21 per frame before the link batches, 15.2 before the remote route
+  // (docs/delivery-costs.md#the-remote-frame-path).
+  CHECK(cost.jobs <= 10 * n);
+  // No CAF timer per frame (SPEC §14 B6): the remote grain call is answered by id.
+  CHECK(cost.timers == 0);
 }
 
 namespace {

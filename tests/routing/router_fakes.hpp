@@ -411,6 +411,8 @@ struct bed {
   stream_port_actor streams;
   local_fake_actor locals;
   router_core_actor rc;
+  /// The silo's message centre as the core sees it (set before `start`); null: none.
+  caf::actor centre;
   bool with_streams = true;
   bool with_locals = true;
   lifecycle::runtime_registry_actor registry;
@@ -442,6 +444,7 @@ struct bed {
     if (with_locals)
       o.local_routes = locals;
     o.registry = registry;
+    o.centre = centre;
     rc = fx.track(spawn_router_core(fx.sys, o));
     fx.run();
     local().local.insert("portal/alice"); // the default sender has a local route

@@ -183,7 +183,7 @@ scenario s13_10_scenario(uint64_t seed) {
   auto s = s12_58_scenario(seed);
   s.name = "sim-overlapping-stops";
   s.roll.order.clear();
-  s.roll.steps = {roll_step_spec{"A", 2000, 1000}, roll_step_spec{"B", 2010, 1000}};
+  s.roll.steps = {roll_step_spec{"A", 2000, 1000}, roll_step_spec{"B", 2001, 1000}};
   return s;
 }
 

@@ -54,14 +54,15 @@ struct placement_item {
   std::vector<placement_waiter> waiters;
 };
 
-/// A call to an activation of this silo, sent to the catalog one-way (`ct_call`) and
-/// answered by id.
+/// A grain call answered by id: to an activation of this silo through the catalog
+/// (`ct_call`), or of another silo through the message centre (`mc_calls`, remote_call.hpp).
 struct placement_local_call {
   caf::response_promise rp;
   grain_id grain;
   activation_tag tag;
   int64_t timeout_ms = 0;
   int64_t due_ms = 0; ///< placement-clock ms
+  silo_address silo;  ///< the activation's silo
 };
 
 /// The state of the placement service.
@@ -84,8 +85,9 @@ struct placement_state {
   /// The silo's own catalog (`pl_catalog_atom`; null: every call goes through the message
   /// centre).
   caf::actor catalog;
-  /// Calls to local activations by id, and their deadlines in order; one timer, armed at
-  /// the earliest deadline, bounds them all (no CAF request timeout per call).
+  /// Grain calls by id (to local activations through the catalog, to remote ones through
+  /// the message centre), and their deadlines in order; one timer, armed at the earliest
+  /// deadline, bounds them all (no CAF request timeout per call, SPEC §14 B6).
   std::unordered_map<uint64_t, placement_local_call> local_calls;
   std::set<std::pair<int64_t, uint64_t>> local_deadlines;
   uint64_t next_local_call = 0;

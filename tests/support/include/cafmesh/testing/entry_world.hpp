@@ -195,6 +195,9 @@ inline caf::behavior port_proxy(caf::stateful_actor<port_proxy_state>* self, caf
     },
     [=](gp_result_atom, uint64_t own, envelope& r) {
       if (auto call = take(own)) {
+        // Every attempt passes the proxy: the answers it hands on name no activation, so the
+        // router core keeps no remote route (docs/delivery-costs.md#the-remote-frame-path).
+        r.properties.erase("landed_activation");
         note(call->second, "answer");
         note(call->second, "answer:" + to_string(r.state));
         call->first.deliver(std::move(r));
