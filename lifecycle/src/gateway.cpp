@@ -116,11 +116,10 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, gateway_opt
       }
       // SPEC §14 B4: the routing grain is a stateless worker with one activation per silo,
       // and the one a client enters by is this gateway's own (docs/behaviour/routing.md#the-entry):
-      // its catalog picks it (tag 0), so the call skips placement, which with the
-      // stateless-worker bypass could only name this silo and tag 0 again, or, while this
-      // silo is not Active, another silo (the case the stop-send refusal above exists for).
-      // The catalog refuses while this silo is not Active ("silo {S} is not active ..."),
-      // and the client re-homes. Without the bypass the gateway is given no catalog.
+      // its catalog picks it (tag 0), so the call skips placement, which could only name this
+      // silo and tag 0 again, or, while this silo is not Active, another silo
+      // (the case the stop-send refusal above exists for). The catalog refuses while this silo
+      // is not Active ("silo {S} is not active ..."), and the client re-homes.
       bool direct = g == routing_grain_id() && st.catalog;
       if (st.max_outstanding <= 0) {
         if (direct)

@@ -223,10 +223,6 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
   auto placement = s.placement;
   auto catalog = s.catalog;
   auto claimer = s.claimer;
-  // With the stateless-worker bypass (the default), placement resolves routing/default to
-  // this silo and tag 0 without the directory; the gateway then skips placement for it.
-  // Without it (negative controls only: S12.50, S12.60) the ring decides, through placement.
-  const bool gateway_to_catalog = cfg.directory.stateless_worker_bypass;
   auto gateway = s.gateway;
   auto routing = s.routing;
   auto core = s.core;
@@ -371,8 +367,7 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
       // Calls to this silo's activations go from placement to the catalog directly.
       caf::anon_send(placement, pl_catalog_atom::value, catalog);
       // A client's routing-grain calls go from the gateway to the catalog directly.
-      if (gateway_to_catalog)
-        caf::anon_send(gateway, pl_catalog_atom::value, catalog);
+      caf::anon_send(gateway, pl_catalog_atom::value, catalog);
       lg->info(ev::runtime_started);
       auto join = [=](std::vector<grain_type_info> manifest) mutable {
         call(self, agent, 0, [=](caf::error e) mutable {
