@@ -28,9 +28,6 @@ namespace {
 struct gateway_state {
   silo_address self;
   caf::actor placement;
-  /// The silo's own catalog (`pl_catalog_atom`, stage RuntimeServices): a client's
-  /// routing-grain call goes to it directly (SPEC §14 B4); null until then: through placement.
-  caf::actor catalog;
   caf::actor centre;
   stream_transport_actor streams; ///< told every client as a stream peer
   router_core_actor core;         ///< answers a client's `gw_drained`
@@ -114,19 +111,8 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, gateway_opt
         f.silo = st.self;
         return to_error(f);
       }
-      // SPEC §14 B4: the routing grain is a stateless worker with one activation per silo,
-      // and the one a client enters by is this gateway's own (docs/behaviour/routing.md#the-entry):
-      // its catalog picks it (tag 0), so the call skips placement, which could only name this
-      // silo and tag 0 again, or, while this silo is not Active, another silo
-      // (the case the stop-send refusal above exists for). The catalog refuses while this silo
-      // is not Active ("silo {S} is not active ..."), and the client re-homes.
-      bool direct = g == routing_grain_id() && st.catalog;
       if (st.max_outstanding <= 0) {
-        if (direct)
-          self->delegate(st.catalog, ct_invoke_atom::value, g, activation_tag{0}, fwd,
-                         std::move(m));
-        else
-          self->delegate(st.placement, a, g, fwd, std::move(m));
+        self->delegate(st.placement, a, g, fwd, std::move(m));
         return caf::delegated<caf::message>{};
       }
       if (st.outstanding >= static_cast<uint64_t>(st.max_outstanding)) {
@@ -144,9 +130,7 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, gateway_opt
       ++st.outstanding;
       auto rp = self->make_response_promise();
       request_any(
-        self, direct ? st.catalog : st.placement, 0,
-        direct ? caf::make_message(ct_invoke_atom::value, g, activation_tag{0}, fwd, std::move(m))
-               : caf::make_message(a, g, fwd, std::move(m)),
+        self, st.placement, 0, caf::make_message(a, g, fwd, std::move(m)),
         [=](caf::message answer) mutable {
           --self->state.outstanding;
           rp.deliver(std::move(answer));
@@ -157,7 +141,6 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, gateway_opt
         });
       return rp;
     },
-    [=](pl_catalog_atom, caf::actor& catalog) { self->state.catalog = std::move(catalog); },
     [=](gw_open_atom) {
       self->state.open = true;
       self->state.stop_sent = false;

@@ -366,8 +366,6 @@ silo_components spawn_silo(caf::actor_system& sys, silo_options opts) {
       caf::anon_send(centre, mc_register_atom::value, component::activation, catalog);
       // Calls to this silo's activations go from placement to the catalog directly.
       caf::anon_send(placement, pl_catalog_atom::value, catalog);
-      // A client's routing-grain calls go from the gateway to the catalog directly.
-      caf::anon_send(gateway, pl_catalog_atom::value, catalog);
       lg->info(ev::runtime_started);
       auto join = [=](std::vector<grain_type_info> manifest) mutable {
         call(self, agent, 0, [=](caf::error e) mutable {
