@@ -94,39 +94,20 @@ fault call_timeout_fault(const grain_id& g, int64_t timeout_ms) {
                "grain call to " + g.to_string() + " timed out after " + seconds_text(timeout_ms)};
 }
 
-/// Arms the sweep timer for the earliest local call's deadline unless it is armed for that
-/// one or an earlier one.
-void arm_sweep(pl_actor* self) {
-  auto& st = self->state;
-  if (st.local_deadlines.empty())
-    return;
-  auto due = st.local_deadlines.begin()->first;
-  if (st.sweep_armed_ms >= 0 && st.sweep_armed_ms <= due)
-    return;
-  st.sweep_armed_ms = due;
-  self->delayed_send(self, std::chrono::milliseconds(std::max<int64_t>(0, due - placement_now_ms(self))),
-                     pl_sweep_atom::value, due);
-}
-
 /// Ends every call by id whose deadline has passed with its response timeout; `fired` is
 /// the due time the timer was armed for (an earlier timer superseded it: nothing to do).
 void sweep(pl_actor* self, int64_t fired) {
   auto& st = self->state;
-  if (fired != st.sweep_armed_ms)
-    return;
-  st.sweep_armed_ms = -1;
-  auto now = placement_now_ms(self);
-  while (!st.local_deadlines.empty() && st.local_deadlines.begin()->first <= now) {
-    auto id = st.local_deadlines.begin()->second;
-    st.local_deadlines.erase(st.local_deadlines.begin());
-    auto i = st.local_calls.find(id);
-    if (i == st.local_calls.end())
-      continue;
-    auto c = std::move(i->second);
-    st.local_calls.erase(i);
-    c.rp.deliver(to_error(call_timeout_fault(c.grain, c.timeout_ms)));
-  }
-  arm_sweep(self);
+  st.local_deadlines.fire(self, pl_sweep_atom::value, fired, placement_now_ms(self),
+                          [self](int64_t, uint64_t id) {
+                            auto& st = self->state;
+                            auto i = st.local_calls.find(id);
+                            if (i == st.local_calls.end())
+                              return;
+                            auto c = std::move(i->second);
+                            st.local_calls.erase(i);
+                            c.rp.deliver(to_error(call_timeout_fault(c.grain, c.timeout_ms)));
+                          });
 }
 
 /// Takes local call `id` out (its deadline dropped); none if it already ended.
@@ -137,7 +118,7 @@ std::optional<placement_local_call> take_local_call(pl_actor* self, uint64_t id)
     return std::nullopt;
   auto c = std::move(i->second);
   st.local_calls.erase(i);
-  st.local_deadlines.erase({c.due_ms, id});
+  st.local_deadlines.remove(c.due_ms, id);
   return c;
 }
 
@@ -165,8 +146,8 @@ void send_to(pl_actor* self, const grain_id& g, const silo_address& s, activatio
   auto id = ++st.next_local_call;
   auto due = placement_now_ms(self) + timeout_ms;
   st.local_calls.emplace(id, placement_local_call{std::move(w.rp), g, t, timeout_ms, due, s});
-  st.local_deadlines.emplace(due, id);
-  arm_sweep(self);
+  st.local_deadlines.add(due, id);
+  st.local_deadlines.arm(self, pl_sweep_atom::value, placement_now_ms(self));
   if (local) {
     // An activation of this silo: straight to the catalog. The message centre would hand
     // it to the same catalog.

@@ -1,11 +1,11 @@
 #include "cafmesh/routing/correlating_entry.hpp"
 
 #include <map>
-#include <set>
 #include <utility>
 
 #include <caf/all.hpp>
 
+#include "cafmesh/actors/deadline_sweep.hpp"
 #include "cafmesh/actors/log.hpp"
 #include "cafmesh/routing/nack_codec.hpp"
 #include "cafmesh/routing/retry_policy.hpp"
@@ -34,11 +34,9 @@ struct entry_state {
   uint64_t next_id = 0;
   std::map<std::string, pending_request> requests; ///< key -> request
   std::map<std::string, std::string> attempts;     ///< attempt id -> key
-  /// The requests' deadlines, (deadline ms, key), earliest first: one timer, armed for the
-  /// earliest, ends them all (SPEC §14 B6, docs/delivery-costs.md).
-  std::set<std::pair<int64_t, std::string>> deadlines;
-  std::string armed_key; ///< the request the deadline timer is armed for; empty: none
-  int64_t armed_ms = -1; ///< its deadline
+  /// The requests' deadlines, earliest first: one timer, armed for the earliest, ends them
+  /// all (SPEC §14 B6, docs/delivery-costs.md).
+  deadline_sweep<std::string> deadlines;
   log::logger log;
   static const char* name;
 };
@@ -107,27 +105,12 @@ void attempt(entry_actor self, const std::string& key) {
       });
 }
 
-/// Arms the deadline timer for the earliest request unless it is armed for that one or an
-/// earlier one.
-void arm_deadline(entry_actor self) {
-  auto& st = self->state;
-  if (st.deadlines.empty())
-    return;
-  auto& [due, key] = *st.deadlines.begin();
-  if (!st.armed_key.empty() && st.armed_ms <= due)
-    return;
-  st.armed_key = key;
-  st.armed_ms = due;
-  self->delayed_send(self, std::chrono::milliseconds(std::max<int64_t>(0, due - now_ms(self))),
-                     ce_deadline_atom::value, key);
-}
-
 void finish(entry_actor self, std::string key, caf::error err, std::string payload) {
   auto& st = self->state;
   auto i = st.requests.find(key);
   if (i == st.requests.end())
     return;
-  st.deadlines.erase({i->second.deadline_ms, key});
+  st.deadlines.remove(i->second.deadline_ms, key);
   auto promise = i->second.promise;
   st.attempts.erase(i->second.attempt_id);
   st.requests.erase(i);
@@ -253,9 +236,9 @@ correlating_entry_actor spawn_correlating_entry(caf::actor_system& sys,
         req.resend = resend;
         auto key = st.process + "-" + std::to_string(st.next_id + 1); // the first attempt's id
         auto rp = req.promise;
-        st.deadlines.emplace(req.deadline_ms, key);
+        st.deadlines.add(req.deadline_ms, key);
         st.requests.emplace(key, std::move(req));
-        arm_deadline(self);
+        st.deadlines.arm(self, ce_deadline_atom::value, now_ms(self));
         attempt(self, key);
         return rp;
       },
@@ -265,27 +248,24 @@ correlating_entry_actor spawn_correlating_entry(caf::actor_system& sys,
         d.state = delivery_state::processed;
         return d;
       },
-      // The deadline timer, armed for request `armed`: every request whose deadline has
+      // The deadline timer, armed for due ms `fired`: every request whose deadline has
       // passed ends "no answer", then the timer is armed for the next deadline.
-      [=](ce_deadline_atom, const std::string& armed) {
+      [=](ce_deadline_atom, int64_t fired) {
         auto& st = self->state;
-        if (armed != st.armed_key)
-          return; // a timer armed for an earlier deadline superseded this one
-        st.armed_key.clear();
-        st.armed_ms = -1;
-        auto now = now_ms(self);
-        while (!st.deadlines.empty() && st.deadlines.begin()->first <= now) {
-          auto key = st.deadlines.begin()->second;
-          st.deadlines.erase(st.deadlines.begin());
-          auto i = st.requests.find(key);
-          if (i == st.requests.end())
-            continue;
-          auto text = "no answer to request " + key + " for " + i->second.target.to_string()
-                      + " within " + std::to_string(i->second.timeout_ms)
-                      + " ms; its outcome is unknown";
-          finish(self, key, to_error(delivery_error{verdict::failed, text, false, true}), {});
-        }
-        arm_deadline(self);
+        st.deadlines.fire(self, ce_deadline_atom::value, fired, now_ms(self),
+                          [self](int64_t, const std::string& key) {
+                            auto& st = self->state;
+                            auto i = st.requests.find(key);
+                            if (i == st.requests.end())
+                              return;
+                            auto text = "no answer to request " + key + " for "
+                                        + i->second.target.to_string() + " within "
+                                        + std::to_string(i->second.timeout_ms)
+                                        + " ms; its outcome is unknown";
+                            finish(self, key,
+                                   to_error(delivery_error{verdict::failed, text, false, true}),
+                                   {});
+                          });
       },
       [=](ce_resend_atom, const std::string& key) { attempt(self, key); },
     };

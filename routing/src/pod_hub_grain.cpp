@@ -2,14 +2,15 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <utility>
 
 #include <caf/all.hpp>
 
+#include "cafmesh/actors/deadline_sweep.hpp"
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/grain_call.hpp"
 #include "cafmesh/actors/message_center.hpp"
@@ -36,18 +37,18 @@ using ph_handover_sweep_atom = caf::atom_constant<caf::atom("phhosweep")>;
 
 /// The hand-overs to the pure client in progress, by id, and their deadlines: no CAF timeout
 /// per hand-over, one timer armed for the earliest deadline bounds them all (SPEC §14 B6,
-/// docs/delivery-costs.md).
+/// deadline_sweep.hpp).
 struct handovers {
   struct call {
     caf::typed_response_promise<envelope> rp;
-    std::string delivery_id;
+    envelope env; ///< what is handed over (an answer is sent once more after a time-out)
     silo_address client;
     int64_t due_ms = 0;
+    bool resent = false;
   };
   uint64_t next_id = 0;
   std::map<uint64_t, call> calls;
-  std::set<std::pair<int64_t, uint64_t>> deadlines;
-  int64_t armed_ms = -1; ///< the due ms the timer is armed for; -1: none
+  deadline_sweep<uint64_t> deadlines;
 
   /// Takes call `id` out; none if it already ended (timed out).
   std::optional<call> take(uint64_t id) {
@@ -56,7 +57,7 @@ struct handovers {
       return std::nullopt;
     auto c = std::move(i->second);
     calls.erase(i);
-    deadlines.erase({c.due_ms, id});
+    deadlines.remove(c.due_ms, id);
     return c;
   }
 };
@@ -65,17 +66,6 @@ int64_t clock_ms(caf::local_actor* self) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
            self->clock().now().time_since_epoch())
     .count();
-}
-
-void arm_handover_sweep(caf::event_based_actor* self, handovers& h) {
-  if (h.deadlines.empty())
-    return;
-  auto due = h.deadlines.begin()->first;
-  if (h.armed_ms >= 0 && h.armed_ms <= due)
-    return;
-  h.armed_ms = due;
-  self->delayed_send(self, std::chrono::milliseconds(std::max<int64_t>(0, due - clock_ms(self))),
-                     ph_handover_sweep_atom::value, due);
 }
 
 } // namespace
@@ -110,34 +100,35 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
   // docs/behaviour/routing.md#hubs): each channel still arrives in order, because the router
   // core has one leg per channel in flight and the centres keep the order of what is sent.
   auto calls = std::make_shared<handovers>();
-  auto to_client = [=](silo_address c, envelope d, caf::typed_response_promise<envelope> rp) {
-    auto ack = d;
-    auto call_id = ++calls->next_id;
-    auto due = clock_ms(self) + slots->client_handover_timeout_ms;
-    calls->calls.emplace(call_id, handovers::call{rp, d.id, c, due});
-    calls->deadlines.emplace(due, call_id);
-    arm_handover_sweep(self, *calls);
+  // Sends hand-over `call_id` (in `calls`) to its client; its answer ends the call.
+  std::shared_ptr<std::function<void(uint64_t)>> send_handover
+    = std::make_shared<std::function<void(uint64_t)>>();
+  *send_handover = [=](uint64_t call_id) {
+    auto& h = calls->calls.at(call_id);
+    auto c = h.client;
     self
       ->request(slots->centre, caf::infinite,
                 make_bounded_call(slots->client_handover_timeout_ms, c, component::client,
-                                  lr_deliver_atom::value, std::move(d)))
+                                  lr_deliver_atom::value, h.env))
       .then(
         [=](bool took) mutable {
-          if (!calls->take(call_id))
+          auto h = calls->take(call_id);
+          if (!h)
             return; // timed out already
           if (took) {
-            ack.state = delivery_state::forwarded;
-            rp.deliver(ack);
+            h->env.state = delivery_state::forwarded;
+            h->rp.deliver(std::move(h->env));
             return;
           }
           lg.info("pure client " + c.to_string() + " has no hub " + id.key
                   + " any more; deactivating");
           *client = caf::none;
           leave(self, me);
-          rp.deliver(to_error(not_here()));
+          h->rp.deliver(to_error(not_here()));
         },
         [=](caf::error& e) mutable {
-          if (!calls->take(call_id))
+          auto h = calls->take(call_id);
+          if (!h)
             return; // timed out already
           auto f = to_fault(e);
           if (contains_code(f, mesh_errc::departed_silo)
@@ -148,33 +139,55 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
             leave(self, me);
             auto nh = not_here();
             nh.causes.push_back(std::move(f));
-            rp.deliver(to_error(nh));
+            h->rp.deliver(to_error(nh));
             return;
           }
-          rp.deliver(to_error(f));
+          h->rp.deliver(to_error(f));
         });
+  };
+  // Hands `d` to client `c` through the centres. Hand-overs overlap (deliveries interleave,
+  // docs/behaviour/routing.md#hubs): each channel still arrives in order, because the router
+  // core has one leg per channel in flight and the centres keep the order of what is sent.
+  auto to_client = [=](silo_address c, envelope d, caf::typed_response_promise<envelope> rp) {
+    auto call_id = ++calls->next_id;
+    auto due = clock_ms(self) + slots->client_handover_timeout_ms;
+    calls->calls.emplace(call_id, handovers::call{rp, std::move(d), c, due});
+    calls->deadlines.add(due, call_id);
+    calls->deadlines.arm(self, ph_handover_sweep_atom::value, clock_ms(self));
+    (*send_handover)(call_id);
   };
   // The hand-over timer armed for `fired` ms: every hand-over whose deadline has passed
   // fails `response_timeout`, then the timer is armed for the next deadline.
   auto sweep = [=](int64_t fired) {
-    if (fired != calls->armed_ms)
-      return; // a timer armed for an earlier deadline superseded this one
-    calls->armed_ms = -1;
     auto now = clock_ms(self);
-    while (!calls->deadlines.empty() && calls->deadlines.begin()->first <= now) {
-      auto id = calls->deadlines.begin()->second;
-      calls->deadlines.erase(calls->deadlines.begin());
+    calls->deadlines.fire(self, ph_handover_sweep_atom::value, fired, now, [&](int64_t,
+                                                                               uint64_t id) {
       auto c = calls->take(id);
       if (!c)
-        continue;
+        return;
+      // An answer (a response or a NACK) is sent once more: its sender may be gone by now
+      // (killed while its leg waited for this hand-over), and then only this activation
+      // holds it. The client's tracker drops a second copy by id. Frames and posts are not:
+      // a late copy would arrive behind the deliveries that followed it on its channel.
+      if (!c->resent && c->env.request_id && *client && **client == c->client) {
+        lg.info("hand-over of answer " + c->env.id + " to pure client " + c->client.to_string()
+                + " got no reply within " + std::to_string(slots->client_handover_timeout_ms)
+                + " ms; sent once more");
+        auto again = ++calls->next_id;
+        c->resent = true;
+        c->due_ms = now + slots->client_handover_timeout_ms;
+        calls->deadlines.add(c->due_ms, again);
+        calls->calls.emplace(again, std::move(*c));
+        (*send_handover)(again);
+        return;
+      }
       c->rp.deliver(to_error(fault{mesh_errc::response_timeout,
-                                   "hand-over of delivery " + c->delivery_id
+                                   "hand-over of delivery " + c->env.id
                                      + " to pure client " + c->client.to_string()
                                      + " timed out after "
                                      + std::to_string(slots->client_handover_timeout_ms)
                                      + " ms"}));
-    }
-    arm_handover_sweep(self, *calls);
+    });
   };
   // Deactivation (the catalog's exit) while serving a client: tell it to attach again.
   self->set_exit_handler([=](caf::exit_msg& msg) {

@@ -300,22 +300,8 @@ void reassert_all(rs_actor* self, bool idle_only) {
 /// Takes dispatch `dsp`'s gateway call (if any) off the call deadlines.
 void end_call(rs_actor* self, uint64_t id, client_dispatch& dsp) {
   if (dsp.call_due_ms > 0)
-    self->state.call_deadlines.erase({dsp.call_due_ms, id});
+    self->state.call_deadlines.remove(dsp.call_due_ms, id);
   dsp.call_due_ms = 0;
-}
-
-/// Arms the call timer for the earliest deadline unless it is armed for that one or an
-/// earlier one (the shape of placement's local calls, docs/delivery-costs.md).
-void arm_call_sweep(rs_actor* self) {
-  auto& st = self->state;
-  if (st.call_deadlines.empty())
-    return;
-  auto due = st.call_deadlines.begin()->first;
-  if (st.call_sweep_armed_ms >= 0 && st.call_sweep_armed_ms <= due)
-    return;
-  st.call_sweep_armed_ms = due;
-  self->delayed_send(self, std::chrono::milliseconds(std::max<int64_t>(0, due - now_ms(self))),
-                     rs_call_sweep_atom::value, due);
 }
 
 /// Dispatch `id`, if its gateway call `tok` is still the one in progress: its answer or
@@ -483,8 +469,8 @@ void client_attempt(rs_actor* self, uint64_t id) {
   // timer armed for the earliest bounds them all (client_call_sweep).
   dsp.call_bound_ms = bound.count();
   dsp.call_due_ms = now + bound.count();
-  st.call_deadlines.emplace(dsp.call_due_ms, id);
-  arm_call_sweep(self);
+  st.call_deadlines.add(dsp.call_due_ms, id);
+  st.call_deadlines.arm(self, rs_call_sweep_atom::value, now_ms(self));
   self->request(st.opts.centre, caf::infinite, std::move(call))
     .then(
       [=](envelope&) {
@@ -499,26 +485,21 @@ void client_attempt(rs_actor* self, uint64_t id) {
 
 void client_call_sweep(rs_actor* self, int64_t due_ms) {
   auto& st = self->state;
-  if (due_ms != st.call_sweep_armed_ms)
-    return; // an earlier timer superseded this one
-  st.call_sweep_armed_ms = -1;
-  auto now = now_ms(self);
-  while (!st.call_deadlines.empty() && st.call_deadlines.begin()->first <= now) {
-    auto [due, id] = *st.call_deadlines.begin();
-    st.call_deadlines.erase(st.call_deadlines.begin());
-    auto i = st.dispatches.find(id);
-    if (i == st.dispatches.end() || i->second.call_due_ms != due)
-      continue;
-    auto& dsp = i->second;
-    dsp.call_due_ms = 0;
-    auto gw = dsp.in_call;
-    fault f{mesh_errc::response_timeout,
-            "routing/default on gateway " + gw.to_string()
-              + " did not answer: the call timed out after "
-              + std::to_string(dsp.call_bound_ms) + " ms"};
-    client_failed_attempt(self, id, dsp.token, std::move(f), gw);
-  }
-  arm_call_sweep(self);
+  st.call_deadlines.fire(self, rs_call_sweep_atom::value, due_ms, now_ms(self),
+                         [self](int64_t due, uint64_t id) {
+                           auto& st = self->state;
+                           auto i = st.dispatches.find(id);
+                           if (i == st.dispatches.end() || i->second.call_due_ms != due)
+                             return;
+                           auto& dsp = i->second;
+                           dsp.call_due_ms = 0;
+                           auto gw = dsp.in_call;
+                           fault f{mesh_errc::response_timeout,
+                                   "routing/default on gateway " + gw.to_string()
+                                     + " did not answer: the call timed out after "
+                                     + std::to_string(dsp.call_bound_ms) + " ms"};
+                           client_failed_attempt(self, id, dsp.token, std::move(f), gw);
+                         });
 }
 
 caf::timespan answer_within(int64_t deadline_ms, int64_t now_ms) {

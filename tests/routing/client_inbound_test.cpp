@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -533,4 +534,68 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a dispatch to an undetected stalled 
     for (auto& kv : state_of<test_hub_factory_state>(e.hubs).hubs)
       for (auto& r : hub_of(kv.second).received)
         CHECK(r.env.id != "p-1");
+}
+
+TEST_CASE_FIXTURE(fixture, "client inbound: an answer the pod hub took reaches the pure client once more after its hand-over and landing report were lost, though the silo that sent it was killed") {
+  // Chaos seed 594's path (docs/behaviour/routing.md#hubs "A lost hand-over of an answer"):
+  // the request lands at silo B; B's answer reaches the pod hub on the gateway A; A's two
+  // frames to the client after it (the answer's hand-over and the landing report) are lost;
+  // B is killed before its leg's attempt times out (5 s), so neither B's retry nor the
+  // landing report can end the request. The pod hub sends the answer once more when its
+  // hand-over times out (`client_handover_timeout_ms`, 10 s).
+  silo_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  for (auto& e : w.silos)
+    state_of<test_hub_factory_state>(e.hubs).respond = true;
+  auto c = w.add_client("c", a);
+  auto portal = add_hub(*this, c.routing, portal_path);
+  auto sender = add_hub(*this, w.at(b).routing, "node/Org/Sender");
+  run();
+  REQUIRE(service_of(c.routing).inbound.at(portal_path).attached);
+  // Node hubs are placed at random: the first of node/Org/N0.. activated on B is the target.
+  std::string target;
+  for (int i = 0; i < 16 && target.empty(); ++i) {
+    auto t = "node/Org/N" + std::to_string(i);
+    caf::anon_send(sender, routing::ep_post_atom::value, make_delivery("warm-" + t, t));
+    run_for(1s);
+    auto g = routing::node_hub_grain("Org/N" + std::to_string(i));
+    if (activations_of(w.at(b), g) == 1 && activations_of(w.at(a), g) == 0)
+      target = t;
+  }
+  REQUIRE_FALSE(target.empty());
+  // The next two frames from A to the client are lost: the answer's hand-over and the
+  // landing report (in either order).
+  auto lost = std::make_shared<std::vector<std::string>>();
+  drop_predicate p;
+  p.pred = [a, c = c.addr, lost](const wire_frame& f) {
+    if (f.src != a || f.dst != c || f.is_response || f.target != component::client)
+      return false;
+    if (f.payload.match_element<routing::lr_deliver_atom>(0))
+      lost->push_back("hand-over");
+    else if (f.payload.match_element<routing::rs_landed_atom>(0))
+      lost->push_back("landing report");
+    else
+      return false;
+    return true;
+  };
+  p.count = 2;
+  caf::anon_send(w.net, sim_drop_atom::value, std::move(p));
+  run();
+  auto t0 = now_ms();
+  caf::anon_send(portal, routing::ep_request_atom::value, make_delivery("req-1", target),
+                 int64_t{30000});
+  run_for(1s);
+  std::sort(lost->begin(), lost->end());
+  REQUIRE(*lost == std::vector<std::string>{"hand-over", "landing report"});
+  auto& hub = hub_of(portal);
+  REQUIRE(hub.outcomes.empty());
+  w.kill(b);
+  run_for(31s);
+  REQUIRE(hub.outcomes.size() == 1);
+  CHECK(hub.outcomes[0].id == "req-1");
+  CHECK(hub.outcomes[0].kind == "response");
+  // The hand-over was sent at t0 (latency 0) and once more when it timed out.
+  CHECK(hub.outcomes[0].t_ms == clock_ms(*this, t0 + 10000));
+  CHECK(hub.tracker.pending_count() == 0);
 }

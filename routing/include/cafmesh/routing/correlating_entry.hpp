@@ -46,7 +46,7 @@ namespace cafmesh::routing {
 
 using ce_send_atom = caf::atom_constant<caf::atom("cesend")>;
 using ce_request_atom = caf::atom_constant<caf::atom("cerequest")>;
-/// Internal timers: a request's deadline, a re-send's delay.
+/// Internal timers: the deadline sweep (its due ms, deadline_sweep.hpp), a re-send's delay.
 using ce_deadline_atom = caf::atom_constant<caf::atom("cedeadline")>;
 using ce_resend_atom = caf::atom_constant<caf::atom("ceresend")>;
 
@@ -57,7 +57,7 @@ using correlating_entry_actor = caf::typed_actor<
                   bool>::with<std::string>,
   caf::reacts_to<hb_in_atom, envelope>,
   caf::replies_to<hb_deliver_atom, envelope>::with<envelope>,
-  caf::reacts_to<ce_deadline_atom, std::string>,
+  caf::reacts_to<ce_deadline_atom, int64_t>,
   caf::reacts_to<ce_resend_atom, std::string>>;
 
 /// What a correlating entry is built from.

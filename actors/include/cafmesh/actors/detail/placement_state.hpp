@@ -23,6 +23,7 @@
 #include <caf/response_promise.hpp>
 
 #include "cafmesh/actors/activation_address.hpp"
+#include "cafmesh/actors/deadline_sweep.hpp"
 #include "cafmesh/actors/directory.hpp"
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/ids.hpp"
@@ -89,9 +90,8 @@ struct placement_state {
   /// the message centre), and their deadlines in order; one timer, armed at the earliest
   /// deadline, bounds them all (no CAF request timeout per call, SPEC §14 B6).
   std::unordered_map<uint64_t, placement_local_call> local_calls;
-  std::set<std::pair<int64_t, uint64_t>> local_deadlines;
+  deadline_sweep<uint64_t> local_deadlines;
   uint64_t next_local_call = 0;
-  int64_t sweep_armed_ms = -1; ///< the due time the sweep timer is armed for (-1: none)
   log::logger log = log::get("placement");
   caf::actor_clock::time_point origin;
 

@@ -20,6 +20,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "cafmesh/actors/atoms.hpp"
+#include "cafmesh/actors/deadline_sweep.hpp"
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/lifecycle_atoms.hpp"
 #include "cafmesh/actors/log.hpp"
@@ -125,8 +126,7 @@ struct routing_service_state {
   std::map<uint64_t, client_dispatch> dispatches;
   /// The deadlines of the gateway calls in progress, (due ms, dispatch id), earliest first:
   /// one timer, armed for the earliest, bounds them all (SPEC §14 B6, docs/delivery-costs.md).
-  std::set<std::pair<int64_t, uint64_t>> call_deadlines;
-  int64_t call_sweep_armed_ms = -1; ///< the due ms the timer is armed for; -1: none
+  deadline_sweep<uint64_t> call_deadlines;
   /// Delivery id -> virtual ms of every dispatch attempt (inspection), at most
   /// `client.attempt_record_max` ids: the oldest id is dropped first
   /// (docs/behaviour/routing.md#bounded-records).
