@@ -53,3 +53,44 @@ function(cafmesh_add_test_suite name)
     doctest_discover_tests(${name} PROPERTIES LABELS "unit")
   endif()
 endfunction()
+
+# cafmesh_add_fuzz_target(<name> <library>)
+# A fuzz target (docs/testing.md#fuzzing) of the current folder: <name>.cpp defines
+# LLVMFuzzerTestOneInput with the checks of cafmesh/testing/fuzz.hpp (header only: its folder,
+# not the cafmesh::testing library, so that a libFuzzer build links only the fuzzed code).
+# - CAFMESH_FUZZ (clang): the libFuzzer executable <name>, linking <library>.
+# - Otherwise, with the tests: the regression runner <name>_replay, which feeds every file of
+#   corpus/<name>/ (at least one) and regressions/<name>/ once, as a ctest test (label unit),
+#   so that a finding stays fixed.
+function(cafmesh_add_fuzz_target name lib)
+  if(CAFMESH_FUZZ)
+    add_executable(${name} ${name}.cpp)
+    target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+    set(tgt ${name})
+  elseif(CAFMESH_BUILD_TESTS)
+    set(main "${CMAKE_BINARY_DIR}/cafmesh_fuzz_replay_main.cpp")
+    file(CONFIGURE OUTPUT "${main}" CONTENT [[
+// The regression runner of a fuzz target (cmake/cafmesh_helpers.cmake cafmesh_add_fuzz_target).
+#include "cafmesh/testing/fuzz.hpp"
+
+int main(int argc, char** argv) {
+  return cafmesh::testing::fuzz::replay_main(argc, argv);
+}
+]])
+    set(tgt ${name}_replay)
+    add_executable(${tgt} ${name}.cpp "${main}")
+    set(test "fuzz regression: ${name} runs every seed and every past finding")
+    add_test(NAME "${test}"
+             COMMAND ${tgt} --nonempty "${CMAKE_CURRENT_SOURCE_DIR}/corpus/${name}"
+                     "${CMAKE_CURRENT_SOURCE_DIR}/regressions/${name}")
+    set_tests_properties("${test}" PROPERTIES LABELS unit TIMEOUT 120)
+  else()
+    return()
+  endif()
+  target_include_directories(${tgt} PRIVATE "${PROJECT_SOURCE_DIR}/tests/support/include")
+  target_link_libraries(${tgt} PRIVATE ${lib} nlohmann_json::nlohmann_json)
+  target_compile_options(${tgt} PRIVATE -Wall -Wextra -Winvalid-pch)
+  if(NOT lib STREQUAL "cafmesh::config")
+    cafmesh_use_pch(${tgt})
+  endif()
+endfunction()

@@ -7,9 +7,9 @@
 # undefined behaviour fails the test that hits it) to every compilation and link, and gives
 # every ctest test the runtime options below (cafmesh_sanitizer_test_environment).
 #
-# CAFMESH_FUZZ: builds the libFuzzer targets of tests/fuzz (clang only): every project target
-# is compiled with -fsanitize=fuzzer-no-link (coverage feedback from the libraries too), the
-# fuzz executables link -fsanitize=fuzzer.
+# CAFMESH_FUZZ: builds the libFuzzer targets of tests/fuzz and examples/mainjob/fuzz (clang
+# only): every project target is compiled with -fsanitize=fuzzer-no-link (coverage feedback
+# from the libraries too), the fuzz executables link -fsanitize=fuzzer.
 #
 # libcaf is Debian's build, not instrumented: memory errors inside libcaf's own code, data
 # races between two of libcaf's own accesses and undefined behaviour in its compiled code go
@@ -19,10 +19,10 @@
 set(CAFMESH_SANITIZE "" CACHE STRING
     "Sanitizers for every project target: empty, address,undefined or thread")
 set_property(CACHE CAFMESH_SANITIZE PROPERTY STRINGS "" "address,undefined" "thread")
-option(CAFMESH_FUZZ "Build the libFuzzer targets of tests/fuzz (needs clang)" OFF)
+option(CAFMESH_FUZZ "Build the libFuzzer targets of tests/fuzz and examples/mainjob/fuzz (needs clang)" OFF)
 
 # CAFMESH_LIVE_TIME_SCALE: the --time-scale the demo live runs of the integration label pass
-# (those without faults or bursts; examples/CMakeLists.txt). A ThreadSanitizer build's
+# (those without faults or bursts; tests/integration/example_runs.cmake). A ThreadSanitizer build's
 # processes run 5 to 15 times slower than the machine the short scenarios were written for,
 # so that build stretches them 4 times (times x 4, rate / 4: the same deliveries); an
 # ASan+UBSan build passes them unstretched. -DCAFMESH_LIVE_TIME_SCALE=N sets it for a slow

@@ -12,10 +12,9 @@
 #include <caf/binary_serializer.hpp>
 
 #include "cafmesh/routing/address.hpp"
+#include "cafmesh/testing/fuzz.hpp"
 
-#include "fuzz_support.hpp"
-
-namespace cafmesh::fuzz {
+namespace cafmesh::testing::fuzz {
 
 /// Reads one `T` from the bytes; true on success (trailing bytes are allowed, as in a
 /// message holding more elements).
@@ -46,4 +45,4 @@ inline bool text_round_trips(const routing::address& a, bool empty_ok) {
   return routing::address::parse(a.to_string(), back) && back == a;
 }
 
-} // namespace cafmesh::fuzz
+} // namespace cafmesh::testing::fuzz

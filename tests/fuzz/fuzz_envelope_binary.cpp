@@ -16,6 +16,7 @@
 #include "fuzz_binary.hpp"
 
 using namespace cafmesh;
+namespace fuzz = cafmesh::testing::fuzz;
 
 namespace {
 

@@ -13,6 +13,7 @@
 #include "fuzz_binary.hpp"
 
 using namespace cafmesh;
+namespace fuzz = cafmesh::testing::fuzz;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   routing::delivery_failure f;

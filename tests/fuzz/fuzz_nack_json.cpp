@@ -8,10 +8,10 @@
 #include <string>
 
 #include "cafmesh/routing/nack_codec.hpp"
-
-#include "fuzz_support.hpp"
+#include "cafmesh/testing/fuzz.hpp"
 
 using namespace cafmesh;
+namespace fuzz = cafmesh::testing::fuzz;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   routing::delivery_failure untouched;

@@ -2,8 +2,8 @@
 // silos in virtual time: a grain factory taking a `grain_context` calls another grain from
 // inside its turn, the turn lasting until the nested call answered (`.then` or `.await`); a
 // call cycle without reentrancy ends with the response timeout, one that may interleave
-// answers; a hub handler taking a `grain_factory` in the orders example
-// (examples/orders/orders.hpp).
+// answers. The orders example's hub taking a `grain_factory` is tested with the example
+// (examples/orders/tests/orders_test.cpp).
 
 #include <doctest/doctest.h>
 
@@ -19,7 +19,6 @@
 #include "cafmesh/lifecycle/hosting.hpp"
 #include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/fixture.hpp"
-#include "orders.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::lifecycle;
@@ -339,32 +338,4 @@ TEST_CASE("hosting: a call cycle whose messages may interleave (grain_options::m
   REQUIRE_MESSAGE(!cycle->err, to_fault(cycle->err).render());
   CHECK(cycle->value == 2);
   CHECK(cycle->at_ms - t0 < 2000);
-}
-
-TEST_CASE("hosting: the orders example: the hub node/orders/{id} places a line on the order "
-          "grain, which reserves it on the inventory grain, across two silos' entries") {
-  testing::fixture fx;
-  auto cluster = make_in_process_cluster(fx.sys);
-  auto a = make_silo(fx, cluster, orders::with_orders);
-  auto b = make_silo(fx, cluster, orders::with_orders);
-  auto place = [&](silo& via, const std::string& id, const std::string& line) -> std::string {
-    auto r = testing::ask<std::string>(fx, via.entry(), routing::ce_request_atom::value,
-                                       routing::address::from("node/orders/" + id),
-                                       std::string{"request"}, line, int64_t{30000}, true);
-    if (!fx.run_until([&] { return r->done; }, std::chrono::minutes(1)))
-      return "no answer";
-    if (r->err)
-      return "error: " + to_string(routing::delivery_error_of(r->err));
-    return r->value;
-  };
-  CHECK(place(a, "o1", R"({"sku":"apple","qty":2})")
-        == R"({"left":999998,"lines":1,"order":"o1","reserved":true,"sku":"apple"})");
-  CHECK(place(b, "o1", R"({"sku":"apple","qty":3})")
-        == R"({"left":999995,"lines":2,"order":"o1","reserved":true,"sku":"apple"})");
-  CHECK(place(b, "o2", R"({"sku":"pear","qty":1})")
-        == R"({"left":999999,"lines":1,"order":"o2","reserved":true,"sku":"pear"})");
-  CHECK(place(a, "o2", R"({"sku":"apple","qty":2000000})")
-        == R"({"left":999995,"lines":1,"order":"o2","reserved":false,"sku":"apple"})");
-  auto bad = place(a, "o3", R"({"sku":"apple"})");
-  CHECK_MESSAGE(bad.rfind("error: ", 0) == 0, bad);
 }

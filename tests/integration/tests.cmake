@@ -6,6 +6,9 @@ include(${CMAKE_CURRENT_LIST_DIR}/install_tests.cmake)
 # -- network mode ---------------------------------------------------------------------------------
 include(${CMAKE_CURRENT_LIST_DIR}/net_tests.cmake)
 
+# -- live runs of the examples' executables ------------------------------------------------------
+include(${CMAKE_CURRENT_LIST_DIR}/example_runs.cmake)
+
 # -- peer authentication runs alone ----------------------------------------------------------------
 # Its S13.14 cases count every refusal their silos log. Beside them, a process of another test
 # that still probes a port the OS has since given to one of their silos (a departed peer's

@@ -9,10 +9,10 @@
 #include <string>
 
 #include "cafmesh/mainjob/scenario.hpp"
-
-#include "fuzz_support.hpp"
+#include "cafmesh/testing/fuzz.hpp"
 
 using namespace cafmesh;
+namespace fuzz = cafmesh::testing::fuzz;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto res = fuzz::check_rendered_round_trip(

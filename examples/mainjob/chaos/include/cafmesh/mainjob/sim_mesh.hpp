@@ -40,7 +40,7 @@
 #include "cafmesh/mainjob/scenario.hpp"
 #include "cafmesh/routing/application_hub.hpp"
 
-namespace cafmesh::testing {
+namespace cafmesh::mainjob {
 
 /// Makes a hub handler for one silo incarnation from its components (e.g. a hub that calls
 /// grains through `s.placement`).
@@ -148,4 +148,4 @@ sim_run run_sim(const mainjob::scenario& s, const sim_options& o = {});
 /// `run_sim` with only a topology.
 sim_run run_sim(const mainjob::scenario& s, sim_topology topo);
 
-} // namespace cafmesh::testing
+} // namespace cafmesh::mainjob

@@ -1,6 +1,6 @@
 // The main job's rolling restart in simulation (docs/testing.md#the-simulation-harness, S12.58,
-// S12.62): `demo_driver` drives the simulated mesh of cafmesh::testing
-// (cafmesh/testing/sim_mesh.hpp: whole silos of silo_world.hpp on the virtual-time fixture, the
+// S12.62): `demo_driver` drives the simulated mesh of cafmesh::chaos
+// (cafmesh/mainjob/sim_mesh.hpp: whole silos of silo_world.hpp on the virtual-time fixture, the
 // topology of the in-process network mesh).
 //
 // The S12.58 scenario below puts the portal hubs in the two pure clients (`senders:
@@ -22,20 +22,17 @@
 
 #include "cafmesh/mainjob/report.hpp"
 #include "cafmesh/mainjob/scenario.hpp"
+#include "cafmesh/mainjob/sim_mesh.hpp"
 #include "cafmesh/routing/verdict.hpp"
-#include "cafmesh/testing/sim_mesh.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::mainjob;
-using cafmesh::testing::run_sim;
-using cafmesh::testing::sim_run;
-using cafmesh::testing::sim_topology;
 
 namespace {
 
 /// The S12.58 scenario (sim_mesh.hpp `sim_roll_scenario`).
 scenario s12_58_scenario(uint64_t seed) {
-  return testing::sim_roll_scenario(seed);
+  return sim_roll_scenario(seed);
 }
 
 /// Every assertion of S12.58 on one run.

@@ -1,4 +1,4 @@
-#include "cafmesh/testing/chaos.hpp"
+#include "cafmesh/mainjob/chaos.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -15,9 +15,7 @@
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/mainjob/ledger.hpp"
 
-namespace cafmesh::testing {
-
-using namespace cafmesh::mainjob;
+namespace cafmesh::mainjob {
 
 namespace {
 
@@ -193,7 +191,7 @@ const std::vector<chaos_kind>& all_chaos_kinds() {
 
 std::string chaos_event::to_string() const {
   std::ostringstream o;
-  o << at_ms << " " << testing::to_string(kind) << " " << a;
+  o << at_ms << " " << mainjob::to_string(kind) << " " << a;
   if (!b.empty())
     o << " " << b;
   o << " for=" << for_ms;
@@ -583,4 +581,4 @@ int chaos_main(int argc, char** argv, chaos_options o) {
   return failed == 0 ? 0 : 1;
 }
 
-} // namespace cafmesh::testing
+} // namespace cafmesh::mainjob

@@ -1,4 +1,4 @@
-#include "cafmesh/testing/sim_mesh.hpp"
+#include "cafmesh/mainjob/sim_mesh.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -33,9 +33,9 @@
 #include "cafmesh/testing/fixture.hpp"
 #include "cafmesh/testing/silo_world.hpp"
 
-namespace cafmesh::testing {
+namespace cafmesh::mainjob {
 
-using namespace cafmesh::mainjob;
+using testing::fixture;
 
 namespace {
 
@@ -764,4 +764,4 @@ sim_run run_sim(const scenario& s, const sim_options& opts) {
   return out;
 }
 
-} // namespace cafmesh::testing
+} // namespace cafmesh::mainjob

@@ -9,10 +9,10 @@
 #include <string>
 
 #include "cafmesh/mainjob/ledger.hpp"
-
-#include "fuzz_support.hpp"
+#include "cafmesh/testing/fuzz.hpp"
 
 using namespace cafmesh;
+namespace fuzz = cafmesh::testing::fuzz;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::istringstream in{fuzz::as_text(data, size)};

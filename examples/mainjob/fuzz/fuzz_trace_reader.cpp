@@ -10,10 +10,10 @@
 #include <string>
 
 #include "cafmesh/mainjob/trace_replay.hpp"
-
-#include "fuzz_support.hpp"
+#include "cafmesh/testing/fuzz.hpp"
 
 using namespace cafmesh;
+namespace fuzz = cafmesh::testing::fuzz;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto res = mainjob::parse_trace(fuzz::as_text(data, size));

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "cafmesh/mainjob/scenario.hpp"
-#include "cafmesh/testing/sim_mesh.hpp"
+#include "cafmesh/mainjob/sim_mesh.hpp"
 
-namespace cafmesh::testing {
+namespace cafmesh::mainjob {
 
 /// The fault kinds the chaos generator draws from.
 enum class chaos_kind : uint8_t {
@@ -141,4 +141,4 @@ chaos_result shrink_chaos(const chaos_result& failing, const chaos_options& o,
 /// seed passed, 1 when one failed, 2 for bad arguments.
 int chaos_main(int argc, char** argv, chaos_options o = {});
 
-} // namespace cafmesh::testing
+} // namespace cafmesh::mainjob

@@ -1,4 +1,4 @@
-// Seeded chaos in simulation (cafmesh/testing/chaos.hpp, docs/testing.md#chaos): random
+// Seeded chaos in simulation (cafmesh/mainjob/chaos.hpp, docs/testing.md#chaos): random
 // fault schedules over 3 to 5 silos and 2 pure clients with live traffic in the users'
 // topology, every invariant checked after each run. `cafmesh-chaos --seeds N` runs more
 // seeds than these; a failure prints its seed, its events and its trace digest.
@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "cafmesh/lifecycle/typed_grain.hpp"
-#include "cafmesh/testing/chaos.hpp"
+#include "cafmesh/mainjob/chaos.hpp"
 #include "counter.hpp"
 
 using namespace cafmesh;
-using namespace cafmesh::testing;
+using namespace cafmesh::mainjob;
 
 namespace {
 

@@ -1,9 +1,0 @@
-// cafmesh-chaos: the seeded chaos runner's command line (cafmesh/testing/chaos.hpp
-// `chaos_main`) with the echo application, e.g. `cafmesh-chaos --seeds 200`,
-// `cafmesh-chaos --seed 17 --shrink`.
-
-#include "cafmesh/testing/chaos.hpp"
-
-int main(int argc, char** argv) {
-  return cafmesh::testing::chaos_main(argc, argv);
-}
