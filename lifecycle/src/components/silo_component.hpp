@@ -1,7 +1,7 @@
 #pragma once
 
 // One component of a silo (not installed): what `spawn_silo` needs to know of it
-// (docs/behaviour/lifecycle.md#stages, docs/architecture.md#one-silo). A component spawns its
+// (docs/behaviour/lifecycle.md#a-silos-components). A component spawns its
 // actors, declares the stages it subscribes with what their start and stop do (Orleans'
 // `Participate(lifecycle)`), and names its actors for `silo_components::all()`. The silo's
 // wiring is the list of components in silo_components.cpp; each component lives in
@@ -31,8 +31,8 @@
 
 namespace cafmesh::lifecycle::components {
 
-/// The observer running a stage action, the action's `graceful` flag (true at a start) and
-/// the promise it answers exactly once (`ok_atom` or an error).
+/// A stage's start or stop action: it runs in its observer `self`, gets the stop's `graceful`
+/// flag (true at a start) and answers `rp` exactly once (`ok_atom` or an error).
 using stage_fn = std::function<void(caf::event_based_actor* self, bool graceful,
                                     caf::response_promise rp)>;
 
