@@ -16,7 +16,10 @@
 # - per-stream order holds (no order violation) and no stale frame was dropped;
 # - every SIGTERM (one signal) ended its node with exit 0, every restarted silo became
 #   Active, every frozen silo lived on, and the final stop of every silo exited 0.
-# The schedule and every figure are printed; the same SEED gives the same schedule.
+# The schedule and every figure are printed; the same SEED gives the same schedule. A failed
+# run keeps its directory (client ledger, report, every process's log) and names it;
+# CAFMESH_CHAOS_LOG_LEVEL (default warning) sets the silos' and the client's log level, e.g.
+# debug to follow each request's attempts (docs/testing.md#process-chaos).
 #
 #   process_chaos_run.sh NODE_BINARY CLIENT_BINARY SCENARIO SEED [DURATION_S]
 set -u
@@ -25,6 +28,7 @@ client_bin=$2
 scenario=$3
 seed=$4
 duration_s=${5:-40}
+log_level=${CAFMESH_CHAOS_LOG_LEVEL:-warning}
 dir=$(mktemp -d /tmp/cafmesh-chaos-XXXXXX)
 etcd_pid=""
 node_pid=()
@@ -44,6 +48,7 @@ fail() {
     echo "---- $f (last 20 lines)" >&2
     tail -n 20 "$f" >&2
   done
+  echo "process_chaos_run: the run's ledger, report and logs are kept in $dir" >&2
   cleanup_processes
   exit 1
 }
@@ -61,7 +66,7 @@ table_config() { # name role
 {"mesh":{"process_role":"$2","name":"$1"},
  "membership":{"provider":"etcd","etcd_endpoints":["$client_url"],"etcd_prefix":"/cafmesh/chaos-$$/"},
  "network":{"host":"127.0.0.1","port":0},
- "log":{"level":"warning"}}
+ "log":{"level":"$log_level"}}
 JSON
 }
 
