@@ -37,9 +37,9 @@ caf::behavior grain_delivery(gd_actor* self, caf::actor placement, silo_address 
       auto& st = self->state;
       ++st.attempts;
       grain_port_reply rp{self, call};
-      // A node hub learns that its own silo's router core calls it through placement (the
+      // A hub grain learns that its own silo's router core calls it through placement (the
       // core has no direct route to it): it offers one (docs/delivery-costs.md).
-      auto payload = !silo.empty() && g.type == "messagehub"
+      auto payload = !silo.empty() && (g.type == "messagehub" || g.type == "podhub")
                        ? caf::make_message(hg_deliver_atom::value, std::move(d), silo)
                        : caf::make_message(hg_deliver_atom::value, std::move(d));
       grain_call_within(self, st.placement, g, std::move(payload), within)

@@ -189,8 +189,23 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
                                      + " ms"}));
     });
   };
+  // The direct route offered to this silo's router core (SPEC B3, as node hubs do,
+  // docs/delivery-costs.md): `routed` while the core holds it, `offered` once ever (the
+  // activation takes it back when it goes).
+  auto routed = std::make_shared<bool>(false);
+  auto offered = std::make_shared<bool>(false);
+  auto offer_route = [=] {
+    if (*routed || *said_not_here || !me->catalog || !me->tag || !slots->core
+        || silo_stopping(*slots))
+      return;
+    *routed = true;
+    *offered = true;
+    self->send(slots->core, rc_local_atom::value, id, *me->tag, me->catalog);
+  };
   // Deactivation (the catalog's exit) while serving a client: tell it to attach again.
   self->set_exit_handler([=](caf::exit_msg& msg) {
+    if (*offered && me->tag && slots->core)
+      self->send(slots->core, rc_local_atom::value, id, *me->tag);
     if (*client && slots->centre)
       self->send(slots->centre, mc_send_atom::value, **client, component::client,
                  caf::make_message(rs_reattach_atom::value, path));
@@ -308,6 +323,16 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
       return caf::ok_atom::value;
     },
     [=](hg_deliver_atom, envelope& d) -> caf::result<envelope> { return deliver(d, true); },
+    // Through the grain port of a silo (`caller`): this silo's router core has no direct
+    // route to this activation, so it gets one offered.
+    [=](hg_deliver_atom, envelope& d, const silo_address& caller) -> caf::result<envelope> {
+      if (caller == slots->silo) {
+        learn(self, me);
+        *routed = false;
+        offer_route();
+      }
+      return deliver(d, true);
+    },
     // Over a router core's remote route (SPEC B3 extended), or rerouted from a catalog that
     // held it.
     [=](hg_deliver_atom, envelope& d, const silo_address&, bool) -> caf::result<envelope> {

@@ -255,18 +255,18 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
     [=](rc_local_atom, const grain_id& g, activation_tag tag, caf::actor& catalog) {
       turn_scope turn{self};
       auto& s = self->state;
-      if (s.stopping || g.type != "messagehub" || !catalog)
+      if (s.stopping || (g.type != "messagehub" && g.type != "podhub") || !catalog)
         return;
       if (s.local_routes.size() >= 65536)
         drop_local_routes(self); // bounded as the resolution cache is
       if (s.watched_catalogs.insert(catalog.address()).second)
         self->monitor(catalog);
-      s.local_routes[g.key] = local_route{std::move(catalog), tag};
+      s.local_routes[remote_route_key(g)] = local_route{std::move(catalog), tag};
     },
     [=](rc_local_atom, const grain_id& g, activation_tag tag) {
       turn_scope turn{self};
       auto& s = self->state;
-      auto i = s.local_routes.find(g.key);
+      auto i = s.local_routes.find(remote_route_key(g));
       if (i != s.local_routes.end() && i->second.tag == tag)
         s.local_routes.erase(i);
     },

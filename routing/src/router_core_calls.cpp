@@ -31,14 +31,15 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
   c.destination = destination;
   if (destination != 0)
     ++s.destinations[destination - 1].waiting;
-  // A leg's attempt at a node hub whose activation lives in this silo goes to its catalog
+  // A leg's attempt at a hub grain whose activation lives in this silo goes to its catalog
   // directly: one turn of the activation, answered by id (SPEC B3, docs/delivery-costs.md).
-  if (kind == call_for::leg_attempt && !s.stopping && grain.type == "messagehub"
-      && !s.local_routes.empty()) {
-    auto r = s.local_routes.find(grain.key);
+  if (kind == call_for::leg_attempt && !s.stopping && !s.local_routes.empty()
+      && (grain.type == "messagehub" || grain.type == "podhub")) {
+    auto key = remote_route_key(grain);
+    auto r = s.local_routes.find(key);
     if (r != s.local_routes.end()) {
       c.direct = true;
-      c.node_prefix = grain.key;
+      c.node_prefix = std::move(key);
       c.tag = r->second.tag;
       c.catalog = r->second.catalog.address();
       add_call_deadline(self, *s.calls.emplace(id, std::move(c)).first);
@@ -159,9 +160,9 @@ void flush_direct_calls(pointer self, bool now) {
                      self->context());
 }
 
-void forget_local_route(pointer self, const std::string& node_prefix, activation_tag tag) {
+void forget_local_route(pointer self, const std::string& key, activation_tag tag) {
   auto& s = self->state;
-  auto i = s.local_routes.find(node_prefix);
+  auto i = s.local_routes.find(key);
   if (i != s.local_routes.end() && i->second.tag == tag)
     s.local_routes.erase(i);
 }

@@ -226,10 +226,11 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
     // invalidation before the next attempt whatever its mailbox holds.
     if (d.invalidate_target) {
       auto& grain = leg.att->grain;
-      if (grain.type == "messagehub") {
-        auto r = s.local_routes.find(grain.key);
+      if (!s.local_routes.empty()) {
+        auto key = remote_route_key(grain);
+        auto r = s.local_routes.find(key);
         if (r != s.local_routes.end())
-          forget_local_route(self, grain.key, r->second.tag);
+          forget_local_route(self, key, r->second.tag);
       }
       forget_remote_route(self, grain);
       self->send<caf::message_priority::high>(s.opts.grains, gp_invalidate_atom::value,

@@ -181,8 +181,7 @@ struct port_call {
   std::pair<const uint64_t, port_call>* prev = nullptr;
   std::pair<const uint64_t, port_call>* next = nullptr;
   caf::actor_addr catalog; ///< its catalog, when `direct`
-  /// The node-hub grain's key when `direct`, the route's key (`remote_route_key`) when
-  /// `remote`.
+  /// The route's key (`remote_route_key`) when `direct` or `remote`.
   std::string node_prefix;
 };
 
@@ -202,7 +201,7 @@ struct destination_load {
   uint64_t waiting = 0;
 };
 
-/// A node-hub grain activation of this silo that the router core calls through its catalog
+/// A hub grain activation of this silo that the router core calls through its catalog
 /// directly (`rc_local_atom`, docs/delivery-costs.md).
 struct local_route {
   caf::actor catalog;
@@ -277,8 +276,9 @@ struct core_state {
   leg_accounting acct;
   /// Resolutions the resolver marked cacheable.
   resolution_cache resolved;
-  /// Node-hub grain activations of this silo by node prefix (SPEC B3): dropped when the
-  /// activation goes, a call to it fails, membership changes or the silo stops.
+  /// Node-hub and pod-hub grain activations of this silo by `remote_route_key` (SPEC B3):
+  /// dropped when the activation goes, a call to it fails, membership changes or the silo
+  /// stops.
   std::unordered_map<std::string, local_route> local_routes;
   /// Catalogs of `local_routes`, monitored (`catalog_down`).
   std::set<caf::actor_addr> watched_catalogs;
@@ -458,9 +458,9 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
                     const grain_id& grain, envelope env, ms bound, bool urgent,
                     uint32_t destination = 0);
 
-/// Drops the direct route to activation `tag` of the node hub of `node_prefix`, if it is
-/// the route held.
-void forget_local_route(pointer self, const std::string& node_prefix, activation_tag tag);
+/// Drops the direct route (by `remote_route_key`) to activation `tag`, if it is the route
+/// held.
+void forget_local_route(pointer self, const std::string& key, activation_tag tag);
 
 /// Drops every direct route.
 void drop_local_routes(pointer self);

@@ -599,3 +599,38 @@ TEST_CASE_FIXTURE(fixture, "client inbound: an answer the pod hub took reaches t
   CHECK(hub.outcomes[0].t_ms == clock_ms(*this, t0 + 10000));
   CHECK(hub.tracker.pending_count() == 0);
 }
+
+TEST_CASE_FIXTURE(fixture, "client inbound: frames from a hub of the gateway silo reach a pure-client portal over the direct route to its pod hub after the first") {
+  // SPEC B3 for pod hubs (docs/delivery-costs.md): the pod hub of a pure client lives on
+  // its gateway; once its tag is known, the gateway's router core calls it through the
+  // catalog directly instead of through the grain port and placement.
+  silo_world w{*this};
+  auto a = w.add_silo("a").addr;
+  w.add_silo("b");
+  auto c = w.add_client("c", a);
+  auto portal = add_hub(*this, c.routing, portal_path);
+  auto sender = add_hub(*this, w.at(a).routing, "node/Org/Sender");
+  run();
+  REQUIRE(service_of(c.routing).inbound.at(portal_path).attached);
+  auto& grains = state_of<routing::detail::grain_delivery_state>(w.at(a).grains);
+  auto before = grains.attempts;
+  std::vector<std::string> sent;
+  for (int i = 0; i < 2; ++i) {
+    sent.push_back("f-" + std::to_string(i));
+    caf::anon_send(sender, routing::ep_post_atom::value,
+                   make_delivery(sent.back(), portal_path, "stream-1"));
+    run_for(100ms);
+  }
+  // The activation knows its tag since the client's attach: the first call through the grain
+  // port offers the route, the second takes it.
+  CHECK(grains.attempts - before == 1);
+  for (int i = 2; i < 50; ++i) {
+    sent.push_back("f-" + std::to_string(i));
+    caf::anon_send(sender, routing::ep_post_atom::value,
+                   make_delivery(sent.back(), portal_path, "stream-1"));
+  }
+  run_for(2s);
+  CHECK(received_ids(portal) == sent);
+  CHECK(grains.attempts - before == 1);
+  CHECK(hub_of(sender).outcomes.empty());
+}
