@@ -53,6 +53,27 @@ size_t activations_of(const lifecycle::silo_components& s, const grain_id& g) {
   return i == cat.by_grain.end() ? 0 : i->second.size();
 }
 
+/// Silos a and b, a pure client c whose gateway is a with the portal attached through it, and
+/// a sender hub on a.
+struct gateway_setup {
+  silo_address a;
+  world_client c;
+  routing::hub_endpoint_actor portal;
+  routing::hub_endpoint_actor sender;
+};
+
+gateway_setup portal_behind_gateway(fixture& fx, silo_world& w) {
+  gateway_setup g;
+  g.a = w.add_silo("a").addr;
+  w.add_silo("b");
+  g.c = w.add_client("c", g.a);
+  g.portal = add_hub(fx, g.c.routing, portal_path);
+  g.sender = add_hub(fx, w.at(g.a).routing, "node/Org/Sender");
+  fx.run();
+  REQUIRE(service_of(g.c.routing).inbound.at(portal_path).attached);
+  return g;
+}
+
 } // namespace
 
 TEST_CASE_FIXTURE(fixture, "client inbound: a post and a stream frame from a silo hub land at a pure-client portal in order") {
@@ -377,13 +398,7 @@ TEST_CASE_FIXTURE(fixture, "client inbound: the attach retries under the attach 
 
 TEST_CASE_FIXTURE(fixture, "client inbound: unregistering a client portal detaches its pod hub and a later post is NACKed not-here") {
   silo_world w{*this};
-  auto a = w.add_silo("a").addr;
-  w.add_silo("b");
-  auto c = w.add_client("c", a);
-  auto portal = add_hub(*this, c.routing, portal_path);
-  auto sender = add_hub(*this, w.at(a).routing, "node/Org/Sender");
-  run();
-  REQUIRE(service_of(c.routing).inbound.at(portal_path).attached);
+  auto [a, c, portal, sender] = portal_behind_gateway(*this, w);
   REQUIRE(activations_of(w.at(a), grain_id{"podhub", portal_path}) == 1);
   caf::anon_send(c.routing, routing::rs_unregister_atom::value,
                  routing::address::from(portal_path));
@@ -605,13 +620,7 @@ TEST_CASE_FIXTURE(fixture, "client inbound: frames from a hub of the gateway sil
   // its gateway; once its tag is known, the gateway's router core calls it through the
   // catalog directly instead of through the grain port and placement.
   silo_world w{*this};
-  auto a = w.add_silo("a").addr;
-  w.add_silo("b");
-  auto c = w.add_client("c", a);
-  auto portal = add_hub(*this, c.routing, portal_path);
-  auto sender = add_hub(*this, w.at(a).routing, "node/Org/Sender");
-  run();
-  REQUIRE(service_of(c.routing).inbound.at(portal_path).attached);
+  auto [a, c, portal, sender] = portal_behind_gateway(*this, w);
   auto& grains = state_of<routing::detail::grain_delivery_state>(w.at(a).grains);
   auto before = grains.attempts;
   std::vector<std::string> sent;
