@@ -99,6 +99,11 @@ client_builder& client_builder::admin(std::string host, uint16_t port) {
   return *this;
 }
 
+client_builder& client_builder::failure_observer(caf::actor observer) {
+  failure_observer_ = std::move(observer);
+  return *this;
+}
+
 client_builder& client_builder::override_options(std::function<void(pure_client_options&)> f) {
   overrides_.push_back(std::move(f));
   return *this;
@@ -144,6 +149,7 @@ caf::expected<client> client_builder::build() {
     po.link = cluster_->link();
     po.oracle = cluster_->oracle();
   }
+  po.failure_observer = failure_observer_;
   for (auto& f : overrides_)
     f(po);
   auto pc = spawn_pure_client(sys_, po);

@@ -254,12 +254,6 @@ participant_actor_type::behavior_type participant_actor(participant_pointer self
     [=](start_stage_atom, stage) -> caf::ok_atom { return caf::ok_atom::value; },
     [=](stop_stage_atom, stage, bool graceful) -> ok_promise {
       auto rp = self->make_response_promise<caf::ok_atom>();
-#ifdef CAFMESH_MUTATE_PARTICIPANT_NO_HOLD
-      // S12.20 non-vacuity mutation: the stop is answered at once, nothing held or logged.
-      (void) graceful;
-      rp.deliver(caf::ok_atom::value);
-      return rp;
-#else
       auto& st = self->state;
       st.pending.push_back(rp);
       if (st.ph != phase::idle)
@@ -271,7 +265,6 @@ participant_actor_type::behavior_type participant_actor(participant_pointer self
         .then([=](const quiescence_sample& x) { on_sample(self, graceful, x); },
               [=](caf::error& err) { gauge_unreachable(self, err); });
       return rp;
-#endif
     },
     [=](budget_expired_atom) {
       auto& st = self->state;

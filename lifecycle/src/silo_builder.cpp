@@ -110,6 +110,16 @@ silo_builder& silo_builder::without_entry() {
   return *this;
 }
 
+silo_builder& silo_builder::failure_observer(caf::actor observer) {
+  failure_observer_ = std::move(observer);
+  return *this;
+}
+
+silo_builder& silo_builder::hub_factory(caf::actor factory) {
+  hub_factory_ = std::move(factory);
+  return *this;
+}
+
 silo_builder& silo_builder::log_level(log::level lvl) {
   log_level_ = lvl;
   return *this;
@@ -161,8 +171,11 @@ caf::expected<silo> silo_builder::build() {
   }
   silo_options so;
   so.cfg = *cfg;
-  so.hubs = caf::actor_cast<routing::hub_factory_actor>(table);
-  so.hubs_is_table = true;
+  // The application's own hub factory is no hub table: it publishes no hub patterns.
+  auto factory = hub_factory_ ? hub_factory_ : caf::actor_cast<caf::actor>(table);
+  so.hubs = caf::actor_cast<routing::hub_factory_actor>(factory);
+  so.hubs_is_table = !hub_factory_;
+  so.failure_observer = failure_observer_;
   so.resolver = caf::actor_cast<routing::path_resolver_actor>(resolver);
   so.grains = [types = grain_types_, slot](grain_registry& reg) {
     for (auto& add : types)
@@ -177,7 +190,7 @@ caf::expected<silo> silo_builder::build() {
   auto apply_overrides = [&] {
     for (auto& f : overrides_)
       f(so);
-    // An override's own hub factory is no hub table: it publishes no hub patterns.
+    // A test bed's own hub factory is no hub table either.
     if (caf::actor_cast<caf::actor>(so.hubs) != caf::actor_cast<caf::actor>(table))
       so.hubs_is_table = false;
   };

@@ -61,10 +61,6 @@ bool ordered_route_dispatcher::enqueue(const ordering_channel& ch, leg_id leg) {
   depth_guard guard{*this};
   if (contains(leg))
     return false;
-  if (!fifo_) {
-    unordered_.insert(leg);
-    return true;
-  }
   auto i = channels_.find(ch);
   bool is_new = i == channels_.end();
   if (is_new) {
@@ -85,8 +81,6 @@ bool ordered_route_dispatcher::enqueue(const ordering_channel& ch, leg_id leg) {
 
 std::optional<leg_id> ordered_route_dispatcher::on_terminal(leg_id leg) {
   depth_guard guard{*this};
-  if (!unordered_.empty() && unordered_.erase(leg) > 0)
-    return std::nullopt;
   auto li = legs_.find(leg);
   if (li == legs_.end())
     return std::nullopt;

@@ -80,9 +80,6 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
   s.silo_name = opts.silo.to_string();
   s.log = log::get("router_core").with_context(s.silo_name);
   s.policy = router_policy(opts.routing);
-  s.disp = ordered_route_dispatcher{opts.per_channel_fifo};
-  if (!opts.per_channel_fifo)
-    s.log.warning("per-channel FIFO disabled (test-only negative control, S12.57)");
   s.sat = saturation_monitor(opts.routing);
   s.refusals = refusal_log(opts.routing);
   s.stream_routed.insert(opts.routing.stream_routed_address_types.begin(),

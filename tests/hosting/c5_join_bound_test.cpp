@@ -15,6 +15,7 @@
 #include "cafmesh/lifecycle/hosting.hpp"
 #include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/fixture.hpp"
+#include "cafmesh/testing/builder_access.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::lifecycle;
@@ -63,11 +64,11 @@ caf::expected<silo> silo_with(testing::fixture& fx, membership_oracle_actor orac
   cfg.network.primary_host = "127.0.0.1";
   cfg.network.primary_port = 4100;
   cfg.membership.max_join_time_ms = max_join_time_ms;
-  return silo_builder{fx.sys}
-    .config(cfg)
-    .cluster(make_in_process_cluster(fx.sys))
-    .override_options([oracle](silo_options& so) { so.oracle = oracle; })
-    .build();
+  silo_builder builder{fx.sys};
+  builder.config(cfg).cluster(make_in_process_cluster(fx.sys));
+  testing::builder_access::override_options(builder,
+                                            [oracle](silo_options& so) { so.oracle = oracle; });
+  return builder.build();
 }
 
 } // namespace
@@ -146,11 +147,12 @@ TEST_CASE("C5 a pure client whose membership table cannot be reached gives up it
   cc.membership.etcd_endpoints = {"http://127.0.0.1:2379", "http://127.0.0.1:22379"};
   cc.membership.max_join_time_ms = 1500;
   auto oracle = deaf_oracle(fx);
-  auto client = client_builder{fx.sys}
-                  .config(cc)
-                  .cluster(make_in_process_cluster(fx.sys))
-                  .override_options([oracle](pure_client_options& po) { po.oracle = oracle; })
-                  .build();
+  client_builder builder{fx.sys};
+  builder.config(cc).cluster(make_in_process_cluster(fx.sys));
+  testing::builder_access::override_options(builder, [oracle](pure_client_options& po) {
+    po.oracle = oracle;
+  });
+  auto client = builder.build();
   REQUIRE(client);
   auto t0 = fx.now_ms();
   auto reach = testing::ask<uint64_t>(fx, client->components().agent, mb_reach_atom::value);

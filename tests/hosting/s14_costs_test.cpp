@@ -24,6 +24,7 @@
 #include "cafmesh/testing/fixture.hpp"
 #include "cafmesh/testing/silo_world.hpp"
 #include "cafmesh/testing/test_cluster.hpp"
+#include "cafmesh/testing/builder_access.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::lifecycle;
@@ -185,22 +186,22 @@ TEST_CASE("S14.01 a co-hosted post to a node hub costs at most 6 mailbox enqueue
 TEST_CASE("direct route to a node-hub grain activation: it goes with the activation, and deliveries after an idle deactivation land on a new activation without a refused call") {
   testing::fixture fx;
   auto handled = std::make_shared<uint64_t>(0);
-  auto built = silo_builder{fx.sys}
-                 .config([] {
-                   config::mesh_config c;
-                   c.routing.max_in_flight = 0;
-                   return c;
-                 }())
-                 .override_options([](silo_options& so) {
-                   so.idle_deactivation = std::chrono::milliseconds(1000);
-                 })
-                 .hub("node/bench/*",
-                      [handled](caf::event_based_actor*, const envelope&,
-                                routing::hub_responder r) {
-                        ++*handled;
-                        r.done();
-                      })
-                 .build();
+  silo_builder builder{fx.sys};
+  builder
+    .config([] {
+      config::mesh_config c;
+      c.routing.max_in_flight = 0;
+      return c;
+    }())
+    .hub("node/bench/*",
+         [handled](caf::event_based_actor*, const envelope&, routing::hub_responder r) {
+           ++*handled;
+           r.done();
+         });
+  testing::builder_access::override_options(builder, [](silo_options& so) {
+    so.idle_deactivation = std::chrono::milliseconds(1000);
+  });
+  auto built = builder.build();
   REQUIRE(built);
   auto started = testing::ask(fx, built->host(), host_start_atom::value);
   REQUIRE(fx.run_until([&] { return started->done; }, std::chrono::minutes(1)));

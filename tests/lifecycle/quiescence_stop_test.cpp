@@ -8,6 +8,7 @@
 #include "cafmesh/lifecycle/host.hpp"
 #include "cafmesh/routing/quiescence_atoms.hpp"
 #include "cafmesh/lifecycle/quiescence_participant.hpp"
+#include "participant_under_test.hpp"
 #include "cafmesh/routing/routing_quiescence.hpp"
 #include "cafmesh/lifecycle/silo_lifecycle.hpp"
 #include "cafmesh/testing/fixture.hpp"
@@ -66,7 +67,7 @@ struct quiescence_silo : testing::fixture {
     quiescence_participant_options popts;
     popts.silo_name = "S1";
     popts.quiescence_hold = std::chrono::milliseconds(hold_ms);
-    auto participant = track(spawn_quiescence_participant(sys, gauge, popts));
+    auto participant = track(spawn_participant_under_test(sys, gauge, popts));
     auto prb = caf::actor_cast<lifecycle_observer_actor>(
       track(sys.spawn(probe_observer, gauge, probe, this)));
     auto become_active = spawn_observer(*this, obs(stages::become_active, "membership"), log);
@@ -123,7 +124,7 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.16 the host budget expiring during a ho
   quiescence_participant_options popts;
   popts.silo_name = "S1";
   popts.quiescence_hold = std::chrono::seconds(60);
-  auto participant = track(spawn_quiescence_participant(sys, gauge, popts));
+  auto participant = track(spawn_participant_under_test(sys, gauge, popts));
   auto log = make_log();
   auto membership = spawn_observer(*this, obs(stages::become_active, "membership"), log);
   for (auto [s, name, o] : {std::tuple{stages::active, "routing quiescence", participant},

@@ -14,6 +14,7 @@
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/actors/observer.hpp"
 #include "cafmesh/lifecycle/quiescence_participant.hpp"
+#include "participant_under_test.hpp"
 #include "cafmesh/routing/routing_quiescence.hpp"
 #include "cafmesh/actors/stage.hpp"
 #include "cafmesh/testing/fixture.hpp"
@@ -242,7 +243,7 @@ participant_bed make_bed(cafmesh::testing::fixture& fx, int64_t hold_ms = 30000)
   b.gauge = fx.track(spawn_routing_quiescence(fx.sys));
   quiescence_participant_options opts;
   opts.quiescence_hold = std::chrono::milliseconds(hold_ms);
-  b.participant = fx.track(spawn_quiescence_participant(fx.sys, b.gauge, opts));
+  b.participant = fx.track(cafmesh::lifecycle::test::spawn_participant_under_test(fx.sys, b.gauge, opts));
   return b;
 }
 

@@ -3,9 +3,10 @@
 // patch that does not apply) on a `delta_mirror`, and the negative control end to end: frames of
 // one stream routed by a real router core to a pod-hub subscriber, P6's first pod-hub attempt
 // `rejected` (docs/behaviour/classification.md#retry-policies retry after 250 ms). With the
-// router's per-channel FIFO, P7 waits behind P6 and both apply; with it disabled (a test-only
-// switch of the ordered route dispatcher), P7 overtakes P6, P6 is dropped as stale and `a`
-// never arrives.
+// router's per-channel FIFO (every frame on the stream's ordering key), P7 waits behind P6 and
+// both apply; with it disabled for P7 (P7 on an ordering key of its own, so that no channel
+// orders it behind P6, as a router without per-channel FIFO treats every frame), P7 overtakes
+// P6, P6 is dropped as stale and `a` never arrives.
 
 #include <doctest/doctest.h>
 
@@ -15,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "cafmesh/routing/ordered_route_dispatcher.hpp"
 #include "cafmesh/routing/sync_guard.hpp"
 #include "cafmesh/testing/entry_world.hpp"
 #include "cafmesh/routing/detail/hub_grains_state.hpp"
@@ -53,11 +53,12 @@ struct applied_run {
   size_t sender_outcomes = 0;
 };
 
+/// Routes F5, P6 and P7 to `portal/sub`. `fifo`: all three on the ordering key `view` (one
+/// channel, ordered by the router's per-channel FIFO); false: P7 on a key of its own.
 applied_run run_stream(testing::fixture& fx, bool fifo) {
   entry_world w(fx);
   entry_silo_options opt;
   opt.port_proxy = true;
-  opt.per_channel_fifo = fifo;
   auto& a = w.add_silo("a", opt);
   auto& b = w.add_silo("b");
   auto owner = w.add_hub(a.routing, "portal/owner");
@@ -73,7 +74,8 @@ applied_run run_stream(testing::fixture& fx, bool fifo) {
   px.reject_first.insert("P6");
   px.events.clear();
   caf::anon_send(owner, ep_post_atom::value, make_delivery("P6", "portal/sub", "view"));
-  caf::anon_send(owner, ep_post_atom::value, make_delivery("P7", "portal/sub", "view"));
+  caf::anon_send(owner, ep_post_atom::value,
+                 make_delivery("P7", "portal/sub", fifo ? "view" : "view-P7"));
   REQUIRE(fx.run_until([&] { return hub_of(sub).received.size() == 3; }, 10s));
   fx.run_for(120s); // long past every retry: nothing else arrives
   applied_run out;
@@ -157,27 +159,4 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.57 a mirror without a base asks one fre
     CHECK(r.attempts["P7"] == 1);
     CHECK(r.sender_outcomes == 0);
   }
-}
-
-TEST_CASE("dispatcher: with per-channel FIFO disabled (test-only) every enqueue is admitted at once and a terminal event answers no next leg") {
-  ordered_route_dispatcher off{false};
-  CHECK_FALSE(off.per_channel_fifo());
-  auto ch = make_channel("portal/sub", "view");
-  CHECK(off.enqueue(ch, 1));
-  CHECK(off.enqueue(ch, 2));
-  CHECK(off.enqueue(ch, 3));
-  CHECK_FALSE(off.enqueue(ch, 2)); // ids stay unique
-  CHECK(off.leg_count() == 3);
-  CHECK(off.contains(2));
-  CHECK(off.snapshot().channels == 0);
-  CHECK_FALSE(off.on_terminal(1).has_value());
-  CHECK_FALSE(off.on_terminal(2).has_value());
-  CHECK(off.leg_count() == 1);
-  CHECK_FALSE(off.contains(2));
-  // The default keeps FIFO: the second leg waits and is answered when the head ends.
-  ordered_route_dispatcher on;
-  CHECK(on.per_channel_fifo());
-  CHECK(on.enqueue(ch, 1));
-  CHECK_FALSE(on.enqueue(ch, 2));
-  CHECK(on.on_terminal(1) == std::optional<leg_id>{2});
 }

@@ -163,13 +163,11 @@ client_result run_client(const config::mesh_config& mc, const client_traffic& t,
   owners_cfg.network.port = 0;
   owners_cfg.mesh.name = base_name + "-owners";
   // Final failures of answer-suppressed dispatches come to the run loop (`suppressed`).
-  auto observe = [&](lifecycle::pure_client_options& po) {
-    po.failure_observer = caf::actor_cast<caf::actor>(self);
-  };
+  auto observer = caf::actor_cast<caf::actor>(self);
   auto generation = wall_generation();
   auto client_process
     = lifecycle::client_builder{sys}.config(mc).network().generation(generation)
-        .override_options(observe).build();
+        .failure_observer(observer).build();
   if (!client_process) {
     std::cerr << "cafmesh-client: network endpoint: " << sys.render(client_process.error())
               << "\n";
@@ -177,7 +175,7 @@ client_result run_client(const config::mesh_config& mc, const client_traffic& t,
   }
   auto owners_process
     = lifecycle::client_builder{sys}.config(owners_cfg).network().generation(generation + 1)
-        .override_options(observe).build();
+        .failure_observer(observer).build();
   if (!owners_process) {
     std::cerr << "cafmesh-client: second network endpoint: "
               << sys.render(owners_process.error()) << "\n";

@@ -134,13 +134,11 @@ int run_demo_silo(caf::actor_system& sys, const config::mesh_config& mc, const d
                  .network()
                  .generation(generation)
                  .without_entry()
-                 .override_options([&](lifecycle::silo_options& so) {
-                   so.hubs = caf::actor_cast<routing::hub_factory_actor>(factory);
-                   // Router failures of answer-suppressed deliveries reach the demo's ledger
-                   // (no NACK carries them, docs/behaviour/routing.md#nacks), as in the
-                   // in-process mesh.
-                   so.failure_observer = sink;
-                 })
+                 .hub_factory(factory)
+                 // Router failures of answer-suppressed deliveries reach the demo's ledger
+                 // (no NACK carries them, docs/behaviour/routing.md#nacks), as in the
+                 // in-process mesh.
+                 .failure_observer(sink)
                  .build();
   if (!built) {
     lg.error("silo not built: " + sys.render(built.error()));

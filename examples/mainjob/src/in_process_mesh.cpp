@@ -97,10 +97,8 @@ public:
                    .network()
                    .generation(run->generation)
                    .without_entry()
-                   .override_options([&](lifecycle::silo_options& so) {
-                     so.hubs = caf::actor_cast<routing::hub_factory_actor>(factory);
-                     so.failure_observer = main_;
-                   })
+                   .hub_factory(factory)
+                   .failure_observer(main_)
                    .build();
     if (!built) {
       std::cerr << "cafmesh-demo: silo " << name << ": " << sys.render(built.error()) << "\n";

@@ -141,9 +141,7 @@ struct demo_client {
                    .network()
                    .generation(generation)
                    .wait_for_gateway(false)
-                   .override_options([main](lifecycle::pure_client_options& po) {
-                     po.failure_observer = main;
-                   })
+                   .failure_observer(main)
                    .build();
     if (!built) {
       std::cerr << "cafmesh-demo: client network endpoint: " << app.render(built.error())

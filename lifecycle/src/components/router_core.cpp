@@ -20,7 +20,6 @@ extern const silo_component router_core{
     co.pool = s.pool;
     co.registry = w.opts.registry;
     co.grains = w.opts.wrap_grain_port ? w.opts.wrap_grain_port(s.grains) : s.grains;
-    co.per_channel_fifo = w.opts.per_channel_fifo;
     co.resolver = w.opts.resolver;
     co.failure_observer = w.opts.failure_observer;
     co.local_routes = caf::actor_cast<routing::local_route_port_actor>(s.routing);

@@ -28,6 +28,10 @@
 #include "cafmesh/lifecycle/mesh_process.hpp"
 #include "cafmesh/lifecycle/pure_client.hpp"
 
+namespace cafmesh::testing {
+struct builder_access;
+} // namespace cafmesh::testing
+
 namespace cafmesh::lifecycle {
 
 /// A pure client an application embeds.
@@ -67,13 +71,24 @@ public:
   /// (default: true). A process that may start before any silo (a dedicated oracle
   /// process) turns it off.
   client_builder& wait_for_gateway(bool on);
-  /// Changes the assembled options right before the client is spawned (test beds, demo).
-  client_builder& override_options(std::function<void(pure_client_options&)> f);
+  /// Tells `observer` the final failure of every answer-suppressed dispatch of this client,
+  /// which no NACK may carry (docs/behaviour/routing.md#nacks):
+  /// `(ep_event_atom, "suppressed", delivery id, uint8_t verdict, text)` one-way
+  /// (`routing_service_options::failure_observer`), e.g. to a traffic driver keeping an
+  /// outcome ledger. Default: none.
+  client_builder& failure_observer(caf::actor observer);
 
   /// Validates, spawns and wires the client; `start()` it.
   caf::expected<client> build();
 
 private:
+  /// Test beds change the assembled options
+  /// (tests/support/include/cafmesh/testing/builder_access.hpp).
+  friend struct cafmesh::testing::builder_access;
+
+  /// Changes the assembled options right before the client is spawned.
+  client_builder& override_options(std::function<void(pure_client_options&)> f);
+
   caf::actor_system& sys_;
   config::mesh_config cfg_;
   std::string config_path_;
@@ -85,6 +100,7 @@ private:
   std::optional<config::admin_section> admin_;
   bool config_given_ = false;
   bool wait_for_gateway_ = true;
+  caf::actor failure_observer_;
   std::vector<std::function<void(pure_client_options&)>> overrides_;
 };
 

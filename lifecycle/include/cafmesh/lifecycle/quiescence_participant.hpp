@@ -71,8 +71,6 @@ struct quiescence_participant_options {
 /// - `budget_expired` outside a hold is ignored.
 ///
 /// A second `stop_stage` while one is open receives the same answer when it completes.
-/// Built with `CAFMESH_MUTATE_PARTICIPANT_NO_HOLD` (S12.20 mutation), `stop_stage` answers
-/// ok at once and logs nothing.
 ///
 /// **Releasing with work in flight** (non-graceful stop, hold budget, shutdown budget): when
 /// `legs` (the owner of the silo's legs) is set, the participant first asks it to end every

@@ -41,6 +41,10 @@
 #include "cafmesh/lifecycle/silo_components.hpp"
 #include "cafmesh/lifecycle/typed_grain.hpp"
 
+namespace cafmesh::testing {
+struct builder_access;
+} // namespace cafmesh::testing
+
 namespace cafmesh::lifecycle {
 
 /// An asynchronous hub handler (application_hub.hpp) that also gets the silo's grain factory.
@@ -115,26 +119,42 @@ public:
   /// The silo's generation (docs/behaviour/envelope.md#silo-addresses-and-activations); default:
   /// the wall-clock ms.
   silo_builder& generation(uint64_t g);
-  /// In-process only: the silo's exact address (test beds naming their silos); default: the
-  /// cluster's next address.
-  silo_builder& at(silo_address addr);
-  /// No correlating entry (`entry()` stays null): test beds that account for every actor
-  /// and every grain activation of a silo.
+  /// No correlating entry (`entry()` stays null): an application that accounts for every
+  /// pod hub and routing call of its silo (the demo, `cafmesh-node`), and test beds that
+  /// account for every actor and grain activation.
   silo_builder& without_entry();
+  /// Tells `observer` every failure of an answer-suppressed delivery routed by this silo's
+  /// router core, which no NACK may carry (docs/behaviour/routing.md#nacks step 1):
+  /// `(ep_event_atom, "suppressed", delivery id, uint8_t verdict, text)` one-way
+  /// (`router_core_options::failure_observer`), e.g. to a traffic driver keeping an outcome
+  /// ledger. Default: none.
+  silo_builder& failure_observer(caf::actor observer);
+  /// The silo's node hubs come from `factory` (a `hub_factory_actor`,
+  /// docs/architecture.md#one-silo) instead of the hub table `hub(...)` fills; the hubs
+  /// registered with `hub(...)` are then not served, and the silo's membership row publishes
+  /// no hub patterns, so no silo can prove an address unserved
+  /// (docs/behaviour/routing.md#unserved-addresses). The application owns `factory`.
+  silo_builder& hub_factory(caf::actor factory);
   /// cafmesh's log level on its sink (default for an embedded silo: `warning`).
   silo_builder& log_level(log::level lvl);
   /// Serves the admin endpoint (admin_endpoint.hpp) on `host:port` (0: the OS chooses; read
   /// it from `admin()`), whatever the configuration's `admin` section says.
   silo_builder& admin(std::string host = "127.0.0.1", uint16_t port = 0);
-  /// Changes the assembled options right before the silo is spawned (test beds, the demo:
-  /// a failure observer, a mesh teardown, the registry, another oracle, negative controls).
-  /// Over CAF io the endpoint sets `self`, `link` and `oracle` after it.
-  silo_builder& override_options(std::function<void(silo_options&)> f);
 
   /// Validates, spawns and wires the silo; nothing has started yet.
   caf::expected<silo> build();
 
 private:
+  /// Test beds name a silo's address and change its assembled options
+  /// (tests/support/include/cafmesh/testing/builder_access.hpp).
+  friend struct cafmesh::testing::builder_access;
+
+  /// In-process only: the silo's exact address instead of the cluster's next one.
+  silo_builder& at(silo_address addr);
+  /// Changes the assembled options right before the silo is spawned; over CAF io the
+  /// endpoint sets `self`, `link` and `oracle` after it.
+  silo_builder& override_options(std::function<void(silo_options&)> f);
+
   caf::actor_system& sys_;
   config::mesh_config cfg_;
   std::string config_path_;
@@ -150,6 +170,8 @@ private:
   std::optional<uint64_t> generation_;
   std::optional<silo_address> at_;
   bool with_entry_ = true;
+  caf::actor failure_observer_;
+  caf::actor hub_factory_;
   std::optional<log::level> log_level_;
   std::optional<config::admin_section> admin_;
   bool config_given_ = false;

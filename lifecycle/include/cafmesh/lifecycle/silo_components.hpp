@@ -126,8 +126,9 @@ struct silo_options {
   /// `config_invalid`.
   bool subscribe_quiescence = true;
 
-  // Test overrides (test beds set them through `silo_builder::override_options`; an
-  // application leaves them at their defaults).
+  // Test overrides (test beds set them through `cafmesh::testing::builder_access`,
+  // tests/support/include/cafmesh/testing/builder_access.hpp; an application leaves them at
+  // their defaults).
 
   /// Interposes on the router core's grain port: the router core delivers its grain legs
   /// to `wrap_grain_port(grain-delivery adapter)` (a test proxy recording, holding or
@@ -140,9 +141,6 @@ struct silo_options {
   std::function<caf::actor(caf::actor)> wrap_gateway;
   /// The catalog's idle collection (`catalog_config::idle_deactivation_ms`); zero: off.
   caf::timespan idle_deactivation{0};
-  /// The router core's per-channel FIFO (docs/behaviour/routing.md#the-ordered-dispatcher); false
-  /// only for the S12.57 negative control.
-  bool per_channel_fifo = true;
 };
 
 /// One assembled silo: the lifecycle subject, the host and every component handle.

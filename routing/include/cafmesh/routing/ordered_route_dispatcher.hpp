@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -95,26 +94,13 @@ std::string to_string(const queue_snapshot& x);
 /// ```
 class ordered_route_dispatcher {
 public:
-  /// A dispatcher with per-channel FIFO (the only production shape).
   ordered_route_dispatcher() = default;
-
-  /// Test-only negative control (docs/scenarios.md S12.57): with `per_channel_fifo` false, every
-  /// `enqueue` answers true (each leg is admitted at once, nothing waits behind a head) and
-  /// `on_terminal` never answers a next leg; such legs belong to no channel (they do not
-  /// appear in `snapshot`). Never false outside tests: it breaks
-  /// docs/behaviour/routing.md#the-ordered-dispatcher, docs/behaviour/sync-guard.md.
-  explicit ordered_route_dispatcher(bool per_channel_fifo) : fifo_(per_channel_fifo) {
-    // nop
-  }
 
   /// Not copyable: a channel's FIFO links its legs' entries (a move keeps them).
   ordered_route_dispatcher(const ordered_route_dispatcher&) = delete;
   ordered_route_dispatcher& operator=(const ordered_route_dispatcher&) = delete;
   ordered_route_dispatcher(ordered_route_dispatcher&&) = default;
   ordered_route_dispatcher& operator=(ordered_route_dispatcher&&) = default;
-
-  /// False only for the S12.57 negative control.
-  bool per_channel_fifo() const { return fifo_; }
 
   /// Appends `leg` to `ch`. Answers true when `leg` is now the channel's head (the owner
   /// admits it at once), false when it waits behind a running head. A `leg` id the
@@ -135,11 +121,11 @@ public:
   size_t channel_count() const { return channels_.size(); }
 
   /// Number of legs held (heads and queued).
-  size_t leg_count() const { return legs_.size() + unordered_.size(); }
+  size_t leg_count() const { return legs_.size(); }
 
   /// True if `leg` is held (as head or queued).
   bool contains(leg_id leg) const {
-    return legs_.count(leg) > 0 || unordered_.count(leg) > 0;
+    return legs_.count(leg) > 0;
   }
 
   /// True if `leg` is its channel's head.
@@ -190,8 +176,6 @@ private:
   std::unordered_set<channel_map::value_type*> deep_;
   int depth_ = 0;
   int max_depth_ = 0;
-  bool fifo_ = true;
-  std::set<leg_id> unordered_; ///< legs admitted without a channel (FIFO disabled)
 };
 
 } // namespace cafmesh::routing

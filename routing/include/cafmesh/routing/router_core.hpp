@@ -59,10 +59,6 @@ struct router_core_options {
   /// cancel) may take to leave before they are logged at error as unsent and dropped:
   /// `pool.drain_grace_ms`, the grace a drain grants legs that keep finishing.
   int64_t release_bound_ms = 8000;
-  /// Per-channel FIFO of the ordered route dispatcher
-  /// (docs/behaviour/routing.md#the-ordered-dispatcher). Test-only negative control
-  /// (docs/scenarios.md S12.57): false admits every stream-routed leg at once.
-  bool per_channel_fifo = true;
   /// The core grants its own start permits until the pool's drain takes its legs over
   /// (docs/behaviour/quiescence.md#admission-inside-the-router-core). False makes every leg
   /// ask the pool for its permit (four pool messages per leg).

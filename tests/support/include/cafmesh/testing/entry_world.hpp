@@ -47,6 +47,7 @@
 #include "cafmesh/routing/detail/hub_endpoint_state.hpp"
 #include "cafmesh/routing/detail/hub_grains_state.hpp"
 #include "cafmesh/routing/detail/routing_service_state.hpp"
+#include "cafmesh/testing/builder_access.hpp"
 
 namespace cafmesh::testing {
 
@@ -342,9 +343,6 @@ struct entry_silo_options {
   /// `directory.stateless_worker_bypass`
   /// (docs/behaviour/directory-and-placement.md#the-stateless-worker-bypass)
   bool bypass = true;
-  /// `silo_options::per_channel_fifo` (docs/behaviour/routing.md#the-ordered-dispatcher); false
-  /// only for the S12.57 negative control.
-  bool per_channel_fifo = true;
 };
 
 struct client_process {
@@ -376,27 +374,23 @@ public:
     caf::actor port_px;
     caf::actor gateway_px;
     // The one wiring of a silo (silo_builder), on the world's network and oracle; the
-    // world's test switches are builder overrides.
+    // world's test switches are builder overrides (builder_access.hpp).
     lifecycle::silo_builder builder{sys};
-    builder.config(silo_cfg)
-      .cluster(cluster_)
-      .at(self_addr)
-      .without_entry()
-      .path_resolver(resolver)
-      .override_options([&](lifecycle::silo_options& so) {
-        so.idle_deactivation = opt.idle_deactivation;
-        so.per_channel_fifo = opt.per_channel_fifo;
-        if (opt.port_proxy)
-          so.wrap_grain_port = [&](grain_port_actor real) {
-            port_px = fx_.track(sys.spawn(port_proxy, caf::actor_cast<caf::actor>(real), &fx_));
-            return caf::actor_cast<grain_port_actor>(port_px);
-          };
-        if (opt.gateway_proxy)
-          so.wrap_gateway = [&](caf::actor real) {
-            gateway_px = fx_.track(sys.spawn(gateway_proxy, real, &fx_));
-            return gateway_px;
-          };
-      });
+    builder.config(silo_cfg).cluster(cluster_).without_entry().path_resolver(resolver);
+    builder_access::at(builder, self_addr);
+    builder_access::override_options(builder, [&](lifecycle::silo_options& so) {
+      so.idle_deactivation = opt.idle_deactivation;
+          if (opt.port_proxy)
+        so.wrap_grain_port = [&](grain_port_actor real) {
+          port_px = fx_.track(sys.spawn(port_proxy, caf::actor_cast<caf::actor>(real), &fx_));
+          return caf::actor_cast<grain_port_actor>(port_px);
+        };
+      if (opt.gateway_proxy)
+        so.wrap_gateway = [&](caf::actor real) {
+          gateway_px = fx_.track(sys.spawn(gateway_proxy, real, &fx_));
+          return gateway_px;
+        };
+    });
     auto built = builder.build();
     if (!built)
       throw std::logic_error("entry_world: " + to_fault(built.error()).render());

@@ -30,6 +30,7 @@
 #include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/fixture.hpp"
 #include "cafmesh/testing/entry_world.hpp"
+#include "cafmesh/testing/builder_access.hpp"
 
 namespace cafmesh::testing {
 
@@ -114,24 +115,24 @@ public:
         r.add_stateless("slowsw", 1, slow_grain(s));
       };
     // The one wiring of a silo (silo_builder), on the world's network and oracle; the
-    // world's test switches are builder overrides.
+    // world's test switches are builder overrides (builder_access.hpp).
     lifecycle::silo_builder builder{fx_.sys};
     builder.config(silo_cfg)
       .cluster(cluster_)
-      .at(self_addr)
       .without_entry()
       .path_resolver(resolver)
       .grains([g = o.grains, self_addr](grain_registry& r) {
         g(r, self_addr);
         return true;
-      })
-      .override_options([&](lifecycle::silo_options& so) {
-        so.oracle = o.oracle ? o.oracle : oracle;
-        so.registry = registry;
-        so.subscribe_quiescence = o.subscribe_quiescence;
-        so.teardown = o.teardown;
-        so.failure_observer = o.failure_observer;
       });
+    builder_access::at(builder, self_addr);
+    builder_access::override_options(builder, [&](lifecycle::silo_options& so) {
+      so.oracle = o.oracle ? o.oracle : oracle;
+      so.registry = registry;
+      so.subscribe_quiescence = o.subscribe_quiescence;
+      so.teardown = o.teardown;
+      so.failure_observer = o.failure_observer;
+    });
     for (auto& [pattern, handler] : o.hubs)
       builder.hub(pattern, handler);
     auto built = builder.build();

@@ -26,6 +26,7 @@
 #include "cafmesh/lifecycle/hosting.hpp"
 #include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/fixture.hpp"
+#include "cafmesh/testing/builder_access.hpp"
 
 namespace cafmesh::testing {
 
@@ -68,7 +69,8 @@ public:
                             config::mesh_config cfg = {}) {
     cfg.mesh.name = name;
     lifecycle::silo_builder b{fx_.sys};
-    b.config(std::move(cfg)).cluster(cluster_).at(silo_address{name, 11111, ++generation_});
+    b.config(std::move(cfg)).cluster(cluster_);
+    builder_access::at(b, silo_address{name, 11111, ++generation_});
     if (configure)
       configure(b);
     auto built = b.build();
