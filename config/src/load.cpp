@@ -311,6 +311,7 @@ schema make_schema() {
     .key("stream_post_timeout_ms", &R::stream_post_timeout_ms, integer(1))
     .key("stream_transport_timeout_ms", &R::stream_transport_timeout_ms, integer(1))
     .key("continuation_attempt_timeout_ms", &R::continuation_attempt_timeout_ms, integer(1))
+    .key("channel_batch_max", &R::channel_batch_max, integer(1, 256))
     .retry_policy()
     .key("placement_timeout_attempts", &R::placement_timeout_attempts, integer(1))
     .key("saturation_report_count", &R::saturation_report_count, integer(1))

@@ -29,6 +29,9 @@ struct options {
   std::string demo_binary;   ///< `--demo PATH`: cafmesh-demo for P8
   std::string only;          ///< `--only P1,P4`: run just these row groups (empty: all)
   size_t threads = 0;        ///< `--threads N`: scheduler.max-threads (0: CAF's default)
+  /// `--channel-batch-max N`: `routing.channel_batch_max` of P3's sending silo (0: the
+  /// configured default)
+  int64_t channel_batch_max = 0;
 };
 
 /// One printed row: the headline figure, its goal and whether it is met.

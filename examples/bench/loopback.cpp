@@ -316,8 +316,11 @@ void run_p3(const options& opt, rows& out) {
     sink = nullptr;
     destroy_together(boxes);
   };
+  auto a_config = net_config("bench-a", config::process_role::silo_host, 0);
+  if (opt.channel_batch_max > 0)
+    a_config.routing.channel_batch_max = opt.channel_batch_max;
   auto abuilt = lifecycle::silo_builder{a_sys}
-                  .config(net_config("bench-a", config::process_role::silo_host, 0))
+                  .config(std::move(a_config))
                   .network()
                   .log_level(log::level::error)
                   .build();

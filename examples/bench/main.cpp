@@ -113,6 +113,11 @@ int main(int argc, char** argv) {
                  "scheduler.max-threads of every actor system (default: CAF's, the core "
                  "count)")
     ->type_name("N");
+  app.add_option("--channel-batch-max", opt.channel_batch_max,
+                 "routing.channel_batch_max of P3's sending silo (default: the configured "
+                 "default, 64)")
+    ->type_name("N")
+    ->check(CLI::Range(int64_t{0}, int64_t{256}));
   app.add_flag("--verbose", verbose, "Keep cafmesh's log lines on stderr");
   CLI11_PARSE(app, argc, argv);
   if (!verbose)

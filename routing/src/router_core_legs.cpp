@@ -70,18 +70,6 @@ const char* outcome_name(leg_outcome x) {
   }
 }
 
-/// Ends `leg` with a NACK that takes over its gauge slot.
-void leg_nack(pointer self, leg_rec& leg, verdict v, const std::string& text,
-              bool target_unserved = false, caf::optional<silo_address> responding = caf::none,
-              bool quiet = false) {
-  leg.slot_owned = false;
-  via_entry_client(self,
-                   post_nack(self, routed_env(self, leg), v, text, target_unserved,
-                             std::move(responding), leg.id, quiet),
-                   leg);
-  finish_leg(self, leg, leg_outcome::nacked);
-}
-
 void composition_fault(pointer self, leg_rec& leg, const std::string& what) {
   self->state.log.warning("delivery " + leg.env.id + ": composition fault: " + what);
   leg_nack(self, leg, verdict::failed, before_attempt_text(leg, what));
@@ -470,6 +458,17 @@ uint64_t via_entry_client(pointer self, uint64_t nack_id, const leg_rec& leg) {
   return nack_id;
 }
 
+void leg_nack(pointer self, leg_rec& leg, verdict v, const std::string& text,
+              bool target_unserved, caf::optional<silo_address> responding, bool quiet) {
+  leg.slot_owned = false;
+  via_entry_client(self,
+                   post_nack(self, routed_env(self, leg), v, text, target_unserved, responding,
+                             leg.id, quiet),
+                   leg);
+  finish_leg(self, leg, leg_outcome::nacked);
+  batch_nack_riders(self, leg, v, text, target_unserved, responding, quiet);
+}
+
 std::string before_attempt_text(const leg_rec& leg, const std::string& what) {
   return "Routing to '" + leg.host_path
          + "' failed before the delivery could be attempted: " + what;
@@ -490,18 +489,23 @@ void leg_attempt(pointer self, uint64_t id) {
   // (docs/behaviour/routing.md#continuations-sent-again).
   if (is_continuation(leg.env))
     bound = std::min(bound, ms(s.opts.routing.continuation_attempt_timeout_ms));
+  if (!leg.batched)
+    batch_form(self, leg);
   auto tok = ++leg.token;
   ++s.stats.grain_attempts;
   leg.in_flight = true;
   port_call_send(self, call_for::leg_attempt, id, tok, leg.att->grain, routed_env(self, leg),
                  bound, true,
                  destination_of(self, leg.host_path));
+  batch_send_riders(self, leg, bound);
 }
 
 void leg_attempt_result(pointer self, uint64_t id, uint64_t tok, envelope& r) {
   turn_scope turn{self};
   auto leg = find_leg(self, id, tok);
   if (leg == nullptr)
+    return;
+  if (leg->batched && batch_take_result(self, *leg, tok, r))
     return;
   leg->in_flight = false;
   auto d = judge_result(r);
@@ -539,6 +543,8 @@ void leg_attempt_fault(pointer self, uint64_t id, uint64_t tok, caf::error& e) {
   turn_scope turn{self};
   auto leg = find_leg(self, id, tok);
   if (leg == nullptr)
+    return;
+  if (leg->batched && batch_take_fault(self, *leg, tok, e))
     return;
   auto f = to_fault(e);
   // Without an answer the target may still hold the delivery.
@@ -578,6 +584,7 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_po
   auto& leg = i->second;
   leg.finished = true;
   ++leg.token;
+  batch_leave(self, leg);
   if (leg.slot_owned)
     gauge_release(self, id);
   auto now = now_ms(self);
@@ -609,7 +616,8 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_po
     channel = s.disp.channel_of(id);
   if (auto next = s.disp.on_terminal(id)) {
     auto j = s.legs.find(*next);
-    if (j == s.legs.end() || !j->second.finished) // an ended head needs no permit
+    // An ended head needs no permit, nor one that started as a rider of the batch before.
+    if (j == s.legs.end() || (!j->second.finished && !j->second.started))
       admit(self, *next);
   }
   if (channel && !s.disp.head_of(*channel)) {

@@ -114,6 +114,9 @@ struct leg_rec {
   /// A pure client handed the delivery to the routing grain: its address is in
   /// `core_state::entry_clients`.
   bool has_entry_client = false;
+  /// It leads or rides a channel batch: the batch's head is in `core_state::batch_of`
+  /// (docs/behaviour/routing.md#channel-batches).
+  bool batched = false;
 };
 
 /// The ladder rung a NACK is on (docs/behaviour/routing.md#nacks).
@@ -216,6 +219,23 @@ struct remote_route {
   activation_tag tag;
 };
 
+/// A channel batch (SPEC §14 B2, docs/behaviour/routing.md#channel-batches): the one-way
+/// deliveries queued behind a channel's head that ride with the head's attempts, in channel
+/// order. While an attempt is out, the answers of its items are collected, then judged
+/// together in channel order.
+struct channel_batch {
+  /// One item's answer to the attempt out: the hub's result or the call's fault.
+  struct answer {
+    uint64_t token = 0; ///< the item's step token when its call left
+    bool in = false;    ///< answered (or the item ended meanwhile)
+    std::unique_ptr<envelope> result; ///< the hub's result, once in
+    caf::error failure;               ///< the call's fault, once in
+  };
+  std::vector<uint64_t> riders;  ///< the legs behind the head, in channel order
+  std::vector<answer> answers;   ///< head first, then the riders; empty between attempts
+  size_t waiting = 0;            ///< answers still out
+};
+
 /// Work a turn leaves for its end (docs/behaviour/routing.md#one-turn-per-step): a start
 /// permit granted by the core's own count, or a leg's terminal event.
 struct turn_work {
@@ -276,6 +296,10 @@ struct core_state {
   leg_accounting acct;
   /// Resolutions the resolver marked cacheable.
   resolution_cache resolved;
+  /// Channel batches by the id of the leg that leads them (SPEC §14 B2).
+  std::unordered_map<uint64_t, channel_batch> batches;
+  /// The head of the batch of each `leg_rec::batched` leg (its own id for a head).
+  std::unordered_map<uint64_t, uint64_t> batch_of;
   /// Node-hub and pod-hub grain activations of this silo by `remote_route_key` (SPEC B3):
   /// dropped when the activation goes, a call to it fails, membership changes or the silo
   /// stops.
@@ -566,6 +590,12 @@ void finish_leg(pointer self, leg_rec& leg, leg_outcome outcome);
 /// pure client that handed the delivery to the routing grain, if one did. Answers `nack_id`.
 uint64_t via_entry_client(pointer self, uint64_t nack_id, const leg_rec& leg);
 
+/// Ends `leg` with a NACK that takes over its gauge slot (and gives the riders waiting for
+/// its next attempt the same NACK, `batch_nack_riders`).
+void leg_nack(pointer self, leg_rec& leg, verdict v, const std::string& text,
+              bool target_unserved = false, caf::optional<silo_address> responding = caf::none,
+              bool quiet = false);
+
 /// The NACK text of a leg that failed before its delivery could be attempted.
 std::string before_attempt_text(const leg_rec& leg, const std::string& what);
 
@@ -578,6 +608,51 @@ void leg_start(pointer self, leg_rec& leg);
 
 /// The one terminal event of `id` (the latch already settled): accounting, channel advance.
 void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_pool = true);
+
+// -- channel batches (router_core_batches.cpp) ---------------------------------------------------
+
+/// The head of the channel batch `leg` belongs to; 0: none.
+inline uint64_t batch_of(const core_state& s, const leg_rec& leg) {
+  if (!leg.batched)
+    return 0;
+  auto i = s.batch_of.find(leg.id);
+  return i != s.batch_of.end() ? i->second : 0;
+}
+
+/// Puts `leg` into the batch led by `head`; 0: out of any batch.
+inline void set_batch(core_state& s, leg_rec& leg, uint64_t head) {
+  if (head == 0) {
+    if (leg.batched)
+      s.batch_of.erase(leg.id);
+    leg.batched = false;
+    return;
+  }
+  s.batch_of[leg.id] = head;
+  leg.batched = true;
+}
+
+/// Forms a channel batch behind `head` if its channel allows one, else does nothing
+/// (docs/behaviour/routing.md#channel-batches).
+void batch_form(pointer self, leg_rec& head);
+
+/// Sends the riders of `head`'s batch, if any, behind the head's attempt just sent, with the
+/// same `bound`.
+void batch_send_riders(pointer self, leg_rec& head, ms bound);
+
+/// Takes `leg`'s answer to its attempt into its batch: true if the batch took it (and judged
+/// the batch once every answer was in), false if `leg` rides no batch collecting answers.
+bool batch_take_result(pointer self, leg_rec& leg, uint64_t token, envelope& result);
+bool batch_take_fault(pointer self, leg_rec& leg, uint64_t token, caf::error& failure);
+
+/// `leg` is NACKed (`v`, `text`): the riders waiting for its next attempt get the same
+/// NACK, each its own.
+void batch_nack_riders(pointer self, leg_rec& leg, verdict v, const std::string& text,
+                       bool target_unserved, const caf::optional<silo_address>& responding,
+                       bool quiet);
+
+/// `leg` ends (its terminal event): its place in a batch goes; the riders that waited for
+/// its next attempt form the next batch and attempt now.
+void batch_leave(pointer self, leg_rec& leg);
 
 // -- ending legs that will not land (router_core_unlanded_legs.cpp) ------------------------------
 

@@ -5,12 +5,15 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include <caf/all.hpp>
 
@@ -20,6 +23,7 @@
 #include "cafmesh/lifecycle/hosting.hpp"
 #include "cafmesh/routing/correlating_entry.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
+#include "cafmesh/routing/nack_codec.hpp"
 #include "cafmesh/testing/ask.hpp"
 #include "cafmesh/testing/fixture.hpp"
 #include "cafmesh/testing/silo_world.hpp"
@@ -456,4 +460,131 @@ TEST_CASE("S14.02 a pure client's request to a node hub of its gateway silo and 
   // (docs/known-limits.md#a-pure-clients-request-costs-50-mailbox-enqueues).
   CHECK(cost.jobs <= 50 * n);
   CHECK(cost.timers == 0);
+}
+
+namespace {
+
+/// Sends `n` stream-routed frames `f{k}` from `node/owner` to `portal/b0` (one channel)
+/// straight to a router core in one turn, on `(s14_go_atom, n)`.
+caf::behavior channel_driver(caf::event_based_actor* self, routing::router_core_actor core) {
+  auto next = std::make_shared<uint64_t>(0);
+  return {
+    [=](s14_go_atom, uint64_t n) {
+      for (uint64_t i = 0; i < n; ++i) {
+        envelope e;
+        e.id = "f" + std::to_string(++*next);
+        e.sender = address::from("node/owner");
+        e.target = address::from("portal/b0");
+        e.payload_type = "frame";
+        e.payload_json = "{\"n\":1}";
+        self->send(core, routing::rc_route_atom::value, std::move(e));
+      }
+    },
+  };
+}
+
+/// The number `k` of frame id `f{k}`.
+uint64_t frame_number(const std::string& id) {
+  return std::stoull(id.substr(1));
+}
+
+} // namespace
+
+TEST_CASE("S14.04 1,000 frames queued on one channel behind a held head are delivered in at most ceil(1,000 / routing.channel_batch_max) + 1 legs, in order, stale 0, and when the target's silo is killed mid-batch every unreported item gets exactly one NACK and no reported item gets one") {
+  testing::fixture fx;
+  testing::silo_world w{fx};
+  // The hub on B records the frames it takes, in order; the sender's hub on A the NACKs.
+  auto seen = std::make_shared<std::vector<uint64_t>>();
+  auto nacked = std::make_shared<std::vector<uint64_t>>();
+  testing::silo_world_options ob;
+  ob.configure = [](config::mesh_config& c) { c.routing.max_in_flight = 0; };
+  ob.hubs.emplace_back("portal/b0", [seen](caf::event_based_actor*, const envelope& d,
+                                           routing::hub_responder r) {
+    seen->push_back(frame_number(d.id));
+    r.done();
+  });
+  auto b_addr = w.add_silo("B", ob).addr;
+  REQUIRE(w.last_start->ok());
+  fx.run_for(std::chrono::seconds(2));
+  testing::silo_world_options oa;
+  oa.configure = ob.configure;
+  oa.hubs.emplace_back("node/owner", [nacked](caf::event_based_actor*, const envelope& d,
+                                              routing::hub_responder r) {
+    if (d.payload_type == routing::delivery_failure_payload_type && d.request_id)
+      nacked->push_back(frame_number(*d.request_id));
+    r.done();
+  });
+  auto& a = w.add_silo("A", oa);
+  REQUIRE(w.last_start->ok());
+  auto stats = [&] {
+    auto r = testing::ask<routing::router_core_stats>(fx, a.core, routing::rc_stats_atom::value);
+    fx.run();
+    REQUIRE(r->ok());
+    return r->value;
+  };
+  auto driver = fx.track(fx.sys.spawn(channel_driver, a.core));
+  // Warm-up: B's pod hub is placed and answers A's core, which keeps the route to it.
+  caf::anon_send(driver, s14_go_atom::value, uint64_t{1});
+  REQUIRE(fx.run_until([&] { return seen->size() == 1; }, std::chrono::minutes(1)));
+  fx.run();
+  auto batch_max = static_cast<uint64_t>(config::routing_section{}.channel_batch_max);
+  REQUIRE(batch_max == 64);
+  constexpr uint64_t n = 1000;
+  // The head and the 1,000 behind it arrive in one turn of the driver: the head's attempt
+  // leaves once the core has taken them all (its calls leave when its mailbox is empty), so
+  // the 1,000 queue behind it while it is held.
+  auto before = stats();
+  caf::anon_send(driver, s14_go_atom::value, n + 1);
+  REQUIRE(fx.run_until([&] { return seen->size() == n + 2; }, std::chrono::minutes(1)));
+  fx.run();
+  auto after = stats();
+  auto legs = after.grain_attempts - before.grain_attempts;
+  MESSAGE("S14.04: " << legs << " legs for the head and " << n << " frames behind it; "
+                     << after.batch_riders - before.batch_riders << " rode a batch");
+  CHECK(legs <= (n + batch_max - 1) / batch_max + 1);
+  CHECK(after.landed - before.landed == n + 1);
+  CHECK(after.nacked == before.nacked);
+  CHECK(after.in_flight == 0);
+  // In order, each once (a stale or duplicate frame would break the sequence).
+  std::vector<uint64_t> expected(n + 2);
+  for (uint64_t k = 0; k < n + 2; ++k)
+    expected[k] = k + 1;
+  CHECK(*seen == expected);
+  CHECK(nacked->empty());
+  // The target's silo is killed while a batch is out: 100 frames of the next 1,000 taken.
+  auto first = n + 3;
+  caf::anon_send(driver, s14_go_atom::value, n);
+  REQUIRE(fx.run_until([&] { return seen->size() >= n + 2 + 100; }, std::chrono::minutes(1)));
+  auto taken_before_kill = seen->size() - (n + 2);
+  w.kill(b_addr);
+  auto taken = seen->size() - (n + 2);
+  REQUIRE(taken < n); // the kill came mid-flow
+  // Every frame B never took gets its NACK once B is declared Dead and its pod hub has no
+  // silo to serve it.
+  REQUIRE(fx.run_until([&] { return nacked->size() >= n - taken; }, std::chrono::minutes(5)));
+  fx.run_for(std::chrono::seconds(30));
+  auto end = stats();
+  auto landed = end.landed - after.landed;
+  auto nacks = end.nacked - after.nacked;
+  MESSAGE("S14.04 kill: B took " << taken_before_kill << " (" << taken << " by the kill); "
+                                 << landed << " reported landed, " << nacks << " NACKed");
+  // Exactly one terminal outcome per frame: reported (landed) or NACKed, never both.
+  CHECK(landed + nacks == n);
+  CHECK(end.terminal_events - after.terminal_events == n);
+  CHECK(end.in_flight == 0);
+  // Each NACK once, for a frame of this flow; every frame B never took among them.
+  std::set<uint64_t> nack_set(nacked->begin(), nacked->end());
+  CHECK(nack_set.size() == nacked->size());
+  CHECK(nacked->size() == nacks);
+  CHECK(*nack_set.begin() >= first);
+  CHECK(*nack_set.rbegin() <= first + n - 1);
+  std::set<uint64_t> took(seen->begin() + static_cast<std::ptrdiff_t>(n + 2), seen->end());
+  uint64_t never_taken_unnacked = 0;
+  for (auto k = first; k < first + n; ++k)
+    if (took.count(k) == 0 && nack_set.count(k) == 0)
+      ++never_taken_unnacked;
+  CHECK(never_taken_unnacked == 0);
+  // What B took, it took in order.
+  CHECK(std::is_sorted(seen->begin(), seen->end()));
+  CHECK(took.size() == seen->size() - (n + 2));
 }

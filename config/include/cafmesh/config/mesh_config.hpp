@@ -130,6 +130,10 @@ struct routing_section {
   /// sent again, since its receiver keeps one outcome per request
   /// (docs/behaviour/routing.md#continuations-sent-again); >= 1
   int64_t continuation_attempt_timeout_ms = 5000;
+  /// Most deliveries one leg of an ordering channel carries: its head and the one-way
+  /// deliveries queued behind it (docs/behaviour/routing.md#channel-batches, SPEC §14 B2);
+  /// 1 .. 256, 1 turns batching off
+  int64_t channel_batch_max = 64;
   int64_t retry_max = 6;
   int64_t retry_base_ms = 250;
   int64_t retry_cap_ms = 3000;

@@ -140,6 +140,19 @@ public:
   /// Legs waiting behind the head of `ch` (0 if the channel does not exist).
   size_t queued_behind(const ordering_channel& ch) const;
 
+  /// Calls `f(id)` for the legs behind `leg` on its channel, in channel order, until `f`
+  /// answers false or the channel ends (a channel batch takes them,
+  /// docs/behaviour/routing.md#channel-batches). O(legs visited).
+  template <class F>
+  void for_each_behind(leg_id leg, F f) const {
+    auto li = legs_.find(leg);
+    if (li == legs_.end())
+      return;
+    for (auto x = li->second.next; x != nullptr; x = x->second.next)
+      if (!f(x->first))
+        return;
+  }
+
   /// Current nesting of dispatcher calls (0 outside any call).
   int depth() const { return depth_; }
 

@@ -114,6 +114,9 @@ struct router_core_stats {
   uint64_t crashed = 0;           ///< `leg_crashed`
   uint64_t refused = 0;           ///< never admitted: `pool_refused`
   uint64_t grain_attempts = 0;    ///< grain calls issued by legs (each retry counts)
+  /// Deliveries that rode a channel batch behind its head's attempt, each time one was sent
+  /// (docs/behaviour/routing.md#channel-batches).
+  uint64_t batch_riders = 0;
   uint64_t continuation_retries = 0; ///< responses/NACKs retried because their pod hub moved
   /// Responses/NACKs sent again after an attempt without answer
   /// (docs/behaviour/routing.md#continuations-sent-again).
@@ -157,6 +160,7 @@ typename Inspector::result_type inspect(Inspector& f, router_core_stats& x) {
            x.refused_destination,
            x.routing_loops, x.terminal_events, x.landed, x.nacked,
            x.abandoned, x.ended_by_release, x.crashed, x.refused, x.grain_attempts,
+           x.batch_riders,
            x.continuation_retries, x.continuation_resends, x.requester_time_ran_out,
            x.nacks_posted, x.nacks_pool_refused, x.nacks_client, x.nacks_local,
            x.nacks_node_hub, x.nacks_pod_hub, x.nacks_stream, x.nacks_failed, x.nacks_unsent,
