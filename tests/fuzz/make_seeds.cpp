@@ -5,8 +5,6 @@
 // have their own seed writer (examples/mainjob/fuzz/make_seeds.cpp).
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -17,20 +15,11 @@
 #include "cafmesh/config/load.hpp"
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/nack_codec.hpp"
+#include "cafmesh/testing/fuzz.hpp"
 
 using namespace cafmesh;
-namespace fs = std::filesystem;
 
 namespace {
-
-fs::path corpus;
-
-void write(const std::string& target, const std::string& name, const std::string& bytes) {
-  auto dir = corpus / target;
-  fs::create_directories(dir);
-  std::ofstream out{dir / name, std::ios::binary};
-  out << bytes;
-}
 
 template <class T>
 std::string binary(T x) {
@@ -112,7 +101,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: fuzz_make_seeds <corpus dir>\n");
     return 2;
   }
-  corpus = argv[1];
+  testing::fuzz::seed_corpus corpus{argv[1]};
 
   // Configurations: every role, rendered as the loader reads them.
   for (auto role : {config::process_role::silo_host, config::process_role::pure_client,
@@ -122,21 +111,23 @@ int main(int argc, char** argv) {
     c.mesh.name = "fuzz";
     if (role == config::process_role::pure_client)
       c.network.primary_port = 4242;
-    write("fuzz_config_loader", "rendered-" + config::to_string(role) + ".json",
-          config::to_json_text(c));
+    corpus.write("fuzz_config_loader", "rendered-" + config::to_string(role) + ".json",
+                 config::to_json_text(c));
   }
 
   // Envelopes, faults and NACKs: CAF's binary form, and the NACK's JSON.
-  write("fuzz_envelope_binary", "request.bin", binary(request()));
-  write("fuzz_envelope_binary", "frame.bin", binary(frame()));
-  write("fuzz_envelope_binary", "failed-answer.bin", binary(failed_answer()));
-  write("fuzz_envelope_binary", "nack.bin",
-        binary(routing::make_nack_envelope(nack_of(request(), routing::verdict::not_found, false),
-                                           "router-A-1", routing::address::from("router/A"))));
-  write("fuzz_fault_binary", "leaf.bin", binary(fault{mesh_errc::not_found, "no such hub"}));
-  write("fuzz_fault_binary", "tree.bin", binary(timeout_tree()));
-  write("fuzz_fault_binary", "nested.bin",
-        binary(fault{mesh_errc::resolve_failed, "resolve", {timeout_tree()}}));
+  corpus.write("fuzz_envelope_binary", "request.bin", binary(request()));
+  corpus.write("fuzz_envelope_binary", "frame.bin", binary(frame()));
+  corpus.write("fuzz_envelope_binary", "failed-answer.bin", binary(failed_answer()));
+  auto nack = nack_of(request(), routing::verdict::not_found, false);
+  corpus.write("fuzz_envelope_binary", "nack.bin",
+               binary(routing::make_nack_envelope(nack, "router-A-1",
+                                                  routing::address::from("router/A"))));
+  corpus.write("fuzz_fault_binary", "leaf.bin",
+               binary(fault{mesh_errc::not_found, "no such hub"}));
+  corpus.write("fuzz_fault_binary", "tree.bin", binary(timeout_tree()));
+  corpus.write("fuzz_fault_binary", "nested.bin",
+               binary(fault{mesh_errc::resolve_failed, "resolve", {timeout_tree()}}));
   int n = 0;
   for (const auto& [e, v, unserved] :
        {std::tuple{request(), routing::verdict::shutting_down, false},
@@ -144,8 +135,8 @@ int main(int argc, char** argv) {
         std::tuple{failed_answer(), routing::verdict::routing_loop, false}}) {
     auto f = nack_of(e, v, unserved);
     auto name = "nack-" + std::to_string(++n);
-    write("fuzz_nack_binary", name + ".bin", binary(f));
-    write("fuzz_nack_json", name + ".json", routing::to_json_text(f));
+    corpus.write("fuzz_nack_binary", name + ".bin", binary(f));
+    corpus.write("fuzz_nack_json", name + ".json", routing::to_json_text(f));
   }
-  return 0;
+  return corpus.exit_code();
 }

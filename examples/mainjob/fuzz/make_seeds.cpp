@@ -4,41 +4,26 @@
 // files of examples/scenarios/ are copied in by hand (docs/testing.md#fuzzing).
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 
 #include "cafmesh/mainjob/ledger.hpp"
 #include "cafmesh/mainjob/scenario.hpp"
 #include "cafmesh/mainjob/trace_replay.hpp"
+#include "cafmesh/testing/fuzz.hpp"
 
 using namespace cafmesh;
-namespace fs = std::filesystem;
-
-namespace {
-
-fs::path corpus;
-
-void write(const std::string& target, const std::string& name, const std::string& bytes) {
-  auto dir = corpus / target;
-  fs::create_directories(dir);
-  std::ofstream out{dir / name, std::ios::binary};
-  out << bytes;
-}
-
-} // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: fuzz_make_mainjob_seeds <corpus dir>\n");
     return 2;
   }
-  corpus = argv[1];
+  testing::fuzz::seed_corpus corpus{argv[1]};
 
   // Scenarios: the embedded default, rendered.
-  write("fuzz_scenario_reader", "default-rendered.json",
-        mainjob::to_json_text(mainjob::default_scenario()));
+  corpus.write("fuzz_scenario_reader", "default-rendered.json",
+               mainjob::to_json_text(mainjob::default_scenario()));
 
   // Traces: one line of every kind, and a frame stream.
   std::string trace;
@@ -56,7 +41,7 @@ int main(int argc, char** argv) {
     d.payload_bytes = 64;
     trace += mainjob::to_trace_line(d) + "\n";
   }
-  write("fuzz_trace_reader", "every-kind.jsonl", trace + "\n");
+  corpus.write("fuzz_trace_reader", "every-kind.jsonl", trace + "\n");
 
   // Ledger events: every event kind, as the ledger writes them.
   std::ostringstream events;
@@ -87,6 +72,6 @@ int main(int argc, char** argv) {
   d.id = "c-6", d.kind = mainjob::delivery_kind::request;
   ledger.accept(d);
   ledger.deadline("c-6", 11);
-  write("fuzz_ledger_events", "every-event.jsonl", events.str());
-  return 0;
+  corpus.write("fuzz_ledger_events", "every-event.jsonl", events.str());
+  return corpus.exit_code();
 }

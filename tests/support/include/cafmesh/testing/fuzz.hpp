@@ -3,11 +3,12 @@
 /// @file
 /// The harness of a fuzz target (docs/testing.md#fuzzing): the invariant check that ends a
 /// run with a report, the input as text, the UTF-8 test, the rendered round trip every
-/// reader with a renderer promises, and the regression runner that feeds a target's corpus
-/// and findings to its `LLVMFuzzerTestOneInput` once. A fuzz target is one source defining
-/// `LLVMFuzzerTestOneInput` with these checks; built with libFuzzer it fuzzes, built with any
-/// compiler next to a `main` calling `replay_main` it is a regression test. Header only, so
-/// that a libFuzzer build links none of `cafmesh::testing`'s code.
+/// reader with a renderer promises, the regression runner that feeds a target's corpus and
+/// findings to its `LLVMFuzzerTestOneInput` once, and the seed corpus that the seed writers
+/// (`tests/fuzz/make_seeds.cpp`, `examples/mainjob/fuzz/make_seeds.cpp`) fill. A fuzz target is one
+/// source defining `LLVMFuzzerTestOneInput` with these checks; built with libFuzzer it fuzzes,
+/// built with any compiler next to a `main` calling `replay_main` it is a regression test. Header
+/// only, so that a libFuzzer build links none of `cafmesh::testing`'s code.
 
 #include <algorithm>
 #include <cstddef>
@@ -19,6 +20,7 @@
 #include <iterator>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -109,5 +111,44 @@ inline int replay_main(int argc, char** argv) {
   std::printf("%zu inputs, no finding\n", total);
   return 0;
 }
+
+/// The seed corpora of a set of fuzz targets, as a seed writer fills them: `write` puts one
+/// seed into `<dir>/<target>/<name>`, making the folders it needs. A seed it cannot write is
+/// named on `report` (stderr by default) and counted; the writer's `main` answers
+/// `exit_code()`.
+class seed_corpus {
+public:
+  explicit seed_corpus(std::filesystem::path dir, std::FILE* report = stderr)
+    : dir_(std::move(dir)), report_(report) {}
+
+  /// Writes `bytes` as seed `name` of fuzz target `target`, replacing a seed of that name.
+  void write(const std::string& target, const std::string& name, const std::string& bytes) {
+    auto folder = dir_ / target;
+    auto file = folder / name;
+    std::error_code ec;
+    std::filesystem::create_directories(folder, ec);
+    if (!ec) {
+      std::ofstream out{file, std::ios::binary | std::ios::trunc};
+      out << bytes;
+      out.close();
+      if (out.good())
+        return;
+    }
+    std::fprintf(report_, "cannot write seed %s%s%s\n", file.c_str(), ec ? ": " : "",
+                 ec ? ec.message().c_str() : "");
+    ++failed_;
+  }
+
+  /// How many seeds could not be written.
+  size_t failed() const noexcept { return failed_; }
+
+  /// The seed writer's exit code: 0 when every seed was written, else 1.
+  int exit_code() const noexcept { return failed_ == 0 ? 0 : 1; }
+
+private:
+  std::filesystem::path dir_;
+  std::FILE* report_;
+  size_t failed_ = 0;
+};
 
 } // namespace cafmesh::testing::fuzz
