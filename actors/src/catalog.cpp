@@ -12,8 +12,8 @@
 
 namespace cafmesh {
 
-using cafmesh::detail::catalog_turn;
 using cafmesh::detail::catalog_state;
+using cafmesh::detail::catalog_turn;
 using cafmesh::detail::turn_reply;
 
 using namespace catalog_detail;
@@ -22,14 +22,10 @@ const char* catalog_state::name = "cafmesh.catalog";
 
 std::string to_string(deactivation_reason x) {
   switch (x) {
-    case deactivation_reason::idle:
-      return "idle";
-    case deactivation_reason::shutting_down:
-      return "shutting_down";
-    case deactivation_reason::lost_registration:
-      return "lost_registration";
-    case deactivation_reason::request:
-      return "request";
+    case deactivation_reason::idle: return "idle";
+    case deactivation_reason::shutting_down: return "shutting_down";
+    case deactivation_reason::lost_registration: return "lost_registration";
+    case deactivation_reason::request: return "request";
   }
   return "deactivation_reason(" + std::to_string(static_cast<int>(x)) + ")";
 }
@@ -46,19 +42,18 @@ catalog_config make_catalog_config(const config::mesh_config& cfg, const silo_ad
   return out;
 }
 
-
 namespace {
 
 /// One turn of activation `t` of `g` (`ct_invoke`, `ct_call`), answered through `reply`.
-void invoke(ct_actor* self, const grain_id& g, activation_tag t, int32_t fwd,
-            caf::message payload, turn_reply reply) {
+void invoke(ct_actor* self, const grain_id& g, activation_tag t, int32_t fwd, caf::message payload,
+            turn_reply reply) {
   auto& st = self->state;
   const grain_type* type = st.registry ? st.registry->find(g.type) : nullptr;
   if (type == nullptr) {
     ++st.stats.refused;
-    reply.deliver(to_error(fault{mesh_errc::not_found, "grain type " + g.type
-                                                         + " is not registered on silo "
-                                                         + st.cfg.self.to_string()}));
+    reply.deliver(
+      to_error(fault{mesh_errc::not_found, "grain type " + g.type + " is not registered on silo "
+                                             + st.cfg.self.to_string()}));
     return;
   }
   catalog_turn turn{fwd, std::move(payload), std::move(reply)};
@@ -108,8 +103,8 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
       if (kv.second.actor.address() == msg.source) {
         // The activation ended on its own (it quit or failed): it is gone; held messages
         // are rerouted as after a deactivation.
-        st.log.warning(tag_of(kv.second) + " exited on its own: "
-                       + self->system().render(msg.reason));
+        st.log.warning(tag_of(kv.second)
+                       + " exited on its own: " + self->system().render(msg.reason));
         finish(self, kv.first, false);
         settle_results(self);
         return;
@@ -134,14 +129,14 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
       auto rp = self->make_response_promise();
       const grain_type* t = st.registry ? st.registry->find(g.type) : nullptr;
       if (t == nullptr) {
-        rp.deliver(to_error(fault{mesh_errc::not_found, "grain type " + g.type
-                                                          + " is not registered on silo "
-                                                          + st.cfg.self.to_string()}));
+        rp.deliver(to_error(
+          fault{mesh_errc::not_found,
+                "grain type " + g.type + " is not registered on silo " + st.cfg.self.to_string()}));
         return rp;
       }
       if (t->kind != grain_kind::single_activation) {
-        rp.deliver(to_error(fault{mesh_errc::invalid_operation,
-                                  "grain type " + g.type + " is a stateless worker"}));
+        rp.deliver(to_error(
+          fault{mesh_errc::invalid_operation, "grain type " + g.type + " is a stateless worker"}));
         return rp;
       }
       auto bg = st.by_grain.find(g);
@@ -159,9 +154,9 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
           }
         }
         // Only a deactivating one is here: the caller re-resolves.
-        fault f{mesh_errc::activation_deactivated,
-                "the activation of " + g.to_string() + " on silo " + st.cfg.self.to_string()
-                  + " is deactivating"};
+        fault f{mesh_errc::activation_deactivated, "the activation of " + g.to_string()
+                                                     + " on silo " + st.cfg.self.to_string()
+                                                     + " is deactivating"};
         f.activation_error_recorded = tri_bool::no;
         f.silo = st.cfg.self;
         rp.deliver(to_error(f));
@@ -227,8 +222,8 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
       // deactivates and its held messages go to the winner.
       auto& st = self->state;
       auto i = st.activations.find(loser.tag.value);
-      if (loser.silo != st.cfg.self || i == st.activations.end()
-          || i->second.grain != loser.grain || i->second.stateless || i->second.deactivating)
+      if (loser.silo != st.cfg.self || i == st.activations.end() || i->second.grain != loser.grain
+          || i->second.stateless || i->second.deactivating)
         return;
       st.log.warning(tag_of(i->second) + " lost its registration to " + winner.to_string());
       if (i->second.registering.pending())
@@ -257,8 +252,7 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
         return;
       ++st.stats.abandoned;
       st.log.warning(tag_of(i->second) + " abandoned: its turn did not finish within "
-                     + std::to_string(st.cfg.deactivation_timeout_ms)
-                     + " ms of deactivation");
+                     + std::to_string(st.cfg.deactivation_timeout_ms) + " ms of deactivation");
       finish(self, tag, true);
     },
     [=](ct_self_atom) -> caf::result<activation_tag> {

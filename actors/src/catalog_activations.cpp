@@ -44,8 +44,8 @@ void turn_reply::answer(T&& x) {
     return;
   auto prio = urgent_ ? caf::message_priority::high : caf::message_priority::normal;
   caller_->enqueue(caf::make_mailbox_element(caf::strong_actor_ptr{from_->ctrl()},
-                                             caf::make_message_id(prio), {},
-                                             ct_result_atom::value, id_, std::forward<T>(x)),
+                                             caf::make_message_id(prio), {}, ct_result_atom::value,
+                                             id_, std::forward<T>(x)),
                    from_->context());
   caller_ = nullptr;
 }
@@ -62,8 +62,8 @@ void turn_reply::deliver(caf::error failure) {
 
 namespace cafmesh::catalog_detail {
 
-using cafmesh::detail::catalog_turn;
 using cafmesh::detail::catalog_activation;
+using cafmesh::detail::catalog_turn;
 
 /// Spawns one activation. The activation is linked to the catalog so it never outlives
 /// it; the catalog traps exits of its activations.
@@ -104,8 +104,8 @@ void flush_results(ct_actor* self) {
   }
   for (auto& [caller, batch] : by_caller)
     caller->enqueue(caf::make_mailbox_element(caf::strong_actor_ptr{self->ctrl()},
-                                              caf::make_message_id(caf::message_priority::high),
-                                              {}, ct_results_atom::value, std::move(batch)),
+                                              caf::make_message_id(caf::message_priority::high), {},
+                                              ct_results_atom::value, std::move(batch)),
                     self->context());
 }
 
@@ -139,7 +139,8 @@ void reroute(ct_actor* self, const grain_id& g, catalog_turn turn) {
   ++st.reroutes_in_flight;
   auto rp = turn.rp;
   ask_any(self, st.placement, 0,
-          caf::make_message(pl_call_atom::value, g, turn.forward_count + 1, std::move(turn.payload)),
+          caf::make_message(pl_call_atom::value, g, turn.forward_count + 1,
+                            std::move(turn.payload)),
           [=](caf::message reply, caf::error err) mutable {
             --self->state.reroutes_in_flight;
             check_all_gone(self);
@@ -180,7 +181,8 @@ void finish(ct_actor* self, uint32_t tag, bool kill) {
   }
   if (!a.stateless) {
     activation_address addr{a.grain, st.cfg.self, a.tag};
-    st.dir.unregister(self, addr, [] {}, [](caf::error) {});
+    st.dir.unregister(
+      self, addr, [] {}, [](caf::error) {});
     self->send(st.placement, pl_inval_atom::value, addr);
   }
   st.log.debug("deactivated " + tag_of(a) + ", rerouting " + std::to_string(a.queue.size())
@@ -200,7 +202,8 @@ void forget_stale_entry(ct_actor* self, const grain_id& g, activation_tag t) {
   activation_address addr{g, st.cfg.self, t};
   st.log.debug("a call named " + t.to_string() + " of " + g.to_string()
                + ", which is not here: removing its directory entry");
-  st.dir.unregister(self, addr, [] {}, [](caf::error) {});
+  st.dir.unregister(
+    self, addr, [] {}, [](caf::error) {});
   self->send(st.placement, pl_inval_atom::value, addr);
 }
 
@@ -225,12 +228,11 @@ void release(ct_actor* self, uint32_t tag) {
   self->request(a.actor, std::chrono::milliseconds(bound), grain_deactivate_atom::value)
     .then([=](caf::ok_atom) { finish(self, tag, false); },
           [=](caf::error& e) {
-            self->state.log.warning(
-              "deactivation hook of " + what
-              + (e == caf::sec::request_timeout
-                   ? " did not end within " + std::to_string(bound) + " ms"
-                   : " failed: " + to_fault(e).render())
-              + "; the activation goes anyway");
+            self->state.log.warning("deactivation hook of " + what
+                                    + (e == caf::sec::request_timeout
+                                         ? " did not end within " + std::to_string(bound) + " ms"
+                                         : " failed: " + to_fault(e).render())
+                                    + "; the activation goes anyway");
             finish(self, tag, false);
           });
 }
@@ -396,8 +398,8 @@ void register_activation(ct_actor* self, uint32_t tag) {
         return;
       auto f = to_fault(e);
       bool retry = e == caf::sec::request_timeout || f.code == mesh_errc::directory_unstable;
-      if (retry && self->clock().now() + std::chrono::milliseconds(100)
-                     < j->second.register_deadline) {
+      if (retry
+          && self->clock().now() + std::chrono::milliseconds(100) < j->second.register_deadline) {
         self->delayed_send(self, std::chrono::milliseconds(100), ct_regretry_atom::value, tag);
         return;
       }

@@ -16,9 +16,9 @@
 
 namespace cafmesh::catalog_detail {
 
-using cafmesh::detail::catalog_turn;
 using cafmesh::detail::catalog_activation;
 using cafmesh::detail::catalog_state;
+using cafmesh::detail::catalog_turn;
 
 using ct_actor = caf::stateful_actor<catalog_state>;
 
@@ -37,17 +37,15 @@ inline std::string tag_of(const catalog_activation& a) {
 
 inline caf::error not_active_error(const catalog_state& st, const grain_id& g) {
   fault f{mesh_errc::silo_unavailable, "silo " + st.cfg.self.to_string()
-                                         + " is not active, refusing to activate "
-                                         + g.to_string()};
+                                         + " is not active, refusing to activate " + g.to_string()};
   f.silo = st.cfg.self;
   return to_error(f);
 }
 
 inline caf::error failed_activation_error(const catalog_state& st, const grain_id& g,
                                           const std::string& text) {
-  fault f{mesh_errc::activation_deactivated,
-          "activation of " + g.to_string() + " failed on silo " + st.cfg.self.to_string()
-            + ": " + text};
+  fault f{mesh_errc::activation_deactivated, "activation of " + g.to_string() + " failed on silo "
+                                               + st.cfg.self.to_string() + ": " + text};
   f.activation_error_recorded = tri_bool::yes;
   f.silo = st.cfg.self;
   return to_error(f);
@@ -64,7 +62,7 @@ inline caf::error missing_error(const catalog_state& st, const grain_id& g, acti
                                                + st.cfg.self.to_string()};
   auto d = st.departed.find(t.value);
   f.activation_error_recorded = (d != st.departed.end() && d->second == g) ? tri_bool::no
-                                                                             : tri_bool::unknown;
+                                                                           : tri_bool::unknown;
   f.silo = st.cfg.self;
   return to_error(f);
 }

@@ -140,8 +140,7 @@ std::vector<activation_address> directory_cache::entries() const {
 
 caf::error directory_unstable_error(const silo_address& partition, const grain_id& g) {
   fault f{mesh_errc::directory_unstable, "directory partition on " + partition.to_string()
-                                           + " does not own " + g.to_string()
-                                           + "; retry later"};
+                                           + " does not own " + g.to_string() + "; retry later"};
   f.silo = partition;
   return to_error(f);
 }
@@ -158,8 +157,7 @@ template <class T, class F>
 void call_for(caf::event_based_actor* self, const caf::actor& mc, int64_t timeout_ms,
               caf::message call, F ok, directory_client::error_handler fail) {
   self->request(mc, std::chrono::milliseconds(timeout_ms), std::move(call))
-    .then([=](T& x) { ok(std::move(x)); },
-          [=](caf::error& e) { fail(std::move(e)); });
+    .then([=](T& x) { ok(std::move(x)); }, [=](caf::error& e) { fail(std::move(e)); });
 }
 
 } // namespace
@@ -201,8 +199,7 @@ void directory_client::lookup(caf::event_based_actor* self, const grain_id& g,
 }
 
 void directory_client::register_activation(caf::event_based_actor* self,
-                                           const activation_address& a,
-                                           register_handler on_winner,
+                                           const activation_address& a, register_handler on_winner,
                                            error_handler on_error) {
   if (kind_of(a.grain) == directory_kind::null) {
     on_winner(null_directory::register_activation(a));
@@ -215,8 +212,7 @@ void directory_client::register_activation(caf::event_based_actor* self,
   }
   ++registers_sent_;
   call_for<activation_address>(self, mc_, cfg_.lookup_attempt_timeout_ms,
-                               make_call(*owner, component::directory,
-                                         dir_register_atom::value, a),
+                               make_call(*owner, component::directory, dir_register_atom::value, a),
                                std::move(on_winner), std::move(on_error));
 }
 
@@ -234,9 +230,10 @@ void directory_client::unregister(caf::event_based_actor* self, const activation
   }
   ++unregisters_sent_;
   auto done = std::move(on_done);
-  call_for<caf::ok_atom>(self, mc_, cfg_.lookup_attempt_timeout_ms,
-                         make_call(*owner, component::directory, dir_unregister_atom::value, a),
-                         [done](caf::ok_atom) { done(); }, std::move(on_error));
+  call_for<caf::ok_atom>(
+    self, mc_, cfg_.lookup_attempt_timeout_ms,
+    make_call(*owner, component::directory, dir_unregister_atom::value, a),
+    [done](caf::ok_atom) { done(); }, std::move(on_error));
 }
 
 // -- partition actor --------------------------------------------------------------------
@@ -257,8 +254,8 @@ struct partition_state {
   silo_address self_addr;
   caf::actor mc;
   uint64_t version = 0;
-  membership_snapshot view;   ///< the latest snapshot applied
-  bool leaving = false;       ///< own silo terminating in `view`: owns nothing any more
+  membership_snapshot view; ///< the latest snapshot applied
+  bool leaving = false;     ///< own silo terminating in `view`: owns nothing any more
   hash_ring ring;
   std::map<grain_id, held_entry> entries;
   /// The ring before the latest view that showed a member of it gone abruptly, and until when a
@@ -304,14 +301,12 @@ void send_moves(partition_actor* self, moves& out, const char* what) {
   auto& st = self->state;
   for (auto& kv : out) {
     ++st.handoffs_sent;
-    st.log.debug(std::string{what} + " " + std::to_string(kv.second.second.size())
-                 + " entries to " + kv.first.to_string() + " (ring v"
-                 + std::to_string(kv.second.first) + ")");
+    st.log.debug(std::string{what} + " " + std::to_string(kv.second.second.size()) + " entries to "
+                 + kv.first.to_string() + " (ring v" + std::to_string(kv.second.first) + ")");
     caf::send_as(caf::actor_cast<caf::actor>(self), st.mc, mc_send_atom::value, kv.first,
                  component::directory,
                  caf::make_message(dir_handoff_atom::value, directory_protocol_version,
-                                   st.self_addr, kv.second.first,
-                                   std::move(kv.second.second)));
+                                   st.self_addr, kv.second.first, std::move(kv.second.second)));
   }
 }
 
@@ -352,8 +347,8 @@ bool replace_superseded(partition_state& st, held_entry& held, const activation_
   auto why = gives_way(st, held.address, a);
   if (why.empty())
     return false;
-  st.log.info("registration of " + a.to_string() + " replaces " + held.address.to_string()
-              + ": " + why);
+  st.log.info("registration of " + a.to_string() + " replaces " + held.address.to_string() + ": "
+              + why);
   held.address = a;
   held.ring_version = std::max(held.ring_version, ring_version);
   return true;
@@ -458,8 +453,7 @@ void receive_handoff(partition_actor* self, uint64_t ring_version,
     if (st.view.departed(a.silo))
       continue;
     auto o = st.ring.owner_of(a.grain);
-    bool forward = o != nullptr && *o != st.self_addr
-                   && (st.leaving || ring_version < st.version);
+    bool forward = o != nullptr && *o != st.self_addr && (st.leaving || ring_version < st.version);
     if (forward)
       add_move(out, *o, a, std::max(ring_version, st.version));
     else
@@ -474,17 +468,16 @@ void refuse_handoff(partition_actor* self, uint32_t protocol, const std::string&
                     size_t entries) {
   auto& st = self->state;
   ++st.handoffs_refused;
-  fault f{mesh_errc::rejected,
-          "directory hand-off of " + std::to_string(entries) + " entries from " + from
-            + " refused: protocol v" + std::to_string(protocol) + ", this partition on "
-            + st.self_addr.to_string() + " runs v" + std::to_string(directory_protocol_version)
-            + "; one owner rule per cluster, finish the roll"};
+  fault f{mesh_errc::rejected, "directory hand-off of " + std::to_string(entries) + " entries from "
+                                 + from + " refused: protocol v" + std::to_string(protocol)
+                                 + ", this partition on " + st.self_addr.to_string() + " runs v"
+                                 + std::to_string(directory_protocol_version)
+                                 + "; one owner rule per cluster, finish the roll"};
   st.log.error(to_string(f.code) + ": " + to_string(f));
 }
 
-directory_partition_actor::behavior_type directory_partition(partition_actor* self,
-                                                             silo_address self_addr,
-                                                             caf::actor mc) {
+directory_partition_actor::behavior_type
+directory_partition(partition_actor* self, silo_address self_addr, caf::actor mc) {
   auto& st = self->state;
   st.self_addr = self_addr;
   st.mc = std::move(mc);
@@ -582,21 +575,17 @@ directory_cache_actor::behavior_type directory_cache_behaviour(cache_actor* self
     [=](dir_entries_atom) -> caf::result<std::vector<activation_address>> {
       return self->state.cache.entries();
     },
-    [=](mb_snapshot_atom, const membership_snapshot& snap) {
-      self->state.cache.on_snapshot(snap);
-    },
+    [=](mb_snapshot_atom, const membership_snapshot& snap) { self->state.cache.on_snapshot(snap); },
   };
 }
 
 } // namespace
 
-directory_partition_actor spawn_directory_partition(caf::actor_system& sys,
-                                                    const silo_address& self_addr,
-                                                    const caf::actor& mc,
-                                                    const membership_agent_actor& agent) {
+directory_partition_actor
+spawn_directory_partition(caf::actor_system& sys, const silo_address& self_addr,
+                          const caf::actor& mc, const membership_agent_actor& agent) {
   auto p = sys.spawn(directory_partition, self_addr, mc);
-  caf::anon_send(mc, mc_register_atom::value, component::directory,
-                 caf::actor_cast<caf::actor>(p));
+  caf::anon_send(mc, mc_register_atom::value, component::directory, caf::actor_cast<caf::actor>(p));
   if (agent)
     caf::anon_send(agent, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(p));
   return p;

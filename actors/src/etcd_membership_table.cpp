@@ -81,17 +81,17 @@ json compare_value(const std::string& key, const std::string& value) {
 }
 
 json compare_absent(const std::string& key) {
-  return {{"key", b64(key)}, {"target", "CREATE"}, {"result", "EQUAL"},
-          {"create_revision", "0"}};
+  return {{"key", b64(key)}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}};
 }
 
 json compare_present(const std::string& key) {
-  return {{"key", b64(key)}, {"target", "CREATE"}, {"result", "GREATER"},
-          {"create_revision", "0"}};
+  return {{"key", b64(key)}, {"target", "CREATE"}, {"result", "GREATER"}, {"create_revision", "0"}};
 }
 
 json compare_mod(const std::string& key, uint64_t revision) {
-  return {{"key", b64(key)}, {"target", "MOD"}, {"result", "EQUAL"},
+  return {{"key", b64(key)},
+          {"target", "MOD"},
+          {"result", "EQUAL"},
           {"mod_revision", std::to_string(revision)}};
 }
 
@@ -129,9 +129,7 @@ struct etcd_membership_table::impl {
   /// The endpoint that answered last; calls start there.
   std::atomic<size_t> preferred{0};
 
-  explicit impl(etcd_table_options options) : opts(std::move(options)) {
-    init_curl_once();
-  }
+  explicit impl(etcd_table_options options) : opts(std::move(options)) { init_curl_once(); }
 
   std::string key(const std::string& suffix) const { return opts.prefix + suffix; }
   std::string version_key() const { return key("version"); }
@@ -159,15 +157,15 @@ struct etcd_membership_table::impl {
       }
       if (code >= 500) {
         // This member cannot serve now (no leader, an election, a timeout): the next may.
-        errors += (errors.empty() ? "" : "; ") + endpoint + ": HTTP " + std::to_string(code)
-                  + " " + response;
+        errors += (errors.empty() ? "" : "; ") + endpoint + ": HTTP " + std::to_string(code) + " "
+                  + response;
         continue;
       }
       if (code != 200) {
         // etcd refused the request itself: its answer is the same on every member.
-        return table_outcome::failure(table_status::malformed,
-                                      endpoint + path + " answered HTTP "
-                                        + std::to_string(code) + ": " + response);
+        return table_outcome::failure(table_status::malformed, endpoint + path + " answered HTTP "
+                                                                 + std::to_string(code) + ": "
+                                                                 + response);
       }
       try {
         out = json::parse(response);
@@ -208,8 +206,8 @@ struct etcd_membership_table::impl {
   }
 
   /// Runs a transaction; `succeeded` tells whether its comparisons held.
-  table_outcome txn(const json& compare, const json& success, const json& failure,
-                    bool& succeeded, json& answer) {
+  table_outcome txn(const json& compare, const json& success, const json& failure, bool& succeeded,
+                    json& answer) {
     json body = {{"compare", compare}, {"success", success}};
     if (!failure.empty())
       body["failure"] = failure;
@@ -231,8 +229,8 @@ struct etcd_membership_table::impl {
       compare.push_back(compare_present(rkey)); // an absent key's mod_revision is 0 too
       compare.push_back(compare_mod(rkey, row.row_version));
     }
-    json success = json::array({put(vkey, std::to_string(table_version + 1)),
-                                put(rkey, row_to_json(row))});
+    json success
+      = json::array({put(vkey, std::to_string(table_version + 1)), put(rkey, row_to_json(row))});
     json failure = insert ? json::array() : json::array({range_key(rkey)});
     bool succeeded = false;
     json answer;
@@ -314,7 +312,7 @@ struct etcd_membership_table::impl {
 class etcd_membership_table::watch_stream final : public table_watch {
 public:
   watch_stream(std::shared_ptr<etcd_membership_table::impl> table,
-             membership_table::change_callback on_change, uint64_t from_revision)
+               membership_table::change_callback on_change, uint64_t from_revision)
     : table_(std::move(table)), on_change_(std::move(on_change)), next_(from_revision) {
     multi_ = curl_multi_init();
     thread_ = std::thread{[this] { run(); }};
@@ -461,8 +459,8 @@ private:
 
   std::shared_ptr<etcd_membership_table::impl> table_;
   membership_table::change_callback on_change_;
-  uint64_t next_;          ///< the revision the next stream starts at (0: from now)
-  bool missed_ = false;    ///< guarded by mtx_: notify when the next stream is created
+  uint64_t next_;       ///< the revision the next stream starts at (0: from now)
+  bool missed_ = false; ///< guarded by mtx_: notify when the next stream is created
   std::string buffer_;
   size_t failed_in_round_ = 0; ///< streams ended in a row without a confirmed watch
   std::atomic<bool> stop_{false};
@@ -496,8 +494,7 @@ table_outcome etcd_membership_table::update_row(const table_row& row, uint64_t t
   return impl_->write_row(row, table_version, false);
 }
 
-table_outcome etcd_membership_table::update_i_am_alive(const silo_address& silo,
-                                                       int64_t at_ms) {
+table_outcome etcd_membership_table::update_i_am_alive(const silo_address& silo, int64_t at_ms) {
   bool succeeded = false;
   json answer;
   auto res = impl_->txn(json::array({compare_present(impl_->row_key(silo))}),

@@ -109,8 +109,7 @@ fault to_fault(const caf::error& e, bool receiver_departed) {
   auto rendered = caf::to_string(e);
   if (e.category() == caf::atom("system")) {
     switch (static_cast<caf::sec>(e.code())) {
-      case caf::sec::request_timeout:
-        return fault{mesh_errc::response_timeout, rendered};
+      case caf::sec::request_timeout: return fault{mesh_errc::response_timeout, rendered};
       case caf::sec::request_receiver_down:
         if (receiver_departed)
           return fault{mesh_errc::departed_silo, rendered};
@@ -122,18 +121,14 @@ fault to_fault(const caf::error& e, bool receiver_departed) {
       case caf::sec::cannot_connect_to_node:
       case caf::sec::no_route_to_receiving_node:
       case caf::sec::disconnect_during_handshake:
-      case caf::sec::socket_disconnected:
-        return fault{mesh_errc::departed_silo, rendered};
-      default:
-        break;
+      case caf::sec::socket_disconnected: return fault{mesh_errc::departed_silo, rendered};
+      default: break;
     }
   } else if (e.category() == caf::atom("exit")) {
     switch (static_cast<caf::exit_reason>(e.code())) {
       case caf::exit_reason::remote_link_unreachable:
-      case caf::exit_reason::unreachable:
-        return fault{mesh_errc::departed_silo, rendered};
-      default:
-        break;
+      case caf::exit_reason::unreachable: return fault{mesh_errc::departed_silo, rendered};
+      default: break;
     }
   }
   return fault{mesh_errc::application, rendered};

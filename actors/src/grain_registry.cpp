@@ -6,10 +6,8 @@ namespace cafmesh {
 
 std::string to_string(grain_kind x) {
   switch (x) {
-    case grain_kind::single_activation:
-      return "single_activation";
-    case grain_kind::stateless_worker:
-      return "stateless_worker";
+    case grain_kind::single_activation: return "single_activation";
+    case grain_kind::stateless_worker: return "stateless_worker";
   }
   return "grain_kind(" + std::to_string(static_cast<int>(x)) + ")";
 }

@@ -45,9 +45,7 @@ using caf::io::network::native_socket;
 /// CAF's `policy::tcp` (plain TCP) or `tls_policy` (the handshake runs inside mutual TLS,
 /// docs/behaviour/peer-authentication.md#tls); otherwise this is CAF's `scribe_impl`.
 template <class Policy>
-class guarded_scribe final : public caf::io::scribe,
-                             public watched_connection,
-                             public tls_events {
+class guarded_scribe final : public caf::io::scribe, public watched_connection, public tls_events {
 public:
   static constexpr bool uses_tls = std::is_same_v<Policy, tls_policy>;
 
@@ -60,9 +58,7 @@ public:
     // nop
   }
 
-  bool authenticated() const {
-    return stage_ == stage::done;
-  }
+  bool authenticated() const { return stage_ == stage::done; }
 
   // -- caf::io::scribe (as `scribe_impl`, but for the handshake) --------------------------
 
@@ -78,17 +74,11 @@ public:
       start();
   }
 
-  void ack_writes(bool enable) override {
-    stream_.ack_writes(enable);
-  }
+  void ack_writes(bool enable) override { stream_.ack_writes(enable); }
 
-  std::vector<char>& wr_buf() override {
-    return authenticated() ? stream_.wr_buf() : held_;
-  }
+  std::vector<char>& wr_buf() override { return authenticated() ? stream_.wr_buf() : held_; }
 
-  std::vector<char>& rd_buf() override {
-    return stream_.rd_buf();
-  }
+  std::vector<char>& rd_buf() override { return stream_.rd_buf(); }
 
   void graceful_shutdown() override {
     stream_.graceful_shutdown();
@@ -107,9 +97,9 @@ public:
       held_.shrink_to_fit();
       caf::intrusive_ptr<guarded_scribe> self{this};
       stream_.backend().post([self] {
-        self->refuse(peer_refusal::oversized,
-                     "CAF queued more than " + std::to_string(unauthenticated_bound_bytes)
-                       + " bytes for it before it authenticated");
+        self->refuse(peer_refusal::oversized, "CAF queued more than "
+                                                + std::to_string(unauthenticated_bound_bytes)
+                                                + " bytes for it before it authenticated");
       });
     }
   }
@@ -124,13 +114,9 @@ public:
     return x ? *x : uint16_t{0};
   }
 
-  void add_to_loop() override {
-    stream_.activate(this);
-  }
+  void add_to_loop() override { stream_.activate(this); }
 
-  void remove_from_loop() override {
-    stream_.passivate();
-  }
+  void remove_from_loop() override { stream_.passivate(); }
 
   bool consume(caf::execution_unit* ctx, const void* buf, size_t num_bytes) override {
     if (authenticated())
@@ -145,8 +131,8 @@ public:
   void expire() override {
     if (authenticated() || detached() || doomed_)
       return;
-    refuse(peer_refusal::timeout, "no authentication within "
-                                    + std::to_string(guard_->timeout_ms()) + " ms");
+    refuse(peer_refusal::timeout,
+           "no authentication within " + std::to_string(guard_->timeout_ms()) + " ms");
   }
 
   // -- tls_events -------------------------------------------------------------------------
@@ -170,9 +156,7 @@ public:
       guard_->refused(peer_refusal::tls, peer_name(), text, endpoint_);
   }
 
-  void tls_wants_write() override {
-    stream_.force_empty_write(this);
-  }
+  void tls_wants_write() override { stream_.force_empty_write(this); }
 
 protected:
   void detach_from(caf::io::abstract_broker* ptr) override {
@@ -203,8 +187,7 @@ private:
     : scribe(caf::io::network::conn_hdl_from_socket(fd)),
       guard_(std::move(guard)),
       endpoint_(std::move(endpoint)),
-      stream_(mx, fd, *guard_->tls(), fd, endpoint_.has_value(),
-              static_cast<tls_events*>(this)) {
+      stream_(mx, fd, *guard_->tls(), fd, endpoint_.has_value(), static_cast<tls_events*>(this)) {
     // nop
   }
 
@@ -213,9 +196,7 @@ private:
     stream_.start(this);
   }
 
-  bool connector() const {
-    return endpoint_.has_value();
-  }
+  bool connector() const { return endpoint_.has_value(); }
 
   /// The peer's host and port, as connected to or as seen when the connection started (a
   /// connection the peer closed has no address any more).
@@ -265,13 +246,9 @@ private:
     stream_.flush(this);
   }
 
-  const nonce& connector_nonce() const {
-    return connector() ? own_nonce_ : peer_nonce_;
-  }
+  const nonce& connector_nonce() const { return connector() ? own_nonce_ : peer_nonce_; }
 
-  const nonce& acceptor_nonce() const {
-    return connector() ? peer_nonce_ : own_nonce_;
-  }
+  const nonce& acceptor_nonce() const { return connector() ? peer_nonce_ : own_nonce_; }
 
   digest expected_proof() const {
     return proof(guard_->secret(), connector() ? acceptor_label : connector_label,
@@ -286,8 +263,7 @@ private:
   bool step(const uint8_t* data, size_t n) {
     switch (stage_) {
       case stage::magic:
-        if (n == tls_required_magic.size()
-            && std::memcmp(data, tls_required_magic.data(), n) == 0)
+        if (n == tls_required_magic.size() && std::memcmp(data, tls_required_magic.data(), n) == 0)
           return refuse(peer_refusal::protocol,
                         "it requires TLS (network.tls_*), this process does not use TLS");
         if (n == hello_magic.size() && data[0] == 0x16 && data[1] == 0x03)
@@ -305,9 +281,9 @@ private:
         return true;
       case stage::fixed:
         if (data[0] == 0 || data[0] > max_cluster_id_bytes)
-          return refuse(peer_refusal::protocol,
-                        "its cluster id length " + std::to_string(data[0]) + " is not 1 to "
-                          + std::to_string(max_cluster_id_bytes));
+          return refuse(peer_refusal::protocol, "its cluster id length " + std::to_string(data[0])
+                                                  + " is not 1 to "
+                                                  + std::to_string(max_cluster_id_bytes));
         std::memcpy(peer_nonce_.data(), data + 1, peer_nonce_.size());
         expect(stage::cluster_id, data[0]);
         return true;
@@ -333,10 +309,10 @@ private:
         if (data[0] != static_cast<uint8_t>(verdict::admitted)) {
           auto text = data[0] == static_cast<uint8_t>(verdict::cluster_id)
                         ? std::string{"it belongs to another cluster"}
-                        : data[0] == static_cast<uint8_t>(verdict::secret)
-                            ? std::string{"this process's proof does not match its cluster "
-                                          "secret"}
-                            : "verdict " + std::to_string(data[0]);
+                      : data[0] == static_cast<uint8_t>(verdict::secret)
+                        ? std::string{"this process's proof does not match its cluster "
+                                      "secret"}
+                        : "verdict " + std::to_string(data[0]);
           return refused_by_peer(text);
         }
         expect(stage::proof, digest{}.size());
@@ -356,8 +332,7 @@ private:
       }
       case stage::idle:
       case stage::tls:
-      case stage::done:
-        break;
+      case stage::done: break;
     }
     return false;
   }
@@ -433,8 +408,7 @@ caf::io::scribe_ptr guarded_connection(default_multiplexer& mx, native_socket fd
                                        std::optional<std::pair<std::string, uint16_t>> endpoint) {
   if (guard->tls())
     return caf::make_counted<guarded_scribe<tls_policy>>(mx, fd, guard, std::move(endpoint));
-  return caf::make_counted<guarded_scribe<caf::policy::tcp>>(mx, fd, guard,
-                                                             std::move(endpoint));
+  return caf::make_counted<guarded_scribe<caf::policy::tcp>>(mx, fd, guard, std::move(endpoint));
 }
 
 } // namespace cafmesh::gate_detail

@@ -18,9 +18,9 @@ namespace cafmesh::gate_detail {
 
 /// A guarded connection over `fd`, TLS if `guard` has a TLS context; `endpoint` is set on
 /// the connecting end.
-caf::io::scribe_ptr
-guarded_connection(caf::io::network::default_multiplexer& mx, caf::io::network::native_socket fd,
-                   const peer_guard_ptr& guard,
-                   std::optional<std::pair<std::string, uint16_t>> endpoint);
+caf::io::scribe_ptr guarded_connection(caf::io::network::default_multiplexer& mx,
+                                       caf::io::network::native_socket fd,
+                                       const peer_guard_ptr& guard,
+                                       std::optional<std::pair<std::string, uint16_t>> endpoint);
 
 } // namespace cafmesh::gate_detail

@@ -45,8 +45,8 @@ level from_spd(spdlog::level::level_enum x) {
 /// uses spdlog itself is not affected.
 struct state {
   std::mutex mtx;
-  std::shared_ptr<spdlog::sinks::dist_sink_mt> dist =
-    std::make_shared<spdlog::sinks::dist_sink_mt>();
+  std::shared_ptr<spdlog::sinks::dist_sink_mt> dist
+    = std::make_shared<spdlog::sinks::dist_sink_mt>();
   /// The process sink: stderr unless the application gave its own (`use_logger`,
   /// `use_handler`); `stderr_level` and `stderr_enabled` apply to whichever it is.
   std::shared_ptr<spdlog::sinks::sink> err = [] {
@@ -101,8 +101,8 @@ bool parse_level(std::string_view text, level& out) {
     level lvl;
   };
   static constexpr entry table[] = {
-    {"trace", level::trace},     {"debug", level::debug}, {"info", level::info},
-    {"warning", level::warning}, {"warn", level::warning}, {"error", level::error},
+    {"trace", level::trace},     {"debug", level::debug},       {"info", level::info},
+    {"warning", level::warning}, {"warn", level::warning},      {"error", level::error},
     {"err", level::error},       {"critical", level::critical}, {"off", level::off},
   };
   for (const auto& e : table)
@@ -185,8 +185,8 @@ namespace {
 /// Forwards every line to an application's handler.
 class handler_sink : public spdlog::sinks::base_sink<std::mutex> {
 public:
-  using handler_type
-    = std::function<void(cafmesh::log::level, const std::string& component, const std::string& text)>;
+  using handler_type = std::function<void(cafmesh::log::level, const std::string& component,
+                                          const std::string& text)>;
   explicit handler_sink(handler_type f) : f_(std::move(f)) {}
 
 protected:
@@ -230,8 +230,8 @@ void use_logger(std::shared_ptr<spdlog::logger> target) {
     }));
 }
 
-void use_handler(std::function<void(level, const std::string& component,
-                                    const std::string& text)> handler) {
+void use_handler(
+  std::function<void(level, const std::string& component, const std::string& text)> handler) {
   if (!handler) {
     replace_process_sink(nullptr);
     return;
@@ -275,13 +275,11 @@ struct capture::sink_handle {
   std::shared_ptr<capture_sink> sink;
 };
 
-capture::capture(std::function<int64_t()> now_ms)
-  : capture(std::move(now_ms), level::trace) {
+capture::capture(std::function<int64_t()> now_ms) : capture(std::move(now_ms), level::trace) {
   // nop
 }
 
-capture::capture(std::function<int64_t()> now_ms, level min_level)
-  : now_ms_(std::move(now_ms)) {
+capture::capture(std::function<int64_t()> now_ms, level min_level) : now_ms_(std::move(now_ms)) {
   sink_ = std::make_shared<sink_handle>();
   sink_->sink = std::make_shared<capture_sink>(this);
   sink_->sink->set_level(to_spd(min_level));

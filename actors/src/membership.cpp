@@ -26,8 +26,7 @@ std::string to_string(silo_status x) {
 }
 
 bool is_terminating(silo_status x) {
-  return x == silo_status::shutting_down || x == silo_status::stopping
-         || x == silo_status::dead;
+  return x == silo_status::shutting_down || x == silo_status::stopping || x == silo_status::dead;
 }
 
 bool is_allowed_transition(silo_status from, silo_status to) {
@@ -118,10 +117,9 @@ void membership_snapshot::upsert(membership_row r) {
     *existing = std::move(r);
     return;
   }
-  auto pos = std::lower_bound(rows.begin(), rows.end(), r.silo,
-                              [](const membership_row& x, const silo_address& s) {
-                                return x.silo < s;
-                              });
+  auto pos
+    = std::lower_bound(rows.begin(), rows.end(), r.silo,
+                       [](const membership_row& x, const silo_address& s) { return x.silo < s; });
   rows.insert(pos, std::move(r));
 }
 
@@ -154,8 +152,8 @@ struct oracle_state {
 const char* oracle_state::name = "cafmesh.membership_oracle";
 
 /// The oracle's full interface: the protocol and its own failure-detector check.
-using oracle_impl = membership_oracle_actor::extend<
-  caf::reacts_to<mb_check_atom, silo_address, uint64_t>>;
+using oracle_impl
+  = membership_oracle_actor::extend<caf::reacts_to<mb_check_atom, silo_address, uint64_t>>;
 
 using oracle_actor = oracle_impl::stateful_base<oracle_state>;
 
@@ -183,9 +181,9 @@ caf::error transition(oracle_actor* self, const silo_address& s, silo_status to)
   if (row->status == to)
     return caf::error{};
   if (!is_allowed_transition(row->status, to))
-    return refused(mesh_errc::invalid_operation,
-                   "membership transition " + to_string(row->status) + " -> " + to_string(to)
-                     + " of " + s.to_string() + " refused");
+    return refused(mesh_errc::invalid_operation, "membership transition " + to_string(row->status)
+                                                   + " -> " + to_string(to) + " of " + s.to_string()
+                                                   + " refused");
   st.log.info(s.to_string() + ": " + to_string(row->status) + " -> " + to_string(to));
   row->status = to;
   publish(self);
@@ -209,9 +207,8 @@ oracle_impl::behavior_type membership_oracle(oracle_actor* self, membership_orac
   self->state.log = log::get("membership");
   if (net)
     self->send(net, sim_watch_atom::value, caf::actor_cast<caf::actor>(self));
-  self->set_down_handler([=](caf::down_msg& dm) {
-    membership_detail::forget(self->state.subscribers, dm);
-  });
+  self->set_down_handler(
+    [=](caf::down_msg& dm) { membership_detail::forget(self->state.subscribers, dm); });
   return {
     [=](mb_join_atom, membership_row& row) -> caf::result<uint64_t> {
       auto& st = self->state;
@@ -240,8 +237,7 @@ oracle_impl::behavior_type membership_oracle(oracle_actor* self, membership_orac
                            "registration of " + row.silo.to_string() + " refused: it is Dead");
           // Registered already (its earlier registration, or a status it published since):
           // a later status still applies, an earlier one changes nothing.
-          if (existing->status != row.status
-              && is_allowed_transition(existing->status, row.status))
+          if (existing->status != row.status && is_allowed_transition(existing->status, row.status))
             if (auto err = transition(self, row.silo, row.status))
               return err;
           return st.snap.version;
@@ -311,12 +307,12 @@ struct agent_state {
   caf::optional<silo_status> local_status; ///< set locally, not yet seen in a snapshot
   std::vector<caf::actor> subscribers;
   uint64_t stale_ignored = 0;
-  bool leaving = false;              ///< this silo published a leaving status itself
-  uint64_t declared_version = 0;     ///< the view that showed it declared Dead (0: none)
+  bool leaving = false;          ///< this silo published a leaving status itself
+  uint64_t declared_version = 0; ///< the view that showed it declared Dead (0: none)
   std::vector<caf::actor> declared_watchers;
   // -- a reset table (docs/behaviour/membership.md#when-the-development-tables-process-restarts)
-  membership_snapshot table_snap; ///< the latest snapshot of the table the view follows
-  uint64_t offset = 0;            ///< view.version = offset + table_snap.version
+  membership_snapshot table_snap;      ///< the latest snapshot of the table the view follows
+  uint64_t offset = 0;                 ///< view.version = offset + table_snap.version
   std::vector<membership_row> carried; ///< rows of an earlier table this one lacks yet
   uint64_t carry_epoch = 0;            ///< tells the current carry bound from earlier ones
   caf::timespan carry_bound = default_carry_bound;
@@ -496,8 +492,7 @@ void apply(agent_actor* self, membership_snapshot snap) {
                    + "): carrying " + std::to_string(st.carried.size())
                    + " row(s) until their silos register again (at most "
                    + std::to_string(
-                       std::chrono::duration_cast<std::chrono::milliseconds>(st.carry_bound)
-                         .count())
+                     std::chrono::duration_cast<std::chrono::milliseconds>(st.carry_bound).count())
                    + " ms)");
     if (!st.carried.empty())
       self->delayed_send(self, st.carry_bound, mb_carry_atom::value, ++st.carry_epoch);
@@ -533,9 +528,9 @@ void give_up(agent_actor* self, uint64_t id) {
     f.causes.push_back(to_fault(op.last));
   st.log.error(f.text);
   if (op.row && !st.own_row)
-    st.join_gave_up = to_error(fault{mesh_errc::departed_silo,
-                                     "this silo never joined: " + f.text
-                                       + "; no row to publish a status in"});
+    st.join_gave_up
+      = to_error(fault{mesh_errc::departed_silo,
+                       "this silo never joined: " + f.text + "; no row to publish a status in"});
   op.rp.deliver(to_error(f));
 }
 
@@ -566,11 +561,9 @@ void attempt_failed(agent_actor* self, uint64_t id, caf::error e) {
     }
     wait = std::min<caf::timespan>(wait, left);
   }
-  st.log.warning("membership table " + st.join.table + " not reached: " + to_fault(e).text
-                 + "; trying again in "
-                 + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait)
-                                    .count())
-                 + " ms");
+  st.log.warning(
+    "membership table " + st.join.table + " not reached: " + to_fault(e).text + "; trying again in "
+    + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()) + " ms");
   i->second.last = std::move(e);
   self->delayed_send(self, wait, mb_retry_atom::value, id);
 }
@@ -624,9 +617,9 @@ caf::typed_response_promise<uint64_t> start_bounded(agent_actor* self,
   return rp;
 }
 
-agent_impl::behavior_type
-membership_agent(agent_actor* self, silo_address self_addr, membership_oracle_actor oracle,
-                 caf::timespan carry_bound, membership_join_bound join) {
+agent_impl::behavior_type membership_agent(agent_actor* self, silo_address self_addr,
+                                           membership_oracle_actor oracle,
+                                           caf::timespan carry_bound, membership_join_bound join) {
   auto& st = self->state;
   st.self_addr = self_addr;
   st.oracle = oracle;
@@ -634,9 +627,8 @@ membership_agent(agent_actor* self, silo_address self_addr, membership_oracle_ac
   st.join = std::move(join);
   st.log = log::get("membership").with_context(self_addr.to_string());
   self->send(oracle, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(self));
-  self->set_down_handler([=](caf::down_msg& dm) {
-    membership_detail::forget(self->state.subscribers, dm);
-  });
+  self->set_down_handler(
+    [=](caf::down_msg& dm) { membership_detail::forget(self->state.subscribers, dm); });
   return {
     [=](mb_snapshot_atom, membership_snapshot& snap) {
       auto& st = self->state;
@@ -659,12 +651,12 @@ membership_agent(agent_actor* self, silo_address self_addr, membership_oracle_ac
       std::string names;
       for (const auto& r : st.carried)
         names += (names.empty() ? "" : ", ") + r.silo.to_string();
-      st.log.warning("membership: " + names + " did not register again in table "
-                     + std::to_string(st.table_snap.table) + " within "
-                     + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                        st.carry_bound)
-                                        .count())
-                     + " ms: no longer carried");
+      st.log.warning(
+        "membership: " + names + " did not register again in table "
+        + std::to_string(st.table_snap.table) + " within "
+        + std::to_string(
+          std::chrono::duration_cast<std::chrono::milliseconds>(st.carry_bound).count())
+        + " ms: no longer carried");
       st.carried.clear();
       ++st.offset; // the view changes: a new version
       rebuild(self);
@@ -750,8 +742,7 @@ membership_oracle_actor spawn_membership_oracle(caf::actor_system& sys,
 }
 
 std::string join_bound_text(const membership_join_bound& b) {
-  auto ms = std::to_string(
-    std::chrono::duration_cast<std::chrono::milliseconds>(b.bound).count());
+  auto ms = std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(b.bound).count());
   std::string grouped;
   for (size_t i = 0; i < ms.size(); ++i) {
     if (i > 0 && (ms.size() - i) % 3 == 0)
@@ -762,8 +753,7 @@ std::string join_bound_text(const membership_join_bound& b) {
          + " ms (membership.max_join_time_ms); " + b.remedy;
 }
 
-membership_agent_actor spawn_membership_agent(caf::actor_system& sys,
-                                              const silo_address& self_addr,
+membership_agent_actor spawn_membership_agent(caf::actor_system& sys, const silo_address& self_addr,
                                               const membership_oracle_actor& oracle,
                                               caf::timespan carry_bound,
                                               membership_join_bound join) {

@@ -94,9 +94,9 @@ table_outcome in_process_membership_table::insert_row(const table_row& row,
     std::lock_guard<std::mutex> guard{mtx_};
     auto key = row.entry.silo.to_string();
     if (table_version != version_)
-      return table_outcome::failure(table_status::conflict,
-                                    "the table is at version " + std::to_string(version_)
-                                      + ", not " + std::to_string(table_version));
+      return table_outcome::failure(table_status::conflict, "the table is at version "
+                                                              + std::to_string(version_) + ", not "
+                                                              + std::to_string(table_version));
     if (rows_.count(key) != 0)
       return table_outcome::failure(table_status::conflict, key + " already has a row");
     auto stored = row;
@@ -118,9 +118,9 @@ table_outcome in_process_membership_table::update_row(const table_row& row,
     if (i == rows_.end())
       return table_outcome::failure(table_status::not_found, key + " has no row");
     if (table_version != version_)
-      return table_outcome::failure(table_status::conflict,
-                                    "the table is at version " + std::to_string(version_)
-                                      + ", not " + std::to_string(table_version));
+      return table_outcome::failure(table_status::conflict, "the table is at version "
+                                                              + std::to_string(version_) + ", not "
+                                                              + std::to_string(table_version));
     if (row.row_version != i->second.row_version)
       return table_outcome::failure(table_status::conflict,
                                     "the row of " + key + " is at version "

@@ -30,8 +30,7 @@ int64_t wall_clock_ms() {
 }
 
 caf::error unreachable(const table_outcome& res) {
-  return refused(mesh_errc::departed_silo,
-                 "the membership table cannot be reached: " + res.detail);
+  return refused(mesh_errc::departed_silo, "the membership table cannot be reached: " + res.detail);
 }
 
 struct table_oracle_state {
@@ -50,9 +49,9 @@ const char* table_oracle_state::name = "cafmesh.membership_table_oracle";
 
 /// The table oracle's full interface: the oracle protocol, the table watch's refresh, the
 /// heartbeat timer and the suspicion check.
-using table_oracle_impl = membership_oracle_actor::extend<
-  caf::reacts_to<mt_refresh_atom>, caf::reacts_to<mt_alive_atom>,
-  caf::reacts_to<mb_check_atom, silo_address, uint64_t>>;
+using table_oracle_impl
+  = membership_oracle_actor::extend<caf::reacts_to<mt_refresh_atom>, caf::reacts_to<mt_alive_atom>,
+                                    caf::reacts_to<mb_check_atom, silo_address, uint64_t>>;
 
 using oracle_actor = table_oracle_impl::stateful_base<table_oracle_state>;
 
@@ -137,8 +136,8 @@ caf::optional<table_row> transitioned(const table_snapshot& t, const silo_addres
     return caf::none;
   if (!is_allowed_transition(row->entry.status, to)) {
     err = refused(mesh_errc::invalid_operation,
-                  "membership transition " + to_string(row->entry.status) + " -> "
-                    + to_string(to) + " of " + s.to_string() + " refused");
+                  "membership transition " + to_string(row->entry.status) + " -> " + to_string(to)
+                    + " of " + s.to_string() + " refused");
     return caf::none;
   }
   auto out = *row;
@@ -165,40 +164,41 @@ caf::result<uint64_t> join(oracle_actor* self, membership_row row) {
   // etcd applied it) and the join is done, not refused as "already joined".
   bool tried_insert = false;
   for (;;) {
-    auto res = write_with_retry(self, [&](const table_snapshot& t, bool& insert,
-                                          caf::error& err) -> caf::optional<table_row> {
-      inserted = false;
-      for (const auto& r : t.rows) {
-        if (!r.entry.silo.same_endpoint(row.silo))
-          continue;
-        if (tried_insert && r.entry.silo == row.silo && r.start_time_ms == start_ms) {
-          st.log.info("join of " + row.silo.to_string()
-                      + ": the insert whose answer was lost was applied");
-          inserted = true;
-          return caf::none;
+    auto res = write_with_retry(
+      self,
+      [&](const table_snapshot& t, bool& insert, caf::error& err) -> caf::optional<table_row> {
+        inserted = false;
+        for (const auto& r : t.rows) {
+          if (!r.entry.silo.same_endpoint(row.silo))
+            continue;
+          if (tried_insert && r.entry.silo == row.silo && r.start_time_ms == start_ms) {
+            st.log.info("join of " + row.silo.to_string()
+                        + ": the insert whose answer was lost was applied");
+            inserted = true;
+            return caf::none;
+          }
+          if (r.entry.silo.generation >= row.silo.generation) {
+            err = refused(mesh_errc::invalid_operation,
+                          "join of " + row.silo.to_string() + " refused: generation "
+                            + std::to_string(r.entry.silo.generation) + " already joined");
+            return caf::none;
+          }
+          if (r.entry.status != silo_status::dead) {
+            st.log.info(r.entry.silo.to_string() + ": " + to_string(r.entry.status)
+                        + " -> Dead (superseded)");
+            auto dead = r;
+            dead.entry.status = silo_status::dead;
+            return dead;
+          }
         }
-        if (r.entry.silo.generation >= row.silo.generation) {
-          err = refused(mesh_errc::invalid_operation,
-                        "join of " + row.silo.to_string() + " refused: generation "
-                          + std::to_string(r.entry.silo.generation) + " already joined");
-          return caf::none;
-        }
-        if (r.entry.status != silo_status::dead) {
-          st.log.info(r.entry.silo.to_string() + ": " + to_string(r.entry.status)
-                      + " -> Dead (superseded)");
-          auto dead = r;
-          dead.entry.status = silo_status::dead;
-          return dead;
-        }
-      }
-      insert = true;
-      inserted = true;
-      tried_insert = true;
-      table_row fresh;
-      fresh.entry = row;
-      fresh.start_time_ms = start_ms;
-      return fresh;
-    });
+        insert = true;
+        inserted = true;
+        tried_insert = true;
+        table_row fresh;
+        fresh.entry = row;
+        fresh.start_time_ms = start_ms;
+        return fresh;
+      });
     if (res.flag == caf::rt_error || inserted)
       return res;
   }
@@ -229,27 +229,27 @@ void vote(oracle_actor* self, const silo_address& suspect) {
   bool voter_active = true;
   bool gone = false; ///< no row, or Dead already: nothing to vote on
   auto started = std::chrono::steady_clock::now();
-  auto res = write_with_retry(self, [&](const table_snapshot& t, bool&,
-                                        caf::error&) -> caf::optional<table_row> {
-    const auto* row = t.find(suspect);
-    gone = row == nullptr || row->entry.status == silo_status::dead;
-    if (gone)
-      return caf::none;
-    auto d = vote_suspicion(t, suspect, voter, wall_clock_ms(), st.cfg.vote_expiry_ms);
-    declared = d.declare_dead;
-    voter_active = d.voter_active;
-    if (!voter_active)
-      return caf::none;
-    return d.row;
-  });
+  auto res = write_with_retry(
+    self, [&](const table_snapshot& t, bool&, caf::error&) -> caf::optional<table_row> {
+      const auto* row = t.find(suspect);
+      gone = row == nullptr || row->entry.status == silo_status::dead;
+      if (gone)
+        return caf::none;
+      auto d = vote_suspicion(t, suspect, voter, wall_clock_ms(), st.cfg.vote_expiry_ms);
+      declared = d.declare_dead;
+      voter_active = d.voter_active;
+      if (!voter_active)
+        return caf::none;
+      return d.row;
+    });
   if (!voter_active) {
-    st.log.warning("no vote against " + suspect.to_string() + ": this silo ("
-                   + voter.to_string() + ") is not Active in the membership table");
+    st.log.warning("no vote against " + suspect.to_string() + ": this silo (" + voter.to_string()
+                   + ") is not Active in the membership table");
     return;
   }
   if (res.flag == caf::rt_error) {
-    st.log.warning("vote against " + suspect.to_string() + " not written: "
-                   + to_fault(res.err).render());
+    st.log.warning("vote against " + suspect.to_string()
+                   + " not written: " + to_fault(res.err).render());
     return;
   }
   if (gone) {
@@ -286,9 +286,8 @@ table_oracle_impl::behavior_type table_oracle(oracle_actor* self,
       caf::anon_send(caf::actor_cast<caf::actor>(strong), mt_refresh_atom::value);
   });
   refresh(self);
-  self->set_down_handler([=](caf::down_msg& dm) {
-    membership_detail::forget(self->state.subscribers, dm);
-  });
+  self->set_down_handler(
+    [=](caf::down_msg& dm) { membership_detail::forget(self->state.subscribers, dm); });
   return {
     [=](mb_join_atom, membership_row& row) -> caf::result<uint64_t> {
       auto silo = row.silo;

@@ -44,17 +44,15 @@ bool is_application(component x) {
     case component::routing:
     case component::gateway:
     case component::pod_hub:
-    case component::stream:
-      return true;
-    default:
-      return static_cast<uint8_t>(x) >= static_cast<uint8_t>(component::user_first);
+    case component::stream: return true;
+    default: return static_cast<uint8_t>(x) >= static_cast<uint8_t>(component::user_first);
   }
 }
 
 std::string wire_frame::describe() const {
   std::string kind = is_response ? "resp" : (correlation_id == 0 ? "send" : "req");
-  return src.to_string() + " -> " + dst.to_string() + " #" + std::to_string(correlation_id)
-         + " " + to_string(target) + " " + kind;
+  return src.to_string() + " -> " + dst.to_string() + " #" + std::to_string(correlation_id) + " "
+         + to_string(target) + " " + kind;
 }
 
 void arm_expiry(wire_frame& f, caf::actor_clock::time_point now) {
@@ -82,8 +80,9 @@ fault departed_in_flight(const silo_address& s) {
               "no answer can come from " + s.to_string() + " any more"};
   cause.silo = s;
   fault f{mesh_errc::departed_silo,
-          "silo " + s.to_string() + " departed while the call was in flight; its outcome is "
-                                    "unknown",
+          "silo " + s.to_string()
+            + " departed while the call was in flight; its outcome is "
+              "unknown",
           {std::move(cause)}};
   f.silo = s;
   return f;
@@ -102,9 +101,9 @@ wire_frame response_to(const wire_frame& req) {
 wire_frame expired_response(const wire_frame& req, const std::string& where) {
   auto resp = response_to(req);
   fault f{mesh_errc::response_timeout,
-          "call #" + std::to_string(req.correlation_id) + " to " + to_string(req.target)
-            + " on " + req.dst.to_string() + " expired " + where
-            + ": its caller stopped waiting after " + std::to_string(req.ttl_ms) + " ms"};
+          "call #" + std::to_string(req.correlation_id) + " to " + to_string(req.target) + " on "
+            + req.dst.to_string() + " expired " + where + ": its caller stopped waiting after "
+            + std::to_string(req.ttl_ms) + " ms"};
   f.silo = req.dst;
   resp.error = to_error(f);
   return resp;
@@ -130,7 +129,7 @@ struct inbound_call {
 
 struct message_center_state {
   silo_address self_addr;
-  link_actor net;  ///< the link: a `sim_network` or a `net_link`
+  link_actor net; ///< the link: a `sim_network` or a `net_link`
   std::map<component, caf::actor> components;
   std::map<uint64_t, pending_call> pending;
   uint64_t next_id = 1;
@@ -220,8 +219,8 @@ void flush_results(mc_actor* self) {
   st.results_out.clear();
   for (auto& [caller, items] : out)
     caller->enqueue(caf::make_mailbox_element(caf::strong_actor_ptr{self->ctrl()},
-                                              caf::make_message_id(), {},
-                                              ct_results_atom::value, std::move(items)),
+                                              caf::make_message_id(), {}, ct_results_atom::value,
+                                              std::move(items)),
                     self->context());
 }
 
@@ -536,8 +535,8 @@ void on_inbound(mc_actor* self, wire_frame& f) {
     if (is_request)
       respond(self, f, caf::message{}, unavailable_error(st.self_addr, text));
     else
-      st.log.info("dropped one-way " + to_string(f.target) + " message from "
-                  + f.src.to_string() + ": " + text);
+      st.log.info("dropped one-way " + to_string(f.target) + " message from " + f.src.to_string()
+                  + ": " + text);
     return;
   }
   auto c = st.components.find(f.target);
@@ -557,8 +556,8 @@ void on_inbound(mc_actor* self, wire_frame& f) {
   wire_frame req = f;
   req.payload = caf::message{};
   if (f.target == component::activation
-      && f.payload.match_elements<ct_invoke_atom, grain_id, activation_tag, int32_t,
-                                  caf::message>()) {
+      && f.payload
+           .match_elements<ct_invoke_atom, grain_id, activation_tag, int32_t, caf::message>()) {
     // A grain call: to the catalog by id, with the others of this turn (`ct_calls`), answered
     // in `ct_results` batches.
     auto id = ++st.next_inbound;
@@ -577,16 +576,14 @@ void on_inbound(mc_actor* self, wire_frame& f) {
     st.inbound.emplace(id, inbound_call{std::move(req), handler.address()});
     return;
   }
-  ask_any(self, c->second, std::move(f.payload),
-          [=](caf::message reply, caf::error err) {
-            respond(self, req, std::move(reply), std::move(err));
-          });
+  ask_any(self, c->second, std::move(f.payload), [=](caf::message reply, caf::error err) {
+    respond(self, req, std::move(reply), std::move(err));
+  });
 }
 
 /// A call by id from a component of this silo (`mc_calls_atom`, remote_call.hpp): answered
 /// to `caller` in a `ct_results` batch.
-void start_call_by_id(mc_actor* self, const caf::strong_actor_ptr& caller,
-                      remote_call_item& x) {
+void start_call_by_id(mc_actor* self, const caf::strong_actor_ptr& caller, remote_call_item& x) {
   auto& st = self->state;
   auto id = x.call.id;
   auto payload = caf::make_message(ct_invoke_atom::value, std::move(x.call.grain), x.call.tag,
@@ -596,15 +593,15 @@ void start_call_by_id(mc_actor* self, const caf::strong_actor_ptr& caller,
     if (i == st.components.end()) {
       post_result(self, caller, id, caf::message{},
                   unavailable_error(st.self_addr, "component activation is not registered on "
-                                                  "silo " + st.self_addr.to_string()));
+                                                  "silo "
+                                                    + st.self_addr.to_string()));
       return;
     }
     ++st.stats.local_calls;
-    ask_any(self, i->second, std::move(payload),
-            [=](caf::message reply, caf::error err) {
-              post_result(self, caller, id, std::move(reply), std::move(err));
-              turn_end(self);
-            });
+    ask_any(self, i->second, std::move(payload), [=](caf::message reply, caf::error err) {
+      post_result(self, caller, id, std::move(reply), std::move(err));
+      turn_end(self);
+    });
     return;
   }
   if (st.departed.count(x.dst) > 0) {
@@ -643,13 +640,12 @@ caf::response_promise start_call(mc_actor* self, const silo_address& dst, compon
       return rp;
     }
     ++st.stats.local_calls;
-    ask_any(self, i->second, std::move(payload),
-            [=](caf::message reply, caf::error err) mutable {
-              if (err)
-                rp.deliver(std::move(err));
-              else
-                rp.deliver(std::move(reply));
-            });
+    ask_any(self, i->second, std::move(payload), [=](caf::message reply, caf::error err) mutable {
+      if (err)
+        rp.deliver(std::move(err));
+      else
+        rp.deliver(std::move(reply));
+    });
     return rp;
   }
   if (st.departed.count(dst) > 0) {
@@ -721,14 +717,10 @@ caf::behavior message_center(mc_actor* self, silo_address self_addr, link_actor 
       self->state.components.erase(c);
       return caf::ok_atom::value;
     },
-    [=](mc_call_atom, const silo_address& dst, component c,
-        caf::message& payload) -> caf::response_promise {
-      return start_call(self, dst, c, std::move(payload), 0);
-    },
-    [=](mc_call_atom, const silo_address& dst, component c, caf::message& payload,
-        int64_t ttl_ms) -> caf::response_promise {
-      return start_call(self, dst, c, std::move(payload), ttl_ms);
-    },
+    [=](mc_call_atom, const silo_address& dst, component c, caf::message& payload)
+      -> caf::response_promise { return start_call(self, dst, c, std::move(payload), 0); },
+    [=](mc_call_atom, const silo_address& dst, component c, caf::message& payload, int64_t ttl_ms)
+      -> caf::response_promise { return start_call(self, dst, c, std::move(payload), ttl_ms); },
     [=](mc_calls_atom, std::vector<remote_call_item>& calls) {
       auto caller = self->current_sender();
       if (!caller)

@@ -21,7 +21,6 @@
 #include "cafmesh/actors/peer_auth.hpp"
 #include "net_link_state.hpp"
 
-
 namespace cafmesh {
 
 int64_t suspect_ms(const config::network_section& net) {
@@ -83,8 +82,7 @@ void members_from(link_self* self, const membership_snapshot& view) {
   auto& st = self->state;
   st.members.clear();
   for (auto& row : view.rows)
-    if (row.status != silo_status::dead && row.silo != st.self_addr
-        && row.silo.generation != 0)
+    if (row.status != silo_status::dead && row.silo != st.self_addr && row.silo.generation != 0)
       st.members[endpoint_of(row.silo)] = row.silo;
   probe(self);
 }
@@ -110,8 +108,8 @@ void check_silence(link_self* self, const silo_address& s, uint64_t check) {
   }
   p.silence_check = 0;
   p.suspected = true;
-  st.log.warning("peer " + p.addr.to_string() + " silent for "
-                 + std::to_string(suspect_ms(st.cfg)) + " ms: suspected");
+  st.log.warning("peer " + p.addr.to_string() + " silent for " + std::to_string(suspect_ms(st.cfg))
+                 + " ms: suspected");
   report_watch(self, p.addr, false);
 }
 
@@ -151,10 +149,10 @@ void listen(link_self* self) {
   // introduce themselves with their hello are still its peers (tests in virtual time,
   // docs/testing.md#network-links-in-virtual-time).
   if (!self->system().has_middleman())
-    return cannot_listen(to_error(fault{mesh_errc::config_invalid,
-                                        "the io middleman is not loaded (load "
-                                        "caf::io::middleman before the actor system "
-                                        "starts)"}));
+    return cannot_listen(
+      to_error(fault{mesh_errc::config_invalid, "the io middleman is not loaded (load "
+                                                "caf::io::middleman before the actor system "
+                                                "starts)"}));
   auto secret = cluster_secret(st.cfg);
   if (!secret)
     return cannot_listen(secret.error());
@@ -168,9 +166,8 @@ void listen(link_self* self) {
     st.log.info("TLS: every connection is mutual TLS 1.3 with certificate \""
                 + st.cfg.tls_certificate_file + "\", peers' certificates issued by \""
                 + st.cfg.tls_ca_file + "\"");
-  st.gate = spawn_peer_gate(self->system(), self->address(), st.cfg.cluster_id,
-                            std::move(*secret), st.cfg.authentication_timeout_ms,
-                            std::move(*tls));
+  st.gate = spawn_peer_gate(self->system(), self->address(), st.cfg.cluster_id, std::move(*secret),
+                            st.cfg.authentication_timeout_ms, std::move(*tls));
   st.mm = caf::actor_cast<caf::io::middleman_actor>(st.gate.actor);
   // The gate goes with the link, after every request the link sent it.
   self->attach_functor([gate = st.gate.actor](const caf::error&) {
@@ -181,8 +178,8 @@ void listen(link_self* self) {
   // connections of its killed predecessor sit in TIME_WAIT.
   self
     ->request(st.mm, std::chrono::milliseconds(st.cfg.failure_detection_ms),
-              caf::publish_atom::value, st.cfg.port,
-              caf::actor_cast<caf::strong_actor_ptr>(self), no_ifs, st.cfg.host, true)
+              caf::publish_atom::value, st.cfg.port, caf::actor_cast<caf::strong_actor_ptr>(self),
+              no_ifs, st.cfg.host, true)
     .then(
       [=](uint16_t port) {
         auto& st = self->state;
@@ -196,8 +193,8 @@ void listen(link_self* self) {
       [=](caf::error& e) {
         auto& st = self->state;
         st.publish_error = e;
-        st.log.error("cannot listen on " + st.cfg.host + ":" + std::to_string(st.cfg.port)
-                     + ": " + self->system().render(e));
+        st.log.error("cannot listen on " + st.cfg.host + ":" + std::to_string(st.cfg.port) + ": "
+                     + self->system().render(e));
         for (auto& rp : st.port_waiters)
           rp.deliver(e);
         st.port_waiters.clear();
@@ -205,8 +202,7 @@ void listen(link_self* self) {
 }
 
 net_link_impl::behavior_type net_link(link_self* self, config::network_section cfg,
-                                      caf::actor oracle,
-                       link_oracle scope) {
+                                      caf::actor oracle, link_oracle scope) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.log = log::get("net_link");
@@ -305,8 +301,7 @@ net_link_impl::behavior_type net_link(link_self* self, config::network_section c
     },
     [=](nl_stall_atom, bool on, bool detected) {
       auto& st = self->state;
-      st.log.info(on ? std::string{"stall begins ("} + (detected ? "detected" : "undetected")
-                         + ")"
+      st.log.info(on ? std::string{"stall begins ("} + (detected ? "detected" : "undetected") + ")"
                      : "stall ends: " + std::to_string(st.held_out.size()) + " frame(s) out, "
                          + std::to_string(st.held_in.size()) + " in");
       st.stalled = on;
@@ -345,8 +340,7 @@ net_link_impl::behavior_type net_link(link_self* self, config::network_section c
         heard(self, addr);
       }
       ask_primary_for_oracle(self);
-      return {st.self_addr,
-              st.oracle_is_local && st.oracle_shared ? st.oracle : caf::actor{}};
+      return {st.self_addr, st.oracle_is_local && st.oracle_shared ? st.oracle : caf::actor{}};
     },
     [=](nl_frames_atom, std::vector<wire_frame>& fs) {
       auto& st = self->state;
@@ -422,8 +416,7 @@ net_link_impl::behavior_type net_link(link_self* self, config::network_section c
         auto err = to_error(fault{mesh_errc::lifecycle_cancelled,
                                   std::string{"stopped before it joined the cluster"}
                                     + ": the primary " + render(primary_endpoint(st))
-                                    + " did not answer ("
-                                    + std::to_string(st.primary_failures)
+                                    + " did not answer (" + std::to_string(st.primary_failures)
                                     + " failed attempt(s)); start the primary first, or "
                                       "check network.primary_host and network.primary_port"});
         st.log.warning(to_fault(err).text);

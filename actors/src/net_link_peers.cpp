@@ -51,8 +51,8 @@ void watch_silence(link_self* self, peer& p) {
   p.silence_check = st.next_silence_check++;
   auto due = p.last_heard + std::chrono::milliseconds(suspect_ms(st.cfg));
   auto now = self->clock().now();
-  self->delayed_send(self, due > now ? due - now : caf::timespan{0}, nl_silence_atom::value,
-                     p.addr, p.silence_check);
+  self->delayed_send(self, due > now ? due - now : caf::timespan{0}, nl_silence_atom::value, p.addr,
+                     p.silence_check);
 }
 
 void release_flush(link_self* self, const silo_address& s) {
@@ -114,7 +114,6 @@ void drop_peer(link_self* self, const endpoint& ep, const std::string& why) {
   }
 }
 
-
 /// Sends `f` to the connected peer `p` at `ep`, or bounces it if its generation is gone.
 void deliver_to(link_self* self, const endpoint& ep, peer& p, wire_frame f, bool fresh) {
   if (f.dst.generation == p.addr.generation) {
@@ -122,7 +121,7 @@ void deliver_to(link_self* self, const endpoint& ep, peer& p, wire_frame f, bool
       // Its caller stopped waiting while the frame waited here (a stall, a connect).
       if (self->state.centre)
         tell(self, self->state.centre, mc_frame_atom::value,
-                   expired_response(f, "before it left " + self->state.self_addr.to_string()));
+             expired_response(f, "before it left " + self->state.self_addr.to_string()));
       return;
     }
     p.out.push_back(std::move(f));
@@ -198,8 +197,8 @@ void peer_up(link_self* self, const endpoint& ep, const silo_address& addr,
 /// `retry`: the failure may be the simultaneous-connect race (the connection closed under
 /// the hello), not a dead peer: the frames keep waiting for up to `connect_retries` more
 /// attempts. A peer that refuses the connection is dead and its frames bounce at once.
-void fail_connect(link_self* self, const endpoint& ep, uint64_t attempt,
-                  const std::string& why, bool retry) {
+void fail_connect(link_self* self, const endpoint& ep, uint64_t attempt, const std::string& why,
+                  bool retry) {
   auto& st = self->state;
   auto i = st.peers.find(ep);
   if (i == st.peers.end() || i->second.attempt != attempt || i->second.phase == peer_phase::up)
@@ -221,8 +220,8 @@ void fail_connect(link_self* self, const endpoint& ep, uint64_t attempt,
     return;
   } else if (i->second.queue.empty() && i->second.expected.generation != 0) {
     // A probe: repeated every heartbeat interval until the member is declared Dead.
-    st.log.info("cannot reach member " + i->second.expected.to_string() + " at " + render(ep)
-                + ": " + why + " (suspected)");
+    st.log.info("cannot reach member " + i->second.expected.to_string() + " at " + render(ep) + ": "
+                + why + " (suspected)");
   } else {
     st.log.warning("cannot reach " + render(ep) + ": " + why);
   }
@@ -299,8 +298,7 @@ wire_frame refused_response(const wire_frame& req, const std::string& why) {
 /// docs/behaviour/peer-authentication.md). A permanent refusal answers every request waiting
 /// for it with `refused_response`, and one by the primary also fails whoever waits for the
 /// oracle: this process cannot join. A timeout is an ordinary failed connect.
-void refused(link_self* self, const endpoint& ep, uint64_t attempt,
-             const peer_refusal_note& note) {
+void refused(link_self* self, const endpoint& ep, uint64_t attempt, const peer_refusal_note& note) {
   auto& st = self->state;
   auto why = "authentication failed: " + note.text;
   if (!note.permanent) {
@@ -312,8 +310,8 @@ void refused(link_self* self, const endpoint& ep, uint64_t attempt,
     return;
   bool primary = !is_primary(st) && ep == primary_endpoint(st);
   if (!primary || st.primary_failures++ % 100 == 0)
-    st.log.warning("cannot reach " + std::string{primary ? "the primary " : ""} + render(ep)
-                   + ": " + why);
+    st.log.warning("cannot reach " + std::string{primary ? "the primary " : ""} + render(ep) + ": "
+                   + why);
   // Requests are answered here; the rest is bounced to the centre by `drop_peer`.
   std::deque<wire_frame> rest;
   for (auto& f : i->second.queue) {
@@ -324,8 +322,8 @@ void refused(link_self* self, const endpoint& ep, uint64_t attempt,
   }
   i->second.queue = std::move(rest);
   if (primary && !st.oracle) {
-    auto err = to_error(fault{mesh_errc::config_invalid, "the primary " + render(ep)
-                                                           + " cannot be joined: " + why});
+    auto err = to_error(
+      fault{mesh_errc::config_invalid, "the primary " + render(ep) + " cannot be joined: " + why});
     for (auto& rp : st.oracle_waiters)
       rp.deliver(err);
     st.oracle_waiters.clear();

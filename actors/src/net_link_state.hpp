@@ -38,10 +38,10 @@ enum class peer_phase { connecting, hello, up };
 
 struct peer {
   peer_phase phase = peer_phase::connecting;
-  uint64_t attempt = 0;          ///< tells answers of an earlier attempt apart
-  silo_address addr;             ///< known once up
-  caf::actor link;               ///< the peer's link (a remote proxy), once known
-  std::deque<wire_frame> queue;  ///< frames waiting for the connection
+  uint64_t attempt = 0;         ///< tells answers of an earlier attempt apart
+  silo_address addr;            ///< known once up
+  caf::actor link;              ///< the peer's link (a remote proxy), once known
+  std::deque<wire_frame> queue; ///< frames waiting for the connection
   /// Frames of this turn for the up connection, sent as one message at the turn's end
   /// (`flush_peers`, SPEC §14 B7).
   std::vector<wire_frame> out;
@@ -84,7 +84,7 @@ struct net_link_state {
   std::vector<caf::response_promise> port_waiters;
   silo_address self_addr;
   caf::actor centre;
-  caf::actor oracle;           ///< local (primary) or a remote proxy (learnt by hello)
+  caf::actor oracle; ///< local (primary) or a remote proxy (learnt by hello)
   bool oracle_is_local = false;
   /// The local oracle goes out in hello answers (`link_oracle::cluster`).
   bool oracle_shared = true;
@@ -105,8 +105,8 @@ struct net_link_state {
   uint64_t next_silence_check = 1;
   uint64_t primary_failures = 0; ///< failed connects to the primary since the last success
   bool ticking = false;
-  bool stalled = false;        ///< `nl_stall_atom`: frames held both ways
-  bool stall_detected = false; ///< the stall also silences the heartbeats
+  bool stalled = false;             ///< `nl_stall_atom`: frames held both ways
+  bool stall_detected = false;      ///< the stall also silences the heartbeats
   std::vector<wire_frame> held_out; ///< from the centre, while stalled
   std::vector<wire_frame> held_in;  ///< from peers, while stalled
   /// The centre's `sim_flush_atom` calls for a departed silo whose frames may still come:
@@ -121,12 +121,10 @@ struct net_link_state {
 /// The network link with its own messages: the heartbeat tick, a peer's silence check, a
 /// reconnect attempt, the bound of a flush wait and a handshake's deadline (from its peer
 /// gate).
-using net_link_impl
-  = net_link_actor::extend<caf::reacts_to<nl_tick_atom>,
-                           caf::reacts_to<nl_silence_atom, silo_address, uint64_t>,
-                           caf::reacts_to<nl_reconnect_atom, std::string, uint16_t>,
-                           caf::reacts_to<nl_flush_due_atom, silo_address>,
-                           caf::reacts_to<pg_expire_atom, uint64_t>>;
+using net_link_impl = net_link_actor::extend<
+  caf::reacts_to<nl_tick_atom>, caf::reacts_to<nl_silence_atom, silo_address, uint64_t>,
+  caf::reacts_to<nl_reconnect_atom, std::string, uint16_t>,
+  caf::reacts_to<nl_flush_due_atom, silo_address>, caf::reacts_to<pg_expire_atom, uint64_t>>;
 using link_self = net_link_impl::stateful_base<net_link_state>;
 
 inline bool is_primary(const net_link_state& st) {
@@ -149,9 +147,9 @@ void watch_silence(link_self* self, peer& p);
 
 /// True if a frame from `src` is held by this link's stall.
 inline bool held_from(const net_link_state& st, const silo_address& src) {
-  return st.stalled
-         && std::any_of(st.held_in.begin(), st.held_in.end(),
-                        [&](const wire_frame& f) { return f.src == src; });
+  return st.stalled && std::any_of(st.held_in.begin(), st.held_in.end(), [&](const wire_frame& f) {
+           return f.src == src;
+         });
 }
 
 /// True if frames `src` sent may still reach the centre: its connection is up, or a stall
@@ -179,8 +177,7 @@ void fail_connect(link_self* self, const endpoint& ep, uint64_t attempt, const s
                   bool retry = false);
 
 /// The peer at `ep` introduced itself as `addr` with link `link`: mark it up and flush.
-void peer_up(link_self* self, const endpoint& ep, const silo_address& addr,
-             const caf::actor& link);
+void peer_up(link_self* self, const endpoint& ep, const silo_address& addr, const caf::actor& link);
 
 /// The primary is up but this process has no oracle yet: the primary's hello reached it
 /// before its own hello to the primary (whose answer names the oracle) left, which happens

@@ -21,8 +21,8 @@ void net_process::stop() const {
 }
 
 caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
-                                           const config::network_section& net,
-                                           uint64_t generation, caf::timespan bind_timeout) {
+                                           const config::network_section& net, uint64_t generation,
+                                           caf::timespan bind_timeout) {
   return start_net_link(sys, net, config::membership_section{}, generation, bind_timeout);
 }
 
@@ -43,8 +43,9 @@ caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
     opts.request_timeout_ms = membership.etcd_request_timeout_ms;
     membership_table_oracle_config ocfg;
     ocfg.detection_ms = oracle_detection_ms(net);
-    oracle = spawn_membership_table_oracle(
-      sys, std::make_shared<etcd_membership_table>(std::move(opts)), ocfg);
+    oracle = spawn_membership_table_oracle(sys,
+                                           std::make_shared<etcd_membership_table>(std::move(opts)),
+                                           ocfg);
     link_net.primary_port = 0;
     // Its handle never leaves the process: it is detached, and a peer's proxy of it could
     // keep it alive past the actor system's end (docs/caf-notes.md "Shutdown").
@@ -52,8 +53,8 @@ caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
   } else if (net.primary_port == 0) {
     // The table is named by this process's generation: a restart starts a newer table
     // (docs/behaviour/membership.md#when-the-development-tables-process-restarts).
-    oracle = spawn_membership_oracle(sys,
-                                     membership_oracle_config{oracle_detection_ms(net), generation});
+    oracle = spawn_membership_oracle(sys, membership_oracle_config{oracle_detection_ms(net),
+                                                                   generation});
   }
   bool primary = link_net.primary_port == 0;
   ep.link = spawn_net_link(sys, link_net, oracle, scope);

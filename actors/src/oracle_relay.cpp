@@ -33,7 +33,7 @@ struct relay_state {
   /// The wait before asking the link for the oracle again after losing it: 100 ms, doubled
   /// after each oracle lost again at once, at most 2000 ms.
   caf::timespan retry = std::chrono::milliseconds(100);
-  bool asking = false; ///< an `nl_oracle_atom` request to the link is pending
+  bool asking = false;  ///< an `nl_oracle_atom` request to the link is pending
   caf::actor_addr lost; ///< the oracle lost last
   /// Why the oracle can never be reached (the link's answer: the primary refused this
   /// process's credentials); empty otherwise.
@@ -83,9 +83,9 @@ void adopt(relay_actor* self, const caf::actor& o) {
   for (auto& sub : st.subscribers)
     membership_detail::tell(self, o, mb_subscribe_atom::value, sub);
   if (again)
-    log::get("net_link").info("membership oracle reachable again: "
-                              + std::to_string(st.subscribers.size())
-                              + " subscription(s) renewed");
+    log::get("net_link")
+      .info("membership oracle reachable again: " + std::to_string(st.subscribers.size())
+            + " subscription(s) renewed");
 }
 
 /// Asks the link for the primary's oracle; the link answers once it knows one.
@@ -181,9 +181,10 @@ relay_impl::behavior_type oracle_relay(relay_actor* self, net_link_actor link) {
       st.gone = dm.reason ? dm.reason : caf::make_error(caf::exit_reason::remote_link_unreachable);
       st.oracle = caf::actor{};
       st.lost = dm.source;
-      log::get("net_link").warning(
-        "membership oracle unreachable: " + self->system().render(st.gone)
-        + "; membership requests fail at once until the primary is reached again (retrying)");
+      log::get("net_link")
+        .warning(
+          "membership oracle unreachable: " + self->system().render(st.gone)
+          + "; membership requests fail at once until the primary is reached again (retrying)");
       auto in_flight = std::move(st.in_flight);
       st.in_flight.clear();
       for (auto& kv : in_flight)
@@ -247,9 +248,7 @@ relay_impl::behavior_type oracle_relay(relay_actor* self, net_link_actor link) {
       // After an oracle loss: ask the link for the oracle again.
       ask_link(self);
     },
-    [=](sim_watch_atom a, const silo_address& s, bool alive) {
-      relay_one_way(self, a, s, alive);
-    },
+    [=](sim_watch_atom a, const silo_address& s, bool alive) { relay_one_way(self, a, s, alive); },
     [=](nl_oracle_atom) -> caf::result<caf::actor> {
       if (self->state.oracle)
         return self->state.oracle;

@@ -53,9 +53,7 @@ public:
     // nop
   }
 
-  const char* name() const override {
-    return "cafmesh.peer_gate";
-  }
+  const char* name() const override { return "cafmesh.peer_gate"; }
 
 protected:
   caf::expected<caf::io::scribe_ptr> connect(const std::string& host, uint16_t port) override {
@@ -66,8 +64,7 @@ protected:
     return guarded_connection(mx(), *fd, guard_, std::make_pair(host, port));
   }
 
-  caf::expected<caf::io::doorman_ptr> open(uint16_t port, const char* addr,
-                                           bool reuse) override {
+  caf::expected<caf::io::doorman_ptr> open(uint16_t port, const char* addr, bool reuse) override {
     auto fd = caf::io::network::new_tcp_acceptor_impl(port, addr, reuse);
     if (!fd)
       return std::move(fd.error());

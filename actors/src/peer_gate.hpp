@@ -28,7 +28,7 @@ using peer_guard_ptr = std::shared_ptr<peer_guard>;
 
 /// A gate and its shared state.
 struct peer_gate {
-  caf::actor actor;     ///< a `caf::io::middleman_actor`; exit it when its link is gone
+  caf::actor actor; ///< a `caf::io::middleman_actor`; exit it when its link is gone
   peer_guard_ptr guard;
 };
 

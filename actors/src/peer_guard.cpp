@@ -16,18 +16,12 @@ namespace cafmesh {
 
 std::string to_string(peer_refusal x) {
   switch (x) {
-    case peer_refusal::protocol:
-      return "protocol";
-    case peer_refusal::cluster_id:
-      return "cluster_id";
-    case peer_refusal::secret:
-      return "secret";
-    case peer_refusal::timeout:
-      return "timeout";
-    case peer_refusal::oversized:
-      return "oversized";
-    case peer_refusal::tls:
-      return "tls";
+    case peer_refusal::protocol: return "protocol";
+    case peer_refusal::cluster_id: return "cluster_id";
+    case peer_refusal::secret: return "secret";
+    case peer_refusal::timeout: return "timeout";
+    case peer_refusal::oversized: return "oversized";
+    case peer_refusal::tls: return "tls";
   }
   return "protocol";
 }
@@ -82,8 +76,7 @@ void peer_guard::watch(caf::actor_system& sys, caf::io::scribe_ptr keep,
   if (!receiver)
     return;
   auto& clock = sys.clock();
-  clock.schedule_message(clock.now() + std::chrono::milliseconds(timeout_ms_),
-                         std::move(receiver),
+  clock.schedule_message(clock.now() + std::chrono::milliseconds(timeout_ms_), std::move(receiver),
                          caf::make_mailbox_element(nullptr, caf::make_message_id(), {},
                                                    pg_expire_atom::value, id));
 }

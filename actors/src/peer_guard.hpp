@@ -62,8 +62,7 @@ public:
 /// the watch list belongs to the multiplexer thread.
 class peer_guard {
 public:
-  peer_guard(std::string cluster_id, std::string secret, int64_t timeout_ms,
-             tls_context_ptr tls)
+  peer_guard(std::string cluster_id, std::string secret, int64_t timeout_ms, tls_context_ptr tls)
     : cluster_id_(std::move(cluster_id)),
       secret_(std::move(secret)),
       timeout_ms_(timeout_ms),
@@ -72,34 +71,20 @@ public:
     // nop
   }
 
-  const std::string& cluster_id() const {
-    return cluster_id_;
-  }
+  const std::string& cluster_id() const { return cluster_id_; }
 
-  const std::string& secret() const {
-    return secret_;
-  }
+  const std::string& secret() const { return secret_; }
 
-  int64_t timeout_ms() const {
-    return timeout_ms_;
-  }
+  int64_t timeout_ms() const { return timeout_ms_; }
 
   /// The TLS context every connection runs under; null without TLS.
-  const tls_context* tls() const {
-    return tls_.get();
-  }
+  const tls_context* tls() const { return tls_.get(); }
 
-  const log::logger& log() const {
-    return log_;
-  }
+  const log::logger& log() const { return log_; }
 
-  void set_deadline_receiver(caf::actor_addr x) {
-    deadline_receiver_ = std::move(x);
-  }
+  void set_deadline_receiver(caf::actor_addr x) { deadline_receiver_ = std::move(x); }
 
-  void admitted() {
-    ++admitted_;
-  }
+  void admitted() { ++admitted_; }
 
   /// Counts and logs a refusal by this process; `endpoint` names a connection it opened.
   void refused(peer_refusal why, const std::string& peer, const std::string& text,
@@ -125,8 +110,7 @@ public:
     refusals_[endpoint] = std::move(x);
   }
 
-  std::optional<peer_refusal_note>
-  take(const std::pair<std::string, uint16_t>& endpoint) {
+  std::optional<peer_refusal_note> take(const std::pair<std::string, uint16_t>& endpoint) {
     std::lock_guard<std::mutex> guard{mtx_};
     auto i = refusals_.find(endpoint);
     if (i == refusals_.end())
@@ -147,7 +131,8 @@ public:
   // Multiplexer thread only: the connections waiting for their handshake's deadline.
 
   /// Watches `conn`, the connection `keep` refers to, until `unwatch` or its deadline.
-  void watch(caf::actor_system& sys, caf::io::scribe_ptr keep, gate_detail::watched_connection* conn);
+  void watch(caf::actor_system& sys, caf::io::scribe_ptr keep,
+             gate_detail::watched_connection* conn);
 
   void unwatch(uint64_t id);
 

@@ -72,8 +72,8 @@ std::string verify_own(SSL_CTX* ctx, int purpose) {
   STACK_OF(X509)* chain = nullptr;
   SSL_CTX_get0_chain_certs(ctx, &chain);
   if (!sc
-      || X509_STORE_CTX_init(sc.get(), SSL_CTX_get_cert_store(ctx),
-                             SSL_CTX_get0_certificate(ctx), chain)
+      || X509_STORE_CTX_init(sc.get(), SSL_CTX_get_cert_store(ctx), SSL_CTX_get0_certificate(ctx),
+                             chain)
            != 1)
     return "cannot verify it: " + openssl_errors();
   X509_STORE_CTX_set_purpose(sc.get(), purpose);
@@ -98,8 +98,8 @@ caf::expected<tls_context_ptr> make_tls_context(const config::network_section& n
   if (cert.empty() || key.empty() || ca.empty())
     return invalid("network.tls_certificate_file, network.tls_key_file and "
                    "network.tls_ca_file are set together or not at all");
-  const std::pair<const char*, const std::string*> files[] = {
-    {"certificate", &cert}, {"key", &key}, {"CA", &ca}};
+  const std::pair<const char*, const std::string*> files[]
+    = {{"certificate", &cert}, {"key", &key}, {"CA", &ca}};
   for (auto& [what, path] : files) {
     std::string text;
     if (int err = config::read_text_file(*path, text))
@@ -107,8 +107,7 @@ caf::expected<tls_context_ptr> make_tls_context(const config::network_section& n
                      + "\": " + std::strerror(err));
   }
   ERR_clear_error();
-  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx{SSL_CTX_new(TLS_method()),
-                                                        SSL_CTX_free};
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx{SSL_CTX_new(TLS_method()), SSL_CTX_free};
   if (!ctx || SSL_CTX_set_min_proto_version(ctx.get(), TLS1_3_VERSION) != 1)
     return invalid("cannot make a TLS 1.3 context: " + openssl_errors());
   auto* c = ctx.get();
@@ -119,8 +118,7 @@ caf::expected<tls_context_ptr> make_tls_context(const config::network_section& n
   auto mismatch = [&] {
     ERR_clear_error();
     return invalid("the TLS key file \"" + key
-                   + "\" does not hold the private key of the certificate in \"" + cert
-                   + "\"");
+                   + "\" does not hold the private key of the certificate in \"" + cert + "\"");
   };
   if (SSL_CTX_use_PrivateKey_file(c, key.c_str(), SSL_FILETYPE_PEM) != 1) {
     if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH)
@@ -131,14 +129,13 @@ caf::expected<tls_context_ptr> make_tls_context(const config::network_section& n
   if (SSL_CTX_check_private_key(c) != 1)
     return mismatch();
   if (SSL_CTX_load_verify_locations(c, ca.c_str(), nullptr) != 1)
-    return invalid("the TLS CA file \"" + ca + "\" holds no PEM certificate: "
-                   + openssl_errors());
+    return invalid("the TLS CA file \"" + ca + "\" holds no PEM certificate: " + openssl_errors());
   // Every process is both ends of connections: its certificate must serve either.
   for (auto [purpose, end] : {std::pair{X509_PURPOSE_SSL_SERVER, "accepting"},
                               std::pair{X509_PURPOSE_SSL_CLIENT, "connecting"}})
     if (auto why = verify_own(c, purpose); !why.empty())
-      return invalid("the certificate in \"" + cert + "\" does not verify against the CA in \""
-                     + ca + "\" for the " + end + " end of a connection: " + why);
+      return invalid("the certificate in \"" + cert + "\" does not verify against the CA in \"" + ca
+                     + "\" for the " + end + " end of a connection: " + why);
   SSL_CTX_set_verify(c, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
   SSL_CTX_set_num_tickets(c, 0);
   SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_OFF);
@@ -149,8 +146,7 @@ caf::expected<tls_context_ptr> make_tls_context(const config::network_section& n
   return tls_context_ptr{std::make_shared<const tls_context>(ctx.release())};
 }
 
-tls_policy::tls_policy(const tls_context& ctx, native_socket fd, bool connector,
-                       tls_events* owner)
+tls_policy::tls_policy(const tls_context& ctx, native_socket fd, bool connector, tls_events* owner)
   : ssl_(SSL_new(ctx.get())), owner_(owner), connector_(connector) {
   if (ssl_ == nullptr)
     return;
@@ -207,8 +203,7 @@ tls_policy::rw_state tls_policy::handshake(native_socket fd, bool writing) {
 
 tls_policy::rw_state tls_policy::failed(int ret, bool writing) {
   switch (SSL_get_error(ssl_, ret)) {
-    case SSL_ERROR_WANT_READ:
-      return rw_state::success;
+    case SSL_ERROR_WANT_READ: return rw_state::success;
     case SSL_ERROR_WANT_WRITE:
       if (!writing)
         owner_->tls_wants_write();
@@ -217,8 +212,7 @@ tls_policy::rw_state tls_policy::failed(int ret, bool writing) {
     case SSL_ERROR_SYSCALL:     // the socket failed or the peer closed it
       ERR_clear_error();
       return rw_state::failure;
-    default:
-      break;
+    default: break;
   }
   auto first = ERR_peek_error();
   if (ERR_GET_LIB(first) == ERR_LIB_SSL
@@ -227,8 +221,7 @@ tls_policy::rw_state tls_policy::failed(int ret, bool writing) {
     return rw_state::failure;
   }
   // Reasons from SSL_AD_REASON_OFFSET on are alerts the peer sent.
-  bool by_peer = ERR_GET_LIB(first) == ERR_LIB_SSL
-                 && ERR_GET_REASON(first) >= SSL_AD_REASON_OFFSET;
+  bool by_peer = ERR_GET_LIB(first) == ERR_LIB_SSL && ERR_GET_REASON(first) >= SSL_AD_REASON_OFFSET;
   auto text = openssl_errors();
   if (auto v = SSL_get_verify_result(ssl_); v != X509_V_OK)
     text += " (its certificate: " + std::string{X509_verify_cert_error_string(v)} + ")";

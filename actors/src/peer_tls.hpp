@@ -23,8 +23,7 @@ namespace cafmesh {
 /// What a TLS acceptor answers a cafmesh hello without TLS with before it closes: the
 /// hello's first 8 bytes with handshake version 255, so that the peer refuses the
 /// connection knowing why (docs/behaviour/peer-authentication.md#tls).
-inline constexpr std::array<uint8_t, 8> tls_required_magic{'C', 'A', 'F', 'M',
-                                                           'E', 'S', 'H', 255};
+inline constexpr std::array<uint8_t, 8> tls_required_magic{'C', 'A', 'F', 'M', 'E', 'S', 'H', 255};
 
 /// The TLS configuration of one process: its certificate chain and key, the cluster CA that
 /// must have issued every peer's certificate, TLS 1.3 at least, no session resumption.
@@ -35,16 +34,12 @@ public:
     // nop
   }
 
-  ~tls_context() {
-    SSL_CTX_free(ctx_);
-  }
+  ~tls_context() { SSL_CTX_free(ctx_); }
 
   tls_context(const tls_context&) = delete;
   tls_context& operator=(const tls_context&) = delete;
 
-  SSL_CTX* get() const {
-    return ctx_;
-  }
+  SSL_CTX* get() const { return ctx_; }
 
 private:
   SSL_CTX* ctx_;

@@ -17,15 +17,14 @@
 
 namespace cafmesh {
 
-using cafmesh::detail::placement_waiter;
 using cafmesh::detail::placement_item;
-using cafmesh::detail::placement_state;
 using cafmesh::detail::placement_local_call;
+using cafmesh::detail::placement_state;
+using cafmesh::detail::placement_waiter;
 
 const char* placement_state::name = "cafmesh.placement";
 
-placement_config make_placement_config(const config::mesh_config& cfg,
-                                       const silo_address& self) {
+placement_config make_placement_config(const config::mesh_config& cfg, const silo_address& self) {
   placement_config out;
   out.self = self;
   out.seed = cfg.simulation.seed;
@@ -130,9 +129,9 @@ void send_to(pl_actor* self, const grain_id& g, const silo_address& s, activatio
   if (w.answer_by_ms > 0) {
     auto left_ms = w.answer_by_ms - placement_now_ms(self);
     if (left_ms <= 0) {
-      w.rp.deliver(to_error(fault{mesh_errc::response_timeout,
-                                  "grain call to " + g.to_string()
-                                    + " not sent: its caller's time ran out"}));
+      w.rp.deliver(
+        to_error(fault{mesh_errc::response_timeout,
+                       "grain call to " + g.to_string() + " not sent: its caller's time ran out"}));
       return;
     }
     timeout_ms = std::min(timeout_ms, left_ms);
@@ -157,8 +156,8 @@ void send_to(pl_actor* self, const grain_id& g, const silo_address& s, activatio
   // Through the message centre, which sends the frame with the call's time-to-live
   // (remote_call.hpp) and answers by id.
   std::vector<remote_call_item> calls;
-  calls.push_back(remote_call_item{s, timeout_ms,
-                                   ct_call_item{id, g, t, w.forward_count, std::move(w.payload)}});
+  calls.push_back(
+    remote_call_item{s, timeout_ms, ct_call_item{id, g, t, w.forward_count, std::move(w.payload)}});
   self->send(st.centre, mc_calls_atom::value, std::move(calls));
 }
 
@@ -241,8 +240,7 @@ fault no_candidate_fault(const membership_snapshot& v, const std::string& type,
   return fault{mesh_errc::no_compatible_silo,
                "no active silo is compatible with grain type " + type + " (interface version "
                  + version + "); silos known with this type: [" + known_with_type(v, type)
-                 + "]; start a silo that hosts " + type
-                 + ", or send again once one is Active"};
+                 + "]; start a silo that hosts " + type + ", or send again once one is Active"};
 }
 
 /// Silos Active in the latest view whose manifest lists `info.type` with the same interface
@@ -289,8 +287,7 @@ void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
   }
   // The local limit of a stateless worker is enforced by the local catalog: it creates
   // activations while all are busy and fewer than the limit exist, and queues beyond.
-  bool local_ok = std::find(candidates.begin(), candidates.end(), st.cfg.self)
-                  != candidates.end();
+  bool local_ok = std::find(candidates.begin(), candidates.end(), st.cfg.self) != candidates.end();
   auto target = pick_silo(info.strategy, st.cfg.self, local_ok, candidates, st.rng);
   if (kind == grain_kind::stateless_worker) {
     complete(self, idx, g, target, activation_tag{0}, false);
@@ -298,8 +295,9 @@ void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
   }
   ++st.stats.activations;
   // Bounded by the item's budget: the item has failed by then anyway.
-  self->request(st.centre, std::chrono::milliseconds(st.cfg.timeout_ms),
-                make_call(target, component::catalog, ct_activate_atom::value, g))
+  self
+    ->request(st.centre, std::chrono::milliseconds(st.cfg.timeout_ms),
+              make_call(target, component::catalog, ct_activate_atom::value, g))
     .then(
       [=](activation_address& a) {
         if (find_item(self, idx, g, id) != nullptr)
@@ -353,7 +351,7 @@ void start_lookup(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
       st.log.debug("lookup of " + g.to_string() + " failed, retrying: " + to_fault(e).render());
       self->delayed_send(self, std::chrono::milliseconds(st.cfg.unstable_retry_ms),
                          pl_retry_atom::value, static_cast<uint64_t>(idx), g, id);
-      });
+    });
 }
 
 /// A grain call (the protocol's `pl_call`); `within` > 0 bounds it by its caller's remaining
@@ -368,11 +366,10 @@ caf::response_promise call(pl_actor* self, grain_id& g, int32_t fwd, caf::messag
     return rp;
   }
   if (fwd > st.cfg.max_forward_count) {
-    rp.deliver(to_error(fault{mesh_errc::rejected,
-                              "forward count " + std::to_string(fwd)
-                                + " exceeds placement.max_forward_count = "
-                                + std::to_string(st.cfg.max_forward_count) + " for "
-                                + g.to_string()}));
+    rp.deliver(to_error(fault{mesh_errc::rejected, "forward count " + std::to_string(fwd)
+                                                     + " exceeds placement.max_forward_count = "
+                                                     + std::to_string(st.cfg.max_forward_count)
+                                                     + " for " + g.to_string()}));
     return rp;
   }
   const grain_type* t = st.registry ? st.registry->find(g.type) : nullptr;
@@ -414,8 +411,8 @@ caf::response_promise call(pl_actor* self, grain_id& g, int32_t fwd, caf::messag
   // item still pending afterwards needs its deadline timer.
   start_lookup(self, idx, g, id);
   if (find_item(self, idx, g, id) != nullptr)
-    self->delayed_send(self, std::chrono::milliseconds(st.cfg.timeout_ms),
-                       pl_deadline_atom::value, static_cast<uint64_t>(idx), g, id);
+    self->delayed_send(self, std::chrono::milliseconds(st.cfg.timeout_ms), pl_deadline_atom::value,
+                       static_cast<uint64_t>(idx), g, id);
   return rp;
 }
 
@@ -461,10 +458,8 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg,
     [=](pl_call_atom, grain_id& g, int32_t fwd, caf::message& payload) -> caf::response_promise {
       return call(self, g, fwd, std::move(payload), caf::timespan{0});
     },
-    [=](pl_call_atom, grain_id& g, int32_t fwd, caf::message& payload,
-        caf::timespan within) -> caf::response_promise {
-      return call(self, g, fwd, std::move(payload), within);
-    },
+    [=](pl_call_atom, grain_id& g, int32_t fwd, caf::message& payload, caf::timespan within)
+      -> caf::response_promise { return call(self, g, fwd, std::move(payload), within); },
     [=](pl_deadline_atom, uint64_t idx, const grain_id& g, uint64_t id) {
       auto& st = self->state;
       if (find_item(self, idx, g, id) == nullptr)
@@ -514,12 +509,11 @@ static caf::behavior placement_service(pl_actor* self, placement_config cfg,
       auto& st = self->state;
       if (!st.view.is_active(s) || !st.leaving.insert(s).second)
         return;
-      st.log.info("silo " + s.to_string() + " is leaving: no new activation goes there "
-                  "until membership no longer lists it Active");
+      st.log.info("silo " + s.to_string()
+                  + " is leaving: no new activation goes there "
+                    "until membership no longer lists it Active");
     },
-    [=](pl_inval_atom, const activation_address& a) {
-      self->state.cache.invalidate(a);
-    },
+    [=](pl_inval_atom, const activation_address& a) { self->state.cache.invalidate(a); },
     [=](pl_inval_atom, const grain_id& g) { self->state.cache.invalidate(g); },
     [=](pl_inval_atom, const silo_address& s) {
       auto& st = self->state;

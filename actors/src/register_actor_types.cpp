@@ -47,8 +47,8 @@ void register_actor_types(caf::actor_system_config& cfg) {
   cfg.add_error_category(mesh_error_category(),
                          [](uint8_t code, caf::atom_value, const caf::message& ctx) -> std::string {
                            if (ctx.match_elements<fault>())
-                             return "mesh_error(" + to_string(static_cast<mesh_errc>(code))
-                                    + ", " + ctx.get_as<fault>(0).render() + ")";
+                             return "mesh_error(" + to_string(static_cast<mesh_errc>(code)) + ", "
+                                    + ctx.get_as<fault>(0).render() + ")";
                            return "mesh_error(" + to_string(static_cast<mesh_errc>(code)) + ")";
                          });
 }

@@ -264,8 +264,8 @@ void schedule_pump(net_actor* self, const link_key& k, int64_t due) {
   if (due <= now)
     self->send(self, sim_pump_atom::value, k.first, k.second);
   else
-    self->delayed_send(self, std::chrono::milliseconds(due - now), sim_pump_atom::value,
-                       k.first, k.second);
+    self->delayed_send(self, std::chrono::milliseconds(due - now), sim_pump_atom::value, k.first,
+                       k.second);
 }
 
 /// Puts `f` on the wire as part of one message on its link (`due`, `latency`: that
@@ -450,8 +450,9 @@ sim_network_impl::behavior_type sim_network(net_actor* self, sim_network_config 
     [=](sim_delay_atom, const silo_address& src, const silo_address& dst, int64_t min_ms,
         int64_t max_ms) {
       self->state.delays[link_key{src, dst}] = {min_ms, std::max(min_ms, max_ms)};
-      note(self, "delay", src.to_string() + " -> " + dst.to_string() + " "
-                            + std::to_string(min_ms) + ".." + std::to_string(max_ms) + "ms");
+      note(self, "delay",
+           src.to_string() + " -> " + dst.to_string() + " " + std::to_string(min_ms) + ".."
+             + std::to_string(max_ms) + "ms");
       return caf::ok_atom::value;
     },
     [=](sim_kill_atom, const silo_address& s) {

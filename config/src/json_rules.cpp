@@ -69,8 +69,8 @@ std::string integer_what(int64_t min, int64_t max) {
   return "an integer from " + std::to_string(min) + " to " + std::to_string(max);
 }
 
-bool read_integer(const json& v, const std::string& ptr, int64_t min, int64_t max,
-                  int64_t& out, error_list& errs) {
+bool read_integer(const json& v, const std::string& ptr, int64_t min, int64_t max, int64_t& out,
+                  error_list& errs) {
   if (!in_range(v, min, max)) {
     refuse(errs, ptr, integer_what(min, max), shown(v));
     return false;
@@ -100,12 +100,8 @@ bool duplicate_finder::operator()(int depth, json::parse_event_t event, json& pa
       frames_.push_back({event == ev::object_start, {}, -1, {}});
       break;
     case ev::object_end:
-    case ev::array_end:
-      frames_.resize(d);
-      break;
-    case ev::value:
-      element_begins(d);
-      break;
+    case ev::array_end: frames_.resize(d); break;
+    case ev::value: element_begins(d); break;
     case ev::key:
       if (!frames_.empty()) {
         auto& top = frames_.back();

@@ -26,8 +26,8 @@ using namespace cafmesh::config::json_rules;
 
 const std::vector<std::string> role_names{"silo_host", "pure_client", "monolith"};
 const std::vector<std::string> provider_names{"oracle", "etcd"};
-const std::vector<std::string> level_names{"trace",   "debug",    "info", "warning",
-                                           "error",   "critical", "off"};
+const std::vector<std::string> level_names{"trace", "debug",    "info", "warning",
+                                           "error", "critical", "off"};
 
 // -- error texts --------------------------------------------------------------
 
@@ -99,8 +99,7 @@ rule cluster_id_text() {
 /// An array of distinct address types: non-empty strings without `/` or `~`
 /// (docs/behaviour/envelope.md#addresses).
 rule address_types() {
-  return {"an array of address types",
-          [](const json& v, const std::string& ptr, error_list& errs) {
+  return {"an array of address types", [](const json& v, const std::string& ptr, error_list& errs) {
             if (!v.is_array()) {
               refuse(errs, ptr, "an array of address types", shown(v));
               return;
@@ -201,8 +200,7 @@ public:
   }
 
   template <class T>
-  section_builder& key(const char* name, T Section::*member, rule accepts,
-                       bool required = false) {
+  section_builder& key(const char* name, T Section::*member, rule accepts, bool required = false) {
     auto sec = section_;
     schema_.sections.back().keys.push_back(
       {name, std::move(accepts), required,
@@ -258,8 +256,7 @@ schema make_schema() {
     .key("name", &mesh_section::name, text(false));
   section_builder<lifecycle_section>(s, "lifecycle", &S::lifecycle)
     .key("quiescence_hold_ms", &lifecycle_section::quiescence_hold_ms, integer(1))
-    .key("quiescence_residual_sample", &lifecycle_section::quiescence_residual_sample,
-         integer(1))
+    .key("quiescence_residual_sample", &lifecycle_section::quiescence_residual_sample, integer(1))
     .key("slow_observer_log_ms", &lifecycle_section::slow_observer_log_ms, integer(0));
   section_builder<host_section>(s, "host", &S::host)
     .key("shutdown_budget_ms", &host_section::shutdown_budget_ms, integer(1))
@@ -291,15 +288,13 @@ schema make_schema() {
     .retired("ring_points_per_silo",
              "no longer a key: the directory owner of a grain id is chosen by rendezvous "
              "hashing over the active set, which has no ring points; remove it")
-    .key("lookup_attempt_timeout_ms", &directory_section::lookup_attempt_timeout_ms,
-         integer(1))
+    .key("lookup_attempt_timeout_ms", &directory_section::lookup_attempt_timeout_ms, integer(1))
     .key("stateless_worker_bypass", &directory_section::stateless_worker_bypass, boolean());
   section_builder<placement_section>(s, "placement", &S::placement)
     .key("timeout_ms", &placement_section::timeout_ms, integer(1))
     .key("worker_count", &placement_section::worker_count, integer(1))
     .key("max_forward_count", &placement_section::max_forward_count, integer(0))
-    .key("stateless_worker_max_local", &placement_section::stateless_worker_max_local,
-         integer(1));
+    .key("stateless_worker_max_local", &placement_section::stateless_worker_max_local, integer(1));
   section_builder<grain_call_section>(s, "grain_call", &S::grain_call)
     .key("response_timeout_ms", &grain_call_section::response_timeout_ms, integer(1));
   using R = routing_section;
@@ -316,8 +311,8 @@ schema make_schema() {
     .key("placement_timeout_attempts", &R::placement_timeout_attempts, integer(1))
     .key("saturation_report_count", &R::saturation_report_count, integer(1))
     .key("saturation_clear_count", &R::saturation_clear_count, integer(0))
-    .relation("saturation_clear_count", &R::saturation_clear_count, "<",
-              "saturation_report_count", &R::saturation_report_count)
+    .relation("saturation_clear_count", &R::saturation_clear_count, "<", "saturation_report_count",
+              &R::saturation_report_count)
     .key("leg_self_bound_ms", &R::leg_self_bound_ms, integer(1))
     .key("saturation_review_ms", &R::saturation_review_ms, integer(1))
     .key("saturation_warn_after_ms", &R::saturation_warn_after_ms, integer(0))
@@ -344,8 +339,7 @@ schema make_schema() {
     .key("join_ms", &pool_section::join_ms, integer(1))
     .key("teardown_join_ms", &pool_section::teardown_join_ms, integer(1));
   section_builder<size_section>(s, "size", &S::size)
-    .key("grain_call_body_limit_bytes", &size_section::grain_call_body_limit_bytes,
-         integer(1));
+    .key("grain_call_body_limit_bytes", &size_section::grain_call_body_limit_bytes, integer(1));
   using M = simulation_section;
   section_builder<M>(s, "simulation", &S::simulation)
     .key("seed", &M::seed, unsigned_integer())
@@ -363,8 +357,8 @@ schema make_schema() {
     .key("primary_port", &N::primary_port, integer(0, 65535))
     .key("heartbeat_interval_ms", &N::heartbeat_interval_ms, integer(1))
     .key("failure_detection_ms", &N::failure_detection_ms, integer(1))
-    .relation("failure_detection_ms", &N::failure_detection_ms, ">",
-              "heartbeat_interval_ms", &N::heartbeat_interval_ms)
+    .relation("failure_detection_ms", &N::failure_detection_ms, ">", "heartbeat_interval_ms",
+              &N::heartbeat_interval_ms)
     .key("cluster_id", &N::cluster_id, cluster_id_text())
     .key("cluster_secret", &N::cluster_secret, text(false))
     .key("cluster_secret_file", &N::cluster_secret_file, text(false))
@@ -378,10 +372,10 @@ schema make_schema() {
              "an empty string when /network/cluster_secret is set (one source of the secret)",
              shown(json(c.network.cluster_secret_file)));
     // TLS needs all three files (docs/behaviour/peer-authentication.md#tls).
-    const std::pair<const char*, const std::string*> tls[] = {
-      {"tls_certificate_file", &c.network.tls_certificate_file},
-      {"tls_key_file", &c.network.tls_key_file},
-      {"tls_ca_file", &c.network.tls_ca_file}};
+    const std::pair<const char*, const std::string*> tls[]
+      = {{"tls_certificate_file", &c.network.tls_certificate_file},
+         {"tls_key_file", &c.network.tls_key_file},
+         {"tls_ca_file", &c.network.tls_ca_file}};
     auto set = std::count_if(std::begin(tls), std::end(tls),
                              [](auto& x) { return !x.second->empty(); });
     if (set > 0 && set < 3)
@@ -399,8 +393,8 @@ schema make_schema() {
     .key("enabled", &admin_section::enabled, boolean())
     .key("host", &admin_section::host, text(true))
     .key("port", &admin_section::port, integer(0, 65535));
-  section_builder<log_section>(s, "log", &S::log).key("level", &log_section::level,
-                                                       one_of(level_names));
+  section_builder<log_section>(s, "log", &S::log)
+    .key("level", &log_section::level, one_of(level_names));
   return s;
 }
 
@@ -510,8 +504,7 @@ load_result load_file(const std::string& path) {
   if (read_errno == 0)
     return parse(text);
   load_result result;
-  result.errors.push_back("cannot read config file \"" + path + "\": "
-                          + std::strerror(read_errno));
+  result.errors.push_back("cannot read config file \"" + path + "\": " + std::strerror(read_errno));
   return result;
 }
 

@@ -103,17 +103,18 @@ caf::behavior admin_probe(caf::stateful_actor<probe_state>* self, admin_meters_p
             m.phase.compare_exchange_strong(starting, static_cast<uint8_t>(admin_phase::failed));
           });
       self->request(host, caf::infinite, host_await_atom::value)
-        .then([=](caf::ok_atom) {
-          auto& m = *self->state.meters;
-          auto since = m.stopping_since_ms.load();
-          if (since >= 0) {
-            m.stop_ms_total += steady_ms() - since;
-            ++m.stops;
-          }
-          if (m.phase != static_cast<uint8_t>(admin_phase::failed))
-            set_phase(m, admin_phase::stopped);
-        },
-        [=](caf::error&) {});
+        .then(
+          [=](caf::ok_atom) {
+            auto& m = *self->state.meters;
+            auto since = m.stopping_since_ms.load();
+            if (since >= 0) {
+              m.stop_ms_total += steady_ms() - since;
+              ++m.stops;
+            }
+            if (m.phase != static_cast<uint8_t>(admin_phase::failed))
+              set_phase(m, admin_phase::stopped);
+          },
+          [=](caf::error&) {});
     },
     [=](caf::get_atom) { return self->state.meters->phase.load(); },
   };
@@ -143,8 +144,8 @@ std::optional<T> ask(caf::scoped_actor& self, const Handle& a, Ts... xs) {
   std::optional<T> out;
   if (!a)
     return out;
-  self->request(a, scrape_wait, xs...).receive([&](T& x) { out = std::move(x); },
-                                               [](caf::error&) {});
+  self->request(a, scrape_wait, xs...)
+    .receive([&](T& x) { out = std::move(x); }, [](caf::error&) {});
   return out;
 }
 
@@ -183,16 +184,13 @@ public:
     sample(family(name, MetricType::Gauge, help), std::move(labels)).gauge.value = value;
   }
 
-  void summary(const std::string& name, const std::string& help, uint64_t count,
-               double sum) {
+  void summary(const std::string& name, const std::string& help, uint64_t count, double sum) {
     auto& m = sample(family(name, MetricType::Summary, help));
     m.summary.sample_count = count;
     m.summary.sample_sum = sum;
   }
 
-  std::vector<MetricFamily> take() {
-    return std::move(out_);
-  }
+  std::vector<MetricFamily> take() { return std::move(out_); }
 
 private:
   const admin_sources& src_;
@@ -224,8 +222,7 @@ void add_router_core(families& fs, const routing::router_core_stats& x) {
   fs.counter("cafmesh_router_accepted_total", accepted_help,
              static_cast<double>(x.accepted_co_hosted), {{"entry", "co_hosted"}});
   fs.counter("cafmesh_router_accepted_total", accepted_help,
-             static_cast<double>(x.accepted - x.accepted_co_hosted),
-             {{"entry", "routing_grain"}});
+             static_cast<double>(x.accepted - x.accepted_co_hosted), {{"entry", "routing_grain"}});
   fs.gauge("cafmesh_router_in_flight", "Accepted legs that have not ended",
            static_cast<double>(x.in_flight));
   fs.gauge("cafmesh_router_queued", "Accepted legs not dispatched yet",
@@ -238,10 +235,10 @@ void add_router_core(families& fs, const routing::router_core_stats& x) {
     = "Deliveries the router core refused before accepting them, by reason";
   fs.counter("cafmesh_router_refused_total", refused_help,
              static_cast<double>(x.refused_overloaded), {{"reason", "overloaded"}});
-  fs.counter("cafmesh_router_refused_total", refused_help,
-             static_cast<double>(x.refused_stopping), {{"reason", "stopping"}});
-  fs.counter("cafmesh_router_refused_total", refused_help,
-             static_cast<double>(x.routing_loops), {{"reason", "routing_loop"}});
+  fs.counter("cafmesh_router_refused_total", refused_help, static_cast<double>(x.refused_stopping),
+             {{"reason", "stopping"}});
+  fs.counter("cafmesh_router_refused_total", refused_help, static_cast<double>(x.routing_loops),
+             {{"reason", "routing_loop"}});
   const std::string rung_help = "NACKs delivered to their senders, by the rung that carried them";
   fs.counter("cafmesh_nacks_sent_total", rung_help, static_cast<double>(x.nacks_local),
              {{"rung", "local"}});
@@ -285,12 +282,12 @@ void add_routing_service(families& fs, const routing::routing_service_stats& x,
              static_cast<double>(x.local_hits));
   const std::string refused_help
     = "Deliveries the routing service refused before accepting them, by reason";
-  fs.counter("cafmesh_entry_refused_total", refused_help,
-             static_cast<double>(x.size_refused), {{"reason", "too_large"}});
+  fs.counter("cafmesh_entry_refused_total", refused_help, static_cast<double>(x.size_refused),
+             {{"reason", "too_large"}});
   fs.counter("cafmesh_entry_refused_total", refused_help,
              static_cast<double>(x.stopping_refused + x.stopping_nacks), {{"reason", "stopping"}});
-  fs.counter("cafmesh_entry_refused_total", refused_help,
-             static_cast<double>(x.refused_overloaded), {{"reason", "overloaded"}});
+  fs.counter("cafmesh_entry_refused_total", refused_help, static_cast<double>(x.refused_overloaded),
+             {{"reason", "overloaded"}});
   if (role == "pure_client") {
     const std::string help = "Dispatches of this pure client to its gateways, by result";
     fs.counter("cafmesh_client_dispatches_total", help, static_cast<double>(x.client_accepted),
@@ -440,8 +437,8 @@ const admin_address& admin_server::address() const {
   return impl_->addr;
 }
 
-void admin_server::serve(caf::actor_system& sys, admin_sources sources,
-                         admin_meters_ptr meters, caf::actor probe) {
+void admin_server::serve(caf::actor_system& sys, admin_sources sources, admin_meters_ptr meters,
+                         caf::actor probe) {
   auto& http = impl_->http;
   auto src = std::make_shared<admin_sources>(std::move(sources));
   auto* sysp = &sys;
@@ -472,8 +469,8 @@ void admin_server::serve(caf::actor_system& sys, admin_sources sources,
 
 caf::expected<std::unique_ptr<admin_server>> bind_admin_server(const config::admin_section& cfg) {
   if (cfg.host.empty())
-    return to_error(fault{mesh_errc::config_invalid,
-                          "/admin/host: expected a non-empty string, got \"\""});
+    return to_error(
+      fault{mesh_errc::config_invalid, "/admin/host: expected a non-empty string, got \"\""});
   auto x = std::make_unique<admin_server::impl>();
   auto& http = x->http;
   http.new_task_queue = [] { return new httplib::ThreadPool(2); };
@@ -486,9 +483,8 @@ caf::expected<std::unique_ptr<admin_server>> bind_admin_server(const config::adm
   int port = cfg.port == 0 ? http.bind_to_any_port(cfg.host)
                            : (http.bind_to_port(cfg.host, cfg.port) ? cfg.port : -1);
   if (port <= 0)
-    return to_error(fault{mesh_errc::config_invalid,
-                          "admin endpoint: cannot listen on " + cfg.host + ":"
-                            + std::to_string(cfg.port)});
+    return to_error(fault{mesh_errc::config_invalid, "admin endpoint: cannot listen on " + cfg.host
+                                                       + ":" + std::to_string(cfg.port)});
   x->addr = admin_address{cfg.host, static_cast<uint16_t>(port)};
   return std::unique_ptr<admin_server>{new admin_server(std::move(x))};
 }

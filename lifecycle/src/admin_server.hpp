@@ -42,16 +42,16 @@ using admin_meters_ptr = std::shared_ptr<admin_meters>;
 
 /// What the endpoint reads; a null handle is a component the process does not have.
 struct admin_sources {
-  std::string role;      ///< `silo_host`, `pure_client` or `monolith`
-  silo_address addr;     ///< this process
+  std::string role;  ///< `silo_host`, `pure_client` or `monolith`
+  silo_address addr; ///< this process
   host_actor host;
-  caf::actor core;       ///< router core (silo)
-  caf::actor routing;    ///< routing service
-  caf::actor catalog;    ///< silo
-  caf::actor placement;  ///< silo
-  membership_agent_actor agent;  ///< membership agent (silo, pure client)
-  caf::actor gateway;    ///< gateway part (silo)
-  net_link_actor link;   ///< network link (over CAF io)
+  caf::actor core;              ///< router core (silo)
+  caf::actor routing;           ///< routing service
+  caf::actor catalog;           ///< silo
+  caf::actor placement;         ///< silo
+  membership_agent_actor agent; ///< membership agent (silo, pure client)
+  caf::actor gateway;           ///< gateway part (silo)
+  net_link_actor link;          ///< network link (over CAF io)
 };
 
 /// The readiness probe: a receiver of the host's stopping signal that marks the phase
@@ -97,8 +97,7 @@ struct admin_setup {
 
   /// With a server: the probe watches `src.host`, the server serves `src` and moves into
   /// `slot` (the process state's). Without one: nothing.
-  void serve_into(caf::actor_system& sys, admin_sources src,
-                  std::unique_ptr<admin_server>& slot);
+  void serve_into(caf::actor_system& sys, admin_sources src, std::unique_ptr<admin_server>& slot);
 };
 
 /// Applies a builder's `admin()` (`override`, when given) to `cfg.admin`, then binds the

@@ -165,9 +165,13 @@ caf::expected<client> client_builder::build() {
   st->routing = pc.routing;
   st->hub_table = table;
   st->entry = entry;
-  st->owned = {caf::actor_cast<caf::actor>(table), caf::actor_cast<caf::actor>(entry), caf::actor_cast<caf::actor>(host),
-               pc.routing, caf::actor_cast<caf::actor>(pc.streams),
-               caf::actor_cast<caf::actor>(pc.agent), pc.centre};
+  st->owned = {caf::actor_cast<caf::actor>(table),
+               caf::actor_cast<caf::actor>(entry),
+               caf::actor_cast<caf::actor>(host),
+               pc.routing,
+               caf::actor_cast<caf::actor>(pc.streams),
+               caf::actor_cast<caf::actor>(pc.agent),
+               pc.centre};
   st->owned.insert(st->owned.end(), endpoint.begin(), endpoint.end());
   if (admin->probe)
     st->owned.push_back(caf::actor_cast<caf::actor>(admin->probe));
@@ -176,8 +180,8 @@ caf::expected<client> client_builder::build() {
     st->torn_down = true;
     return err;
   }
-  admin_sources src{st->role, pc.addr, host, caf::actor{}, pc.routing, caf::actor{},
-                    caf::actor{}, pc.agent, caf::actor{}, st->endpoint.link};
+  admin_sources src{st->role,     pc.addr,      host,     caf::actor{}, pc.routing,
+                    caf::actor{}, caf::actor{}, pc.agent, caf::actor{}, st->endpoint.link};
   admin->serve_into(sys_, std::move(src), st->admin);
   return client{std::move(st)};
 }

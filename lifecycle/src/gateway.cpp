@@ -31,9 +31,9 @@ struct gateway_state {
   caf::actor centre;
   stream_transport_actor streams; ///< told every client as a stream peer
   router_core_actor core;         ///< answers a client's `gw_drained`
-  bool open = false;      ///< stage Active started
-  bool accepting = true;  ///< false after the GrainDeactivation stop
-  bool stop_sent = false; ///< stop-send went out: no new inbound attach
+  bool open = false;              ///< stage Active started
+  bool accepting = true;          ///< false after the GrainDeactivation stop
+  bool stop_sent = false;         ///< stop-send went out: no new inbound attach
   std::set<silo_address> clients;
   std::map<std::string, silo_address> attached; ///< host path -> client that attached it
   /// Admission control: most client dispatches outstanding at once (0: no bound), and the
@@ -43,7 +43,7 @@ struct gateway_state {
   uint64_t outstanding = 0; ///< client dispatches handed to placement, not yet answered
   uint64_t refused_overloaded = 0;
   uint64_t refused_leaving = 0; ///< routing-grain calls refused after stop-send
-  uint64_t attaches = 0;  ///< inbound attaches taken
+  uint64_t attaches = 0;        ///< inbound attaches taken
   uint64_t detaches = 0;
   static inline const char* name = "cafmesh.gateway";
 };
@@ -146,17 +146,17 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, gateway_opt
       self->state.stop_sent = false;
       return caf::ok_atom::value;
     },
-    [=](gw_attach_atom, const silo_address& client,
-        const address& path) -> caf::result<bool> {
+    [=](gw_attach_atom, const silo_address& client, const address& path) -> caf::result<bool> {
       // docs/behaviour/routing.md#the-entry "Pure client inbound attach": the pod hub of the
       // client's path, through this silo's placement (prefer-local puts a new activation here).
       auto& st = self->state;
       if (!st.open || !st.accepting || st.stop_sent)
-        return to_error(fault{mesh_errc::silo_unavailable,
-                              "gateway " + st.self.to_string()
-                                + (st.stop_sent ? " is leaving; attach elsewhere"
-                                                : " is not accepting client messages (it is starting "
-                                  "or stopping); send through another Active gateway")});
+        return to_error(
+          fault{mesh_errc::silo_unavailable,
+                "gateway " + st.self.to_string()
+                  + (st.stop_sent ? " is leaving; attach elsewhere"
+                                  : " is not accepting client messages (it is starting "
+                                    "or stopping); send through another Active gateway")});
       add_client(client);
       ++st.attaches;
       auto key = host_address(path).path();
@@ -191,8 +191,7 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, gateway_opt
       return caf::ok_atom::value;
     },
     [=](gw_connect_atom, const silo_address& client) { add_client(client); },
-    [=](gw_drained_atom, std::string& destination,
-        std::string& key) -> caf::result<caf::ok_atom> {
+    [=](gw_drained_atom, std::string& destination, std::string& key) -> caf::result<caf::ok_atom> {
       auto& st = self->state;
       if (!st.core)
         return caf::ok_atom::value;

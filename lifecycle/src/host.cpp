@@ -88,8 +88,7 @@ void tear_down_runtime(self_ptr self) {
   self->request(st.opts.registry, caf::infinite, host_torn_down_atom::value, st.opts.silo_name)
     .then([=](caf::ok_atom) { finish(self); },
           [=](caf::error& e) {
-            self->state.lg.warning("runtime registry did not record the teardown: "
-                                   + describe(e));
+            self->state.lg.warning("runtime registry did not record the teardown: " + describe(e));
             finish(self);
           });
 }
@@ -105,8 +104,9 @@ void teardown_step(self_ptr self) {
   }
   auto budget_ms = st.opts.budgets.teardown_budget_ms;
   st.lg.info("mesh teardown: disposing hubs (budget " + std::to_string(budget_ms) + " ms)");
-  self->request(st.opts.teardown, std::chrono::milliseconds(budget_ms),
-                host_teardown_atom::value, budget_ms)
+  self
+    ->request(st.opts.teardown, std::chrono::milliseconds(budget_ms), host_teardown_atom::value,
+              budget_ms)
     .then(
       [=](const std::string& residual) {
         if (residual.empty())
@@ -117,8 +117,8 @@ void teardown_step(self_ptr self) {
       },
       [=](caf::error& e) {
         if (e == caf::sec::request_timeout)
-          self->state.lg.error("mesh teardown DIRTY: no answer within "
-                               + std::to_string(budget_ms) + " ms");
+          self->state.lg.error("mesh teardown DIRTY: no answer within " + std::to_string(budget_ms)
+                               + " ms");
         else
           self->state.lg.error("mesh teardown DIRTY: the teardown faulted: " + describe(e));
         tear_down_runtime(self);
@@ -176,8 +176,8 @@ void begin_stop(self_ptr self, bool graceful) {
   st.graceful = graceful;
   st.phase = host_phase::signalling;
   st.lg.info(std::string{"host stopping "} + (graceful ? "gracefully" : "non-gracefully")
-             + ": sending the stopping signal to "
-             + std::to_string(st.opts.recipients.size()) + " recipient(s)");
+             + ": sending the stopping signal to " + std::to_string(st.opts.recipients.size())
+             + " recipient(s)");
   if (st.opts.recipients.empty()) {
     stop_silo(self);
     return;
@@ -206,8 +206,7 @@ host_impl_actor::behavior_type host_impl(self_ptr self, host_options opts) {
     self->request(st.opts.registry, caf::infinite, host_register_atom::value, st.opts.silo_name)
       .then([](caf::ok_atom) {},
             [=](caf::error& e) {
-              self->state.lg.warning("runtime registry did not record this silo: "
-                                     + describe(e));
+              self->state.lg.warning("runtime registry did not record this silo: " + describe(e));
             });
   return {
     [=](host_start_atom) -> caf::result<caf::ok_atom> {
@@ -216,29 +215,30 @@ host_impl_actor::behavior_type host_impl(self_ptr self, host_options opts) {
         return to_error(fault{mesh_errc::lifecycle_misuse, "the host can be started only once"});
       st.start_begun = true;
       if (st.phase != host_phase::running)
-        return to_error(fault{mesh_errc::lifecycle_cancelled,
-                              "host start refused: the host is stopping"});
+        return to_error(
+          fault{mesh_errc::lifecycle_cancelled, "host start refused: the host is stopping"});
       if (!st.opts.subject) {
         start_completed(self, caf::error{});
         return caf::ok_atom::value;
       }
       auto rp = self->make_response_promise<caf::ok_atom>();
       self->request(st.opts.subject, caf::infinite, run_start_atom::value)
-        .then([=](caf::ok_atom) mutable {
-                start_completed(self, caf::error{});
-                rp.deliver(caf::ok_atom::value);
-              },
-              [=](caf::error& e) mutable {
-                start_completed(self, e);
-                auto& st = self->state;
-                if (st.phase == host_phase::running) {
-                  // docs/behaviour/lifecycle.md#the-lifecycle-subject: the host stops the silo
-                  // after a failed start.
-                  st.lg.error("silo start failed: " + describe(e) + "; stopping the silo");
-                  begin_stop(self, true);
-                }
-                rp.deliver(std::move(e));
-              });
+        .then(
+          [=](caf::ok_atom) mutable {
+            start_completed(self, caf::error{});
+            rp.deliver(caf::ok_atom::value);
+          },
+          [=](caf::error& e) mutable {
+            start_completed(self, e);
+            auto& st = self->state;
+            if (st.phase == host_phase::running) {
+              // docs/behaviour/lifecycle.md#the-lifecycle-subject: the host stops the silo
+              // after a failed start.
+              st.lg.error("silo start failed: " + describe(e) + "; stopping the silo");
+              begin_stop(self, true);
+            }
+            rp.deliver(std::move(e));
+          });
       return rp;
     },
     [=](host_halt_atom, bool graceful) -> caf::result<caf::ok_atom> {
@@ -281,8 +281,7 @@ host_impl_actor::behavior_type host_impl(self_ptr self, host_options opts) {
       if (st.phase != host_phase::stopping_silo || st.budget_expired)
         return;
       st.budget_expired = true;
-      st.lg.warning("host shutdown budget of "
-                    + std::to_string(st.opts.budgets.shutdown_budget_ms)
+      st.lg.warning("host shutdown budget of " + std::to_string(st.opts.budgets.shutdown_budget_ms)
                     + " ms expired while the silo was stopping; telling the lifecycle subject");
       self->send(st.opts.subject, budget_expired_atom::value);
     },

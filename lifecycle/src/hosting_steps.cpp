@@ -10,21 +10,19 @@
 
 namespace cafmesh::lifecycle::hosting {
 
-caf::expected<config::mesh_config> checked_config(const config::mesh_config& cfg,
-                                                  const std::string& path,
-                                                  config::process_role role,
-                                                  const std::string& builder) {
+caf::expected<config::mesh_config>
+checked_config(const config::mesh_config& cfg, const std::string& path, config::process_role role,
+               const std::string& builder) {
   auto loaded = path.empty() ? config::validate(cfg) : config::load_file(path);
   if (!loaded.ok)
-    return to_error(fault{mesh_errc::config_invalid,
-                          builder + ": invalid configuration"
-                            + (path.empty() ? std::string{} : " " + path) + ": "
-                            + loaded.message()});
+    return to_error(fault{mesh_errc::config_invalid, builder + ": invalid configuration"
+                                                       + (path.empty() ? std::string{} : " " + path)
+                                                       + ": " + loaded.message()});
   if (loaded.value.mesh.role != role)
-    return to_error(fault{mesh_errc::config_invalid,
-                          builder + " builds a " + config::to_string(role)
-                            + " process; mesh.process_role is "
-                            + config::to_string(loaded.value.mesh.role)});
+    return to_error(
+      fault{mesh_errc::config_invalid, builder + " builds a " + config::to_string(role)
+                                         + " process; mesh.process_role is "
+                                         + config::to_string(loaded.value.mesh.role)});
   return std::move(loaded.value);
 }
 
@@ -81,8 +79,7 @@ uint64_t wall_generation() {
                                  .count());
 }
 
-routing::correlating_entry_actor spawn_entry(caf::actor_system& sys,
-                                             const config::mesh_config& cfg,
+routing::correlating_entry_actor spawn_entry(caf::actor_system& sys, const config::mesh_config& cfg,
                                              const silo_address& addr, const caf::actor& routing,
                                              const caf::actor& claimer) {
   routing::correlating_entry_options eo;

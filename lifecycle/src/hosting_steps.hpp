@@ -27,10 +27,9 @@ namespace cafmesh::lifecycle::hosting {
 /// The configuration to build from: read from `path` when set, else `cfg`; validated exactly
 /// as the JSON loader validates (same messages, same JSON pointers); its role must be `role`.
 /// Errors are `config_invalid` faults naming `builder`.
-caf::expected<config::mesh_config> checked_config(const config::mesh_config& cfg,
-                                                  const std::string& path,
-                                                  config::process_role role,
-                                                  const std::string& builder);
+caf::expected<config::mesh_config>
+checked_config(const config::mesh_config& cfg, const std::string& path, config::process_role role,
+               const std::string& builder);
 
 /// Sets cafmesh's level: `explicit_level` when given, else the configuration's `log.level`
 /// when the application gave a configuration, else `warning` (the embedded default). Without
@@ -57,8 +56,7 @@ uint64_t wall_generation();
 /// The correlating entry of the process at `addr`: `client/{name}-{port}-{generation}`
 /// (`name` = `mesh.name`, or `process`), registered at `routing`, its pod hub claimed at
 /// `claimer` when there is one.
-routing::correlating_entry_actor spawn_entry(caf::actor_system& sys,
-                                             const config::mesh_config& cfg,
+routing::correlating_entry_actor spawn_entry(caf::actor_system& sys, const config::mesh_config& cfg,
                                              const silo_address& addr, const caf::actor& routing,
                                              const caf::actor& claimer);
 

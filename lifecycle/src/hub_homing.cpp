@@ -40,19 +40,15 @@ void hub_homing::add(hub_home_kind kind, const routing::address& addr, caf::acto
     return;
   switch (kind) {
     case hub_home_kind::owner:
-    case hub_home_kind::portal:
-      attach(in);
-      break;
+    case hub_home_kind::portal: attach(in); break;
     case hub_home_kind::client:
       caf::anon_send(in.client_routing, routing::rs_register_atom::value, in.addr, in.ep);
       break;
-    case hub_home_kind::answering:
-      break;
+    case hub_home_kind::answering: break;
   }
 }
 
-void hub_homing::place(const std::string& addr, caf::actor ep, const std::string& home,
-                       bool hold) {
+void hub_homing::place(const std::string& addr, caf::actor ep, const std::string& home, bool hold) {
   auto i = hubs_.find(addr);
   if (i == hubs_.end())
     return;
@@ -128,11 +124,8 @@ void hub_homing::killed(const std::string& name) {
         else
           move(h, next);
         break;
-      case hub_home_kind::portal:
-        h.moving = true;
-        break;
-      case hub_home_kind::client:
-        break;
+      case hub_home_kind::portal: h.moving = true; break;
+      case hub_home_kind::client: break;
     }
   }
 }

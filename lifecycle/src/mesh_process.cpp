@@ -55,9 +55,10 @@ void release_actors(mesh_process::state& st, bool await) {
     self->send_exit(a, caf::exit_reason::user_shutdown);
   }
   bool late = false;
-  self->receive_while([&] { return !alive.empty() && !late; })(
-    [&](caf::down_msg& dm) { alive.erase(dm.source); },
-    caf::after(std::chrono::seconds(10)) >> [&] { late = true; });
+  self->receive_while([&] {
+    return !alive.empty() && !late;
+  })([&](caf::down_msg& dm) { alive.erase(dm.source); },
+     caf::after(std::chrono::seconds(10)) >> [&] { late = true; });
   if (late) {
     // The actor system's end waits for them (bounded in cafmesh-node: system_end_bound).
     std::string names;
@@ -74,17 +75,16 @@ void release_actors(mesh_process::state& st, bool await) {
     drain_middleman(self, *st.sys, st.endpoint.gate);
 }
 
-void drain_middleman(caf::scoped_actor& self, caf::actor_system& sys,
-                     const caf::actor_addr& gate) {
+void drain_middleman(caf::scoped_actor& self, caf::actor_system& sys, const caf::actor_addr& gate) {
   // The link connects through its gate, which exits after the link, once it has handed the
   // BASP broker every connect the link asked for: wait for it first.
   if (auto g = caf::actor_cast<caf::actor>(gate)) {
     self->monitor(g);
     bool down = false;
     bool late = false;
-    self->receive_while([&] { return !down && !late; })(
-      [&](caf::down_msg& dm) { down = dm.source == gate; },
-      caf::after(std::chrono::seconds(2)) >> [&] { late = true; });
+    self->receive_while(
+      [&] { return !down && !late; })([&](caf::down_msg& dm) { down = dm.source == gate; },
+                                      caf::after(std::chrono::seconds(2)) >> [&] { late = true; });
   }
   // The middleman actor answers `get_atom` by delegating it to its BASP broker, after every
   // request the broker received before: once the answer is here, every connect the gate
@@ -117,50 +117,51 @@ caf::error mesh_process::when_active() {
   auto agent = st_->client_components.agent;
   auto waiting = caf::actor_cast<caf::actor>(self);
   bool await_gateway = st_->await_gateway;
-  auto watcher = st_->sys->spawn([agent, waiting,
-                                  await_gateway](caf::event_based_actor* w) -> caf::behavior {
-    w->request(agent, caf::infinite, mb_reach_atom::value)
-      .then(
-        [=](uint64_t) {
-          if (!await_gateway) {
+  auto watcher
+    = st_->sys->spawn([agent, waiting, await_gateway](caf::event_based_actor* w) -> caf::behavior {
+        w->request(agent, caf::infinite, mb_reach_atom::value)
+          .then(
+            [=](uint64_t) {
+              if (!await_gateway) {
+                w->send(waiting, caf::ok_atom::value);
+                w->quit();
+                return;
+              }
+              w->send(agent, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(w));
+            },
+            [=](caf::error& e) {
+              w->send(waiting, mb_reach_atom::value, std::move(e));
+              w->quit();
+            });
+        return {
+          [=](mb_snapshot_atom, const membership_snapshot& s) {
+            if (s.gateways().empty())
+              return;
             w->send(waiting, caf::ok_atom::value);
             w->quit();
-            return;
-          }
-          w->send(agent, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(w));
-        },
-        [=](caf::error& e) {
-          w->send(waiting, mb_reach_atom::value, std::move(e));
-          w->quit();
-        });
-    return {
-      [=](mb_snapshot_atom, const membership_snapshot& s) {
-        if (s.gateways().empty())
-          return;
-        w->send(waiting, caf::ok_atom::value);
-        w->quit();
-      },
-    };
-  });
+          },
+        };
+      });
   for (bool done = false; !done;) {
     self->receive([&](caf::ok_atom) { done = true; },
                   [&](mb_reach_atom, caf::error& e) {
                     out = std::move(e);
                     done = true;
                   },
-                  caf::after(std::chrono::milliseconds(200)) >> [&] {
-                    auto phase = host_phase::running;
-                    self->request(st_->host, std::chrono::seconds(5), host_state_atom::value)
-                      .receive([&](host_phase p) { phase = p; },
-                               [&](caf::error&) { phase = host_phase::torn_down; });
-                    if (phase == host_phase::running)
-                      return;
-                    out = to_error(fault{mesh_errc::lifecycle_cancelled,
-                                         "the client stopped before its membership showed a "
-                                         "gateway silo: no silo of its cluster was Active; "
-                                         "start a silo_host first"});
-                    done = true;
-                  });
+                  caf::after(std::chrono::milliseconds(200)) >>
+                    [&] {
+                      auto phase = host_phase::running;
+                      self->request(st_->host, std::chrono::seconds(5), host_state_atom::value)
+                        .receive([&](host_phase p) { phase = p; },
+                                 [&](caf::error&) { phase = host_phase::torn_down; });
+                      if (phase == host_phase::running)
+                        return;
+                      out = to_error(fault{mesh_errc::lifecycle_cancelled,
+                                           "the client stopped before its membership showed a "
+                                           "gateway silo: no silo of its cluster was Active; "
+                                           "start a silo_host first"});
+                      done = true;
+                    });
   }
   caf::anon_send_exit(watcher, caf::exit_reason::user_shutdown);
   return out;

@@ -62,7 +62,6 @@ void release_actors(mesh_process::state& st, bool await);
 /// `await_detached_threads`. The link connects through its own middleman actor, `gate`,
 /// which exits after the link: `release_actors` calls this once the link is down, and it
 /// waits for the gate first.
-void drain_middleman(caf::scoped_actor& self, caf::actor_system& sys,
-                     const caf::actor_addr& gate);
+void drain_middleman(caf::scoped_actor& self, caf::actor_system& sys, const caf::actor_addr& gate);
 
 } // namespace cafmesh::lifecycle

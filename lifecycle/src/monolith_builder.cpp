@@ -82,8 +82,8 @@ caf::expected<monolith> monolith_builder::build() {
   st->routing = routing;
   st->hub_table = table;
   st->entry = entry;
-  st->owned = {caf::actor_cast<caf::actor>(table), caf::actor_cast<caf::actor>(entry), caf::actor_cast<caf::actor>(host),
-               routing};
+  st->owned = {caf::actor_cast<caf::actor>(table), caf::actor_cast<caf::actor>(entry),
+               caf::actor_cast<caf::actor>(host), routing};
   if (admin->probe)
     st->owned.push_back(caf::actor_cast<caf::actor>(admin->probe));
   if (auto err = hosting::add_hubs(table, hubs_)) {
@@ -91,8 +91,9 @@ caf::expected<monolith> monolith_builder::build() {
     st->torn_down = true;
     return err;
   }
-  admin_sources src{st->role, st->addr, host, caf::actor{}, routing, caf::actor{},
-                    caf::actor{}, membership_agent_actor{}, caf::actor{}, net_link_actor{}};
+  admin_sources src{st->role,     st->addr,        host,         caf::actor{},
+                    routing,      caf::actor{},    caf::actor{}, membership_agent_actor{},
+                    caf::actor{}, net_link_actor{}};
   admin->serve_into(sys_, std::move(src), st->admin);
   return monolith{std::move(st)};
 }

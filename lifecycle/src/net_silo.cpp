@@ -8,16 +8,15 @@ using namespace cafmesh::routing;
 
 void net_silo::stop_all() const {
   s.stop_all();
-  for (auto& a : {caf::actor_cast<caf::actor>(endpoint.link),
-                  caf::actor_cast<caf::actor>(endpoint.oracle)})
+  for (auto& a :
+       {caf::actor_cast<caf::actor>(endpoint.link), caf::actor_cast<caf::actor>(endpoint.oracle)})
     if (a)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
 caf::expected<net_silo> start_net_silo(caf::actor_system& sys, silo_options opts,
                                        uint64_t generation, caf::timespan bind_timeout) {
-  auto ep = start_net_link(sys, opts.cfg.network, opts.cfg.membership, generation,
-                           bind_timeout);
+  auto ep = start_net_link(sys, opts.cfg.network, opts.cfg.membership, generation, bind_timeout);
   if (!ep)
     return ep.error();
   opts.self = ep->addr;

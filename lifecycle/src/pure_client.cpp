@@ -15,8 +15,8 @@ namespace cafmesh::lifecycle {
 using namespace cafmesh::routing;
 
 void pure_client::stop_all() const {
-  for (auto& a : {routing, caf::actor_cast<caf::actor>(streams),
-                  caf::actor_cast<caf::actor>(agent), centre})
+  for (auto& a :
+       {routing, caf::actor_cast<caf::actor>(streams), caf::actor_cast<caf::actor>(agent), centre})
     if (a)
       caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }

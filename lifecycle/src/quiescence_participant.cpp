@@ -21,8 +21,7 @@ namespace cafmesh::lifecycle {
 using namespace cafmesh::routing;
 
 quiescence_participant_options
-quiescence_participant_options::from(const config::lifecycle_section& cfg,
-                                     std::string silo_name) {
+quiescence_participant_options::from(const config::lifecycle_section& cfg, std::string silo_name) {
   quiescence_participant_options out;
   out.silo_name = std::move(silo_name);
   out.quiescence_hold = std::chrono::milliseconds(cfg.quiescence_hold_ms);
@@ -40,8 +39,8 @@ int64_t hold_ms(const quiescence_participant_options& opts) {
 using ok_promise = caf::typed_response_promise<caf::ok_atom>;
 
 /// The participant's full interface: the observer protocol plus its own hold timer.
-using participant_actor_type =
-  lifecycle_observer_actor::extend<caf::reacts_to<q_hold_expired_atom, uint64_t>>;
+using participant_actor_type
+  = lifecycle_observer_actor::extend<caf::reacts_to<q_hold_expired_atom, uint64_t>>;
 
 /// Where the participant stands in one stop.
 enum class phase {
@@ -56,12 +55,12 @@ struct participant_state {
   log::logger log;
   quiescence_participant_options opts;
   routing_quiescence_actor gauge;
-  leg_release_actor legs;        ///< the owner of the silo's legs; may be null
+  leg_release_actor legs; ///< the owner of the silo's legs; may be null
   phase ph = phase::idle;
   std::vector<ok_promise> pending;
-  uint64_t hold_id = 0;          ///< names the current hold; stale timers are ignored
-  int64_t stop_began_ms = 0;     ///< actor clock, when stop_stage arrived
-  bool budget_expired = false;   ///< budget_expired arrived while sampling
+  uint64_t hold_id = 0;        ///< names the current hold; stale timers are ignored
+  int64_t stop_began_ms = 0;   ///< actor clock, when stop_stage arrived
+  bool budget_expired = false; ///< budget_expired arrived while sampling
 };
 
 const char* participant_state::name = "cafmesh.quiescence_participant";
@@ -77,7 +76,6 @@ uint64_t sample_size(participant_pointer self) {
   auto n = self->state.opts.quiescence_residual_sample;
   return n > 0 ? static_cast<uint64_t>(n) : 0;
 }
-
 
 /// Answers every open stop_stage (from the participant's own turn) and closes the stop.
 void answer(participant_pointer self) {
@@ -206,8 +204,7 @@ void begin_hold(participant_pointer self, const quiescence_sample& x) {
         if (st.ph == phase::holding && st.hold_id == id)
           gauge_unreachable(self, err);
       });
-  self->delayed_send(self, s.opts.quiescence_hold,
-                     q_hold_expired_atom::value, id);
+  self->delayed_send(self, s.opts.quiescence_hold, q_hold_expired_atom::value, id);
 }
 
 [[maybe_unused]] // unused in the S12.20 mutation build
@@ -240,10 +237,9 @@ void on_sample(participant_pointer self, bool graceful, const quiescence_sample&
   begin_hold(self, x);
 }
 
-participant_actor_type::behavior_type participant_actor(participant_pointer self,
-                                                          routing_quiescence_actor gauge,
-                                                          quiescence_participant_options opts,
-                                                          leg_release_actor legs) {
+participant_actor_type::behavior_type
+participant_actor(participant_pointer self, routing_quiescence_actor gauge,
+                  quiescence_participant_options opts, leg_release_actor legs) {
   auto& s = self->state;
   s.legs = std::move(legs);
   s.log = opts.silo_name.empty() ? log::get("quiescence")
@@ -283,10 +279,9 @@ participant_actor_type::behavior_type participant_actor(participant_pointer self
 
 } // namespace
 
-lifecycle_observer_actor spawn_quiescence_participant(caf::actor_system& sys,
-                                                      routing_quiescence_actor gauge,
-                                                      quiescence_participant_options opts,
-                                                      leg_release_actor legs) {
+lifecycle_observer_actor
+spawn_quiescence_participant(caf::actor_system& sys, routing_quiescence_actor gauge,
+                             quiescence_participant_options opts, leg_release_actor legs) {
   return caf::actor_cast<lifecycle_observer_actor>(
     sys.spawn(participant_actor, std::move(gauge), std::move(opts), std::move(legs)));
 }

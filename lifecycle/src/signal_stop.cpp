@@ -85,8 +85,8 @@ signal_stop_guard install_signal_stop(caf::actor_system&, host_actor host) {
   }
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
-    lg.error("install_signal_stop: cannot create the self-pipe (errno "
-             + std::to_string(errno) + ")");
+    lg.error("install_signal_stop: cannot create the self-pipe (errno " + std::to_string(errno)
+             + ")");
     guard_installed.store(false);
     return guard;
   }

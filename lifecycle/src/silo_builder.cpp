@@ -59,22 +59,20 @@ silo_builder& silo_builder::hub(std::string pattern, routing::hub_handler handle
 }
 
 silo_builder& silo_builder::hub(std::string pattern, routing::async_hub_handler handler) {
-  hubs_.emplace_back(std::move(pattern),
-                     [handler = std::move(handler)](const detail::placement_slot_ptr&) {
-                       return handler;
-                     });
+  hubs_.emplace_back(std::move(pattern), [handler = std::move(handler)](
+                                           const detail::placement_slot_ptr&) { return handler; });
   return *this;
 }
 
 silo_builder& silo_builder::hub(std::string pattern, grain_hub_handler handler) {
-  hubs_.emplace_back(std::move(pattern), [handler = std::move(handler)](
-                                           const detail::placement_slot_ptr& slot) {
-    return routing::async_hub_handler{
-      [handler, slot](caf::event_based_actor* self, const routing::envelope& d,
-                      routing::hub_responder r) {
-        handler(self, d, std::move(r), grain_factory{slot->get()});
-      }};
-  });
+  hubs_.emplace_back(std::move(pattern),
+                     [handler = std::move(handler)](const detail::placement_slot_ptr& slot) {
+                       return routing::async_hub_handler{
+                         [handler, slot](caf::event_based_actor* self, const routing::envelope& d,
+                                         routing::hub_responder r) {
+                           handler(self, d, std::move(r), grain_factory{slot->get()});
+                         }};
+                     });
   return *this;
 }
 
@@ -210,8 +208,8 @@ caf::expected<silo> silo_builder::build() {
     st->owned.push_back(caf::actor_cast<caf::actor>(ns->endpoint.oracle));
   } else {
     st->cluster = cluster_ ? cluster_
-                           : make_in_process_cluster(
-                             sys_, std::chrono::milliseconds(cfg->network.failure_detection_ms));
+                           : make_in_process_cluster(sys_, std::chrono::milliseconds(
+                                                             cfg->network.failure_detection_ms));
     so.self = at_ ? *at_ : st->cluster->next_address();
     if (generation_)
       so.self.generation = *generation_;
@@ -232,16 +230,16 @@ caf::expected<silo> silo_builder::build() {
   st->hub_table = table;
   caf::anon_send(table, routing::ht_routing_atom::value, c.routing,
                  caf::actor_cast<caf::actor>(c.claimer));
-  admin_sources src{st->role, c.addr,      c.host,  caf::actor_cast<caf::actor>(c.core),
-                    c.routing, c.catalog, c.placement, c.agent, c.gateway, st->endpoint.link};
+  admin_sources src{st->role,  c.addr,           c.host,      caf::actor_cast<caf::actor>(c.core),
+                    c.routing, c.catalog,        c.placement, c.agent,
+                    c.gateway, st->endpoint.link};
   admin->serve_into(sys_, std::move(src), st->admin);
   // The hubs' deliveries in progress count in the gauge until what they sent has landed.
-  caf::anon_send(table, routing::ht_quiescence_atom::value,
-                 caf::actor_cast<caf::actor>(c.gauge), caf::actor_cast<caf::actor>(c.core));
+  caf::anon_send(table, routing::ht_quiescence_atom::value, caf::actor_cast<caf::actor>(c.gauge),
+                 caf::actor_cast<caf::actor>(c.core));
   // Each component declares its own stage: the application hubs hold the stop of Active
   // until their deliveries in progress ended (application_hub.hpp).
-  caf::anon_send(c.subject, subscribe_atom::value, stages::active,
-                 std::string{"application-hubs"},
+  caf::anon_send(c.subject, subscribe_atom::value, stages::active, std::string{"application-hubs"},
                  caf::actor_cast<lifecycle_observer_actor>(table));
   if (with_entry_) {
     // The entry's pod hub is claimed once this silo is Active (its stage Active starts after

@@ -10,10 +10,10 @@ namespace cafmesh::lifecycle {
 namespace components {
 
 // Each is defined in components/<name>.cpp.
-extern const silo_component grain_types, message_centre, membership, directory_partition,
-  placement, catalog, quiescence_gauge, io_pool, stream_transport, routing_service,
-  grain_delivery, router_core, pod_hub_claimer, gateway, runtime_services,
-  quiescence_participant, pool_teardown, death_watch;
+extern const silo_component grain_types, message_centre, membership, directory_partition, placement,
+  catalog, quiescence_gauge, io_pool, stream_transport, routing_service, grain_delivery,
+  router_core, pod_hub_claimer, gateway, runtime_services, quiescence_participant, pool_teardown,
+  death_watch;
 
 } // namespace components
 
@@ -24,24 +24,15 @@ namespace {
 /// (docs/behaviour/lifecycle.md#stages); within a stage the subject reaches them in this order.
 /// `silo_components::all()` lists their actors in this order too.
 const components::silo_component* const silo_parts[] = {
-  &components::grain_types,
-  &components::message_centre,
-  &components::membership,
-  &components::directory_partition,
-  &components::placement,
-  &components::catalog,
-  &components::quiescence_gauge,
-  &components::io_pool,
-  &components::stream_transport,
-  &components::routing_service,
-  &components::grain_delivery,
-  &components::router_core,
-  &components::pod_hub_claimer,
-  &components::gateway,
-  &components::runtime_services,
-  &components::quiescence_participant,
-  &components::pool_teardown,
-  &components::death_watch,
+  &components::grain_types,      &components::message_centre,
+  &components::membership,       &components::directory_partition,
+  &components::placement,        &components::catalog,
+  &components::quiescence_gauge, &components::io_pool,
+  &components::stream_transport, &components::routing_service,
+  &components::grain_delivery,   &components::router_core,
+  &components::pod_hub_claimer,  &components::gateway,
+  &components::runtime_services, &components::quiescence_participant,
+  &components::pool_teardown,    &components::death_watch,
 };
 
 } // namespace

@@ -25,9 +25,9 @@ struct observer_entry {
 
 /// An open start_stage or stop_stage request to one observer.
 struct open_request {
-  uint64_t token = 0;                          ///< matches the response to this request
+  uint64_t token = 0; ///< matches the response to this request
   bool is_stop = false;
-  caf::actor_clock::time_point began;          ///< actor-clock time the request went out
+  caf::actor_clock::time_point began; ///< actor-clock time the request went out
 };
 
 /// Where the subject stands.
@@ -136,8 +136,8 @@ void close_request(self_ptr self, size_t idx, uint64_t token, caf::error err) {
       st.lg.info("observer " + quoted(o) + " at stage " + stage_name(o.st) + " took "
                  + std::to_string(took_ms) + " ms to stop");
     if (err)
-      st.lg.warning("observer " + quoted(o) + " failed to stop stage " + stage_name(o.st)
-                    + ": " + describe(err) + "; continuing to stop");
+      st.lg.warning("observer " + quoted(o) + " failed to stop stage " + stage_name(o.st) + ": "
+                    + describe(err) + "; continuing to stop");
   } else if (err) {
     st.stage_errors.emplace_back(idx, std::move(err));
   }
@@ -158,8 +158,8 @@ void start_next_stage(self_ptr self) {
                + (st.start_cursor < st.start_order.size()
                     ? " before stage " + stage_name(st.start_order[st.start_cursor])
                     : std::string{}));
-    st.start_rp.deliver(to_error(fault{mesh_errc::lifecycle_cancelled,
-                                       "silo lifecycle start cancelled by a stop request"}));
+    st.start_rp.deliver(to_error(
+      fault{mesh_errc::lifecycle_cancelled, "silo lifecycle start cancelled by a stop request"}));
     after_start(self);
     return;
   }
@@ -224,9 +224,8 @@ void begin_stop(self_ptr self) {
   st.lg.info(std::string{"silo lifecycle stopping "}
              + (st.stop_graceful ? "gracefully" : "non-gracefully") + ": "
              + std::to_string(st.stop_order.size()) + " stage(s) to stop"
-             + (st.highest_started
-                  ? ", highest started " + stage_name(*st.highest_started)
-                  : std::string{}));
+             + (st.highest_started ? ", highest started " + stage_name(*st.highest_started)
+                                   : std::string{}));
   stop_next_stage(self);
 }
 
@@ -263,8 +262,8 @@ silo_lifecycle_actor::behavior_type silo_lifecycle_impl(self_ptr self,
                                 + " after the silo lifecycle started"});
       }
       if (!obs)
-        return to_error(fault{mesh_errc::lifecycle_misuse,
-                              "subscription of '" + name + "' without an observer"});
+        return to_error(
+          fault{mesh_errc::lifecycle_misuse, "subscription of '" + name + "' without an observer"});
       self->monitor(obs);
       st.by_stage[s].push_back(st.observers.size());
       st.observers.push_back(observer_entry{s, name, obs});
@@ -274,8 +273,8 @@ silo_lifecycle_actor::behavior_type silo_lifecycle_impl(self_ptr self,
       auto& st = self->state;
       if (st.start_begun) {
         st.lg.error("second lifecycle start refused");
-        return to_error(fault{mesh_errc::lifecycle_misuse,
-                              "the silo lifecycle can be started only once"});
+        return to_error(
+          fault{mesh_errc::lifecycle_misuse, "the silo lifecycle can be started only once"});
       }
       st.start_begun = true;
       if (st.stop_requested || st.stop_done)
@@ -285,8 +284,8 @@ silo_lifecycle_actor::behavior_type silo_lifecycle_impl(self_ptr self,
       st.start_rp = self->make_response_promise<caf::ok_atom>();
       for (auto& kvp : st.by_stage)
         st.start_order.push_back(kvp.first);
-      st.lg.info("silo lifecycle starting: " + std::to_string(st.start_order.size())
-                 + " stage(s), " + std::to_string(st.observers.size()) + " observer(s)");
+      st.lg.info("silo lifecycle starting: " + std::to_string(st.start_order.size()) + " stage(s), "
+                 + std::to_string(st.observers.size()) + " observer(s)");
       auto rp = st.start_rp;
       start_next_stage(self);
       return rp;

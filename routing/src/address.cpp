@@ -40,8 +40,7 @@ bool address::parse(const std::string& text, address& out) {
   size_t pos = 0;
   for (;;) {
     auto tilde = text.find('~', pos);
-    parts.push_back(text.substr(pos, tilde == std::string::npos ? std::string::npos
-                                                                 : tilde - pos));
+    parts.push_back(text.substr(pos, tilde == std::string::npos ? std::string::npos : tilde - pos));
     if (tilde == std::string::npos)
       break;
     pos = tilde + 1;

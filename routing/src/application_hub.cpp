@@ -107,8 +107,7 @@ void cover(app_hub* self, const std::string& first_id) {
   st.slot = next_hub_slot();
   st.live_slots->insert(st.slot);
   caf::anon_send(st.gauge, q_track_atom::value, st.slot,
-                 "application hub " + st.self_address.to_string() + " (delivery " + first_id
-                   + ")",
+                 "application hub " + st.self_address.to_string() + " (delivery " + first_id + ")",
                  slot_state::dispatched);
 }
 
@@ -248,7 +247,8 @@ bool end_inline(const caf::actor& hub, const std::string& id, uint8_t how, reply
                 std::string&& text, uint8_t v) {
   auto* e = inline_ending;
   if (e == nullptr || e->set || *e->id != id
-      || caf::actor_cast<caf::abstract_actor*>(hub) != static_cast<const caf::abstract_actor*>(e->hub))
+      || caf::actor_cast<caf::abstract_actor*>(hub)
+           != static_cast<const caf::abstract_actor*>(e->hub))
     return false;
   e->set = true;
   e->how = how;
@@ -306,8 +306,7 @@ void take_in(app_hub* self, envelope d, caf::response_promise* rp) {
     }
   }
   if (ending.set)
-    end(self, id, ending.how, std::move(ending.r), ending.text,
-        static_cast<verdict>(ending.v));
+    end(self, id, ending.how, std::move(ending.r), ending.text, static_cast<verdict>(ending.v));
   // Still in progress: the hub's slot covers it until it ends.
   if (st.pending.count(id) > 0)
     cover(self, id);
@@ -374,10 +373,10 @@ struct hub_table_state {
   caf::actor routing;
   caf::actor claimer;
   std::map<std::string, async_hub_handler> handlers; ///< pattern -> handler
-  std::map<std::string, caf::actor> hubs;      ///< path -> spawned hub
-  caf::actor gauge; ///< silo_host: the quiescence gauge its hubs hold slots of
-  caf::actor core;  ///< silo_host: the router core
-  std::vector<std::string> eager;              ///< exact stream-routed patterns not yet spawned
+  std::map<std::string, caf::actor> hubs;            ///< path -> spawned hub
+  caf::actor gauge;               ///< silo_host: the quiescence gauge its hubs hold slots of
+  caf::actor core;                ///< silo_host: the router core
+  std::vector<std::string> eager; ///< exact stream-routed patterns not yet spawned
   /// The silo's latest membership view (node_prefix form; empty: never told).
   membership_snapshot view;
   /// The patterns went out with the silo's membership row (`ht_patterns_atom`).
@@ -523,8 +522,8 @@ hub_table_actor::behavior_type hub_table_behaviour(hub_table self, hub_key_form 
     [=](hf_build_atom, const std::string& key) -> caf::result<caf::actor> {
       auto& st = self->state;
       if (!st.routing)
-        return to_error(fault{mesh_errc::silo_unavailable,
-                              "the hub table has no routing service yet"});
+        return to_error(
+          fault{mesh_errc::silo_unavailable, "the hub table has no routing service yet"});
       auto path = st.form == hub_key_form::node_prefix ? "node/" + key : key;
       auto h = match(st, path);
       if (h)
@@ -629,7 +628,8 @@ void hub_responder::respond(reply r) const {
 }
 
 void hub_responder::done() const {
-  if (end_inline(hub_, id_, end_done, reply{}, std::string{}, static_cast<uint8_t>(verdict::failed)))
+  if (end_inline(hub_, id_, end_done, reply{}, std::string{},
+                 static_cast<uint8_t>(verdict::failed)))
     return;
   caf::anon_send(hub_, ah_end_atom::value, id_, end_done, reply{}, std::string{},
                  static_cast<uint8_t>(verdict::failed));
@@ -667,11 +667,10 @@ async_hub_handler as_async(hub_handler h) {
   };
 }
 
-caf::actor spawn_application_hub(caf::actor_system& sys, address self_address,
-                                 caf::actor routing, async_hub_handler handler,
-                                 const config::routing_section& cfg) {
-  return sys.spawn(application_hub, std::move(self_address), std::move(routing),
-                   std::move(handler), cfg);
+caf::actor spawn_application_hub(caf::actor_system& sys, address self_address, caf::actor routing,
+                                 async_hub_handler handler, const config::routing_section& cfg) {
+  return sys.spawn(application_hub, std::move(self_address), std::move(routing), std::move(handler),
+                   cfg);
 }
 
 hub_table_actor spawn_hub_table(caf::actor_system& sys, hub_key_form form,

@@ -46,13 +46,11 @@ bool is_transient_node(const fault& node) {
     case mesh_errc::silo_unavailable:
     case mesh_errc::lifecycle_cancelled:
     case mesh_errc::departed_silo:
-    case mesh_errc::activation_deactivated: // every recorded value (docs/behaviour/classification.md#codes)
-    case mesh_errc::pod_hub_not_here:
-      return true;
-    case mesh_errc::runtime_gone:
-      return node.probe == probe_answer::torn_down;
-    default:
-      return false;
+    case mesh_errc::
+      activation_deactivated: // every recorded value (docs/behaviour/classification.md#codes)
+    case mesh_errc::pod_hub_not_here: return true;
+    case mesh_errc::runtime_gone: return node.probe == probe_answer::torn_down;
+    default: return false;
   }
 }
 
@@ -62,8 +60,7 @@ bool is_response_timeout_node(const fault& node) {
 
 verdict node_verdict(const fault& node) {
   switch (node.code) {
-    case mesh_errc::placement_timeout:
-      return verdict::unavailable;
+    case mesh_errc::placement_timeout: return verdict::unavailable;
     case mesh_errc::overloaded:
       // An admission refusal says when to come back; a target that merely shed load does
       // not, and stays `failed`.
@@ -73,19 +70,15 @@ verdict node_verdict(const fault& node) {
     case mesh_errc::silo_unavailable:
     case mesh_errc::lifecycle_cancelled:
     case mesh_errc::departed_silo:
-    case mesh_errc::pod_hub_not_here:
-      return verdict::shutting_down;
+    case mesh_errc::pod_hub_not_here: return verdict::shutting_down;
     case mesh_errc::activation_deactivated:
       return node.activation_error_recorded == tri_bool::no ? verdict::shutting_down
-                                                             : verdict::failed;
+                                                            : verdict::failed;
     case mesh_errc::runtime_gone:
       return node.probe == probe_answer::torn_down ? verdict::shutting_down : verdict::failed;
-    case mesh_errc::oversized:
-      return verdict::rejected;
-    case mesh_errc::not_found:
-      return verdict::not_found;
-    default:
-      return verdict::failed;
+    case mesh_errc::oversized: return verdict::rejected;
+    case mesh_errc::not_found: return verdict::not_found;
+    default: return verdict::failed;
   }
 }
 
@@ -104,21 +97,17 @@ leg_retry retry_in_leg(mesh_errc code, tri_bool recorded, probe_answer probe) {
   switch (code) {
     case mesh_errc::rejected:
     case mesh_errc::overloaded:
-    case mesh_errc::no_compatible_silo:
-      return leg_retry::yes;
-    case mesh_errc::placement_timeout:
-      return leg_retry::capped;
+    case mesh_errc::no_compatible_silo: return leg_retry::yes;
+    case mesh_errc::placement_timeout: return leg_retry::capped;
     case mesh_errc::directory_unstable:
     case mesh_errc::silo_unavailable:
     case mesh_errc::lifecycle_cancelled:
-    case mesh_errc::departed_silo:
-      return leg_retry::re_resolving;
+    case mesh_errc::departed_silo: return leg_retry::re_resolving;
     case mesh_errc::activation_deactivated:
       return recorded == tri_bool::no ? leg_retry::re_resolving : leg_retry::yes;
     case mesh_errc::runtime_gone:
       return probe == probe_answer::torn_down ? leg_retry::stop_at_once : leg_retry::no;
-    default:
-      return leg_retry::no;
+    default: return leg_retry::no;
   }
 }
 
@@ -220,7 +209,7 @@ std::string unquote_json_string(const std::string& text) {
 verdict text_rule(const std::string& error_text) {
   auto plain = lower_ascii(unquote_json_string(error_text));
   return plain.find("is shutting down") != std::string::npos ? verdict::shutting_down
-                                                              : verdict::failed;
+                                                             : verdict::failed;
 }
 
 bool is_owner_refusal(const std::string& text, const address& target) {
@@ -229,8 +218,7 @@ bool is_owner_refusal(const std::string& text, const address& target) {
   auto plain = unquote_json_string(text);
   auto lowered = lower_ascii(plain);
   auto own = target.path();
-  for (auto pos = plain.find(banner); pos != std::string::npos;
-       pos = plain.find(banner, pos + 1)) {
+  for (auto pos = plain.find(banner); pos != std::string::npos; pos = plain.find(banner, pos + 1)) {
     auto subject_begin = pos + banner.size();
     auto subject_end = lowered.find(tail, subject_begin);
     if (subject_end == std::string::npos)
@@ -296,9 +284,7 @@ result_decision judge_result(const envelope& result) {
       out.action = result_action::nack_state;
       out.verdict = verdict::rejected;
       return out;
-    default:
-      out.action = result_action::landed;
-      return out;
+    default: out.action = result_action::landed; return out;
   }
 }
 

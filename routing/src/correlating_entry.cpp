@@ -99,8 +99,7 @@ void attempt(entry_actor self, const std::string& key) {
              delivery_error{verdict::shutting_down,
                             "Host is shutting down, cannot route to "
                               + st.requests[k->second].target.to_string()
-                              + " (routing service unreachable: " + self->system().render(e)
-                              + ")",
+                              + " (routing service unreachable: " + self->system().render(e) + ")",
                             false, false});
       });
 }
@@ -183,8 +182,9 @@ correlating_entry_actor spawn_correlating_entry(caf::actor_system& sys,
     st.log = log::get("entry").with_context(opts.self_address.to_string());
     // Registered (and claimed) before this entry sends anything: same sender, same order.
     // The pod hub is claimed once the route exists: a claim without one is refused.
-    self->request(opts.routing, caf::infinite, rs_register_atom::value, opts.self_address,
-                  caf::actor_cast<caf::actor>(self))
+    self
+      ->request(opts.routing, caf::infinite, rs_register_atom::value, opts.self_address,
+                caf::actor_cast<caf::actor>(self))
       .then(
         [=](caf::ok_atom) {
           if (opts.claimer)
@@ -215,11 +215,11 @@ correlating_entry_actor spawn_correlating_entry(caf::actor_system& sys,
                 rp.deliver(id);
             },
             [=](caf::error& err) mutable {
-              rp.deliver(to_error(delivery_error{
-                verdict::shutting_down,
-                "Host is shutting down, cannot route to " + tgt + " (routing service "
-                  + "unreachable: " + self->system().render(err) + ")",
-                false, false}));
+              rp.deliver(to_error(delivery_error{verdict::shutting_down,
+                                                 "Host is shutting down, cannot route to " + tgt
+                                                   + " (routing service " + "unreachable: "
+                                                   + self->system().render(err) + ")",
+                                                 false, false}));
             });
         return rp;
       },
@@ -252,20 +252,18 @@ correlating_entry_actor spawn_correlating_entry(caf::actor_system& sys,
       // passed ends "no answer", then the timer is armed for the next deadline.
       [=](ce_deadline_atom, int64_t fired) {
         auto& st = self->state;
-        st.deadlines.fire(self, ce_deadline_atom::value, fired, now_ms(self),
-                          [self](int64_t, const std::string& key) {
-                            auto& st = self->state;
-                            auto i = st.requests.find(key);
-                            if (i == st.requests.end())
-                              return;
-                            auto text = "no answer to request " + key + " for "
-                                        + i->second.target.to_string() + " within "
-                                        + std::to_string(i->second.timeout_ms)
-                                        + " ms; its outcome is unknown";
-                            finish(self, key,
-                                   to_error(delivery_error{verdict::failed, text, false, true}),
-                                   {});
-                          });
+        st.deadlines.fire(
+          self, ce_deadline_atom::value, fired, now_ms(self),
+          [self](int64_t, const std::string& key) {
+            auto& st = self->state;
+            auto i = st.requests.find(key);
+            if (i == st.requests.end())
+              return;
+            auto text = "no answer to request " + key + " for " + i->second.target.to_string()
+                        + " within " + std::to_string(i->second.timeout_ms)
+                        + " ms; its outcome is unknown";
+            finish(self, key, to_error(delivery_error{verdict::failed, text, false, true}), {});
+          });
       },
       [=](ce_resend_atom, const std::string& key) { attempt(self, key); },
     };

@@ -11,8 +11,7 @@ caf::atom_value delivery_error_category() {
 // The code is the verdict + 1: CAF reads code 0 as "no error", and `shutting_down` is 0.
 caf::error to_error(const delivery_error& x) {
   return caf::error{static_cast<uint8_t>(static_cast<uint8_t>(x.verdict) + 1),
-                    delivery_error_category(),
-                    caf::make_message(x.text, x.resendable, x.deadline)};
+                    delivery_error_category(), caf::make_message(x.text, x.resendable, x.deadline)};
 }
 
 delivery_error delivery_error_of(const caf::error& err, const std::string& fallback_text) {

@@ -22,8 +22,9 @@ void grain_port_reply::send(T&& x) const {
     return;
   auto prio = urgent_ ? caf::message_priority::high : caf::message_priority::normal;
   // As `self->send` does: the port is the sender, its execution context schedules the caller.
-  caller_->enqueue(caf::make_mailbox_element(caf::strong_actor_ptr{port_->ctrl()}, caf::make_message_id(prio), {},
-                                             gp_result_atom::value, call_, std::forward<T>(x)),
+  caller_->enqueue(caf::make_mailbox_element(caf::strong_actor_ptr{port_->ctrl()},
+                                             caf::make_message_id(prio), {}, gp_result_atom::value,
+                                             call_, std::forward<T>(x)),
                    port_->context());
 }
 

@@ -75,8 +75,7 @@ std::optional<held_requests::entry> held_requests::take(const std::string& id, i
   return e;
 }
 
-std::vector<held_requests::loss> held_requests::departed(const silo_address& s,
-                                                         int64_t now_ms) {
+std::vector<held_requests::loss> held_requests::departed(const silo_address& s, int64_t now_ms) {
   std::vector<loss> out;
   for (auto i = held_.begin(); i != held_.end();) {
     auto& e = i->second;

@@ -101,8 +101,7 @@ void take_in(ep_actor* self, envelope& d) {
     }
     auto act = st.tracker.on_nack(f.request_id, now);
     if (act == outcome_action::deliver)
-      record(self, hub_outcome{now, f.request_id, "nack", f.verdict, f.target_unserved,
-                               f.message});
+      record(self, hub_outcome{now, f.request_id, "nack", f.verdict, f.target_unserved, f.message});
     else
       dropped(self, act, f.request_id);
     return;
@@ -145,10 +144,10 @@ void on_entry_error(ep_actor* self, const std::string& id, const address& target
   auto now = now_ms(self);
   auto act = st.tracker.on_nack(id, now);
   if (act == outcome_action::deliver)
-    record(self, hub_outcome{now, id, "entry_failed", verdict::shutting_down, false,
-                             "Host is shutting down, cannot route to " + target.to_string()
-                               + " (routing service unreachable: "
-                               + self->system().render(e) + ")"});
+    record(self,
+           hub_outcome{now, id, "entry_failed", verdict::shutting_down, false,
+                       "Host is shutting down, cannot route to " + target.to_string()
+                         + " (routing service unreachable: " + self->system().render(e) + ")"});
 }
 
 hub_endpoint_impl::behavior_type hub_endpoint(ep_actor* self, address me, caf::actor routing,

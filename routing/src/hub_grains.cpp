@@ -106,8 +106,7 @@ verdict build_verdict(const fault& f) {
   return f.code == mesh_errc::not_found ? verdict::not_found : verdict::unavailable;
 }
 
-std::string build_failure_text(const silo_routing_slots& slots, const envelope& d,
-                               const fault& f) {
+std::string build_failure_text(const silo_routing_slots& slots, const envelope& d, const fault& f) {
   if (f.code == mesh_errc::not_found)
     return "Delivery to '" + hub_address(slots, d) + "' failed: " + f.render();
   return "Hub " + hub_address(slots, d) + " could not be built: " + f.render();
@@ -147,11 +146,14 @@ void node_hub_nack(caf::event_based_actor* self, const silo_routing_slots_ptr& s
   auto lg = data->log;
   auto nid = nack.id;
   self->request(slots->routing, caf::infinite, rs_deliver_atom::value, std::move(nack))
-    .then([=](envelope& answer) {
-            if (answer.state == delivery_state::failed)
-              lg.warning("NACK " + nid + " was not routed: " + answer.properties["error"]);
-          },
-          [=](caf::error& e) { lg.warning("NACK " + nid + " was not routed: " + to_fault(e).render()); });
+    .then(
+      [=](envelope& answer) {
+        if (answer.state == delivery_state::failed)
+          lg.warning("NACK " + nid + " was not routed: " + answer.properties["error"]);
+      },
+      [=](caf::error& e) {
+        lg.warning("NACK " + nid + " was not routed: " + to_fault(e).render());
+      });
 }
 
 void hand_parked(caf::event_based_actor* self, const silo_routing_slots_ptr& slots,
@@ -177,7 +179,7 @@ void hand_parked(caf::event_based_actor* self, const silo_routing_slots_ptr& slo
 }
 
 caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id,
-                             silo_routing_slots_ptr slots) {
+                                silo_routing_slots_ptr slots) {
   auto data = std::make_shared<node_hub_data>();
   data->log = log::get("node_hub").with_context(slots->silo.to_string());
   // Deactivation (the catalog's exit): NACK what is still parked, then leave.
@@ -222,8 +224,8 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
           if (data->phase != hub_phase::building)
             return;
           if (!hub) {
-            fail_build(fault{mesh_errc::extension_missing, "the hub factory built no hub for "
-                                                     + id.key});
+            fail_build(
+              fault{mesh_errc::extension_missing, "the hub factory built no hub for " + id.key});
             return;
           }
           data->hub = hub;
@@ -247,84 +249,81 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
   // came through a grain port and placement, not over a router core's route: an answer to
   // another silo names this activation too, so that its core calls it directly from then on
   // (docs/delivery-costs.md#the-remote-frame-path).
-  auto deliver = [=](envelope& d, bool local_caller,
-                     bool via_placement) -> caf::result<envelope> {
-      learn(self, data->me);
-      offer_route(self, slots, data, id);
-      // A stopping silo takes no new work: refused before the hub sees it, and the
-      // activation leaves so that the sender's retry places the hub elsewhere.
-      bool hub_side = data->phase == hub_phase::ready || data->phase == hub_phase::building;
-      if (data->phase == hub_phase::leaving
-          || (hub_side && silo_stopping(*slots) && !is_continuation(d))) {
-        data->log.info("delivery " + d.id + " to '" + d.target.to_string()
-                       + "' refused before its hub saw it: silo " + slots->silo.to_string()
-                       + " is leaving; route elsewhere");
-        if (data->phase == hub_phase::building) {
-          data->leave_when_ready = true;
-        } else if (!data->left) {
-          data->left = true;
-          pin(self, data->me, false);
-          leave(self, data->me);
-        }
-        return to_error(leaving_fault(*slots));
+  auto deliver = [=](envelope& d, bool local_caller, bool via_placement) -> caf::result<envelope> {
+    learn(self, data->me);
+    offer_route(self, slots, data, id);
+    // A stopping silo takes no new work: refused before the hub sees it, and the
+    // activation leaves so that the sender's retry places the hub elsewhere.
+    bool hub_side = data->phase == hub_phase::ready || data->phase == hub_phase::building;
+    if (data->phase == hub_phase::leaving
+        || (hub_side && silo_stopping(*slots) && !is_continuation(d))) {
+      data->log.info("delivery " + d.id + " to '" + d.target.to_string()
+                     + "' refused before its hub saw it: silo " + slots->silo.to_string()
+                     + " is leaving; route elsewhere");
+      if (data->phase == hub_phase::building) {
+        data->leave_when_ready = true;
+      } else if (!data->left) {
+        data->left = true;
+        pin(self, data->me, false);
+        leave(self, data->me);
       }
-      switch (data->phase) {
-        case hub_phase::ready: {
-          if (is_continuation(d) || local_caller) {
-            self->delegate(data->hub, hb_deliver_atom::value, std::move(d));
-            return caf::delegated<envelope>{};
-          }
-          // Its answer names this silo, whose hub took it: if this silo dies before the
-          // answer leaves, the sender's entry ends the request at once
-          // (docs/behaviour/routing.md#requests-whose-silo-departs), and the calling router
-          // core counts its later attempts against this silo
-          // (docs/behaviour/admission-control.md#a-slow-destination).
-          auto rp = self->make_response_promise<envelope>();
-          auto silo = slots->silo;
-          auto tag = via_placement ? data->me->tag : caf::optional<activation_tag>{};
-          self->request(data->hub, caf::infinite, hb_deliver_atom::value, std::move(d))
-            .then(
-              [=](envelope& r) mutable {
-                stamp_landing(r, silo);
-                if (tag)
-                  stamp_landed_activation(r, *tag);
-                rp.deliver(std::move(r));
-              },
-              [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
-          return rp;
+      return to_error(leaving_fault(*slots));
+    }
+    switch (data->phase) {
+      case hub_phase::ready: {
+        if (is_continuation(d) || local_caller) {
+          self->delegate(data->hub, hb_deliver_atom::value, std::move(d));
+          return caf::delegated<envelope>{};
         }
-        case hub_phase::building: {
-          pin(self, data->me, true); // exempt from idle collection while building
-          auto ack = d;
-          ack.state = delivery_state::submitted;
-          if (!is_continuation(d))
-            stamp_landing(ack, slots->silo);
-          data->parked.push_back(std::move(d));
-          return ack;
-        }
-        case hub_phase::failed: {
-          auto out = d;
-          out.state = delivery_state::failed;
-          out.properties["error"] = json_quote(build_failure_text(*slots, d, data->build_fault));
-          out.properties["verdict"] = json_quote(to_string(build_verdict(data->build_fault)));
-          leave(self, data->me);
-          return out;
-        }
-        case hub_phase::disposed:
-        default: {
-          auto out = d;
-          out.state = delivery_state::failed;
-          auto tag = data->me->tag ? *data->me->tag : activation_tag{};
-          out.properties["error"] = json_quote(owner_refusal_text(hub_address(*slots, d), tag));
-          leave(self, data->me);
-          return out;
-        }
+        // Its answer names this silo, whose hub took it: if this silo dies before the
+        // answer leaves, the sender's entry ends the request at once
+        // (docs/behaviour/routing.md#requests-whose-silo-departs), and the calling router
+        // core counts its later attempts against this silo
+        // (docs/behaviour/admission-control.md#a-slow-destination).
+        auto rp = self->make_response_promise<envelope>();
+        auto silo = slots->silo;
+        auto tag = via_placement ? data->me->tag : caf::optional<activation_tag>{};
+        self->request(data->hub, caf::infinite, hb_deliver_atom::value, std::move(d))
+          .then(
+            [=](envelope& r) mutable {
+              stamp_landing(r, silo);
+              if (tag)
+                stamp_landed_activation(r, *tag);
+              rp.deliver(std::move(r));
+            },
+            [=](caf::error& e) mutable { rp.deliver(std::move(e)); });
+        return rp;
       }
+      case hub_phase::building: {
+        pin(self, data->me, true); // exempt from idle collection while building
+        auto ack = d;
+        ack.state = delivery_state::submitted;
+        if (!is_continuation(d))
+          stamp_landing(ack, slots->silo);
+        data->parked.push_back(std::move(d));
+        return ack;
+      }
+      case hub_phase::failed: {
+        auto out = d;
+        out.state = delivery_state::failed;
+        out.properties["error"] = json_quote(build_failure_text(*slots, d, data->build_fault));
+        out.properties["verdict"] = json_quote(to_string(build_verdict(data->build_fault)));
+        leave(self, data->me);
+        return out;
+      }
+      case hub_phase::disposed:
+      default: {
+        auto out = d;
+        out.state = delivery_state::failed;
+        auto tag = data->me->tag ? *data->me->tag : activation_tag{};
+        out.properties["error"] = json_quote(owner_refusal_text(hub_address(*slots, d), tag));
+        leave(self, data->me);
+        return out;
+      }
+    }
   };
   return {
-    [=](hg_deliver_atom, envelope& d) -> caf::result<envelope> {
-      return deliver(d, false, true);
-    },
+    [=](hg_deliver_atom, envelope& d) -> caf::result<envelope> { return deliver(d, false, true); },
     // Through the grain port: from this silo's router core when it has no direct route to
     // this activation (it gets one offered), or from another silo's.
     [=](hg_deliver_atom, envelope& d, const silo_address& caller) -> caf::result<envelope> {
@@ -343,10 +342,9 @@ caf::behavior node_hub_behavior(caf::event_based_actor* self, const grain_id& id
 } // namespace
 
 bool register_routing_grains(grain_registry& reg, silo_routing_slots_ptr slots) {
-  bool ok = reg.add_stateless("routing", 1,
-                              [slots](caf::event_based_actor* self, const grain_id&) {
-                                return routing_grain_behavior(self, slots);
-                              });
+  bool ok = reg.add_stateless("routing", 1, [slots](caf::event_based_actor* self, const grain_id&) {
+    return routing_grain_behavior(self, slots);
+  });
   ok = reg.add_single("messagehub", placement_strategy::random,
                       [slots](caf::event_based_actor* self, const grain_id& id) {
                         return node_hub_behavior(self, id, slots);
@@ -359,13 +357,10 @@ bool register_routing_grains(grain_registry& reg, silo_routing_slots_ptr slots) 
        && ok;
   // A pod hub's deliveries interleave (docs/behaviour/routing.md#hubs): a hand-over to a pure
   // client waits for the network, and per-channel order is the router core's.
-  ok = reg.set_may_interleave("podhub",
-                              [](const caf::message& m) {
-                                return m.size() > 0 && m.match_element<caf::atom_value>(0)
-                                       && m.get_as<caf::atom_value>(0)
-                                            == hg_deliver_atom::value;
-                              })
-       && ok;
+  ok = reg.set_may_interleave("podhub", [](const caf::message& m) {
+    return m.size() > 0 && m.match_element<caf::atom_value>(0)
+           && m.get_as<caf::atom_value>(0) == hg_deliver_atom::value;
+  }) && ok;
   return ok;
 }
 } // namespace cafmesh::routing

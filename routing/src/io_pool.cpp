@@ -58,8 +58,8 @@ using pool_actor_type = io_pool_actor::extend<caf::reacts_to<pool_grace_atom, ui
 
 struct pool_leg {
   io_pool_owner_actor owner;
-  caf::actor leg_actor;  ///< watched leg actor, may be invalid
-  bool started = false;  ///< false: holds a permit
+  caf::actor leg_actor; ///< watched leg actor, may be invalid
+  bool started = false; ///< false: holds a permit
   bool cancelled = false;
 };
 
@@ -150,8 +150,8 @@ void finish(pool_pointer self) {
 
 void arm_grace(pool_pointer self) {
   auto& s = self->state;
-  self->delayed_send(self, std::chrono::milliseconds(s.opts.drain_grace_ms),
-                     pool_grace_atom::value, ++s.timer_gen);
+  self->delayed_send(self, std::chrono::milliseconds(s.opts.drain_grace_ms), pool_grace_atom::value,
+                     ++s.timer_gen);
 }
 
 void begin_join(pool_pointer self) {
@@ -179,8 +179,8 @@ void begin_cancel(pool_pointer self) {
     if (!leg.leg_actor || leg.leg_actor.address() != leg.owner.address())
       self->send(leg.owner, pool_cancel_atom::value, kvp.first);
   }
-  self->delayed_send(self, std::chrono::milliseconds(s.opts.cancel_wait_ms),
-                     pool_cwait_atom::value, ++s.timer_gen);
+  self->delayed_send(self, std::chrono::milliseconds(s.opts.cancel_wait_ms), pool_cwait_atom::value,
+                     ++s.timer_gen);
 }
 
 /// A leg went away (ended, its actor or its owner went down): bookkeeping plus drain
@@ -196,9 +196,7 @@ void gone(pool_pointer self, uint64_t leg_id) {
   if (s.handovers_pending > 0)
     return; // the drain goes on once the hand-overs are in
   switch (s.phase) {
-    case pool_phase::open:
-      grant_waiting(self);
-      break;
+    case pool_phase::open: grant_waiting(self); break;
     case pool_phase::grace:
       if (s.legs.empty())
         finish(self);
@@ -215,8 +213,7 @@ void gone(pool_pointer self, uint64_t leg_id) {
       if (s.legs.empty())
         finish(self);
       break;
-    case pool_phase::drained:
-      break;
+    case pool_phase::drained: break;
   }
 }
 
@@ -237,9 +234,8 @@ void begin_grace(pool_pointer self) {
   auto refused = std::move(s.waiting);
   s.waiting.clear();
   s.waiting_ids.clear();
-  s.log.info("routing I/O pool: draining with " + std::to_string(s.legs.size())
-             + " leg(s) alive; " + std::to_string(refused.size())
-             + " waiting admission(s) refused");
+  s.log.info("routing I/O pool: draining with " + std::to_string(s.legs.size()) + " leg(s) alive; "
+             + std::to_string(refused.size()) + " waiting admission(s) refused");
   for (auto& w : refused)
     refuse_drained(self, w.leg_id, w.owner);
   if (s.legs.empty())
@@ -250,7 +246,8 @@ void begin_grace(pool_pointer self) {
 
 pool_actor_type::behavior_type pool_actor(pool_pointer self, io_pool_options opts) {
   auto& st = self->state;
-  st.log = opts.silo_name.empty() ? log::get("pool") : log::get("pool").with_context(opts.silo_name);
+  st.log = opts.silo_name.empty() ? log::get("pool")
+                                  : log::get("pool").with_context(opts.silo_name);
   if (opts.cap < 1)
     opts.cap = 1;
   st.opts = std::move(opts);

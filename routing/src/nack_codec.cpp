@@ -10,8 +10,8 @@ namespace cafmesh::routing {
 
 using json = nlohmann::json;
 
-delivery_failure make_delivery_failure(const envelope& original, std::string message,
-                                       verdict v, bool target_unserved,
+delivery_failure make_delivery_failure(const envelope& original, std::string message, verdict v,
+                                       bool target_unserved,
                                        caf::optional<silo_address> responding_silo) {
   delivery_failure out;
   out.request_id = original.id;
@@ -215,8 +215,7 @@ bool from_json_text(const std::string& text, delivery_failure& out) {
   return true;
 }
 
-envelope make_nack_envelope(const delivery_failure& failure, std::string nack_id,
-                            address from) {
+envelope make_nack_envelope(const delivery_failure& failure, std::string nack_id, address from) {
   envelope out;
   out.id = std::move(nack_id);
   out.sender = std::move(from);

@@ -24,8 +24,7 @@ ordering_channel make_channel(std::string destination, const std::string& key) {
 
 std::string to_string(const queue_snapshot& x) {
   std::string out = "channels " + std::to_string(x.channels) + ", destinations "
-                    + std::to_string(x.destinations) + ", deepest "
-                    + std::to_string(x.deepest);
+                    + std::to_string(x.destinations) + ", deepest " + std::to_string(x.deepest);
   if (x.deepest > 0) {
     out += " (";
     out += x.deepest_channel;
@@ -49,8 +48,8 @@ private:
   ordered_route_dispatcher& d_;
 };
 
-size_t ordered_route_dispatcher::channel_hash::operator()(
-  const ordering_channel& x) const noexcept {
+size_t
+ordered_route_dispatcher::channel_hash::operator()(const ordering_channel& x) const noexcept {
   auto h = std::hash<std::string>{}(x.destination);
   if (x.key)
     h ^= std::hash<std::string>{}(*x.key) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);

@@ -7,12 +7,9 @@ namespace cafmesh::routing {
 
 std::string to_string(outcome_action x) {
   switch (x) {
-    case outcome_action::deliver:
-      return "deliver";
-    case outcome_action::duplicate:
-      return "duplicate";
-    case outcome_action::unmatched:
-      return "unmatched";
+    case outcome_action::deliver: return "deliver";
+    case outcome_action::duplicate: return "duplicate";
+    case outcome_action::unmatched: return "unmatched";
   }
   return "unknown";
 }
@@ -29,8 +26,7 @@ outcome_tracker::outcome_tracker(const config::routing_section& cfg, log::logger
   // nop
 }
 
-bool outcome_tracker::track_request(const std::string& id, int64_t deadline_ms,
-                                    int64_t now_ms) {
+bool outcome_tracker::track_request(const std::string& id, int64_t deadline_ms, int64_t now_ms) {
   forget_expired(now_ms);
   if (pending_.count(id) > 0 || remembered_.count(id) > 0)
     return false;

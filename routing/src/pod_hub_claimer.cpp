@@ -211,11 +211,10 @@ pod_hub_claimer(pc_actor* self, caf::actor placement, caf::actor routing,
 
 } // namespace
 
-pod_hub_claimer_actor spawn_pod_hub_claimer(caf::actor_system& sys, caf::actor placement,
-                                            caf::actor routing,
-                                            const config::attach_section& attach,
-                                            const std::string& context,
-                                            silo_routing_slots_ptr slots) {
+pod_hub_claimer_actor
+spawn_pod_hub_claimer(caf::actor_system& sys, caf::actor placement, caf::actor routing,
+                      const config::attach_section& attach, const std::string& context,
+                      silo_routing_slots_ptr slots) {
   return sys.spawn(pod_hub_claimer, std::move(placement), std::move(routing), attach, context,
                    std::move(slots));
 }

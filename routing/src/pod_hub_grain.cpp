@@ -71,7 +71,7 @@ int64_t clock_ms(caf::local_actor* self) {
 } // namespace
 
 caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
-                            silo_routing_slots_ptr slots) {
+                               silo_routing_slots_ptr slots) {
   auto me = std::make_shared<activation_self>();
   auto client = std::make_shared<caf::optional<silo_address>>();
   auto path = address{};
@@ -90,9 +90,9 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
     lg.info("pod hub " + id.key + " is not here; deactivating");
   };
   auto not_here = [=]() {
-    fault f{mesh_errc::pod_hub_not_here,
-            "pod hub " + id.key + " is not in its owner's process (silo "
-              + slots->silo.to_string() + ")"};
+    fault f{mesh_errc::pod_hub_not_here, "pod hub " + id.key
+                                           + " is not in its owner's process (silo "
+                                           + slots->silo.to_string() + ")"};
     f.silo = slots->silo;
     return f;
   };
@@ -133,8 +133,8 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
           auto f = to_fault(e);
           if (contains_code(f, mesh_errc::departed_silo)
               || contains_code(f, mesh_errc::silo_unavailable)) {
-            lg.info("pure client " + c.to_string() + " of pod hub " + id.key
-                    + " is unreachable (" + f.render() + "); deactivating");
+            lg.info("pure client " + c.to_string() + " of pod hub " + id.key + " is unreachable ("
+                    + f.render() + "); deactivating");
             *client = caf::none;
             leave(self, me);
             auto nh = not_here();
@@ -160,34 +160,32 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
   // fails `response_timeout`, then the timer is armed for the next deadline.
   auto sweep = [=](int64_t fired) {
     auto now = clock_ms(self);
-    calls->deadlines.fire(self, ph_handover_sweep_atom::value, fired, now, [&](int64_t,
-                                                                               uint64_t id) {
-      auto c = calls->take(id);
-      if (!c)
-        return;
-      // An answer (a response or a NACK) is sent once more: its sender may be gone by now
-      // (killed while its leg waited for this hand-over), and then only this activation
-      // holds it. The client's tracker drops a second copy by id. Frames and posts are not:
-      // a late copy would arrive behind the deliveries that followed it on its channel.
-      if (!c->resent && c->env.request_id && *client && **client == c->client) {
-        lg.info("hand-over of answer " + c->env.id + " to pure client " + c->client.to_string()
-                + " got no reply within " + std::to_string(slots->client_handover_timeout_ms)
-                + " ms; sent once more");
-        auto again = ++calls->next_id;
-        c->resent = true;
-        c->due_ms = now + slots->client_handover_timeout_ms;
-        calls->deadlines.add(c->due_ms, again);
-        calls->calls.emplace(again, std::move(*c));
-        (*send_handover)(again);
-        return;
-      }
-      c->rp.deliver(to_error(fault{mesh_errc::response_timeout,
-                                   "hand-over of delivery " + c->env.id
-                                     + " to pure client " + c->client.to_string()
-                                     + " timed out after "
-                                     + std::to_string(slots->client_handover_timeout_ms)
-                                     + " ms"}));
-    });
+    calls->deadlines.fire(
+      self, ph_handover_sweep_atom::value, fired, now, [&](int64_t, uint64_t id) {
+        auto c = calls->take(id);
+        if (!c)
+          return;
+        // An answer (a response or a NACK) is sent once more: its sender may be gone by now
+        // (killed while its leg waited for this hand-over), and then only this activation
+        // holds it. The client's tracker drops a second copy by id. Frames and posts are not:
+        // a late copy would arrive behind the deliveries that followed it on its channel.
+        if (!c->resent && c->env.request_id && *client && **client == c->client) {
+          lg.info("hand-over of answer " + c->env.id + " to pure client " + c->client.to_string()
+                  + " got no reply within " + std::to_string(slots->client_handover_timeout_ms)
+                  + " ms; sent once more");
+          auto again = ++calls->next_id;
+          c->resent = true;
+          c->due_ms = now + slots->client_handover_timeout_ms;
+          calls->deadlines.add(c->due_ms, again);
+          calls->calls.emplace(again, std::move(*c));
+          (*send_handover)(again);
+          return;
+        }
+        c->rp.deliver(to_error(fault{
+          mesh_errc::response_timeout,
+          "hand-over of delivery " + c->env.id + " to pure client " + c->client.to_string()
+            + " timed out after " + std::to_string(slots->client_handover_timeout_ms) + " ms"}));
+      });
   };
   // The direct route offered to this silo's router core (SPEC B3, as node hubs do,
   // docs/delivery-costs.md): `routed` while the core holds it, `offered` once ever (the

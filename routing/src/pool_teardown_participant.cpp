@@ -36,8 +36,7 @@ namespace {
 using ok_promise = caf::typed_response_promise<caf::ok_atom>;
 
 /// The participant's full interface: the observer protocol plus its own budget timer.
-using teardown_actor_type =
-  lifecycle_observer_actor::extend<caf::reacts_to<pool_td_timer_atom>>;
+using teardown_actor_type = lifecycle_observer_actor::extend<caf::reacts_to<pool_td_timer_atom>>;
 
 enum class td_phase { idle, started, draining, done };
 
@@ -72,7 +71,8 @@ std::string timeout_line(teardown_pointer self) {
 teardown_actor_type::behavior_type teardown_actor(teardown_pointer self, pool_lookup lookup,
                                                   pool_teardown_options opts) {
   auto& st = self->state;
-  st.log = opts.silo_name.empty() ? log::get("pool") : log::get("pool").with_context(opts.silo_name);
+  st.log = opts.silo_name.empty() ? log::get("pool")
+                                  : log::get("pool").with_context(opts.silo_name);
   st.opts = std::move(opts);
   st.lookup = std::move(lookup);
   return {
@@ -97,14 +97,9 @@ teardown_actor_type::behavior_type teardown_actor(teardown_pointer self, pool_lo
           s.log.error("pool teardown stopped without start");
           rp.deliver(caf::ok_atom::value);
           return rp;
-        case td_phase::done:
-          rp.deliver(caf::ok_atom::value);
-          return rp;
-        case td_phase::draining:
-          s.pending.push_back(rp);
-          return rp;
-        case td_phase::started:
-          break;
+        case td_phase::done: rp.deliver(caf::ok_atom::value); return rp;
+        case td_phase::draining: s.pending.push_back(rp); return rp;
+        case td_phase::started: break;
       }
       s.pending.push_back(rp);
       s.ph = td_phase::draining;
@@ -118,8 +113,7 @@ teardown_actor_type::behavior_type teardown_actor(teardown_pointer self, pool_lo
             if (residual == 0)
               x.log.info("routing I/O pool joined");
             else
-              x.log.error(std::to_string(residual)
-                          + " leg(s) survived the routing I/O pool drain");
+              x.log.error(std::to_string(residual) + " leg(s) survived the routing I/O pool drain");
             complete(self);
           },
           [=](caf::error& err) {
@@ -149,15 +143,13 @@ teardown_actor_type::behavior_type teardown_actor(teardown_pointer self, pool_lo
 
 } // namespace
 
-lifecycle_observer_actor spawn_pool_teardown_participant(caf::actor_system& sys,
-                                                         pool_lookup lookup,
+lifecycle_observer_actor spawn_pool_teardown_participant(caf::actor_system& sys, pool_lookup lookup,
                                                          pool_teardown_options opts) {
   return caf::actor_cast<lifecycle_observer_actor>(
     sys.spawn(teardown_actor, std::move(lookup), std::move(opts)));
 }
 
-lifecycle_observer_actor spawn_pool_teardown_participant(caf::actor_system& sys,
-                                                         io_pool_actor pool,
+lifecycle_observer_actor spawn_pool_teardown_participant(caf::actor_system& sys, io_pool_actor pool,
                                                          pool_teardown_options opts) {
   return spawn_pool_teardown_participant(
     sys, [pool] { return pool; }, std::move(opts));

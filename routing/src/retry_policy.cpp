@@ -51,14 +51,12 @@ retry_policy router_policy(const config::routing_section& cfg) {
                       cfg.placement_timeout_attempts};
 }
 
-retry_policy client_policy(const config::client_section& cfg,
-                           int64_t placement_timeout_attempts) {
+retry_policy client_policy(const config::client_section& cfg, int64_t placement_timeout_attempts) {
   return retry_policy{policy_kind::client, cfg.retry_max, cfg.retry_base_ms, cfg.retry_cap_ms,
                       placement_timeout_attempts};
 }
 
-retry_policy attach_policy(const config::attach_section& cfg,
-                           int64_t placement_timeout_attempts) {
+retry_policy attach_policy(const config::attach_section& cfg, int64_t placement_timeout_attempts) {
   return retry_policy{policy_kind::attach, cfg.retry_max, cfg.retry_base_ms, cfg.retry_cap_ms,
                       placement_timeout_attempts};
 }
@@ -69,8 +67,7 @@ retry_policy make_policy(const config::mesh_config& cfg, policy_kind kind) {
       return client_policy(cfg.client, cfg.routing.placement_timeout_attempts);
     case policy_kind::attach:
       return attach_policy(cfg.attach, cfg.routing.placement_timeout_attempts);
-    default:
-      return router_policy(cfg.routing);
+    default: return router_policy(cfg.routing);
   }
 }
 

@@ -11,8 +11,7 @@
 
 namespace cafmesh::routing {
 
-router_core_options router_core_options::from(const config::mesh_config& cfg,
-                                              silo_address silo) {
+router_core_options router_core_options::from(const config::mesh_config& cfg, silo_address silo) {
   router_core_options out;
   out.silo = std::move(silo);
   out.routing = cfg.routing;
@@ -146,8 +145,8 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         mark_failed_and_nacked(answer);
       } else {
         answer.state = delivery_state::failed;
-        answer.properties["error"] = json_quote("Routing loop at router '"
-                                                + s.opts.self_address.to_string() + "'");
+        answer.properties["error"]
+          = json_quote("Routing loop at router '" + s.opts.self_address.to_string() + "'");
       }
       return answer;
     },
@@ -166,8 +165,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       }
       return caf::ok_atom::value;
     },
-    [=](routing::q_end_legs_atom,
-        std::string& why) -> caf::result<std::vector<std::string>> {
+    [=](routing::q_end_legs_atom, std::string& why) -> caf::result<std::vector<std::string>> {
       turn_scope turn{self};
       auto& s = self->state;
       auto residual = end_unlanded_legs(self, why);
@@ -219,7 +217,8 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       out.saturation_latched = s.sat.latched();
       out.saturation_reports = s.sat.reports();
       auto ages = s.sat.ages(now_ms(self));
-      out.oldest_dispatched_age_ms = ages.oldest_dispatched_age_ms ? *ages.oldest_dispatched_age_ms : -1;
+      out.oldest_dispatched_age_ms = ages.oldest_dispatched_age_ms ? *ages.oldest_dispatched_age_ms
+                                                                   : -1;
       out.oldest_queued_age_ms = ages.oldest_queued_age_ms ? *ages.oldest_queued_age_ms : -1;
       auto snap = s.disp.snapshot();
       out.channels = snap.channels;
@@ -357,8 +356,8 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
           return;
         auto& leg = i->second;
         auto f = to_fault(err);
-        s.log.info("leg " + std::to_string(id) + " (" + leg_label(leg) + ") refused by the pool: "
-                   + f.render());
+        s.log.info("leg " + std::to_string(id) + " (" + leg_label(leg)
+                   + ") refused by the pool: " + f.render());
         if (!leg.finished && !is_failed_and_nacked(leg.env)) {
           if (s.stopping) {
             // The silo stops and the draining pool will not run it: one NACK, started
@@ -369,8 +368,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
             leg.slot_owned = false;
             via_entry_client(self,
                              post_nack(self, routed_env(self, leg), verdict::failed,
-                                       before_attempt_text(leg, f.render()), false, caf::none,
-                                       id),
+                                       before_attempt_text(leg, f.render()), false, caf::none, id),
                              leg);
           }
         }
@@ -403,8 +401,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
             }
           }
           s.log.info("leg " + std::to_string(id) + " (" + leg_label(leg)
-                     + ") abandoned by the pool drain; "
-                     + (nack != 0 ? "NACKed" : "no NACK"));
+                     + ") abandoned by the pool drain; " + (nack != 0 ? "NACKed" : "no NACK"));
           leg_terminal(self, id, leg_outcome::abandoned, nack == 0);
         }
         return;
@@ -412,8 +409,8 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       if (s.nacks.count(id) != 0) {
         // Still on its ladder (a local route may yet take it); if it has not left when the
         // release bound passes, that bound's error line names it and drops it.
-        s.log.info("NACK to " + s.nacks.at(id).sender + " (delivery "
-                   + s.nacks.at(id).delivery_id + ") cancelled by the pool drain");
+        s.log.info("NACK to " + s.nacks.at(id).sender + " (delivery " + s.nacks.at(id).delivery_id
+                   + ") cancelled by the pool drain");
         arm_release_bound(self);
       }
     },
@@ -425,8 +422,8 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         if (!settle_latch(self, id))
           return;
         auto& leg = i->second;
-        s.log.error("leg " + std::to_string(id) + " (" + leg_label(leg) + ") crashed: "
-                    + self->system().render(reason));
+        s.log.error("leg " + std::to_string(id) + " (" + leg_label(leg)
+                    + ") crashed: " + self->system().render(reason));
         if (!leg.finished && !is_failed_and_nacked(leg.env)) {
           leg.slot_owned = false;
           via_entry_client(

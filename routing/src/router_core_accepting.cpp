@@ -31,11 +31,10 @@ void refuse_before_acceptance(pointer self, const envelope& env, const char* rea
   auto& s = self->state;
   auto d = s.refusals.record(reason, env.sender.to_string(), now_ms(self));
   if (d.log)
-    s.log.warning(with_repeats("delivery " + env.id + " to '" + env.target.to_string()
-                                 + "' refused: " + text,
-                               d));
-  if (auto id = post_nack(self, env, verdict::unavailable, text, false, caf::none,
-                          std::nullopt, false, true))
+    s.log.warning(with_repeats(
+      "delivery " + env.id + " to '" + env.target.to_string() + "' refused: " + text, d));
+  if (auto id = post_nack(self, env, verdict::unavailable, text, false, caf::none, std::nullopt,
+                          false, true))
     s.nacks.at(id).nack.properties["retry_after_ms"]
       = std::to_string(s.opts.routing.overload_retry_after_ms);
 }
@@ -53,8 +52,9 @@ bool over_bound(pointer self, const envelope& env) {
 std::string overload_text(pointer self) {
   auto& s = self->state;
   return "silo " + s.silo_name + " overloaded: " + std::to_string(admitted_in_flight(self))
-         + " deliveries in flight (routing.max_in_flight " + std::to_string(s.opts.routing.max_in_flight)
-         + "); retry after " + std::to_string(s.opts.routing.overload_retry_after_ms) + " ms";
+         + " deliveries in flight (routing.max_in_flight "
+         + std::to_string(s.opts.routing.max_in_flight) + "); retry after "
+         + std::to_string(s.opts.routing.overload_retry_after_ms) + " ms";
 }
 
 void refuse_overloaded(pointer self, const envelope& env) {
@@ -119,8 +119,8 @@ std::optional<std::string> destination_refusal(pointer self, const envelope& env
   auto& load = s.destinations[d - 1];
   if (load.waiting < static_cast<uint64_t>(bound))
     return std::nullopt;
-  return "destination " + load.silo.to_string() + " is not keeping up: "
-         + std::to_string(load.waiting)
+  return "destination " + load.silo.to_string()
+         + " is not keeping up: " + std::to_string(load.waiting)
          + " deliveries in flight to it (routing.max_in_flight_per_destination "
          + std::to_string(bound) + "); retry after "
          + std::to_string(s.opts.routing.overload_retry_after_ms) + " ms";
@@ -131,9 +131,8 @@ void refuse_for_destination(pointer self, const envelope& env, const std::string
   refuse_before_acceptance(self, env, "destination", text);
 }
 
-std::optional<uint64_t> accept(pointer self, envelope env, leg_host host,
-                               bool& loop_nack_posted, const silo_address& entry_client,
-                               caf::timespan answer_within) {
+std::optional<uint64_t> accept(pointer self, envelope env, leg_host host, bool& loop_nack_posted,
+                               const silo_address& entry_client, caf::timespan answer_within) {
   auto& s = self->state;
   if (on_path(env, s.opts.self_address)) {
     ++s.stats.routing_loops;
@@ -175,15 +174,14 @@ std::optional<uint64_t> accept(pointer self, envelope env, leg_host host,
   ++s.stats.accepted;
   leg.accepted_ms = now_ms(self);
   if (answer_within > caf::timespan{0})
-    leg.answer_by_ms = leg.accepted_ms
-                       + std::chrono::duration_cast<ms>(answer_within).count();
+    leg.answer_by_ms = leg.accepted_ms + std::chrono::duration_cast<ms>(answer_within).count();
   bool ordered = leg.ordered;
   // Only the stream-routed branch has a channel (docs/behaviour/routing.md#the-ordered-dispatcher);
   // the node branch builds none.
   std::optional<ordering_channel> channel;
   if (ordered)
-    channel = make_channel(leg.host_path, leg.env.ordering_key ? *leg.env.ordering_key
-                                                               : std::string{});
+    channel = make_channel(leg.host_path,
+                           leg.env.ordering_key ? *leg.env.ordering_key : std::string{});
   log_sat(self, s.sat.accept(leg.sat_link, leg_phase::queued, now_ms(self)));
   if (!ordered || s.disp.enqueue(*channel, id))
     admit(self, id);

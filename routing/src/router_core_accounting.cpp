@@ -84,8 +84,7 @@ void pool_ended(pointer self, uint64_t id) {
     self->send(s.opts.pool, routing::pool_ended_atom::value, id);
 }
 
-void gauge_track(pointer self, uint64_t slot, const std::string& label,
-                 routing::slot_state st) {
+void gauge_track(pointer self, uint64_t slot, const std::string& label, routing::slot_state st) {
   self->state.acct.track(slot, label, st, now_ms(self));
   gauge_changed(self);
 }

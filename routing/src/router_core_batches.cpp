@@ -183,8 +183,8 @@ bool take(pointer self, leg_rec& leg, uint64_t token, Store store) {
 void batch_form(pointer self, leg_rec& head) {
   auto& s = self->state;
   auto max = s.opts.routing.channel_batch_max;
-  if (max <= 1 || batch_of(s, head) != 0 || !rides(head) || !head.att || s.stopping || !s.admits_itself
-      || !routed(s, head.att->grain) || !s.disp.is_head(head.id))
+  if (max <= 1 || batch_of(s, head) != 0 || !rides(head) || !head.att || s.stopping
+      || !s.admits_itself || !routed(s, head.att->grain) || !s.disp.is_head(head.id))
     return;
   // Within the grain call's size limit, the batch as a whole (docs/behaviour/size-guard.md).
   auto bytes = check_size(head.env, size_crossing::grain_call, s.opts.size).bytes;
@@ -259,8 +259,8 @@ void batch_send_riders(pointer self, leg_rec& head, ms bound) {
     leg.in_flight = true;
     b.answers[k + 1].token = tok;
     ++s.stats.batch_riders;
-    port_call_send(self, call_for::leg_attempt, leg.id, tok, leg.att->grain,
-                   routed_env(self, leg), bound, true, destination);
+    port_call_send(self, call_for::leg_attempt, leg.id, tok, leg.att->grain, routed_env(self, leg),
+                   bound, true, destination);
   }
 }
 

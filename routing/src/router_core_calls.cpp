@@ -49,9 +49,9 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
         s.direct_out.emplace_back(r->second.catalog, std::vector<ct_call_item>{});
         i = s.direct_out.end() - 1;
       }
-      i->second.push_back(ct_call_item{id, grain, r->second.tag, 0,
-                                       caf::make_message(hg_deliver_atom::value,
-                                                         std::move(env), s.opts.silo, true)});
+      i->second.push_back(
+        ct_call_item{id, grain, r->second.tag, 0,
+                     caf::make_message(hg_deliver_atom::value, std::move(env), s.opts.silo, true)});
       ++s.direct_waiting;
       if (s.turn_depth == 0)
         flush_direct_calls(self, true); // no turn end will send it
@@ -85,8 +85,7 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
     self->send<caf::message_priority::high>(s.opts.grains, gp_call_atom::value, id, grain,
                                             std::move(env), caf::timespan{bound});
   else
-    self->send(s.opts.grains, gp_call_atom::value, id, grain, std::move(env),
-               caf::timespan{bound});
+    self->send(s.opts.grains, gp_call_atom::value, id, grain, std::move(env), caf::timespan{bound});
 }
 
 namespace {
@@ -189,8 +188,7 @@ void learn_remote_route(pointer self, const grain_id& grain, const silo_address&
   auto& s = self->state;
   // Pod hubs only: a route to a node hub of another silo left legs unanswered in the
   // simulated roll with co-hosted portal hubs (docs/known-limits.md).
-  if (s.stopping || !s.opts.centre || silo == s.opts.silo || silo.empty()
-      || grain.type != "podhub")
+  if (s.stopping || !s.opts.centre || silo == s.opts.silo || silo.empty() || grain.type != "podhub")
     return;
   if (s.remote_routes.size() >= 65536)
     drop_remote_routes(self, silo_address{}); // bounded as the resolution cache is
@@ -270,15 +268,9 @@ void port_call_result(pointer self, uint64_t id, envelope& result) {
     return; // its deadline ended it already: a late answer changes nothing
 
   switch (c->kind) {
-    case call_for::leg_attempt:
-      leg_attempt_result(self, c->owner, c->token, result);
-      break;
-    case call_for::nack_node_hub:
-      nack_node_result(self, c->owner, c->token);
-      break;
-    case call_for::nack_pod_hub:
-      nack_pod_hub_result(self, c->owner, c->token);
-      break;
+    case call_for::leg_attempt: leg_attempt_result(self, c->owner, c->token, result); break;
+    case call_for::nack_node_hub: nack_node_result(self, c->owner, c->token); break;
+    case call_for::nack_pod_hub: nack_pod_hub_result(self, c->owner, c->token); break;
   }
 }
 
@@ -294,15 +286,9 @@ void port_call_fault(pointer self, uint64_t id, caf::error& failure) {
       self->state.remote_routes.erase(r);
   }
   switch (c->kind) {
-    case call_for::leg_attempt:
-      leg_attempt_fault(self, c->owner, c->token, failure);
-      break;
-    case call_for::nack_node_hub:
-      nack_node_fault(self, c->owner, c->token, failure);
-      break;
-    case call_for::nack_pod_hub:
-      nack_pod_hub_fault(self, c->owner, c->token, failure);
-      break;
+    case call_for::leg_attempt: leg_attempt_fault(self, c->owner, c->token, failure); break;
+    case call_for::nack_node_hub: nack_node_fault(self, c->owner, c->token, failure); break;
+    case call_for::nack_pod_hub: nack_pod_hub_fault(self, c->owner, c->token, failure); break;
   }
 }
 

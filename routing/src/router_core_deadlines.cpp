@@ -34,8 +34,8 @@ void arm_deadline_timer(pointer self) {
   if (s.deadline_timer_ms >= 0 && s.deadline_timer_ms <= due)
     return;
   s.deadline_timer_ms = due;
-  self->delayed_send(self, ms(std::max<int64_t>(0, due - now_ms(self))),
-                     rc_deadline_atom::value, due);
+  self->delayed_send(self, ms(std::max<int64_t>(0, due - now_ms(self))), rc_deadline_atom::value,
+                     due);
 }
 
 } // namespace
@@ -130,8 +130,8 @@ void expire_deadlines(pointer self, int64_t fired_due) {
     auto prio = i->second.urgent ? caf::message_priority::high : caf::message_priority::normal;
     fault timeout{mesh_errc::response_timeout,
                   "grain call got no answer within " + render_budget(i->second.bound_ms)};
-    self->eq_impl(caf::make_message_id(prio), self->ctrl(), self->context(),
-                  gp_result_atom::value, what.call, to_error(timeout));
+    self->eq_impl(caf::make_message_id(prio), self->ctrl(), self->context(), gp_result_atom::value,
+                  what.call, to_error(timeout));
   }
   arm_deadline_timer(self);
 }

@@ -49,8 +49,9 @@ void with_probe(pointer self, fault f, K k) {
     k(std::move(f));
     return;
   }
-  self->request(s.opts.registry, ms(s.opts.runtime_probe_timeout_ms),
-                lifecycle::probe_runtime_atom::value, s.silo_name)
+  self
+    ->request(s.opts.registry, ms(s.opts.runtime_probe_timeout_ms),
+              lifecycle::probe_runtime_atom::value, s.silo_name)
     .then(
       [=](probe_answer a) mutable {
         turn_scope turn{self};
@@ -101,8 +102,9 @@ void leg_fault_arm(pointer self, uint64_t id, fault f, retry_decision d) {
   auto& leg = s.legs.at(id);
   auto tok = ++leg.token;
   auto attempts = leg.att->retry->attempts();
-  self->request(s.opts.grains, ms(s.opts.grain_response_timeout_ms), gp_act_error_atom::value,
-                leg.att->grain)
+  self
+    ->request(s.opts.grains, ms(s.opts.grain_response_timeout_ms), gp_act_error_atom::value,
+              leg.att->grain)
     .then(
       [=](std::string& recorded) {
         turn_scope turn{self};
@@ -113,8 +115,8 @@ void leg_fault_arm(pointer self, uint64_t id, fault f, retry_decision d) {
         auto text = "Delivery to '" + leg->host_path + "' failed: " + detail;
         bool quiet = runtime_torn_down(f);
         auto line = "delivery " + leg->env.id + " to '" + leg->host_path + "' NACKed "
-                    + to_string(d.verdict) + " after " + std::to_string(attempts)
-                    + " attempt(s) (" + to_string(d.reason) + "): " + detail;
+                    + to_string(d.verdict) + " after " + std::to_string(attempts) + " attempt(s) ("
+                    + to_string(d.reason) + "): " + detail;
         if (quiet)
           self->state.log.info(line);
         else
@@ -128,15 +130,15 @@ void leg_fault_arm(pointer self, uint64_t id, fault f, retry_decision d) {
           return;
         bool quiet = runtime_torn_down(f);
         auto line = "delivery " + leg->env.id + " to '" + leg->host_path + "' NACKed "
-                    + to_string(d.verdict) + " after " + std::to_string(attempts)
-                    + " attempt(s) (" + to_string(d.reason) + "): " + f.render();
+                    + to_string(d.verdict) + " after " + std::to_string(attempts) + " attempt(s) ("
+                    + to_string(d.reason) + "): " + f.render();
         if (quiet)
           self->state.log.info(line);
         else
           self->state.log.warning(line);
-        leg_nack(self, *leg, d.verdict, "Delivery to '" + leg->host_path + "' failed: "
-                                          + f.render(),
-                 false, caf::none, quiet);
+        leg_nack(self, *leg, d.verdict,
+                 "Delivery to '" + leg->host_path + "' failed: " + f.render(), false, caf::none,
+                 quiet);
       });
 }
 
@@ -147,8 +149,10 @@ bool nack_if_requester_gone_by(pointer self, leg_rec& leg, int64_t at_ms) {
     return false;
   ++self->state.stats.requester_time_ran_out;
   auto n = leg.att && leg.att->retry ? leg.att->retry->attempts() : int64_t{1};
-  auto text = "Delivery to '" + leg.host_path + "' failed: its requester stops waiting before "
-              "attempt " + std::to_string(n);
+  auto text = "Delivery to '" + leg.host_path
+              + "' failed: its requester stops waiting before "
+                "attempt "
+              + std::to_string(n);
   if (leg.in_flight)
     text += "; the outcome of attempt " + std::to_string(n - 1) + " is unknown";
   leg_nack(self, leg, verdict::failed, text);
@@ -190,8 +194,8 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
         auto silo = n->silo;
         auto by = silo ? silo->to_string() : std::string{"unknown silo"};
         leg_nack(self, leg, verdict::shutting_down,
-                 "No silo serves hub '" + leg.host_path + "' (answered by " + by + "); retry",
-                 true, silo);
+                 "No silo serves hub '" + leg.host_path + "' (answered by " + by + "); retry", true,
+                 silo);
         return;
       }
     }
@@ -221,17 +225,16 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
           forget_local_route(self, key, r->second.tag);
       }
       forget_remote_route(self, grain);
-      self->send<caf::message_priority::high>(s.opts.grains, gp_invalidate_atom::value,
-                                              grain);
+      self->send<caf::message_priority::high>(s.opts.grains, gp_invalidate_atom::value, grain);
     }
     for (auto& silo : d.departed) {
       drop_remote_routes(self, silo);
       self->send<caf::message_priority::high>(s.opts.grains, gp_inval_silo_atom::value, silo);
     }
     s.log.debug("delivery " + leg.env.id + ": attempt "
-                + std::to_string(leg.att->retry->attempts() - 1)
-                + " failed (" + f.render() + "); retry in " + std::to_string(d.delay_ms)
-                + " ms" + (d.re_resolve ? ", re-resolving" : ""));
+                + std::to_string(leg.att->retry->attempts() - 1) + " failed (" + f.render()
+                + "); retry in " + std::to_string(d.delay_ms) + " ms"
+                + (d.re_resolve ? ", re-resolving" : ""));
     if (nack_if_requester_gone_by(self, leg, now_ms(self) + d.delay_ms))
       return;
     // A leg that waits for a departed silo (until membership declares it Dead and the grain
@@ -266,35 +269,35 @@ void leg_resolve(pointer self, uint64_t id) {
   auto tok = ++leg.token;
   bounded_request<resolve_result>(
     self, s.opts.resolver, ms(s.opts.routing.resolve_timeout_ms),
-      [=](resolve_result& r) {
-        turn_scope turn{self};
-        auto leg = find_leg(self, id, tok);
-        if (leg == nullptr)
-          return;
-        if (r.cacheable && r.found && r.remainder.empty())
-          self->state.resolved.put(leg->host_path, r.node_prefix);
-        if (!r.found || !r.remainder.empty()) {
-          auto text = "No node found at '" + leg->host_path + "'";
-          if (r.closest_ancestor)
-            text += ". Closest ancestor: '" + *r.closest_ancestor + "'";
-          leg_nack(self, *leg, verdict::not_found, text);
-          return;
-        }
-        attempts_of(*leg).grain = node_hub_grain(r.node_prefix);
-        leg_grain_call(self, *leg);
-      },
-      [=](caf::error& e) {
-        turn_scope turn{self};
-        auto leg = find_leg(self, id, tok);
-        if (leg == nullptr)
-          return;
-        auto detail = is_request_timeout(e)
-                        ? "timed out after "
-                            + routing::render_budget(self->state.opts.routing.resolve_timeout_ms)
-                        : to_fault(e).render();
-        leg_nack(self, *leg, verdict::failed,
-                 "Path resolution for '" + leg->host_path + "' failed: " + detail);
-      },
+    [=](resolve_result& r) {
+      turn_scope turn{self};
+      auto leg = find_leg(self, id, tok);
+      if (leg == nullptr)
+        return;
+      if (r.cacheable && r.found && r.remainder.empty())
+        self->state.resolved.put(leg->host_path, r.node_prefix);
+      if (!r.found || !r.remainder.empty()) {
+        auto text = "No node found at '" + leg->host_path + "'";
+        if (r.closest_ancestor)
+          text += ". Closest ancestor: '" + *r.closest_ancestor + "'";
+        leg_nack(self, *leg, verdict::not_found, text);
+        return;
+      }
+      attempts_of(*leg).grain = node_hub_grain(r.node_prefix);
+      leg_grain_call(self, *leg);
+    },
+    [=](caf::error& e) {
+      turn_scope turn{self};
+      auto leg = find_leg(self, id, tok);
+      if (leg == nullptr)
+        return;
+      auto detail = is_request_timeout(e)
+                      ? "timed out after "
+                          + routing::render_budget(self->state.opts.routing.resolve_timeout_ms)
+                      : to_fault(e).render();
+      leg_nack(self, *leg, verdict::failed,
+               "Path resolution for '" + leg->host_path + "' failed: " + detail);
+    },
     pr_resolve_atom::value, leg.host_path);
 }
 
@@ -310,8 +313,9 @@ void leg_stream_publish(pointer self, uint64_t id) {
   }
   auto tok = ++leg.token;
   leg.in_flight = true;
-  self->request(s.opts.streams, ms(s.opts.routing.stream_post_timeout_ms),
-                sp_publish_atom::value, leg_host_address(self, leg), routed_env(self, leg))
+  self
+    ->request(s.opts.streams, ms(s.opts.routing.stream_post_timeout_ms), sp_publish_atom::value,
+              leg_host_address(self, leg), routed_env(self, leg))
     .then(
       [=](caf::ok_atom) {
         turn_scope turn{self};
@@ -343,8 +347,9 @@ void leg_stream_probe(pointer self, uint64_t id) {
     return;
   }
   auto tok = ++leg.token;
-  self->request(s.opts.streams, ms(s.opts.routing.subscriber_probe_timeout_ms),
-                sp_probe_atom::value, leg_host_address(self, leg))
+  self
+    ->request(s.opts.streams, ms(s.opts.routing.subscriber_probe_timeout_ms), sp_probe_atom::value,
+              leg_host_address(self, leg))
     .then(
       [=](bool live) {
         turn_scope turn{self};
@@ -378,8 +383,7 @@ void leg_stream_probe(pointer self, uint64_t id) {
 void record_latency(router_core_stats& st, int64_t latency_ms) {
   if (st.latency_buckets.empty())
     st.latency_buckets.resize(leg_latency_bounds_ms.size() + 1);
-  auto i = std::lower_bound(leg_latency_bounds_ms.begin(), leg_latency_bounds_ms.end(),
-                            latency_ms);
+  auto i = std::lower_bound(leg_latency_bounds_ms.begin(), leg_latency_bounds_ms.end(), latency_ms);
   ++st.latency_buckets[static_cast<size_t>(i - leg_latency_bounds_ms.begin())];
   st.latency_sum_ms += latency_ms;
 }
@@ -458,8 +462,8 @@ uint64_t via_entry_client(pointer self, uint64_t nack_id, const leg_rec& leg) {
   return nack_id;
 }
 
-void leg_nack(pointer self, leg_rec& leg, verdict v, const std::string& text,
-              bool target_unserved, caf::optional<silo_address> responding, bool quiet) {
+void leg_nack(pointer self, leg_rec& leg, verdict v, const std::string& text, bool target_unserved,
+              caf::optional<silo_address> responding, bool quiet) {
   leg.slot_owned = false;
   via_entry_client(self,
                    post_nack(self, routed_env(self, leg), v, text, target_unserved, responding,
@@ -494,9 +498,8 @@ void leg_attempt(pointer self, uint64_t id) {
   auto tok = ++leg.token;
   ++s.stats.grain_attempts;
   leg.in_flight = true;
-  port_call_send(self, call_for::leg_attempt, id, tok, leg.att->grain, routed_env(self, leg),
-                 bound, true,
-                 destination_of(self, leg.host_path));
+  port_call_send(self, call_for::leg_attempt, id, tok, leg.att->grain, routed_env(self, leg), bound,
+                 true, destination_of(self, leg.host_path));
   batch_send_riders(self, leg, bound);
 }
 
@@ -520,8 +523,8 @@ void leg_attempt_result(pointer self, uint64_t id, uint64_t tok, envelope& r) {
       if (at && leg->att)
         if (auto tag = landed_activation_of(r))
           learn_remote_route(self, leg->att->grain, *at, *tag);
-      report_landing(self->state.opts.silo, self->state.opts.centre,
-                     self->state.opts.local_routes, entry_client_of(self, *leg), leg->env, at);
+      report_landing(self->state.opts.silo, self->state.opts.centre, self->state.opts.local_routes,
+                     entry_client_of(self, *leg), leg->env, at);
       finish_leg(self, *leg, leg_outcome::landed);
       return;
     }
@@ -562,16 +565,12 @@ void leg_start(pointer self, leg_rec& leg) {
   gauge_mark(self, leg.id);
   log_sat(self, s.sat.dispatched(leg.sat_link, now_ms(self)));
   switch (leg.kind) {
-    case leg_kind::node:
-      leg_resolve(self, leg.id);
-      break;
+    case leg_kind::node: leg_resolve(self, leg.id); break;
     case leg_kind::pod_hub:
       attempts_of(leg).grain = pod_hub_grain(leg.host_path);
       leg_grain_call(self, leg);
       break;
-    case leg_kind::stream:
-      leg_stream_probe(self, leg.id);
-      break;
+    case leg_kind::stream: leg_stream_probe(self, leg.id); break;
   }
   pool_started(self, leg.id);
 }
@@ -599,8 +598,8 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_po
     case leg_outcome::refused: ++s.stats.refused; break;
   }
   if (s.log.enabled(log::level::debug)) // once per delivery: build the line only if kept
-    s.log.debug("leg " + std::to_string(id) + " (" + leg_label(leg) + ") terminated: "
-                + outcome_name(outcome));
+    s.log.debug("leg " + std::to_string(id) + " (" + leg_label(leg)
+                + ") terminated: " + outcome_name(outcome));
   bool ordered = leg.ordered;
   if (leg.has_entry_client)
     s.entry_clients.erase(id);

@@ -26,8 +26,8 @@ void nack_error(pointer self, nack_job& job, const std::string& line) {
 void nack_both_failed(pointer self, nack_job& job, const std::string& detail) {
   ++self->state.stats.nacks_failed;
   nack_error(self, job,
-             "BOTH transports failed for NACK to " + job.sender + " (delivery "
-               + job.delivery_id + "): " + detail);
+             "BOTH transports failed for NACK to " + job.sender + " (delivery " + job.delivery_id
+               + "): " + detail);
   nack_done(self, job.id);
 }
 
@@ -35,8 +35,9 @@ void nack_publish(pointer self, uint64_t id) {
   auto& s = self->state;
   auto& job = s.nacks.at(id);
   auto tok = ++job.token;
-  self->request(s.opts.streams, ms(s.opts.routing.stream_post_timeout_ms),
-                sp_publish_atom::value, job.sender_host, job.nack)
+  self
+    ->request(s.opts.streams, ms(s.opts.routing.stream_post_timeout_ms), sp_publish_atom::value,
+              job.sender_host, job.nack)
     .then(
       [=](caf::ok_atom) {
         turn_scope turn{self};
@@ -69,8 +70,9 @@ void nack_stream(pointer self, uint64_t id) {
     return;
   }
   auto tok = ++job.token;
-  self->request(s.opts.streams, ms(s.opts.routing.subscriber_probe_timeout_ms),
-                sp_probe_atom::value, job.sender_host)
+  self
+    ->request(s.opts.streams, ms(s.opts.routing.subscriber_probe_timeout_ms), sp_probe_atom::value,
+              job.sender_host)
     .then(
       [=](bool live) {
         turn_scope turn{self};
@@ -110,8 +112,9 @@ void nack_resolve(pointer self, uint64_t id) {
     return;
   }
   auto tok = ++job.token;
-  self->request(s.opts.resolver, ms(s.opts.routing.resolve_timeout_ms), pr_resolve_atom::value,
-                job.sender_host.path())
+  self
+    ->request(s.opts.resolver, ms(s.opts.routing.resolve_timeout_ms), pr_resolve_atom::value,
+              job.sender_host.path())
     .then(
       [=](resolve_result& r) {
         turn_scope turn{self};
@@ -140,8 +143,8 @@ void nack_pod_hub(pointer self, uint64_t id) {
   }
   job.grain = pod_hub_grain(job.sender_host.path());
   auto tok = ++job.token;
-  port_call_send(self, call_for::nack_pod_hub, id, tok, job.grain, job.nack,
-                 attempt_timeout(self), false);
+  port_call_send(self, call_for::nack_pod_hub, id, tok, job.grain, job.nack, attempt_timeout(self),
+                 false);
 }
 
 } // namespace
@@ -199,8 +202,9 @@ void nack_local(pointer self, uint64_t id) {
   if (s.opts.local_routes) {
     job.at = rung::local;
     auto tok = ++job.token;
-    self->request(s.opts.local_routes, ms(s.opts.routing.resolve_timeout_ms),
-                  lr_deliver_atom::value, job.nack)
+    self
+      ->request(s.opts.local_routes, ms(s.opts.routing.resolve_timeout_ms), lr_deliver_atom::value,
+                job.nack)
       .then(
         [=](bool took) {
           turn_scope turn{self};
@@ -260,9 +264,8 @@ void nack_entry_client(pointer self, uint64_t id) {
         if (job == nullptr)
           return;
         self->state.log.info("NACK to " + job->sender + " (delivery " + job->delivery_id
-                             + "): pure client " + job->entry_client.to_string()
-                             + " not reached (" + to_fault(e).render()
-                             + "); trying this silo's transports");
+                             + "): pure client " + job->entry_client.to_string() + " not reached ("
+                             + to_fault(e).render() + "); trying this silo's transports");
         nack_local(self, id);
       });
 }
@@ -271,8 +274,7 @@ void nack_entry_client(pointer self, uint64_t id) {
 
 uint64_t post_nack(pointer self, const envelope& original, verdict v, const std::string& text,
                    bool target_unserved, caf::optional<silo_address> responding,
-                   std::optional<uint64_t> handover_slot, bool quiet,
-                   bool direct) {
+                   std::optional<uint64_t> handover_slot, bool quiet, bool direct) {
   auto& s = self->state;
   if (original.sender.empty() || !may_answer(original)) {
     ++s.stats.suppressed_failures;
@@ -282,16 +284,15 @@ uint64_t post_nack(pointer self, const envelope& original, verdict v, const std:
     auto d = s.refusals.record(host_address(original.target, s.opts.mesh_type).to_string(),
                                original.sender.to_string(), now_ms(self));
     if (d.log)
-      s.log.warning(with_repeats("routing failure of answer-suppressed delivery "
-                                   + original.id + " to '" + original.target.to_string()
-                                   + "' (" + to_string(v) + "), no NACK: " + text,
+      s.log.warning(with_repeats("routing failure of answer-suppressed delivery " + original.id
+                                   + " to '" + original.target.to_string() + "' (" + to_string(v)
+                                   + "), no NACK: " + text,
                                  d));
     if (handover_slot)
       gauge_release(self, *handover_slot);
     return 0;
   }
-  auto failure = make_delivery_failure(original, text, v, target_unserved,
-                                       std::move(responding));
+  auto failure = make_delivery_failure(original, text, v, target_unserved, std::move(responding));
   auto id = s.next_id++;
   nack_job job;
   job.id = id;
@@ -309,8 +310,8 @@ uint64_t post_nack(pointer self, const envelope& original, verdict v, const std:
     job.slot = id;
     gauge_track(self, job.slot, label, routing::slot_state::queued);
   }
-  s.log.debug("NACK " + to_string(v) + " for delivery " + original.id + " to "
-              + job.sender + " posted: " + text);
+  s.log.debug("NACK " + to_string(v) + " for delivery " + original.id + " to " + job.sender
+              + " posted: " + text);
   s.nacks.emplace(id, std::move(job));
   ++s.stats.nacks_posted;
   auto vi = static_cast<size_t>(v);
@@ -359,8 +360,8 @@ void nack_node_attempt(pointer self, uint64_t id) {
   auto& s = self->state;
   auto& job = s.nacks.at(id);
   auto tok = ++job.token;
-  port_call_send(self, call_for::nack_node_hub, id, tok, job.grain, job.nack,
-                 attempt_timeout(self), false);
+  port_call_send(self, call_for::nack_node_hub, id, tok, job.grain, job.nack, attempt_timeout(self),
+                 false);
 }
 
 void nack_node_result(pointer self, uint64_t id, uint64_t tok) {

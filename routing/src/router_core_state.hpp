@@ -47,15 +47,13 @@ using rc_sat_lasting_atom = caf::atom_constant<caf::atom("rcsatlast")>;
 
 /// The router core's full interface: the public protocol, the pool-owner protocol and its
 /// own completion and timer messages.
-using impl_actor = router_core_actor::extend<caf::reacts_to<rc_flush_atom>,
-                                             caf::reacts_to<gp_result_atom, uint64_t, envelope>,
-                                             caf::reacts_to<gp_result_atom, uint64_t, caf::error>,
-                                             caf::reacts_to<rc_timer_atom, uint64_t, uint64_t>,
-                                             caf::reacts_to<rc_deadline_atom, int64_t>,
-                                             caf::reacts_to<rc_release_atom, uint64_t>,
-                                             caf::reacts_to<rc_sat_lasting_atom>,
-                                             caf::reacts_to<ct_results_atom, std::vector<ct_result_item>>>::
-  extend_with<routing::io_pool_owner_actor>;
+using impl_actor = router_core_actor::extend<
+  caf::reacts_to<rc_flush_atom>, caf::reacts_to<gp_result_atom, uint64_t, envelope>,
+  caf::reacts_to<gp_result_atom, uint64_t, caf::error>,
+  caf::reacts_to<rc_timer_atom, uint64_t, uint64_t>, caf::reacts_to<rc_deadline_atom, int64_t>,
+  caf::reacts_to<rc_release_atom, uint64_t>, caf::reacts_to<rc_sat_lasting_atom>,
+  caf::reacts_to<ct_results_atom,
+                 std::vector<ct_result_item>>>::extend_with<routing::io_pool_owner_actor>;
 
 /// How a leg ended (its one terminal event, docs/behaviour/routing.md#legs,
 /// docs/behaviour/quiescence.md#the-routing-io-pool).
@@ -83,7 +81,7 @@ struct leg_rec {
   envelope env;
   std::string host_path; ///< `type/id` of the target's host address
   uint64_t id = 0;
-  uint64_t token = 0;    ///< step token; answers carrying an older one are ignored
+  uint64_t token = 0;      ///< step token; answers carrying an older one are ignored
   int64_t accepted_ms = 0; ///< actor-clock ms at acceptance (delivery latency histogram)
   /// Actor-clock ms by which the requester stops waiting, less the margin for the NACK's
   /// way back (docs/behaviour/routing.md#a-requests-remaining-time); 0: no such bound.
@@ -96,9 +94,9 @@ struct leg_rec {
   leg_rec* older = nullptr;
   leg_rec* newer = nullptr;
   leg_kind kind = leg_kind::node;
-  bool ordered = false;  ///< on the ordered dispatcher (stream-routed branch)
+  bool ordered = false; ///< on the ordered dispatcher (stream-routed branch)
   bool started = false;
-  bool finished = false; ///< landed or NACK handed over; `leg_done` is on its way
+  bool finished = false;  ///< landed or NACK handed over; `leg_done` is on its way
   bool slot_owned = true; ///< false once the slot was handed to a NACK
   bool pooled = false;    ///< admitted (in the core's own count or through the pool)
   /// A grain call or publish of this leg is outstanding, or one ended without telling
@@ -128,10 +126,10 @@ struct nack_job {
   uint64_t slot = 0; ///< gauge slot (the leg's after a hand-over)
   envelope nack;     ///< the NACK envelope
   std::string delivery_id;
-  std::string sender;      ///< rendered sender
+  std::string sender; ///< rendered sender
   address sender_host;
   bool started = false;
-  bool quiet = false;      ///< runtime torn down: transport failures log at info
+  bool quiet = false; ///< runtime torn down: transport failures log at info
   /// The pool entry of a cancelled leg whose NACK this is: ended in the pool once the NACK
   /// is through, so the drain's cancel wait covers the NACK. 0: none.
   uint64_t pool_leg_id = 0;
@@ -165,13 +163,13 @@ enum class call_for : uint8_t {
 /// A grain-port call in flight (docs/behaviour/routing.md#grain-port-calls).
 struct port_call {
   call_for kind = call_for::leg_attempt;
-  bool urgent = false;  ///< sent at high priority: its timeout comes at that priority too
+  bool urgent = false; ///< sent at high priority: its timeout comes at that priority too
   /// Sent to a local activation's catalog directly (`local_route`): a fault drops the route.
   bool direct = false;
   /// Sent to an activation of another silo through the message centre directly
   /// (`remote_route`): a fault drops the route.
   bool remote = false;
-  activation_tag tag;      ///< the activation called, when `direct` or `remote`
+  activation_tag tag;   ///< the activation called, when `direct` or `remote`
   uint64_t owner = 0;   ///< the leg or NACK id
   uint64_t token = 0;   ///< the owner's step token when the call left
   int64_t bound_ms = 0; ///< its bound, for the timeout's text
@@ -226,14 +224,14 @@ struct remote_route {
 struct channel_batch {
   /// One item's answer to the attempt out: the hub's result or the call's fault.
   struct answer {
-    uint64_t token = 0; ///< the item's step token when its call left
-    bool in = false;    ///< answered (or the item ended meanwhile)
+    uint64_t token = 0;               ///< the item's step token when its call left
+    bool in = false;                  ///< answered (or the item ended meanwhile)
     std::unique_ptr<envelope> result; ///< the hub's result, once in
     caf::error failure;               ///< the call's fault, once in
   };
-  std::vector<uint64_t> riders;  ///< the legs behind the head, in channel order
-  std::vector<answer> answers;   ///< head first, then the riders; empty between attempts
-  size_t waiting = 0;            ///< answers still out
+  std::vector<uint64_t> riders; ///< the legs behind the head, in channel order
+  std::vector<answer> answers;  ///< head first, then the riders; empty between attempts
+  size_t waiting = 0;           ///< answers still out
 };
 
 /// Work a turn leaves for its end (docs/behaviour/routing.md#one-turn-per-step): a start
@@ -289,8 +287,7 @@ struct core_state {
   uint64_t release_gen = 0;
   uint64_t release_gen_seq = 0;
   /// `rc_drained` requests waiting until their channel holds no leg.
-  std::map<ordering_channel, std::vector<caf::typed_response_promise<caf::ok_atom>>>
-    drain_waiters;
+  std::map<ordering_channel, std::vector<caf::typed_response_promise<caf::ok_atom>>> drain_waiters;
   // -- the hot path (docs/behaviour/routing.md#the-co-hosted-hot-path) --
   /// Units of work and the gauge delta not yet published.
   leg_accounting acct;
@@ -407,8 +404,7 @@ void pool_started(pointer self, uint64_t id);
 void pool_ended(pointer self, uint64_t id);
 
 /// Tracks gauge slot `slot`, labelled `label`, in state `st`.
-void gauge_track(pointer self, uint64_t slot, const std::string& label,
-                 routing::slot_state st);
+void gauge_track(pointer self, uint64_t slot, const std::string& label, routing::slot_state st);
 
 /// Marks gauge slot `slot` dispatched.
 void gauge_mark(pointer self, uint64_t slot);
@@ -531,8 +527,8 @@ void nack_pod_hub_fault(pointer self, uint64_t id, uint64_t tok, caf::error& e);
 /// (router_core_deadlines.cpp); `on_value(T&)` and `on_error(caf::error&)` are the
 /// response handlers, called as with `request(...).then`.
 template <class T, class Dest, class OnValue, class OnError, class... Ts>
-void bounded_request(pointer self, const Dest& dest, ms bound, OnValue on_value,
-                     OnError on_error, Ts&&... xs) {
+void bounded_request(pointer self, const Dest& dest, ms bound, OnValue on_value, OnError on_error,
+                     Ts&&... xs) {
   auto h = self->template request<caf::message_priority::high>(dest, caf::infinite,
                                                                std::forward<Ts>(xs)...);
   auto k = add_deadline(self, deadline_target{h.id(), 0}, bound);
@@ -557,8 +553,7 @@ void bounded_request(pointer self, const Dest& dest, ms bound, OnValue on_value,
 /// slot is released and the failure is logged windowed and counted as suppressed.
 uint64_t post_nack(pointer self, const envelope& original, verdict v, const std::string& text,
                    bool target_unserved, caf::optional<silo_address> responding,
-                   std::optional<uint64_t> handover_slot, bool quiet = false,
-                   bool direct = false);
+                   std::optional<uint64_t> handover_slot, bool quiet = false, bool direct = false);
 
 /// Answers every waiting `q_nacks_out` and disarms the release bound.
 void answer_release(pointer self);
@@ -717,8 +712,7 @@ void refuse_overloaded(pointer self, const envelope& env);
 /// Accepts `env`, which `entry_client` handed to the routing grain (empty: co-hosted or
 /// unknown) saying its requester waits `answer_within` more (0: no bound); answers the leg id, or none when it was NACKed as a loop (`loop_nack_posted`
 /// tells whether the loop NACK was posted).
-std::optional<uint64_t> accept(pointer self, envelope env, leg_host host,
-                               bool& loop_nack_posted,
+std::optional<uint64_t> accept(pointer self, envelope env, leg_host host, bool& loop_nack_posted,
                                const silo_address& entry_client = silo_address{},
                                caf::timespan answer_within = caf::timespan{0});
 

@@ -35,8 +35,7 @@ uint64_t stop_nack(pointer self, leg_rec& leg, bool direct) {
                             : "silo " + s.silo_name + " stopped before the delivery to " + target
                                 + " was attempted";
   return via_entry_client(
-    self, post_nack(self, routed_env(self, leg), v, text, false, caf::none, leg.id, false,
-                    direct),
+    self, post_nack(self, routed_env(self, leg), v, text, false, caf::none, leg.id, false, direct),
     leg);
 }
 
@@ -60,8 +59,8 @@ void release_bound_passed(pointer self) {
   auto unsent = static_cast<uint64_t>(ids.size());
   if (unsent > 0) {
     s.stats.nacks_unsent += unsent;
-    s.log.error(std::to_string(unsent) + " NACK(s) could not leave silo " + s.silo_name
-                + " within " + routing::render_budget(s.opts.release_bound_ms)
+    s.log.error(std::to_string(unsent) + " NACK(s) could not leave silo " + s.silo_name + " within "
+                + routing::render_budget(s.opts.release_bound_ms)
                 + " of its stop: " + routing::render_delivery_ids(ids, unsent));
   }
   s.release_gen = 0; // nack_done below must not answer the waiters yet

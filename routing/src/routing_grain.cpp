@@ -20,8 +20,8 @@ caf::behavior routing_grain_behavior(caf::event_based_actor* self, silo_routing_
         f.silo = slots->silo;
         return to_error(f);
       }
-      self->delegate(caf::actor_cast<caf::actor>(slots->core), rc_grain_atom::value,
-                     std::move(d), std::move(client), answer_within);
+      self->delegate(caf::actor_cast<caf::actor>(slots->core), rc_grain_atom::value, std::move(d),
+                     std::move(client), answer_within);
       return caf::delegated<envelope>{};
     },
   };

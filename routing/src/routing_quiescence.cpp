@@ -108,8 +108,7 @@ int64_t clock_ms(gauge_pointer self) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }
 
-void take(gauge_pointer self, uint64_t slot, std::string label, slot_state st,
-          int64_t at_ms = -1) {
+void take(gauge_pointer self, uint64_t slot, std::string label, slot_state st, int64_t at_ms = -1) {
   auto& s = self->state;
   if (s.torn_down)
     return;
@@ -196,9 +195,7 @@ routing_quiescence_actor::behavior_type gauge_actor(gauge_pointer self,
               i->second.label = std::move(op.label);
             break;
           }
-          case slot_op_kind::release:
-            released = s.slots.erase(op.slot) != 0 || released;
-            break;
+          case slot_op_kind::release: released = s.slots.erase(op.slot) != 0 || released; break;
         }
       }
       if (released && s.slots.empty())

@@ -46,7 +46,6 @@ int64_t now_ms(rs_actor* self) {
   return duration_cast<milliseconds>(self->clock().now().time_since_epoch()).count();
 }
 
-
 /// Appends attempt time `now` to `attempts_by_id[id]`, keeping at most
 /// `client.attempt_record_max` ids (the oldest dropped first).
 void record_attempt(routing_service_state& st, const std::string& id, int64_t now) {
@@ -110,8 +109,8 @@ bool post_local_nack(rs_actor* self, const envelope& d, verdict v, const std::st
     return false;
   auto& st = self->state;
   auto failure = make_delivery_failure(d, text, v);
-  auto nack = make_nack_envelope(failure, st.opts.process_name + "-entry-"
-                                            + std::to_string(++st.next_id),
+  auto nack = make_nack_envelope(failure,
+                                 st.opts.process_name + "-entry-" + std::to_string(++st.next_id),
                                  st.opts.self_address);
   if (retry_after_ms)
     nack.properties["retry_after_ms"] = std::to_string(*retry_after_ms);
@@ -172,8 +171,7 @@ envelope core_hand_over(rs_actor* self, envelope& d, int64_t deadline_ms) {
   // A request tells the core how long its requester waits
   // (docs/behaviour/routing.md#a-requests-remaining-time).
   if (deadline_ms > 0 && may_answer(d))
-    self->send(st.opts.core, rc_route_atom::value, std::move(d),
-               answer_within(deadline_ms, now));
+    self->send(st.opts.core, rc_route_atom::value, std::move(d), answer_within(deadline_ms, now));
   else
     self->send(st.opts.core, rc_route_atom::value, std::move(d));
   return answer;
@@ -259,12 +257,8 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
       return deliver(self, d, now_ms(self) + std::max<int64_t>(timeout_ms, 0));
     },
     [=](mc_gone_atom, const silo_address& s) { silo_lost(self, s); },
-    [=](mc_leaving_atom, const silo_address& s, bool graceful) {
-      silo_leaving(self, s, graceful);
-    },
-    [=](rs_landed_atom, const std::string& id, const silo_address& at) {
-      on_landed(self, id, at);
-    },
+    [=](mc_leaving_atom, const silo_address& s, bool graceful) { silo_leaving(self, s, graceful); },
+    [=](rs_landed_atom, const std::string& id, const silo_address& at) { on_landed(self, id, at); },
     [=](rs_register_atom, const address& a, caf::actor& h) {
       auto& st = self->state;
       auto key = route_key(self, a);
@@ -286,8 +280,8 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
       if (st.opts.streams) {
         auto old = st.routes.find(key);
         if (old != st.routes.end())
-          caf::anon_send(st.opts.streams, st_unsub_atom::value,
-                         host_address(a, st.opts.mesh_type), old->second);
+          caf::anon_send(st.opts.streams, st_unsub_atom::value, host_address(a, st.opts.mesh_type),
+                         old->second);
       }
       st.routes.erase(key);
       client_unregistered(self, key);
@@ -349,8 +343,7 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
 
 } // namespace
 
-routing_service_actor spawn_routing_service(caf::actor_system& sys,
-                                            routing_service_options opts) {
+routing_service_actor spawn_routing_service(caf::actor_system& sys, routing_service_options opts) {
   return caf::actor_cast<routing_service_actor>(sys.spawn(routing_service, std::move(opts)));
 }
 

@@ -30,7 +30,6 @@ std::optional<ordering_channel> dispatch_channel(rs_actor* self, const envelope&
   return make_channel(host.path(), d.ordering_key ? *d.ordering_key : std::string{});
 }
 
-
 namespace {
 
 /// Drops the channels that hold no dispatch and whose pin is older than `channel_pin_ms`
@@ -49,8 +48,6 @@ void sweep_channels(rs_actor* self) {
   }
   st.channel_sweep_at = std::max<size_t>(1024, 2 * st.channels.size());
 }
-
-
 
 /// The old gateway of `ch` answered (or could not: gone, closed, silent within the bound).
 void drain_done(rs_actor* self, const ordering_channel& ch, uint64_t tok) {
@@ -73,13 +70,14 @@ void start_drain(rs_actor* self, const ordering_channel& ch, client_channel& c) 
   auto tok = ++c.drain_token;
   ++st.stats.drains;
   auto gw = c.pinned;
-  auto bound = std::chrono::milliseconds(st.opts.placement_timeout_ms
-                                         + st.opts.grain_response_timeout_ms);
+  auto bound
+    = std::chrono::milliseconds(st.opts.placement_timeout_ms + st.opts.grain_response_timeout_ms);
   st.log.debug("channel " + ch.name() + " moves off gateway " + gw.to_string()
                + ": its next deliveries wait until that gateway's router core let go of it");
-  self->request(st.opts.centre, bound,
-                make_call(gw, component::gateway, gw_drained_atom::value, ch.destination,
-                          ch.key ? *ch.key : std::string{}))
+  self
+    ->request(st.opts.centre, bound,
+              make_call(gw, component::gateway, gw_drained_atom::value, ch.destination,
+                        ch.key ? *ch.key : std::string{}))
     .then([=](caf::ok_atom) { drain_done(self, ch, tok); },
           [=](caf::error& e) {
             self->state.log.info("channel " + ch.name() + " at gateway " + gw.to_string()
@@ -88,7 +86,6 @@ void start_drain(rs_actor* self, const ordering_channel& ch, client_channel& c) 
             drain_done(self, ch, tok);
           });
 }
-
 
 } // namespace
 

@@ -19,8 +19,8 @@
 
 namespace cafmesh::routing::routing_service_detail {
 
-using cafmesh::routing::detail::inbound_route;
 using cafmesh::routing::detail::client_dispatch;
+using cafmesh::routing::detail::inbound_route;
 
 // -- pure client ---------------------------------------------------------------------
 
@@ -29,7 +29,6 @@ namespace {
 void reassert_all(rs_actor* self, bool idle_only);
 
 } // namespace
-
 
 /// Picks a gateway if there is none (docs/behaviour/membership.md#gateways-for-pure-clients: at
 /// random from the active set, avoiding gateways that refused or said stop-send while another
@@ -205,14 +204,14 @@ void attach_failed(rs_actor* self, const std::string& key, uint64_t tok, const f
     }
     auto token = i->second.token;
     attach_done(self, key);
-    self->delayed_send(self, std::chrono::milliseconds(again_ms), rs_attach_retry_atom::value,
-                       key, token);
+    self->delayed_send(self, std::chrono::milliseconds(again_ms), rs_attach_retry_atom::value, key,
+                       token);
     return;
   }
   st.log.debug("inbound attach of " + key + " failed (" + f.render() + "); retry in "
                + std::to_string(d.delay_ms) + " ms");
-  self->delayed_send(self, std::chrono::milliseconds(d.delay_ms), rs_attach_retry_atom::value,
-                     key, i->second.token);
+  self->delayed_send(self, std::chrono::milliseconds(d.delay_ms), rs_attach_retry_atom::value, key,
+                     i->second.token);
 }
 
 /// Inbound path `key` if an assertion of it may run now; null if it is gone, or after the
@@ -248,10 +247,9 @@ void attach_attempt(rs_actor* self, const std::string& key) {
     return;
   }
   auto gw = st.gateway;
-  auto call = make_call(gw, component::gateway, gw_attach_atom::value, st.opts.self_silo,
-                        r.addr);
-  auto bound = std::chrono::milliseconds(st.opts.placement_timeout_ms
-                                         + st.opts.grain_response_timeout_ms);
+  auto call = make_call(gw, component::gateway, gw_attach_atom::value, st.opts.self_silo, r.addr);
+  auto bound
+    = std::chrono::milliseconds(st.opts.placement_timeout_ms + st.opts.grain_response_timeout_ms);
   self->request(st.opts.centre, bound, std::move(call))
     .then(
       [=](bool ok) {
@@ -327,8 +325,8 @@ void client_finish(rs_actor* self, uint64_t id, bool ok, const fault* f,
   auto took = now_ms(self) - dsp.started_ms;
   if (took > st.opts.client.slow_dispatch_log_ms)
     st.log.info("slow dispatch of delivery " + dsp.env.id + " to '" + dsp.env.target.to_string()
-                + "': " + std::to_string(took) + " ms over "
-                + std::to_string(dsp.attempt_ms.size()) + " attempt(s)");
+                + "': " + std::to_string(took) + " ms over " + std::to_string(dsp.attempt_ms.size())
+                + " attempt(s)");
   if (ok) {
     ++st.stats.client_accepted;
     if (dsp.deadline_ms > now_ms(self) && !gw.empty() && may_answer(dsp.env)) {
@@ -417,7 +415,6 @@ void client_failed_attempt(rs_actor* self, uint64_t id, uint64_t tok, fault f,
                      i->second.token);
 }
 
-
 } // namespace
 
 void client_attempt(rs_actor* self, uint64_t id) {
@@ -454,17 +451,16 @@ void client_attempt(rs_actor* self, uint64_t id) {
   auto gw = st.gateway;
   dsp.in_call = gw;
   auto within = may_answer(dsp.env) ? answer_within(dsp.deadline_ms, now) : caf::timespan{0};
-  auto bound = std::chrono::milliseconds(st.opts.placement_timeout_ms
-                                         + st.opts.grain_response_timeout_ms);
+  auto bound
+    = std::chrono::milliseconds(st.opts.placement_timeout_ms + st.opts.grain_response_timeout_ms);
   // The dispatch itself ends before its requester stops waiting, so that a dispatch lost on
   // the wire is NACKed before the deadline too
   // (docs/behaviour/routing.md#a-requests-remaining-time).
   if (within > caf::timespan{0})
     bound = std::min(bound, std::chrono::duration_cast<std::chrono::milliseconds>(within));
-  auto call = make_bounded_call(bound.count(), gw, component::gateway, pl_call_atom::value,
-                                routing_grain_id(), int32_t{0},
-                                caf::make_message(hg_route_atom::value, dsp.env,
-                                                  st.opts.self_silo, within));
+  auto call = make_bounded_call(
+    bound.count(), gw, component::gateway, pl_call_atom::value, routing_grain_id(), int32_t{0},
+    caf::make_message(hg_route_atom::value, dsp.env, st.opts.self_silo, within));
   // No CAF timeout per call (SPEC §14 B6): the call's deadline joins the others, and one
   // timer armed for the earliest bounds them all (client_call_sweep).
   dsp.call_bound_ms = bound.count();
@@ -485,21 +481,20 @@ void client_attempt(rs_actor* self, uint64_t id) {
 
 void client_call_sweep(rs_actor* self, int64_t due_ms) {
   auto& st = self->state;
-  st.call_deadlines.fire(self, rs_call_sweep_atom::value, due_ms, now_ms(self),
-                         [self](int64_t due, uint64_t id) {
-                           auto& st = self->state;
-                           auto i = st.dispatches.find(id);
-                           if (i == st.dispatches.end() || i->second.call_due_ms != due)
-                             return;
-                           auto& dsp = i->second;
-                           dsp.call_due_ms = 0;
-                           auto gw = dsp.in_call;
-                           fault f{mesh_errc::response_timeout,
-                                   "routing/default on gateway " + gw.to_string()
-                                     + " did not answer: the call timed out after "
-                                     + std::to_string(dsp.call_bound_ms) + " ms"};
-                           client_failed_attempt(self, id, dsp.token, std::move(f), gw);
-                         });
+  st.call_deadlines.fire(
+    self, rs_call_sweep_atom::value, due_ms, now_ms(self), [self](int64_t due, uint64_t id) {
+      auto& st = self->state;
+      auto i = st.dispatches.find(id);
+      if (i == st.dispatches.end() || i->second.call_due_ms != due)
+        return;
+      auto& dsp = i->second;
+      dsp.call_due_ms = 0;
+      auto gw = dsp.in_call;
+      fault f{mesh_errc::response_timeout, "routing/default on gateway " + gw.to_string()
+                                             + " did not answer: the call timed out after "
+                                             + std::to_string(dsp.call_bound_ms) + " ms"};
+      client_failed_attempt(self, id, dsp.token, std::move(f), gw);
+    });
 }
 
 caf::timespan answer_within(int64_t deadline_ms, int64_t now_ms) {
@@ -553,13 +548,13 @@ envelope client_deliver(rs_actor* self, envelope& d, int64_t deadline_ms) {
       ++st.stats.no_silo_nacks;
     else
       ++st.stats.refused_overloaded;
-    auto text = no_silo ? "Delivery to '" + d.target.to_string() + "' failed: "
-                            + no_active_silo_text(self) + " ("
+    auto text = no_silo ? "Delivery to '" + d.target.to_string()
+                            + "' failed: " + no_active_silo_text(self) + " ("
                             + std::to_string(st.dispatches.size())
                             + " deliveries wait for one; retry after "
                             + std::to_string(st.opts.overload_retry_after_ms) + " ms)"
-                        : "client " + st.opts.process_name + " overloaded: "
-                            + std::to_string(st.dispatches.size())
+                        : "client " + st.opts.process_name
+                            + " overloaded: " + std::to_string(st.dispatches.size())
                             + " dispatches outstanding (gateway.max_outstanding "
                             + std::to_string(st.opts.max_outstanding) + "); retry after "
                             + std::to_string(st.opts.overload_retry_after_ms) + " ms";
@@ -609,11 +604,11 @@ void client_unregistered(rs_actor* self, const std::string& key) {
   st.inbound.erase(i);
   if (!at.empty() && st.opts.centre && !st.stopping) {
     auto lg = st.log;
-    auto bound = std::chrono::milliseconds(st.opts.placement_timeout_ms
-                                           + st.opts.grain_response_timeout_ms);
-    self->request(st.opts.centre, bound,
-                  make_call(at, component::gateway, gw_detach_atom::value, st.opts.self_silo,
-                            path))
+    auto bound
+      = std::chrono::milliseconds(st.opts.placement_timeout_ms + st.opts.grain_response_timeout_ms);
+    self
+      ->request(st.opts.centre, bound,
+                make_call(at, component::gateway, gw_detach_atom::value, st.opts.self_silo, path))
       .then([](caf::ok_atom) {},
             [=](caf::error& e) {
               lg.info("detach of " + key + " at gateway " + at.to_string()

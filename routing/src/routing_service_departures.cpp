@@ -25,10 +25,10 @@ void nack_lost(rs_actor* self, const held_requests::entry& r, held_loss why,
                const silo_address& s) {
   auto& st = self->state;
   auto& d = r.env;
-  auto detail = why == held_loss::gateway
-                  ? departed_in_flight(s).render()
-                  : "silo " + s.to_string() + " departed after its hub took the request, "
-                      "before the answer left; its outcome is unknown";
+  auto detail = why == held_loss::gateway ? departed_in_flight(s).render()
+                                          : "silo " + s.to_string()
+                                              + " departed after its hub took the request, "
+                                                "before the answer left; its outcome is unknown";
   if (post_local_nack(self, d, verdict::failed,
                       "Delivery to '" + d.target.to_string() + "' failed: " + detail)) {
     ++(why == held_loss::gateway ? st.stats.departed_nacks : st.stats.landing_nacks);
@@ -44,7 +44,6 @@ bool known_gone(rs_actor* self, const silo_address& s) {
   auto& st = self->state;
   return st.lost.count(s) > 0 || (st.view && st.view->departed(s));
 }
-
 
 } // namespace
 

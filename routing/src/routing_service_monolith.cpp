@@ -29,8 +29,8 @@ void monolith_build(rs_actor* self, const address& host) {
     st.building.erase(key);
     for (auto& d : waiting) {
       auto v = contains_code(f, mesh_errc::not_found) ? verdict::not_found : classify(f);
-      if (post_local_nack(self, d, v, "Delivery to '" + d.target.to_string()
-                                        + "' failed: " + f.render()))
+      if (post_local_nack(self, d, v,
+                          "Delivery to '" + d.target.to_string() + "' failed: " + f.render()))
         ++st.stats.monolith_nacks;
       else
         st.log.warning("monolith: delivery " + d.id + " to '" + d.target.to_string()
@@ -43,8 +43,9 @@ void monolith_build(rs_actor* self, const address& host) {
                        "address; register one (monolith_builder::hub) before sending to it"});
     return;
   }
-  self->request(st.opts.hubs, std::chrono::milliseconds(st.opts.hub_build_timeout_ms),
-                hf_build_atom::value, key)
+  self
+    ->request(st.opts.hubs, std::chrono::milliseconds(st.opts.hub_build_timeout_ms),
+              hf_build_atom::value, key)
     .then(
       [=](caf::actor hub) {
         auto& st = self->state;

@@ -37,14 +37,13 @@ std::string render(const saturation_event& ev, const queue_snapshot& queues) {
     case saturation_event_kind::escalation:
       return "routing saturation critical: oldest dispatched leg in flight "
              + std::to_string(ev.ages.oldest_dispatched_age_ms.value_or(0)) + " ms (self bound "
-             + std::to_string(ev.leg_self_bound_ms) + " ms); " + count + "; "
-             + render_ages(ev.ages) + "; queues: " + to_string(queues);
+             + std::to_string(ev.leg_self_bound_ms) + " ms); " + count + "; " + render_ages(ev.ages)
+             + "; queues: " + to_string(queues);
     case saturation_event_kind::cleared:
-      return "routing saturation cleared after " + std::to_string(ev.latched_ms) + " ms; "
-             + count;
+      return "routing saturation cleared after " + std::to_string(ev.latched_ms) + " ms; " + count;
     case saturation_event_kind::lasting:
-      return "routing saturation lasting " + std::to_string(ev.latched_ms) + " ms: " + count
-             + "; " + render_ages(ev.ages) + "; queues: " + to_string(queues);
+      return "routing saturation lasting " + std::to_string(ev.latched_ms) + " ms: " + count + "; "
+             + render_ages(ev.ages) + "; queues: " + to_string(queues);
   }
   return {};
 }
@@ -142,8 +141,7 @@ std::optional<saturation_event> saturation_monitor::dispatched(leg_id leg, int64
   return dispatched(i->second, now_ms);
 }
 
-std::optional<saturation_event> saturation_monitor::dispatched(saturation_link& x,
-                                                               int64_t now_ms) {
+std::optional<saturation_event> saturation_monitor::dispatched(saturation_link& x, int64_t now_ms) {
   if (x.counted && x.phase == leg_phase::queued) {
     unlink(x);
     x.phase = leg_phase::dispatched;
@@ -162,8 +160,7 @@ std::optional<saturation_event> saturation_monitor::terminated(leg_id leg, int64
   return ev;
 }
 
-std::optional<saturation_event> saturation_monitor::terminated(saturation_link& x,
-                                                               int64_t now_ms) {
+std::optional<saturation_event> saturation_monitor::terminated(saturation_link& x, int64_t now_ms) {
   if (!x.counted)
     return std::nullopt;
   unlink(x);

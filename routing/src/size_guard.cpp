@@ -23,8 +23,7 @@ int64_t size_limit_bytes(size_crossing crossing, const config::size_section& cfg
                                                : config::stream_block_limit_bytes;
 }
 
-size_check check_size(const envelope& d, size_crossing crossing,
-                      const config::size_section& cfg) {
+size_check check_size(const envelope& d, size_crossing crossing, const config::size_section& cfg) {
   return check_size(d, crossing, size_limit_bytes(crossing, cfg));
 }
 
@@ -137,17 +136,17 @@ std::string json_quote(const std::string& s) {
 std::string size_refusal_log_line(const envelope& d, const size_check& check) {
   std::string line = "size guard: refusing delivery " + d.id + " to '" + d.target.to_string()
                      + "' from '" + d.sender.to_string() + "' (payload type " + d.payload_type
-                     + "): payload is " + with_thousands(check.bytes)
-                     + " bytes, at or above the " + limit_name(check.crossing) + " limit of "
-                     + with_thousands(check.limit_bytes) + " bytes; ";
+                     + "): payload is " + with_thousands(check.bytes) + " bytes, at or above the "
+                     + limit_name(check.crossing) + " limit of " + with_thousands(check.limit_bytes)
+                     + " bytes; ";
   if (check.crossing == size_crossing::grain_call)
     line += "an oversized frame would close the shared silo-to-silo connection; ";
   else
     line += "nothing published; ";
   // Escape the composed fields first, then append the already-quoted head.
   return one_line(line) + "head: "
-         + json_quote(utf8_prefix(d.payload_json,
-                                  static_cast<size_t>(config::payload_preview_chars)));
+         + json_quote(
+           utf8_prefix(d.payload_json, static_cast<size_t>(config::payload_preview_chars)));
 }
 
 void log_size_refusal(const envelope& d, const size_check& check) {
@@ -156,9 +155,8 @@ void log_size_refusal(const envelope& d, const size_check& check) {
 
 std::string size_refusal_message(const envelope& d, const size_check& check) {
   return "Delivery to '" + d.target.to_string() + "' refused: payload of "
-         + with_thousands(check.bytes) + " bytes is at or above the "
-         + limit_name(check.crossing) + " limit of " + with_thousands(check.limit_bytes)
-         + " bytes";
+         + with_thousands(check.bytes) + " bytes is at or above the " + limit_name(check.crossing)
+         + " limit of " + with_thousands(check.limit_bytes) + " bytes";
 }
 
 fault oversized_fault(const envelope& d, const size_check& check) {

@@ -51,9 +51,9 @@ std::set<silo_address> all_peers(pointer self) {
 
 /// Answers of the peers asked for one probe or publish (shared by their continuations).
 struct join_state {
-  size_t waiting = 0;   ///< peers not answered yet
-  bool done = false;    ///< the caller was answered
-  bool open = false;    ///< some peer could not answer (not a definite "no")
+  size_t waiting = 0; ///< peers not answered yet
+  bool done = false;  ///< the caller was answered
+  bool open = false;  ///< some peer could not answer (not a definite "no")
   std::string open_peer;
 };
 
@@ -139,7 +139,8 @@ void on_probe(pointer self, const address& a, caf::typed_response_promise<bool> 
     auto name = peer.to_string();
     self
       ->request(s.opts.centre, ms(s.opts.transport_timeout_ms),
-                peer_call(s.opts.transport_timeout_ms, peer, caf::make_message(st_has_atom::value, a)))
+                peer_call(s.opts.transport_timeout_ms, peer,
+                          caf::make_message(st_has_atom::value, a)))
       .then(
         [=](bool yes) mutable {
           if (j->done)
@@ -206,7 +207,8 @@ void on_publish(pointer self, const address& a, const envelope& e,
     auto name = peer.to_string();
     self
       ->request(s.opts.centre, ms(s.opts.transport_timeout_ms),
-                peer_call(s.opts.transport_timeout_ms, peer, caf::make_message(st_deliver_atom::value, a, e)))
+                peer_call(s.opts.transport_timeout_ms, peer,
+                          caf::make_message(st_deliver_atom::value, a, e)))
       .then(
         [=](bool took) mutable {
           if (j->done)
@@ -329,14 +331,11 @@ stream_transport_actor::behavior_type stream_transport(pointer self,
       auto& s = self->state;
       s.members.clear();
       for (auto& row : snap.rows)
-        if (row.silo != s.opts.self && row.status != silo_status::dead
-            && !snap.departed(row.silo))
+        if (row.silo != s.opts.self && row.status != silo_status::dead && !snap.departed(row.silo))
           s.members.insert(row.silo);
     },
     [=](st_has_atom, address& a) -> bool { return has_local(self, a); },
-    [=](st_deliver_atom, address& a, envelope& e) -> bool {
-      return deliver_local(self, a, e) > 0;
-    },
+    [=](st_deliver_atom, address& a, envelope& e) -> bool { return deliver_local(self, a, e) > 0; },
     [=](st_stats_atom) -> stream_transport_stats { return self->state.stats; },
   };
 }

@@ -37,17 +37,14 @@ sync_frame sync_frame::patch(uint64_t version, std::vector<sync_op> ops) {
 }
 
 std::string to_string(const sync_frame& f) {
-  return (f.type == sync_frame::kind::full ? "full(" : "patch(") + std::to_string(f.version)
-         + ")";
+  return (f.type == sync_frame::kind::full ? "full(" : "patch(") + std::to_string(f.version) + ")";
 }
 
 bool apply_ops(sync_state& state, const std::vector<sync_op>& ops) {
   auto copy = state;
   for (const auto& op : ops) {
     switch (op.op) {
-      case sync_op::kind::set:
-        copy[op.key] = op.value_json;
-        break;
+      case sync_op::kind::set: copy[op.key] = op.value_json; break;
       case sync_op::kind::remove:
         if (copy.erase(op.key) == 0)
           return false;
@@ -162,8 +159,7 @@ frame_outcome delta_mirror::on_frame(const sync_frame& f) {
   }
   if (!apply_ops(state_, f.ops)) {
     request_full(f.version, "delta-sync " + name_ + ": " + to_string(f)
-                              + " does not apply to mirror version "
-                              + std::to_string(*version_));
+                              + " does not apply to mirror version " + std::to_string(*version_));
     return frame_outcome::resync_requested;
   }
   version_ = f.version;

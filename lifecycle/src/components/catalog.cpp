@@ -24,13 +24,19 @@ extern const silo_component catalog{
     auto lg = w.lg;
     w.subscribe(stages::grain_deactivation, "catalog", nullptr,
                 [=](caf::event_based_actor* self, bool, caf::response_promise rp) mutable {
-                  call(self, catalog, 0, [=](caf::error e) mutable {
-                    log_step(*lg, e, "catalog deactivation", ev::all_deactivated);
-                    call(self, gateway, 0, [=](caf::error) mutable {
-                      lg->info(ev::gateway_closed);
-                      rp.deliver(caf::ok_atom::value);
-                    }, routing::gw_close_atom::value);
-                  }, ct_deact_all_atom::value);
+                  call(
+                    self, catalog, 0,
+                    [=](caf::error e) mutable {
+                      log_step(*lg, e, "catalog deactivation", ev::all_deactivated);
+                      call(
+                        self, gateway, 0,
+                        [=](caf::error) mutable {
+                          lg->info(ev::gateway_closed);
+                          rp.deliver(caf::ok_atom::value);
+                        },
+                        routing::gw_close_atom::value);
+                    },
+                    ct_deact_all_atom::value);
                 });
   },
   [](const silo_components& s) { return handles(s.catalog); },

@@ -38,8 +38,7 @@ extern const silo_component gateway{
             size_t n = 0;
             if (m.match_elements<size_t>())
               n = m.get_as<size_t>(0);
-            lg->info(std::string{ev::stop_send} + " " + std::to_string(n)
-                     + " pure client(s)");
+            lg->info(std::string{ev::stop_send} + " " + std::to_string(n) + " pure client(s)");
             rp.deliver(caf::ok_atom::value);
           },
           [=](caf::error e) mutable {

@@ -9,8 +9,7 @@ namespace cafmesh::lifecycle::components {
 
 extern const silo_component io_pool{
   [](silo_wiring& w) {
-    w.s.pool = routing::spawn_io_pool(w.sys,
-                                      routing::io_pool_options::from(w.cfg().pool, w.name));
+    w.s.pool = routing::spawn_io_pool(w.sys, routing::io_pool_options::from(w.cfg().pool, w.name));
   },
   nullptr,
   [](const silo_components& s) { return handles(s.pool); },

@@ -30,53 +30,61 @@ extern const silo_component membership{
     w.subscribe(
       stages::become_active, "membership",
       [=](caf::event_based_actor* self, bool, caf::response_promise rp) mutable {
-        call(self, agent, 0, [=](caf::error e) mutable {
-          if (e) {
-            lg->error("membership: publishing Active failed: " + to_fault(e).text);
-            rp.deliver(std::move(e));
-            return;
-          }
-          lg->info(ev::active_published);
-          rp.deliver(caf::ok_atom::value);
-        }, mb_status_atom::value, silo_status::active);
+        call(
+          self, agent, 0,
+          [=](caf::error e) mutable {
+            if (e) {
+              lg->error("membership: publishing Active failed: " + to_fault(e).text);
+              rp.deliver(std::move(e));
+              return;
+            }
+            lg->info(ev::active_published);
+            rp.deliver(caf::ok_atom::value);
+          },
+          mb_status_atom::value, silo_status::active);
       },
       [=](caf::event_based_actor* self, bool graceful, caf::response_promise rp) mutable {
         auto publish_stopping = [=]() mutable {
-          call(self, agent, grace_ms, [=](caf::error e) mutable {
-            if (e && timed_out(e)) {
-              *oracle_silent = true;
-              lg->warning("membership: Stopping not published within "
-                          + std::to_string(grace_ms)
-                          + " ms (the membership oracle does not answer); skipped");
-            } else if (e) {
-              lg->warning("membership: publishing Stopping failed: " + to_fault(e).text);
-            } else {
-              lg->info(ev::stopping_published);
-            }
-            rp.deliver(caf::ok_atom::value);
-          }, mb_status_atom::value, silo_status::stopping);
+          call(
+            self, agent, grace_ms,
+            [=](caf::error e) mutable {
+              if (e && timed_out(e)) {
+                *oracle_silent = true;
+                lg->warning("membership: Stopping not published within " + std::to_string(grace_ms)
+                            + " ms (the membership oracle does not answer); skipped");
+              } else if (e) {
+                lg->warning("membership: publishing Stopping failed: " + to_fault(e).text);
+              } else {
+                lg->info(ev::stopping_published);
+              }
+              rp.deliver(caf::ok_atom::value);
+            },
+            mb_status_atom::value, silo_status::stopping);
         };
         if (!graceful) {
           publish_stopping();
           return;
         }
-        call(self, agent, grace_ms, [=](caf::error e) mutable {
-          if (!e) {
-            lg->info(ev::shutting_down_published);
-            rp.deliver(caf::ok_atom::value);
-            return;
-          }
-          if (timed_out(e)) {
-            *oracle_silent = true;
-            lg->warning("membership: ShuttingDown not published within "
-                        + std::to_string(grace_ms) + " ms (" + to_fault(e).text
-                        + "); publishing Stopping");
-          } else {
-            lg->warning("membership: ShuttingDown not published (" + to_fault(e).text
-                        + "); publishing Stopping");
-          }
-          publish_stopping();
-        }, mb_status_atom::value, silo_status::shutting_down);
+        call(
+          self, agent, grace_ms,
+          [=](caf::error e) mutable {
+            if (!e) {
+              lg->info(ev::shutting_down_published);
+              rp.deliver(caf::ok_atom::value);
+              return;
+            }
+            if (timed_out(e)) {
+              *oracle_silent = true;
+              lg->warning("membership: ShuttingDown not published within "
+                          + std::to_string(grace_ms) + " ms (" + to_fault(e).text
+                          + "); publishing Stopping");
+            } else {
+              lg->warning("membership: ShuttingDown not published (" + to_fault(e).text
+                          + "); publishing Stopping");
+            }
+            publish_stopping();
+          },
+          mb_status_atom::value, silo_status::shutting_down);
       });
   },
   [](const silo_components& s) { return handles(s.agent); },

@@ -17,8 +17,7 @@ namespace ev = silo_event_text;
 
 extern const silo_component message_centre{
   [](silo_wiring& w) {
-    w.s.centre = w.opts.centre ? w.opts.centre
-                               : spawn_message_center(w.sys, w.s.addr, w.opts.link);
+    w.s.centre = w.opts.centre ? w.opts.centre : spawn_message_center(w.sys, w.s.addr, w.opts.link);
   },
   [](silo_wiring& w) {
     auto centre = w.s.centre;
@@ -30,10 +29,11 @@ extern const silo_component message_centre{
       stages::runtime_initialize, "message-centre",
       [=](caf::event_based_actor* self, bool, caf::response_promise rp) mutable {
         if (!quiescence_wired) {
-          auto f = fault{mesh_errc::config_invalid,
-                         "silo " + name
-                           + ": the routing quiescence participant is not subscribed at stage"
-                             " Active (docs/behaviour/quiescence.md#the-participant-at-stage-active)"};
+          auto f
+            = fault{mesh_errc::config_invalid,
+                    "silo " + name
+                      + ": the routing quiescence participant is not subscribed at stage"
+                        " Active (docs/behaviour/quiescence.md#the-participant-at-stage-active)"};
           lg->error(f.text);
           rp.deliver(to_error(f));
           return;

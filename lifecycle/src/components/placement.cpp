@@ -38,21 +38,26 @@ extern const silo_component placement{
         rp.deliver(caf::ok_atom::value);
       },
       [=](caf::event_based_actor* self, bool, caf::response_promise rp) mutable {
-        call(self, placement, 0, [=](caf::error e) mutable {
-          log_step(*lg, e, "placement stop", ev::placement_stopped);
-          auto bound_ms = *oracle_silent ? std::min(dead_ms, grace_ms) : dead_ms;
-          call(self, agent, bound_ms, [=](caf::error e2) mutable {
-            if (e2 && timed_out(e2))
-              lg->warning("membership: Dead not published within " + std::to_string(bound_ms)
-                          + " ms: " + to_fault(e2).text + "; skipped");
-            else if (e2)
-              lg->warning("membership: Dead not published: " + to_fault(e2).text
-                          + "; skipped");
-            else
-              lg->info(ev::dead_published);
-            rp.deliver(caf::ok_atom::value);
-          }, mb_status_atom::value, silo_status::dead);
-        }, pl_stop_atom::value);
+        call(
+          self, placement, 0,
+          [=](caf::error e) mutable {
+            log_step(*lg, e, "placement stop", ev::placement_stopped);
+            auto bound_ms = *oracle_silent ? std::min(dead_ms, grace_ms) : dead_ms;
+            call(
+              self, agent, bound_ms,
+              [=](caf::error e2) mutable {
+                if (e2 && timed_out(e2))
+                  lg->warning("membership: Dead not published within " + std::to_string(bound_ms)
+                              + " ms: " + to_fault(e2).text + "; skipped");
+                else if (e2)
+                  lg->warning("membership: Dead not published: " + to_fault(e2).text + "; skipped");
+                else
+                  lg->info(ev::dead_published);
+                rp.deliver(caf::ok_atom::value);
+              },
+              mb_status_atom::value, silo_status::dead);
+          },
+          pl_stop_atom::value);
       });
   },
   [](const silo_components& s) { return handles(s.placement); },

@@ -55,15 +55,18 @@ extern const silo_component runtime_services{
         caf::anon_send(placement, pl_catalog_atom::value, catalog);
         lg->info(ev::runtime_started);
         auto join = [=](std::vector<grain_type_info> manifest) mutable {
-          call(self, agent, 0, [=](caf::error e) mutable {
-            if (e) {
-              lg->error("joining the cluster failed: " + to_fault(e).render());
-              rp.deliver(std::move(e));
-              return;
-            }
-            lg->info(ev::joining_published);
-            rp.deliver(caf::ok_atom::value);
-          }, mb_join_atom::value, std::move(manifest), is_gateway);
+          call(
+            self, agent, 0,
+            [=](caf::error e) mutable {
+              if (e) {
+                lg->error("joining the cluster failed: " + to_fault(e).render());
+                rp.deliver(std::move(e));
+                return;
+              }
+              lg->info(ev::joining_published);
+              rp.deliver(caf::ok_atom::value);
+            },
+            mb_join_atom::value, std::move(manifest), is_gateway);
         };
         if (!hub_table) {
           join(registry->manifest());
@@ -81,14 +84,20 @@ extern const silo_component runtime_services{
           [=](caf::error) mutable { join(registry->manifest()); });
       },
       [=](caf::event_based_actor* self, bool, caf::response_promise rp) mutable {
-        call(self, centre, 0, [=](caf::error e) mutable {
-          log_step(*lg, e, "message centre block", ev::messages_blocked);
-          call(self, centre, 0, [=](caf::error) mutable {
-            self->send_exit(partition, caf::exit_reason::user_shutdown);
-            lg->info(ev::directory_stopped);
-            rp.deliver(caf::ok_atom::value);
-          }, mc_unregister_atom::value, component::directory);
-        }, mc_block_atom::value, true);
+        call(
+          self, centre, 0,
+          [=](caf::error e) mutable {
+            log_step(*lg, e, "message centre block", ev::messages_blocked);
+            call(
+              self, centre, 0,
+              [=](caf::error) mutable {
+                self->send_exit(partition, caf::exit_reason::user_shutdown);
+                lg->info(ev::directory_stopped);
+                rp.deliver(caf::ok_atom::value);
+              },
+              mc_unregister_atom::value, component::directory);
+          },
+          mc_block_atom::value, true);
       });
   },
   nullptr,

@@ -33,8 +33,8 @@ namespace cafmesh::lifecycle::components {
 
 /// A stage's start or stop action: it runs in its observer `self`, gets the stop's `graceful`
 /// flag (true at a start) and answers `rp` exactly once (`ok_atom` or an error).
-using stage_fn = std::function<void(caf::event_based_actor* self, bool graceful,
-                                    caf::response_promise rp)>;
+using stage_fn
+  = std::function<void(caf::event_based_actor* self, bool graceful, caf::response_promise rp)>;
 
 /// One stage subscription: an observer named `name` at `at`. Either `observer` (an actor the
 /// component spawned, e.g. a participant), or an observer running `on_start` / `on_stop`
@@ -128,16 +128,19 @@ void call(caf::event_based_actor* self, const Handle& to, int64_t timeout_ms,
 /// answers ok.
 template <class Handle, class... Ts>
 void call_then_answer(caf::event_based_actor* self, const Handle& to,
-                      std::shared_ptr<log::logger> lg, const char* done,
-                      caf::response_promise rp, Ts... xs) {
-  call(self, to, 0, [=](caf::error e) mutable {
-    if (e) {
-      rp.deliver(std::move(e));
-      return;
-    }
-    lg->info(done);
-    rp.deliver(caf::ok_atom::value);
-  }, std::move(xs)...);
+                      std::shared_ptr<log::logger> lg, const char* done, caf::response_promise rp,
+                      Ts... xs) {
+  call(
+    self, to, 0,
+    [=](caf::error e) mutable {
+      if (e) {
+        rp.deliver(std::move(e));
+        return;
+      }
+      lg->info(done);
+      rp.deliver(caf::ok_atom::value);
+    },
+    std::move(xs)...);
 }
 
 /// Logs the outcome of a stop step: at warning "`step` failed: {fault}", else `done` at info.

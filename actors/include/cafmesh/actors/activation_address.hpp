@@ -36,7 +36,9 @@ struct activation_address {
 };
 
 /// Renders like `activation_address::to_string`.
-inline std::string to_string(const activation_address& x) { return x.to_string(); }
+inline std::string to_string(const activation_address& x) {
+  return x.to_string();
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, activation_address& x) {

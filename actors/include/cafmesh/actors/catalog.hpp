@@ -151,12 +151,12 @@ std::string to_string(deactivation_reason x);
 
 /// Counters of one catalog (tests and diagnostics).
 struct catalog_stats {
-  uint64_t activated = 0;     ///< activations created
-  uint64_t deactivated = 0;   ///< activations gone (including abandoned ones)
-  uint64_t abandoned = 0;     ///< activations killed after the deactivation timeout
-  uint64_t rerouted = 0;      ///< held messages sent back through placement
-  uint64_t turns = 0;         ///< turns completed
-  uint64_t refused = 0;       ///< invocations refused
+  uint64_t activated = 0;   ///< activations created
+  uint64_t deactivated = 0; ///< activations gone (including abandoned ones)
+  uint64_t abandoned = 0;   ///< activations killed after the deactivation timeout
+  uint64_t rerouted = 0;    ///< held messages sent back through placement
+  uint64_t turns = 0;       ///< turns completed
+  uint64_t refused = 0;     ///< invocations refused
   /// Directory entries removed because a call named an activation no longer here
   /// (docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion).
   uint64_t stale_unregistered = 0;
@@ -164,8 +164,8 @@ struct catalog_stats {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, catalog_stats& x) {
-  return f(caf::meta::type_name("cafmesh.catalog_stats"), x.activated, x.deactivated,
-           x.abandoned, x.rerouted, x.turns, x.refused, x.stale_unregistered);
+  return f(caf::meta::type_name("cafmesh.catalog_stats"), x.activated, x.deactivated, x.abandoned,
+           x.rerouted, x.turns, x.refused, x.stale_unregistered);
 }
 
 /// What `(ct_stats_atom)` answers: the counters and the live activations per grain type.
@@ -185,8 +185,7 @@ typename Inspector::result_type inspect(Inspector& f, catalog_report& x) {
 /// calls), `placement` its placement service (reroutes, cache invalidation). Register the
 /// catalog with the centre as `component::catalog` and `component::activation`, and
 /// subscribe it to the silo's membership agent.
-caf::actor spawn_catalog(caf::actor_system& sys, catalog_config cfg,
-                         grain_registry_ptr registry, caf::actor centre,
-                         caf::actor placement);
+caf::actor spawn_catalog(caf::actor_system& sys, catalog_config cfg, grain_registry_ptr registry,
+                         caf::actor centre, caf::actor placement);
 
 } // namespace cafmesh

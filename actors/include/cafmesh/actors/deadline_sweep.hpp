@@ -20,19 +20,13 @@ template <class Key>
 class deadline_sweep {
 public:
   /// Adds call `key`, due at `due_ms`.
-  void add(int64_t due_ms, Key key) {
-    deadlines_.emplace(due_ms, std::move(key));
-  }
+  void add(int64_t due_ms, Key key) { deadlines_.emplace(due_ms, std::move(key)); }
 
   /// Removes call `key` due at `due_ms` (it ended before its deadline).
-  void remove(int64_t due_ms, const Key& key) {
-    deadlines_.erase({due_ms, key});
-  }
+  void remove(int64_t due_ms, const Key& key) { deadlines_.erase({due_ms, key}); }
 
   /// True if no deadline is kept.
-  bool empty() const noexcept {
-    return deadlines_.empty();
-  }
+  bool empty() const noexcept { return deadlines_.empty(); }
 
   /// Arms the timer for the earliest deadline unless it is armed for that one or an earlier
   /// one: `self` gets `(atom, due_ms)` when it is due. `now_ms` is the owner's clock, in the

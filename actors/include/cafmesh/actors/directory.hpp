@@ -140,9 +140,7 @@ public:
 
   /// The weight of a silo for a grain id from their hashes:
   /// `mix64(grain_hash(g) ^ mix64(silo_hash(s)))`.
-  static uint64_t weight(uint64_t g_hash, uint64_t s_hash) {
-    return mix64(g_hash ^ mix64(s_hash));
-  }
+  static uint64_t weight(uint64_t g_hash, uint64_t s_hash) { return mix64(g_hash ^ mix64(s_hash)); }
 
   /// The weight of silo `s` for grain id `g`.
   static uint64_t weight(const grain_id& g, const silo_address& s) {
@@ -274,8 +272,8 @@ public:
               error_handler on_error);
   void register_activation(caf::event_based_actor* self, const activation_address& a,
                            register_handler on_winner, error_handler on_error);
-  void unregister(caf::event_based_actor* self, const activation_address& a,
-                  done_handler on_done, error_handler on_error);
+  void unregister(caf::event_based_actor* self, const activation_address& a, done_handler on_done,
+                  error_handler on_error);
 
   /// Requests sent to ring partitions so far (local and remote), per operation.
   uint64_t lookups_sent() const { return lookups_sent_; }
@@ -313,21 +311,20 @@ using directory_partition_actor = caf::typed_actor<
 
 /// The handle of a directory cache actor: the cache protocol in the file comment and the
 /// membership view.
-using directory_cache_actor = caf::typed_actor<
-  caf::replies_to<dir_get_atom, grain_id>::with<lookup_result>,
-  caf::reacts_to<dir_put_atom, activation_address>,
-  caf::replies_to<dir_invalidate_atom, grain_id>::with<caf::ok_atom>,
-  caf::replies_to<dir_invalidate_atom, activation_address>::with<caf::ok_atom>,
-  caf::replies_to<dir_entries_atom>::with<std::vector<activation_address>>,
-  caf::reacts_to<mb_snapshot_atom, membership_snapshot>>;
+using directory_cache_actor
+  = caf::typed_actor<caf::replies_to<dir_get_atom, grain_id>::with<lookup_result>,
+                     caf::reacts_to<dir_put_atom, activation_address>,
+                     caf::replies_to<dir_invalidate_atom, grain_id>::with<caf::ok_atom>,
+                     caf::replies_to<dir_invalidate_atom, activation_address>::with<caf::ok_atom>,
+                     caf::replies_to<dir_entries_atom>::with<std::vector<activation_address>>,
+                     caf::reacts_to<mb_snapshot_atom, membership_snapshot>>;
 
 /// Spawns the directory partition of silo `self_addr`: registers it with `mc` as component
 /// `directory` and subscribes it to `agent` (both asynchronously, before any other message
 /// can reach it through them).
-directory_partition_actor spawn_directory_partition(caf::actor_system& sys,
-                                                    const silo_address& self_addr,
-                                                    const caf::actor& mc,
-                                                    const membership_agent_actor& agent);
+directory_partition_actor
+spawn_directory_partition(caf::actor_system& sys, const silo_address& self_addr,
+                          const caf::actor& mc, const membership_agent_actor& agent);
 
 /// Spawns a directory cache actor subscribed to `agent` (if given).
 directory_cache_actor spawn_directory_cache(caf::actor_system& sys,

@@ -23,28 +23,28 @@ namespace cafmesh {
 /// Every fault code of docs/behaviour/classification.md#codes plus the two terminal codes
 /// classification never sees. Value 0 is reserved: `caf::error` treats code 0 as "no error".
 enum class mesh_errc : uint8_t {
-  rejected = 1,            ///< runtime refused the message (queue limit, forward count, turned away)
-  overloaded,              ///< the target silo shed load
-  response_timeout,        ///< no answer within the response timeout after leaving placement
-  stream_post_timeout,     ///< the 60 s stream-post guard fired
-  placement_timeout,       ///< the placement work item used up its 30 s (resendable)
-  no_compatible_silo,      ///< no Active compatible silo (resendable)
-  directory_unstable,      ///< the directory is re-partitioning; retry later
-  silo_unavailable,        ///< the target silo is stopping or blocks application messages
-  lifecycle_cancelled,     ///< the target silo's lifecycle was cancelled
-  departed_silo,           ///< connecting failed, or the named generation is no longer Active
-  activation_deactivated,  ///< the activation is gone; see `fault::activation_error_recorded`
-  runtime_gone,            ///< a torn-down service was used; see `fault::probe`
-  pod_hub_not_here,        ///< the pod hub's activation is not in the owner's process
-  oversized,               ///< payload at or above a size limit (docs/behaviour/size-guard.md)
-  not_found,               ///< the address names nothing
-  resolve_failed,          ///< path resolution faulted or timed out
+  rejected = 1,           ///< runtime refused the message (queue limit, forward count, turned away)
+  overloaded,             ///< the target silo shed load
+  response_timeout,       ///< no answer within the response timeout after leaving placement
+  stream_post_timeout,    ///< the 60 s stream-post guard fired
+  placement_timeout,      ///< the placement work item used up its 30 s (resendable)
+  no_compatible_silo,     ///< no Active compatible silo (resendable)
+  directory_unstable,     ///< the directory is re-partitioning; retry later
+  silo_unavailable,       ///< the target silo is stopping or blocks application messages
+  lifecycle_cancelled,    ///< the target silo's lifecycle was cancelled
+  departed_silo,          ///< connecting failed, or the named generation is no longer Active
+  activation_deactivated, ///< the activation is gone; see `fault::activation_error_recorded`
+  runtime_gone,           ///< a torn-down service was used; see `fault::probe`
+  pod_hub_not_here,       ///< the pod hub's activation is not in the owner's process
+  oversized,              ///< payload at or above a size limit (docs/behaviour/size-guard.md)
+  not_found,              ///< the address names nothing
+  resolve_failed,         ///< path resolution faulted or timed out
   /// the routing I/O pool is draining or drained (docs/behaviour/quiescence.md#the-routing-io-pool)
   pool_refused,
-  leg_crashed,             ///< a leg exited abnormally (docs/behaviour/routing.md#legs)
-  extension_missing,       ///< application or programming fault
-  invalid_operation,       ///< application or programming fault
-  application,             ///< any other application fault (text carries the detail)
+  leg_crashed,       ///< a leg exited abnormally (docs/behaviour/routing.md#legs)
+  extension_missing, ///< application or programming fault
+  invalid_operation, ///< application or programming fault
+  application,       ///< any other application fault (text carries the detail)
   /// subscribe after start, second start (docs/behaviour/lifecycle.md#the-lifecycle-subject);
   /// terminal
   lifecycle_misuse,
@@ -67,7 +67,9 @@ std::string to_string(mesh_errc x);
 enum class tri_bool : uint8_t { unknown = 0, no = 1, yes = 2 };
 
 /// True for `unknown`, `no` and `yes`.
-constexpr bool is_known(tri_bool x) { return static_cast<uint8_t>(x) <= 2; }
+constexpr bool is_known(tri_bool x) {
+  return static_cast<uint8_t>(x) <= 2;
+}
 
 /// Renders `unknown`, `no` or `yes`.
 std::string to_string(tri_bool x);
@@ -78,7 +80,9 @@ std::string to_string(tri_bool x);
 enum class probe_answer : uint8_t { no_answer = 0, alive = 1, torn_down = 2 };
 
 /// True for `no_answer`, `alive` and `torn_down`.
-constexpr bool is_known(probe_answer x) { return static_cast<uint8_t>(x) <= 2; }
+constexpr bool is_known(probe_answer x) {
+  return static_cast<uint8_t>(x) <= 2;
+}
 
 /// Renders `no_answer`, `alive` or `torn_down`.
 std::string to_string(probe_answer x);
@@ -151,8 +155,8 @@ typename Inspector::result_type inspect(Inspector& f, fault& x) {
     return caf::none;
   });
   auto fields = [&] {
-    return f(caf::meta::type_name("cafmesh.fault"), x.code, x.text, x.causes,
-             x.retry_after_ms, x.activation_error_recorded, x.probe, x.silo, known_values);
+    return f(caf::meta::type_name("cafmesh.fault"), x.code, x.text, x.causes, x.retry_after_ms,
+             x.activation_error_recorded, x.probe, x.silo, known_values);
   };
   if constexpr (Inspector::writes_state) {
     detail::fault_read_guard guard;

@@ -31,8 +31,8 @@ namespace cafmesh {
 /// Sends a grain call through `placement` (the local placement service) from `self` and
 /// returns CAF's response handle (use `.then(...)`). `forward_count` is 0 for a fresh call.
 template <class Self>
-auto grain_call(Self* self, const caf::actor& placement, const grain_id& id,
-                caf::message payload, int32_t forward_count = 0) {
+auto grain_call(Self* self, const caf::actor& placement, const grain_id& id, caf::message payload,
+                int32_t forward_count = 0) {
   return self->request(placement, caf::infinite, pl_call_atom::value, id, forward_count,
                        std::move(payload));
 }

@@ -43,8 +43,8 @@ std::string to_string(grain_kind x);
 /// only after the activation answered the previous one
 /// (docs/behaviour/envelope.md#grain-ids-and-grain-types "non-reentrant"), unless both may
 /// interleave (`interleave_predicate`).
-using activation_factory =
-  std::function<caf::behavior(caf::event_based_actor* self, const grain_id& id)>;
+using activation_factory
+  = std::function<caf::behavior(caf::event_based_actor* self, const grain_id& id)>;
 
 /// Decides whether an activation of `id` may start: an empty string means yes, any other
 /// text is the activation error recorded in the catalog's activation-failure registry

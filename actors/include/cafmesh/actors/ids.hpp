@@ -46,7 +46,9 @@ struct grain_id {
 };
 
 /// Renders `type/key` (ADL hook used by CAF's `deep_to_string`).
-inline std::string to_string(const grain_id& x) { return x.to_string(); }
+inline std::string to_string(const grain_id& x) {
+  return x.to_string();
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, grain_id& x) {
@@ -85,7 +87,9 @@ struct silo_address {
 };
 
 /// Renders `S{host}:{port}@{generation}`.
-inline std::string to_string(const silo_address& x) { return x.to_string(); }
+inline std::string to_string(const silo_address& x) {
+  return x.to_string();
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, silo_address& x) {
@@ -115,7 +119,9 @@ struct activation_tag {
 };
 
 /// Renders `activation #1a2b3c4d`.
-inline std::string to_string(const activation_tag& x) { return x.to_string(); }
+inline std::string to_string(const activation_tag& x) {
+  return x.to_string();
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, activation_tag& x) {

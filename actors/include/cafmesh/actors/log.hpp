@@ -91,15 +91,15 @@ void use_logger(std::shared_ptr<spdlog::logger> target);
 /// Sends every cafmesh line to `handler(level, component, text)` instead of the stderr sink
 /// (for CAF's logger or any other), filtered by cafmesh's level. Called on the logging
 /// thread, under a lock: keep it short. Empty: back to stderr.
-void use_handler(std::function<void(level, const std::string& component,
-                                    const std::string& text)> handler);
+void use_handler(
+  std::function<void(level, const std::string& component, const std::string& text)> handler);
 
 /// One captured line.
 struct line {
   int64_t t_ms = 0;      ///< virtual (or wall) time in ms from the capture's clock
   std::string component; ///< logger name
   level lvl = level::info;
-  std::string text;      ///< the message, context prefix included
+  std::string text; ///< the message, context prefix included
 };
 
 /// While alive, records every line of every cafmesh logger with `now_ms()` as its time.

@@ -163,8 +163,7 @@ struct membership_row {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, membership_row& x) {
-  return f(caf::meta::type_name("cafmesh.membership_row"), x.silo, x.status, x.manifest,
-           x.gateway);
+  return f(caf::meta::type_name("cafmesh.membership_row"), x.silo, x.status, x.manifest, x.gateway);
 }
 
 /// A version of the membership table (docs/behaviour/membership.md#snapshots). Rows are kept
@@ -232,19 +231,18 @@ struct membership_oracle_config {
 /// heard again (true). A subscriber stays a `caf::actor`: the subscription crosses the wire
 /// when the oracle lives in another process, and every subscriber receives the same
 /// `(mb_snapshot_atom, membership_snapshot)` whatever its own type.
-using membership_oracle_actor = caf::typed_actor<
-  caf::replies_to<mb_join_atom, membership_row>::with<uint64_t>,
-  caf::replies_to<mb_status_atom, silo_address, silo_status>::with<uint64_t>,
-  caf::replies_to<mb_dead_atom, silo_address>::with<uint64_t>,
-  caf::reacts_to<mb_subscribe_atom, caf::actor>,
-  caf::replies_to<mb_get_atom>::with<membership_snapshot>,
-  caf::reacts_to<sim_watch_atom, silo_address, bool>>;
+using membership_oracle_actor
+  = caf::typed_actor<caf::replies_to<mb_join_atom, membership_row>::with<uint64_t>,
+                     caf::replies_to<mb_status_atom, silo_address, silo_status>::with<uint64_t>,
+                     caf::replies_to<mb_dead_atom, silo_address>::with<uint64_t>,
+                     caf::reacts_to<mb_subscribe_atom, caf::actor>,
+                     caf::replies_to<mb_get_atom>::with<membership_snapshot>,
+                     caf::reacts_to<sim_watch_atom, silo_address, bool>>;
 
 /// The handle of a membership agent: the protocol of the agent above.
 using membership_agent_actor = caf::typed_actor<
   caf::reacts_to<mb_snapshot_atom, membership_snapshot>,
-  caf::reacts_to<mb_subscribe_atom, caf::actor>,
-  caf::reacts_to<mb_declared_atom, caf::actor>,
+  caf::reacts_to<mb_subscribe_atom, caf::actor>, caf::reacts_to<mb_declared_atom, caf::actor>,
   caf::replies_to<mb_join_atom, std::vector<grain_type_info>, bool>::with<uint64_t>,
   caf::replies_to<mb_reach_atom>::with<uint64_t>,
   caf::replies_to<mb_status_atom, silo_status>::with<uint64_t>,
@@ -295,8 +293,7 @@ std::string join_bound_text(const membership_join_bound& b);
 /// subscribes to the oracle at once. After a table reset it carries the rows of the
 /// previous table for at most `carry_bound` (see the agent above). Its join and reach are
 /// bounded by `join` (no bound by default).
-membership_agent_actor spawn_membership_agent(caf::actor_system& sys,
-                                              const silo_address& self_addr,
+membership_agent_actor spawn_membership_agent(caf::actor_system& sys, const silo_address& self_addr,
                                               const membership_oracle_actor& oracle,
                                               caf::timespan carry_bound = default_carry_bound,
                                               membership_join_bound join = {});

@@ -99,9 +99,7 @@ struct table_outcome {
   bool ok() const { return status == table_status::ok; }
 
   static table_outcome success() { return {}; }
-  static table_outcome failure(table_status s, std::string what) {
-    return {s, std::move(what)};
-  }
+  static table_outcome failure(table_status s, std::string what) { return {s, std::move(what)}; }
 };
 
 /// A registration for change notifications; the notifications end when it is destroyed.

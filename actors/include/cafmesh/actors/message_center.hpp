@@ -137,20 +137,20 @@ using mc_leaving_atom = caf::atom_constant<caf::atom("mcleaving")>;
 /// Values are stable (they cross the wire); applications may use values >= `user_first`.
 enum class component : uint8_t {
   none = 0,
-  membership = 1,  ///< the silo's membership agent
-  oracle = 2,      ///< the cluster's membership oracle (hosted by the primary silo)
+  membership = 1, ///< the silo's membership agent
+  oracle = 2,     ///< the cluster's membership oracle (hosted by the primary silo)
   /// the silo's directory partition (docs/behaviour/directory-and-placement.md#who-owns-a-grain-id)
   directory = 3,
-  catalog = 4,     ///< the silo's catalog (activations)
-  placement = 5,   ///< the silo's placement service
-  activation = 6,  ///< grain calls addressed to an activation (via the catalog)
-  router = 7,      ///< the silo's router core
-  routing = 8,     ///< the routing service / routing grain entry
-  gateway = 9,     ///< a gateway's client-facing side
-  client = 10,     ///< a pure client's inbound side
-  pod_hub = 11,    ///< pod-hub claims and deliveries
-  test = 12,       ///< test probes
-  stream = 13,     ///< the process's stream transport (routing/stream_transport.hpp)
+  catalog = 4,    ///< the silo's catalog (activations)
+  placement = 5,  ///< the silo's placement service
+  activation = 6, ///< grain calls addressed to an activation (via the catalog)
+  router = 7,     ///< the silo's router core
+  routing = 8,    ///< the routing service / routing grain entry
+  gateway = 9,    ///< a gateway's client-facing side
+  client = 10,    ///< a pure client's inbound side
+  pod_hub = 11,   ///< pod-hub claims and deliveries
+  test = 12,      ///< test probes
+  stream = 13,    ///< the process's stream transport (routing/stream_transport.hpp)
   user_first = 128,
 };
 
@@ -197,8 +197,8 @@ struct wire_frame {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wire_frame& x) {
-  return f(caf::meta::type_name("cafmesh.wire_frame"), x.src, x.dst, x.correlation_id,
-           x.target, x.is_response, x.payload, x.error, x.ttl_ms);
+  return f(caf::meta::type_name("cafmesh.wire_frame"), x.src, x.dst, x.correlation_id, x.target,
+           x.is_response, x.payload, x.error, x.ttl_ms);
 }
 
 /// The header of the response to request `req`: from `req.dst` to `req.src`, same
@@ -251,8 +251,8 @@ struct message_center_stats {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, message_center_stats& x) {
   return f(caf::meta::type_name("cafmesh.message_center_stats"), x.frames_out, x.frames_in,
-           x.local_calls, x.pending_calls, x.departed_fails, x.blocked, x.expired, x.in_flight_fails,
-           x.batches_out);
+           x.local_calls, x.pending_calls, x.departed_fails, x.blocked, x.expired,
+           x.in_flight_fails, x.batches_out);
 }
 
 /// The link protocol: what a message centre asks of its link, the one handle it holds of
@@ -294,8 +294,7 @@ caf::message make_call(const silo_address& dst, component c, Ts&&... xs);
 /// Builds a call with a time-to-live: `(mc_call_atom, dst, c, make_message(xs...),
 /// ttl_ms)`. Pass the timeout (ms) the caller puts on its request to the centre.
 template <class... Ts>
-caf::message make_bounded_call(int64_t ttl_ms, const silo_address& dst, component c,
-                               Ts&&... xs);
+caf::message make_bounded_call(int64_t ttl_ms, const silo_address& dst, component c, Ts&&... xs);
 
 } // namespace cafmesh
 
@@ -305,15 +304,13 @@ namespace cafmesh {
 
 template <class... Ts>
 caf::message make_call(const silo_address& dst, component c, Ts&&... xs) {
-  return caf::make_message(mc_call_atom::value, dst, c,
-                           caf::make_message(std::forward<Ts>(xs)...));
+  return caf::make_message(mc_call_atom::value, dst, c, caf::make_message(std::forward<Ts>(xs)...));
 }
 
 template <class... Ts>
-caf::message make_bounded_call(int64_t ttl_ms, const silo_address& dst, component c,
-                               Ts&&... xs) {
-  return caf::make_message(mc_call_atom::value, dst, c,
-                           caf::make_message(std::forward<Ts>(xs)...), ttl_ms);
+caf::message make_bounded_call(int64_t ttl_ms, const silo_address& dst, component c, Ts&&... xs) {
+  return caf::make_message(mc_call_atom::value, dst, c, caf::make_message(std::forward<Ts>(xs)...),
+                           ttl_ms);
 }
 
 } // namespace cafmesh

@@ -42,10 +42,10 @@ namespace cafmesh {
 
 /// The actors of one network-mode process.
 struct net_process {
-  silo_address addr;  ///< (net.host, bound port, generation)
+  silo_address addr; ///< (net.host, bound port, generation)
   net_link_actor link;
   caf::actor centre;
-  membership_oracle_actor oracle;  ///< the oracle (primary) or the relay standing for it
+  membership_oracle_actor oracle; ///< the oracle (primary) or the relay standing for it
   membership_agent_actor agent;
 
   /// Sends every actor above an exit (`user_shutdown`): centre and link first, so peers
@@ -55,9 +55,9 @@ struct net_process {
 
 /// The network endpoint of one process: its link, listening, and its view of the oracle.
 struct net_endpoint {
-  silo_address addr;  ///< (net.host, bound port, generation)
+  silo_address addr; ///< (net.host, bound port, generation)
   net_link_actor link;
-  membership_oracle_actor oracle;  ///< the oracle (primary) or the relay standing for it
+  membership_oracle_actor oracle; ///< the oracle (primary) or the relay standing for it
   /// The link's middleman actor (`nl_gate_atom`), which exits after the link. Weak: a
   /// detached actor still referenced when the actor system ends would hang its destructor.
   caf::actor_addr gate;
@@ -68,26 +68,23 @@ struct net_endpoint {
 /// (`lifecycle::start_net_silo`) and pure clients spawn their own centre and agent on it.
 /// Same errors as `start_net_process`.
 caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
-                                           const config::network_section& net,
-                                           uint64_t generation,
+                                           const config::network_section& net, uint64_t generation,
                                            caf::timespan bind_timeout = std::chrono::seconds(10));
 
 /// `start_net_link` with membership where `membership.provider` says: with `oracle` as
 /// above; with `etcd` every process spawns its own table oracle
 /// (membership_table_oracle.hpp) over the etcd table, which its link treats as a primary's
 /// oracle (suspicions reported to it), and no process connects to a primary.
-caf::expected<net_endpoint> start_net_link(caf::actor_system& sys,
-                                           const config::network_section& net,
-                                           const config::membership_section& membership,
-                                           uint64_t generation,
-                                           caf::timespan bind_timeout = std::chrono::seconds(10));
+caf::expected<net_endpoint>
+start_net_link(caf::actor_system& sys, const config::network_section& net,
+               const config::membership_section& membership, uint64_t generation,
+               caf::timespan bind_timeout = std::chrono::seconds(10));
 
 /// Builds the process as described in the file comment. Fails with the link's publish
 /// error (e.g. `cannot_open_port`) or `request_timeout` when the port is not bound within
 /// `bind_timeout`; every actor spawned so far has then been sent an exit.
-caf::expected<net_process> start_net_process(caf::actor_system& sys,
-                                             const config::network_section& net,
-                                             uint64_t generation,
-                                             caf::timespan bind_timeout = std::chrono::seconds(10));
+caf::expected<net_process>
+start_net_process(caf::actor_system& sys, const config::network_section& net, uint64_t generation,
+                  caf::timespan bind_timeout = std::chrono::seconds(10));
 
 } // namespace cafmesh

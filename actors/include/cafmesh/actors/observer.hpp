@@ -22,10 +22,10 @@ namespace cafmesh::lifecycle {
 /// - `(stop_stage_atom, stage, bool graceful) -> ok_atom` or an error;
 /// - `(budget_expired_atom)` one-way, only while this observer's stop is open.
 /// An observer may answer later through a response promise; it answers exactly once.
-using lifecycle_observer_actor = caf::typed_actor<
-  caf::replies_to<start_stage_atom, stage>::with<caf::ok_atom>,
-  caf::replies_to<stop_stage_atom, stage, bool>::with<caf::ok_atom>,
-  caf::reacts_to<budget_expired_atom>>;
+using lifecycle_observer_actor
+  = caf::typed_actor<caf::replies_to<start_stage_atom, stage>::with<caf::ok_atom>,
+                     caf::replies_to<stop_stage_atom, stage, bool>::with<caf::ok_atom>,
+                     caf::reacts_to<budget_expired_atom>>;
 
 /// The lifecycle subject of one silo (docs/behaviour/lifecycle.md#the-lifecycle-subject):
 /// - `(subscribe_atom, stage, name, observer) -> ok_atom`; after start began (or after a
@@ -43,10 +43,8 @@ using lifecycle_observer_actor = caf::typed_actor<
 /// No request of the subject carries a deadline
 /// (docs/behaviour/lifecycle.md#the-lifecycle-subject).
 using silo_lifecycle_actor = caf::typed_actor<
-  caf::replies_to<subscribe_atom, stage, std::string, lifecycle_observer_actor>::with<
-    caf::ok_atom>,
+  caf::replies_to<subscribe_atom, stage, std::string, lifecycle_observer_actor>::with<caf::ok_atom>,
   caf::replies_to<run_start_atom>::with<caf::ok_atom>,
-  caf::replies_to<run_stop_atom, bool>::with<caf::ok_atom>,
-  caf::reacts_to<budget_expired_atom>>;
+  caf::replies_to<run_stop_atom, bool>::with<caf::ok_atom>, caf::reacts_to<budget_expired_atom>>;
 
 } // namespace cafmesh::lifecycle

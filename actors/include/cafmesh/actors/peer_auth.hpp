@@ -51,8 +51,8 @@ struct peer_auth_stats {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, peer_auth_stats& x) {
-  return f(caf::meta::type_name("cafmesh.peer_auth_stats"), x.admitted, x.refused[0],
-           x.refused[1], x.refused[2], x.refused[3], x.refused[4], x.refused[5]);
+  return f(caf::meta::type_name("cafmesh.peer_auth_stats"), x.admitted, x.refused[0], x.refused[1],
+           x.refused[2], x.refused[3], x.refused[4], x.refused[5]);
 }
 
 /// The cluster secret `net` configures: `cluster_secret`, or the content of

@@ -125,7 +125,7 @@ struct mesh_config;
 /// The placement service's settings (examples/config/README.md#keys `placement.*`, `directory.*`,
 /// `grain_call.*`).
 struct placement_config {
-  silo_address self;                        ///< this silo
+  silo_address self; ///< this silo
   /// `simulation.seed` (docs/testing.md#the-simulation-harness)
   uint64_t seed = 1;
   int64_t timeout_ms = 30000;               ///< `placement.timeout_ms`, per work item
@@ -145,22 +145,21 @@ placement_config make_placement_config(const config::mesh_config& cfg, const sil
 
 /// Counters of one placement service (tests and diagnostics).
 struct placement_stats {
-  uint64_t calls = 0;            ///< `pl_call` requests received
-  uint64_t cache_hits = 0;       ///< calls sent straight to a cached activation
-  uint64_t items_created = 0;    ///< work items created
-  uint64_t joined = 0;           ///< calls that joined an existing work item
-  uint64_t lookups = 0;          ///< lookup attempts (null or ring directory)
-  uint64_t activations = 0;      ///< `ct_activate` requests sent to catalogs
-  uint64_t timeouts = 0;         ///< work items that failed `placement_timeout`
-  uint64_t no_candidate = 0;     ///< work items that failed `no_compatible_silo`
-  uint64_t leaving_skipped = 0;  ///< placements that passed over a leaving silo
+  uint64_t calls = 0;           ///< `pl_call` requests received
+  uint64_t cache_hits = 0;      ///< calls sent straight to a cached activation
+  uint64_t items_created = 0;   ///< work items created
+  uint64_t joined = 0;          ///< calls that joined an existing work item
+  uint64_t lookups = 0;         ///< lookup attempts (null or ring directory)
+  uint64_t activations = 0;     ///< `ct_activate` requests sent to catalogs
+  uint64_t timeouts = 0;        ///< work items that failed `placement_timeout`
+  uint64_t no_candidate = 0;    ///< work items that failed `no_compatible_silo`
+  uint64_t leaving_skipped = 0; ///< placements that passed over a leaving silo
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, placement_stats& x) {
-  return f(caf::meta::type_name("cafmesh.placement_stats"), x.calls, x.cache_hits,
-           x.items_created, x.joined, x.lookups, x.activations, x.timeouts, x.no_candidate,
-           x.leaving_skipped);
+  return f(caf::meta::type_name("cafmesh.placement_stats"), x.calls, x.cache_hits, x.items_created,
+           x.joined, x.lookups, x.activations, x.timeouts, x.no_candidate, x.leaving_skipped);
 }
 
 /// Spawns the placement service of silo `cfg.self`. `centre` is the silo's message centre

@@ -28,10 +28,10 @@ namespace cafmesh::lifecycle {
 ///   name the registry has never heard of (it cannot tell).
 /// Probing is asynchronous: classification receives the answer as a fault attribute
 /// (`fault::probe`) and never blocks on it.
-using runtime_registry_actor = caf::typed_actor<
-  caf::replies_to<host_register_atom, std::string>::with<caf::ok_atom>,
-  caf::replies_to<host_torn_down_atom, std::string>::with<caf::ok_atom>,
-  caf::replies_to<probe_runtime_atom, std::string>::with<probe_answer>>;
+using runtime_registry_actor
+  = caf::typed_actor<caf::replies_to<host_register_atom, std::string>::with<caf::ok_atom>,
+                     caf::replies_to<host_torn_down_atom, std::string>::with<caf::ok_atom>,
+                     caf::replies_to<probe_runtime_atom, std::string>::with<probe_answer>>;
 
 /// Spawns the process-level runtime registry. One per process (one per simulated process in
 /// the simulation); it must outlive every host that reports to it.

@@ -157,8 +157,7 @@ using sim_network_actor = link_actor::extend_with<network_watch_actor>::extend<
   caf::replies_to<sim_heal_atom, silo_address, silo_address>::with<caf::ok_atom>,
   caf::replies_to<sim_drop_atom, drop_rule>::with<caf::ok_atom>,
   caf::replies_to<sim_drop_atom, drop_predicate>::with<caf::ok_atom>,
-  caf::replies_to<sim_delay_atom, silo_address, silo_address, int64_t,
-                  int64_t>::with<caf::ok_atom>,
+  caf::replies_to<sim_delay_atom, silo_address, silo_address, int64_t, int64_t>::with<caf::ok_atom>,
   caf::replies_to<sim_kill_atom, silo_address>::with<caf::ok_atom>,
   caf::replies_to<sim_trace_atom>::with<std::vector<std::string>>,
   caf::replies_to<sim_digest_atom>::with<uint64_t>>;

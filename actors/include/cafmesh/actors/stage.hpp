@@ -15,14 +15,14 @@ using stage = int32_t;
 
 namespace stages {
 
-inline constexpr stage first = INT_MIN;               ///< pool teardown participant
-inline constexpr stage runtime_initialize = 2000;     ///< message centre
+inline constexpr stage first = INT_MIN;                  ///< pool teardown participant
+inline constexpr stage runtime_initialize = 2000;        ///< message centre
 inline constexpr stage runtime_initialize_plus_1 = 2001; ///< placement service, Dead publish
-inline constexpr stage runtime_services = 4000;       ///< directory partition, catalog
-inline constexpr stage application_services = 10000;  ///< router core, routing service
-inline constexpr stage grain_deactivation = 19998;    ///< catalog deactivates everything
-inline constexpr stage become_active = 19999;         ///< membership Active / ShuttingDown
-inline constexpr stage active = 20000;                ///< gateway, quiescence participant
+inline constexpr stage runtime_services = 4000;          ///< directory partition, catalog
+inline constexpr stage application_services = 10000;     ///< router core, routing service
+inline constexpr stage grain_deactivation = 19998;       ///< catalog deactivates everything
+inline constexpr stage become_active = 19999;            ///< membership Active / ShuttingDown
+inline constexpr stage active = 20000;                   ///< gateway, quiescence participant
 inline constexpr stage last = INT_MAX;
 
 } // namespace stages

@@ -47,8 +47,8 @@ bool in_range(const json& v, int64_t min, int64_t max);
 std::string integer_what(int64_t min, int64_t max);
 
 /// Checks an integer in [min, max] at `ptr`; stores it into `out` when valid.
-bool read_integer(const json& v, const std::string& ptr, int64_t min, int64_t max,
-                  int64_t& out, error_list& errs);
+bool read_integer(const json& v, const std::string& ptr, int64_t min, int64_t max, int64_t& out,
+                  error_list& errs);
 
 /// Checks a string (non-empty if `non_empty`) at `ptr`; stores it into `out` when valid.
 bool read_string(const json& v, const std::string& ptr, bool non_empty, std::string& out,

@@ -214,10 +214,10 @@ struct attach_section {
 
 /// Section `pool` (docs/behaviour/quiescence.md#the-routing-io-pool).
 struct pool_section {
-  int64_t cap = 256; ///< concurrent leg starts; >= 1
-  int64_t drain_grace_ms = 8000; ///< restarted on every termination; >= 0
-  int64_t cancel_wait_ms = 30000; ///< wait for cancelled legs to exit; >= 1
-  int64_t join_ms = 30000; ///< >= 1
+  int64_t cap = 256;                ///< concurrent leg starts; >= 1
+  int64_t drain_grace_ms = 8000;    ///< restarted on every termination; >= 0
+  int64_t cancel_wait_ms = 30000;   ///< wait for cancelled legs to exit; >= 1
+  int64_t join_ms = 30000;          ///< >= 1
   int64_t teardown_join_ms = 30000; ///< pool teardown participant at First; >= 1
 };
 
@@ -228,7 +228,7 @@ struct size_section {
 
 /// Section `simulation` (docs/testing.md#the-simulation-harness).
 struct simulation_section {
-  uint64_t seed = 1; ///< PRNG seed; any value
+  uint64_t seed = 1;               ///< PRNG seed; any value
   int64_t link_latency_min_ms = 1; ///< >= 0
   int64_t link_latency_max_ms = 5; ///< >= link_latency_min_ms
   /// silence before a killed silo is Dead (docs/behaviour/membership.md#leaving); >= 1
@@ -240,8 +240,8 @@ struct simulation_section {
 /// listens and how it finds the membership oracle's primary silo over CAF io. Port 0 = chosen
 /// by the OS.
 struct network_section {
-  std::string host = "127.0.0.1"; ///< listening host; non-empty
-  uint16_t port = 0; ///< 0 = chosen by the OS
+  std::string host = "127.0.0.1";         ///< listening host; non-empty
+  uint16_t port = 0;                      ///< 0 = chosen by the OS
   std::string primary_host = "127.0.0.1"; ///< non-empty
   /// 0: this process is the primary: it hosts the development membership oracle, whatever
   /// its role (a `silo_host`, or a `pure_client`, which may host no hubs at all and so be a

@@ -125,8 +125,8 @@ constexpr bool takes_grain_context
 template <class Interface, class Factory>
 auto with_grain_context(Factory factory, placement_slot_ptr slot) {
   if constexpr (takes_grain_context<Factory>) {
-    return [factory = std::move(factory), slot = std::move(slot)](
-             caf::event_based_actor* self, const grain_id& id) ->
+    return [factory = std::move(factory), slot = std::move(slot)](caf::event_based_actor* self,
+                                                                  const grain_id& id) ->
            typename Interface::behavior_type {
              return factory(self, grain_context{id, grain_factory{slot->get()}});
            };

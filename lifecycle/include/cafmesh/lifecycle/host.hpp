@@ -55,12 +55,11 @@ std::string to_string(host_phase x);
 /// - `(host_await_atom) -> ok_atom`: answered once the runtime is marked torn down (at once
 ///   when it already is), without starting a stop: a process's main thread waiting for a
 ///   signal-triggered stop.
-using host_actor = caf::typed_actor<
-  caf::replies_to<host_start_atom>::with<caf::ok_atom>,
-  caf::replies_to<host_halt_atom, bool>::with<caf::ok_atom>,
-  caf::replies_to<host_state_atom>::with<host_phase>,
-  caf::replies_to<host_active_atom>::with<caf::ok_atom>,
-  caf::replies_to<host_await_atom>::with<caf::ok_atom>>;
+using host_actor = caf::typed_actor<caf::replies_to<host_start_atom>::with<caf::ok_atom>,
+                                    caf::replies_to<host_halt_atom, bool>::with<caf::ok_atom>,
+                                    caf::replies_to<host_state_atom>::with<host_phase>,
+                                    caf::replies_to<host_active_atom>::with<caf::ok_atom>,
+                                    caf::replies_to<host_await_atom>::with<caf::ok_atom>>;
 
 /// What a host is made of. Null handles mean "absent".
 struct host_options {

@@ -67,8 +67,8 @@ public:
   /// hub: its pure client's routing service is `client_routing`, `home` is ignored). An
   /// owner is registered as a local route of its home now, a portal also claims its pod
   /// hub; a null `ep` is a hub whose process is not there yet (`place` gives it one).
-  void add(hub_home_kind kind, const routing::address& addr, caf::actor ep,
-           const std::string& home, caf::actor client_routing = {});
+  void add(hub_home_kind kind, const routing::address& addr, caf::actor ep, const std::string& home,
+           caf::actor client_routing = {});
 
   /// Gives the hub at `addr` (text form) endpoint `ep` (its process is there now): it sends
   /// through `home` from now on; `hold`: its frames wait until `up(home)` releases them.

@@ -55,7 +55,6 @@ using grain_hub_handler
 /// A silo an application embeds.
 class silo : public mesh_process {
 public:
-
   /// A typed reference to the grain `(type, key)` of interface `Interface` (grain_ref.hpp),
   /// called through this silo's placement service.
   template <class Interface>
@@ -96,8 +95,7 @@ public:
                             opts = std::move(opts)](grain_registry& reg,
                                                     const detail::placement_slot_ptr& slot) {
       return add_typed_grain<Interface>(reg, type,
-                                        detail::with_grain_context<Interface>(factory, slot),
-                                        opts);
+                                        detail::with_grain_context<Interface>(factory, slot), opts);
     });
     return *this;
   }
@@ -158,11 +156,10 @@ private:
   caf::actor_system& sys_;
   config::mesh_config cfg_;
   std::string config_path_;
-  std::vector<std::function<bool(grain_registry&, const detail::placement_slot_ptr&)>>
-    grain_types_;
+  std::vector<std::function<bool(grain_registry&, const detail::placement_slot_ptr&)>> grain_types_;
   /// Each hub's handler, made at `build()` for the silo's placement service.
-  std::vector<std::pair<std::string,
-                        std::function<routing::async_hub_handler(const detail::placement_slot_ptr&)>>>
+  std::vector<std::pair<
+    std::string, std::function<routing::async_hub_handler(const detail::placement_slot_ptr&)>>>
     hubs_;
   caf::actor resolver_;
   in_process_cluster_ptr cluster_;

@@ -155,9 +155,9 @@ struct silo_components {
   directory_partition_actor partition;
   caf::actor placement;
   caf::actor catalog;
-  caf::actor routing;   ///< the silo process's routing service
+  caf::actor routing;                     ///< the silo process's routing service
   routing::pod_hub_claimer_actor claimer; ///< pod-hub claimer
-  caf::actor gateway;   ///< gateway part (component `gateway`)
+  caf::actor gateway;                     ///< gateway part (component `gateway`)
   /// Stops the silo non-gracefully once its membership view shows this incarnation Dead
   /// while it still runs (docs/behaviour/membership.md#dead-peers): a silo that the cluster
   /// declared Dead must not go on serving.

@@ -97,18 +97,17 @@ namespace detail {
 inline caf::behavior with_grain_hooks(caf::event_based_actor* self, const grain_id& id,
                                       const grain_options& opts, caf::behavior real) {
   if (opts.on_deactivate_async) {
-    caf::message_handler hook{
-      [self, id, h = opts.on_deactivate_async](grain_deactivate_atom) {
-        auto rp = self->make_response_promise<caf::ok_atom>();
-        h(self, id, [rp](caf::error err) mutable {
-          if (err)
-            rp.deliver(std::move(err));
-          else
-            rp.deliver(caf::ok_atom::value);
-        });
-        return rp;
-      },
-      [](grain_hook_timeout_atom) {}};
+    caf::message_handler hook{[self, id, h = opts.on_deactivate_async](grain_deactivate_atom) {
+                                auto rp = self->make_response_promise<caf::ok_atom>();
+                                h(self, id, [rp](caf::error err) mutable {
+                                  if (err)
+                                    rp.deliver(std::move(err));
+                                  else
+                                    rp.deliver(caf::ok_atom::value);
+                                });
+                                return rp;
+                              },
+                              [](grain_hook_timeout_atom) {}};
     real = hook.or_else(caf::message_handler{real.as_behavior_impl()});
   } else if (opts.on_activate_async) {
     real = caf::message_handler{[](grain_hook_timeout_atom) {}}.or_else(
@@ -130,10 +129,9 @@ inline caf::behavior with_grain_hooks(caf::event_based_actor* self, const grain_
   };
   auto fail = [self, failing](caf::error err) { self->become(failing(std::move(err))); };
   auto as_failure = [id](const caf::error& err, const std::string& why) {
-    return to_error(fault{mesh_errc::application, "the activation hook of " + id.to_string()
-                                                    + " " + why
-                                                    + (err ? ": " + to_fault(err).render()
-                                                           : std::string{})});
+    return to_error(
+      fault{mesh_errc::application, "the activation hook of " + id.to_string() + " " + why
+                                      + (err ? ": " + to_fault(err).render() : std::string{})});
   };
   hook_done done = [=](caf::error err) {
     if (*phase == 2)
@@ -165,12 +163,12 @@ inline caf::behavior with_grain_hooks(caf::event_based_actor* self, const grain_
     if (*phase == 2)
       return;
     *phase = 2;
-    fail(as_failure(caf::error{}, "did not end within "
-                                    + std::to_string(std::chrono::duration_cast<
-                                                       std::chrono::milliseconds>(
-                                                       opts.activate_timeout)
-                                                       .count())
-                                    + " ms"));
+    fail(as_failure(
+      caf::error{},
+      "did not end within "
+        + std::to_string(
+          std::chrono::duration_cast<std::chrono::milliseconds>(opts.activate_timeout).count())
+        + " ms"));
   }};
 }
 
@@ -190,10 +188,10 @@ bool add_typed_grain(grain_registry& reg, const std::string& type, Factory facto
     typename Interface::behavior_type typed = factory(self, id);
     return detail::with_grain_hooks(self, id, opts, std::move(typed.unbox()));
   };
-  bool added = opts.stateless ? reg.add_stateless(type, opts.local_limit, std::move(make),
-                                                  opts.interface_version)
-                              : reg.add_single(type, opts.placement, std::move(make),
-                                               opts.interface_version);
+  bool added = opts.stateless
+                 ? reg.add_stateless(type, opts.local_limit, std::move(make),
+                                     opts.interface_version)
+                 : reg.add_single(type, opts.placement, std::move(make), opts.interface_version);
   if (added && opts.may_interleave)
     reg.set_may_interleave(type, opts.may_interleave);
   if (added && opts.on_deactivate_async)

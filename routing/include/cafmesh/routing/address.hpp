@@ -15,7 +15,7 @@ namespace cafmesh::routing {
 /// Rendered `type/id`, or `type/id~host1~host2` when hosted (docs/behaviour/envelope.md#addresses).
 struct address {
   std::string type;
-  std::string id;               ///< may itself contain `/`
+  std::string id;                 ///< may itself contain `/`
   std::vector<std::string> hosts; ///< rendered host paths (`type/id`), innermost first
 
   /// The path `type/id` without hosts.
@@ -52,7 +52,9 @@ struct address {
 };
 
 /// Renders like `address::to_string`.
-inline std::string to_string(const address& x) { return x.to_string(); }
+inline std::string to_string(const address& x) {
+  return x.to_string();
+}
 
 /// The routing target ("host address") for `a` (docs/behaviour/envelope.md#addresses): follow the
 /// host chain to the outermost host; if that host's type is `mesh_type` (default `mesh`),

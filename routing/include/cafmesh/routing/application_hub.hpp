@@ -95,8 +95,8 @@ async_hub_handler as_async(hub_handler h);
 
 /// Spawns one application hub at `self_address` whose responses go through `routing` (the
 /// routing service of its process). It registers nothing; see `spawn_hub_table`.
-caf::actor spawn_application_hub(caf::actor_system& sys, address self_address,
-                                 caf::actor routing, async_hub_handler handler,
+caf::actor spawn_application_hub(caf::actor_system& sys, address self_address, caf::actor routing,
+                                 async_hub_handler handler,
                                  const config::routing_section& cfg = {});
 
 /// `(ht_add_atom, std::string pattern, async_hub_handler)` -> ok: adds a handler to a hub
@@ -156,8 +156,8 @@ using hub_table_actor = hub_factory_actor::extend<
   caf::reacts_to<ht_routing_atom, caf::actor, caf::actor>,
   caf::reacts_to<ht_quiescence_atom, caf::actor, caf::actor>,
   caf::replies_to<ht_patterns_atom>::with<std::vector<std::string>>,
-  caf::reacts_to<mb_snapshot_atom, membership_snapshot>>::
-  extend_with<lifecycle::lifecycle_observer_actor>;
+  caf::reacts_to<mb_snapshot_atom,
+                 membership_snapshot>>::extend_with<lifecycle::lifecycle_observer_actor>;
 
 /// Spawns a hub table: the process's hub factory over handlers added by pattern. A pattern
 /// is an address path (`node/hello`), or a path ending in `/*` that matches every path below

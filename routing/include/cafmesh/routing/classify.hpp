@@ -49,13 +49,13 @@ verdict node_verdict(const fault& node);
 
 /// The "Retry in leg" column of docs/behaviour/classification.md#codes, one value per row.
 enum class leg_retry : uint8_t {
-  no,            ///< never retried inside a leg
-  yes,           ///< retried while the router budget lasts
+  no,  ///< never retried inside a leg
+  yes, ///< retried while the router budget lasts
   /// retried after invalidating the cached route (docs/behaviour/classification.md#retry-policies,
   /// goes further)
   re_resolving,
-  capped,        ///< retried, but at most `routing.placement_timeout_attempts` such attempts
-  stop_at_once,  ///< `runtime_gone` with probe torn_down: the loop ends at once
+  capped,       ///< retried, but at most `routing.placement_timeout_attempts` such attempts
+  stop_at_once, ///< `runtime_gone` with probe torn_down: the loop ends at once
 };
 
 /// Renders `no`, `yes`, `re_resolving`, `capped` or `stop_at_once`.
@@ -94,7 +94,9 @@ verdict classify(const fault& f);
 const fault* find_code(const fault& f, mesh_errc code);
 
 /// True if any node of `f` has code `code`.
-inline bool contains_code(const fault& f, mesh_errc code) { return find_code(f, code) != nullptr; }
+inline bool contains_code(const fault& f, mesh_errc code) {
+  return find_code(f, code) != nullptr;
+}
 
 /// True if some node of `f` is one of docs/behaviour/classification.md#retry-policies's transient
 /// hub conditions, which invalidate the cached route and re-resolve before the next attempt:
@@ -146,11 +148,11 @@ bool is_owner_refusal(const std::string& text, const address& target);
 
 /// What the result arm does with a target's answer (docs/behaviour/routing.md#legs).
 enum class result_action : uint8_t {
-  landed,          ///< processed, submitted, forwarded, ignored: no NACK
-  already_nacked,  ///< failed-and-NACKed: the target answered the sender itself, no NACK
-  nack_carried,    ///< failed with a carried `properties["verdict"]`: NACK with it
-  nack_text_rule,  ///< failed without a (known) verdict: NACK with `text_rule`
-  nack_state,      ///< state `not_found` / `rejected`: NACK with the matching verdict
+  landed,         ///< processed, submitted, forwarded, ignored: no NACK
+  already_nacked, ///< failed-and-NACKed: the target answered the sender itself, no NACK
+  nack_carried,   ///< failed with a carried `properties["verdict"]`: NACK with it
+  nack_text_rule, ///< failed without a (known) verdict: NACK with `text_rule`
+  nack_state,     ///< state `not_found` / `rejected`: NACK with the matching verdict
 };
 
 /// Renders the action's name.

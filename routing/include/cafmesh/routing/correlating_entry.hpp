@@ -55,10 +55,8 @@ using correlating_entry_actor = caf::typed_actor<
   caf::replies_to<ce_send_atom, address, std::string, std::string>::with<std::string>,
   caf::replies_to<ce_request_atom, address, std::string, std::string, int64_t,
                   bool>::with<std::string>,
-  caf::reacts_to<hb_in_atom, envelope>,
-  caf::replies_to<hb_deliver_atom, envelope>::with<envelope>,
-  caf::reacts_to<ce_deadline_atom, int64_t>,
-  caf::reacts_to<ce_resend_atom, std::string>>;
+  caf::reacts_to<hb_in_atom, envelope>, caf::replies_to<hb_deliver_atom, envelope>::with<envelope>,
+  caf::reacts_to<ce_deadline_atom, int64_t>, caf::reacts_to<ce_resend_atom, std::string>>;
 
 /// What a correlating entry is built from.
 struct correlating_entry_options {
@@ -90,8 +88,8 @@ struct request_options {
 template <class Self>
 auto send(Self& self, const correlating_entry_actor& entry, const address& target,
           std::string payload_json, std::string payload_type = "message") {
-  return self->request(entry, caf::infinite, ce_send_atom::value, target,
-                       std::move(payload_type), std::move(payload_json));
+  return self->request(entry, caf::infinite, ce_send_atom::value, target, std::move(payload_type),
+                       std::move(payload_json));
 }
 
 /// Asks `target` with `payload_json` (JSON text) from `self` and answers the response's
@@ -120,17 +118,15 @@ public:
   /// Event-based actors: handlers run when the answer arrives.
   template <class F, class G>
   void then(F on_value, G on_error) {
-    h_.then(decoding(std::move(on_value), on_error), [on_error](caf::error& e) mutable {
-      on_error(e);
-    });
+    h_.then(decoding(std::move(on_value), on_error),
+            [on_error](caf::error& e) mutable { on_error(e); });
   }
 
   /// Blocking (scoped) actors: waits for the answer.
   template <class F, class G>
   void receive(F on_value, G on_error) {
-    h_.receive(decoding(std::move(on_value), on_error), [on_error](caf::error& e) mutable {
-      on_error(e);
-    });
+    h_.receive(decoding(std::move(on_value), on_error),
+               [on_error](caf::error& e) mutable { on_error(e); });
   }
 
 private:

@@ -45,9 +45,9 @@ class held_requests {
 public:
   /// One held request.
   struct entry {
-    envelope env;           ///< the request as handed on
-    silo_address via;       ///< the gateway that accepted it; empty: a co-hosted router core
-    silo_address landed_at; ///< the silo whose hub took it; empty: not reported
+    envelope env;            ///< the request as handed on
+    silo_address via;        ///< the gateway that accepted it; empty: a co-hosted router core
+    silo_address landed_at;  ///< the silo whose hub took it; empty: not reported
     int64_t deadline_ms = 0; ///< when its sender stops waiting (actor-clock ms)
   };
 

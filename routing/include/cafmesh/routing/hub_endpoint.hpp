@@ -53,9 +53,9 @@ namespace cafmesh::routing {
 
 /// One terminal outcome the application saw.
 struct hub_outcome {
-  int64_t t_ms = 0;            ///< actor-clock ms
-  std::string id;              ///< the delivery id
-  std::string kind;            ///< `response`, `nack`, `deadline` or `entry_failed`
+  int64_t t_ms = 0;                           ///< actor-clock ms
+  std::string id;                             ///< the delivery id
+  std::string kind;                           ///< `response`, `nack`, `deadline` or `entry_failed`
   routing::verdict verdict = verdict::failed; ///< NACKs only
   bool target_unserved = false;               ///< NACKs only
   std::string message;                        ///< NACK text or entry error
@@ -68,18 +68,18 @@ struct hub_received {
 };
 
 /// The handle of a hub endpoint (see the file comment).
-using hub_endpoint_actor = caf::typed_actor<
-  caf::reacts_to<ep_request_atom, envelope, int64_t>, caf::reacts_to<ep_post_atom, envelope>,
-  caf::reacts_to<hb_in_atom, envelope>, caf::replies_to<hb_deliver_atom, envelope>::with<envelope>,
-  caf::reacts_to<ep_rehome_atom, caf::actor>>;
+using hub_endpoint_actor
+  = caf::typed_actor<caf::reacts_to<ep_request_atom, envelope, int64_t>,
+                     caf::reacts_to<ep_post_atom, envelope>, caf::reacts_to<hb_in_atom, envelope>,
+                     caf::replies_to<hb_deliver_atom, envelope>::with<envelope>,
+                     caf::reacts_to<ep_rehome_atom, caf::actor>>;
 
 /// Spawns a hub endpoint for `self_address` sending through `routing` (a routing service).
 /// It does NOT register itself: register it with `rs_register_atom` (tests do so).
 /// `observer`, when set, is told every received delivery and every outcome as it happens
 /// (`ep_event_atom`, entry_atoms.hpp), e.g. by a traffic driver.
 hub_endpoint_actor spawn_hub_endpoint(caf::actor_system& sys, address self_address,
-                                      caf::actor routing,
-                                      const config::routing_section& cfg = {},
+                                      caf::actor routing, const config::routing_section& cfg = {},
                                       bool respond = false, caf::actor observer = caf::actor{});
 
 } // namespace cafmesh::routing

@@ -137,9 +137,9 @@ namespace cafmesh::routing {
 /// and thus the factories, must exist before the catalog is spawned).
 struct silo_routing_slots {
   silo_address silo;
-  router_core_actor core;    ///< routing grain: delegate target
-  caf::actor routing;        ///< the silo process's routing service
-  hub_factory_actor hubs;    ///< node hubs: the application's hub factory
+  router_core_actor core; ///< routing grain: delegate target
+  caf::actor routing;     ///< the silo process's routing service
+  hub_factory_actor hubs; ///< node hubs: the application's hub factory
   int64_t hub_build_timeout_ms = 30000;
   /// The silo's message centre: pod hubs reach client-hosted hubs through it
   /// (docs/behaviour/routing.md#the-entry).
@@ -180,22 +180,21 @@ constexpr uint32_t pod_claim_max_prompt_replacements = 3;
 
 /// The handle of a pod-hub claimer: the protocol above, the membership view it re-asserts its
 /// claims on, and the host's stopping signal. `pc_retry_atom` is its own timer.
-using pod_hub_claimer_actor = caf::typed_actor<
-  caf::reacts_to<pc_claim_atom, address>,
-  caf::replies_to<pc_release_atom, address>::with<caf::ok_atom>,
-  caf::reacts_to<pc_retry_atom, std::string, uint64_t>,
-  caf::reacts_to<mb_snapshot_atom, membership_snapshot>>::
-  extend_with<lifecycle::stopping_recipient_actor>;
+using pod_hub_claimer_actor
+  = caf::typed_actor<caf::reacts_to<pc_claim_atom, address>,
+                     caf::replies_to<pc_release_atom, address>::with<caf::ok_atom>,
+                     caf::reacts_to<pc_retry_atom, std::string, uint64_t>,
+                     caf::reacts_to<mb_snapshot_atom, membership_snapshot>>::
+    extend_with<lifecycle::stopping_recipient_actor>;
 
 /// Spawns the pod-hub claimer of one silo_host process: claims go through `placement` (the
 /// local placement service: prefer-local puts the pod hub here), `routing` is the process's
 /// routing service (local routes). Subscribe it to the membership agent.
 /// `slots`, when set, are the routing slots of the claimer's silo: the stopping signal
 /// sets their `stopping` flag before the claimer acknowledges it.
-pod_hub_claimer_actor spawn_pod_hub_claimer(caf::actor_system& sys, caf::actor placement,
-                                            caf::actor routing,
-                                            const config::attach_section& attach,
-                                            const std::string& context,
-                                            silo_routing_slots_ptr slots = nullptr);
+pod_hub_claimer_actor
+spawn_pod_hub_claimer(caf::actor_system& sys, caf::actor placement, caf::actor routing,
+                      const config::attach_section& attach, const std::string& context,
+                      silo_routing_slots_ptr slots = nullptr);
 
 } // namespace cafmesh::routing

@@ -63,7 +63,7 @@ struct io_pool_stats {
   uint64_t running = 0;     ///< started legs not yet gone
   uint64_t waiting = 0;     ///< admissions waiting for a permit (FIFO)
   pool_phase phase = pool_phase::open;
-  uint64_t residual = 0;    ///< the drain's residual once `phase == drained`
+  uint64_t residual = 0; ///< the drain's residual once `phase == drained`
 };
 
 template <class Inspector>
@@ -75,22 +75,22 @@ typename Inspector::result_type inspect(Inspector& f, io_pool_stats& x) {
 /// What an owner of legs must handle (the router core includes these in its interface and
 /// passes `caf::actor_cast<io_pool_owner_actor>(self)` at admission). The pool sends them to
 /// the owner handle given at admission.
-using io_pool_owner_actor = caf::typed_actor<
-  caf::replies_to<pool_handover_atom>::with<std::vector<uint64_t>>,
-  caf::reacts_to<pool_admitted_atom, uint64_t>,
-  caf::reacts_to<pool_refused_atom, uint64_t, caf::error>,
-  caf::reacts_to<pool_cancel_atom, uint64_t>,
-  caf::reacts_to<pool_down_atom, uint64_t, caf::error>>;
+using io_pool_owner_actor
+  = caf::typed_actor<caf::replies_to<pool_handover_atom>::with<std::vector<uint64_t>>,
+                     caf::reacts_to<pool_admitted_atom, uint64_t>,
+                     caf::reacts_to<pool_refused_atom, uint64_t, caf::error>,
+                     caf::reacts_to<pool_cancel_atom, uint64_t>,
+                     caf::reacts_to<pool_down_atom, uint64_t, caf::error>>;
 
 /// The routing I/O pool (docs/behaviour/quiescence.md#the-routing-io-pool); see the file comment
 /// for the protocol.
-using io_pool_actor = caf::typed_actor<
-  caf::reacts_to<pool_admit_atom, uint64_t, io_pool_owner_actor>,
-  caf::reacts_to<pool_attach_atom, io_pool_owner_actor>,
-  caf::reacts_to<pool_watch_atom, uint64_t, caf::actor>,
-  caf::reacts_to<pool_started_atom, uint64_t>,
-  caf::reacts_to<pool_ended_atom, uint64_t>,
-  caf::replies_to<pool_drain_atom>::with<uint64_t>,
-  caf::replies_to<pool_stats_atom>::with<io_pool_stats>>;
+using io_pool_actor
+  = caf::typed_actor<caf::reacts_to<pool_admit_atom, uint64_t, io_pool_owner_actor>,
+                     caf::reacts_to<pool_attach_atom, io_pool_owner_actor>,
+                     caf::reacts_to<pool_watch_atom, uint64_t, caf::actor>,
+                     caf::reacts_to<pool_started_atom, uint64_t>,
+                     caf::reacts_to<pool_ended_atom, uint64_t>,
+                     caf::replies_to<pool_drain_atom>::with<uint64_t>,
+                     caf::replies_to<pool_stats_atom>::with<io_pool_stats>>;
 
 } // namespace cafmesh::routing

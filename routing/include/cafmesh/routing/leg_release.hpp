@@ -28,9 +28,9 @@ using q_end_legs_atom = caf::atom_constant<caf::atom("qendlegs")>;
 using q_nacks_out_atom = caf::atom_constant<caf::atom("qnacksout")>;
 
 /// The owner of a silo's legs as the participant sees it.
-using leg_release_actor = caf::typed_actor<
-  caf::replies_to<q_end_legs_atom, std::string>::with<std::vector<std::string>>,
-  caf::replies_to<q_nacks_out_atom>::with<caf::ok_atom>>;
+using leg_release_actor
+  = caf::typed_actor<caf::replies_to<q_end_legs_atom, std::string>::with<std::vector<std::string>>,
+                     caf::replies_to<q_nacks_out_atom>::with<caf::ok_atom>>;
 
 /// Most delivery ids a residual line lists before "+N more".
 inline constexpr size_t residual_ids_listed = 20;

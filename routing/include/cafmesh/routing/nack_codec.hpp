@@ -45,8 +45,8 @@ namespace cafmesh::routing {
 
 /// Builds a NACK payload (docs/behaviour/envelope.md#the-nack): `request_id = original.id`, the
 /// echo via `strip_echo`, the given message, verdict, target-unserved flag and responding silo.
-delivery_failure make_delivery_failure(const envelope& original, std::string message,
-                                       verdict v, bool target_unserved = false,
+delivery_failure make_delivery_failure(const envelope& original, std::string message, verdict v,
+                                       bool target_unserved = false,
                                        caf::optional<silo_address> responding_silo = caf::none);
 
 /// The `payload_type` of every NACK envelope: `delivery_failure`.
@@ -69,8 +69,7 @@ bool from_json_text(const std::string& text, delivery_failure& out);
 /// `answer_suppressed = true` (a NACK is never NACKed), access context of the original or
 /// `system_identity`, `payload_type = delivery_failure`, `payload_json = to_json_text(failure)`,
 /// state `submitted`, no ordering key, empty routing path and properties.
-envelope make_nack_envelope(const delivery_failure& failure, std::string nack_id,
-                            address from);
+envelope make_nack_envelope(const delivery_failure& failure, std::string nack_id, address from);
 
 /// What the sender makes of NACK `f`: its verdict and message; resendable when the verdict is
 /// transient (docs/behaviour/envelope.md#verdicts).

@@ -36,9 +36,7 @@ struct ordering_channel {
   friend bool operator==(const ordering_channel& x, const ordering_channel& y) {
     return x.destination == y.destination && x.key == y.key;
   }
-  friend bool operator!=(const ordering_channel& x, const ordering_channel& y) {
-    return !(x == y);
-  }
+  friend bool operator!=(const ordering_channel& x, const ordering_channel& y) { return !(x == y); }
 };
 
 /// The channel for a delivery to `destination` with the packaging stamp `key`
@@ -48,10 +46,10 @@ ordering_channel make_channel(std::string destination, const std::string& key);
 /// The dispatcher's diagnostics (docs/behaviour/routing.md#the-ordered-dispatcher
 /// `queue_snapshot()`).
 struct queue_snapshot {
-  size_t channels = 0;          ///< channels that exist (each holds at least its head)
-  size_t destinations = 0;      ///< distinct destination host paths among them
-  size_t deepest = 0;           ///< most legs queued behind one running head
-  std::string deepest_channel;  ///< that channel's `name()`; empty when `deepest` is 0
+  size_t channels = 0;         ///< channels that exist (each holds at least its head)
+  size_t destinations = 0;     ///< distinct destination host paths among them
+  size_t deepest = 0;          ///< most legs queued behind one running head
+  std::string deepest_channel; ///< that channel's `name()`; empty when `deepest` is 0
 };
 
 /// Renders `channels {c}, destinations {d}, deepest {n}`, followed by ` ({name})` when
@@ -124,9 +122,7 @@ public:
   size_t leg_count() const { return legs_.size(); }
 
   /// True if `leg` is held (as head or queued).
-  bool contains(leg_id leg) const {
-    return legs_.count(leg) > 0;
-  }
+  bool contains(leg_id leg) const { return legs_.count(leg) > 0; }
 
   /// True if `leg` is its channel's head.
   bool is_head(leg_id leg) const;

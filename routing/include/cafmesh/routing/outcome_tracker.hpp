@@ -22,8 +22,8 @@
 namespace cafmesh::routing {
 
 /// Name of the counter of dropped duplicate outcomes (docs/behaviour/routing.md#nacks).
-inline constexpr const char* duplicate_outcomes_dropped_metric =
-  "cafmesh.routing.duplicate_outcomes_dropped";
+inline constexpr const char* duplicate_outcomes_dropped_metric
+  = "cafmesh.routing.duplicate_outcomes_dropped";
 
 /// What the owner does with an incoming outcome.
 enum class outcome_action : uint8_t {

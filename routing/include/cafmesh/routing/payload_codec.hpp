@@ -76,10 +76,10 @@ caf::expected<R> decode_response(caf::actor_system& sys, const std::string& text
     try {
       return j.get<R>();
     } catch (const nlohmann::json::exception& e) {
-      return to_error(fault{mesh_errc::rejected,
-                            std::string{"the response payload does not read as the expected "
-                                        "type: "}
-                              + e.what()});
+      return to_error(
+        fault{mesh_errc::rejected, std::string{"the response payload does not read as the expected "
+                                               "type: "}
+                                     + e.what()});
     }
   } else {
     static_assert(caf::detail::is_serializable<R>::value,

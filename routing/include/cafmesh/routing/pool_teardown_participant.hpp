@@ -53,13 +53,13 @@ using pool_lookup = std::function<io_pool_actor()>;
 /// - `budget_expired` is ignored: the drain is bounded by the participant's own timer.
 /// A second `stop_stage` while one is open receives the same answer; one after the stop
 /// completed answers ok at once.
-lifecycle::lifecycle_observer_actor spawn_pool_teardown_participant(caf::actor_system& sys,
-                                                         pool_lookup lookup,
-                                                         pool_teardown_options opts = {});
+lifecycle::lifecycle_observer_actor
+spawn_pool_teardown_participant(caf::actor_system& sys, pool_lookup lookup,
+                                pool_teardown_options opts = {});
 
 /// Convenience: a participant whose lookup answers `pool`.
-lifecycle::lifecycle_observer_actor spawn_pool_teardown_participant(caf::actor_system& sys,
-                                                         io_pool_actor pool,
-                                                         pool_teardown_options opts = {});
+lifecycle::lifecycle_observer_actor
+spawn_pool_teardown_participant(caf::actor_system& sys, io_pool_actor pool,
+                                pool_teardown_options opts = {});
 
 } // namespace cafmesh::routing

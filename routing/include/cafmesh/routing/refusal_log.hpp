@@ -18,8 +18,8 @@ namespace cafmesh::routing {
 
 /// The answer for one refusal.
 struct refusal_log_decision {
-  bool log = false;      ///< write the line now
-  uint64_t repeats = 0;  ///< when `log`: refusals of this pair not logged since its last line
+  bool log = false;     ///< write the line now
+  uint64_t repeats = 0; ///< when `log`: refusals of this pair not logged since its last line
 };
 
 /// Appends ` (repeated {n} time(s) since the last line)` to `line` when `d.repeats` > 0,
@@ -44,8 +44,7 @@ public:
   explicit refusal_log(const config::routing_section& cfg = {});
 
   /// One refusal of `target` for `sender` at `now_ms`; answers whether to log it.
-  refusal_log_decision record(const std::string& target, const std::string& sender,
-                              int64_t now_ms);
+  refusal_log_decision record(const std::string& target, const std::string& sender, int64_t now_ms);
 
   /// Pairs in the table.
   size_t size() const { return entries_.size(); }

@@ -33,9 +33,9 @@ std::string to_string(policy_kind x);
 /// plain numbers.
 struct retry_policy {
   policy_kind kind = policy_kind::router;
-  int64_t retry_max = 6;                 ///< retries after the first attempt
-  int64_t base_ms = 250;                 ///< delay before retry 0
-  int64_t cap_ms = 3000;                 ///< no delay exceeds this, hints included
+  int64_t retry_max = 6;                  ///< retries after the first attempt
+  int64_t base_ms = 250;                  ///< delay before retry 0
+  int64_t cap_ms = 3000;                  ///< no delay exceeds this, hints included
   int64_t placement_timeout_attempts = 2; ///< attempts that may end in placement_timeout
 
   /// Most calls one operation makes: `retry_max + 1`.
@@ -85,8 +85,8 @@ std::string to_string(give_up_reason x);
 
 /// What to do after a failed attempt.
 struct retry_decision {
-  bool retry = false;            ///< true: make another attempt after `delay_ms`
-  int64_t delay_ms = 0;          ///< actor-clock delay before the next attempt (retry only)
+  bool retry = false;   ///< true: make another attempt after `delay_ms`
+  int64_t delay_ms = 0; ///< actor-clock delay before the next attempt (retry only)
   /// Retry only: invalidate the target's cached address before the next attempt. Always true
   /// on a retry: every attempt is fresh through placement
   /// (docs/behaviour/classification.md#retry-policies, S12.21).

@@ -68,9 +68,9 @@ namespace cafmesh::routing {
 /// Upper bounds (ms) of the router core's delivery latency histogram: a leg's time from its
 /// acceptance to its terminal event falls into the first bucket whose bound it does not
 /// exceed, or into the last bucket (`+Inf`) after all of them.
-inline constexpr std::array<int64_t, 14> leg_latency_bounds_ms{1,   2,   5,    10,   25,
-                                                                50,  100, 250,  500,  1000,
-                                                                2500, 5000, 10000, 30000};
+inline constexpr std::array<int64_t, 14> leg_latency_bounds_ms{1,    2,    5,     10,   25,
+                                                               50,   100,  250,   500,  1000,
+                                                               2500, 5000, 10000, 30000};
 
 /// A snapshot of one router core (docs/behaviour/routing.md#the-ordered-dispatcher diagnostics,
 /// docs/behaviour/routing.md#saturation-report-and-refusal-log in-flight count) plus counters
@@ -78,9 +78,9 @@ inline constexpr std::array<int64_t, 14> leg_latency_bounds_ms{1,   2,   5,    1
 struct router_core_stats {
   // -- accounting ---------------------------------------------------------------------------------
   // docs/behaviour/routing.md#the-router-core, #saturation-report-and-refusal-log
-  uint64_t in_flight = 0;      ///< accepted legs not terminated (running, queued, waiting)
-  uint64_t nacks_alive = 0;    ///< NACKs posted and not yet through their ladder
-  bool stopping = false;       ///< the stopping signal arrived
+  uint64_t in_flight = 0;   ///< accepted legs not terminated (running, queued, waiting)
+  uint64_t nacks_alive = 0; ///< NACKs posted and not yet through their ladder
+  bool stopping = false;    ///< the stopping signal arrived
   bool saturation_latched = false;
   uint64_t saturation_reports = 0;
   /// Age of the oldest dispatched leg since its dispatch, -1 if none
@@ -96,24 +96,24 @@ struct router_core_stats {
   std::string deepest_channel;
   int32_t max_dispatch_depth = 0; ///< deepest dispatcher nesting seen (S12.41: <= 1)
   // -- acceptance --
-  uint64_t accepted = 0;          ///< legs accepted (both entries)
+  uint64_t accepted = 0;           ///< legs accepted (both entries)
   uint64_t accepted_co_hosted = 0; ///< of those, handed over by the silo's own routing service
-  uint64_t queued = 0;            ///< accepted legs not dispatched yet (waiting for a channel or a permit)
-  uint64_t refused_stopping = 0;  ///< grain-path envelopes refused `silo_unavailable`
+  uint64_t queued = 0; ///< accepted legs not dispatched yet (waiting for a channel or a permit)
+  uint64_t refused_stopping = 0;   ///< grain-path envelopes refused `silo_unavailable`
   uint64_t refused_overloaded = 0; ///< deliveries refused at `routing.max_in_flight`
   /// deliveries refused at `routing.max_in_flight_per_destination` (SPEC C4)
   uint64_t refused_destination = 0;
-  uint64_t routing_loops = 0;     ///< envelopes NACKed `routing_loop`
+  uint64_t routing_loops = 0; ///< envelopes NACKed `routing_loop`
   // -- legs' terminal events, one per accepted leg ------------------------------------------------
   // docs/behaviour/routing.md#legs, docs/behaviour/quiescence.md#the-routing-io-pool
   uint64_t terminal_events = 0;
   uint64_t landed = 0;
-  uint64_t nacked = 0;            ///< legs that ended by handing a NACK over (or failed-and-NACKed)
-  uint64_t abandoned = 0;         ///< cancelled by the pool drain (NACKed unless answer-suppressed)
-  uint64_t ended_by_release = 0;  ///< legs ended with a NACK when the stop let go of them
-  uint64_t crashed = 0;           ///< `leg_crashed`
-  uint64_t refused = 0;           ///< never admitted: `pool_refused`
-  uint64_t grain_attempts = 0;    ///< grain calls issued by legs (each retry counts)
+  uint64_t nacked = 0;           ///< legs that ended by handing a NACK over (or failed-and-NACKed)
+  uint64_t abandoned = 0;        ///< cancelled by the pool drain (NACKed unless answer-suppressed)
+  uint64_t ended_by_release = 0; ///< legs ended with a NACK when the stop let go of them
+  uint64_t crashed = 0;          ///< `leg_crashed`
+  uint64_t refused = 0;          ///< never admitted: `pool_refused`
+  uint64_t grain_attempts = 0;   ///< grain calls issued by legs (each retry counts)
   /// Deliveries that rode a channel batch behind its head's attempt, each time one was sent
   /// (docs/behaviour/routing.md#channel-batches).
   uint64_t batch_riders = 0;
@@ -125,17 +125,17 @@ struct router_core_stats {
   /// (docs/behaviour/routing.md#a-requests-remaining-time).
   uint64_t requester_time_ran_out = 0;
   // -- NACK machinery (docs/behaviour/routing.md#nacks) --
-  uint64_t nacks_posted = 0;      ///< NACKs handed to the machinery (tracked work)
-  uint64_t nacks_pool_refused = 0;///< NACKs the pool refused (logged at debug, carried nothing)
+  uint64_t nacks_posted = 0;       ///< NACKs handed to the machinery (tracked work)
+  uint64_t nacks_pool_refused = 0; ///< NACKs the pool refused (logged at debug, carried nothing)
   /// Delivered to the local route of the pure client that handed the delivery to the
   /// routing grain (docs/behaviour/routing.md#nacks), before rung a.
   uint64_t nacks_client = 0;
-  uint64_t nacks_local = 0;       ///< delivered on rung a (local route)
-  uint64_t nacks_node_hub = 0;    ///< delivered on rung b (messagehub)
-  uint64_t nacks_pod_hub = 0;     ///< delivered on rung c (podhub)
-  uint64_t nacks_stream = 0;      ///< published on rung d (stream)
-  uint64_t nacks_failed = 0;      ///< every rung failed ("BOTH transports failed") or gave up
-  uint64_t nacks_unsent = 0;      ///< NACKs of a stop that could not leave within its bound
+  uint64_t nacks_local = 0;    ///< delivered on rung a (local route)
+  uint64_t nacks_node_hub = 0; ///< delivered on rung b (messagehub)
+  uint64_t nacks_pod_hub = 0;  ///< delivered on rung c (podhub)
+  uint64_t nacks_stream = 0;   ///< published on rung d (stream)
+  uint64_t nacks_failed = 0;   ///< every rung failed ("BOTH transports failed") or gave up
+  uint64_t nacks_unsent = 0;   ///< NACKs of a stop that could not leave within its bound
   /// `cafmesh.routing.suppressed_failures` (docs/behaviour/envelope.md#the-envelope)
   uint64_t suppressed_failures = 0;
   /// NACKs posted, by verdict (index: the verdict's numeric value).
@@ -153,26 +153,22 @@ struct router_core_stats {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, router_core_stats& x) {
   return f(caf::meta::type_name("cafmesh.router_core_stats"), x.in_flight, x.nacks_alive,
-           x.stopping, x.saturation_latched, x.saturation_reports,
-           x.oldest_dispatched_age_ms, x.oldest_queued_age_ms, x.channels, x.destinations,
-           x.deepest, x.deepest_channel, x.max_dispatch_depth, x.accepted,
-           x.accepted_co_hosted, x.queued, x.refused_stopping, x.refused_overloaded,
-           x.refused_destination,
-           x.routing_loops, x.terminal_events, x.landed, x.nacked,
-           x.abandoned, x.ended_by_release, x.crashed, x.refused, x.grain_attempts,
-           x.batch_riders,
-           x.continuation_retries, x.continuation_resends, x.requester_time_ran_out,
-           x.nacks_posted, x.nacks_pool_refused, x.nacks_client, x.nacks_local,
-           x.nacks_node_hub, x.nacks_pod_hub, x.nacks_stream, x.nacks_failed, x.nacks_unsent,
-           x.suppressed_failures, x.nacks_by_verdict, x.latency_buckets, x.latency_sum_ms,
-           x.in_flight_ids);
+           x.stopping, x.saturation_latched, x.saturation_reports, x.oldest_dispatched_age_ms,
+           x.oldest_queued_age_ms, x.channels, x.destinations, x.deepest, x.deepest_channel,
+           x.max_dispatch_depth, x.accepted, x.accepted_co_hosted, x.queued, x.refused_stopping,
+           x.refused_overloaded, x.refused_destination, x.routing_loops, x.terminal_events,
+           x.landed, x.nacked, x.abandoned, x.ended_by_release, x.crashed, x.refused,
+           x.grain_attempts, x.batch_riders, x.continuation_retries, x.continuation_resends,
+           x.requester_time_ran_out, x.nacks_posted, x.nacks_pool_refused, x.nacks_client,
+           x.nacks_local, x.nacks_node_hub, x.nacks_pod_hub, x.nacks_stream, x.nacks_failed,
+           x.nacks_unsent, x.suppressed_failures, x.nacks_by_verdict, x.latency_buckets,
+           x.latency_sum_ms, x.in_flight_ids);
 }
 
 /// The router core's public protocol (see the file comment). It is a
 /// `lifecycle::stopping_recipient_actor`: `caf::actor_cast<stopping_recipient_actor>(rc)`.
 using router_core_actor = caf::typed_actor<
-  caf::reacts_to<rc_route_atom, envelope>,
-  caf::reacts_to<rc_route_atom, envelope, caf::timespan>,
+  caf::reacts_to<rc_route_atom, envelope>, caf::reacts_to<rc_route_atom, envelope, caf::timespan>,
   caf::reacts_to<rc_forget_atom, std::string>,
   caf::reacts_to<rc_local_atom, grain_id, activation_tag, caf::actor>,
   caf::reacts_to<rc_local_atom, grain_id, activation_tag>,

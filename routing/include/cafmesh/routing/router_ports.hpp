@@ -86,11 +86,11 @@ namespace cafmesh::routing {
 ///   string when none is recorded. The fault arm asks once before building its NACK text
 ///   (docs/behaviour/routing.md#legs step 5: "detail = the activation error recorded for that grain
 ///   if any, else the fault text"). A fault answer counts as "none".
-using grain_port_actor = caf::typed_actor<
-  caf::reacts_to<gp_call_atom, uint64_t, grain_id, envelope, caf::timespan>,
-  caf::reacts_to<gp_invalidate_atom, grain_id>,
-  caf::reacts_to<gp_inval_silo_atom, silo_address>,
-  caf::replies_to<gp_act_error_atom, grain_id>::with<std::string>>;
+using grain_port_actor
+  = caf::typed_actor<caf::reacts_to<gp_call_atom, uint64_t, grain_id, envelope, caf::timespan>,
+                     caf::reacts_to<gp_invalidate_atom, grain_id>,
+                     caf::reacts_to<gp_inval_silo_atom, silo_address>,
+                     caf::replies_to<gp_act_error_atom, grain_id>::with<std::string>>;
 
 /// The answer to one `gp_call` (see `grain_port_actor`): made in the handler of the call,
 /// kept while the attempt runs, delivered once. It sends `(gp_result_atom, call, ...)` to the
@@ -189,9 +189,9 @@ using path_resolver_actor
 ///   the stream leg ends in the composition fault of docs/behaviour/routing.md#legs (NACK `failed`
 ///   "Routing to '{addr}' failed before the delivery could be attempted: the stream transport
 ///   has not started"); on NACK rung d it is a publish failure like any other.
-using stream_port_actor = caf::typed_actor<
-  caf::replies_to<sp_probe_atom, address>::with<bool>,
-  caf::replies_to<sp_publish_atom, address, envelope>::with<caf::ok_atom>>;
+using stream_port_actor
+  = caf::typed_actor<caf::replies_to<sp_probe_atom, address>::with<bool>,
+                     caf::replies_to<sp_publish_atom, address, envelope>::with<caf::ok_atom>>;
 
 // -- (d) local routes of this process -------------------------------------------------------------
 // docs/behaviour/routing.md#nacks rung a

@@ -58,8 +58,8 @@ struct quiescence_entry {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, quiescence_entry& x) {
-  return f(caf::meta::type_name("cafmesh.quiescence_entry"), x.slot, x.label, x.state,
-           x.taken_ms, x.dispatched_ms);
+  return f(caf::meta::type_name("cafmesh.quiescence_entry"), x.slot, x.label, x.state, x.taken_ms,
+           x.dispatched_ms);
 }
 
 /// The answer to `oldest(n)`: the total count, the gauge's clock reading and at most `n`
@@ -119,10 +119,8 @@ inline constexpr uint64_t application_hub_slot_bit = uint64_t{1} << 62;
 using routing_quiescence_actor = caf::typed_actor<
   caf::reacts_to<q_track_atom, uint64_t, std::string, slot_state>,
   caf::replies_to<q_track_atom, std::string, slot_state>::with<uint64_t>,
-  caf::reacts_to<q_mark_atom, uint64_t>,
-  caf::reacts_to<q_handover_atom, uint64_t, std::string>,
-  caf::reacts_to<q_release_atom, uint64_t>,
-  caf::reacts_to<q_delta_atom, std::vector<slot_op>>,
+  caf::reacts_to<q_mark_atom, uint64_t>, caf::reacts_to<q_handover_atom, uint64_t, std::string>,
+  caf::reacts_to<q_release_atom, uint64_t>, caf::reacts_to<q_delta_atom, std::vector<slot_op>>,
   caf::replies_to<q_count_atom>::with<uint64_t>,
   caf::replies_to<q_oldest_atom, uint64_t>::with<quiescence_sample>,
   caf::replies_to<q_await_atom>::with<caf::ok_atom>,

@@ -133,18 +133,15 @@ using routing_service_actor = caf::typed_actor<
   caf::replies_to<rs_deliver_atom, envelope>::with<envelope>,
   caf::reacts_to<rs_post_atom, envelope>,
   caf::replies_to<rs_request_atom, envelope, int64_t>::with<envelope>,
-  caf::reacts_to<mc_gone_atom, silo_address>,
-  caf::reacts_to<mc_leaving_atom, silo_address, bool>,
+  caf::reacts_to<mc_gone_atom, silo_address>, caf::reacts_to<mc_leaving_atom, silo_address, bool>,
   caf::replies_to<rs_register_atom, address, caf::actor>::with<caf::ok_atom>,
   caf::replies_to<rs_unregister_atom, address>::with<caf::ok_atom>,
   caf::replies_to<rs_has_route_atom, address>::with<bool>,
   caf::replies_to<lr_deliver_atom, envelope>::with<bool>,
   caf::replies_to<lifecycle::host_stopping_atom>::with<caf::ok_atom>,
-  caf::reacts_to<rs_core_atom, router_core_actor>,
-  caf::replies_to<rs_role_atom>::with<std::string>,
+  caf::reacts_to<rs_core_atom, router_core_actor>, caf::replies_to<rs_role_atom>::with<std::string>,
   caf::reacts_to<mb_snapshot_atom, membership_snapshot>,
-  caf::reacts_to<gw_stop_send_atom, silo_address>,
-  caf::reacts_to<rs_reattach_atom, address>,
+  caf::reacts_to<gw_stop_send_atom, silo_address>, caf::reacts_to<rs_reattach_atom, address>,
   caf::replies_to<rs_home_atom, silo_address>::with<caf::ok_atom>>;
 
 /// Settings of one routing service.
@@ -159,8 +156,8 @@ struct routing_service_options {
   std::string mesh_type = "mesh";
   /// grain-call limit (pure_client, docs/behaviour/size-guard.md#limits)
   config::size_section size;
-  config::client_section client;  ///< client retry policy and slow-dispatch log
-  int64_t placement_timeout_ms = 30000;      ///< with the next: bound of one client attempt
+  config::client_section client;        ///< client retry policy and slow-dispatch log
+  int64_t placement_timeout_ms = 30000; ///< with the next: bound of one client attempt
   int64_t grain_response_timeout_ms = 30000;
   /// docs/behaviour/classification.md#retry-policies, every policy
   int64_t placement_timeout_attempts = 2;
@@ -223,34 +220,34 @@ struct routing_service_options {
 
 /// Counters of one routing service (tests and diagnostics).
 struct routing_service_stats {
-  uint64_t delivered = 0;         ///< `deliver` calls
-  uint64_t local_hits = 0;        ///< step 1
-  uint64_t stopping_nacks = 0;    ///< step 2 NACKs posted
-  uint64_t stopping_refused = 0;  ///< step 2 without a posted NACK
+  uint64_t delivered = 0;              ///< `deliver` calls
+  uint64_t local_hits = 0;             ///< step 1
+  uint64_t stopping_nacks = 0;         ///< step 2 NACKs posted
+  uint64_t stopping_refused = 0;       ///< step 2 without a posted NACK
   uint64_t stopping_continuations = 0; ///< step 2: responses and NACKs passed on while stopping
-  uint64_t size_refused = 0;      ///< step 3
-  uint64_t to_core = 0;           ///< silo_host hand-overs
-  uint64_t client_dispatches = 0; ///< pure_client dispatches started
-  uint64_t client_attempts = 0;   ///< calls to routing/default (each retry counts)
-  uint64_t client_accepted = 0;   ///< dispatches answered `forwarded`
-  uint64_t client_failed = 0;     ///< dispatches given up
-  uint64_t hubs_built = 0;        ///< monolith hubs created
-  uint64_t monolith_nacks = 0;    ///< monolith NACKs posted (shutting down, build failed)
-  uint64_t lr_delivered = 0;      ///< `lr_deliver` answered true
-  uint64_t lr_refused = 0;        ///< `lr_deliver` answered false
-  uint64_t attach_attempts = 0;   ///< gw_attach calls (each retry counts)
-  uint64_t attach_ok = 0;         ///< attaches answered true
-  uint64_t attach_gave_up = 0;    ///< assertions given up (logged at error)
-  uint64_t gated = 0;             ///< dispatches that waited for a first attach
-  uint64_t stop_sends = 0;        ///< stop-sends received
-  uint64_t rehomes = 0;           ///< gateways dropped (stop-send, refusal, departure)
-  uint64_t gateways_lost = 0;     ///< gateways whose connection this client lost
-  uint64_t departed_nacks = 0;    ///< accepted requests NACKed because their gateway departed
-  uint64_t landings = 0;          ///< landing reports of held requests (`rs_landed_atom`)
-  uint64_t landing_nacks = 0;     ///< held requests NACKed because their landing silo departed
-  uint64_t refused_overloaded = 0; ///< pure_client: refused at `max_outstanding`
-  uint64_t order_held = 0;  ///< pure_client: dispatches that waited for their channel
-  uint64_t drains = 0;      ///< pure_client: `gw_drained` requests to a channel's old gateway
+  uint64_t size_refused = 0;           ///< step 3
+  uint64_t to_core = 0;                ///< silo_host hand-overs
+  uint64_t client_dispatches = 0;      ///< pure_client dispatches started
+  uint64_t client_attempts = 0;        ///< calls to routing/default (each retry counts)
+  uint64_t client_accepted = 0;        ///< dispatches answered `forwarded`
+  uint64_t client_failed = 0;          ///< dispatches given up
+  uint64_t hubs_built = 0;             ///< monolith hubs created
+  uint64_t monolith_nacks = 0;         ///< monolith NACKs posted (shutting down, build failed)
+  uint64_t lr_delivered = 0;           ///< `lr_deliver` answered true
+  uint64_t lr_refused = 0;             ///< `lr_deliver` answered false
+  uint64_t attach_attempts = 0;        ///< gw_attach calls (each retry counts)
+  uint64_t attach_ok = 0;              ///< attaches answered true
+  uint64_t attach_gave_up = 0;         ///< assertions given up (logged at error)
+  uint64_t gated = 0;                  ///< dispatches that waited for a first attach
+  uint64_t stop_sends = 0;             ///< stop-sends received
+  uint64_t rehomes = 0;                ///< gateways dropped (stop-send, refusal, departure)
+  uint64_t gateways_lost = 0;          ///< gateways whose connection this client lost
+  uint64_t departed_nacks = 0;         ///< accepted requests NACKed because their gateway departed
+  uint64_t landings = 0;               ///< landing reports of held requests (`rs_landed_atom`)
+  uint64_t landing_nacks = 0;          ///< held requests NACKed because their landing silo departed
+  uint64_t refused_overloaded = 0;     ///< pure_client: refused at `max_outstanding`
+  uint64_t order_held = 0;             ///< pure_client: dispatches that waited for their channel
+  uint64_t drains = 0; ///< pure_client: `gw_drained` requests to a channel's old gateway
   /// pure_client: deliveries NACKed `unavailable` "no active silo" (no usable gateway: the
   /// last silo stopped or none started): new requests at the entry or while waiting for a
   /// retry, posts and frames at `max_outstanding`
@@ -261,19 +258,20 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, routing_service_stats& x) {
   return f(caf::meta::type_name("cafmesh.routing_service_stats"), x.delivered, x.local_hits,
            x.stopping_nacks, x.stopping_refused, x.stopping_continuations, x.size_refused,
-           x.to_core, x.client_dispatches, x.client_attempts, x.client_accepted,
-           x.client_failed, x.hubs_built, x.monolith_nacks, x.lr_delivered, x.lr_refused,
-           x.attach_attempts, x.attach_ok, x.attach_gave_up, x.gated, x.stop_sends,
-           x.rehomes, x.gateways_lost, x.departed_nacks, x.refused_overloaded, x.order_held,
-           x.drains, x.landings, x.landing_nacks, x.no_silo_nacks);
+           x.to_core, x.client_dispatches, x.client_attempts, x.client_accepted, x.client_failed,
+           x.hubs_built, x.monolith_nacks, x.lr_delivered, x.lr_refused, x.attach_attempts,
+           x.attach_ok, x.attach_gave_up, x.gated, x.stop_sends, x.rehomes, x.gateways_lost,
+           x.departed_nacks, x.refused_overloaded, x.order_held, x.drains, x.landings,
+           x.landing_nacks, x.no_silo_nacks);
 }
 
 /// Spawns a routing service. The caller owns it (exit it at teardown).
-routing_service_actor spawn_routing_service(caf::actor_system& sys,
-                                            routing_service_options opts);
+routing_service_actor spawn_routing_service(caf::actor_system& sys, routing_service_options opts);
 
 /// The grain id of the routing grain: `routing/default`
 /// (docs/behaviour/envelope.md#grain-ids-and-grain-types).
-inline grain_id routing_grain_id() { return grain_id{"routing", "default"}; }
+inline grain_id routing_grain_id() {
+  return grain_id{"routing", "default"};
+}
 
 } // namespace cafmesh::routing

@@ -54,10 +54,10 @@ struct saturation_event {
   saturation_event_kind kind = saturation_event_kind::report;
   /// warning, or critical (docs/behaviour/routing.md#saturation-report-and-refusal-log)
   log::level lvl = log::level::warning;
-  int64_t at_ms = 0;                    ///< virtual time of the event
-  in_flight_ages ages;                  ///< at `at_ms`
-  int64_t latched_ms = 0;               ///< for `cleared`: how long the episode lasted
-  int64_t leg_self_bound_ms = 0;        ///< the critical age in force
+  int64_t at_ms = 0;             ///< virtual time of the event
+  in_flight_ages ages;           ///< at `at_ms`
+  int64_t latched_ms = 0;        ///< for `cleared`: how long the episode lasted
+  int64_t leg_self_bound_ms = 0; ///< the critical age in force
 };
 
 /// The log line for `ev`, with the dispatcher's `queues`
@@ -122,8 +122,7 @@ public:
   std::optional<saturation_event> accept(leg_id leg, leg_phase phase, int64_t now_ms);
 
   /// The same for a leg whose link its owner keeps (`saturation_link`).
-  std::optional<saturation_event> accept(saturation_link& leg, leg_phase phase,
-                                         int64_t now_ms);
+  std::optional<saturation_event> accept(saturation_link& leg, leg_phase phase, int64_t now_ms);
 
   /// `leg` started at `now_ms`; its age now counts from here. Then runs the review.
   std::optional<saturation_event> dispatched(leg_id leg, int64_t now_ms);
@@ -177,12 +176,9 @@ private:
     saturation_link* tail = nullptr;
   };
 
-  saturation_event make_event(saturation_event_kind kind, log::level lvl,
-                              int64_t now_ms) const;
+  saturation_event make_event(saturation_event_kind kind, log::level lvl, int64_t now_ms) const;
 
-  age_list& list_of(leg_phase phase) {
-    return phase == leg_phase::queued ? queued_ : dispatched_;
-  }
+  age_list& list_of(leg_phase phase) { return phase == leg_phase::queued ? queued_ : dispatched_; }
 
   /// Links `x` into its phase's list by `since_ms` (at the tail unless time ran backwards).
   void link(saturation_link& x);

@@ -40,7 +40,9 @@ inline int64_t payload_bytes(const envelope& d) {
 
 /// Refuse when `bytes >= limit_bytes` (docs/behaviour/size-guard.md#what-is-measured: reaching the
 /// limit already cannot fit).
-constexpr bool refuses_size(int64_t bytes, int64_t limit_bytes) { return bytes >= limit_bytes; }
+constexpr bool refuses_size(int64_t bytes, int64_t limit_bytes) {
+  return bytes >= limit_bytes;
+}
 
 /// The limit for `crossing` (docs/behaviour/size-guard.md#limits):
 /// `cfg.grain_call_body_limit_bytes` (default 104,857,600, read at each call so a live
@@ -57,8 +59,7 @@ struct size_check {
 };
 
 /// Measures `d` against the limit of `crossing`.
-size_check check_size(const envelope& d, size_crossing crossing,
-                      const config::size_section& cfg);
+size_check check_size(const envelope& d, size_crossing crossing, const config::size_section& cfg);
 
 /// Measures `d` against an explicit limit (the caller already read it).
 size_check check_size(const envelope& d, size_crossing crossing, int64_t limit_bytes);

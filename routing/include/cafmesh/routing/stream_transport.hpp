@@ -97,21 +97,21 @@ inline constexpr const char* stream_transport_not_started = "the stream transpor
 /// Counters of one stream transport.
 struct stream_transport_stats {
   bool started = false;
-  uint64_t subscriptions = 0;     ///< live (address, subscriber) pairs of this process
-  uint64_t probes = 0;            ///< probes asked of this transport
-  uint64_t probes_none = 0;       ///< probes answered "definitely none"
-  uint64_t publishes = 0;         ///< publishes asked of this transport (after the start)
-  uint64_t published = 0;         ///< publishes answered ok (some subscriber took it)
-  uint64_t publish_faults = 0;    ///< publishes answered with a fault
-  uint64_t local_deliveries = 0;  ///< envelopes handed to subscribers of this process
-  uint64_t not_started = 0;       ///< probes and publishes refused before the start
+  uint64_t subscriptions = 0;    ///< live (address, subscriber) pairs of this process
+  uint64_t probes = 0;           ///< probes asked of this transport
+  uint64_t probes_none = 0;      ///< probes answered "definitely none"
+  uint64_t publishes = 0;        ///< publishes asked of this transport (after the start)
+  uint64_t published = 0;        ///< publishes answered ok (some subscriber took it)
+  uint64_t publish_faults = 0;   ///< publishes answered with a fault
+  uint64_t local_deliveries = 0; ///< envelopes handed to subscribers of this process
+  uint64_t not_started = 0;      ///< probes and publishes refused before the start
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stream_transport_stats& x) {
   return f(caf::meta::type_name("cafmesh.stream_transport_stats"), x.started, x.subscriptions,
-           x.probes, x.probes_none, x.publishes, x.published, x.publish_faults,
-           x.local_deliveries, x.not_started);
+           x.probes, x.probes_none, x.publishes, x.published, x.publish_faults, x.local_deliveries,
+           x.not_started);
 }
 
 /// The stream transport's protocol (see the file comment). It is a `stream_port_actor`:
@@ -120,8 +120,7 @@ using stream_transport_actor = stream_port_actor::extend<
   caf::replies_to<st_start_atom>::with<caf::ok_atom>,
   caf::replies_to<st_sub_atom, address, caf::actor>::with<caf::ok_atom>,
   caf::replies_to<st_unsub_atom, address, caf::actor>::with<caf::ok_atom>,
-  caf::reacts_to<st_peer_atom, silo_address>,
-  caf::reacts_to<st_unpeer_atom, silo_address>,
+  caf::reacts_to<st_peer_atom, silo_address>, caf::reacts_to<st_unpeer_atom, silo_address>,
   caf::reacts_to<mb_snapshot_atom, membership_snapshot>,
   caf::replies_to<st_has_atom, address>::with<bool>,
   caf::replies_to<st_deliver_atom, address, envelope>::with<bool>,

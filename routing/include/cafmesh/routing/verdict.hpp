@@ -33,20 +33,20 @@ bool from_string(const std::string& name, delivery_state& out);
 
 /// A NACK's classification (docs/behaviour/envelope.md#verdicts).
 enum class verdict : uint8_t {
-  shutting_down = 0, ///< transient: the target or path is leaving; ask again later
-  unavailable,       ///< transient: no verdict could be reached
-  failed,            ///< terminal
-  not_found,         ///< terminal
-  rejected,          ///< terminal: a policy refused it
-  routing_loop,      ///< terminal
-  unauthorized,      ///< terminal, carried back from the target
-  forbidden,         ///< terminal, carried back from the target
-  unknown,           ///< carried verbatim
-  exception,         ///< carried verbatim
+  shutting_down = 0,       ///< transient: the target or path is leaving; ask again later
+  unavailable,             ///< transient: no verdict could be reached
+  failed,                  ///< terminal
+  not_found,               ///< terminal
+  rejected,                ///< terminal: a policy refused it
+  routing_loop,            ///< terminal
+  unauthorized,            ///< terminal, carried back from the target
+  forbidden,               ///< terminal, carried back from the target
+  unknown,                 ///< carried verbatim
+  exception,               ///< carried verbatim
   compilation_failed,      ///< carried verbatim
   compilation_in_progress, ///< carried verbatim
   startup_script_failed,   ///< carried verbatim
-  ignored,           ///< never in a NACK
+  ignored,                 ///< never in a NACK
 };
 
 /// True for a value the enum names (what a verdict read from the wire must be).

@@ -103,12 +103,12 @@ struct catalog_state {
   caf::actor placement;
   bool active = false;
   std::mt19937_64 rng;
-  std::set<uint32_t> used_tags;                     ///< every tag ever handed out here
+  std::set<uint32_t> used_tags; ///< every tag ever handed out here
   std::map<uint32_t, catalog_activation> activations;
   std::map<grain_id, std::vector<uint32_t>> by_grain;
-  std::map<uint32_t, grain_id> departed;            ///< tags that lived here and left
-  std::map<grain_id, std::string> failures;         ///< the activation-failure registry
-  std::vector<caf::response_promise> all_gone;      ///< `ct_deact_all` waiters
+  std::map<uint32_t, grain_id> departed;       ///< tags that lived here and left
+  std::map<grain_id, std::string> failures;    ///< the activation-failure registry
+  std::vector<caf::response_promise> all_gone; ///< `ct_deact_all` waiters
   /// Held messages rerouted through placement and not answered yet; `ct_deact_all` waits
   /// for them too, so the placement stop at stage 2001 cannot fail a reroute (S12.09).
   uint64_t reroutes_in_flight = 0;
@@ -117,7 +117,7 @@ struct catalog_state {
     = std::make_shared<std::vector<std::pair<caf::strong_actor_ptr, ct_result_item>>>();
   /// A `ct_flush_atom` to itself is queued behind the mailbox's backlog.
   bool flush_queued = false;
-  int32_t last_forward_count = -1;                  ///< forward count of the last turn started
+  int32_t last_forward_count = -1; ///< forward count of the last turn started
   catalog_stats stats;
   log::logger log = log::get("catalog");
 

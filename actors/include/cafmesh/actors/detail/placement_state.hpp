@@ -48,9 +48,9 @@ struct placement_waiter {
 struct placement_item {
   uint64_t id = 0;
   grain_id grain;
-  grain_type_info info;                   ///< the type as the local registry knows it
+  grain_type_info info; ///< the type as the local registry knows it
   grain_kind kind = grain_kind::single_activation;
-  int64_t created_ms = 0;                 ///< virtual ms (service clock) at creation
+  int64_t created_ms = 0; ///< virtual ms (service clock) at creation
   uint32_t lookup_attempts = 0;
   std::vector<placement_waiter> waiters;
 };

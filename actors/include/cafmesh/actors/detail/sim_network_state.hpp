@@ -32,11 +32,11 @@ namespace cafmesh::detail {
 
 /// A frame inside the network: its header (for the trace and the rules) and its bytes.
 struct sim_frame {
-  wire_frame header;        ///< src, dst, id, component, is_response (payload cleared)
-  std::string text;         ///< `n{seq} {header.describe()}`, as in the trace
-  std::vector<char> bytes;  ///< the serialised frame
-  int64_t due_ms = 0;       ///< virtual ms at which it may be delivered
-  bool held = false;        ///< a `hold` line was written for it
+  wire_frame header;       ///< src, dst, id, component, is_response (payload cleared)
+  std::string text;        ///< `n{seq} {header.describe()}`, as in the trace
+  std::vector<char> bytes; ///< the serialised frame
+  int64_t due_ms = 0;      ///< virtual ms at which it may be delivered
+  bool held = false;       ///< a `hold` line was written for it
 };
 
 /// One direction of one link.
@@ -58,8 +58,7 @@ struct sim_network_state {
   /// connection's end.
   std::set<std::pair<silo_address, silo_address>> gone_after;
   /// `sim_flush_atom` callers waiting for a link's frames on the wire to be delivered.
-  std::map<std::pair<silo_address, silo_address>, std::vector<caf::response_promise>>
-    flush_waiters;
+  std::map<std::pair<silo_address, silo_address>, std::vector<caf::response_promise>> flush_waiters;
   /// Links (src, dst) that dropped a frame: a flush on them answers `frames_lost`.
   std::set<std::pair<silo_address, silo_address>> lossy;
   std::set<silo_address> stalled;
@@ -73,7 +72,7 @@ struct sim_network_state {
   std::vector<std::string> trace;
   /// Request frames accepted per component (one-way frames count too; responses do not).
   std::map<component, uint64_t> requests_by_component;
-  uint64_t next_seq = 0;    ///< frames numbered from 1 in order of arrival
+  uint64_t next_seq = 0; ///< frames numbered from 1 in order of arrival
   uint64_t frames_sent = 0;
   uint64_t frames_delivered = 0;
   /// Messages the wire carried per link (src, dst): one per frame, or one per batch of frames

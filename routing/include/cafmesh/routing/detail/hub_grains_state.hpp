@@ -60,8 +60,8 @@ struct pod_hub_claimer_state {
   /// The claimer's own silo (from its routing slots); unknown without them.
   std::optional<silo_address> self_silo;
   std::map<std::string, pod_claim> claims;
-  uint64_t attaches = 0;      ///< attach calls issued (each retry counts)
-  uint64_t attached_ok = 0;   ///< attaches answered true
+  uint64_t attaches = 0;            ///< attach calls issued (each retry counts)
+  uint64_t attached_ok = 0;         ///< attaches answered true
   uint64_t prompt_replacements = 0; ///< attempts re-placed at once (see `pod_claim`)
   uint64_t detaches = 0;
   log::logger log;

@@ -45,15 +45,15 @@ namespace cafmesh::routing::detail {
 /// One inbound path of a pure client (docs/behaviour/routing.md#the-entry "Pure client inbound
 /// attach").
 struct inbound_route {
-  address addr;                       ///< the registered address
-  retry_state retry{retry_policy{}};  ///< the current assertion's budget
-  uint64_t token = 0;                 ///< invalidates stale answers and timers
-  bool first = true;                  ///< the first assertion has not completed yet
-  bool attached = false;              ///< the last assertion succeeded
-  bool busy = false;                  ///< an attempt or a retry timer is outstanding
-  silo_address at;                    ///< the gateway it was last attached at
+  address addr;                      ///< the registered address
+  retry_state retry{retry_policy{}}; ///< the current assertion's budget
+  uint64_t token = 0;                ///< invalidates stale answers and timers
+  bool first = true;                 ///< the first assertion has not completed yet
+  bool attached = false;             ///< the last assertion succeeded
+  bool busy = false;                 ///< an attempt or a retry timer is outstanding
+  silo_address at;                   ///< the gateway it was last attached at
   // Inspection records, each keeping its newest `client.attempt_record_max` entries.
-  std::vector<int64_t> attempt_ms;    ///< virtual ms of every attach attempt
+  std::vector<int64_t> attempt_ms;       ///< virtual ms of every attach attempt
   std::vector<silo_address> attached_at; ///< gateway of every successful attach, in order
   std::vector<int64_t> attached_ms;      ///< virtual ms of every successful attach
 };
@@ -131,9 +131,9 @@ struct routing_service_state {
   /// `client.attempt_record_max` ids: the oldest id is dropped first
   /// (docs/behaviour/routing.md#bounded-records).
   std::map<std::string, std::vector<int64_t>> attempts_by_id;
-  std::deque<std::string> attempt_ids; ///< the ids of `attempts_by_id`, oldest first
+  std::deque<std::string> attempt_ids;          ///< the ids of `attempts_by_id`, oldest first
   std::map<std::string, inbound_route> inbound; ///< host path -> inbound attach
-  std::deque<uint64_t> gated;  ///< dispatches waiting for a first attach, in arrival order
+  std::deque<uint64_t> gated; ///< dispatches waiting for a first attach, in arrival order
   /// Ordering channels with a dispatch in progress or a pinned gateway.
   std::map<ordering_channel, client_channel> channels;
   size_t channel_sweep_at = 1024; ///< sweep unpinned-by-age channels past this size
