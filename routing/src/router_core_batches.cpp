@@ -252,7 +252,8 @@ void batch_send_riders(pointer self, leg_rec& head, ms bound) {
   b.answers.resize(1 + b.riders.size());
   b.answers[0].token = head.token;
   b.waiting = b.answers.size();
-  auto destination = destination_of(self, head.host_path);
+  // Admission per destination (SPEC C4) counts grain attempts: the riders are part of the
+  // head's, which waits on its destination already.
   for (size_t k = 0; k < b.riders.size(); ++k) {
     auto& leg = s.legs.at(b.riders[k]);
     auto tok = ++leg.token;
@@ -260,7 +261,7 @@ void batch_send_riders(pointer self, leg_rec& head, ms bound) {
     b.answers[k + 1].token = tok;
     ++s.stats.batch_riders;
     port_call_send(self, call_for::leg_attempt, leg.id, tok, leg.att->grain, routed_env(self, leg),
-                   bound, true, destination);
+                   bound, true);
   }
 }
 
