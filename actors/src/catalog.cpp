@@ -1,4 +1,5 @@
 #include "catalog_detail.hpp"
+#include "catalog_find.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -154,7 +155,9 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
               rp.deliver(activation_address{g, st.cfg.self, a.tag});
               return rp;
             }
-            reassert_registration(self, v, rp);
+            reassert_registration(self, v, [rp](const activation_address& winner) mutable {
+              rp.deliver(winner);
+            });
             return rp;
           }
         }
@@ -188,6 +191,7 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
       register_activation(self, a.tag.value);
       return rp;
     },
+    [=](ct_find_atom, const grain_id& g) { return find_live(self, g); },
     [=](ct_invoke_atom, const grain_id& g, activation_tag t, int32_t fwd,
         caf::message& payload) -> caf::response_promise {
       auto rp = self->make_response_promise();

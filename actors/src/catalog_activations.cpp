@@ -412,21 +412,42 @@ void register_activation(ct_actor* self, uint32_t tag) {
 /// find. If another activation won meanwhile, this one deactivates (`lost_registration`) and the
 /// winner is the answer, as for a first registration. A directory that cannot be reached leaves the
 /// answer as before: this activation.
-void reassert_registration(ct_actor* self, uint32_t tag, caf::response_promise rp) {
+void reassert_registration(ct_actor* self, uint32_t tag,
+                           std::function<void(const activation_address&)> answer) {
   auto& st = self->state;
   auto i = st.activations.find(tag);
   activation_address mine{i->second.grain, st.cfg.self, i->second.tag};
   st.dir.register_activation(
     self, mine,
-    [=](activation_address winner) mutable {
+    [=](activation_address winner) {
       if (winner != mine) {
         self->state.log.info("activation " + mine.to_string() + " lost its directory entry to "
                              + winner.to_string());
         deactivate(self, tag, deactivation_reason::lost_registration);
       }
-      rp.deliver(winner);
+      if (answer)
+        answer(winner);
     },
-    [=](caf::error) mutable { rp.deliver(mine); });
+    [=](caf::error) {
+      if (answer)
+        answer(mine);
+    });
+}
+
+activation_tag find_live(ct_actor* self, const grain_id& g) {
+  auto& st = self->state;
+  auto bg = st.by_grain.find(g);
+  if (bg == st.by_grain.end())
+    return activation_tag{0};
+  for (auto v : bg->second) {
+    auto& a = st.activations.at(v);
+    if (a.stateless || a.deactivating)
+      continue;
+    if (!a.registering.pending())
+      reassert_registration(self, v, {});
+    return a.tag;
+  }
+  return activation_tag{0};
 }
 
 void reregister_orphans(ct_actor* self, const hash_ring& before, const membership_snapshot& v) {

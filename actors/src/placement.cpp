@@ -14,6 +14,7 @@
 #include "cafmesh/actors/remote_call.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/actors/detail/placement_state.hpp"
+#include "catalog_find.hpp"
 
 namespace cafmesh {
 
@@ -356,6 +357,28 @@ void start_lookup(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
       });
 }
 
+/// Step (0) of a single-activation work item on a silo that knows its catalog: the catalog's
+/// live activation of the grain, found without the directory
+/// (docs/behaviour/directory-and-placement.md#own-catalog-first); none (or no catalog any
+/// more): step (1).
+void ask_own_catalog(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
+  auto& st = self->state;
+  self->request(st.catalog, caf::infinite, ct_find_atom::value, g)
+    .then(
+      [=](activation_tag t) {
+        if (find_item(self, idx, g, id) == nullptr)
+          return;
+        if (t.value != 0)
+          complete(self, idx, g, self->state.cfg.self, t, true);
+        else
+          start_lookup(self, idx, g, id);
+      },
+      [=](caf::error&) {
+        if (find_item(self, idx, g, id) != nullptr)
+          start_lookup(self, idx, g, id);
+      });
+}
+
 /// A grain call (the protocol's `pl_call`); `within` > 0 bounds it by its caller's remaining
 /// time (docs/behaviour/routing.md#a-requests-remaining-time).
 caf::response_promise call(pl_actor* self, grain_id& g, int32_t fwd, caf::message payload,
@@ -412,7 +435,10 @@ caf::response_promise call(pl_actor* self, grain_id& g, int32_t fwd, caf::messag
   ++st.stats.items_created;
   // A null-directory lookup completes inside this call (no message at all); only an
   // item still pending afterwards needs its deadline timer.
-  start_lookup(self, idx, g, id);
+  if (t->kind == grain_kind::single_activation && st.catalog)
+    ask_own_catalog(self, idx, g, id);
+  else
+    start_lookup(self, idx, g, id);
   if (find_item(self, idx, g, id) != nullptr)
     self->delayed_send(self, std::chrono::milliseconds(st.cfg.timeout_ms),
                        pl_deadline_atom::value, static_cast<uint64_t>(idx), g, id);
