@@ -443,7 +443,9 @@ activation_tag find_live(ct_actor* self, const grain_id& g) {
     auto& a = st.activations.at(v);
     if (a.stateless || a.deactivating)
       continue;
-    if (!a.registering.pending())
+    // A silo that is not Active (starting, stopping) does not contend for the entry: the
+    // silos that stay take its grains over.
+    if (!a.registering.pending() && st.active)
       reassert_registration(self, v, {});
     return a.tag;
   }

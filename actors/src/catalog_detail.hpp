@@ -157,7 +157,8 @@ void reassert_registration(ct_actor* self, uint32_t tag,
                            std::function<void(const activation_address&)> answer);
 
 /// `ct_find` (catalog_find.hpp): the live single-activation activation of `g` here, tag 0 if
-/// none; one whose registration was answered is registered again in the background.
+/// none; one whose registration was answered is registered again in the background while this
+/// silo is Active.
 activation_tag find_live(ct_actor* self, const grain_id& g);
 
 /// The activation that sent the current message, or nullptr.

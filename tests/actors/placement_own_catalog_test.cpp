@@ -183,3 +183,27 @@ TEST_CASE_FIXTURE(own_fixture, "placement: an activation answered from the silo'
   CHECK(back.front() == mine);
   CHECK(w.catalog_of(a).stats.activated == 1);
 }
+
+TEST_CASE_FIXTURE(own_fixture, "placement: a silo that is not Active still answers from its own catalog but registers nothing again") {
+  placement_world w{*this};
+  auto a = w.add_silo("a").addr;
+  auto b = w.add_silo("b").addr;
+  wire_catalog(w, a);
+  auto p = spawn_probe();
+  auto g = owned_by(w.active_set(), b, "podhub");
+  call(p, w.at(a).placement, g, echo(1), "first");
+  REQUIRE(run_until([&] { return has(p, "first"); }));
+  // A stopping silo does not contend for its grains' entries: the silos that stay take them.
+  w.set_status(a, silo_status::shutting_down);
+  caf::anon_send(w.at(a).placement, pl_inval_atom::value, g);
+  run();
+  auto registers = w.catalog_of(a).dir.registers_sent();
+  auto lookups = w.placement_of(a).dir.lookups_sent();
+  auto t0 = now_ms();
+  call(p, w.at(a).placement, g, echo(2), "stopping");
+  REQUIRE(run_until([&] { return has(p, "stopping"); }));
+  CHECK(served_by(*answer(p, "stopping")) == a.to_string());
+  CHECK(answer(p, "stopping")->t_ms == t0);
+  CHECK(w.placement_of(a).dir.lookups_sent() == lookups);
+  CHECK(w.catalog_of(a).dir.registers_sent() == registers);
+}
