@@ -363,7 +363,10 @@ void start_lookup(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
 /// more): step (1).
 void ask_own_catalog(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
   auto& st = self->state;
-  self->request(st.catalog, caf::infinite, ct_find_atom::value, g)
+  // At the priority of the router core's calls to the catalog (router_core_calls.cpp): the
+  // question holds back every message of the work item, so it does not wait behind their
+  // urgent backlog in the catalog's mailbox.
+  self->request<caf::message_priority::high>(st.catalog, caf::infinite, ct_find_atom::value, g)
     .then(
       [=](activation_tag t) {
         if (find_item(self, idx, g, id) == nullptr)
