@@ -155,9 +155,7 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
               rp.deliver(activation_address{g, st.cfg.self, a.tag});
               return rp;
             }
-            reassert_registration(self, v, [rp](const activation_address& winner) mutable {
-              rp.deliver(winner);
-            });
+            reassert_registration(self, v, rp);
             return rp;
           }
         }

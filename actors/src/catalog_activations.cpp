@@ -412,44 +412,21 @@ void register_activation(ct_actor* self, uint32_t tag) {
 /// find. If another activation won meanwhile, this one deactivates (`lost_registration`) and the
 /// winner is the answer, as for a first registration. A directory that cannot be reached leaves the
 /// answer as before: this activation.
-void reassert_registration(ct_actor* self, uint32_t tag,
-                           std::function<void(const activation_address&)> answer) {
+void reassert_registration(ct_actor* self, uint32_t tag, caf::response_promise rp) {
   auto& st = self->state;
   auto i = st.activations.find(tag);
   activation_address mine{i->second.grain, st.cfg.self, i->second.tag};
   st.dir.register_activation(
     self, mine,
-    [=](activation_address winner) {
+    [=](activation_address winner) mutable {
       if (winner != mine) {
         self->state.log.info("activation " + mine.to_string() + " lost its directory entry to "
                              + winner.to_string());
         deactivate(self, tag, deactivation_reason::lost_registration);
       }
-      if (answer)
-        answer(winner);
+      rp.deliver(winner);
     },
-    [=](caf::error) {
-      if (answer)
-        answer(mine);
-    });
-}
-
-activation_tag find_live(ct_actor* self, const grain_id& g) {
-  auto& st = self->state;
-  auto bg = st.by_grain.find(g);
-  if (bg == st.by_grain.end())
-    return activation_tag{0};
-  for (auto v : bg->second) {
-    auto& a = st.activations.at(v);
-    if (a.stateless || a.deactivating)
-      continue;
-    // A silo that is not Active (starting, stopping) does not contend for the entry: the
-    // silos that stay take its grains over.
-    if (!a.registering.pending() && st.active)
-      reassert_registration(self, v, {});
-    return a.tag;
-  }
-  return activation_tag{0};
+    [=](caf::error) mutable { rp.deliver(mine); });
 }
 
 void reregister_orphans(ct_actor* self, const hash_ring& before, const membership_snapshot& v) {
@@ -511,6 +488,19 @@ void reregister(ct_actor* self, uint32_t tag, int64_t attempt) {
       self->state.log.info("activation " + mine.to_string()
                            + " could not be registered again: " + f.render());
     });
+}
+
+activation_tag find_live(ct_actor* self, const grain_id& g) {
+  auto& st = self->state;
+  auto bg = st.by_grain.find(g);
+  if (bg == st.by_grain.end())
+    return activation_tag{0};
+  for (auto v : bg->second) {
+    auto& a = st.activations.at(v);
+    if (!a.stateless && !a.deactivating)
+      return a.tag;
+  }
+  return activation_tag{0};
 }
 
 /// The activation that sent the current message, or nullptr.

@@ -5,7 +5,6 @@
 // (docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion).
 
 #include <cstdint>
-#include <functional>
 #include <string>
 
 #include <caf/all.hpp>
@@ -151,14 +150,11 @@ void register_activation(ct_actor* self, uint32_t tag);
 /// so the claim that asked repairs the directory instead of answering an address nobody else can
 /// find. If another activation won meanwhile, this one deactivates (`lost_registration`) and the
 /// winner is the answer, as for a first registration. A directory that cannot be reached leaves the
-/// answer as before: this activation. `answer` may be empty: a registration in the background
-/// (`ct_find`, catalog_find.hpp).
-void reassert_registration(ct_actor* self, uint32_t tag,
-                           std::function<void(const activation_address&)> answer);
+/// answer as before: this activation.
+void reassert_registration(ct_actor* self, uint32_t tag, caf::response_promise rp);
 
 /// `ct_find` (catalog_find.hpp): the live single-activation activation of `g` here, tag 0 if
-/// none; one whose registration was answered is registered again in the background while this
-/// silo is Active.
+/// none.
 activation_tag find_live(ct_actor* self, const grain_id& g);
 
 /// The activation that sent the current message, or nullptr.
