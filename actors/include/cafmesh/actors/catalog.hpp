@@ -23,11 +23,6 @@
 ///   activation error text when the type's check refuses (the error is recorded in the
 ///   activation-failure registry); `not_found` "grain type {type} is not registered on
 ///   silo {S}".
-/// - `(ct_find_atom, grain_id g) -> activation_tag` from its own silo's placement only (the
-///   atom is private, actors/src/catalog_find.hpp): the live single-activation activation of
-///   `g` here, tag 0 if none; not a deactivating one; one whose registration was answered is
-///   registered again in the background
-///   (docs/behaviour/directory-and-placement.md#own-catalog-first).
 /// - `(ct_invoke_atom, grain_id g, activation_tag t, int32_t forward_count, caf::message
 ///   payload) -> <reply>`: one turn of activation `t` (single-activation; `t.value == 0`
 ///   for a stateless worker: the catalog picks or creates one, up to the local limit, new

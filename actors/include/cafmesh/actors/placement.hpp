@@ -61,10 +61,7 @@
 /// `worker_count` workers, worker = `fnv1a64(rendered grain id) % worker_count`, each a
 /// map grain id -> work item inside this one actor (no extra hop per message; a worker is a
 /// partition of state, not a thread: CAF gives the whole service one turn at a time, and
-/// the work it does per turn is a map lookup). A work item: (0) single-activation, on a silo
-/// whose catalog placement knows (`pl_catalog_atom`): ask that catalog for its live activation
-/// of the grain (docs/behaviour/directory-and-placement.md#own-catalog-first), found -> (5)
-/// without the directory; (1) lookup through the directory
+/// the work it does per turn is a map lookup). A work item: (1) lookup through the directory
 /// port, each attempt bounded by `lookup_attempt_timeout_ms` and retried on timeout or
 /// `directory_unstable` until the item's deadline; (2) found -> use it; (3) else the
 /// strategy picks a silo among the Active compatible candidates of the latest view;
