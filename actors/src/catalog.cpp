@@ -1,4 +1,5 @@
 #include "catalog_detail.hpp"
+#include "catalog_find.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -183,6 +184,7 @@ static caf::behavior catalog(ct_actor* self, catalog_config cfg, grain_registry_
       register_activation(self, a.tag.value);
       return rp;
     },
+    [=](ct_find_atom, const grain_id& g) { return find_live(self, g); },
     [=](ct_invoke_atom, const grain_id& g, activation_tag t, int32_t fwd,
         caf::message& payload) -> caf::response_promise {
       auto rp = self->make_response_promise();

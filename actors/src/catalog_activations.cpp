@@ -492,6 +492,19 @@ void reregister(ct_actor* self, uint32_t tag, int64_t attempt) {
     });
 }
 
+activation_tag find_live(ct_actor* self, const grain_id& g) {
+  auto& st = self->state;
+  auto bg = st.by_grain.find(g);
+  if (bg == st.by_grain.end())
+    return activation_tag{0};
+  for (auto v : bg->second) {
+    auto& a = st.activations.at(v);
+    if (!a.stateless && !a.deactivating)
+      return a.tag;
+  }
+  return activation_tag{0};
+}
+
 /// The activation that sent the current message, or nullptr.
 catalog_activation* sender_activation(ct_actor* self) {
   auto src = self->current_sender();

@@ -151,6 +151,10 @@ void register_activation(ct_actor* self, uint32_t tag);
 /// answer as before: this activation.
 void reassert_registration(ct_actor* self, uint32_t tag, caf::response_promise rp);
 
+/// `ct_find` (catalog_find.hpp): the live single-activation activation of `g` here, tag 0 if
+/// none.
+activation_tag find_live(ct_actor* self, const grain_id& g);
+
 /// The activation that sent the current message, or nullptr.
 catalog_activation* sender_activation(ct_actor* self);
 

@@ -14,6 +14,7 @@
 #include "cafmesh/actors/remote_call.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/actors/detail/placement_state.hpp"
+#include "catalog_find.hpp"
 
 namespace cafmesh {
 
@@ -309,6 +310,40 @@ void place_new(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
       });
 }
 
+/// A lookup attempt of a single-activation grain failed: the directory cannot answer now (the
+/// partition that owns the id is on a silo that departed and is not declared Dead yet, or
+/// does not answer in time). If the silo's own catalog holds a live activation of the grain,
+/// that is the answer (docs/behaviour/directory-and-placement.md#own-catalog-when-the-directory-cannot-answer);
+/// otherwise, and without a catalog, `retry`.
+template <class Retry>
+void ask_own_catalog(pl_actor* self, size_t idx, const grain_id& g, uint64_t id, Retry retry) {
+  auto& st = self->state;
+  auto item = find_item(self, idx, g, id);
+  if (item == nullptr)
+    return;
+  if (!st.catalog || item->kind != grain_kind::single_activation) {
+    retry();
+    return;
+  }
+  // At the priority of the router core's calls to the catalog (router_core_calls.cpp): the
+  // question holds back every message of the work item, so it does not wait behind their
+  // urgent backlog in the catalog's mailbox.
+  self->request<caf::message_priority::high>(st.catalog, caf::infinite, ct_find_atom::value, g)
+    .then(
+      [=](activation_tag t) {
+        if (find_item(self, idx, g, id) == nullptr)
+          return;
+        if (t.value != 0)
+          complete(self, idx, g, self->state.cfg.self, t, true);
+        else
+          retry();
+      },
+      [=](caf::error&) {
+        if (find_item(self, idx, g, id) != nullptr)
+          retry();
+      });
+}
+
 /// Step (1) of a work item: one lookup attempt through the silo's directory client (the
 /// resolver's directory: null for stateless workers with the bypass, else the ring).
 void start_lookup(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
@@ -334,7 +369,7 @@ void start_lookup(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
       if (e == caf::sec::request_timeout) {
         // docs/behaviour/directory-and-placement.md#lookup-registration-cache: retry against the
         // ring as it is by now.
-        start_lookup(self, idx, g, id);
+        ask_own_catalog(self, idx, g, id, [=] { start_lookup(self, idx, g, id); });
         return;
       }
       auto& st = self->state;
@@ -349,8 +384,10 @@ void start_lookup(pl_actor* self, size_t idx, const grain_id& g, uint64_t id) {
         return;
       }
       st.log.debug("lookup of " + g.to_string() + " failed, retrying: " + to_fault(e).render());
-      self->delayed_send(self, std::chrono::milliseconds(st.cfg.unstable_retry_ms),
-                         pl_retry_atom::value, static_cast<uint64_t>(idx), g, id);
+      ask_own_catalog(self, idx, g, id, [=] {
+        self->delayed_send(self, std::chrono::milliseconds(self->state.cfg.unstable_retry_ms),
+                           pl_retry_atom::value, static_cast<uint64_t>(idx), g, id);
+      });
     });
 }
 
