@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     ->type_name("N");
   app.add_option("--channel-batch-max", opt.channel_batch_max,
                  "routing.channel_batch_max of P3's sending silo (default: the configured "
-                 "default, 64)")
+                 "default, 1: off)")
     ->type_name("N")
     ->check(CLI::Range(int64_t{0}, int64_t{256}));
   app.add_flag("--verbose", verbose, "Keep cafmesh's log lines on stderr");
