@@ -66,18 +66,6 @@ struct own_fixture : testing::fixture {
   }
 };
 
-caf::message echo(int x) { return caf::make_message(pt_echo_atom::value, x); }
-caf::message slow(int64_t ms) { return caf::make_message(pt_slow_atom::value, ms); }
-
-grain_id owned_by(const std::vector<silo_address>& active, const silo_address& owner,
-                  const std::string& type) {
-  for (int i = 0;; ++i) {
-    grain_id g{type, "k" + std::to_string(i)};
-    if (ring_owner(active, g) == owner)
-      return g;
-  }
-}
-
 } // namespace
 
 TEST_CASE_FIXTURE(own_fixture, "placement: an activation in the silo's own catalog is found while the directory partition that owns its id sits on a killed silo") {
@@ -88,7 +76,7 @@ TEST_CASE_FIXTURE(own_fixture, "placement: an activation in the silo's own catal
   wire_catalog(w, a);
   auto p = spawn_probe();
   auto g = owned_by(w.active_set(), c, "podhub");
-  call(p, w.at(a).placement, g, echo(1), "first");
+  call(p, w.at(a).placement, g, echo_call(1), "first");
   REQUIRE(run_until([&] { return has(p, "first"); }));
   REQUIRE(served_by(*answer(p, "first")) == a.to_string()); // prefer-local
   auto lookups = w.placement_of(a).dir.lookups_sent();
@@ -102,7 +90,7 @@ TEST_CASE_FIXTURE(own_fixture, "placement: an activation in the silo's own catal
   run();
   REQUIRE_FALSE(static_cast<bool>(w.placement_of(a).cache.get(g)));
   auto t0 = now_ms();
-  call(p, w.at(a).placement, g, echo(2), "after-kill");
+  call(p, w.at(a).placement, g, echo_call(2), "after-kill");
   REQUIRE(run_until([&] { return has(p, "after-kill"); }));
   auto ans = answer(p, "after-kill");
   CHECK(served_by(*ans) == a.to_string());
@@ -123,7 +111,7 @@ TEST_CASE_FIXTURE(own_fixture, "placement: a deactivating activation in the silo
   wire_catalog(w, a);
   auto p = spawn_probe();
   auto g = owned_by(w.active_set(), b, "slow");
-  call(p, w.at(a).placement, g, slow(10000), "long"); // one turn open for 10 s
+  call(p, w.at(a).placement, g, slow_call(10000), "long"); // one turn open for 10 s
   run();
   REQUIRE(w.catalog_of(a).activations.size() == 1);
   auto first = w.catalog_of(a).activations.begin()->second.tag;
@@ -134,7 +122,7 @@ TEST_CASE_FIXTURE(own_fixture, "placement: a deactivating activation in the silo
   run();
   auto lookups = w.placement_of(a).dir.lookups_sent();
   auto t0 = now_ms();
-  call(p, w.at(a).placement, g, echo(3), "during");
+  call(p, w.at(a).placement, g, echo_call(3), "during");
   REQUIRE(run_until([&] { return has(p, "during"); }));
   auto ans = answer(p, "during");
   // The catalog did not offer the deactivating activation: placement looked g up, found the
@@ -159,7 +147,7 @@ TEST_CASE_FIXTURE(own_fixture, "placement: an activation of the silo whose direc
   wire_catalog(w, a);
   auto p = spawn_probe();
   auto g = owned_by(w.active_set(), b, "podhub");
-  call(p, w.at(a).placement, g, echo(1), "first");
+  call(p, w.at(a).placement, g, echo_call(1), "first");
   REQUIRE(run_until([&] { return has(p, "first"); }));
   auto registered = entries(w, p, b, "entries-1");
   REQUIRE(registered.size() == 1);
@@ -173,7 +161,7 @@ TEST_CASE_FIXTURE(own_fixture, "placement: an activation of the silo whose direc
   REQUIRE(entries(w, p, b, "entries-2").empty());
   auto lookups = w.placement_of(a).dir.lookups_sent();
   auto t0 = now_ms();
-  call(p, w.at(a).placement, g, echo(2), "again");
+  call(p, w.at(a).placement, g, echo_call(2), "again");
   REQUIRE(run_until([&] { return has(p, "again"); }));
   CHECK(served_by(*answer(p, "again")) == a.to_string());
   CHECK(answer(p, "again")->t_ms == t0);
@@ -192,7 +180,7 @@ TEST_CASE_FIXTURE(own_fixture, "placement: a directory that answers decides, eve
   wire_catalog(w, a);
   auto p = spawn_probe();
   auto g = owned_by(w.active_set(), c, "podhub");
-  call(p, w.at(a).placement, g, echo(1), "first");
+  call(p, w.at(a).placement, g, echo_call(1), "first");
   REQUIRE(run_until([&] { return has(p, "first"); }));
   auto mine = entries(w, p, c, "entries-1");
   REQUIRE(mine.size() == 1);
@@ -209,7 +197,7 @@ TEST_CASE_FIXTURE(own_fixture, "placement: a directory that answers decides, eve
   REQUIRE(w.catalog_of(a).activations.size() == 1);
   caf::anon_send(w.at(a).placement, pl_inval_atom::value, g);
   run();
-  call(p, w.at(a).placement, g, echo(2), "decided");
+  call(p, w.at(a).placement, g, echo_call(2), "decided");
   REQUIRE(run_until([&] { return has(p, "decided"); }));
   CHECK(served_by(*answer(p, "decided")) == b.to_string());
   REQUIRE(static_cast<bool>(w.placement_of(a).cache.get(g)));

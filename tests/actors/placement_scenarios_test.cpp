@@ -44,18 +44,6 @@ struct sc_fixture : testing::fixture {
   }
 };
 
-caf::message echo(int x) { return caf::make_message(pt_echo_atom::value, x); }
-caf::message slow(int64_t ms) { return caf::make_message(pt_slow_atom::value, ms); }
-
-grain_id owned_by(const std::vector<silo_address>& active, const silo_address& owner,
-                  const std::string& type) {
-  for (int i = 0;; ++i) {
-    grain_id g{type, "k" + std::to_string(i)};
-    if (ring_owner(active, g) == owner)
-      return g;
-  }
-}
-
 /// The silo `n` random picks of A's placement PRNG choose among `candidates`
 /// (docs/behaviour/directory-and-placement.md#placement).
 std::vector<silo_address> expected_picks(const silo_address& self, uint64_t seed,
@@ -82,8 +70,8 @@ TEST_CASE_FIXTURE(sc_fixture, "S12.45 a stalled ring owner times a messagehub pl
   auto p = spawn_probe();
   auto t0 = now_ms();
   grain_id router{"routing", "default"};
-  call(p, w.at(a).placement, router, echo(1), "route-a");
-  call(p, w.at(b).placement, router, echo(2), "route-b");
+  call(p, w.at(a).placement, router, echo_call(1), "route-a");
+  call(p, w.at(b).placement, router, echo_call(2), "route-b");
   run();
   REQUIRE(has(p, "route-a"));
   REQUIRE(has(p, "route-b"));
@@ -99,7 +87,7 @@ TEST_CASE_FIXTURE(sc_fixture, "S12.45 a stalled ring owner times a messagehub pl
   }
   CHECK(w.net_state().requests_by_component[component::directory] == 0);
   // Positive control: the messagehub grain owned by C.
-  call(p, w.at(a).placement, hub, echo(3), "hub");
+  call(p, w.at(a).placement, hub, echo_call(3), "hub");
   REQUIRE(run_until([&] { return has(p, "hub"); }));
   auto ans = answer(p, "hub");
   CHECK(ans->t_ms == t0 + 30000);
@@ -122,8 +110,8 @@ TEST_CASE_FIXTURE(sc_fixture, "S12.46 a silo without the bypass places routing/d
   auto p = spawn_probe();
   grain_id router{"routing", "default"};
   auto owner = ring_owner(w.active_set(), router);
-  call(p, w.at(a).placement, router, echo(1), "a");
-  call(p, w.at(b).placement, router, echo(2), "b");
+  call(p, w.at(a).placement, router, echo_call(1), "a");
+  call(p, w.at(b).placement, router, echo_call(2), "b");
   REQUIRE(run_until([&] { return answered(p, 2); }));
   CHECK_FALSE(answer(p, "a")->error);
   CHECK_FALSE(answer(p, "b")->error);
@@ -148,9 +136,9 @@ TEST_CASE_FIXTURE(sc_fixture, "S12.47 from a ShuttingDown silo stateless-worker 
   w.set_status(a, silo_status::shutting_down);
   auto picks = expected_picks(a, 1, {b, c}, 2);
   auto p = spawn_probe();
-  call(p, w.at(a).placement, grain_id{"routing", "default"}, echo(1), "sw");
+  call(p, w.at(a).placement, grain_id{"routing", "default"}, echo_call(1), "sw");
   REQUIRE(run_until([&] { return has(p, "sw"); }));
-  call(p, w.at(a).placement, grain_id{"podhub", "portal/alice"}, echo(2), "pl");
+  call(p, w.at(a).placement, grain_id{"podhub", "portal/alice"}, echo_call(2), "pl");
   REQUIRE(run_until([&] { return has(p, "pl"); }));
   CHECK(served_by(*answer(p, "sw")) == picks[0].to_string());
   CHECK(served_by(*answer(p, "pl")) == picks[1].to_string());
@@ -158,8 +146,8 @@ TEST_CASE_FIXTURE(sc_fixture, "S12.47 from a ShuttingDown silo stateless-worker 
   // With no Active compatible silo at all:
   w.set_status(b, silo_status::shutting_down);
   w.set_status(c, silo_status::shutting_down);
-  call(p, w.at(a).placement, grain_id{"routing", "default"}, echo(3), "sw-none");
-  call(p, w.at(a).placement, grain_id{"podhub", "portal/bob"}, echo(4), "pl-none");
+  call(p, w.at(a).placement, grain_id{"routing", "default"}, echo_call(3), "sw-none");
+  call(p, w.at(a).placement, grain_id{"podhub", "portal/bob"}, echo_call(4), "pl-none");
   REQUIRE(run_until([&] { return has(p, "sw-none") && has(p, "pl-none"); }));
   auto list = a.to_string() + ", " + b.to_string() + ", " + c.to_string();
   auto f1 = to_fault(answer(p, "sw-none")->error);
@@ -182,7 +170,7 @@ void send_331(sc_fixture& fx, const caf::actor& p, const caf::actor& placement) 
   auto t0 = fx.now_ms();
   for (int i = 0; i < 331; ++i) {
     fx.run_to(t0 + i * 50 / 331);
-    fx.call(p, placement, grain_id{"routing", "default"}, echo(i), "d" + std::to_string(i));
+    fx.call(p, placement, grain_id{"routing", "default"}, echo_call(i), "d" + std::to_string(i));
     fx.run();
   }
 }
@@ -246,7 +234,7 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: an activation in a 40 s turn at deactiva
   auto a = w.add_silo("a").addr;
   auto p = spawn_probe();
   grain_id g{"slow", "x"};
-  call(p, w.at(a).placement, g, slow(40000), "turn");
+  call(p, w.at(a).placement, g, slow_call(40000), "turn");
   run();
   REQUIRE(w.catalog_of(a).activations.size() == 1);
   auto tag = w.catalog_of(a).activations.begin()->second.tag;
@@ -283,11 +271,11 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: turns that may interleave overlap, an ex
   auto a = w.add_silo("a", opt).addr;
   auto p = spawn_probe();
   grain_id g{"slow", "il"};
-  call(p, w.at(a).placement, g, slow(1000), "s1");
+  call(p, w.at(a).placement, g, slow_call(1000), "s1");
   run();
-  call(p, w.at(a).placement, g, slow(1000), "s2");
-  call(p, w.at(a).placement, g, echo(1), "e");
-  call(p, w.at(a).placement, g, slow(1000), "s3");
+  call(p, w.at(a).placement, g, slow_call(1000), "s2");
+  call(p, w.at(a).placement, g, echo_call(1), "e");
+  call(p, w.at(a).placement, g, slow_call(1000), "s3");
   REQUIRE(run_until([&] { return answered(p, 4); }));
   // s1 and s2 run together; e starts once both ended; s3 waits behind e, then runs alone.
   CHECK(answer(p, "s1")->t_ms == 1000);
@@ -308,10 +296,10 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: without an interleave predicate every tu
   auto a = w.add_silo("a").addr;
   auto p = spawn_probe();
   grain_id g{"slow", "ex"};
-  call(p, w.at(a).placement, g, slow(1000), "s1");
+  call(p, w.at(a).placement, g, slow_call(1000), "s1");
   run();
-  call(p, w.at(a).placement, g, slow(1000), "s2");
-  call(p, w.at(a).placement, g, echo(1), "e");
+  call(p, w.at(a).placement, g, slow_call(1000), "s2");
+  call(p, w.at(a).placement, g, echo_call(1), "e");
   REQUIRE(run_until([&] { return answered(p, 3); }));
   CHECK(answer(p, "s1")->t_ms == 1000);
   CHECK(answer(p, "s2")->t_ms == 2000);
@@ -324,9 +312,9 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: a message queued to a deactivating activ
   auto b = w.add_silo("b").addr;
   auto p = spawn_probe();
   grain_id g{"slow", "y"};
-  call(p, w.at(a).placement, g, slow(2000), "turn");
+  call(p, w.at(a).placement, g, slow_call(2000), "turn");
   run();
-  call(p, w.at(a).placement, g, echo(5), "queued"); // cache hit: queued behind the turn
+  call(p, w.at(a).placement, g, echo_call(5), "queued"); // cache hit: queued behind the turn
   run();
   REQUIRE(w.catalog_of(a).activations.size() == 1);
   CHECK(w.catalog_of(a).activations.begin()->second.queue.size() == 1);
@@ -334,7 +322,7 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: a message queued to a deactivating activ
   ask(p, w.at(a).catalog, caf::make_message(ct_deact_all_atom::value), "deact");
   run_to(1000);
   // Arriving while it deactivates (A's cache still names it): held as well.
-  call(p, w.at(a).placement, g, echo(7), "late");
+  call(p, w.at(a).placement, g, echo_call(7), "late");
   REQUIRE(run_until([&] { return answered(p, 4); }));
   CHECK(served_by(*answer(p, "late")) == b.to_string());
   CHECK(answer(p, "late")->t_ms == 2000);
@@ -358,9 +346,9 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: a held message already forwarded twice i
   auto b = w.add_silo("b").addr;
   auto p = spawn_probe();
   grain_id g{"slow", "z"};
-  call(p, w.at(a).placement, g, slow(2000), "turn");
+  call(p, w.at(a).placement, g, slow_call(2000), "turn");
   run();
-  call(p, w.at(a).placement, g, echo(5), "twice", 2);
+  call(p, w.at(a).placement, g, echo_call(5), "twice", 2);
   run();
   w.set_status(a, silo_status::shutting_down);
   ask(p, w.at(a).catalog, caf::make_message(ct_deact_all_atom::value), "deact");
@@ -376,8 +364,8 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: a stateless worker activation deactivate
   placement_world w{*this};
   auto a = w.add_silo("a").addr;
   auto p = spawn_probe();
-  call(p, w.at(a).placement, grain_id{"routing", "default"}, echo(1), "route");
-  call(p, w.at(a).placement, grain_id{"slow", "w"}, slow(10000), "turn");
+  call(p, w.at(a).placement, grain_id{"routing", "default"}, echo_call(1), "route");
+  call(p, w.at(a).placement, grain_id{"slow", "w"}, slow_call(10000), "turn");
   run();
   REQUIRE(has(p, "route"));
   REQUIRE(w.catalog_of(a).activations.size() == 2);
@@ -398,7 +386,7 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: a grain that fails to activate is refuse
   auto a = w.add_silo("a").addr;
   auto p = spawn_probe();
   grain_id g{"broken", "x"};
-  call(p, w.at(a).placement, g, echo(1), "call");
+  call(p, w.at(a).placement, g, echo_call(1), "call");
   REQUIRE(run_until([&] { return has(p, "call"); }));
   auto f = to_fault(answer(p, "call")->error);
   CHECK(f.code == mesh_errc::activation_deactivated);
@@ -407,7 +395,7 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: a grain that fails to activate is refuse
   CHECK(w.catalog_of(a).failures.at(g) == "constructor threw: bad config");
   // A message naming some activation of it: recorded = yes from the registry.
   ask(p, w.at(a).catalog,
-      caf::make_message(ct_invoke_atom::value, g, activation_tag{0x1234abcd}, int32_t{0}, echo(2)),
+      caf::make_message(ct_invoke_atom::value, g, activation_tag{0x1234abcd}, int32_t{0}, echo_call(2)),
       "direct");
   REQUIRE(run_until([&] { return has(p, "direct"); }));
   auto f2 = to_fault(answer(p, "direct")->error);
@@ -421,8 +409,8 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: a message for an activation no longer on
   auto b = w.add_silo("b").addr;
   auto p = spawn_probe();
   grain_id g{"podhub", "portal/q"};
-  call(p, w.at(a).placement, g, echo(1), "first");
-  call(p, w.at(b).placement, g, echo(1), "from-b");
+  call(p, w.at(a).placement, g, echo_call(1), "first");
+  call(p, w.at(b).placement, g, echo_call(1), "from-b");
   REQUIRE(run_until([&] { return answered(p, 2); }));
   CHECK(served_by(*answer(p, "from-b")) == a.to_string());
   REQUIRE(static_cast<bool>(w.placement_of(b).cache.get(g)));
@@ -430,7 +418,7 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: a message for an activation no longer on
   ask(p, w.at(a).catalog, caf::make_message(ct_deact_atom::value, tag), "deact");
   REQUIRE(run_until([&] { return has(p, "deact"); }));
   CHECK(!static_cast<bool>(w.placement_of(a).cache.get(g))); // told by its own catalog
-  call(p, w.at(b).placement, g, echo(2), "stale");
+  call(p, w.at(b).placement, g, echo_call(2), "stale");
   REQUIRE(run_until([&] { return has(p, "stale"); }));
   auto f = to_fault(answer(p, "stale")->error);
   CHECK(f.code == mesh_errc::activation_deactivated);
@@ -439,12 +427,12 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: a message for an activation no longer on
   CHECK(!static_cast<bool>(w.placement_of(b).cache.get(g)));
   // A tag this silo never handed out: unknown.
   ask(p, w.at(a).catalog,
-      caf::make_message(ct_invoke_atom::value, g, activation_tag{0x0badf00d}, int32_t{0}, echo(3)),
+      caf::make_message(ct_invoke_atom::value, g, activation_tag{0x0badf00d}, int32_t{0}, echo_call(3)),
       "unknown");
   REQUIRE(run_until([&] { return has(p, "unknown"); }));
   CHECK(to_fault(answer(p, "unknown")->error).activation_error_recorded == tri_bool::unknown);
   // The next call re-resolves: a fresh activation (prefer-local from B).
-  call(p, w.at(b).placement, g, echo(4), "again");
+  call(p, w.at(b).placement, g, echo_call(4), "again");
   REQUIRE(run_until([&] { return has(p, "again"); }));
   CHECK(served_by(*answer(p, "again")) == b.to_string());
 }
@@ -455,7 +443,7 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: a call refused for an activation that le
   auto b = w.add_silo("b").addr;
   auto p = spawn_probe();
   grain_id g{"podhub", "portal/stale"};
-  call(p, w.at(a).placement, g, echo(1), "first");
+  call(p, w.at(a).placement, g, echo_call(1), "first");
   REQUIRE(run_until([&] { return has(p, "first"); }));
   REQUIRE(served_by(*answer(p, "first")) == a.to_string());
   auto owner = ring_owner(w.active_set(), g);
@@ -471,7 +459,7 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: a call refused for an activation that le
       caf::make_message(dir_register_atom::value, stale), "revive");
   REQUIRE(run_until([&] { return has(p, "revive"); }));
   REQUIRE(answer(p, "revive")->reply.get_as<activation_address>(0) == stale);
-  call(p, w.at(b).placement, g, echo(2), "stale");
+  call(p, w.at(b).placement, g, echo_call(2), "stale");
   REQUIRE(run_until([&] { return has(p, "stale"); }));
   CHECK(to_fault(answer(p, "stale")->error).code == mesh_errc::activation_deactivated);
   CHECK(w.catalog_of(a).stats.stale_unregistered == 1);
@@ -479,7 +467,7 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: a call refused for an activation that le
       caf::make_message(dir_lookup_atom::value, g), "lookup-2");
   REQUIRE(run_until([&] { return has(p, "lookup-2"); }));
   CHECK_FALSE(answer(p, "lookup-2")->reply.get_as<lookup_result>(0).registered);
-  call(p, w.at(b).placement, g, echo(3), "again");
+  call(p, w.at(b).placement, g, echo_call(3), "again");
   REQUIRE(run_until([&] { return has(p, "again"); }));
   CHECK(served_by(*answer(p, "again")) == b.to_string());
 }
@@ -493,7 +481,7 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: a silo that is not Active refuses new ac
   ask(p, w.at(a).catalog, caf::make_message(ct_activate_atom::value, grain_id{"podhub", "x"}), "act");
   ask(p, w.at(a).catalog,
       caf::make_message(ct_invoke_atom::value, grain_id{"routing", "default"}, activation_tag{},
-                        int32_t{0}, echo(1)),
+                        int32_t{0}, echo_call(1)),
       "sw");
   REQUIRE(run_until([&] { return answered(p, 2); }));
   auto f = to_fault(answer(p, "act")->error);
@@ -530,7 +518,7 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: an idle activation deactivates after the
   opt.idle_deactivation_ms = 60000;
   auto a = w.add_silo("a", opt).addr;
   auto p = spawn_probe();
-  call(p, w.at(a).placement, grain_id{"podhub", "idle"}, echo(1), "c");
+  call(p, w.at(a).placement, grain_id{"podhub", "idle"}, echo_call(1), "c");
   run();
   REQUIRE(has(p, "c"));
   run_to(59999);
@@ -550,8 +538,8 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: stop fails every waiting message and e
   auto hub = owned_by(w.active_set(), c, "messagehub");
   w.stall(c);
   auto p = spawn_probe();
-  call(p, w.at(a).placement, hub, echo(1), "w1");
-  call(p, w.at(a).placement, hub, echo(2), "w2");
+  call(p, w.at(a).placement, hub, echo_call(1), "w1");
+  call(p, w.at(a).placement, hub, echo_call(2), "w2");
   run_to(1000);
   ask(p, w.at(a).placement, caf::make_message(pl_stop_atom::value), "stop");
   REQUIRE(run_until([&] { return answered(p, 3); }));
@@ -563,7 +551,7 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: stop fails every waiting message and e
     CHECK(f.code == mesh_errc::silo_unavailable);
     CHECK(f.text == text);
   }
-  call(p, w.at(a).placement, grain_id{"routing", "default"}, echo(3), "late");
+  call(p, w.at(a).placement, grain_id{"routing", "default"}, echo_call(3), "late");
   REQUIRE(run_until([&] { return has(p, "late"); }));
   CHECK(to_fault(answer(p, "late")->error).text == text);
 }
@@ -626,14 +614,14 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: a departed silo fails the call departe
   auto b = w.add_silo("b").addr;
   auto p = spawn_probe();
   grain_id g{"podhub", "portal/dep"};
-  call(p, w.at(b).placement, g, echo(1), "on-b");
+  call(p, w.at(b).placement, g, echo_call(1), "on-b");
   REQUIRE(run_until([&] { return has(p, "on-b"); }));
-  call(p, w.at(a).placement, g, echo(2), "from-a");
+  call(p, w.at(a).placement, g, echo_call(2), "from-a");
   REQUIRE(run_until([&] { return has(p, "from-a"); }));
   CHECK(served_by(*answer(p, "from-a")) == b.to_string());
   REQUIRE(static_cast<bool>(w.placement_of(a).cache.get(g)));
   w.kill(b);
-  call(p, w.at(a).placement, g, echo(3), "dead");
+  call(p, w.at(a).placement, g, echo_call(3), "dead");
   REQUIRE(run_until([&] { return has(p, "dead"); }));
   auto f = to_fault(answer(p, "dead")->error);
   CHECK(f.code == mesh_errc::departed_silo);
@@ -658,7 +646,7 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: a silo with another interface version 
   auto b = w.add_silo("b", none).addr;
   w.set_status(b, silo_status::shutting_down); // the only v1 silo is leaving
   auto p = spawn_probe();
-  call(p, w.at(b).placement, grain_id{"messagehub", "Org/Acme"}, echo(1), "v1");
+  call(p, w.at(b).placement, grain_id{"messagehub", "Org/Acme"}, echo_call(1), "v1");
   REQUIRE(run_until([&] { return has(p, "v1"); }));
   auto f = to_fault(answer(p, "v1")->error);
   CHECK(f.code == mesh_errc::no_compatible_silo);
@@ -677,10 +665,10 @@ struct caller_state {
 };
 
 caf::behavior grain_caller(caf::stateful_actor<caller_state>* self, caf::actor placement) {
-  grain_call(self, placement, grain_id{"messagehub", "Org/Call"}, echo(20))
+  grain_call(self, placement, grain_id{"messagehub", "Org/Call"}, echo_call(20))
     .then([=](const std::string& silo, int x) { self->state.replies.push_back(caf::make_message(silo, x)); },
           [=](caf::error& e) { self->state.faults.push_back(to_fault(e)); });
-  grain_call(self, placement, grain_id{"nothere", "x"}, echo(1))
+  grain_call(self, placement, grain_id{"nothere", "x"}, echo_call(1))
     .then([=](const std::string& silo, int x) { self->state.replies.push_back(caf::make_message(silo, x)); },
           [=](caf::error& e) { self->state.faults.push_back(to_fault(e)); });
   return {[](pt_done_atom) {}};
@@ -716,7 +704,7 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: a burst of stateless-worker calls at o
   auto p = spawn_probe();
   auto t0 = now_ms();
   for (int i = 0; i < 20; ++i)
-    call(p, w.at(a).placement, grain_id{"routing", "default"}, echo(i), "r" + std::to_string(i));
+    call(p, w.at(a).placement, grain_id{"routing", "default"}, echo_call(i), "r" + std::to_string(i));
   REQUIRE(run_until([&] { return answered(p, 20); }));
   for (auto& x : probe_of(p).answers) {
     CHECK(x.t_ms == t0);
@@ -740,7 +728,7 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: the random strategy takes candidates o
   auto p = spawn_probe();
   for (int i = 0; i < 12; ++i) {
     auto tag = "h" + std::to_string(i);
-    call(p, w.at(a).placement, grain_id{"messagehub", "Org/" + tag}, echo(i), tag);
+    call(p, w.at(a).placement, grain_id{"messagehub", "Org/" + tag}, echo_call(i), tag);
     REQUIRE(run_until([&] { return has(p, tag); }));
     CHECK(served_by(*answer(p, tag)) == picks[static_cast<size_t>(i)].to_string());
   }
@@ -758,8 +746,8 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: two silos placing one grain at once on
   REQUIRE(pa != pb); // the two placements activate on different silos
   auto p = spawn_probe();
   grain_id g{"messagehub", "Org/Race"};
-  call(p, w.at(a).placement, g, echo(1), "from-a");
-  call(p, w.at(b).placement, g, echo(2), "from-b");
+  call(p, w.at(a).placement, g, echo_call(1), "from-a");
+  call(p, w.at(b).placement, g, echo_call(2), "from-b");
   REQUIRE(run_until([&] { return answered(p, 2); }));
   auto sa = served_by(*answer(p, "from-a"));
   auto sb = served_by(*answer(p, "from-b"));
@@ -791,8 +779,8 @@ TEST_CASE_FIXTURE(sc_fixture, "placement: with 1-5 ms link latency the placement
   auto p = spawn_probe();
   run_to(now_ms() + 3);
   auto t0 = now_ms();
-  call(p, w.at(a).placement, hub, echo(1), "hub");
-  call(p, w.at(a).placement, ok, echo(2), "ok");
+  call(p, w.at(a).placement, hub, echo_call(1), "hub");
+  call(p, w.at(a).placement, ok, echo_call(2), "ok");
   REQUIRE(run_until([&] { return answered(p, 2); }));
   CHECK(to_fault(answer(p, "hub")->error).code == mesh_errc::placement_timeout);
   CHECK(answer(p, "hub")->t_ms == t0 + 30000);
@@ -806,7 +794,7 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: an activation that ends on its own is re
   auto a = w.add_silo("a").addr;
   auto p = spawn_probe();
   grain_id g{"slow", "crash"};
-  call(p, w.at(a).placement, g, echo(1), "first");
+  call(p, w.at(a).placement, g, echo_call(1), "first");
   REQUIRE(run_until([&] { return has(p, "first"); }));
   auto tag = w.catalog_of(a).activations.begin()->second.tag;
   call(p, w.at(a).placement, g, caf::make_message(pt_quit_atom::value), "quit");
@@ -816,7 +804,7 @@ TEST_CASE_FIXTURE(sc_fixture, "catalog: an activation that ends on its own is re
   REQUIRE(logs.count("exited on its own", log::level::warning) == 1);
   CHECK(logs.find("exited on its own")[0].text.find(tag.to_string()) != std::string::npos);
   CHECK(!static_cast<bool>(w.placement_of(a).cache.get(g)));
-  call(p, w.at(a).placement, g, echo(2), "again");
+  call(p, w.at(a).placement, g, echo_call(2), "again");
   REQUIRE(run_until([&] { return has(p, "again"); }));
   CHECK(served_by(*answer(p, "again")) == a.to_string());
   CHECK(w.catalog_of(a).stats.activated == 2);

@@ -45,8 +45,6 @@ struct pl_fixture : testing::fixture {
   }
 };
 
-caf::message echo(int x) { return caf::make_message(pt_echo_atom::value, x); }
-
 } // namespace
 
 TEST_CASE("grain registry: manifest lists every type with strategy and interface version") {
@@ -76,7 +74,7 @@ TEST_CASE_FIXTURE(pl_fixture, "placement: a single-activation call activates, re
   auto c = w.add_silo("c").addr;
   auto p = spawn_probe();
   grain_id g{"podhub", "portal/alice"};
-  call(p, w.at(a).placement, g, echo(21), "first");
+  call(p, w.at(a).placement, g, echo_call(21), "first");
   REQUIRE(run_until([&] { return answered(p, 1); }));
   auto first = answer(p, "first");
   REQUIRE(first != nullptr);
@@ -96,14 +94,14 @@ TEST_CASE_FIXTURE(pl_fixture, "placement: a single-activation call activates, re
   CHECK(w.placement_of(a).dir.lookups_sent() == 1);
   CHECK(static_cast<bool>(w.placement_of(a).cache.get(g)));
   // A second call goes straight to the cached activation: no lookup, no new item.
-  call(p, w.at(a).placement, g, echo(1), "second");
+  call(p, w.at(a).placement, g, echo_call(1), "second");
   REQUIRE(run_until([&] { return answered(p, 3); }));
   CHECK(served_by(*answer(p, "second")) == a.to_string());
   CHECK(w.placement_of(a).stats.lookups == 1);
   CHECK(w.placement_of(a).stats.cache_hits == 1);
   CHECK(w.catalog_of(a).stats.activated == 1);
   // From B: the lookup finds A's activation; no second activation anywhere.
-  call(p, w.at(b).placement, g, echo(2), "from-b");
+  call(p, w.at(b).placement, g, echo_call(2), "from-b");
   REQUIRE(run_until([&] { return answered(p, 4); }));
   CHECK(served_by(*answer(p, "from-b")) == a.to_string());
   CHECK(w.catalog_of(b).stats.activated == 0);
@@ -115,7 +113,7 @@ TEST_CASE_FIXTURE(pl_fixture, "catalog: activation tags are 8 lower-case hex dig
   auto a = w.add_silo("a").addr;
   auto p = spawn_probe();
   for (int i = 0; i < 50; ++i)
-    call(p, w.at(a).placement, grain_id{"podhub", "h" + std::to_string(i)}, echo(i),
+    call(p, w.at(a).placement, grain_id{"podhub", "h" + std::to_string(i)}, echo_call(i),
          "c" + std::to_string(i));
   REQUIRE(run_until([&] { return answered(p, 50); }));
   auto& cat = w.catalog_of(a);
@@ -170,8 +168,8 @@ TEST_CASE_FIXTURE(pl_fixture, "placement: work items are spread over worker_coun
       ids.push_back(g);
   }
   for (auto& g : ids) {
-    call(p, w.at(a).placement, g, echo(1), g.key);
-    call(p, w.at(a).placement, g, echo(2), g.key + "-again");
+    call(p, w.at(a).placement, g, echo_call(1), g.key);
+    call(p, w.at(a).placement, g, echo_call(2), g.key + "-again");
   }
   run();
   auto& st = w.placement_of(a);
@@ -194,7 +192,7 @@ TEST_CASE_FIXTURE(pl_fixture, "catalog: an activation told it lost its registrat
   auto b = w.add_silo("b").addr;
   auto p = spawn_probe();
   grain_id g{"podhub", "portal/bob"};
-  call(p, w.at(a).placement, g, echo(1), "first");
+  call(p, w.at(a).placement, g, echo_call(1), "first");
   REQUIRE(run_until([&] { return answered(p, 1); }));
   REQUIRE(served_by(*answer(p, "first")) == a.to_string());
   auto& cat = w.catalog_of(a);
@@ -222,7 +220,7 @@ TEST_CASE_FIXTURE(pl_fixture, "catalog: an activation told it lost its registrat
   CHECK(logs.count(mine.tag.to_string() + " of " + g.to_string() + " lost its registration to "
                    + winner.to_string()) == 1);
   // A's placement cache was invalidated: the next call from A reaches B's activation.
-  call(p, w.at(a).placement, g, echo(2), "second");
+  call(p, w.at(a).placement, g, echo_call(2), "second");
   REQUIRE(run_until([&] { return answered(p, 2); }));
   CHECK(served_by(*answer(p, "second")) == b.to_string());
   // A stale notice (the activation is gone, or the tag never lived here) changes nothing.
@@ -240,7 +238,7 @@ TEST_CASE_FIXTURE(pl_fixture, "placement: a silo that said it is leaving gets no
   auto place_from = [&](const silo_address& from, const std::string& prefix) {
     auto before = probe_of(p).answers.size();
     for (int i = 0; i < 20; ++i)
-      call(p, w.at(from).placement, grain_id{"messagehub", prefix + std::to_string(i)}, echo(i),
+      call(p, w.at(from).placement, grain_id{"messagehub", prefix + std::to_string(i)}, echo_call(i),
            prefix + std::to_string(i));
     REQUIRE(run_until([&] { return answered(p, before + 20); }));
     std::map<std::string, int> by;
@@ -268,7 +266,7 @@ TEST_CASE_FIXTURE(pl_fixture, "placement: a silo that said it is leaving gets no
       break;
     }
   REQUIRE_FALSE(on_b.empty());
-  call(p, w.at(a).placement, grain_id{"messagehub", on_b}, echo(7), "existing");
+  call(p, w.at(a).placement, grain_id{"messagehub", on_b}, echo_call(7), "existing");
   REQUIRE(run_until([&] { return answer(p, "existing") != nullptr; }));
   CHECK(served_by(*answer(p, "existing")) == b.to_string());
   // Membership no longer lists B Active: the entry goes, and a report about a silo that is
@@ -284,7 +282,7 @@ TEST_CASE_FIXTURE(pl_fixture, "placement: a silo that said it is leaving gets no
   caf::anon_send(w.at(a).placement, pl_leaving_atom::value, c);
   run();
   REQUIRE(w.placement_of(a).leaving.size() == 2);
-  call(p, w.at(a).placement, grain_id{"messagehub", "Org/last"}, echo(9), "last");
+  call(p, w.at(a).placement, grain_id{"messagehub", "Org/last"}, echo_call(9), "last");
   REQUIRE(run_until([&] { return answer(p, "last") != nullptr; }));
   CHECK_FALSE(answer(p, "last")->error);
   CHECK(w.placement_of(a).stats.leaving_skipped == 20);

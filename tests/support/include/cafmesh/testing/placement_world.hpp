@@ -47,6 +47,26 @@ inline silo_address ring_owner(const std::vector<silo_address>& active, const gr
   return o ? *o : silo_address{};
 }
 
+/// The first grain `{type, k{i}}` whose directory owner over `active` is `owner`.
+inline grain_id owned_by(const std::vector<silo_address>& active, const silo_address& owner,
+                         const std::string& type) {
+  for (int i = 0;; ++i) {
+    grain_id g{type, "k" + std::to_string(i)};
+    if (ring_owner(active, g) == owner)
+      return g;
+  }
+}
+
+/// The call `(pt_echo_atom, x)` of an echo grain (`echo_grain`).
+inline caf::message echo_call(int x) {
+  return caf::make_message(pt_echo_atom::value, x);
+}
+
+/// The call `(pt_slow_atom, ms)` of a slow grain (`slow_grain`).
+inline caf::message slow_call(int64_t ms) {
+  return caf::make_message(pt_slow_atom::value, ms);
+}
+
 // -- test grains --------------------------------------------------------------------
 
 /// Echo grain: `(pt_echo_atom, int x) -> (std::string silo, int 2x)`.
