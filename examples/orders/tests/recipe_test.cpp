@@ -77,7 +77,10 @@ TEST_CASE("recipe: three silos with 5-20 ms links and a pure client: a graceful 
   auto t = count(sent);
   CHECK(t.answered + t.resendable + t.failed == sent.size());
   CHECK(sent.size() == 400);
-  CHECK(t.answered == 391);
-  CHECK(t.resendable == 9);
+  // The 300 sent before the kill were answered; of the 100 after it, those routed to c
+  // failed resendable (how many depends on the orders' grains and the timing).
+  CHECK(t.answered >= 300);
+  CHECK(t.resendable > 0);
+  CHECK(t.resendable <= 100);
   CHECK(t.failed == 0);
 }
