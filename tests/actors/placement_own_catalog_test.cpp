@@ -64,6 +64,20 @@ struct own_fixture : testing::fixture {
     REQUIRE_FALSE(a->error);
     return a->reply.get_as<std::vector<activation_address>>(0);
   }
+  /// Silo `a` (its catalog wired) calls a pod-hub grain whose directory entry `owner`'s
+  /// partition holds, once: answers the grain and the one entry, A's activation.
+  std::pair<grain_id, activation_address> first_call(placement_world& w, const caf::actor& p,
+                                                     const silo_address& a,
+                                                     const silo_address& owner) {
+    wire_catalog(w, a);
+    auto g = owned_by(w.active_set(), owner, "podhub");
+    call(p, w.at(a).placement, g, echo_call(1), "first");
+    REQUIRE(run_until([&] { return has(p, "first"); }));
+    auto registered = entries(w, p, owner, "entries-1");
+    REQUIRE(registered.size() == 1);
+    REQUIRE(registered.front().silo == a);
+    return {g, registered.front()};
+  }
 };
 
 } // namespace
@@ -144,15 +158,8 @@ TEST_CASE_FIXTURE(own_fixture, "placement: an activation of the silo whose direc
   placement_world w{*this};
   auto a = w.add_silo("a").addr;
   auto b = w.add_silo("b").addr;
-  wire_catalog(w, a);
   auto p = spawn_probe();
-  auto g = owned_by(w.active_set(), b, "podhub");
-  call(p, w.at(a).placement, g, echo_call(1), "first");
-  REQUIRE(run_until([&] { return has(p, "first"); }));
-  auto registered = entries(w, p, b, "entries-1");
-  REQUIRE(registered.size() == 1);
-  auto mine = registered.front();
-  REQUIRE(mine.silo == a);
+  auto [g, mine] = first_call(w, p, a, b);
   // The entry is lost (as a hand-off that never arrived loses it), and the cache with it.
   ask(p, caf::actor_cast<caf::actor>(w.at(b).partition),
       caf::make_message(dir_unregister_atom::value, mine), "lose");
@@ -177,18 +184,12 @@ TEST_CASE_FIXTURE(own_fixture, "placement: a directory that answers decides, eve
   auto a = w.add_silo("a").addr;
   auto b = w.add_silo("b").addr;
   auto c = w.add_silo("c").addr;
-  wire_catalog(w, a);
   auto p = spawn_probe();
-  auto g = owned_by(w.active_set(), c, "podhub");
-  call(p, w.at(a).placement, g, echo_call(1), "first");
-  REQUIRE(run_until([&] { return has(p, "first"); }));
-  auto mine = entries(w, p, c, "entries-1");
-  REQUIRE(mine.size() == 1);
-  REQUIRE(mine.front().silo == a);
+  auto [g, mine] = first_call(w, p, a, c);
   // The entry now names an activation on B (as after a lost entry that B registered first);
   // A's activation still lives.
   ask(p, caf::actor_cast<caf::actor>(w.at(c).partition),
-      caf::make_message(dir_unregister_atom::value, mine.front()), "lose");
+      caf::make_message(dir_unregister_atom::value, mine), "lose");
   run();
   ask(p, w.at(b).catalog, caf::make_message(ct_activate_atom::value, g), "on-b");
   REQUIRE(run_until([&] { return has(p, "on-b"); }));
