@@ -66,6 +66,7 @@ void claim_attempt(pc_actor* self, const std::string& key) {
         j->second.attached = ok;
         if (ok) {
           ++st.attached_ok;
+          j->second.retry = retry_state{st.policy}; // a later loss starts a fresh budget
           return;
         }
         // The activation answering lives in a process without the local route (or the route
@@ -186,6 +187,31 @@ pod_hub_claimer(pc_actor* self, caf::actor placement, caf::actor routing,
       if (i != st.claims.end() && i->second.token == tok)
         claim_attempt(self, key);
     },
+    // docs/behaviour/routing.md#hubs "lost claims": the activation a claim attached went
+    // while this silo is not stopping (it lost its directory registration to an activation a
+    // retrying sender had placed on another silo, or was collected). Without this, the hub
+    // would stay unserved until the next membership snapshot. An attempt in flight is
+    // superseded: its answer may be the very activation that went.
+    [=](pc_lost_atom, const std::string& key) {
+      auto& st = self->state;
+      auto i = st.claims.find(key);
+      if (i == st.claims.end() || st.stopping)
+        return;
+      auto& c = i->second;
+      c.attached = false;
+      ++st.lost;
+      if (c.prompt_replacements < pod_claim_max_prompt_replacements) {
+        ++c.prompt_replacements;
+        ++st.prompt_replacements;
+        st.log.info("pod hub " + key + " claimed here lost its activation; claiming it again");
+        claim_attempt(self, key);
+        return;
+      }
+      auto tok = ++c.token;
+      retry_claim(self, key, tok,
+                  fault{mesh_errc::pod_hub_not_here,
+                        "pod hub " + key + " claimed here lost its activation again"});
+    },
     [=](mb_snapshot_atom, const membership_snapshot&) {
       auto& st = self->state;
       if (st.stopping)
@@ -215,8 +241,11 @@ pod_hub_claimer_actor
 spawn_pod_hub_claimer(caf::actor_system& sys, caf::actor placement, caf::actor routing,
                       const config::attach_section& attach, const std::string& context,
                       silo_routing_slots_ptr slots) {
-  return sys.spawn(pod_hub_claimer, std::move(placement), std::move(routing), attach, context,
-                   std::move(slots));
+  auto claimer = sys.spawn(pod_hub_claimer, std::move(placement), std::move(routing), attach,
+                           context, slots);
+  if (slots)
+    slots->claimer = claimer; // before any activation of the silo can read it
+  return claimer;
 }
 
 } // namespace cafmesh::routing

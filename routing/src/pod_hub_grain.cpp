@@ -192,6 +192,9 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
   // activation takes it back when it goes).
   auto routed = std::make_shared<bool>(false);
   auto offered = std::make_shared<bool>(false);
+  // A claim of this silo's pod-hub claimer attached this activation (`ph_attach` answered
+  // true): if it goes while the silo is not stopping, the claimer is told (`pc_lost_atom`).
+  auto claimed = std::make_shared<bool>(false);
   auto offer_route = [=] {
     if (*routed || *said_not_here || !me->catalog || !me->tag || !slots->core
         || silo_stopping(*slots))
@@ -200,13 +203,16 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
     *offered = true;
     self->send(slots->core, rc_local_atom::value, id, *me->tag, me->catalog);
   };
-  // Deactivation (the catalog's exit) while serving a client: tell it to attach again.
+  // Deactivation (the catalog's exit): a client served tells it to attach again, a claim that
+  // attached this activation is asserted again.
   self->set_exit_handler([=](caf::exit_msg& msg) {
     if (*offered && me->tag && slots->core)
       self->send(slots->core, rc_local_atom::value, id, *me->tag);
     if (*client && slots->centre)
       self->send(slots->centre, mc_send_atom::value, **client, component::client,
                  caf::make_message(rs_reattach_atom::value, path));
+    if (*claimed && slots->claimer && !silo_stopping(*slots))
+      self->send(slots->claimer, pc_lost_atom::value, id.key);
     self->quit(msg.reason);
   });
   // `via_placement`: the call came through a grain port and placement (not over a router
@@ -287,9 +293,10 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
       self->request(slots->routing, caf::infinite, rs_has_route_atom::value, path)
         .then(
           [=](bool has) mutable {
-            if (has)
+            if (has) {
+              *claimed = true;
               pin(self, me, true);
-            else if (!*client)
+            } else if (!*client)
               leave(self, me); // not the owner's process: the retried claim places it anew
             rp.deliver(has);
           },
@@ -315,6 +322,7 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
     },
     [=](ph_detach_atom) {
       learn(self, me);
+      *claimed = false; // released: the claimer forgot the claim
       *client = caf::none;
       pin(self, me, false);
       leave(self, me);

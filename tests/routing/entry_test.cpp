@@ -254,6 +254,43 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.49 pod hub re-claimed on a ring change 
   CHECK(w.catalog_of(a.addr).by_grain.count(pod_hub_grain("portal/bob")) == 0);
 }
 
+TEST_CASE_FIXTURE(testing::fixture,
+                  "S15.03 a claimed pod hub whose activation loses its directory registration is "
+                  "claimed again within 10 ms, not at the next membership snapshot, and a post "
+                  "from another silo then lands in its process") {
+  entry_world w(*this);
+  auto& a = w.add_silo("a");
+  auto& b = w.add_silo("b");
+  const std::string path = "portal/lost-claim";
+  auto owner = w.add_hub(a.routing, path);
+  caf::anon_send(a.claimer, pc_claim_atom::value, address::from(path));
+  run();
+  auto& cl = state_of<cafmesh::routing::detail::pod_hub_claimer_state>(a.claimer);
+  REQUIRE(cl.attached_ok == 1);
+  auto g = pod_hub_grain(path);
+  auto& cat = w.catalog_of(a.addr);
+  REQUIRE(cat.by_grain.count(g) == 1);
+  REQUIRE(cat.by_grain.at(g).size() == 1);
+  auto loser = activation_address{g, a.addr, activation_tag{cat.by_grain.at(g).front()}};
+  auto attaches = cl.attaches;
+  // What a directory partition tells the catalog when a hand-off kept another registration of
+  // the grain (docs/behaviour/directory-and-placement.md#lookup-registration-cache): here, an
+  // activation a retrying sender placed on B, which has no route to the hub.
+  auto winner = activation_address{g, b.addr, activation_tag{0x5eed}};
+  auto t0 = now_ms();
+  caf::anon_send(a.catalog, dir_lost_atom::value, loser, winner);
+  REQUIRE(run_until([&] { return cl.attached_ok == 2; }, 10s));
+  CHECK(now_ms() - t0 <= 10);
+  CHECK(cl.lost == 1);
+  CHECK(cl.attaches == attaches + 1);
+  REQUIRE(cat.by_grain.count(g) == 1);
+  CHECK(cat.by_grain.at(g).front() != loser.tag.value);
+  auto bs = w.add_hub(b.routing, "portal/lost-claim-sender");
+  caf::anon_send(bs, ep_post_atom::value, make_delivery("y1", path));
+  REQUIRE(run_until([&] { return received_count(owner) == 1; }, 20s));
+  CHECK(hub_of(bs).outcomes.empty());
+}
+
 TEST_CASE_FIXTURE(testing::fixture, "S12.27 pure client retries no_compatible_silo until a silo is Active and lands without a NACK") {
   entry_world w(*this);
   entry_silo_options joining;

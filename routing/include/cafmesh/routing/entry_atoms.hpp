@@ -71,6 +71,10 @@ using ph_detach_client_atom = caf::atom_constant<caf::atom("phdetachcl")>;
 using pc_claim_atom = caf::atom_constant<caf::atom("pcclaim")>;
 using pc_release_atom = caf::atom_constant<caf::atom("pcrelease")>;
 using pc_retry_atom = caf::atom_constant<caf::atom("pcretry")>;
+/// `(pc_lost_atom, std::string path)` one-way, from a pod hub activation that a claim
+/// attached: it is deactivating while its silo is not stopping (it lost its directory
+/// registration, or was collected), so the claim must be asserted again.
+using pc_lost_atom = caf::atom_constant<caf::atom("pclost")>;
 
 // -- hub endpoint (hub_endpoint.hpp) -------------------------------------------------------
 using ep_request_atom = caf::atom_constant<caf::atom("eprequest")>;

@@ -82,6 +82,10 @@
 ///   only on the next snapshot: a quiet membership would leave the hub unserved), logging a warning
 ///   "pod hub claim of {path} refused: no local route in this process" per refusal and the
 ///   error "pod hub claim of {path} gave up: …" when the budget is spent.
+/// - `(pc_lost_atom, std::string path)`: the activation a claim attached is gone while this
+///   silo is not stopping (docs/behaviour/routing.md#hubs "lost claims"): the claim is attached
+///   again at once (at most `pod_claim_max_prompt_replacements` times per assertion, then
+///   under the attach policy).
 /// - `(pc_release_atom, address) -> ok`: detach, then remove the local route
 ///   (docs/behaviour/routing.md#hubs).
 /// - `(mb_snapshot_atom, membership_snapshot)`: re-assert every claim.
@@ -133,6 +137,16 @@
 
 namespace cafmesh::routing {
 
+/// The handle of a pod-hub claimer: the protocol above, the membership view it re-asserts its
+/// claims on, and the host's stopping signal. `pc_retry_atom` is its own timer.
+using pod_hub_claimer_actor
+  = caf::typed_actor<caf::reacts_to<pc_claim_atom, address>,
+                     caf::replies_to<pc_release_atom, address>::with<caf::ok_atom>,
+                     caf::reacts_to<pc_retry_atom, std::string, uint64_t>,
+                     caf::reacts_to<pc_lost_atom, std::string>,
+                     caf::reacts_to<mb_snapshot_atom, membership_snapshot>>::
+    extend_with<lifecycle::stopping_recipient_actor>;
+
 /// What one silo's routing grains need; filled once the silo's actors exist (the registry,
 /// and thus the factories, must exist before the catalog is spawned).
 struct silo_routing_slots {
@@ -146,6 +160,9 @@ struct silo_routing_slots {
   caf::actor centre;
   /// The silo's gateway part (`gw_lookup_atom`); null: none.
   caf::actor gateway;
+  /// The silo's pod-hub claimer: a pod hub activation a claim attached tells it when it goes
+  /// (`pc_lost_atom`); null: none.
+  pod_hub_claimer_actor claimer;
   /// Bound of one pod-hub hand-over to a pure client (`lr_deliver` through the centres).
   /// Interpretation: the design gives no number; 10,000 ms (as the subscriber probe) keeps it
   /// well inside the leg's 30,000 ms response timeout.
@@ -177,15 +194,6 @@ grain_port_actor spawn_grain_delivery(caf::actor_system& sys, caf::actor placeme
 /// retrying on that silo keep placing new ones; waiting out a backoff that runs in step
 /// with theirs lets each of them take the directory entry again just before the claim.
 constexpr uint32_t pod_claim_max_prompt_replacements = 3;
-
-/// The handle of a pod-hub claimer: the protocol above, the membership view it re-asserts its
-/// claims on, and the host's stopping signal. `pc_retry_atom` is its own timer.
-using pod_hub_claimer_actor
-  = caf::typed_actor<caf::reacts_to<pc_claim_atom, address>,
-                     caf::replies_to<pc_release_atom, address>::with<caf::ok_atom>,
-                     caf::reacts_to<pc_retry_atom, std::string, uint64_t>,
-                     caf::reacts_to<mb_snapshot_atom, membership_snapshot>>::
-    extend_with<lifecycle::stopping_recipient_actor>;
 
 /// Spawns the pod-hub claimer of one silo_host process: claims go through `placement` (the
 /// local placement service: prefer-local puts the pod hub here), `routing` is the process's

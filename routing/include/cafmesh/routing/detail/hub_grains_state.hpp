@@ -63,6 +63,7 @@ struct pod_hub_claimer_state {
   uint64_t attaches = 0;            ///< attach calls issued (each retry counts)
   uint64_t attached_ok = 0;         ///< attaches answered true
   uint64_t prompt_replacements = 0; ///< attempts re-placed at once (see `pod_claim`)
+  uint64_t lost = 0;                ///< attached activations that went (`pc_lost_atom`)
   uint64_t detaches = 0;
   log::logger log;
   static const char* name;
