@@ -139,8 +139,6 @@ struct silo_options {
   /// clients' calls); the stage observers keep talking to the gateway part itself. Null:
   /// the gateway part.
   std::function<caf::actor(caf::actor)> wrap_gateway;
-  /// The catalog's idle collection (`catalog_config::idle_deactivation_ms`); zero: off.
-  caf::timespan idle_deactivation{0};
 };
 
 /// One assembled silo: the lifecycle subject, the host and every component handle.

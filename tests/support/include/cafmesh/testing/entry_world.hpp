@@ -339,7 +339,7 @@ struct entry_silo_options {
   bool port_proxy = false;    ///< `silo_options::wrap_grain_port` with a `port_proxy`
   bool gateway_proxy = false; ///< `silo_options::wrap_gateway` with a `gateway_proxy`
   int64_t hub_build_delay_ms = 0; ///< `test_hub_factory_state::delay_ms`
-  caf::timespan idle_deactivation{0}; ///< `silo_options::idle_deactivation` (zero: off)
+  int64_t idle_deactivation_ms = 0; ///< `catalog.idle_deactivation_ms` (0: off)
   /// `directory.stateless_worker_bypass`
   /// (docs/behaviour/directory-and-placement.md#the-stateless-worker-bypass)
   bool bypass = true;
@@ -369,6 +369,7 @@ public:
     auto& sys = fx_.sys;
     auto silo_cfg = cfg;
     silo_cfg.directory.stateless_worker_bypass = opt.bypass;
+    silo_cfg.catalog.idle_deactivation_ms = opt.idle_deactivation_ms;
     silo_address self_addr{host, 11111, ++generation_};
     auto resolver = fx_.track(sys.spawn(test_resolver));
     caf::actor port_px;
@@ -379,8 +380,7 @@ public:
     builder.config(silo_cfg).cluster(cluster_).without_entry().path_resolver(resolver);
     builder_access::at(builder, self_addr);
     builder_access::override_options(builder, [&](lifecycle::silo_options& so) {
-      so.idle_deactivation = opt.idle_deactivation;
-          if (opt.port_proxy)
+      if (opt.port_proxy)
         so.wrap_grain_port = [&](grain_port_actor real) {
           port_px = fx_.track(sys.spawn(port_proxy, caf::actor_cast<caf::actor>(real), &fx_));
           return caf::actor_cast<grain_port_actor>(port_px);
