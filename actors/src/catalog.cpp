@@ -37,6 +37,7 @@ catalog_config make_catalog_config(const config::mesh_config& cfg, const silo_ad
   out.seed = cfg.simulation.seed;
   out.deactivation_timeout_ms = cfg.catalog.deactivation_timeout_ms;
   out.activation_timeout_ms = cfg.catalog.activation_timeout_ms;
+  out.idle_deactivation_ms = cfg.catalog.idle_deactivation_ms;
   out.max_forward_count = cfg.placement.max_forward_count;
   out.lookup_attempt_timeout_ms = cfg.directory.lookup_attempt_timeout_ms;
   out.stateless_worker_bypass = cfg.directory.stateless_worker_bypass;

@@ -245,7 +245,8 @@ private:
 };
 
 // Ranges: a timeout, budget, race window or timer interval must be >= 1 ms (0 would expire
-// or spin at once); log thresholds, the pool's drain grace and latencies may be 0; counts of
+// or spin at once); log thresholds, the pool's drain grace, latencies and the idle collection
+// age (0: off) may be 0; counts of
 // things that must exist (workers, pool slots, samples, ids) are >= 1; retry and
 // forward counts may be 0. examples/config/README.md lists every key with its range.
 schema make_schema() {
@@ -263,7 +264,8 @@ schema make_schema() {
     .key("teardown_budget_ms", &host_section::teardown_budget_ms, integer(1));
   section_builder<catalog_section>(s, "catalog", &S::catalog)
     .key("deactivation_timeout_ms", &catalog_section::deactivation_timeout_ms, integer(1))
-    .key("activation_timeout_ms", &catalog_section::activation_timeout_ms, integer(1));
+    .key("activation_timeout_ms", &catalog_section::activation_timeout_ms, integer(1))
+    .key("idle_deactivation_ms", &catalog_section::idle_deactivation_ms, integer(0));
   section_builder<membership_section>(s, "membership", &S::membership)
     .key("shutdown_grace_ms", &membership_section::shutdown_grace_ms, integer(1))
     .key("dead_publish_ms", &membership_section::dead_publish_ms, integer(1))

@@ -10,6 +10,7 @@
 #include "cafmesh/actors/catalog.hpp"
 #include "cafmesh/actors/grain_registry.hpp"
 #include "cafmesh/actors/placement.hpp"
+#include "cafmesh/config/load.hpp"
 #include "cafmesh/config/mesh_config.hpp"
 #include "cafmesh/testing/fixture.hpp"
 #include "cafmesh/testing/placement_world.hpp"
@@ -153,6 +154,19 @@ TEST_CASE("placement and catalog configs take the documented defaults from mesh_
   CHECK_FALSE(make_placement_config(m, s).stateless_worker_bypass);
   CHECK_FALSE(make_catalog_config(m, s).stateless_worker_bypass);
   CHECK(make_placement_config(m, s).worker_count == 4);
+}
+
+TEST_CASE("catalog config: idle collection is catalog.idle_deactivation_ms, off (0) by default") {
+  config::mesh_config m;
+  silo_address s{"h", 1, 7};
+  CHECK(m.catalog.idle_deactivation_ms == 0);
+  CHECK(make_catalog_config(m, s).idle_deactivation_ms == 0);
+  m.catalog.idle_deactivation_ms = 900000;
+  CHECK(make_catalog_config(m, s).idle_deactivation_ms == 900000);
+  auto r = config::parse(
+    R"({"mesh":{"process_role":"silo_host"},"catalog":{"idle_deactivation_ms":100}})");
+  REQUIRE(r.ok);
+  CHECK(make_catalog_config(r.value, s).idle_deactivation_ms == 100);
 }
 
 TEST_CASE_FIXTURE(pl_fixture, "placement: work items are spread over worker_count workers by fnv1a64(grain id) mod 16") {

@@ -45,6 +45,7 @@ const std::vector<field> fields{
   CAFMESH_FIELD(host, teardown_budget_ms, 30000),
   CAFMESH_FIELD(catalog, deactivation_timeout_ms, 30000),
   CAFMESH_FIELD(catalog, activation_timeout_ms, 30000),
+  CAFMESH_FIELD(catalog, idle_deactivation_ms, 0),
   CAFMESH_FIELD(membership, shutdown_grace_ms, 5000),
   CAFMESH_FIELD(membership, dead_publish_ms, 60000),
   CAFMESH_FIELD(membership, provider, "oracle"),
@@ -160,7 +161,8 @@ const char* default_text = R"({
   },
   "catalog": {
     "deactivation_timeout_ms": 30000,
-    "activation_timeout_ms": 30000
+    "activation_timeout_ms": 30000,
+    "idle_deactivation_ms": 0
   },
   "membership": {
     "shutdown_grace_ms": 5000,
@@ -293,7 +295,8 @@ const char* distinct_text = R"({
   },
   "catalog": {
     "deactivation_timeout_ms": 30004,
-    "activation_timeout_ms": 30005
+    "activation_timeout_ms": 30005,
+    "idle_deactivation_ms": 900000
   },
   "membership": {
     "shutdown_grace_ms": 5001,
@@ -428,7 +431,7 @@ std::string read_text(const std::filesystem::path& p) {
 } // namespace
 
 TEST_CASE("config: mesh_config{} holds every documented default") {
-  REQUIRE(fields.size() == 86);
+  REQUIRE(fields.size() == 87);
   std::set<std::string> pointers;
   for (auto& f : fields)
     CHECK(pointers.insert(f.pointer).second);
@@ -552,6 +555,6 @@ TEST_CASE("config: examples/config/README.md documents every key with its defaul
   size_t keys = 0;
   for (auto& section : defaults)
     keys += section.size();
-  CHECK(keys == 86);
+  CHECK(keys == 87);
   CHECK(documented.size() == keys);
 }

@@ -78,6 +78,8 @@ const std::vector<std::pair<std::string, std::string>> bad_documents{
   {with_role(R"("gateway":{"max_outstanding":"lots"})"),
    R"(/gateway/max_outstanding: expected an integer >= 0, got "lots")"},
   {with_role(R"("pool":{"cap":256.0})"), "/pool/cap: expected an integer >= 1, got 256.0"},
+  {with_role(R"("catalog":{"idle_deactivation_ms":-1})"),
+   "/catalog/idle_deactivation_ms: expected an integer >= 0, got -1"},
   {with_role(R"("host":{"shutdown_budget_ms":0})"),
    "/host/shutdown_budget_ms: expected an integer >= 1, got 0"},
   {with_role(R"("lifecycle":{"quiescence_residual_sample":0})"),

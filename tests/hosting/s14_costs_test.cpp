@@ -28,7 +28,6 @@
 #include "cafmesh/testing/fixture.hpp"
 #include "cafmesh/testing/silo_world.hpp"
 #include "cafmesh/testing/test_cluster.hpp"
-#include "cafmesh/testing/builder_access.hpp"
 
 using namespace cafmesh;
 using namespace cafmesh::lifecycle;
@@ -195,6 +194,7 @@ TEST_CASE("direct route to a node-hub grain activation: it goes with the activat
     .config([] {
       config::mesh_config c;
       c.routing.max_in_flight = 0;
+      c.catalog.idle_deactivation_ms = 1000;
       return c;
     }())
     .hub("node/bench/*",
@@ -202,9 +202,6 @@ TEST_CASE("direct route to a node-hub grain activation: it goes with the activat
            ++*handled;
            r.done();
          });
-  testing::builder_access::override_options(builder, [](silo_options& so) {
-    so.idle_deactivation = std::chrono::milliseconds(1000);
-  });
   auto built = builder.build();
   REQUIRE(built);
   auto started = testing::ask(fx, built->host(), host_start_atom::value);

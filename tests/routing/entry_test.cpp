@@ -713,7 +713,7 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: a node hub is exempt from idle colle
   entry_world w(*this);
   entry_silo_options opt;
   opt.hub_build_delay_ms = 500;
-  opt.idle_deactivation = std::chrono::milliseconds(100);
+  opt.idle_deactivation_ms = 100;
   auto& a = w.add_silo("a", opt);
   auto h = w.add_hub(a.routing, "portal/h1");
   auto t0 = now_ms();

@@ -5,7 +5,6 @@
 #include "silo_component.hpp"
 
 #include "cafmesh/actors/catalog.hpp"
-#include "cafmesh/actors/whole_ms.hpp"
 #include "cafmesh/routing/gateway_atoms.hpp"
 
 namespace cafmesh::lifecycle::components {
@@ -15,7 +14,6 @@ namespace ev = silo_event_text;
 extern const silo_component catalog{
   [](silo_wiring& w) {
     auto cc = make_catalog_config(w.cfg(), w.s.addr);
-    cc.idle_deactivation_ms = whole_ms(w.opts.idle_deactivation);
     w.s.catalog = spawn_catalog(w.sys, cc, w.s.registry, w.s.centre, w.s.placement);
   },
   [](silo_wiring& w) {

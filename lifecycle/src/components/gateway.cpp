@@ -21,7 +21,8 @@ extern const silo_component gateway{
     go.core = w.s.core;
     w.s.gateway = spawn_gateway(w.sys, std::move(go));
     w.s.slots->gateway = w.s.gateway;
-    w.served_gateway = w.opts.wrap_gateway ? w.opts.wrap_gateway(w.s.gateway) : w.s.gateway;
+    const auto& wrap = seams_of(w.opts).wrap_gateway;
+    w.served_gateway = wrap ? wrap(w.s.gateway) : w.s.gateway;
   },
   [](silo_wiring& w) {
     auto part = w.s.gateway;

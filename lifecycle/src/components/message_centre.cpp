@@ -24,7 +24,7 @@ extern const silo_component message_centre{
     auto served_gateway = w.served_gateway;
     auto lg = w.lg;
     auto name = w.name;
-    const bool quiescence_wired = w.opts.subscribe_quiescence;
+    const bool quiescence_wired = seams_of(w.opts).subscribe_quiescence;
     w.subscribe(
       stages::runtime_initialize, "message-centre",
       [=](caf::event_based_actor* self, bool, caf::response_promise rp) mutable {

@@ -1,7 +1,7 @@
 // The quiescence participant at Active 20000
 // (docs/behaviour/quiescence.md#the-participant-at-stage-active): a stop holds until the gauge
 // reads zero, bounded by `lifecycle.quiescence_hold_ms`. Unsubscribed only for the negative
-// test (`silo_options::subscribe_quiescence`): the message centre's start then fails.
+// test (`silo_seams::subscribe_quiescence`): the message centre's start then fails.
 
 #include "silo_component.hpp"
 
@@ -18,7 +18,7 @@ extern const silo_component quiescence_participant{
       w.sys, w.s.gauge, std::move(qopts), caf::actor_cast<routing::leg_release_actor>(w.s.core));
   },
   [](silo_wiring& w) {
-    if (w.opts.subscribe_quiescence)
+    if (seams_of(w.opts).subscribe_quiescence)
       w.subscribe(stages::active, "routing-quiescence", w.s.quiescence);
     else
       w.keep(w.s.quiescence);

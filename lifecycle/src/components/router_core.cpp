@@ -19,7 +19,8 @@ extern const silo_component router_core{
     co.gauge = s.gauge;
     co.pool = s.pool;
     co.registry = w.opts.registry;
-    co.grains = w.opts.wrap_grain_port ? w.opts.wrap_grain_port(s.grains) : s.grains;
+    const auto& wrap = seams_of(w.opts).wrap_grain_port;
+    co.grains = wrap ? wrap(s.grains) : s.grains;
     co.resolver = w.opts.resolver;
     co.failure_observer = w.opts.failure_observer;
     co.local_routes = caf::actor_cast<routing::local_route_port_actor>(s.routing);

@@ -29,6 +29,8 @@
 #include "cafmesh/actors/stage.hpp"
 #include "cafmesh/lifecycle/silo_components.hpp"
 
+#include "../silo_seams.hpp"
+
 namespace cafmesh::lifecycle::components {
 
 /// A stage's start or stop action: it runs in its observer `self`, gets the stop's `graceful`
@@ -60,7 +62,7 @@ struct silo_wiring {
   /// The silo assembled so far.
   silo_components s;
   /// What the message centre serves as component `gateway` (the gateway part unless a test
-  /// bed interposes through `silo_options::wrap_gateway`).
+  /// bed interposes through `silo_seams::wrap_gateway`).
   caf::actor served_gateway;
   /// Set once a membership step of a stop found the oracle silent: the later steps take the
   /// grace window as bound (docs/behaviour/membership.md#leaving).

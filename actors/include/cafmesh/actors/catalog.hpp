@@ -136,7 +136,7 @@ struct catalog_config {
   int64_t lookup_attempt_timeout_ms = 5000; ///< `directory.lookup_attempt_timeout_ms`
   bool stateless_worker_bypass = true;      ///< `directory.stateless_worker_bypass`
   int64_t max_forward_count = 2;            ///< `placement.max_forward_count`
-  /// Idle time after which an activation deactivates; 0 disables idle deactivation.
+  /// `catalog.idle_deactivation_ms`: idle time after which an activation deactivates; 0: never.
   int64_t idle_deactivation_ms = 0;
 };
 

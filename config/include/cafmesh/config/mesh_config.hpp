@@ -52,6 +52,9 @@ struct catalog_section {
   /// (docs/behaviour/directory-and-placement.md#deactivation-and-messages-in-motion); >= 1
   int64_t deactivation_timeout_ms = 30000;
   int64_t activation_timeout_ms = 30000; ///< bound on activating a grain; >= 1
+  /// an activation without an open turn for this long deactivates (idle collection, Orleans'
+  /// collection age; docs/behaviour/directory-and-placement.md#idle-collection); 0: never; >= 0
+  int64_t idle_deactivation_ms = 0;
 };
 
 /// Section `membership` (docs/behaviour/lifecycle.md#stages, docs/behaviour/membership.md).

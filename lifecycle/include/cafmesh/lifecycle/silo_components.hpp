@@ -82,6 +82,9 @@ inline constexpr const char* centre_started = "message centre started";
 inline constexpr const char* centre_stopped = "message centre stopped; silo status Terminated";
 } // namespace silo_event_text
 
+/// The test seams of a silo, defined privately to the library (docs/testing.md#builder-access).
+struct silo_seams;
+
 /// What a silo is built from.
 struct silo_options {
   /// The whole configuration (examples/config/README.md#keys); every section is read from here.
@@ -121,26 +124,9 @@ struct silo_options {
   std::vector<lifecycle::stopping_recipient_actor> stopping_recipients;
   /// Called with each quiescence hold's duration (the admin endpoint's meters); may be empty.
   std::function<void(caf::timespan hold)> on_quiescence_hold;
-  /// docs/behaviour/quiescence.md#the-participant-at-stage-active: the standard wiring subscribes
-  /// the quiescence participant. False exists only for the negative test: the start then fails
-  /// `config_invalid`.
-  bool subscribe_quiescence = true;
-
-  // Test overrides (test beds set them through `cafmesh::testing::builder_access`,
-  // tests/support/include/cafmesh/testing/builder_access.hpp; an application leaves them at
-  // their defaults).
-
-  /// Interposes on the router core's grain port: the router core delivers its grain legs
-  /// to `wrap_grain_port(grain-delivery adapter)` (a test proxy recording, holding or
-  /// turning away attempts). Null: to the adapter itself.
-  std::function<routing::grain_port_actor(routing::grain_port_actor)> wrap_grain_port;
-  /// Interposes on the gateway part: the message centre serves component `gateway` with
-  /// `wrap_gateway(gateway part)` (a test proxy counting, refusing or holding the pure
-  /// clients' calls); the stage observers keep talking to the gateway part itself. Null:
-  /// the gateway part.
-  std::function<caf::actor(caf::actor)> wrap_gateway;
-  /// The catalog's idle collection (`catalog_config::idle_deactivation_ms`); zero: off.
-  caf::timespan idle_deactivation{0};
+  /// The test seams (test proxies, negative controls); null in production: test beds set them
+  /// through `cafmesh::testing::builder_access`.
+  std::shared_ptr<const silo_seams> seams;
 };
 
 /// One assembled silo: the lifecycle subject, the host and every component handle.

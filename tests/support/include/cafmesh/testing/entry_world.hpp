@@ -229,7 +229,7 @@ struct gateway_proxy_state {
 };
 
 /// Served as component `gateway` in front of the gateway part `real`
-/// (`silo_options::wrap_gateway`): records every client grain call, refuses or holds the
+/// (`builder_access::wrap_gateway`): records every client grain call, refuses or holds the
 /// chosen ones and hands the rest, and every attach, detach and connect, to `real`.
 inline caf::behavior gateway_proxy(caf::stateful_actor<gateway_proxy_state>* self,
                                    caf::actor real, testing::fixture* fx) {
@@ -336,10 +336,10 @@ struct entry_silo_options {
   /// Start until Active; false: the start stops at the join hold (Joining, gateway closed)
   /// until `set_status(addr, active)` releases it.
   bool activate = true;
-  bool port_proxy = false;    ///< `silo_options::wrap_grain_port` with a `port_proxy`
-  bool gateway_proxy = false; ///< `silo_options::wrap_gateway` with a `gateway_proxy`
-  int64_t hub_build_delay_ms = 0; ///< `test_hub_factory_state::delay_ms`
-  caf::timespan idle_deactivation{0}; ///< `silo_options::idle_deactivation` (zero: off)
+  bool port_proxy = false;          ///< `builder_access::wrap_grain_port` with a `port_proxy`
+  bool gateway_proxy = false;       ///< `builder_access::wrap_gateway` with a `gateway_proxy`
+  int64_t hub_build_delay_ms = 0;   ///< `test_hub_factory_state::delay_ms`
+  int64_t idle_deactivation_ms = 0; ///< `catalog.idle_deactivation_ms` (0: off)
   /// `directory.stateless_worker_bypass`
   /// (docs/behaviour/directory-and-placement.md#the-stateless-worker-bypass)
   bool bypass = true;
@@ -369,6 +369,7 @@ public:
     auto& sys = fx_.sys;
     auto silo_cfg = cfg;
     silo_cfg.directory.stateless_worker_bypass = opt.bypass;
+    silo_cfg.catalog.idle_deactivation_ms = opt.idle_deactivation_ms;
     silo_address self_addr{host, 11111, ++generation_};
     auto resolver = fx_.track(sys.spawn(test_resolver));
     caf::actor port_px;
@@ -379,17 +380,16 @@ public:
     builder.config(silo_cfg).cluster(cluster_).without_entry().path_resolver(resolver);
     builder_access::at(builder, self_addr);
     builder_access::override_options(builder, [&](lifecycle::silo_options& so) {
-      so.idle_deactivation = opt.idle_deactivation;
-          if (opt.port_proxy)
-        so.wrap_grain_port = [&](grain_port_actor real) {
+      if (opt.port_proxy)
+        builder_access::wrap_grain_port(so, [&](grain_port_actor real) {
           port_px = fx_.track(sys.spawn(port_proxy, caf::actor_cast<caf::actor>(real), &fx_));
           return caf::actor_cast<grain_port_actor>(port_px);
-        };
+        });
       if (opt.gateway_proxy)
-        so.wrap_gateway = [&](caf::actor real) {
+        builder_access::wrap_gateway(so, [&](caf::actor real) {
           gateway_px = fx_.track(sys.spawn(gateway_proxy, real, &fx_));
           return gateway_px;
-        };
+        });
     });
     auto built = builder.build();
     if (!built)

@@ -129,7 +129,8 @@ public:
     builder_access::override_options(builder, [&](lifecycle::silo_options& so) {
       so.oracle = o.oracle ? o.oracle : oracle;
       so.registry = registry;
-      so.subscribe_quiescence = o.subscribe_quiescence;
+      if (!o.subscribe_quiescence)
+        builder_access::without_quiescence_participant(so);
       so.teardown = o.teardown;
       so.failure_observer = o.failure_observer;
     });
