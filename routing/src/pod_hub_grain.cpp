@@ -241,8 +241,11 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
       return rp;
     }
     auto ack = d;
+    // Not awaited: the deliveries of a batch (docs/behaviour/routing.md#channel-batches) reach
+    // the routing service back to back and in order, which hands them to the hub in that
+    // order; awaiting each answer would hold the rest in the mailbox, resumed once per answer.
     self->request(slots->routing, caf::infinite, lr_deliver_atom::value, d)
-      .await(
+      .then(
         [=](bool took) mutable {
           if (took) {
             ack.state = delivery_state::forwarded;

@@ -504,7 +504,7 @@ TEST_CASE("S14.04 1,000 frames queued on one channel behind a held head are deli
   testing::silo_world_options ob;
   ob.configure = [](config::mesh_config& c) {
     c.routing.max_in_flight = 0;
-    c.routing.channel_batch_max = 64; // the measured setting (off by default)
+    c.routing.channel_batch_max = 64; // the default, set here so the count holds if it changes
   };
   ob.hubs.emplace_back("portal/b0", [seen](caf::event_based_actor*, const envelope& d,
                                            routing::hub_responder r) {

@@ -135,9 +135,8 @@ struct routing_section {
   int64_t continuation_attempt_timeout_ms = 5000;
   /// Most deliveries one leg of an ordering channel carries: its head and the one-way
   /// deliveries queued behind it (docs/behaviour/routing.md#channel-batches, SPEC §14 B2);
-  /// 1 .. 256. 1 (off) by default until a pod-hub claim race the batches expose is fixed
-  /// (docs/known-limits.md#channel-batches-are-off-by-default); 64 is the measured setting
-  int64_t channel_batch_max = 1;
+  /// 1 .. 256 (1: off)
+  int64_t channel_batch_max = 64;
   int64_t retry_max = 6;
   int64_t retry_base_ms = 250;
   int64_t retry_cap_ms = 3000;

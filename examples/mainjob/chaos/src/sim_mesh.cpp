@@ -669,7 +669,7 @@ sim_run run_sim(const scenario& s, const sim_options& opts) {
     if (auto dump = std::getenv("SIMROLL_LEDGER_DUMP"))
       std::ofstream{dump} << out.ledger_lines;
     if (auto dump = std::getenv("SIMROLL_LOG_DUMP")) {
-      std::ofstream f{dump};
+      std::ofstream f{std::string{dump} + "." + std::to_string(s.seed)};
       for (auto& l : fx.logs.lines())
         f << (l.t_ms - t0) << " " << l.component << " " << static_cast<int>(l.lvl) << " "
           << l.text << "\n";

@@ -26,7 +26,7 @@
 ///
 /// Diagnostics: SIMROLL_LEDGER_DUMP, SIMROLL_LOG_DUMP, SIMROLL_NET_DUMP and SIMROLL_DIR_DUMP
 /// name files that receive a run's ledger lines, captured log, network trace and final
-/// directory entries.
+/// directory entries (the log as `{file}.{seed}`, one file per seed of a test that runs several).
 
 #include <cstdint>
 #include <functional>
