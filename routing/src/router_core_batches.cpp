@@ -45,15 +45,32 @@ std::optional<size_t> position_of(const channel_batch& b, uint64_t head, uint64_
   return 1 + static_cast<size_t>(i - b.riders.begin());
 }
 
+/// Drops from `ids` the legs that are gone or finished.
+void drop_ended(core_state& s, std::vector<uint64_t>& ids) {
+  ids.erase(std::remove_if(ids.begin(), ids.end(),
+                           [&](uint64_t id) {
+                             auto i = s.legs.find(id);
+                             return i == s.legs.end() || i->second.finished;
+                           }),
+            ids.end());
+}
+
+/// The batch `leg` leads; null if it leads none (its mark is cleared if the batch is gone).
+channel_batch* led_by(core_state& s, leg_rec& leg) {
+  if (batch_of(s, leg) != leg.id)
+    return nullptr;
+  auto i = s.batches.find(leg.id);
+  if (i == s.batches.end()) {
+    set_batch(s, leg, 0);
+    return nullptr;
+  }
+  return &i->second;
+}
+
 /// `riders` form the batch of the first of them, which attempts now.
 void lead_anew(pointer self, std::vector<uint64_t> riders) {
   auto& s = self->state;
-  riders.erase(std::remove_if(riders.begin(), riders.end(),
-                              [&](uint64_t id) {
-                                auto i = s.legs.find(id);
-                                return i == s.legs.end() || i->second.finished;
-                              }),
-               riders.end());
+  drop_ended(s, riders);
   if (riders.empty())
     return;
   auto first = riders.front();
@@ -225,22 +242,13 @@ void batch_form(pointer self, leg_rec& head) {
 
 void batch_send_riders(pointer self, leg_rec& head, ms bound) {
   auto& s = self->state;
-  if (batch_of(s, head) != head.id)
+  auto* led = led_by(s, head);
+  if (led == nullptr)
     return;
-  auto i = s.batches.find(head.id);
-  if (i == s.batches.end()) {
-    set_batch(s, head, 0);
-    return;
-  }
-  auto& b = i->second;
-  b.riders.erase(std::remove_if(b.riders.begin(), b.riders.end(),
-                                [&](uint64_t id) {
-                                  auto j = s.legs.find(id);
-                                  return j == s.legs.end() || j->second.finished;
-                                }),
-                 b.riders.end());
+  auto& b = *led;
+  drop_ended(s, b.riders);
   if (b.riders.empty()) {
-    s.batches.erase(i);
+    s.batches.erase(head.id);
     set_batch(s, head, 0);
     return;
   }
@@ -281,17 +289,13 @@ void batch_nack_riders(pointer self, leg_rec& leg, verdict v, const std::string&
                        bool target_unserved, const caf::optional<silo_address>& responding,
                        bool quiet) {
   auto& s = self->state;
-  if (batch_of(s, leg) != leg.id)
+  auto* b = led_by(s, leg);
+  if (b == nullptr)
     return;
-  auto i = s.batches.find(leg.id);
-  if (i == s.batches.end()) {
-    set_batch(s, leg, 0);
-    return;
-  }
-  if (!i->second.answers.empty())
+  if (!b->answers.empty())
     return; // an attempt is out: each rider ends by its own answer
-  auto riders = std::move(i->second.riders);
-  s.batches.erase(i);
+  auto riders = std::move(b->riders);
+  s.batches.erase(leg.id);
   set_batch(s, leg, 0);
   for (auto id : riders) {
     auto j = s.legs.find(id);
