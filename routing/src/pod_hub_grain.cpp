@@ -240,54 +240,54 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
       rp.deliver(to_error(not_here()));
       return rp;
     }
-    auto ack = d;
-    // Not awaited: the deliveries of a batch (docs/behaviour/routing.md#channel-batches) reach
-    // the routing service back to back and in order, which hands them to the hub in that
-    // order; awaiting each answer would hold the rest in the mailbox, resumed once per answer.
-    self->request(slots->routing, caf::infinite, lr_deliver_atom::value, d)
-      .then(
-        [=](bool took) mutable {
-          if (took) {
-            ack.state = delivery_state::forwarded;
-            if (!is_continuation(ack)) {
-              stamp_landing(ack, slots->silo); // a hub of this silo's process took it
-              if (via_placement && me->tag)
-                stamp_landed_activation(ack, *me->tag);
-            }
-            rp.deliver(ack);
-            return;
-          }
-          if (!slots->gateway || !slots->centre) {
+    // Delegated: the routing service hands it to the local route and answers the caller
+    // itself (no answer passes this activation, docs/delivery-costs.md#the-remote-frame-path);
+    // the deliveries of a batch (docs/behaviour/routing.md#channel-batches) reach it back to back
+    // and in order. With no local route it comes back here (`ph_no_route_atom`).
+    auto landing = silo_address{};
+    auto tag = activation_tag{};
+    if (!is_continuation(d)) {
+      landing = slots->silo; // a hub of this silo's process takes it
+      if (via_placement && me->tag)
+        tag = *me->tag;
+    }
+    return rp.delegate(slots->routing, lr_land_atom::value, std::move(d), landing, tag,
+                       caf::actor_cast<caf::actor>(self));
+  };
+  // No local route in this process: the hub is a pure client's attached through this silo's
+  // gateway, or it is not here.
+  auto no_route = [=](envelope& d) -> caf::result<envelope> {
+    learn(self, me);
+    if (!slots->gateway || !slots->centre) {
+      log_not_here();
+      leave(self, me);
+      return to_error(not_here());
+    }
+    auto rp = self->make_response_promise<envelope>();
+    self->request(slots->gateway, caf::infinite, gw_lookup_atom::value, path)
+      .await(
+        [=](const silo_address& c) mutable {
+          if (c.empty()) {
             log_not_here();
             leave(self, me);
             rp.deliver(to_error(not_here()));
             return;
           }
-          self->request(slots->gateway, caf::infinite, gw_lookup_atom::value, path)
-            .await(
-              [=](const silo_address& c) mutable {
-                if (c.empty()) {
-                  log_not_here();
-                  leave(self, me);
-                  rp.deliver(to_error(not_here()));
-                  return;
-                }
-                lg.info("pod hub " + id.key + " adopts pure client " + c.to_string()
-                        + " attached through this gateway");
-                *client = c;
-                pin(self, me, true);
-                to_client(c, ack, rp);
-              },
-              [=](caf::error&) mutable {
-                leave(self, me);
-                rp.deliver(to_error(not_here()));
-              });
+          lg.info("pod hub " + id.key + " adopts pure client " + c.to_string()
+                  + " attached through this gateway");
+          *client = c;
+          pin(self, me, true);
+          to_client(c, d, rp);
         },
-        [=](caf::error& e) mutable { rp.deliver(to_error(to_fault(e))); });
+        [=](caf::error&) mutable {
+          leave(self, me);
+          rp.deliver(to_error(not_here()));
+        });
     return rp;
   };
   return {
     [=](ph_handover_sweep_atom, int64_t fired) { sweep(fired); },
+    [=](ph_no_route_atom, envelope& d) -> caf::result<envelope> { return no_route(d); },
     [=](ph_attach_atom) -> caf::result<bool> {
       learn(self, me);
       if (!slots->routing)

@@ -11,6 +11,8 @@
 #include "cafmesh/actors/placement_atoms.hpp"
 #include "cafmesh/routing/classify.hpp"
 #include "cafmesh/routing/size_guard.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
+#include "landing_report.hpp"
 #include "routing_service_parts.hpp"
 #include "cafmesh/routing/detail/routing_service_state.hpp"
 
@@ -299,6 +301,29 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
       ++self->state.stats.lr_delivered;
       self->send(*h, hb_in_atom::value, std::move(d));
       return true;
+    },
+    // A pod hub activation's delivery, delegated here: the answer goes straight to whoever
+    // called the activation (docs/delivery-costs.md#the-remote-frame-path).
+    [=](lr_land_atom, envelope& d, const silo_address& landing, activation_tag tag,
+        caf::actor& activation) -> caf::result<envelope> {
+      auto& st = self->state;
+      if (d.request_id && st.held.size() > 0)
+        st.held.answered(*d.request_id);
+      auto h = find_route(self, d.target);
+      if (h == nullptr) {
+        ++st.stats.lr_refused;
+        auto rp = self->make_response_promise<envelope>();
+        return rp.delegate(activation, ph_no_route_atom::value, std::move(d));
+      }
+      ++st.stats.lr_delivered;
+      auto ack = d;
+      ack.state = delivery_state::forwarded;
+      if (!landing.empty())
+        stamp_landing(ack, landing);
+      if (tag.value != 0)
+        stamp_landed_activation(ack, tag);
+      self->send(*h, hb_in_atom::value, std::move(d));
+      return ack;
     },
     [=](gw_stop_send_atom a, const silo_address& gw) {
       auto& st = self->state;

@@ -58,6 +58,9 @@ using hg_route_atom = caf::atom_constant<caf::atom("hgroute")>;
 /// `(hg_deliver_atom, envelope) -> envelope`: `deliver` on a node hub or pod hub grain.
 using hg_deliver_atom = caf::atom_constant<caf::atom("hgdeliver")>;
 using ph_attach_atom = caf::atom_constant<caf::atom("phattach")>;
+/// `(ph_no_route_atom, envelope) -> envelope`: the routing service hands a pod hub's delegated
+/// delivery back when this process has no local route for it (routing_service.hpp).
+using ph_no_route_atom = caf::atom_constant<caf::atom("phnoroute")>;
 using ph_detach_atom = caf::atom_constant<caf::atom("phdetach")>;
 /// `(ph_attach_client_atom, silo_address client) -> bool`: the pod hub serves a hub hosted
 /// in pure client `client` (docs/behaviour/routing.md#the-entry "Pure client inbound attach"); pins

@@ -41,8 +41,8 @@
 ///   serves a pure client, the activation deactivates so a retried claim places it anew
 ///   (idempotent);
 ///   `(hg_deliver_atom, envelope) -> envelope`: with the local route here hand the envelope
-///   over (`lr_deliver_atom` on the routing service) and answer `forwarded`; otherwise the
-///   error `pod_hub_not_here` (`fault::silo` = this silo) and the activation deactivates;
+///   over (`lr_land_atom`, delegated to the routing service, which answers `forwarded`);
+///   otherwise the error `pod_hub_not_here` (`fault::silo` = this silo) and the activation deactivates;
 ///   `(ph_detach_atom) -> ok`: deactivates (docs/behaviour/routing.md#hubs).
 ///   **Client-hosted pod hubs** (docs/behaviour/routing.md#the-entry "Pure client inbound attach"):
 ///   `(ph_attach_client_atom, silo_address client) -> bool`: from now on the hub lives in pure

@@ -67,5 +67,8 @@ using sp_publish_atom = caf::atom_constant<caf::atom("sppublish")>;
 
 // -- local-route port (router_ports.hpp) ---------------------------------------------------
 using lr_deliver_atom = caf::atom_constant<caf::atom("lrdeliver")>;
+/// `(lr_land_atom, envelope, silo_address, activation_tag, caf::actor) -> envelope`: a pod hub
+/// activation's hand-over to its silo's routing service, delegated (routing_service.hpp).
+using lr_land_atom = caf::atom_constant<caf::atom("lrland")>;
 
 } // namespace cafmesh::routing

@@ -21,6 +21,7 @@
 /// | `(rs_unregister_atom, address) -> ok` | removes it |
 /// | `(rs_has_route_atom, address) -> bool` | is there a local route for the host path? |
 /// | `(lr_deliver_atom, envelope) -> bool` | `local_route_port_actor` (router_ports.hpp): hand to the local route of the target's host path, `false` if none |
+/// | `(lr_land_atom, envelope, silo_address landing, activation_tag tag, caf::actor activation) -> envelope` | `silo_host`: pod hub `activation`'s delivery, delegated to this service (no answer passes the activation, docs/delivery-costs.md#the-remote-frame-path): handed to the local route as `lr_deliver_atom` does and answered `forwarded`, stamped with `landing` (not for a continuation) and `tag` (unless 0); with no local route it is delegated back, `(ph_no_route_atom, envelope)` to `activation` |
 /// | `(host_stopping_atom) -> ok` | `stopping_recipient_actor`
 /// (docs/behaviour/lifecycle.md#the-host) |
 /// | `(rs_core_atom, router_core_actor)` | `silo_host`: the co-hosted router core (set once, before traffic) |
@@ -138,6 +139,7 @@ using routing_service_actor = caf::typed_actor<
   caf::replies_to<rs_unregister_atom, address>::with<caf::ok_atom>,
   caf::replies_to<rs_has_route_atom, address>::with<bool>,
   caf::replies_to<lr_deliver_atom, envelope>::with<bool>,
+  caf::replies_to<lr_land_atom, envelope, silo_address, activation_tag, caf::actor>::with<envelope>,
   caf::replies_to<lifecycle::host_stopping_atom>::with<caf::ok_atom>,
   caf::reacts_to<rs_core_atom, router_core_actor>, caf::replies_to<rs_role_atom>::with<std::string>,
   caf::reacts_to<mb_snapshot_atom, membership_snapshot>,
