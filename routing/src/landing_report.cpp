@@ -28,6 +28,18 @@ void report_landing(const silo_address& own, const caf::actor& centre,
     caf::anon_send(caf::actor_cast<caf::actor>(entry), rs_landed_atom::value, env.id, *at);
 }
 
+envelope forwarded_answer(const envelope& d) {
+  envelope a;
+  a.id = d.id;
+  a.sender = d.sender;
+  a.target = d.target;
+  a.state = delivery_state::forwarded;
+  a.ordering_key = d.ordering_key;
+  a.answer_suppressed = d.answer_suppressed;
+  a.request_id = d.request_id;
+  return a;
+}
+
 void stamp_landed_activation(envelope& answer, activation_tag tag) {
   answer.properties[landed_activation_property] = json_quote(tag.hex());
 }

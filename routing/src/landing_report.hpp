@@ -31,6 +31,12 @@ void report_landing(const silo_address& own, const caf::actor& centre,
 /// then on (docs/delivery-costs.md#the-remote-frame-path).
 inline constexpr const char* landed_activation_property = "landed_activation";
 
+/// What a pod-hub grain answers for delivery `d` once a local route took it: `d`'s id,
+/// addresses, request id and stream id with state `forwarded`, without its payload, properties,
+/// path or caller identity (its caller reads the state and the stamps only, and the answer of a
+/// remote call crosses the link back).
+envelope forwarded_answer(const envelope& d);
+
 /// Stamps `tag` into `answer` (`landed_activation_property`).
 void stamp_landed_activation(envelope& answer, activation_tag tag);
 

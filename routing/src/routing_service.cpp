@@ -316,8 +316,7 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
         return rp.delegate(activation, ph_no_route_atom::value, std::move(d));
       }
       ++st.stats.lr_delivered;
-      auto ack = d;
-      ack.state = delivery_state::forwarded;
+      auto ack = forwarded_answer(d);
       if (!landing.empty())
         stamp_landing(ack, landing);
       if (tag.value != 0)
