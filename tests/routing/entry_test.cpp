@@ -12,6 +12,7 @@
 #include "cafmesh/lifecycle/host.hpp"
 #include "cafmesh/lifecycle/quiescence_participant.hpp"
 #include "cafmesh/lifecycle/silo_lifecycle.hpp"
+#include "cafmesh/routing/held_requests.hpp"
 #include "cafmesh/routing/size_guard.hpp"
 #include "cafmesh/testing/entry_world.hpp"
 #include "cafmesh/routing/detail/hub_grains_state.hpp"
@@ -252,6 +253,50 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.49 pod hub re-claimed on a ring change 
   CHECK(w.catalog_of(b.addr).by_grain.count(pod_hub_grain("portal/bob")) == 0);
   CHECK(w.catalog_of(b.addr).stats.deactivated == deact_before + 1);
   CHECK(w.catalog_of(a.addr).by_grain.count(pod_hub_grain("portal/bob")) == 0);
+}
+
+TEST_CASE_FIXTURE(testing::fixture, "entry: a pod hub's hand-over delegated to the routing service reaches the local route whole and is answered to the caller forwarded, stamped and without the payload; with no local route it goes back to the activation, which answers the caller") {
+  entry_world w(*this);
+  auto& a = w.add_silo("a");
+  auto owner = w.add_hub(a.routing, "portal/owner");
+  run();
+  // Stands for the pod-hub activation: answers a delivery handed back itself.
+  auto activation = sys.spawn([](caf::event_based_actor*) -> caf::behavior {
+    return {[](ph_no_route_atom, envelope& d) {
+      d.properties["handed_back"] = "true";
+      return d;
+    }};
+  });
+  auto d = make_delivery("l1", "portal/owner");
+  d.properties["trace"] = "\"t1\"";
+  auto r = ask<envelope>(*this, a.routing, lr_land_atom::value, d, a.addr, activation_tag{0x2a},
+                         activation);
+  REQUIRE(r);
+  CHECK(r->id == "l1");
+  CHECK(r->state == delivery_state::forwarded);
+  CHECK(r->payload_json.empty());
+  CHECK(r->properties.count("trace") == 0);
+  CHECK(routing::landing_of(*r) == a.addr);
+  CHECK(r->properties["landed_activation"] == "\"0000002a\"");
+  REQUIRE(hub_of(owner).received.size() == 1);
+  CHECK(hub_of(owner).received[0].env.payload_json == d.payload_json);
+  CHECK(hub_of(owner).received[0].env.properties["trace"] == "\"t1\"");
+  // No landing silo (the activation passes none for a continuation) and tag 0: no stamp.
+  r = ask<envelope>(*this, a.routing, lr_land_atom::value, make_delivery("l3", "portal/owner"),
+                    silo_address{}, activation_tag{}, activation);
+  REQUIRE(r);
+  CHECK(r->state == delivery_state::forwarded);
+  CHECK(r->properties.empty());
+  CHECK(hub_of(owner).received.size() == 2);
+  // No local route: back to the activation, whose answer reaches the caller.
+  r = ask<envelope>(*this, a.routing, lr_land_atom::value, make_delivery("l2", "portal/none"),
+                    a.addr, activation_tag{0x2a}, activation);
+  REQUIRE(r);
+  CHECK(r->id == "l2");
+  CHECK(r->properties["handed_back"] == "true");
+  CHECK(r->payload_json == "{\"n\":1}");
+  CHECK(hub_of(owner).received.size() == 2);
+  caf::anon_send_exit(activation, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE_FIXTURE(testing::fixture,
