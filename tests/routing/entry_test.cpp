@@ -255,7 +255,7 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.49 pod hub re-claimed on a ring change 
   CHECK(w.catalog_of(a.addr).by_grain.count(pod_hub_grain("portal/bob")) == 0);
 }
 
-TEST_CASE_FIXTURE(testing::fixture, "entry: a pod hub's hand-over delegated to the routing service reaches the local route whole and is answered to the caller forwarded, stamped and without the payload; with no local route it goes back to the activation, which answers the caller") {
+TEST_CASE_FIXTURE(testing::fixture, "entry: a pod hub's hand-over delegated to the routing service reaches the local route whole and is answered to the caller forwarded, stamped and without the payload, and with no local route goes back to the activation, which answers the caller") {
   entry_world w(*this);
   auto& a = w.add_silo("a");
   auto owner = w.add_hub(a.routing, "portal/owner");
