@@ -244,6 +244,8 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
     // itself (no answer passes this activation, docs/delivery-costs.md#the-remote-frame-path);
     // the deliveries of a batch (docs/behaviour/routing.md#channel-batches) reach it back to back
     // and in order. With no local route it comes back here (`ph_no_route_atom`).
+    // The tag is known once the catalog answered `learn`'s question: a fresh activation's
+    // first deliveries are answered without it, and their caller learns the route later.
     auto landing = silo_address{};
     auto tag = activation_tag{};
     if (!is_continuation(d)) {
@@ -277,7 +279,7 @@ caf::behavior pod_hub_behavior(caf::event_based_actor* self, const grain_id& id,
                   + " attached through this gateway");
           *client = c;
           pin(self, me, true);
-          to_client(c, d, rp);
+          to_client(c, std::move(d), rp);
         },
         [=](caf::error&) mutable {
           leave(self, me);

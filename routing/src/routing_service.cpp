@@ -312,6 +312,10 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
       auto h = find_route(self, d.target);
       if (h == nullptr) {
         ++st.stats.lr_refused;
+        if (!activation) // nobody to hand it back to (a delegation to nobody is never answered)
+          return to_error(
+            fault{mesh_errc::pod_hub_not_here,
+                  "no local route for '" + d.target.to_string() + "' in this process"});
         auto rp = self->make_response_promise<envelope>();
         return rp.delegate(activation, ph_no_route_atom::value, std::move(d));
       }
