@@ -1,5 +1,7 @@
 #include "router_core_state.hpp"
 
+#include <utility>
+
 #include <caf/send.hpp>
 
 namespace cafmesh::routing::router_core_detail {
@@ -84,8 +86,8 @@ void pool_ended(pointer self, uint64_t id) {
     self->send(s.opts.pool, routing::pool_ended_atom::value, id);
 }
 
-void gauge_track(pointer self, uint64_t slot, const std::string& label, routing::slot_state st) {
-  self->state.acct.track(slot, label, st, now_ms(self));
+void gauge_track(pointer self, uint64_t slot, std::string label, routing::slot_state st) {
+  self->state.acct.track(slot, std::move(label), st, now_ms(self));
   gauge_changed(self);
 }
 
@@ -94,8 +96,8 @@ void gauge_mark(pointer self, uint64_t slot) {
   gauge_changed(self);
 }
 
-void gauge_handover(pointer self, uint64_t slot, const std::string& label) {
-  self->state.acct.handover(slot, label);
+void gauge_handover(pointer self, uint64_t slot, std::string label) {
+  self->state.acct.handover(slot, std::move(label));
   gauge_changed(self);
 }
 

@@ -305,10 +305,10 @@ uint64_t post_nack(pointer self, const envelope& original, verdict v, const std:
   auto label = routing::nack_label(job.sender, original.id);
   if (handover_slot) {
     job.slot = *handover_slot;
-    gauge_handover(self, job.slot, label);
+    gauge_handover(self, job.slot, std::move(label));
   } else {
     job.slot = id;
-    gauge_track(self, job.slot, label, routing::slot_state::queued);
+    gauge_track(self, job.slot, std::move(label), routing::slot_state::queued);
   }
   s.log.debug("NACK " + to_string(v) + " for delivery " + original.id + " to " + job.sender
               + " posted: " + text);

@@ -404,13 +404,13 @@ void pool_started(pointer self, uint64_t id);
 void pool_ended(pointer self, uint64_t id);
 
 /// Tracks gauge slot `slot`, labelled `label`, in state `st`.
-void gauge_track(pointer self, uint64_t slot, const std::string& label, routing::slot_state st);
+void gauge_track(pointer self, uint64_t slot, std::string label, routing::slot_state st);
 
 /// Marks gauge slot `slot` dispatched.
 void gauge_mark(pointer self, uint64_t slot);
 
 /// Hands gauge slot `slot` over to `label` (a NACK takes a leg's slot; count unchanged).
-void gauge_handover(pointer self, uint64_t slot, const std::string& label);
+void gauge_handover(pointer self, uint64_t slot, std::string label);
 
 /// Releases gauge slot `slot`.
 void gauge_release(pointer self, uint64_t slot);

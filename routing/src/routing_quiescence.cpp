@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -20,16 +21,31 @@ std::string to_string(slot_state x) {
   return x == slot_state::dispatched ? "dispatched" : "queued";
 }
 
+namespace {
+
+/// `{kind} -> {addr} (delivery {id})` in one allocation: a label is rendered for every leg.
+std::string unit_label(std::string_view kind, const std::string& addr,
+                       const std::string& delivery_id) {
+  static constexpr std::string_view arrow = " -> ";
+  static constexpr std::string_view delivery = " (delivery ";
+  std::string out;
+  out.reserve(kind.size() + arrow.size() + addr.size() + delivery.size() + delivery_id.size() + 1);
+  out.append(kind).append(arrow).append(addr).append(delivery).append(delivery_id).push_back(')');
+  return out;
+}
+
+} // namespace
+
 std::string dispatch_label(const std::string& addr, const std::string& delivery_id) {
-  return "dispatch -> " + addr + " (delivery " + delivery_id + ")";
+  return unit_label("dispatch", addr, delivery_id);
 }
 
 std::string stream_routed_label(const std::string& addr, const std::string& delivery_id) {
-  return "stream-routed -> " + addr + " (delivery " + delivery_id + ")";
+  return unit_label("stream-routed", addr, delivery_id);
 }
 
 std::string nack_label(const std::string& sender, const std::string& delivery_id) {
-  return "NACK -> " + sender + " (delivery " + delivery_id + ")";
+  return unit_label("NACK", sender, delivery_id);
 }
 
 std::string render_delivery_ids(const std::vector<std::string>& ids, uint64_t total) {
