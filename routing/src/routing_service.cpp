@@ -10,8 +10,8 @@
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/placement_atoms.hpp"
 #include "cafmesh/routing/classify.hpp"
-#include "cafmesh/routing/size_guard.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
+#include "cafmesh/routing/size_guard.hpp"
 #include "landing_report.hpp"
 #include "routing_service_parts.hpp"
 #include "cafmesh/routing/detail/routing_service_state.hpp"
@@ -98,6 +98,20 @@ caf::actor* find_route(rs_actor* self, const address& a) {
   render_route_key(self, a, key);
   auto i = self->state.routes.find(key);
   return i == self->state.routes.end() ? nullptr : &i->second;
+}
+
+/// The local route that takes hand-over `d` (`lr_deliver_atom`, `lr_land_atom`), counted, or
+/// null if this process has none; an answer it carries ends the request it answers here.
+caf::actor* landing_route(rs_actor* self, const envelope& d) {
+  auto& st = self->state;
+  if (d.request_id && st.held.size() > 0)
+    st.held.answered(*d.request_id);
+  auto h = find_route(self, d.target);
+  if (h == nullptr)
+    ++st.stats.lr_refused;
+  else
+    ++st.stats.lr_delivered;
+  return h;
 }
 
 /// Posts a NACK straight to the sender's local route (entry NACKs,
@@ -291,14 +305,9 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
     },
     [=](rs_has_route_atom, const address& a) { return find_route(self, a) != nullptr; },
     [=](lr_deliver_atom, envelope& d) {
-      if (d.request_id && self->state.held.size() > 0)
-        self->state.held.answered(*d.request_id);
-      auto h = find_route(self, d.target);
-      if (h == nullptr) {
-        ++self->state.stats.lr_refused;
+      auto h = landing_route(self, d);
+      if (h == nullptr)
         return false;
-      }
-      ++self->state.stats.lr_delivered;
       self->send(*h, hb_in_atom::value, std::move(d));
       return true;
     },
@@ -306,12 +315,8 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
     // called the activation (docs/delivery-costs.md#the-remote-frame-path).
     [=](lr_land_atom, envelope& d, const silo_address& landing, activation_tag tag,
         caf::actor& activation) -> caf::result<envelope> {
-      auto& st = self->state;
-      if (d.request_id && st.held.size() > 0)
-        st.held.answered(*d.request_id);
-      auto h = find_route(self, d.target);
+      auto h = landing_route(self, d);
       if (h == nullptr) {
-        ++st.stats.lr_refused;
         if (!activation) // nobody to hand it back to (a delegation to nobody is never answered)
           return to_error(
             fault{mesh_errc::pod_hub_not_here,
@@ -319,7 +324,6 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
         auto rp = self->make_response_promise<envelope>();
         return rp.delegate(activation, ph_no_route_atom::value, std::move(d));
       }
-      ++st.stats.lr_delivered;
       auto ack = forwarded_answer(d);
       if (!landing.empty())
         stamp_landing(ack, landing);
