@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -263,6 +265,16 @@ struct partition_state {
   /// `directory_unstable` (SPEC §15 C3, `orphan_grace_ms`).
   hash_ring orphaned_ring;
   caf::actor_clock::time_point orphan_grace_until{};
+  /// The ring before the latest change that gave this partition ids of silos still present
+  /// (it joined, or a member leaves gracefully), the silos whose hand-offs it still waits
+  /// for, and until when a miss of such an id answers `directory_unstable` (SPEC §15 C6,
+  /// `handoff_wait_ms`).
+  hash_ring handoff_ring;
+  std::set<silo_address> handoffs_awaited;
+  uint64_t handoffs_awaited_after = 0; ///< a hand-off of a newer ring version ends a wait
+  caf::actor_clock::time_point handoff_wait_until{};
+  /// The newest ring version of a hand-off received from each silo.
+  std::map<silo_address, uint64_t> handoffs_seen;
   uint64_t handoffs_sent = 0;
   uint64_t handoffs_refused = 0;
   log::logger log;
@@ -296,6 +308,15 @@ void add_move(moves& out, const silo_address& to, const activation_address& a,
   slot.second.push_back(a);
 }
 
+/// The ring version a hand-off of this partition carries: its view's, or for a leaving
+/// partition the next one. A silo applies its own leaving status to its view before the
+/// table's write gives that status a version (docs/behaviour/membership.md#leaving), so the
+/// ring a leaving partition hands by is the next version's; the receivers see it as a change
+/// after the view they hold and wait for this hand-off (`await_handoffs`).
+uint64_t handoff_version(const partition_state& st) {
+  return st.leaving ? st.version + 1 : st.version;
+}
+
 /// Sends one `dir_handoff` per new owner.
 void send_moves(partition_actor* self, moves& out, const char* what) {
   auto& st = self->state;
@@ -316,6 +337,18 @@ void send_moves(partition_actor* self, moves& out, const char* what) {
 /// register them again when they see the same view; a miss meanwhile would make its caller
 /// place a second activation.
 constexpr int64_t orphan_grace_ms = 500;
+
+/// How long a partition that gained ids from silos still present (it joined the ring, or a
+/// member left it gracefully) answers a miss of such an id with `directory_unstable` while
+/// their hand-offs have not arrived (SPEC §15 C6): a miss would make its caller place a second
+/// activation of a grain whose entry is on its way. Every partition that gives ids away sends
+/// its hand-off, empty or not, so the wait normally ends when the slower side sees the view.
+constexpr int64_t handoff_wait_ms = 2000;
+
+bool in_ring(const hash_ring& r, const silo_address& s) {
+  const auto& m = r.members();
+  return std::find(m.begin(), m.end(), s) != m.end();
+}
 
 /// True if `m`, a member of the previous ring, left it without handing its entries off:
 /// `v` shows it Stopping or Dead (a kill, declared Active -> Stopping -> Dead, or superseded
@@ -394,10 +427,69 @@ void merge(partition_actor* self, const activation_address& a, uint64_t ring_ver
                component::catalog, caf::make_message(dir_lost_atom::value, a, held.address));
 }
 
+/// After a ring change from `before` (this partition's view version then: `previous`), notes
+/// the silos still present that hand this partition ids: with rendezvous hashing a member that
+/// stays in the ring gives ids only to a joining silo, and a leaving one gives its ids to
+/// every member. A partition that saw no ring before takes the ring without itself as the one
+/// it joined. Silos that departed stop being waited for (their entries died with them:
+/// `orphan_grace_ms`).
+void await_handoffs(partition_actor* self, const hash_ring& before, uint64_t previous) {
+  auto& st = self->state;
+  for (auto i = st.handoffs_awaited.begin(); i != st.handoffs_awaited.end();) {
+    if (st.view.departed(*i) || left_abruptly(st.view, *i))
+      i = st.handoffs_awaited.erase(i);
+    else
+      ++i;
+  }
+  if (st.leaving || before == st.ring || !in_ring(st.ring, st.self_addr))
+    return;
+  hash_ring was = before;
+  if (was.empty()) {
+    std::vector<silo_address> others;
+    for (const auto& m : st.ring.members())
+      if (m != st.self_addr)
+        others.push_back(m);
+    was = hash_ring{std::move(others)};
+  }
+  bool joined = !in_ring(was, st.self_addr);
+  std::set<silo_address> from;
+  for (const auto& m : was.members()) {
+    if (m == st.self_addr)
+      continue;
+    bool gives = in_ring(st.ring, m) ? joined : st.view.status_of(m) == silo_status::shutting_down;
+    auto seen = st.handoffs_seen.find(m);
+    if (gives && (seen == st.handoffs_seen.end() || seen->second <= previous))
+      from.insert(m);
+  }
+  if (from.empty())
+    return;
+  st.handoff_ring = std::move(was);
+  st.handoffs_awaited = std::move(from);
+  st.handoffs_awaited_after = previous;
+  st.handoff_wait_until = self->clock().now() + std::chrono::milliseconds(handoff_wait_ms);
+}
+
+/// The `directory_unstable` refusal of a miss of `g` while the hand-off that may carry its
+/// entry has not arrived (`await_handoffs`), or none.
+caf::optional<caf::error> awaiting_handoff(partition_actor* self, const grain_id& g) {
+  auto& st = self->state;
+  if (st.handoffs_awaited.empty() || self->clock().now() >= st.handoff_wait_until)
+    return caf::none;
+  auto was = st.handoff_ring.owner_of(g);
+  if (was == nullptr || st.handoffs_awaited.count(*was) == 0)
+    return caf::none;
+  fault f{mesh_errc::directory_unstable,
+          "the entry of " + g.to_string() + ", if any, is on its way from " + was->to_string()
+            + " to the directory partition on " + st.self_addr.to_string() + "; retry later"};
+  f.silo = st.self_addr;
+  return to_error(f);
+}
+
 void apply_snapshot(partition_actor* self, const membership_snapshot& snap) {
   auto& st = self->state;
   if (snap.version < st.version)
     return;
+  auto previous = st.version;
   st.version = snap.version;
   st.view = snap;
   auto own = snap.find(st.self_addr);
@@ -416,6 +508,7 @@ void apply_snapshot(partition_actor* self, const membership_snapshot& snap) {
       st.orphan_grace_until = self->clock().now() + std::chrono::milliseconds(orphan_grace_ms);
       break;
     }
+  await_handoffs(self, before, previous);
   if (st.ring.empty())
     return; // nobody to hand to: keep everything until a ring exists again
   // Re-home only by this ring change: an entry placed here by an older ring than this one
@@ -424,6 +517,7 @@ void apply_snapshot(partition_actor* self, const membership_snapshot& snap) {
   // everything on. Every move carries a ring version at least the entry's, so an entry
   // never travels back to a partition by an older ring (no ping-pong).
   moves out;
+  auto version = handoff_version(st);
   for (auto i = st.entries.begin(); i != st.entries.end();) {
     const auto& o = *st.ring.owner_of(i->first);
     auto& e = i->second;
@@ -431,12 +525,21 @@ void apply_snapshot(partition_actor* self, const membership_snapshot& snap) {
       e.ring_version = std::max(e.ring_version, st.version);
       ++i;
     } else if (st.leaving || e.ring_version < st.version) {
-      add_move(out, o, e.address, std::max(e.ring_version, st.version));
+      add_move(out, o, e.address, std::max(e.ring_version, version));
       i = st.entries.erase(i);
     } else {
       ++i;
     }
   }
+  // Every silo this change gives ids of this partition hears from it, with no entries too:
+  // its partition waits for this hand-off before it answers a miss of such an id
+  // (`await_handoffs`).
+  if (before != st.ring && in_ring(before, st.self_addr))
+    for (const auto& m : st.ring.members())
+      if (m != st.self_addr && (st.leaving || !in_ring(before, m))) {
+        auto& slot = out[m];
+        slot.first = std::max(slot.first, version);
+      }
   send_moves(self, out, "handing");
 }
 
@@ -445,9 +548,13 @@ void apply_snapshot(partition_actor* self, const membership_snapshot& snap) {
 /// this partition's that this ring gives to another silo is forwarded once to that owner,
 /// with this ring's version (the receiver never sends it back by an older ring); every
 /// other entry is kept, first-wins.
-void receive_handoff(partition_actor* self, uint64_t ring_version,
+void receive_handoff(partition_actor* self, const silo_address& from, uint64_t ring_version,
                      const std::vector<activation_address>& xs) {
   auto& st = self->state;
+  auto& seen = st.handoffs_seen[from];
+  seen = std::max(seen, ring_version);
+  if (ring_version > st.handoffs_awaited_after)
+    st.handoffs_awaited.erase(from);
   moves out;
   for (const auto& a : xs) {
     if (st.view.departed(a.silo))
@@ -455,7 +562,7 @@ void receive_handoff(partition_actor* self, uint64_t ring_version,
     auto o = st.ring.owner_of(a.grain);
     bool forward = o != nullptr && *o != st.self_addr && (st.leaving || ring_version < st.version);
     if (forward)
-      add_move(out, *o, a, std::max(ring_version, st.version));
+      add_move(out, *o, a, std::max(ring_version, handoff_version(st)));
     else
       merge(self, a, ring_version);
   }
@@ -490,6 +597,8 @@ directory_partition(partition_actor* self, silo_address self_addr, caf::actor mc
       auto i = st.entries.find(g);
       if (i != st.entries.end())
         return lookup_result{true, i->second.address};
+      if (auto e = awaiting_handoff(self, g))
+        return std::move(*e);
       if (self->clock().now() < st.orphan_grace_until) {
         auto was = st.orphaned_ring.owner_of(g);
         if (was != nullptr && left_abruptly(st.view, *was)) {
@@ -507,6 +616,9 @@ directory_partition(partition_actor* self, silo_address self_addr, caf::actor mc
       auto& st = self->state;
       if (!owns(st, a.grain))
         return directory_unstable_error(st.self_addr, a.grain);
+      if (st.entries.count(a.grain) == 0)
+        if (auto e = awaiting_handoff(self, a.grain))
+          return std::move(*e);
       auto ins = st.entries.emplace(a.grain, held_entry{a, st.version, st.version});
       if (!ins.second && replace_superseded(st, ins.first->second, a, st.version))
         ins.first->second.registered_at = st.version;
@@ -530,7 +642,7 @@ directory_partition(partition_actor* self, silo_address self_addr, caf::actor mc
       if (protocol != directory_protocol_version)
         refuse_handoff(self, protocol, from.to_string(), xs.size());
       else
-        receive_handoff(self, ring_version, xs);
+        receive_handoff(self, from, ring_version, xs);
     },
     // The hand-off of version 1, which carried no protocol number.
     [=](dir_handoff_atom, uint64_t, const std::vector<activation_address>& xs) {

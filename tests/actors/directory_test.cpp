@@ -373,15 +373,17 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: a leaving silo's partition hands its 
   auto mark = w.net_state().trace.size();
   w.set_status(b.addr, silo_status::shutting_down);
   run_up_to(100ms);
-  // One hand-off frame (a one-way `directory send`) from b per new owner.
-  size_t frames = 0;
+  // One hand-off frame (a one-way `directory send`) from b per member of the new ring, each
+  // new owner's entries in it.
+  REQUIRE(expected.size() == 2);
   for (auto& kv : expected)
-    frames += w.net_state().count("Sb:11111@2 -> " + kv.first.to_string() + " #0 directory send +");
-  CHECK(frames == expected.size());
-  // Besides them b sends one frame: its leaving notice to the one peer it exchanged frames
-  // with, a (docs/behaviour/membership.md#dead-peers).
+    CHECK(frames_after(w, mark, "Sb:11111@2 -> " + kv.first.to_string() + " #0 directory send +") == 1);
+  // Besides them b sends one frame to each peer it exchanged frames with, a and c (c got
+  // b's empty hand-off when it joined): its leaving notice
+  // (docs/behaviour/membership.md#dead-peers).
   CHECK(frames_after(w, mark, "Sb:11111@2 -> Sa:11111@1 #0 none send") == 1);
-  CHECK(frames_after(w, mark, "Sb:11111@2 -> ") == expected.size() + 1);
+  CHECK(frames_after(w, mark, "Sb:11111@2 -> Sc:11111@3 #0 none send") == 1);
+  CHECK(frames_after(w, mark, "Sb:11111@2 -> ") == expected.size() + 2);
   auto p = spawn_probe();
   ask(p, a.partition, caf::make_message(dir_entries_atom::value), "a");
   ask(p, c.partition, caf::make_message(dir_entries_atom::value), "c");
@@ -496,7 +498,7 @@ TEST_CASE_FIXTURE(dir_fixture, "S12.48 a snapshot in which silo B leaves drops e
   for (auto s : all)
     w.join_active(s);
   auto user = spawn_user(w, a);
-  run();
+  run_up_to(100ms); // the joins' hand-offs land
   auto& us = user_of(user);
   // 40 grains, 10 owned by each silo, activations spread over all four silos.
   hash_ring ring0{all};
@@ -564,8 +566,9 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: the resolver sends stateless workers 
   CHECK(without.resolve("routing") == directory_kind::ring);
   auto user = spawn_user(w, a, true);
   auto old_build = spawn_user(w, b, false);
-  run();
+  run_up_to(100ms); // the joins' hand-offs land
   auto frames0 = w.net_state().frames_sent;
+  auto directory_requests0 = w.net_state().requests_by_component[component::directory];
   auto t0 = now_ms();
   caf::anon_send(user, user_lookup_atom::value, grain_id{"routing", "default"});
   caf::anon_send(user, user_reg_atom::value, act(grain_id{"routing", "default"}, a.addr, 7));
@@ -587,7 +590,8 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: the resolver sends stateless workers 
   CHECK_FALSE(ob.lookups[0].second.registered);
   CHECK(ob.errors.empty());
   auto owner = *hash_ring({a.addr, b.addr, c.addr}).owner(grain_id{"routing", "default"});
-  CHECK(w.net_state().requests_by_component[component::directory] == (owner == b.addr ? 0u : 1u));
+  CHECK(w.net_state().requests_by_component[component::directory] - directory_requests0
+        == (owner == b.addr ? 0u : 1u));
 }
 
 TEST_CASE_FIXTURE(dir_fixture, "directory: a lookup at a stalled owner fails after lookup_attempt_timeout_ms = 5,000 ms") {
@@ -963,7 +967,7 @@ TEST_CASE_FIXTURE(dir_fixture, "directory: when a killed silo restarts, a peer's
   for (auto s : {a.addr, b.addr, c.addr})
     w.join_active(s);
   auto user = spawn_user(w, a);
-  run();
+  run_up_to(100ms); // the joins' hand-offs land
   auto& us = user_of(user);
   auto c1 = c.addr;
   hash_ring ring1{{a.addr, b.addr, c1}};
@@ -1138,4 +1142,89 @@ TEST_CASE_FIXTURE(dir_fixture, "S15.03 directory: for 500 ms after a view shows 
   REQUIRE(run_until([&] { return us.lookups.size() == 2; }));
   CHECK_FALSE(us.lookups[1].second.registered);
   CHECK(us.errors.size() == 2);
+}
+
+TEST_CASE_FIXTURE(dir_fixture, "S15.07 directory: a joining silo's partition answers directory_unstable to a lookup or registration of an id it gains from a silo still present until that silo's hand-off arrives, an empty one included, and for at most 2,000 ms") {
+  sim_world w{*this, sim_network_config{1, 1, 1}};
+  auto& a = w.add_member("a");
+  auto& b = w.add_member("b");
+  auto& c = w.add_member("c");
+  auto& d = w.add_member("d");
+  w.join_active(a.addr);
+  w.join_active(b.addr);
+  auto user = spawn_user(w, b);
+  run();
+  hash_ring before{{a.addr, b.addr}};
+  hash_ring after{{a.addr, b.addr, c.addr}};
+  auto from_a = [&](const grain_id& x) {
+    return before.owner(x) == a.addr && after.owner(x) == c.addr;
+  };
+  auto g1 = find_key(from_a);
+  auto g2 = find_key([&](const grain_id& x) { return from_a(x) && x != g1; });
+  auto g3 = find_key([&](const grain_id& x) {
+    return before.owner(x) == b.addr && after.owner(x) == c.addr;
+  });
+  auto kept = act(g1, b.addr, 1);
+  caf::anon_send(user, user_reg_atom::value, kept);
+  REQUIRE(run_until([&] { return user_of(user).winners.size() == 1; }));
+  CHECK(user_of(user).winners[0] == kept);
+  // A's frames to and from C are held: A's hand-off to C (g1's entry) waits. B's, empty,
+  // arrives.
+  caf::anon_send(w.net, sim_partition_atom::value, a.addr, c.addr);
+  run();
+  w.join_active(c.addr);
+  auto& us = user_of(user);
+  REQUIRE(run_until([&] { return us.client.ring().members().size() == 3; }));
+  caf::anon_send(user, user_lookup_atom::value, g1);
+  caf::anon_send(user, user_lookup_atom::value, g2);
+  caf::anon_send(user, user_reg_atom::value, act(g2, b.addr, 2));
+  caf::anon_send(user, user_lookup_atom::value, g3);
+  REQUIRE(run_until([&] { return us.errors.size() == 3 && us.lookups.size() == 1; }));
+  for (auto& [t, e] : us.errors) {
+    auto f = to_fault(e);
+    CHECK(f.code == mesh_errc::directory_unstable);
+    CHECK(f.silo == c.addr);
+    CHECK(f.text.find(" is on its way from " + a.addr.to_string() + " to the directory partition on "
+                      + c.addr.to_string() + "; retry later")
+          != std::string::npos);
+  }
+  // g3 came from B, whose hand-off (empty) arrived: it misses at once.
+  CHECK(us.lookups[0].second.registered == false);
+  CHECK(us.winners.size() == 1);
+  // 1,000 ms later A's hand-off still waits: g1 is still not answered as missing.
+  run_for(std::chrono::milliseconds(1000));
+  caf::anon_send(user, user_lookup_atom::value, g1);
+  REQUIRE(run_until([&] { return us.errors.size() == 4; }));
+  CHECK(to_fault(us.errors[3].second).code == mesh_errc::directory_unstable);
+  // The link heals: A's hand-off arrives and C answers g1's entry, and a miss for g2.
+  caf::anon_send(w.net, sim_heal_atom::value, a.addr, c.addr);
+  run();
+  caf::anon_send(user, user_lookup_atom::value, g1);
+  caf::anon_send(user, user_lookup_atom::value, g2);
+  REQUIRE(run_until([&] { return us.lookups.size() == 3; }));
+  CHECK(us.lookups[1].second.registered);
+  CHECK(us.lookups[1].second.address == kept);
+  CHECK_FALSE(us.lookups[2].second.registered);
+  CHECK(us.errors.size() == 4);
+  // D joins while A's link to it is cut and stays cut: the wait for A's hand-off ends
+  // 2,000 ms after D's partition saw the view, and an id it gained from A then misses.
+  hash_ring with_d{{a.addr, b.addr, c.addr, d.addr}};
+  auto g4 = find_key([&](const grain_id& x) {
+    return after.owner(x) == a.addr && with_d.owner(x) == d.addr;
+  });
+  caf::anon_send(w.net, sim_partition_atom::value, a.addr, d.addr);
+  run();
+  w.join_active(d.addr);
+  auto joined_ms = now_ms();
+  REQUIRE(run_until([&] { return us.client.ring().members().size() == 4; }));
+  caf::anon_send(user, user_lookup_atom::value, g4);
+  REQUIRE(run_until([&] { return us.errors.size() == 5; }));
+  CHECK(to_fault(us.errors[4].second).code == mesh_errc::directory_unstable);
+  run_for(std::chrono::milliseconds(2000 - (now_ms() - joined_ms)));
+  caf::anon_send(user, user_lookup_atom::value, g4);
+  REQUIRE(run_until([&] { return us.lookups.size() == 4; }));
+  CHECK_FALSE(us.lookups[3].second.registered);
+  CHECK(us.errors.size() == 5);
+  caf::anon_send(w.net, sim_heal_atom::value, a.addr, d.addr);
+  run();
 }

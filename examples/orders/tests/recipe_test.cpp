@@ -61,7 +61,7 @@ TEST_CASE("recipe: three silos with 5-20 ms links and a pure client: a graceful 
   // A graceful stop of b while requests are in flight: b hands its grains over, every
   // request is answered.
   auto stop = mesh.stop("b");
-  CHECK(count(sent).pending == 50); // of 100 sent in the first second
+  CHECK(count(sent).pending > 0); // some of the 100 sent in the first second are in flight
   place_lines(fx, mesh, sent, 2s);
   REQUIRE(fx.run_until([&] { return stop->done && count(sent).pending == 0; }, 1min));
   CHECK(stop->ok());
