@@ -265,10 +265,9 @@ struct partition_state {
   /// `directory_unstable` (SPEC §15 C3, `orphan_grace_ms`).
   hash_ring orphaned_ring;
   caf::actor_clock::time_point orphan_grace_until{};
-  /// The ring before the latest change that gave this partition ids of silos still present
-  /// (it joined, or a member leaves gracefully), the silos whose hand-offs it still waits
-  /// for, and until when a miss of such an id answers `directory_unstable` (SPEC §15 C6,
-  /// `handoff_wait_ms`).
+  /// The ring before this partition's silo joined it, the members whose hand-offs it still
+  /// waits for, and until when a miss of an id one of them owned answers `directory_unstable`
+  /// (SPEC §15 C6, `handoff_wait_ms`).
   hash_ring handoff_ring;
   std::set<silo_address> handoffs_awaited;
   uint64_t handoffs_awaited_after = 0; ///< a hand-off of a newer ring version ends a wait
@@ -308,15 +307,6 @@ void add_move(moves& out, const silo_address& to, const activation_address& a,
   slot.second.push_back(a);
 }
 
-/// The ring version a hand-off of this partition carries: its view's, or for a leaving
-/// partition the next one. A silo applies its own leaving status to its view before the
-/// table's write gives that status a version (docs/behaviour/membership.md#leaving), so the
-/// ring a leaving partition hands by is the next version's; the receivers see it as a change
-/// after the view they hold and wait for this hand-off (`await_handoffs`).
-uint64_t handoff_version(const partition_state& st) {
-  return st.leaving ? st.version + 1 : st.version;
-}
-
 /// Sends one `dir_handoff` per new owner.
 void send_moves(partition_actor* self, moves& out, const char* what) {
   auto& st = self->state;
@@ -338,12 +328,13 @@ void send_moves(partition_actor* self, moves& out, const char* what) {
 /// place a second activation.
 constexpr int64_t orphan_grace_ms = 500;
 
-/// How long a partition that gained ids from silos still present (it joined the ring, or a
-/// member left it gracefully) answers a miss of such an id with `directory_unstable` while
-/// their hand-offs have not arrived (SPEC §15 C6): a miss would make its caller place a second
-/// activation of a grain whose entry is on its way. Every partition that gives ids away sends
-/// its hand-off, empty or not, so the wait normally ends when the slower side sees the view.
-constexpr int64_t handoff_wait_ms = 2000;
+/// How long a partition that joined the ring answers a miss of an id it gained from a member
+/// still present with `directory_unstable` while that member's hand-off has not arrived
+/// (SPEC §15 C6): a miss would make its caller place a second activation of a grain whose
+/// entry is on its way. Every member sends a joining silo its hand-off, empty or not, when it
+/// sees the join, so the wait normally ends when the slowest member sees the view; the bound
+/// is the orphan grace's, for a member that stalls or died undetected.
+constexpr int64_t handoff_wait_ms = 500;
 
 bool in_ring(const hash_ring& r, const silo_address& s) {
   const auto& m = r.members();
@@ -427,12 +418,15 @@ void merge(partition_actor* self, const activation_address& a, uint64_t ring_ver
                component::catalog, caf::make_message(dir_lost_atom::value, a, held.address));
 }
 
-/// After a ring change from `before` (this partition's view version then: `previous`), notes
-/// the silos still present that hand this partition ids: with rendezvous hashing a member that
-/// stays in the ring gives ids only to a joining silo, and a leaving one gives its ids to
-/// every member. A partition that saw no ring before takes the ring without itself as the one
-/// it joined. Silos that departed stop being waited for (their entries died with them:
-/// `orphan_grace_ms`).
+/// After a ring change from `before` (this partition's view version then: `previous`) in
+/// which this silo joined the ring, notes the members still present that hand it ids: with
+/// rendezvous hashing a member that stays in the ring gives ids only to a joining silo. A
+/// partition that saw no ring before takes the ring without itself as the one it joined. A
+/// member whose hand-off of a newer ring version than `previous` arrived already (it saw the
+/// view first) is not waited for; members that departed stop being waited for (their entries
+/// died with them: `orphan_grace_ms`). A graceful leave is not waited for: the leaving
+/// partition hands its entries off when its own silo applies the leaving status, before the
+/// table's write that the others see.
 void await_handoffs(partition_actor* self, const hash_ring& before, uint64_t previous) {
   auto& st = self->state;
   for (auto i = st.handoffs_awaited.begin(); i != st.handoffs_awaited.end();) {
@@ -451,14 +445,12 @@ void await_handoffs(partition_actor* self, const hash_ring& before, uint64_t pre
         others.push_back(m);
     was = hash_ring{std::move(others)};
   }
-  bool joined = !in_ring(was, st.self_addr);
+  if (in_ring(was, st.self_addr))
+    return;
   std::set<silo_address> from;
   for (const auto& m : was.members()) {
-    if (m == st.self_addr)
-      continue;
-    bool gives = in_ring(st.ring, m) ? joined : st.view.status_of(m) == silo_status::shutting_down;
     auto seen = st.handoffs_seen.find(m);
-    if (gives && (seen == st.handoffs_seen.end() || seen->second <= previous))
+    if (in_ring(st.ring, m) && (seen == st.handoffs_seen.end() || seen->second <= previous))
       from.insert(m);
   }
   if (from.empty())
@@ -517,7 +509,6 @@ void apply_snapshot(partition_actor* self, const membership_snapshot& snap) {
   // everything on. Every move carries a ring version at least the entry's, so an entry
   // never travels back to a partition by an older ring (no ping-pong).
   moves out;
-  auto version = handoff_version(st);
   for (auto i = st.entries.begin(); i != st.entries.end();) {
     const auto& o = *st.ring.owner_of(i->first);
     auto& e = i->second;
@@ -525,20 +516,20 @@ void apply_snapshot(partition_actor* self, const membership_snapshot& snap) {
       e.ring_version = std::max(e.ring_version, st.version);
       ++i;
     } else if (st.leaving || e.ring_version < st.version) {
-      add_move(out, o, e.address, std::max(e.ring_version, version));
+      add_move(out, o, e.address, std::max(e.ring_version, st.version));
       i = st.entries.erase(i);
     } else {
       ++i;
     }
   }
-  // Every silo this change gives ids of this partition hears from it, with no entries too:
-  // its partition waits for this hand-off before it answers a miss of such an id
-  // (`await_handoffs`).
-  if (before != st.ring && in_ring(before, st.self_addr))
+  // Every silo that joined the ring by this change hears from this partition, with no
+  // entries too: it waits for this hand-off before it answers a miss of an id it gained from
+  // this partition (`await_handoffs`).
+  if (!st.leaving && before != st.ring && in_ring(before, st.self_addr))
     for (const auto& m : st.ring.members())
-      if (m != st.self_addr && (st.leaving || !in_ring(before, m))) {
+      if (m != st.self_addr && !in_ring(before, m)) {
         auto& slot = out[m];
-        slot.first = std::max(slot.first, version);
+        slot.first = std::max(slot.first, st.version);
       }
   send_moves(self, out, "handing");
 }
@@ -562,7 +553,7 @@ void receive_handoff(partition_actor* self, const silo_address& from, uint64_t r
     auto o = st.ring.owner_of(a.grain);
     bool forward = o != nullptr && *o != st.self_addr && (st.leaving || ring_version < st.version);
     if (forward)
-      add_move(out, *o, a, std::max(ring_version, handoff_version(st)));
+      add_move(out, *o, a, std::max(ring_version, st.version));
     else
       merge(self, a, ring_version);
   }

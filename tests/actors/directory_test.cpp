@@ -1144,7 +1144,7 @@ TEST_CASE_FIXTURE(dir_fixture, "S15.03 directory: for 500 ms after a view shows 
   CHECK(us.errors.size() == 2);
 }
 
-TEST_CASE_FIXTURE(dir_fixture, "S15.07 directory: a joining silo's partition answers directory_unstable to a lookup or registration of an id it gains from a silo still present until that silo's hand-off arrives, an empty one included, and for at most 2,000 ms") {
+TEST_CASE_FIXTURE(dir_fixture, "S15.07 directory: a joining silo's partition answers directory_unstable to a lookup or registration of an id it gains from a silo still present until that silo's hand-off arrives, an empty one included, and for at most 500 ms") {
   sim_world w{*this, sim_network_config{1, 1, 1}};
   auto& a = w.add_member("a");
   auto& b = w.add_member("b");
@@ -1191,8 +1191,8 @@ TEST_CASE_FIXTURE(dir_fixture, "S15.07 directory: a joining silo's partition ans
   // g3 came from B, whose hand-off (empty) arrived: it misses at once.
   CHECK(us.lookups[0].second.registered == false);
   CHECK(us.winners.size() == 1);
-  // 1,000 ms later A's hand-off still waits: g1 is still not answered as missing.
-  run_for(std::chrono::milliseconds(1000));
+  // 400 ms later A's hand-off still waits: g1 is still not answered as missing.
+  run_for(std::chrono::milliseconds(400));
   caf::anon_send(user, user_lookup_atom::value, g1);
   REQUIRE(run_until([&] { return us.errors.size() == 4; }));
   CHECK(to_fault(us.errors[3].second).code == mesh_errc::directory_unstable);
@@ -1207,7 +1207,7 @@ TEST_CASE_FIXTURE(dir_fixture, "S15.07 directory: a joining silo's partition ans
   CHECK_FALSE(us.lookups[2].second.registered);
   CHECK(us.errors.size() == 4);
   // D joins while A's link to it is cut and stays cut: the wait for A's hand-off ends
-  // 2,000 ms after D's partition saw the view, and an id it gained from A then misses.
+  // 500 ms after D's partition saw the view, and an id it gained from A then misses.
   hash_ring with_d{{a.addr, b.addr, c.addr, d.addr}};
   auto g4 = find_key([&](const grain_id& x) {
     return after.owner(x) == a.addr && with_d.owner(x) == d.addr;
@@ -1220,7 +1220,7 @@ TEST_CASE_FIXTURE(dir_fixture, "S15.07 directory: a joining silo's partition ans
   caf::anon_send(user, user_lookup_atom::value, g4);
   REQUIRE(run_until([&] { return us.errors.size() == 5; }));
   CHECK(to_fault(us.errors[4].second).code == mesh_errc::directory_unstable);
-  run_for(std::chrono::milliseconds(2000 - (now_ms() - joined_ms)));
+  run_for(std::chrono::milliseconds(500 - (now_ms() - joined_ms)));
   caf::anon_send(user, user_lookup_atom::value, g4);
   REQUIRE(run_until([&] { return us.lookups.size() == 4; }));
   CHECK_FALSE(us.lookups[3].second.registered);

@@ -17,11 +17,7 @@
 ///   still names `a`;
 ///   each of the three answers `directory_unstable` ("directory partition on {S} does not
 ///   own {type/key}; retry later") if this partition does not own the grain id in its ring
-///   (an empty ring owns nothing); a lookup or registration that finds no entry of an id
-///   this partition gained at its latest ring change from a silo still present answers
-///   `directory_unstable` ("the entry of {id}, if any, is on its way from {P} to the
-///   directory partition on {S}; retry later") until P's hand-off arrives, for at most
-///   2,000 ms (docs/behaviour/directory-and-placement.md#a-hand-off-is-waited-for);
+///   (an empty ring owns nothing);
 /// - `(dir_unreg_silo_atom, silo_address s) -> ok_atom`: drops every entry on silo `s`. The
 ///   partition also does this itself for every silo a snapshot shows Dead;
 /// - `(dir_handoff_atom, uint32_t protocol, silo_address from, uint64_t ring_version,
@@ -51,8 +47,7 @@
 ///   placed here by an older ring than this one (a registration carries the ring version it
 ///   was made under, a hand-off its sender's) goes to its owner, **one `dir_handoff`
 ///   message per new owner** (through the message centre, component `directory`), carrying
-///   this ring's version (at least the entries'; a leaving partition's: the next version),
-///   and an empty one to every other silo the change gives ids of this partition. An entry placed by this ring or a newer
+///   this ring's version (at least the entries'). An entry placed by this ring or a newer
 ///   one stays until a newer ring. A partition whose own silo is leaving (ShuttingDown,
 ///   Stopping, Dead in its view) owns nothing and hands off everything; with an empty ring
 ///   it keeps its entries. No entry ever moves back by an older ring than the one that
