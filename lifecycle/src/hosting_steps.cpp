@@ -99,8 +99,8 @@ routing::address entry_address(const config::mesh_config& cfg, const silo_addres
 
 lifecycle_observer_actor spawn_claim_at_active(caf::actor_system& sys, caf::actor claimer,
                                                routing::address addr) {
-  return caf::actor_cast<lifecycle_observer_actor>(
-    sys.spawn([claimer, addr](caf::event_based_actor*) -> caf::behavior {
+  return sys.spawn(
+    [claimer, addr](lifecycle_observer_actor::pointer) -> lifecycle_observer_actor::behavior_type {
       return {
         [=](start_stage_atom, stage) {
           caf::anon_send(claimer, routing::pc_claim_atom::value, addr);
@@ -109,7 +109,7 @@ lifecycle_observer_actor spawn_claim_at_active(caf::actor_system& sys, caf::acto
         [=](stop_stage_atom, stage, bool) { return caf::ok_atom::value; },
         [=](budget_expired_atom) {},
       };
-    }));
+    });
 }
 
 } // namespace cafmesh::lifecycle::hosting

@@ -68,11 +68,12 @@ caf::expected<monolith> monolith_builder::build() {
   if (cfg->mesh.name.empty())
     ro.process_name = "monolith";
   ro.hubs = caf::actor_cast<routing::hub_factory_actor>(table);
-  auto routing = caf::actor_cast<caf::actor>(routing::spawn_routing_service(sys_, ro));
+  auto service = routing::spawn_routing_service(sys_, ro);
+  auto routing = caf::actor_cast<caf::actor>(service);
   caf::anon_send(table, routing::ht_routing_atom::value, routing, caf::actor{});
   host_options ho;
   ho.silo_name = "monolith";
-  ho.recipients.push_back(caf::actor_cast<stopping_recipient_actor>(routing));
+  ho.recipients.push_back(service);
   if (admin->probe)
     ho.recipients.push_back(admin->probe);
   ho.budgets = cfg->host;

@@ -22,13 +22,14 @@ extern const silo_component routing_service{
     ro.streams = w.s.streams;
     ro.role = config::process_role::silo_host;
     ro.process_name = w.name;
-    w.s.routing = caf::actor_cast<caf::actor>(routing::spawn_routing_service(w.sys, ro));
+    auto service = routing::spawn_routing_service(w.sys, ro);
+    w.s.routing = caf::actor_cast<caf::actor>(service);
     // The routing service ends the held requests of its hubs whose landing silo departs
     // abruptly (docs/behaviour/routing.md#requests-whose-silo-departs): it learns departures
     // from the centre and graceful leaves from membership.
     caf::anon_send(w.s.centre, mc_watch_atom::value, w.s.routing);
     caf::anon_send(w.s.agent, mb_subscribe_atom::value, w.s.routing);
-    w.stopping_recipients.push_back(caf::actor_cast<stopping_recipient_actor>(w.s.routing));
+    w.stopping_recipients.push_back(service);
   },
   [](silo_wiring& w) {
     auto service = w.s.routing;
