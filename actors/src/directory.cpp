@@ -435,6 +435,12 @@ void await_handoffs(partition_actor* self, const hash_ring& before, uint64_t pre
     else
       ++i;
   }
+  for (auto i = st.handoffs_seen.begin(); i != st.handoffs_seen.end();) {
+    if (st.view.departed(i->first))
+      i = st.handoffs_seen.erase(i); // a restarted address has a new generation: no growth
+    else
+      ++i;
+  }
   if (st.leaving || before == st.ring || !in_ring(st.ring, st.self_addr))
     return;
   hash_ring was = before;
