@@ -168,7 +168,7 @@ void listen(link_self* self) {
                 + st.cfg.tls_ca_file + "\"");
   st.gate = spawn_peer_gate(self->system(), self->address(), st.cfg.cluster_id, std::move(*secret),
                             st.cfg.authentication_timeout_ms, std::move(*tls));
-  st.mm = caf::actor_cast<caf::io::middleman_actor>(st.gate.actor);
+  st.mm = st.gate.actor;
   // The gate goes with the link, after every request the link sent it.
   self->attach_functor([gate = st.gate.actor](const caf::error&) {
     caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
@@ -427,7 +427,7 @@ net_link_impl::behavior_type net_link(link_self* self, config::network_section c
       }
       return caf::ok_atom::value;
     },
-    [=](nl_gate_atom) { return self->state.gate.actor; },
+    [=](nl_gate_atom) { return caf::actor_cast<caf::actor>(self->state.gate.actor); },
     [=](pg_expire_atom, uint64_t id) {
       if (self->state.gate.guard)
         expire_handshake(self->system(), self->state.gate.guard, id);

@@ -89,8 +89,7 @@ peer_gate spawn_peer_gate(caf::actor_system& sys, const caf::actor_addr& deadlin
                                            std::move(tls));
   auto broker = sys.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
   // Detached like CAF's own middleman actor: a connect blocks until the socket connected.
-  out.actor = caf::actor_cast<caf::actor>(
-    sys.spawn<gate_actor, caf::detached + caf::hidden>(std::move(broker), out.guard));
+  out.actor = sys.spawn<gate_actor, caf::detached + caf::hidden>(std::move(broker), out.guard);
   out.guard->set_deadline_receiver(deadline_receiver);
   return out;
 }

@@ -11,6 +11,7 @@
 
 #include <caf/actor.hpp>
 #include <caf/actor_addr.hpp>
+#include <caf/io/middleman_actor.hpp>
 #include <caf/atom.hpp>
 #include <caf/fwd.hpp>
 
@@ -28,7 +29,7 @@ using peer_guard_ptr = std::shared_ptr<peer_guard>;
 
 /// A gate and its shared state.
 struct peer_gate {
-  caf::actor actor; ///< a `caf::io::middleman_actor`; exit it when its link is gone
+  caf::io::middleman_actor actor; ///< exit it when its link is gone
   peer_guard_ptr guard;
 };
 

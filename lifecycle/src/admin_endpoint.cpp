@@ -77,7 +77,13 @@ void set_phase(admin_meters& m, admin_phase p) {
   m.phase = static_cast<uint8_t>(p);
 }
 
-caf::behavior admin_probe(caf::stateful_actor<probe_state>* self, admin_meters_ptr meters) {
+/// The probe's interface: the host's stopping signal, the watch of its host, its phase.
+using admin_probe_actor
+  = stopping_recipient_actor::extend<caf::reacts_to<admin_watch_atom, host_actor>,
+                                     caf::replies_to<caf::get_atom>::with<uint8_t>>;
+
+admin_probe_actor::behavior_type admin_probe(admin_probe_actor::stateful_pointer<probe_state> self,
+                                             admin_meters_ptr meters) {
   self->state.meters = std::move(meters);
   return {
     [=](host_stopping_atom) {
@@ -123,7 +129,7 @@ caf::behavior admin_probe(caf::stateful_actor<probe_state>* self, admin_meters_p
 } // namespace
 
 stopping_recipient_actor spawn_admin_probe(caf::actor_system& sys, admin_meters_ptr meters) {
-  return caf::actor_cast<stopping_recipient_actor>(sys.spawn(admin_probe, std::move(meters)));
+  return sys.spawn(admin_probe, std::move(meters));
 }
 
 void watch_host(const stopping_recipient_actor& probe, const host_actor& host) {

@@ -23,7 +23,7 @@ extern const silo_component router_core{
     co.grains = wrap ? wrap(s.grains) : s.grains;
     co.resolver = w.opts.resolver;
     co.failure_observer = w.opts.failure_observer;
-    co.local_routes = caf::actor_cast<routing::local_route_port_actor>(s.routing);
+    co.local_routes = w.routing_service;
     co.streams = caf::actor_cast<routing::stream_port_actor>(s.streams);
     co.centre = s.centre;
     s.core = routing::spawn_router_core(w.sys, co);

@@ -23,6 +23,7 @@ extern const silo_component routing_service{
     ro.role = config::process_role::silo_host;
     ro.process_name = w.name;
     auto service = routing::spawn_routing_service(w.sys, ro);
+    w.routing_service = service;
     w.s.routing = caf::actor_cast<caf::actor>(service);
     // The routing service ends the held requests of its hubs whose landing silo departs
     // abruptly (docs/behaviour/routing.md#requests-whose-silo-departs): it learns departures

@@ -28,6 +28,7 @@
 #include "cafmesh/actors/request_any.hpp"
 #include "cafmesh/actors/stage.hpp"
 #include "cafmesh/lifecycle/silo_components.hpp"
+#include "cafmesh/routing/routing_service.hpp"
 
 #include "../silo_seams.hpp"
 
@@ -61,6 +62,8 @@ struct silo_wiring {
   std::shared_ptr<log::logger> lg;
   /// The silo assembled so far.
   silo_components s;
+  /// The routing service with its typed interface (`s.routing` holds it untyped).
+  routing::routing_service_actor routing_service;
   /// What the message centre serves as component `gateway` (the gateway part unless a test
   /// bed interposes through `silo_seams::wrap_gateway`).
   caf::actor served_gateway;
