@@ -433,23 +433,42 @@ void reassert_registration(ct_actor* self, uint32_t tag, caf::response_promise r
 
 void reregister_orphans(ct_actor* self, const hash_ring& before, const membership_snapshot& v) {
   auto& st = self->state;
+  // The rings seen lately: an entry can sit with an owner of an older ring whose hand-off to
+  // a later one never came (it was silent, then declared gone).
+  constexpr size_t kept_rings = 8;
+  if (st.recent_rings.empty() || st.recent_rings.back() != before) {
+    st.recent_rings.push_back(before);
+    if (st.recent_rings.size() > kept_rings)
+      st.recent_rings.pop_front();
+  }
   if (v.departed(st.cfg.self))
     return;
+  // Members of the previous ring that left it without handing their entries off: a kill
+  // (Active -> Stopping -> Dead) or a restart on its address (superseded), not a graceful stop
+  // (ShuttingDown). Their entries died with them, and so did the entries a silo that joined
+  // while one of them was silent waited for in vain.
+  std::vector<silo_address> gone;
+  for (const auto& m : before.members()) {
+    auto s = v.status_of(m);
+    if (s == silo_status::stopping || s == silo_status::dead)
+      gone.push_back(m);
+  }
+  if (gone.empty())
+    return;
+  auto owned_by_gone = [&](const grain_id& g) {
+    for (const auto& r : st.recent_rings)
+      if (auto o = r.owner_of(g); o != nullptr)
+        if (std::find(gone.begin(), gone.end(), *o) != gone.end())
+          return true;
+    return false;
+  };
   std::vector<uint32_t> tags;
   for (auto& kv : st.activations) {
     auto& a = kv.second;
     if (a.stateless || a.deactivating || a.registering.pending())
       continue;
-    // Its previous owner left without handing its entries off: a kill (Active -> Stopping
-    // -> Dead) or a restart on its address (superseded), not a graceful stop (ShuttingDown).
-    auto old_owner = before.owner_of(a.grain);
-    if (old_owner == nullptr)
-      continue;
-    auto gone = v.status_of(*old_owner);
-    if (gone != silo_status::stopping && gone != silo_status::dead)
-      continue;
     auto new_owner = st.dir.ring().owner_of(a.grain);
-    if (new_owner != nullptr && *new_owner != *old_owner)
+    if (new_owner != nullptr && owned_by_gone(a.grain))
       tags.push_back(kv.first);
   }
   if (tags.empty())

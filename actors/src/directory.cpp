@@ -613,9 +613,6 @@ directory_partition(partition_actor* self, silo_address self_addr, caf::actor mc
       auto& st = self->state;
       if (!owns(st, a.grain))
         return directory_unstable_error(st.self_addr, a.grain);
-      if (st.entries.count(a.grain) == 0)
-        if (auto e = awaiting_handoff(self, a.grain))
-          return std::move(*e);
       auto ins = st.entries.emplace(a.grain, held_entry{a, st.version, st.version});
       if (!ins.second && replace_superseded(st, ins.first->second, a, st.version))
         ins.first->second.registered_at = st.version;

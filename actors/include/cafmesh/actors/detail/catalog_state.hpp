@@ -100,6 +100,8 @@ struct catalog_state {
   catalog_config cfg;
   grain_registry_ptr registry;
   directory_client dir;
+  /// The last rings this catalog saw, oldest first (`reregister_orphans`).
+  std::deque<hash_ring> recent_rings;
   caf::actor placement;
   bool active = false;
   std::mt19937_64 rng;
