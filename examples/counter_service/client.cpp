@@ -45,8 +45,8 @@ int main(int argc, char** argv) {
   }
   if (auto err = client->when_active()) {
     // The join bound (membership.max_join_time_ms) names the address it tried.
-    std::cerr << "cafmesh-counter-client: client not started: "
-              << cafmesh::to_fault(err).render() << "\n";
+    std::cerr << ("cafmesh-counter-client: client not started: " + cafmesh::to_fault(err).render()
+                  + "\n"); // one write: the log's threads write to stderr too
     client->stop(false);
     return 1;
   }

@@ -44,8 +44,9 @@ int main(int argc, char** argv) {
   if (auto err = silo->when_active()) {
     // E.g. the join bound: "membership: could not reach the membership table at
     // 127.0.0.1:4100 for 60,000 ms (membership.max_join_time_ms); ..."
-    std::cerr << "cafmesh-counter-silo: start failed: " << cafmesh::to_fault(err).render()
-              << "\n";
+    // One write: the log writes to stderr from other threads, and a line written in pieces
+    // can be cut by one of theirs.
+    std::cerr << ("cafmesh-counter-silo: start failed: " + cafmesh::to_fault(err).render() + "\n");
     silo->stop(false);
     return 1;
   }

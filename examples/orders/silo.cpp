@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   silo->stop_on_signals();
   if (auto err = silo->when_active()) {
     // E.g. the join bound (membership.max_join_time_ms), naming the address it tried.
-    std::cerr << "cafmesh-orders-silo: start failed: " << cafmesh::to_fault(err).render() << "\n";
+    std::cerr << ("cafmesh-orders-silo: start failed: " + cafmesh::to_fault(err).render() + "\n");
     silo->stop(false);
     return 1;
   }
