@@ -196,6 +196,10 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       turn_scope turn{self};
       return caf::ok_atom::value;
     },
+    [=](routing::q_oldest_atom, uint64_t n) -> routing::quiescence_sample {
+      // The gauge names the core's units (docs/behaviour/quiescence.md#the-router-cores-own-count).
+      return oldest_units(self, n);
+    },
     [=](rc_drained_atom, std::string& destination,
         const std::string& key) -> caf::result<caf::ok_atom> {
       turn_scope turn{self};
@@ -380,7 +384,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         ++s.stats.nacks_pool_refused;
         s.log.debug("NACK to " + j->second.sender + " (delivery " + j->second.delivery_id
                     + ") not sent: " + to_fault(err).render());
-        gauge_release(self, j->second.slot);
+        gauge_release(self);
         s.nacks.erase(j);
       }
     },

@@ -168,9 +168,9 @@ std::optional<uint64_t> accept(pointer self, envelope env, leg_host host, bool& 
     leg.has_entry_client = true;
     s.entry_clients.emplace(id, entry_client);
   }
-  // The label is rendered for the gauge's slot only; the leg renders it again when a log
-  // line names it (docs/delivery-costs.md#what-a-delivery-holds).
-  gauge_track(self, id, leg_label(leg), routing::slot_state::queued);
+  // The gauge counts the leg's unit; the leg names it when the gauge is asked
+  // (docs/delivery-costs.md#what-a-delivery-holds).
+  gauge_track(self);
   ++s.stats.accepted;
   leg.accepted_ms = now_ms(self);
   if (answer_within > caf::timespan{0})

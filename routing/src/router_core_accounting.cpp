@@ -1,6 +1,8 @@
 #include "router_core_state.hpp"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include <caf/send.hpp>
 
@@ -37,9 +39,10 @@ void publish_delta(pointer self) {
   auto& s = self->state;
   if (!s.acct.pending())
     return;
-  auto ops = s.acct.take();
+  auto units = s.acct.take();
   if (s.opts.gauge)
-    self->send(s.opts.gauge, routing::q_delta_atom::value, std::move(ops));
+    self->send(s.opts.gauge, routing::q_units_atom::value, routing::quiescence_source_actor{self},
+               units);
 }
 
 void settle_gauge(pointer self) {
@@ -86,24 +89,54 @@ void pool_ended(pointer self, uint64_t id) {
     self->send(s.opts.pool, routing::pool_ended_atom::value, id);
 }
 
-void gauge_track(pointer self, uint64_t slot, std::string label, routing::slot_state st) {
-  self->state.acct.track(slot, std::move(label), st, now_ms(self));
+void gauge_track(pointer self) {
+  self->state.acct.track();
   gauge_changed(self);
 }
 
-void gauge_mark(pointer self, uint64_t slot) {
-  self->state.acct.mark(slot, now_ms(self));
+void gauge_release(pointer self) {
+  self->state.acct.release();
   gauge_changed(self);
 }
 
-void gauge_handover(pointer self, uint64_t slot, std::string label) {
-  self->state.acct.handover(slot, std::move(label));
-  gauge_changed(self);
-}
-
-void gauge_release(pointer self, uint64_t slot) {
-  self->state.acct.release(slot);
-  gauge_changed(self);
+routing::quiescence_sample oldest_units(pointer self, uint64_t n) {
+  // A leg holds its slot from acceptance until its terminal event unless a NACK took it
+  // over; a NACK holds one from its posting until it is done (docs/behaviour/quiescence.md).
+  auto& s = self->state;
+  routing::quiescence_sample out;
+  out.count = s.acct.units();
+  out.now_ms = now_ms(self);
+  std::vector<routing::quiescence_entry> all;
+  // Legs in acceptance order are in (taken, slot) order: the first `n` holding a slot do.
+  for (auto leg = s.oldest_leg; leg != nullptr && all.size() < n; leg = leg->newer) {
+    if (!leg->slot_owned)
+      continue;
+    routing::quiescence_entry e;
+    e.slot = leg->id;
+    e.label = leg_label(*leg);
+    e.taken_ms = leg->accepted_ms;
+    e.dispatched_ms = leg->started_ms;
+    e.state = leg->started_ms >= 0 ? routing::slot_state::dispatched : routing::slot_state::queued;
+    all.push_back(std::move(e));
+  }
+  for (auto& [id, job] : s.nacks) {
+    routing::quiescence_entry e;
+    e.slot = job.slot;
+    e.label = routing::nack_label(job.sender, job.delivery_id);
+    e.taken_ms = job.taken_ms;
+    e.dispatched_ms = job.dispatched_ms;
+    e.state = job.dispatched_ms >= 0 ? routing::slot_state::dispatched
+                                     : routing::slot_state::queued;
+    all.push_back(std::move(e));
+  }
+  auto older = [](const routing::quiescence_entry& x, const routing::quiescence_entry& y) {
+    return std::make_pair(x.taken_ms, x.slot) < std::make_pair(y.taken_ms, y.slot);
+  };
+  auto k = std::min<size_t>(n, all.size());
+  std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(), older);
+  all.resize(k);
+  out.entries = std::move(all);
+  return out;
 }
 
 } // namespace cafmesh::routing::router_core_detail

@@ -232,7 +232,7 @@ void batch_form(pointer self, leg_rec& head) {
     leg.started = true;
     leg.pooled = true;
     set_batch(s, leg, head.id);
-    gauge_mark(self, id);
+    leg.started_ms = now;
     log_sat(self, s.sat.dispatched(leg.sat_link, now));
     attempts_of(leg).grain = head.att->grain;
   }

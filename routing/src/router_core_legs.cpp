@@ -562,8 +562,8 @@ void leg_attempt_fault(pointer self, uint64_t id, uint64_t tok, caf::error& e) {
 void leg_start(pointer self, leg_rec& leg) {
   auto& s = self->state;
   leg.started = true;
-  gauge_mark(self, leg.id);
-  log_sat(self, s.sat.dispatched(leg.sat_link, now_ms(self)));
+  leg.started_ms = now_ms(self);
+  log_sat(self, s.sat.dispatched(leg.sat_link, leg.started_ms));
   switch (leg.kind) {
     case leg_kind::node: leg_resolve(self, leg.id); break;
     case leg_kind::pod_hub:
@@ -585,7 +585,7 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_po
   ++leg.token;
   batch_leave(self, leg);
   if (leg.slot_owned)
-    gauge_release(self, id);
+    gauge_release(self);
   auto now = now_ms(self);
   log_sat(self, s.sat.terminated(leg.sat_link, now));
   ++s.stats.terminal_events;

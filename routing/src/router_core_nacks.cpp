@@ -289,7 +289,7 @@ uint64_t post_nack(pointer self, const envelope& original, verdict v, const std:
                                    + "), no NACK: " + text,
                                  d));
     if (handover_slot)
-      gauge_release(self, *handover_slot);
+      gauge_release(self);
     return 0;
   }
   auto failure = make_delivery_failure(original, text, v, target_unserved, std::move(responding));
@@ -302,13 +302,19 @@ uint64_t post_nack(pointer self, const envelope& original, verdict v, const std:
   job.sender = original.sender.to_string();
   job.sender_host = host_address(original.sender, s.opts.mesh_type);
   job.quiet = quiet;
-  auto label = routing::nack_label(job.sender, original.id);
   if (handover_slot) {
+    // The leg's unit, with its times and state, is the NACK's now (the count does not move).
     job.slot = *handover_slot;
-    gauge_handover(self, job.slot, std::move(label));
+    job.taken_ms = now_ms(self);
+    auto i = s.legs.find(*handover_slot);
+    if (i != s.legs.end()) {
+      job.taken_ms = i->second.accepted_ms;
+      job.dispatched_ms = i->second.started_ms;
+    }
   } else {
     job.slot = id;
-    gauge_track(self, job.slot, std::move(label), routing::slot_state::queued);
+    job.taken_ms = now_ms(self);
+    gauge_track(self);
   }
   s.log.debug("NACK " + to_string(v) + " for delivery " + original.id + " to " + job.sender
               + " posted: " + text);
@@ -340,7 +346,7 @@ void nack_done(pointer self, uint64_t id) {
   auto i = s.nacks.find(id);
   if (i == s.nacks.end())
     return;
-  gauge_release(self, i->second.slot);
+  gauge_release(self);
   pool_ended(self, id);
   if (i->second.pool_leg_id != 0)
     pool_ended(self, i->second.pool_leg_id);
@@ -396,7 +402,7 @@ void nack_start(pointer self, uint64_t id) {
     return;
   job.started = true;
   if (job.slot == job.id)
-    gauge_mark(self, job.slot);
+    job.dispatched_ms = now_ms(self);
   if (!job.entry_client.empty() && s.opts.centre)
     nack_entry_client(self, id);
   else

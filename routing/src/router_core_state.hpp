@@ -52,8 +52,8 @@ using impl_actor = router_core_actor::extend<
   caf::reacts_to<gp_result_atom, uint64_t, caf::error>,
   caf::reacts_to<rc_timer_atom, uint64_t, uint64_t>, caf::reacts_to<rc_deadline_atom, int64_t>,
   caf::reacts_to<rc_release_atom, uint64_t>, caf::reacts_to<rc_sat_lasting_atom>,
-  caf::reacts_to<ct_results_atom,
-                 std::vector<ct_result_item>>>::extend_with<routing::io_pool_owner_actor>;
+  caf::reacts_to<ct_results_atom, std::vector<ct_result_item>>>::
+  extend_with<routing::io_pool_owner_actor>::extend_with<routing::quiescence_source_actor>;
 
 /// How a leg ended (its one terminal event, docs/behaviour/routing.md#legs,
 /// docs/behaviour/quiescence.md#the-routing-io-pool).
@@ -83,6 +83,7 @@ struct leg_rec {
   uint64_t id = 0;
   uint64_t token = 0;      ///< step token; answers carrying an older one are ignored
   int64_t accepted_ms = 0; ///< actor-clock ms at acceptance (delivery latency histogram)
+  int64_t started_ms = -1; ///< actor-clock ms at its start (dispatched); -1: queued
   /// Actor-clock ms by which the requester stops waiting, less the margin for the NACK's
   /// way back (docs/behaviour/routing.md#a-requests-remaining-time); 0: no such bound.
   int64_t answer_by_ms = 0;
@@ -124,7 +125,11 @@ enum class rung : uint8_t { entry_client, local, resolve, node_hub, pod_hub, str
 struct nack_job {
   uint64_t id = 0;   ///< pool id
   uint64_t slot = 0; ///< gauge slot (the leg's after a hand-over)
-  envelope nack;     ///< the NACK envelope
+  /// The unit's times as the gauge's `oldest(n)` reports them (a leg's, after a hand-over);
+  /// `dispatched_ms` -1: queued.
+  int64_t taken_ms = 0;
+  int64_t dispatched_ms = -1;
+  envelope nack; ///< the NACK envelope
   std::string delivery_id;
   std::string sender; ///< rendered sender
   address sender_host;
@@ -351,7 +356,7 @@ std::vector<std::pair<uint64_t, leg_rec*>> legs_in_order(core_state& s);
 /// The target's host address of `leg` (docs/behaviour/envelope.md#addresses).
 address leg_host_address(pointer self, const leg_rec& leg);
 
-/// The gauge label of `leg`, rendered (its slot in the gauge carries the same text).
+/// The gauge label of `leg`, rendered (the unit's label in the gauge's `oldest(n)`).
 std::string leg_label(const leg_rec& leg);
 
 /// The pure client that handed `leg`'s delivery to the routing grain; empty: none.
@@ -383,12 +388,16 @@ bool is_request_timeout(const caf::error& e);
 
 // -- pool and gauge helpers (router_core_accounting.cpp) -----------------------------------------
 
-/// Sends the gauge the delta not yet published, if any.
+/// Sends the gauge the count of units it has not seen, if any.
 void publish_delta(pointer self);
 
-/// Publishes the delta if it is due in this turn or the mailbox has drained; else a later
+/// Publishes the count if it is due in this turn or the mailbox has drained; else a later
 /// turn's end publishes it (the last turn before the core idles finds the mailbox empty).
 void settle_gauge(pointer self);
+
+/// The core's `n` oldest units (legs and NACKs holding a gauge slot) as the gauge reports
+/// them, and their count (docs/behaviour/quiescence.md#the-router-cores-own-count).
+routing::quiescence_sample oldest_units(pointer self, uint64_t n);
 
 /// Leaves `w` for the end of the turn; outside any turn, for one `rc_flush`.
 void push_work(pointer self, turn_work w);
@@ -403,17 +412,11 @@ void pool_started(pointer self, uint64_t id);
 /// Tells the pool that `id` ended, once the pool grants the start permits.
 void pool_ended(pointer self, uint64_t id);
 
-/// Tracks gauge slot `slot`, labelled `label`, in state `st`.
-void gauge_track(pointer self, uint64_t slot, std::string label, routing::slot_state st);
+/// A unit takes gauge slot `slot` (its label, state and times stay with the leg or NACK).
+void gauge_track(pointer self);
 
-/// Marks gauge slot `slot` dispatched.
-void gauge_mark(pointer self, uint64_t slot);
-
-/// Hands gauge slot `slot` over to `label` (a NACK takes a leg's slot; count unchanged).
-void gauge_handover(pointer self, uint64_t slot, std::string label);
-
-/// Releases gauge slot `slot`.
-void gauge_release(pointer self, uint64_t slot);
+/// A unit's gauge slot is freed.
+void gauge_release(pointer self);
 
 // -- the end of a turn (router_core_turn_end.cpp) ------------------------------------------------
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -105,11 +106,21 @@ quiescence_entry entry_of(uint64_t slot, const slot_rec& x) {
   return quiescence_entry{slot, x.label, x.state, x.taken_ms, x.dispatched_ms};
 }
 
+/// A source of units (the router core) and the count it last published.
+struct source_rec {
+  quiescence_source_actor handle;
+  uint64_t units = 0;
+};
+
 struct gauge_state {
   static const char* name;
   log::logger log;
   /// Slots held, hashed by id (`oldest(n)` sorts what it reports).
   std::unordered_map<uint64_t, slot_rec> slots;
+  /// The sources holding units now, by address; a source at 0 units is forgotten, so the
+  /// gauge holds no handle of an idle source.
+  std::vector<source_rec> sources;
+  uint64_t source_units = 0; ///< their units, summed
   std::vector<caf::typed_response_promise<caf::ok_atom>> awaiting;
   uint64_t next_allocated = 0;
   bool torn_down = false;
@@ -139,6 +150,49 @@ void take(gauge_pointer self, uint64_t slot, std::string label, slot_state st, i
   e.taken_ms = at_ms >= 0 ? at_ms : clock_ms(self);
   e.dispatched_ms = st == slot_state::dispatched ? e.taken_ms : -1;
   s.slots.emplace(slot, std::move(e));
+}
+
+/// How long `oldest(n)` waits for a source to name its units: a source that does not
+/// answer in time (gone, or stalled behind its backlog) adds its count and no names, so a
+/// stop's naming of its residual never waits on the router core for longer.
+constexpr auto source_answer_bound = std::chrono::seconds(1);
+
+/// Slots held plus the sources' units.
+uint64_t count_of(const gauge_state& s) {
+  return s.slots.size() + s.source_units;
+}
+
+/// The gauge's own slots: the count, its clock and the `n` oldest slots (`oldest(n)`).
+quiescence_sample own_oldest(gauge_pointer self, uint64_t n) {
+  auto& s = self->state;
+  quiescence_sample out;
+  out.count = count_of(s);
+  out.now_ms = clock_ms(self);
+  using held = std::unordered_map<uint64_t, slot_rec>::value_type;
+  std::vector<const held*> all;
+  all.reserve(s.slots.size());
+  for (auto& kvp : s.slots)
+    all.push_back(&kvp);
+  auto older = [](const held* x, const held* y) {
+    return std::make_pair(x->second.taken_ms, x->first)
+           < std::make_pair(y->second.taken_ms, y->first);
+  };
+  auto k = std::min<size_t>(n, all.size());
+  std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(), older);
+  for (size_t i = 0; i < k; ++i)
+    out.entries.push_back(entry_of(all[i]->first, all[i]->second));
+  return out;
+}
+
+/// Keeps the `n` oldest of `x.entries`, in (taken, slot) order.
+void keep_oldest(quiescence_sample& x, uint64_t n) {
+  auto older = [](const quiescence_entry& a, const quiescence_entry& b) {
+    return std::make_pair(a.taken_ms, a.slot) < std::make_pair(b.taken_ms, b.slot);
+  };
+  auto k = std::min<size_t>(n, x.entries.size());
+  std::partial_sort(x.entries.begin(), x.entries.begin() + static_cast<std::ptrdiff_t>(k),
+                    x.entries.end(), older);
+  x.entries.resize(k);
 }
 
 void answer_awaiting(gauge_pointer self) {
@@ -183,65 +237,65 @@ routing_quiescence_actor::behavior_type gauge_actor(gauge_pointer self,
       auto& s = self->state;
       if (s.torn_down)
         return;
-      if (s.slots.erase(slot) != 0 && s.slots.empty())
+      if (s.slots.erase(slot) != 0 && count_of(s) == 0)
         answer_awaiting(self);
     },
-    [=](q_delta_atom, std::vector<slot_op>& ops) {
-      // The router core's changes of one turn (docs/behaviour/quiescence.md#the-router-cores-own-count).
+    [=](q_units_atom, quiescence_source_actor& src, uint64_t units) {
+      // The router core's count (docs/behaviour/quiescence.md#the-router-cores-own-count).
       auto& s = self->state;
-      if (s.torn_down)
+      if (s.torn_down || !src)
         return;
-      bool released = false;
-      for (auto& op : ops) {
-        switch (op.kind) {
-          case slot_op_kind::track:
-            take(self, op.slot, std::move(op.label), op.state, op.at_ms);
-            break;
-          case slot_op_kind::mark: {
-            auto i = s.slots.find(op.slot);
-            if (i != s.slots.end() && i->second.state != slot_state::dispatched) {
-              i->second.state = slot_state::dispatched;
-              i->second.dispatched_ms = op.at_ms;
-            }
-            break;
-          }
-          case slot_op_kind::handover: {
-            auto i = s.slots.find(op.slot);
-            if (i != s.slots.end())
-              i->second.label = std::move(op.label);
-            break;
-          }
-          case slot_op_kind::release: released = s.slots.erase(op.slot) != 0 || released; break;
-        }
+      auto i = std::find_if(s.sources.begin(), s.sources.end(),
+                            [&](const source_rec& x) { return x.handle == src; });
+      if (i == s.sources.end()) {
+        if (units == 0)
+          return;
+        s.sources.push_back(source_rec{std::move(src), 0});
+        i = s.sources.end() - 1;
       }
-      if (released && s.slots.empty())
+      s.source_units = s.source_units - i->units + units;
+      if (units != 0) {
+        i->units = units;
+        return;
+      }
+      s.sources.erase(i);
+      if (count_of(s) == 0)
         answer_awaiting(self);
     },
-    [=](q_count_atom) -> uint64_t { return self->state.slots.size(); },
-    [=](q_oldest_atom, uint64_t n) -> quiescence_sample {
+    [=](q_count_atom) -> uint64_t { return count_of(self->state); },
+    [=](q_oldest_atom, uint64_t n) -> caf::typed_response_promise<quiescence_sample> {
+      // The gauge's own slots, merged with the units each source holding some names; a
+      // source that cannot answer within `source_answer_bound` adds none.
+      auto rp = self->make_response_promise<quiescence_sample>();
+      auto out = std::make_shared<quiescence_sample>(own_oldest(self, n));
       auto& s = self->state;
-      quiescence_sample out;
-      out.count = s.slots.size();
-      out.now_ms = clock_ms(self);
-      using held = std::unordered_map<uint64_t, slot_rec>::value_type;
-      std::vector<const held*> all;
-      all.reserve(s.slots.size());
-      for (auto& kvp : s.slots)
-        all.push_back(&kvp);
-      auto older = [](const held* x, const held* y) {
-        return std::make_pair(x->second.taken_ms, x->first)
-               < std::make_pair(y->second.taken_ms, y->first);
+      if (s.sources.empty()) {
+        rp.deliver(std::move(*out));
+        return rp;
+      }
+      auto waiting = std::make_shared<size_t>(s.sources.size());
+      auto one_in = [=]() mutable {
+        if (--*waiting != 0)
+          return;
+        out->count = count_of(self->state);
+        out->now_ms = clock_ms(self);
+        keep_oldest(*out, n);
+        rp.deliver(std::move(*out));
       };
-      auto k = std::min<size_t>(n, all.size());
-      std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(k), all.end(),
-                        older);
-      for (size_t i = 0; i < k; ++i)
-        out.entries.push_back(entry_of(all[i]->first, all[i]->second));
-      return out;
+      for (auto& src : s.sources)
+        self->request(src.handle, source_answer_bound, q_oldest_atom::value, n)
+          .then(
+            [=](quiescence_sample& x) mutable {
+              for (auto& e : x.entries)
+                out->entries.push_back(std::move(e));
+              one_in();
+            },
+            [=](caf::error&) mutable { one_in(); });
+      return rp;
     },
     [=](q_await_atom) -> caf::typed_response_promise<caf::ok_atom> {
       auto rp = self->make_response_promise<caf::ok_atom>();
-      if (self->state.slots.empty() || self->state.torn_down)
+      if (count_of(self->state) == 0 || self->state.torn_down)
         rp.deliver(caf::ok_atom::value);
       else
         self->state.awaiting.push_back(rp);
@@ -251,8 +305,8 @@ routing_quiescence_actor::behavior_type gauge_actor(gauge_pointer self,
       auto& s = self->state;
       if (!s.torn_down) {
         s.torn_down = true;
-        s.log.debug("routing quiescence: gauge torn down with " + std::to_string(s.slots.size())
-                    + " slot(s) held");
+        s.log.debug("routing quiescence: gauge torn down with " + std::to_string(count_of(s))
+                    + " unit(s) held");
         answer_awaiting(self);
       }
       return caf::ok_atom::value;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include <doctest/doctest.h>
 
@@ -174,6 +175,100 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK(all->value.entries[2].dispatched_ms - all->value.entries[2].taken_ms == 500);
   CHECK(render_entry(all->value.entries[2], now)
         == "stream-routed -> c (delivery 10), in flight 0.5s");
+}
+
+namespace {
+
+/// A unit source that names the units `entries` lists (as the router core names its legs).
+quiescence_source_actor::behavior_type
+named_units(quiescence_source_actor::pointer, std::vector<quiescence_entry> entries) {
+  return {
+    [=](q_oldest_atom, uint64_t n) {
+      quiescence_sample out;
+      out.count = entries.size();
+      out.entries = entries;
+      if (out.entries.size() > n)
+        out.entries.resize(n);
+      return out;
+    },
+  };
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(cafmesh::testing::fixture,
+                  "gauge: a source's units join the count, oldest(n) merges the units it names, await_zero waits for them") {
+  auto g = track(spawn_routing_quiescence(sys));
+  auto t0 = ask<quiescence_sample>(*this, g, q_oldest_atom::value, uint64_t{1});
+  run();
+  auto base = t0->value.now_ms; // the actor clock at virtual time 0
+  quiescence_entry leg{7, "dispatch -> node/a (delivery 7)", slot_state::dispatched, base,
+                       base + 400};
+  quiescence_entry nack{9, "NACK -> portal/s (delivery 9)", slot_state::queued, base + 1500, -1};
+  auto src = track(sys.spawn(named_units, std::vector<quiescence_entry>{leg, nack}));
+  run_to(1000);
+  track_slot(g, application_hub_slot_bit | 1, "application hub acme/h (delivery 8)");
+  caf::anon_send(g, q_units_atom::value, src, uint64_t{2});
+  run_to(2000);
+  auto c = ask<uint64_t>(*this, g, q_count_atom::value);
+  auto s = ask<quiescence_sample>(*this, g, q_oldest_atom::value, uint64_t{2});
+  auto all = ask<quiescence_sample>(*this, g, q_oldest_atom::value, uint64_t{10});
+  auto z = ask<caf::ok_atom>(*this, g, q_await_atom::value);
+  run();
+  CHECK(c->value == 3);
+  CHECK(s->value.count == 3);
+  REQUIRE(s->value.entries.size() == 2);
+  CHECK(s->value.entries[0].slot == 7);
+  CHECK(s->value.entries[1].slot == (application_hub_slot_bit | 1));
+  CHECK(render_entry(s->value.entries[0], s->value.now_ms)
+        == "dispatch -> node/a (delivery 7), in flight 1.6s");
+  REQUIRE(all->value.entries.size() == 3);
+  CHECK(all->value.entries[2].label == "NACK -> portal/s (delivery 9)");
+  // The source's count falls to 0 and the hub's slot goes: only then is the gauge at zero.
+  caf::anon_send(g, q_units_atom::value, src, uint64_t{0});
+  run();
+  CHECK_FALSE(z->done);
+  caf::anon_send(g, q_release_atom::value, application_hub_slot_bit | 1);
+  run();
+  CHECK(z->done);
+  auto c0 = ask<uint64_t>(*this, g, q_count_atom::value);
+  auto none = ask<quiescence_sample>(*this, g, q_oldest_atom::value, uint64_t{10});
+  run();
+  CHECK(c0->value == 0);
+  CHECK(none->value.entries.empty());
+}
+
+/// A unit source that never answers (stalled behind its backlog).
+quiescence_source_actor::behavior_type stalled_units(quiescence_source_actor::pointer self) {
+  return {
+    [=](q_oldest_atom, uint64_t) { return self->make_response_promise<quiescence_sample>(); },
+  };
+}
+
+TEST_CASE_FIXTURE(cafmesh::testing::fixture,
+                  "gauge: a source that is gone adds its count but no units to oldest(n), one that does not answer within 1 s too") {
+  auto g = track(spawn_routing_quiescence(sys));
+  auto src = sys.spawn(named_units, std::vector<quiescence_entry>{});
+  caf::anon_send(g, q_units_atom::value, src, uint64_t{4});
+  run();
+  caf::anon_send_exit(src, caf::exit_reason::kill);
+  run();
+  auto s = ask<quiescence_sample>(*this, g, q_oldest_atom::value, uint64_t{10});
+  run();
+  REQUIRE(s->done);
+  CHECK(s->value.count == 4);
+  CHECK(s->value.entries.empty());
+  auto stalled = track(sys.spawn(stalled_units));
+  caf::anon_send(g, q_units_atom::value, stalled, uint64_t{2});
+  run();
+  auto t = ask<quiescence_sample>(*this, g, q_oldest_atom::value, uint64_t{10});
+  run_to(999);
+  CHECK_FALSE(t->done);
+  run_to(1000);
+  REQUIRE(t->done);
+  CHECK(t->t_ms == 1000);
+  CHECK(t->value.count == 6);
+  CHECK(t->value.entries.empty());
 }
 
 TEST_CASE_FIXTURE(cafmesh::testing::fixture,

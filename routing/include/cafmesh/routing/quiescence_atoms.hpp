@@ -16,8 +16,8 @@ using q_track_atom = caf::atom_constant<caf::atom("qtrack")>;
 using q_mark_atom = caf::atom_constant<caf::atom("qmark")>;
 using q_handover_atom = caf::atom_constant<caf::atom("qhandover")>;
 using q_release_atom = caf::atom_constant<caf::atom("qrelease")>;
-/// `(q_delta_atom, std::vector<slot_op>)`: the router core's changes of one turn, in order.
-using q_delta_atom = caf::atom_constant<caf::atom("qdelta")>;
+/// `(q_units_atom, source, units)`: the units a source (the router core) holds now.
+using q_units_atom = caf::atom_constant<caf::atom("qunits")>;
 using q_count_atom = caf::atom_constant<caf::atom("qcount")>;
 using q_oldest_atom = caf::atom_constant<caf::atom("qoldest")>;
 using q_await_atom = caf::atom_constant<caf::atom("qawait")>;

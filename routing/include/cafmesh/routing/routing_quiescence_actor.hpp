@@ -23,28 +23,6 @@ enum class slot_state : uint8_t { queued = 0, dispatched = 1 };
 /// Renders `queued` or `dispatched`.
 std::string to_string(slot_state x);
 
-/// What one `slot_op` does to a gauge slot.
-enum class slot_op_kind : uint8_t {
-  track = 0, ///< take the slot (`label`, `state`, taken at `at_ms`)
-  mark,      ///< the slot turns dispatched at `at_ms`
-  handover,  ///< the slot's label becomes `label` (a leg's slot handed to its NACK)
-  release,   ///< free the slot
-};
-
-/// One change of a gauge slot, stamped with the router core's clock (leg_accounting.hpp).
-struct slot_op {
-  slot_op_kind kind = slot_op_kind::track;
-  uint64_t slot = 0;
-  std::string label;
-  slot_state state = slot_state::queued;
-  int64_t at_ms = 0;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, slot_op& x) {
-  return f(caf::meta::type_name("cafmesh.slot_op"), x.kind, x.slot, x.label, x.state, x.at_ms);
-}
-
 /// One gauge slot as `oldest(n)` reports it. Times are milliseconds on the actor clock
 /// (virtual in the simulation); they are only meaningful relative to each other and to
 /// `quiescence_sample::now_ms`.
@@ -75,6 +53,12 @@ typename Inspector::result_type inspect(Inspector& f, quiescence_sample& x) {
   return f(caf::meta::type_name("cafmesh.quiescence_sample"), x.count, x.now_ms, x.entries);
 }
 
+/// A holder of units that names them itself (the router core): the gauge keeps only its
+/// count and asks it for its oldest units when `oldest(n)` needs them
+/// (docs/behaviour/quiescence.md#the-router-cores-own-count).
+using quiescence_source_actor
+  = caf::typed_actor<caf::replies_to<q_oldest_atom, uint64_t>::with<quiescence_sample>>;
+
 /// Slot ids with this bit set are allocated by the gauge itself (request form of `track`);
 /// caller-chosen slot ids must leave it clear.
 inline constexpr uint64_t gauge_allocated_slot_bit = uint64_t{1} << 63;
@@ -101,12 +85,12 @@ inline constexpr uint64_t application_hub_slot_bit = uint64_t{1} << 62;
 ///   the label changes, the count does not move and the slot keeps its times and state.
 /// - `(q_release_atom, slot)` one-way: frees the slot; when the count reaches 0 every
 ///   pending `await_zero` is answered.
-/// - `(q_delta_atom, std::vector<slot_op>)` one-way: the router core's changes since its
-///   last delta (leg_accounting.hpp), applied in order with the core's own times; the
-///   count's zero is judged after the whole delta
+/// - `(q_units_atom, source, units)` one-way: `source` now holds `units` units of its own
+///   (leg_accounting.hpp); the gauge keeps the count, not the units
 ///   (docs/behaviour/quiescence.md#the-router-cores-own-count).
-/// - `(q_count_atom) -> uint64_t` the number of slots held.
-/// - `(q_oldest_atom, n) -> quiescence_sample` the count plus the `n` oldest slots.
+/// - `(q_count_atom) -> uint64_t` the slots held plus the sources' units.
+/// - `(q_oldest_atom, n) -> quiescence_sample` that count plus the `n` oldest units: the
+///   gauge's own slots merged with what each source holding units names.
 /// - `(q_await_atom) -> ok_atom` answered through a response promise as soon as the count
 ///   is 0, at once if it already is.
 /// - `(q_teardown_atom) -> ok_atom` the runtime services are torn down
@@ -116,14 +100,16 @@ inline constexpr uint64_t application_hub_slot_bit = uint64_t{1} << 62;
 ///   exits it.
 ///
 /// Updates naming an unknown slot are ignored.
-using routing_quiescence_actor = caf::typed_actor<
-  caf::reacts_to<q_track_atom, uint64_t, std::string, slot_state>,
-  caf::replies_to<q_track_atom, std::string, slot_state>::with<uint64_t>,
-  caf::reacts_to<q_mark_atom, uint64_t>, caf::reacts_to<q_handover_atom, uint64_t, std::string>,
-  caf::reacts_to<q_release_atom, uint64_t>, caf::reacts_to<q_delta_atom, std::vector<slot_op>>,
-  caf::replies_to<q_count_atom>::with<uint64_t>,
-  caf::replies_to<q_oldest_atom, uint64_t>::with<quiescence_sample>,
-  caf::replies_to<q_await_atom>::with<caf::ok_atom>,
-  caf::replies_to<q_teardown_atom>::with<caf::ok_atom>>;
+using routing_quiescence_actor
+  = caf::typed_actor<caf::reacts_to<q_track_atom, uint64_t, std::string, slot_state>,
+                     caf::replies_to<q_track_atom, std::string, slot_state>::with<uint64_t>,
+                     caf::reacts_to<q_mark_atom, uint64_t>,
+                     caf::reacts_to<q_handover_atom, uint64_t, std::string>,
+                     caf::reacts_to<q_release_atom, uint64_t>,
+                     caf::reacts_to<q_units_atom, quiescence_source_actor, uint64_t>,
+                     caf::replies_to<q_count_atom>::with<uint64_t>,
+                     caf::replies_to<q_oldest_atom, uint64_t>::with<quiescence_sample>,
+                     caf::replies_to<q_await_atom>::with<caf::ok_atom>,
+                     caf::replies_to<q_teardown_atom>::with<caf::ok_atom>>;
 
 } // namespace cafmesh::routing
