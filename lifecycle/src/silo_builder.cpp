@@ -235,8 +235,7 @@ caf::expected<silo> silo_builder::build() {
                     c.gateway, st->endpoint.link};
   admin->serve_into(sys_, std::move(src), st->admin);
   // The hubs' deliveries in progress count in the gauge until what they sent has landed.
-  caf::anon_send(table, routing::ht_quiescence_atom::value, caf::actor_cast<caf::actor>(c.gauge),
-                 caf::actor_cast<caf::actor>(c.core));
+  caf::anon_send(table, routing::ht_quiescence_atom::value, c.gauge, c.core);
   // Each component declares its own stage: the application hubs hold the stop of Active
   // until their deliveries in progress ended (application_hub.hpp).
   caf::anon_send(c.subject, subscribe_atom::value, stages::active, std::string{"application-hubs"},

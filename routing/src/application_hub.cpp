@@ -53,8 +53,8 @@ uint64_t next_hub_slot() {
   return application_hub_slot_bit | ++n;
 }
 
-/// `(ah_quiescence_atom, caf::actor gauge, caf::actor core)`: the hub's silo's gauge and
-/// router core (see `ht_quiescence_atom`).
+/// `(ah_quiescence_atom, routing_quiescence_actor gauge, router_core_actor core)`: the hub's
+/// silo's gauge and router core (see `ht_quiescence_atom`).
 using ah_quiescence_atom = caf::atom_constant<caf::atom("ahquiesce")>;
 
 struct app_hub_state {
@@ -345,9 +345,9 @@ caf::behavior application_hub(app_hub* self, address me, caf::actor routing,
       end(self, id, how, std::move(r), text, static_cast<verdict>(v));
       settle(self);
     },
-    [=](ah_quiescence_atom, caf::actor& gauge, caf::actor& core) {
-      self->state.gauge = caf::actor_cast<routing_quiescence_actor>(gauge);
-      self->state.core = caf::actor_cast<router_core_actor>(core);
+    [=](ah_quiescence_atom, routing_quiescence_actor& gauge, router_core_actor& core) {
+      self->state.gauge = std::move(gauge);
+      self->state.core = std::move(core);
       *self->state.hold_gauge = self->state.gauge;
     },
     [=](ah_settle_atom) {
@@ -374,8 +374,8 @@ struct hub_table_state {
   caf::actor claimer;
   std::map<std::string, async_hub_handler> handlers; ///< pattern -> handler
   std::map<std::string, caf::actor> hubs;            ///< path -> spawned hub
-  caf::actor gauge;               ///< silo_host: the quiescence gauge its hubs hold slots of
-  caf::actor core;                ///< silo_host: the router core
+  routing_quiescence_actor gauge; ///< silo_host: the quiescence gauge its hubs hold slots of
+  router_core_actor core;         ///< silo_host: the router core
   std::vector<std::string> eager; ///< exact stream-routed patterns not yet spawned
   /// The silo's latest membership view (node_prefix form; empty: never told).
   membership_snapshot view;
@@ -507,7 +507,7 @@ hub_table_actor::behavior_type hub_table_behaviour(hub_table self, hub_key_form 
       }
       return caf::ok_atom::value;
     },
-    [=](ht_quiescence_atom, caf::actor& gauge, caf::actor& core) {
+    [=](ht_quiescence_atom, routing_quiescence_actor& gauge, router_core_actor& core) {
       auto& st = self->state;
       st.gauge = std::move(gauge);
       st.core = std::move(core);

@@ -28,9 +28,10 @@ namespace {
 
 // -- grain-delivery adapter --------------------------------------------------------------
 
-using gd_actor = caf::stateful_actor<grain_delivery_state>;
+using gd_actor = grain_port_actor::stateful_pointer<grain_delivery_state>;
 
-caf::behavior grain_delivery(gd_actor* self, caf::actor placement, silo_address silo) {
+grain_port_actor::behavior_type grain_delivery(gd_actor self, caf::actor placement,
+                                               silo_address silo) {
   self->state.placement = std::move(placement);
   return {
     [=](gp_call_atom, uint64_t call, const grain_id& g, envelope& d, caf::timespan within) {
@@ -52,18 +53,18 @@ caf::behavior grain_delivery(gd_actor* self, caf::actor placement, silo_address 
                 if (auto n = find_code(f, mesh_errc::silo_unavailable))
                   if (n->silo) {
                     ++self->state.leaving_reports;
-                    self->send(self->state.placement, pl_leaving_atom::value, *n->silo);
+                    caf::anon_send(self->state.placement, pl_leaving_atom::value, *n->silo);
                   }
                 rp.deliver(to_error(f));
               });
     },
     [=](gp_invalidate_atom, const grain_id& g) {
       ++self->state.invalidations;
-      self->send(self->state.placement, pl_inval_atom::value, g);
+      caf::anon_send(self->state.placement, pl_inval_atom::value, g);
     },
     [=](gp_inval_silo_atom, const silo_address& s) {
       ++self->state.invalidations;
-      self->send(self->state.placement, pl_inval_atom::value, s);
+      caf::anon_send(self->state.placement, pl_inval_atom::value, s);
     },
     [=](gp_act_error_atom, const grain_id& g) {
       auto& m = self->state.act_errors;
@@ -77,8 +78,7 @@ caf::behavior grain_delivery(gd_actor* self, caf::actor placement, silo_address 
 
 grain_port_actor spawn_grain_delivery(caf::actor_system& sys, caf::actor placement,
                                       silo_address silo) {
-  return caf::actor_cast<grain_port_actor>(
-    sys.spawn(grain_delivery, std::move(placement), std::move(silo)));
+  return sys.spawn(grain_delivery, std::move(placement), std::move(silo));
 }
 
 } // namespace cafmesh::routing

@@ -44,6 +44,8 @@
 #include "cafmesh/routing/address.hpp"
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/hub_protocol.hpp"
+#include "cafmesh/routing/router_core_actor.hpp"
+#include "cafmesh/routing/routing_quiescence_actor.hpp"
 
 namespace cafmesh::routing {
 
@@ -105,7 +107,8 @@ using ht_add_atom = caf::atom_constant<caf::atom("htadd")>;
 /// `(ht_routing_atom, caf::actor routing, caf::actor claimer)` one-way: the routing service
 /// of the table's process and (silo_host only) its pod-hub claimer, once they exist.
 using ht_routing_atom = caf::atom_constant<caf::atom("htrouting")>;
-/// `(ht_quiescence_atom, caf::actor gauge, caf::actor core)` one-way, silo_host only: the
+/// `(ht_quiescence_atom, routing_quiescence_actor gauge, router_core_actor core)` one-way,
+/// silo_host only: the
 /// silo's quiescence gauge and router core. From then on every delivery a hub of the table
 /// has in progress holds a gauge slot (`application_hub_slot_bit`) until the hub ended it
 /// and the response or NACK it sent is accepted by the router core, so a graceful stop
@@ -154,7 +157,7 @@ enum class hub_key_form : uint8_t {
 using hub_table_actor = hub_factory_actor::extend<
   caf::replies_to<ht_add_atom, std::string, async_hub_handler>::with<caf::ok_atom>,
   caf::reacts_to<ht_routing_atom, caf::actor, caf::actor>,
-  caf::reacts_to<ht_quiescence_atom, caf::actor, caf::actor>,
+  caf::reacts_to<ht_quiescence_atom, routing_quiescence_actor, router_core_actor>,
   caf::replies_to<ht_patterns_atom>::with<std::vector<std::string>>,
   caf::reacts_to<mb_snapshot_atom,
                  membership_snapshot>>::extend_with<lifecycle::lifecycle_observer_actor>;
