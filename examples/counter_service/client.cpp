@@ -82,8 +82,10 @@ int main(int argc, char** argv) {
           [=](caf::error& err) {
             auto e = delivery_error_of(err, self->system().render(err));
             ++(e.deadline ? t->unanswered : t->nacked);
-            std::cerr << "request failed: key " << key << " sent_ms " << sent_ms
-                      << " ended_ms " << wall_ms() << ": " << to_string(e) << "\n";
+            // One write: a log line from another thread never cuts it.
+            std::cerr << ("request failed: key " + std::to_string(key) + " sent_ms "
+                          + std::to_string(sent_ms) + " ended_ms " + std::to_string(wall_ms())
+                          + ": " + to_string(e) + "\n");
             ended();
           });
     };

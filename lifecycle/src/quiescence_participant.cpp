@@ -168,16 +168,18 @@ void on_hold_expired(participant_pointer self) {
       [=](caf::error& err) { gauge_unreachable(self, err); });
 }
 
-/// The host budget expired while holding: release at warning.
+/// The host budget expired while holding: release at warning. Only the count is named, so
+/// the gauge is asked for the count alone (it answers at once; names would wait for the
+/// router core, docs/behaviour/quiescence.md#the-router-cores-own-count).
 void on_budget_expired(participant_pointer self) {
   auto& s = self->state;
   s.ph = phase::releasing;
-  self->request(s.gauge, caf::infinite, q_oldest_atom::value, sample_size(self))
+  self->request(s.gauge, caf::infinite, q_count_atom::value)
     .then(
-      [=](const quiescence_sample& x) {
+      [=](uint64_t count) {
         release(self, "shutdown budget expired",
                 "routing quiescence: shutdown budget expired while holding; releasing with "
-                  + std::to_string(x.count) + " route leg(s) in flight",
+                  + std::to_string(count) + " route leg(s) in flight",
                 true);
       },
       [=](caf::error& err) { gauge_unreachable(self, err); });
@@ -257,9 +259,21 @@ participant_actor(participant_pointer self, routing_quiescence_actor gauge,
       st.ph = phase::sampling;
       st.stop_began_ms = clock_ms(self);
       st.budget_expired = false;
-      self->request(st.gauge, caf::infinite, q_oldest_atom::value, sample_size(self))
-        .then([=](const quiescence_sample& x) { on_sample(self, graceful, x); },
-              [=](caf::error& err) { gauge_unreachable(self, err); });
+      // A graceful stop decides on the count alone (it answers at once); a non-graceful one
+      // names what it abandons.
+      if (graceful)
+        self->request(st.gauge, caf::infinite, q_count_atom::value)
+          .then(
+            [=](uint64_t count) {
+              quiescence_sample x;
+              x.count = count;
+              on_sample(self, true, x);
+            },
+            [=](caf::error& err) { gauge_unreachable(self, err); });
+      else
+        self->request(st.gauge, caf::infinite, q_oldest_atom::value, sample_size(self))
+          .then([=](const quiescence_sample& x) { on_sample(self, false, x); },
+                [=](caf::error& err) { gauge_unreachable(self, err); });
       return rp;
     },
     [=](budget_expired_atom) {

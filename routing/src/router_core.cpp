@@ -198,6 +198,8 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
     },
     [=](routing::q_oldest_atom, uint64_t n) -> routing::quiescence_sample {
       // The gauge names the core's units (docs/behaviour/quiescence.md#the-router-cores-own-count).
+      // A turn like any other: one that finds the mailbox empty publishes the count.
+      turn_scope turn{self};
       return oldest_units(self, n);
     },
     [=](rc_drained_atom, std::string& destination,

@@ -412,7 +412,8 @@ void pool_started(pointer self, uint64_t id);
 /// Tells the pool that `id` ended, once the pool grants the start permits.
 void pool_ended(pointer self, uint64_t id);
 
-/// A unit takes gauge slot `slot` (its label, state and times stay with the leg or NACK).
+/// A unit is taken: the core's count rises (its label, state and times stay with the leg or
+/// NACK that holds it).
 void gauge_track(pointer self);
 
 /// A unit's gauge slot is freed.

@@ -266,28 +266,30 @@ routing_quiescence_actor::behavior_type gauge_actor(gauge_pointer self,
     [=](q_oldest_atom, uint64_t n) -> caf::typed_response_promise<quiescence_sample> {
       // The gauge's own slots, merged with the units each source holding some names; a
       // source that cannot answer within `source_answer_bound` adds none.
+      // The gauge's own slots and its count are read when the answer leaves, so they agree.
       auto rp = self->make_response_promise<quiescence_sample>();
-      auto out = std::make_shared<quiescence_sample>(own_oldest(self, n));
       auto& s = self->state;
       if (s.sources.empty()) {
-        rp.deliver(std::move(*out));
+        rp.deliver(own_oldest(self, n));
         return rp;
       }
+      auto named = std::make_shared<std::vector<quiescence_entry>>();
       auto waiting = std::make_shared<size_t>(s.sources.size());
       auto one_in = [=]() mutable {
         if (--*waiting != 0)
           return;
-        out->count = count_of(self->state);
-        out->now_ms = clock_ms(self);
-        keep_oldest(*out, n);
-        rp.deliver(std::move(*out));
+        auto out = own_oldest(self, n);
+        for (auto& e : *named)
+          out.entries.push_back(std::move(e));
+        keep_oldest(out, n);
+        rp.deliver(std::move(out));
       };
       for (auto& src : s.sources)
         self->request(src.handle, source_answer_bound, q_oldest_atom::value, n)
           .then(
             [=](quiescence_sample& x) mutable {
               for (auto& e : x.entries)
-                out->entries.push_back(std::move(e));
+                named->push_back(std::move(e));
               one_in();
             },
             [=](caf::error&) mutable { one_in(); });
@@ -305,6 +307,9 @@ routing_quiescence_actor::behavior_type gauge_actor(gauge_pointer self,
       auto& s = self->state;
       if (!s.torn_down) {
         s.torn_down = true;
+        // Frozen: the sources' count stays, their handles go (no names are asked for from
+        // now on, and the gauge keeps no router core alive).
+        s.sources.clear();
         s.log.debug("routing quiescence: gauge torn down with " + std::to_string(count_of(s))
                     + " unit(s) held");
         answer_awaiting(self);
