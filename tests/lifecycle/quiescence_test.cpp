@@ -272,6 +272,24 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
 }
 
 TEST_CASE_FIXTURE(cafmesh::testing::fixture,
+                  "gauge: after teardown a source's count stays frozen and the source is no longer asked") {
+  auto g = track(spawn_routing_quiescence(sys));
+  auto stalled = track(sys.spawn(stalled_units));
+  caf::anon_send(g, q_units_atom::value, stalled, uint64_t{3});
+  run();
+  auto td = ask<caf::ok_atom>(*this, g, q_teardown_atom::value);
+  run();
+  REQUIRE(td->done);
+  caf::anon_send(g, q_units_atom::value, stalled, uint64_t{0}); // ignored: frozen
+  auto s = ask<quiescence_sample>(*this, g, q_oldest_atom::value, uint64_t{10});
+  run();
+  REQUIRE(s->done); // at once: the stalled source is not asked
+  CHECK(s->t_ms == 0);
+  CHECK(s->value.count == 3);
+  CHECK(s->value.entries.empty());
+}
+
+TEST_CASE_FIXTURE(cafmesh::testing::fixture,
                   "gauge: the request form of track allocates ids apart from caller ids") {
   auto g = track(spawn_routing_quiescence(sys));
   auto t1 = ask<uint64_t>(*this, g, q_track_atom::value, std::string("NACK -> x (delivery 1)"),
