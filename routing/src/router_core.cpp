@@ -356,13 +356,13 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
     [=](routing::pool_refused_atom, uint64_t id, caf::error& err) {
       turn_scope turn{self};
       auto& s = self->state;
-      auto i = s.legs.find(id);
-      if (i != s.legs.end()) {
+      auto* i = s.legs.find(id);
+      if (i != nullptr) {
         if (!settle_latch(self, id))
           return;
-        auto& leg = i->second;
+        auto& leg = *i;
         auto f = to_fault(err);
-        s.log.info("leg " + std::to_string(id) + " (" + leg_label(leg)
+        s.log.info(leg_name(id) + " (" + leg_label(leg)
                    + ") refused by the pool: " + f.render());
         if (!leg.finished && !is_failed_and_nacked(leg.env)) {
           if (s.stopping) {
@@ -406,7 +406,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
               arm_release_bound(self);
             }
           }
-          s.log.info("leg " + std::to_string(id) + " (" + leg_label(leg)
+          s.log.info(leg_name(id) + " (" + leg_label(leg)
                      + ") abandoned by the pool drain; " + (nack != 0 ? "NACKed" : "no NACK"));
           leg_terminal(self, id, leg_outcome::abandoned, nack == 0);
         }
@@ -423,12 +423,12 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
     [=](routing::pool_down_atom, uint64_t id, caf::error& reason) {
       turn_scope turn{self};
       auto& s = self->state;
-      auto i = s.legs.find(id);
-      if (i != s.legs.end()) {
+      auto* i = s.legs.find(id);
+      if (i != nullptr) {
         if (!settle_latch(self, id))
           return;
-        auto& leg = i->second;
-        s.log.error("leg " + std::to_string(id) + " (" + leg_label(leg)
+        auto& leg = *i;
+        s.log.error(leg_name(id) + " (" + leg_label(leg)
                     + ") crashed: " + self->system().render(reason));
         if (!leg.finished && !is_failed_and_nacked(leg.env)) {
           leg.slot_owned = false;

@@ -42,9 +42,12 @@ void refuse_before_acceptance(pointer self, const envelope& env, const char* rea
 } // namespace
 
 bool over_bound(pointer self, const envelope& env) {
+  auto& s = self->state;
+  // Every slot of the legs' slab taken (about four million legs): nothing more fits.
+  if (s.legs.full())
+    return true;
   if (is_continuation(env))
     return false;
-  auto& s = self->state;
   auto bound = s.opts.routing.max_in_flight;
   return bound > 0 && admitted_in_flight(self) >= static_cast<uint64_t>(bound);
 }
@@ -149,13 +152,13 @@ std::optional<uint64_t> accept(pointer self, envelope env, leg_host host, bool& 
   }
   // The leg keeps the envelope as accepted: what leaves the core carries the router's address
   // on its routing path (`routed_env`).
-  auto id = s.next_id++;
-  auto& leg = s.legs[id];
-  leg.id = id;
+  auto& leg = s.legs.emplace(s.next_id++);
+  auto id = leg.id;
   leg.older = s.newest_leg;
   (s.newest_leg != nullptr ? s.newest_leg->newer : s.oldest_leg) = &leg;
   s.newest_leg = &leg;
-  leg.host_path = std::move(host.path);
+  leg.path = &*s.host_paths.try_emplace(std::move(host.path), 0).first;
+  ++leg.path->second;
   leg.ordered = s.stream_routed.count(host.host.type) != 0;
   if (leg.ordered)
     leg.kind = leg_kind::pod_hub;
@@ -180,7 +183,7 @@ std::optional<uint64_t> accept(pointer self, envelope env, leg_host host, bool& 
   // the node branch builds none.
   std::optional<ordering_channel> channel;
   if (ordered)
-    channel = make_channel(leg.host_path,
+    channel = make_channel(leg.host_path(),
                            leg.env.ordering_key ? *leg.env.ordering_key : std::string{});
   log_sat(self, s.sat.accept(leg.sat_link, leg_phase::queued, now_ms(self)));
   if (!ordered || s.disp.enqueue(*channel, id))

@@ -60,9 +60,9 @@ void push_work(pointer self, turn_work w) {
 
 void admit(pointer self, uint64_t id) {
   auto& s = self->state;
-  auto i = s.legs.find(id);
-  if (i != s.legs.end()) {
-    i->second.pooled = true;
+  auto* i = s.legs.find(id);
+  if (i != nullptr) {
+    i->pooled = true;
   } else {
     auto j = s.nacks.find(id);
     if (j != s.nacks.end())

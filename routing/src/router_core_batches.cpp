@@ -49,8 +49,8 @@ std::optional<size_t> position_of(const channel_batch& b, uint64_t head, uint64_
 void drop_ended(core_state& s, std::vector<uint64_t>& ids) {
   ids.erase(std::remove_if(ids.begin(), ids.end(),
                            [&](uint64_t id) {
-                             auto i = s.legs.find(id);
-                             return i == s.legs.end() || i->second.finished;
+                             auto* i = s.legs.find(id);
+                             return i == nullptr || i->finished;
                            }),
             ids.end());
 }
@@ -98,9 +98,9 @@ void batch_judge(pointer self, uint64_t head) {
   items.push_back(head);
   items.insert(items.end(), b.riders.begin(), b.riders.end());
   for (auto id : items) {
-    auto j = s.legs.find(id);
-    if (j != s.legs.end())
-      set_batch(s, j->second, 0);
+    auto* j = s.legs.find(id);
+    if (j != nullptr)
+      set_batch(s, *j, 0);
   }
   // The first item whose attempt failed, and whether an item behind it landed anyway.
   auto none = items.size();
@@ -133,7 +133,7 @@ void batch_judge(pointer self, uint64_t head) {
     if (landed_behind) {
       // Sent again, it would land behind a delivery that followed it on its channel.
       leg_nack(self, *leg, verdict::failed,
-               "Delivery to '" + leg->host_path + "' failed: " + f.render()
+               "Delivery to '" + leg->host_path() + "' failed: " + f.render()
                  + "; a delivery behind it on its channel landed, so it is not sent again");
       continue;
     }
@@ -152,7 +152,7 @@ void batch_judge(pointer self, uint64_t head) {
     auto f = to_fault(a.failure);
     leg->in_flight = has_response_timeout(f);
     leg_nack(self, *leg, verdict::failed,
-             "Delivery to '" + leg->host_path + "' failed: " + f.render()
+             "Delivery to '" + leg->host_path() + "' failed: " + f.render()
                + "; a delivery behind it on its channel landed, so it is not sent again");
     return;
   }
@@ -209,10 +209,10 @@ void batch_form(pointer self, leg_rec& head) {
   s.disp.for_each_behind(head.id, [&](uint64_t id) {
     if (static_cast<int64_t>(riders.size()) + 1 >= max)
       return false;
-    auto i = s.legs.find(id);
-    if (i == s.legs.end())
+    auto* i = s.legs.find(id);
+    if (i == nullptr)
       return false;
-    auto& leg = i->second;
+    auto& leg = *i;
     if (leg.started || leg.finished || !leg.latch_open || !rides(leg))
       return false;
     auto c = check_size(leg.env, size_crossing::grain_call, s.opts.size);
@@ -298,11 +298,11 @@ void batch_nack_riders(pointer self, leg_rec& leg, verdict v, const std::string&
   s.batches.erase(leg.id);
   set_batch(s, leg, 0);
   for (auto id : riders) {
-    auto j = s.legs.find(id);
-    if (j == s.legs.end() || j->second.finished)
+    auto* j = s.legs.find(id);
+    if (j == nullptr || j->finished)
       continue;
-    set_batch(s, j->second, 0);
-    leg_nack(self, j->second, v, text, target_unserved, responding, quiet);
+    set_batch(s, *j, 0);
+    leg_nack(self, *j, v, text, target_unserved, responding, quiet);
   }
 }
 
@@ -329,9 +329,9 @@ void batch_leave(pointer self, leg_rec& leg) {
     b.riders.erase(std::remove(b.riders.begin(), b.riders.end(), leg.id), b.riders.end());
     if (b.riders.empty()) {
       s.batches.erase(i);
-      auto h = s.legs.find(head);
-      if (h != s.legs.end())
-        set_batch(s, h->second, 0);
+      auto* h = s.legs.find(head);
+      if (h != nullptr)
+        set_batch(s, *h, 0);
     }
     return;
   }
@@ -340,9 +340,9 @@ void batch_leave(pointer self, leg_rec& leg) {
   auto riders = std::move(b.riders);
   s.batches.erase(i);
   for (auto id : riders) {
-    auto j = s.legs.find(id);
-    if (j != s.legs.end())
-      set_batch(s, j->second, 0);
+    auto* j = s.legs.find(id);
+    if (j != nullptr)
+      set_batch(s, *j, 0);
   }
   if (!s.stopping)
     lead_anew(self, std::move(riders));

@@ -112,9 +112,9 @@ void leg_fault_arm(pointer self, uint64_t id, fault f, retry_decision d) {
         if (leg == nullptr)
           return;
         auto detail = recorded.empty() ? f.render() : recorded;
-        auto text = "Delivery to '" + leg->host_path + "' failed: " + detail;
+        auto text = "Delivery to '" + leg->host_path() + "' failed: " + detail;
         bool quiet = runtime_torn_down(f);
-        auto line = "delivery " + leg->env.id + " to '" + leg->host_path + "' NACKed "
+        auto line = "delivery " + leg->env.id + " to '" + leg->host_path() + "' NACKed "
                     + to_string(d.verdict) + " after " + std::to_string(attempts) + " attempt(s) ("
                     + to_string(d.reason) + "): " + detail;
         if (quiet)
@@ -129,7 +129,7 @@ void leg_fault_arm(pointer self, uint64_t id, fault f, retry_decision d) {
         if (leg == nullptr)
           return;
         bool quiet = runtime_torn_down(f);
-        auto line = "delivery " + leg->env.id + " to '" + leg->host_path + "' NACKed "
+        auto line = "delivery " + leg->env.id + " to '" + leg->host_path() + "' NACKed "
                     + to_string(d.verdict) + " after " + std::to_string(attempts) + " attempt(s) ("
                     + to_string(d.reason) + "): " + f.render();
         if (quiet)
@@ -137,7 +137,7 @@ void leg_fault_arm(pointer self, uint64_t id, fault f, retry_decision d) {
         else
           self->state.log.warning(line);
         leg_nack(self, *leg, d.verdict,
-                 "Delivery to '" + leg->host_path + "' failed: " + f.render(), false, caf::none,
+                 "Delivery to '" + leg->host_path() + "' failed: " + f.render(), false, caf::none,
                  quiet);
       });
 }
@@ -149,7 +149,7 @@ bool nack_if_requester_gone_by(pointer self, leg_rec& leg, int64_t at_ms) {
     return false;
   ++self->state.stats.requester_time_ran_out;
   auto n = leg.att && leg.att->retry ? leg.att->retry->attempts() : int64_t{1};
-  auto text = "Delivery to '" + leg.host_path
+  auto text = "Delivery to '" + leg.host_path()
               + "' failed: its requester stops waiting before "
                 "attempt "
               + std::to_string(n);
@@ -169,12 +169,12 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
   // A fault of the node's hub: its path is resolved afresh by the next leg
   // (docs/behaviour/routing.md#cacheable-resolutions).
   if (leg.kind == leg_kind::node)
-    s.resolved.forget(leg.host_path);
+    s.resolved.forget(leg.host_path());
   if (leg.kind == leg_kind::pod_hub) {
     if (auto n = find_code(f, mesh_errc::pod_hub_not_here)) {
       // Handled before classification (docs/behaviour/routing.md#legs, #hubs).
       if (s.client_hosted.count(leg_host_address(self, leg).type) != 0) {
-        s.log.info("delivery " + leg.env.id + ": pod hub for '" + leg.host_path
+        s.log.info("delivery " + leg.env.id + ": pod hub for '" + leg.host_path()
                    + "' not here; falling back to the stream transport");
         leg.kind = leg_kind::stream;
         leg_stream_probe(self, id);
@@ -185,7 +185,7 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
       // trying within its router budget, re-resolving the pod hub each time; only an
       // exhausted budget ends it in the NACK below. docs/behaviour/routing.md#stopping-silos
       fault moving{mesh_errc::directory_unstable,
-                   "pod hub for '" + leg.host_path + "' not here: " + n->text};
+                   "pod hub for '" + leg.host_path() + "' not here: " + n->text};
       auto probe = *leg.att->retry;
       if (is_continuation(leg.env) && probe.next(moving).retry) {
         ++s.stats.continuation_retries;
@@ -194,8 +194,8 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
         auto silo = n->silo;
         auto by = silo ? silo->to_string() : std::string{"unknown silo"};
         leg_nack(self, leg, verdict::shutting_down,
-                 "No silo serves hub '" + leg.host_path + "' (answered by " + by + "); retry", true,
-                 silo);
+                 "No silo serves hub '" + leg.host_path() + "' (answered by " + by + "); retry",
+                 true, silo);
         return;
       }
     }
@@ -245,7 +245,7 @@ void leg_on_fault(pointer self, uint64_t id, fault f) {
       leg.parked = true;
       ++s.parked_legs;
     }
-    auto tok = ++leg.token;
+    uint64_t tok = ++leg.token;
     self->delayed_send(self, ms(d.delay_ms), rc_timer_atom::value, id, tok);
     return;
   }
@@ -260,7 +260,7 @@ void leg_resolve(pointer self, uint64_t id) {
     composition_fault(self, leg, "the path resolver is not available");
     return;
   }
-  if (auto prefix = s.resolved.find(leg.host_path)) {
+  if (auto prefix = s.resolved.find(leg.host_path())) {
     // docs/behaviour/routing.md#cacheable-resolutions
     attempts_of(leg).grain = node_hub_grain(*prefix);
     leg_grain_call(self, leg);
@@ -275,9 +275,9 @@ void leg_resolve(pointer self, uint64_t id) {
       if (leg == nullptr)
         return;
       if (r.cacheable && r.found && r.remainder.empty())
-        self->state.resolved.put(leg->host_path, r.node_prefix);
+        self->state.resolved.put(leg->host_path(), r.node_prefix);
       if (!r.found || !r.remainder.empty()) {
-        auto text = "No node found at '" + leg->host_path + "'";
+        auto text = "No node found at '" + leg->host_path() + "'";
         if (r.closest_ancestor)
           text += ". Closest ancestor: '" + *r.closest_ancestor + "'";
         leg_nack(self, *leg, verdict::not_found, text);
@@ -296,9 +296,9 @@ void leg_resolve(pointer self, uint64_t id) {
                           + routing::render_budget(self->state.opts.routing.resolve_timeout_ms)
                       : to_fault(e).render();
       leg_nack(self, *leg, verdict::failed,
-               "Path resolution for '" + leg->host_path + "' failed: " + detail);
+               "Path resolution for '" + leg->host_path() + "' failed: " + detail);
     },
-    pr_resolve_atom::value, leg.host_path);
+    pr_resolve_atom::value, leg.host_path());
 }
 
 /// Stream leg step 3: publish under the router's guard (docs/behaviour/routing.md#legs).
@@ -330,11 +330,11 @@ void leg_stream_publish(pointer self, uint64_t id) {
         leg->in_flight = true; // a failed or timed-out publish may have been delivered
         if (is_request_timeout(e))
           leg_nack(self, *leg, verdict::failed,
-                   "Stream post to '" + leg->host_path + "' never completed within "
+                   "Stream post to '" + leg->host_path() + "' never completed within "
                      + routing::render_budget(self->state.opts.routing.stream_post_timeout_ms));
         else
           leg_nack(self, *leg, verdict::failed,
-                   "Stream post to '" + leg->host_path + "' failed: " + to_fault(e).render());
+                   "Stream post to '" + leg->host_path() + "' failed: " + to_fault(e).render());
       });
 }
 
@@ -358,7 +358,7 @@ void leg_stream_probe(pointer self, uint64_t id) {
           return;
         if (!live) {
           leg_nack(self, *leg, verdict::not_found,
-                   "No live stream subscriber for '" + leg->host_path + "'", true);
+                   "No live stream subscriber for '" + leg->host_path() + "'", true);
           return;
         }
         leg_stream_publish(self, id);
@@ -403,8 +403,8 @@ address leg_host_address(pointer self, const leg_rec& leg) {
 }
 
 std::string leg_label(const leg_rec& leg) {
-  return leg.ordered ? routing::stream_routed_label(leg.host_path, leg.env.id)
-                     : routing::dispatch_label(leg.host_path, leg.env.id);
+  return leg.ordered ? routing::stream_routed_label(leg.host_path(), leg.env.id)
+                     : routing::dispatch_label(leg.host_path(), leg.env.id);
 }
 
 const silo_address& entry_client_of(pointer self, const leg_rec& leg) {
@@ -416,10 +416,10 @@ const silo_address& entry_client_of(pointer self, const leg_rec& leg) {
 }
 
 bool settle_latch(pointer self, uint64_t id) {
-  auto i = self->state.legs.find(id);
-  if (i == self->state.legs.end() || !i->second.latch_open)
+  auto* i = self->state.legs.find(id);
+  if (i == nullptr || !i->latch_open)
     return false;
-  i->second.latch_open = false;
+  i->latch_open = false;
   return true;
 }
 
@@ -436,10 +436,10 @@ leg_attempts& attempts_of(leg_rec& leg) {
 }
 
 leg_rec* find_leg(pointer self, uint64_t id, uint64_t token) {
-  auto i = self->state.legs.find(id);
-  if (i == self->state.legs.end() || i->second.finished || i->second.token != token)
+  auto* i = self->state.legs.find(id);
+  if (i == nullptr || i->finished || i->token != token)
     return nullptr;
-  return &i->second;
+  return &*i;
 }
 
 void unpark(pointer self, leg_rec& leg) {
@@ -474,7 +474,7 @@ void leg_nack(pointer self, leg_rec& leg, verdict v, const std::string& text, bo
 }
 
 std::string before_attempt_text(const leg_rec& leg, const std::string& what) {
-  return "Routing to '" + leg.host_path
+  return "Routing to '" + leg.host_path()
          + "' failed before the delivery could be attempted: " + what;
 }
 
@@ -499,7 +499,7 @@ void leg_attempt(pointer self, uint64_t id) {
   ++s.stats.grain_attempts;
   leg.in_flight = true;
   port_call_send(self, call_for::leg_attempt, id, tok, leg.att->grain, routed_env(self, leg), bound,
-                 true, destination_of(self, leg.host_path));
+                 true, destination_of(self, leg.host_path()));
   batch_send_riders(self, leg, bound);
 }
 
@@ -517,7 +517,7 @@ void leg_attempt_result(pointer self, uint64_t id, uint64_t tok, envelope& r) {
       // Parsed once, for the per-destination admission and the entry's landing report.
       auto at = landing_of(r);
       if (at && self->state.opts.routing.max_in_flight_per_destination > 0)
-        learn_destination(self, leg->host_path, *at);
+        learn_destination(self, leg->host_path(), *at);
       // An activation of another silo that placement resolved: later attempts go to it
       // through the message centre directly (docs/delivery-costs.md#the-remote-frame-path).
       if (at && leg->att)
@@ -534,7 +534,7 @@ void leg_attempt_result(pointer self, uint64_t id, uint64_t tok, envelope& r) {
       return;
     default: {
       auto text = d.text.empty()
-                    ? "Delivery to '" + leg->host_path + "' failed: " + to_string(r.state)
+                    ? "Delivery to '" + leg->host_path() + "' failed: " + to_string(r.state)
                     : d.text;
       leg_nack(self, *leg, d.verdict, text);
       return;
@@ -567,7 +567,7 @@ void leg_start(pointer self, leg_rec& leg) {
   switch (leg.kind) {
     case leg_kind::node: leg_resolve(self, leg.id); break;
     case leg_kind::pod_hub:
-      attempts_of(leg).grain = pod_hub_grain(leg.host_path);
+      attempts_of(leg).grain = pod_hub_grain(leg.host_path());
       leg_grain_call(self, leg);
       break;
     case leg_kind::stream: leg_stream_probe(self, leg.id); break;
@@ -577,10 +577,10 @@ void leg_start(pointer self, leg_rec& leg) {
 
 void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_pool) {
   auto& s = self->state;
-  auto i = s.legs.find(id);
-  if (i == s.legs.end())
+  auto* i = s.legs.find(id);
+  if (i == nullptr)
     return;
-  auto& leg = i->second;
+  auto& leg = *i;
   leg.finished = true;
   ++leg.token;
   batch_leave(self, leg);
@@ -598,14 +598,16 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_po
     case leg_outcome::refused: ++s.stats.refused; break;
   }
   if (s.log.enabled(log::level::debug)) // once per delivery: build the line only if kept
-    s.log.debug("leg " + std::to_string(id) + " (" + leg_label(leg)
+    s.log.debug(leg_name(id) + " (" + leg_label(leg)
                 + ") terminated: " + outcome_name(outcome));
   bool ordered = leg.ordered;
   if (leg.has_entry_client)
     s.entry_clients.erase(id);
   (leg.older != nullptr ? leg.older->newer : s.oldest_leg) = leg.newer;
   (leg.newer != nullptr ? leg.newer->older : s.newest_leg) = leg.older;
-  s.legs.erase(i);
+  if (--leg.path->second == 0)
+    s.host_paths.erase(leg.path->first);
+  s.legs.erase(*i);
   if (outcome != leg_outcome::refused && end_in_pool)
     pool_ended(self, id);
   if (!ordered)
@@ -614,9 +616,9 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_po
   if (!s.drain_waiters.empty())
     channel = s.disp.channel_of(id);
   if (auto next = s.disp.on_terminal(id)) {
-    auto j = s.legs.find(*next);
+    auto* j = s.legs.find(*next);
     // An ended head needs no permit, nor one that started as a rider of the batch before.
-    if (j == s.legs.end() || (!j->second.finished && !j->second.started))
+    if (j == nullptr || (!j->finished && !j->started))
       admit(self, *next);
   }
   if (channel && !s.disp.head_of(*channel)) {

@@ -293,10 +293,12 @@ uint64_t post_nack(pointer self, const envelope& original, verdict v, const std:
     return 0;
   }
   auto failure = make_delivery_failure(original, text, v, target_unserved, std::move(responding));
-  auto id = s.next_id++;
+  // Ordered with the legs' ids, naming none of them.
+  auto seq = s.next_id++;
+  auto id = slot_table<leg_rec>::foreign_id(seq);
   nack_job job;
   job.id = id;
-  job.nack = make_nack_envelope(failure, s.silo_name + "-nack-" + std::to_string(id),
+  job.nack = make_nack_envelope(failure, s.silo_name + "-nack-" + std::to_string(seq),
                                 s.opts.self_address);
   job.delivery_id = original.id;
   job.sender = original.sender.to_string();
@@ -306,10 +308,10 @@ uint64_t post_nack(pointer self, const envelope& original, verdict v, const std:
     // The leg's unit, with its times and state, is the NACK's now (the count does not move).
     job.slot = *handover_slot;
     job.taken_ms = now_ms(self);
-    auto i = s.legs.find(*handover_slot);
-    if (i != s.legs.end()) {
-      job.taken_ms = i->second.accepted_ms;
-      job.dispatched_ms = i->second.started_ms;
+    auto* i = s.legs.find(*handover_slot);
+    if (i != nullptr) {
+      job.taken_ms = i->accepted_ms;
+      job.dispatched_ms = i->started_ms;
     }
   } else {
     job.slot = id;

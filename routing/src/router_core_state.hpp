@@ -36,6 +36,7 @@
 #include "cafmesh/routing/router_core.hpp"
 #include "cafmesh/routing/routing_quiescence.hpp"
 #include "cafmesh/routing/saturation_report.hpp"
+#include "slot_table.hpp"
 
 /// The router core's internals (router_core.cpp and the router_core_*.cpp beside it).
 namespace cafmesh::routing::router_core_detail {
@@ -71,6 +72,9 @@ struct leg_attempts {
   std::unique_ptr<retry_state> retry;
 };
 
+/// A host path and the number of legs that hold it (`core_state::host_paths`).
+using host_path_entry = std::pair<const std::string, uint64_t>;
+
 /// One accepted delivery's leg: an explicit state machine owned by the router core, kept
 /// lean (docs/delivery-costs.md#what-a-delivery-holds): what can be derived from the
 /// envelope (the host address, the gauge label) is rendered when needed, what only an
@@ -79,9 +83,10 @@ struct leg_rec {
   /// As accepted: the router's address joins the routing_path of what leaves the core
   /// (`routed_env`), so the leg does not hold it.
   envelope env;
-  std::string host_path; ///< `type/id` of the target's host address
-  uint64_t id = 0;
-  uint64_t token = 0;      ///< step token; answers carrying an older one are ignored
+  /// `type/id` of the target's host address, shared by the legs to that host: its entry in
+  /// `core_state::host_paths` (`host_path()`).
+  host_path_entry* path = nullptr;
+  uint64_t id = 0;         ///< its slot in `core_state::legs` and its acceptance order
   int64_t accepted_ms = 0; ///< actor-clock ms at acceptance (delivery latency histogram)
   int64_t started_ms = -1; ///< actor-clock ms at its start (dispatched); -1: queued
   /// Actor-clock ms by which the requester stops waiting, less the margin for the NACK's
@@ -94,28 +99,46 @@ struct leg_rec {
   /// Its neighbours in acceptance order (`core_state::oldest_leg`, `newest_leg`).
   leg_rec* older = nullptr;
   leg_rec* newer = nullptr;
+  uint32_t token = 0; ///< step token; answers carrying an older one are ignored
   leg_kind kind = leg_kind::node;
-  bool ordered = false; ///< on the ordered dispatcher (stream-routed branch)
-  bool started = false;
-  bool finished = false;  ///< landed or NACK handed over; `leg_done` is on its way
-  bool slot_owned = true; ///< false once the slot was handed to a NACK
-  bool pooled = false;    ///< admitted (in the core's own count or through the pool)
+  bool ordered : 1; ///< on the ordered dispatcher (stream-routed branch)
+  bool started : 1;
+  bool finished : 1;   ///< landed or NACK handed over; `leg_done` is on its way
+  bool slot_owned : 1; ///< false once the slot was handed to a NACK
+  bool pooled : 1;     ///< admitted (in the core's own count or through the pool)
   /// A grain call or publish of this leg is outstanding, or one ended without telling
   /// whether the target holds the delivery (a response timeout): its outcome is unknown.
-  bool in_flight = false;
+  bool in_flight : 1;
   /// Waiting for its next attempt because its destination silo departed (its connection
   /// was lost, membership has not declared it Dead yet): not counted by admission control.
-  bool parked = false;
+  bool parked : 1;
   /// The exactly-one-terminal-event latch (docs/behaviour/quiescence.md#the-routing-io-pool):
   /// open from acceptance until the first of `leg_done`, the pool's cancel or its down
   /// message settles it.
-  bool latch_open = true;
+  bool latch_open : 1;
   /// A pure client handed the delivery to the routing grain: its address is in
   /// `core_state::entry_clients`.
-  bool has_entry_client = false;
+  bool has_entry_client : 1;
   /// It leads or rides a channel batch: the batch's head is in `core_state::batch_of`
   /// (docs/behaviour/routing.md#channel-batches).
-  bool batched = false;
+  bool batched : 1;
+
+  /// `type/id` of the target's host address.
+  const std::string& host_path() const { return path->first; }
+
+  leg_rec()
+    : ordered(false),
+      started(false),
+      finished(false),
+      slot_owned(true),
+      pooled(false),
+      in_flight(false),
+      parked(false),
+      latch_open(true),
+      has_entry_client(false),
+      batched(false) {
+    // nop
+  }
 };
 
 /// The ladder rung a NACK is on (docs/behaviour/routing.md#nacks).
@@ -261,8 +284,12 @@ struct core_state {
   refusal_log refusals;
   std::set<std::string> stream_routed;
   std::set<std::string> client_hosted;
-  /// Accepted legs by id (hashed; `oldest_leg` lists them in acceptance order).
-  std::unordered_map<uint64_t, leg_rec> legs;
+  /// Accepted legs in a slab, by an id that carries the leg's slot and `next_id`'s count
+  /// (`oldest_leg` lists them in acceptance order, which is id order).
+  slot_table<leg_rec> legs;
+  /// The legs' host paths, each with the number of legs that hold it: one string per host
+  /// with legs, none once its last leg ended.
+  std::unordered_map<std::string, uint64_t> host_paths;
   /// The ends of the legs' list in acceptance order (ids ascending), for what reports legs in
   /// that order (residuals, `rc_stats`, the drain's ids) without sorting them.
   leg_rec* oldest_leg = nullptr;
@@ -352,6 +379,11 @@ inline routing::io_pool_owner_actor owner_of(pointer self) {
 
 /// The accepted legs, in acceptance order (ids ascending).
 std::vector<std::pair<uint64_t, leg_rec*>> legs_in_order(core_state& s);
+
+/// `leg {n}`, n the leg's number in acceptance order (for log lines).
+inline std::string leg_name(uint64_t id) {
+  return "leg " + std::to_string(slot_table<leg_rec>::seq_of(id));
+}
 
 /// The target's host address of `leg` (docs/behaviour/envelope.md#addresses).
 address leg_host_address(pointer self, const leg_rec& leg);
@@ -675,7 +707,8 @@ std::vector<std::string> end_unlanded_legs(pointer self, const std::string& why)
 // -- accepting (router_core_accepting.cpp) -------------------------------------------------------
 
 /// Admission control: true if `env` is new work and the core already holds
-/// `routing.max_in_flight` legs; continuations are always admitted.
+/// `routing.max_in_flight` legs; continuations are always admitted, unless the legs' slab
+/// is full.
 bool over_bound(pointer self, const envelope& env);
 
 /// The text of a refusal at the admission bound.

@@ -6,10 +6,10 @@ namespace cafmesh::routing::router_core_detail {
 
 void on_admitted(pointer self, uint64_t id) {
   auto& s = self->state;
-  auto i = s.legs.find(id);
-  if (i != s.legs.end()) {
-    if (!i->second.started && !i->second.finished && i->second.latch_open)
-      leg_start(self, i->second);
+  auto* i = s.legs.find(id);
+  if (i != nullptr) {
+    if (!i->started && !i->finished && i->latch_open)
+      leg_start(self, *i);
     return;
   }
   if (s.nacks.count(id) != 0)
