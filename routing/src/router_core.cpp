@@ -362,8 +362,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
           return;
         auto& leg = *i;
         auto f = to_fault(err);
-        s.log.info(leg_name(id) + " (" + leg_label(leg)
-                   + ") refused by the pool: " + f.render());
+        s.log.info(leg_name(id) + " (" + leg_label(leg) + ") refused by the pool: " + f.render());
         if (!leg.finished && !is_failed_and_nacked(leg.env)) {
           if (s.stopping) {
             // The silo stops and the draining pool will not run it: one NACK, started
@@ -406,8 +405,8 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
               arm_release_bound(self);
             }
           }
-          s.log.info(leg_name(id) + " (" + leg_label(leg)
-                     + ") abandoned by the pool drain; " + (nack != 0 ? "NACKed" : "no NACK"));
+          s.log.info(leg_name(id) + " (" + leg_label(leg) + ") abandoned by the pool drain; "
+                     + (nack != 0 ? "NACKed" : "no NACK"));
           leg_terminal(self, id, leg_outcome::abandoned, nack == 0);
         }
         return;

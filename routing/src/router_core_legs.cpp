@@ -598,8 +598,7 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_po
     case leg_outcome::refused: ++s.stats.refused; break;
   }
   if (s.log.enabled(log::level::debug)) // once per delivery: build the line only if kept
-    s.log.debug(leg_name(id) + " (" + leg_label(leg)
-                + ") terminated: " + outcome_name(outcome));
+    s.log.debug(leg_name(id) + " (" + leg_label(leg) + ") terminated: " + outcome_name(outcome));
   bool ordered = leg.ordered;
   if (leg.has_entry_client)
     s.entry_clients.erase(id);
