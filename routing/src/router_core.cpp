@@ -80,6 +80,21 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
   s.log = log::get("router_core").with_context(s.silo_name);
   s.policy = router_policy(opts.routing);
   s.sat = saturation_monitor(opts.routing);
+  // The legs keep their own times: the monitor asks for the oldest when it needs ages (its
+  // events, its reviews while latched, `rc_stats`) and the core walks its legs.
+  s.sat.oldest_source([st = &s] {
+    oldest_times out;
+    st->legs.for_each([&](const leg_rec& leg) {
+      if (!leg.sat_link.counted)
+        return;
+      auto& x = leg.sat_link.phase == leg_phase::queued ? out.queued_since_ms
+                                                        : out.dispatched_since_ms;
+      auto since = leg.sat_link.phase == leg_phase::queued ? leg.accepted_ms : leg.started_ms;
+      if (!x || since < *x)
+        x = since;
+    });
+    return out;
+  });
   s.refusals = refusal_log(opts.routing);
   s.stream_routed.insert(opts.routing.stream_routed_address_types.begin(),
                          opts.routing.stream_routed_address_types.end());

@@ -154,9 +154,6 @@ std::optional<uint64_t> accept(pointer self, envelope env, leg_host host, bool& 
   // on its routing path (`routed_env`).
   auto& leg = s.legs.emplace(s.next_id++);
   auto id = leg.id;
-  leg.older = s.newest_leg;
-  (s.newest_leg != nullptr ? s.newest_leg->newer : s.oldest_leg) = &leg;
-  s.newest_leg = &leg;
   leg.path = &*s.host_paths.try_emplace(std::move(host.path), 0).first;
   ++leg.path->second;
   leg.ordered = s.stream_routed.count(host.host.type) != 0;

@@ -107,10 +107,18 @@ routing::quiescence_sample oldest_units(pointer self, uint64_t n) {
   out.count = s.acct.units();
   out.now_ms = now_ms(self);
   std::vector<routing::quiescence_entry> all;
-  // Legs in acceptance order are in (taken, slot) order: the first `n` holding a slot do.
-  for (auto leg = s.oldest_leg; leg != nullptr && all.size() < n; leg = leg->newer) {
-    if (!leg->slot_owned)
-      continue;
+  // Legs in id order are in (taken, slot) order: the `n` oldest holding a slot are the `n`
+  // least ids among them.
+  std::vector<leg_rec*> owners;
+  s.legs.for_each([&](leg_rec& leg) {
+    if (leg.slot_owned)
+      owners.push_back(&leg);
+  });
+  auto m = std::min<size_t>(n, owners.size());
+  std::partial_sort(owners.begin(), owners.begin() + static_cast<std::ptrdiff_t>(m), owners.end(),
+                    [](const leg_rec* x, const leg_rec* y) { return x->id < y->id; });
+  owners.resize(m);
+  for (auto* leg : owners) {
     routing::quiescence_entry e;
     e.slot = leg->id;
     e.label = leg_label(*leg);

@@ -393,8 +393,8 @@ void record_latency(router_core_stats& st, int64_t latency_ms) {
 std::vector<std::pair<uint64_t, leg_rec*>> legs_in_order(core_state& s) {
   std::vector<std::pair<uint64_t, leg_rec*>> out;
   out.reserve(s.legs.size());
-  for (auto leg = s.oldest_leg; leg != nullptr; leg = leg->newer)
-    out.emplace_back(leg->id, leg);
+  s.legs.for_each([&](leg_rec& leg) { out.emplace_back(leg.id, &leg); });
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   return out;
 }
 
@@ -602,8 +602,6 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_po
   bool ordered = leg.ordered;
   if (leg.has_entry_client)
     s.entry_clients.erase(id);
-  (leg.older != nullptr ? leg.older->newer : s.oldest_leg) = leg.newer;
-  (leg.newer != nullptr ? leg.newer->older : s.newest_leg) = leg.older;
   if (--leg.path->second == 0)
     s.host_paths.erase(leg.path->first);
   s.legs.erase(*i);

@@ -94,13 +94,11 @@ struct leg_rec {
   int64_t answer_by_ms = 0;
   /// The hub grain and retry loop, from the leg's first grain attempt on; null before.
   std::unique_ptr<leg_attempts> att;
-  /// Its place in the saturation monitor's count and ages (`core_state::sat`).
-  saturation_link sat_link;
-  /// Its neighbours in acceptance order (`core_state::oldest_leg`, `newest_leg`).
-  leg_rec* older = nullptr;
-  leg_rec* newer = nullptr;
   uint32_t token = 0; ///< step token; answers carrying an older one are ignored
   leg_kind kind = leg_kind::node;
+  /// Its place in the saturation monitor's count (`core_state::sat`); its ages are
+  /// `accepted_ms` and `started_ms` (`oldest_times_of`).
+  counted_leg sat_link;
   bool ordered : 1; ///< on the ordered dispatcher (stream-routed branch)
   bool started : 1;
   bool finished : 1;   ///< landed or NACK handed over; `leg_done` is on its way
@@ -285,15 +283,11 @@ struct core_state {
   std::set<std::string> stream_routed;
   std::set<std::string> client_hosted;
   /// Accepted legs in a slab, by an id that carries the leg's slot and `next_id`'s count
-  /// (`oldest_leg` lists them in acceptance order, which is id order).
+  /// (ids order as the legs were accepted; what lists legs in that order sorts them).
   slot_table<leg_rec> legs;
   /// The legs' host paths, each with the number of legs that hold it: one string per host
   /// with legs, none once its last leg ended.
   std::unordered_map<std::string, uint64_t> host_paths;
-  /// The ends of the legs' list in acceptance order (ids ascending), for what reports legs in
-  /// that order (residuals, `rc_stats`, the drain's ids) without sorting them.
-  leg_rec* oldest_leg = nullptr;
-  leg_rec* newest_leg = nullptr;
   /// The pure client that handed a leg's delivery to the routing grain (its process hosts
   /// the sender), for the legs that have one (`leg_rec::has_entry_client`).
   std::unordered_map<uint64_t, silo_address> entry_clients;
@@ -377,7 +371,7 @@ inline routing::io_pool_owner_actor owner_of(pointer self) {
 
 // -- lean legs (router_core_legs.cpp) -------------------------------------------------------------
 
-/// The accepted legs, in acceptance order (ids ascending).
+/// The accepted legs, in acceptance order (ids ascending): a walk of the slab, sorted.
 std::vector<std::pair<uint64_t, leg_rec*>> legs_in_order(core_state& s);
 
 /// `leg {n}`, n the leg's number in acceptance order (for log lines).

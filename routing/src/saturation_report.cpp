@@ -112,6 +112,19 @@ std::optional<saturation_event> saturation_monitor::accept(saturation_link& x, l
   x.since_ms = now_ms;
   x.phase = phase;
   link(x);
+  return counted(phase, now_ms);
+}
+
+std::optional<saturation_event> saturation_monitor::accept(counted_leg& x, leg_phase phase,
+                                                           int64_t now_ms) {
+  if (x.counted)
+    return std::nullopt;
+  x.counted = true;
+  x.phase = phase;
+  return counted(phase, now_ms);
+}
+
+std::optional<saturation_event> saturation_monitor::counted(leg_phase phase, int64_t now_ms) {
   ++count_;
   if (!latched_ && count_ >= report_count_) {
     latched_ = true;
@@ -151,6 +164,12 @@ std::optional<saturation_event> saturation_monitor::dispatched(saturation_link& 
   return on_dispatch(now_ms);
 }
 
+std::optional<saturation_event> saturation_monitor::dispatched(counted_leg& x, int64_t now_ms) {
+  if (x.counted)
+    x.phase = leg_phase::dispatched;
+  return on_dispatch(now_ms);
+}
+
 std::optional<saturation_event> saturation_monitor::terminated(leg_id leg, int64_t now_ms) {
   auto i = legs_.find(leg);
   if (i == legs_.end())
@@ -165,6 +184,17 @@ std::optional<saturation_event> saturation_monitor::terminated(saturation_link& 
     return std::nullopt;
   unlink(x);
   x.counted = false;
+  return uncounted(now_ms);
+}
+
+std::optional<saturation_event> saturation_monitor::terminated(counted_leg& x, int64_t now_ms) {
+  if (!x.counted)
+    return std::nullopt;
+  x.counted = false;
+  return uncounted(now_ms);
+}
+
+std::optional<saturation_event> saturation_monitor::uncounted(int64_t now_ms) {
   --count_;
   if (latched_ && count_ <= clear_count_) {
     auto ev = make_event(saturation_event_kind::cleared,
@@ -183,7 +213,8 @@ std::optional<saturation_event> saturation_monitor::on_dispatch(int64_t now_ms) 
     return std::nullopt;
   last_review_ms_ = now_ms;
   ++reviews_;
-  if (dispatched_.head == nullptr || now_ms - dispatched_.head->since_ms < leg_self_bound_ms_)
+  auto since = oldest().dispatched_since_ms;
+  if (!since || now_ms - *since < leg_self_bound_ms_)
     return std::nullopt;
   escalated_ = true;
   warned_ = true;
@@ -205,13 +236,27 @@ std::optional<int64_t> saturation_monitor::lasting_due(const saturation_event& r
   return report.at_ms + warn_after_ms_;
 }
 
+oldest_times saturation_monitor::oldest() const {
+  oldest_times out;
+  if (oldest_source_)
+    out = oldest_source_();
+  auto earliest = [](std::optional<int64_t>& x, const saturation_link* head) {
+    if (head != nullptr && (!x || head->since_ms < *x))
+      x = head->since_ms;
+  };
+  earliest(out.queued_since_ms, queued_.head);
+  earliest(out.dispatched_since_ms, dispatched_.head);
+  return out;
+}
+
 in_flight_ages saturation_monitor::ages(int64_t now_ms) const {
   in_flight_ages out;
   out.in_flight = count_;
-  if (dispatched_.head != nullptr)
-    out.oldest_dispatched_age_ms = now_ms - dispatched_.head->since_ms;
-  if (queued_.head != nullptr)
-    out.oldest_queued_age_ms = now_ms - queued_.head->since_ms;
+  auto o = oldest();
+  if (o.dispatched_since_ms)
+    out.oldest_dispatched_age_ms = now_ms - *o.dispatched_since_ms;
+  if (o.queued_since_ms)
+    out.oldest_queued_age_ms = now_ms - *o.queued_since_ms;
   return out;
 }
 

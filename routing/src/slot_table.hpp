@@ -17,7 +17,8 @@ namespace cafmesh::routing::router_core_detail {
 
 /// A slab of `T` records in chunks of 32, each addressed by an id whose low `slot_bits` bits
 /// are its slot and whose high bits are a sequence number the owner chooses (so ids order as
-/// their sequence numbers). `T` has a `uint64_t id` member, which the table sets.
+/// their sequence numbers). `T` has a `uint64_t id` member, which the table sets. What needs
+/// the records in id order walks them (`for_each`) and sorts.
 ///
 /// Records never move while alive (intrusive links between them stay valid); a freed slot is
 /// reused lowest first, so live records gather in the low chunks and a burst's chunks go back
@@ -108,6 +109,15 @@ public:
       chunks_.pop_back();
     if (hint_ > chunks_.size())
       hint_ = chunks_.size();
+  }
+
+  /// Calls `f(record)` for every live record, in slot order (not id order). `f` must not
+  /// add or erase records.
+  template <class F>
+  void for_each(F f) {
+    for (auto& c : chunks_)
+      for (auto bits = c->used; bits != 0; bits &= bits - 1)
+        f(*c->at(static_cast<size_t>(__builtin_ctzll(bits))));
   }
 
   size_t size() const { return size_; }

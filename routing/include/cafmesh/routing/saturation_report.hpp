@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -75,15 +76,33 @@ void log_saturation_event(const saturation_event& ev, const queue_snapshot& queu
                           const log::logger& out);
 void log_saturation_event(const saturation_event& ev, const queue_snapshot& queues);
 
-/// A leg's place in a `saturation_monitor`, kept by its owner (in the leg's own record, so
-/// counting a leg allocates nothing): the link API of the monitor takes it instead of an id.
-/// It must stay at one address while counted.
+/// A leg's place in a `saturation_monitor` through the id API: its time and its neighbours
+/// in its phase's list (the monitor keeps these itself).
 struct saturation_link {
   int64_t since_ms = 0; ///< acceptance (queued) or dispatch (dispatched)
   saturation_link* prev = nullptr;
   saturation_link* next = nullptr;
   leg_phase phase = leg_phase::queued;
   bool counted = false; ///< accepted and not terminated
+};
+
+/// A leg counted by a `saturation_monitor` whose owner keeps its times (in the leg's own
+/// record, one byte: counting a leg allocates nothing and links nothing). The owner answers
+/// for the oldest of these legs through `saturation_monitor::oldest_source`.
+struct counted_leg {
+  leg_phase phase : 1;
+  bool counted : 1; ///< accepted and not terminated
+
+  counted_leg() : phase(leg_phase::queued), counted(false) {
+    // nop
+  }
+};
+
+/// The oldest of the legs an owner counts as `counted_leg`: the acceptance time of its oldest
+/// queued leg and the dispatch time of its oldest dispatched leg (none: no such leg).
+struct oldest_times {
+  std::optional<int64_t> queued_since_ms;
+  std::optional<int64_t> dispatched_since_ms;
 };
 
 /// In-flight accounting and the saturation latch
@@ -101,9 +120,11 @@ struct saturation_link {
 /// report; if the episode is still latched then, its warning comes from there, and its
 /// clearing is a warning too (a cleared episode that never warned clears at info).
 ///
-/// Costs: O(1) per call (on average through the id API, which hashes the links); a leg is
-/// linked into its phase's list by time, and time running backwards costs a walk from the
-/// list's tail.
+/// Costs: O(1) per call (on average through the id API, which hashes the links). A leg of
+/// the id API is linked into its phase's list by time (time running backwards costs a walk
+/// from the list's tail); a `counted_leg` is only counted, and the ages (in every event, in
+/// a review, in `ages`) ask the owner's `oldest_source`, which may walk its legs: events and
+/// reviews are rare (a review at most every `saturation_review_ms` while latched).
 class saturation_monitor {
 public:
   /// Thresholds from `cfg`: `saturation_report_count`, `saturation_clear_count`,
@@ -121,21 +142,26 @@ public:
   /// otherwise runs the review (`on_dispatch`). A leg already counted changes nothing.
   std::optional<saturation_event> accept(leg_id leg, leg_phase phase, int64_t now_ms);
 
-  /// The same for a leg whose link its owner keeps (`saturation_link`).
-  std::optional<saturation_event> accept(saturation_link& leg, leg_phase phase, int64_t now_ms);
+  /// The same for a leg whose times its owner keeps (`counted_leg`, `oldest_source`).
+  std::optional<saturation_event> accept(counted_leg& leg, leg_phase phase, int64_t now_ms);
 
   /// `leg` started at `now_ms`; its age now counts from here. Then runs the review.
   std::optional<saturation_event> dispatched(leg_id leg, int64_t now_ms);
 
-  /// The same for a leg whose link its owner keeps.
-  std::optional<saturation_event> dispatched(saturation_link& leg, int64_t now_ms);
+  /// The same for a leg whose times its owner keeps: its dispatch time is `now_ms`.
+  std::optional<saturation_event> dispatched(counted_leg& leg, int64_t now_ms);
 
   /// `leg`'s terminal event at `now_ms`: no longer in flight. Answers `cleared` when the
   /// count falls to `saturation_clear_count` or below while latched. Unknown ids are ignored.
   std::optional<saturation_event> terminated(leg_id leg, int64_t now_ms);
 
-  /// The same for a leg whose link its owner keeps (a link not counted is ignored).
-  std::optional<saturation_event> terminated(saturation_link& leg, int64_t now_ms);
+  /// The same for a leg whose times its owner keeps (a leg not counted is ignored).
+  std::optional<saturation_event> terminated(counted_leg& leg, int64_t now_ms);
+
+  /// Where the ages of the `counted_leg`s come from: `f` answers their oldest times. Set by
+  /// an owner that counts any; called from inside the calls above (the leg being accepted
+  /// or dispatched is counted in its new phase, the one terminating no longer).
+  void oldest_source(std::function<oldest_times()> f) { oldest_source_ = std::move(f); }
 
   /// The review piggy-backed on a dispatch: while latched and not yet escalated, at most
   /// every `saturation_review_ms` since the report or the previous review, escalate to
@@ -186,6 +212,20 @@ private:
   /// Unlinks `x` from its phase's list.
   void unlink(saturation_link& x);
 
+  /// The id API's steps on the link the monitor keeps for the id.
+  std::optional<saturation_event> accept(saturation_link& x, leg_phase phase, int64_t now_ms);
+  std::optional<saturation_event> dispatched(saturation_link& x, int64_t now_ms);
+  std::optional<saturation_event> terminated(saturation_link& x, int64_t now_ms);
+
+  /// The bookkeeping common to both APIs once a leg is counted in `phase`.
+  std::optional<saturation_event> counted(leg_phase phase, int64_t now_ms);
+
+  /// The same once a leg is no longer counted.
+  std::optional<saturation_event> uncounted(int64_t now_ms);
+
+  /// The oldest times over both APIs.
+  oldest_times oldest() const;
+
   size_t report_count_;
   size_t clear_count_;
   int64_t leg_self_bound_ms_;
@@ -196,6 +236,7 @@ private:
   size_t count_ = 0; ///< legs counted (both APIs)
   age_list queued_;
   age_list dispatched_;
+  std::function<oldest_times()> oldest_source_;
   bool latched_ = false;
   bool escalated_ = false;
   bool warned_ = false; ///< the current episode logged a warning or worse
