@@ -57,58 +57,84 @@ ordered_route_dispatcher::channel_hash::operator()(const ordering_channel& x) co
 }
 
 bool ordered_route_dispatcher::enqueue(const ordering_channel& ch, leg_id leg) {
-  depth_guard guard{*this};
   if (contains(leg))
     return false;
-  auto i = channels_.find(ch);
-  bool is_new = i == channels_.end();
-  if (is_new) {
-    i = channels_.emplace(ch, channel_state{}).first;
-    ++destinations_[ch.destination];
-  }
-  auto& st = i->second;
-  auto& e = *legs_.emplace(leg, leg_entry{&*i, st.tail, nullptr}).first;
-  if (st.tail != nullptr)
-    st.tail->second.next = &e;
-  else
-    st.head = &e;
-  st.tail = &e;
-  if (++st.size == 2)
-    deep_.insert(&*i);
-  return is_new;
+  auto is_head = push(ch, leg);
+  legs_.emplace(leg, &*channels_.find(ch));
+  return is_head;
 }
 
 std::optional<leg_id> ordered_route_dispatcher::on_terminal(leg_id leg) {
-  depth_guard guard{*this};
   auto li = legs_.find(leg);
   if (li == legs_.end())
     return std::nullopt;
-  auto& ckv = *li->second.channel;
-  auto& st = ckv.second;
-  auto prev = li->second.prev;
-  auto next = li->second.next;
-  bool was_head = prev == nullptr;
-  if (prev != nullptr)
-    prev->second.next = next;
-  else
-    st.head = next;
-  if (next != nullptr)
-    next->second.prev = prev;
-  else
-    st.tail = prev;
-  if (--st.size == 1)
-    deep_.erase(&ckv);
+  auto i = channels_.find(li->second->first);
   legs_.erase(li);
-  if (st.size == 0) {
-    auto di = destinations_.find(ckv.first.destination);
-    if (--di->second == 0)
-      destinations_.erase(di);
-    channels_.erase(channels_.find(ckv.first));
+  return terminal(i, leg);
+}
+
+bool ordered_route_dispatcher::push(const ordering_channel& ch, leg_id leg) {
+  depth_guard guard{*this};
+  ++legs_held_;
+  auto i = channels_.find(ch);
+  if (i == channels_.end()) {
+    i = channels_.emplace(ch, channel_state{}).first;
+    ++destinations_[ch.destination];
+    i->second.head = leg;
+    i->second.size = 1;
+    return true;
+  }
+  auto& st = i->second;
+  if (!st.behind)
+    st.behind = std::make_unique<std::deque<leg_id>>();
+  st.behind->push_back(leg);
+  if (++st.size == 2)
+    deep_.insert(&*i);
+  return false;
+}
+
+std::optional<leg_id> ordered_route_dispatcher::on_terminal(const ordering_channel& ch,
+                                                            leg_id leg) {
+  return terminal(channels_.find(ch), leg);
+}
+
+std::optional<leg_id> ordered_route_dispatcher::terminal(channel_map::iterator i, leg_id leg) {
+  depth_guard guard{*this};
+  if (i == channels_.end())
+    return std::nullopt;
+  auto& st = i->second;
+  if (st.head != leg && (!st.behind || st.behind->empty()))
+    return std::nullopt; // not a leg of this channel
+  --legs_held_;
+  if (--st.size == 1)
+    deep_.erase(&*i);
+  if (st.head != leg) {
+    // Queued behind the head: gone now, skipped when its turn comes (at once if it is next).
+    if (!st.behind->empty() && st.behind->front() == leg) {
+      st.behind->pop_front();
+    } else {
+      if (!st.gone)
+        st.gone = std::make_unique<std::unordered_set<leg_id>>();
+      st.gone->insert(leg);
+    }
     return std::nullopt;
   }
-  if (!was_head)
+  if (st.size == 0) {
+    auto di = destinations_.find(i->first.destination);
+    if (--di->second == 0)
+      destinations_.erase(di);
+    channels_.erase(i);
     return std::nullopt;
-  return st.head->first;
+  }
+  // The next live leg behind the head is the head now.
+  for (;;) {
+    auto next = st.behind->front();
+    st.behind->pop_front();
+    if (st.gone && st.gone->erase(next) > 0)
+      continue;
+    st.head = next;
+    return next;
+  }
 }
 
 queue_snapshot ordered_route_dispatcher::snapshot() const {
@@ -133,23 +159,26 @@ queue_snapshot ordered_route_dispatcher::snapshot() const {
 
 bool ordered_route_dispatcher::is_head(leg_id leg) const {
   auto li = legs_.find(leg);
-  if (li == legs_.end())
-    return false;
-  return li->second.prev == nullptr;
+  return li != legs_.end() && li->second->second.head == leg;
+}
+
+bool ordered_route_dispatcher::is_head(const ordering_channel& ch, leg_id leg) const {
+  auto i = channels_.find(ch);
+  return i != channels_.end() && i->second.head == leg;
 }
 
 std::optional<ordering_channel> ordered_route_dispatcher::channel_of(leg_id leg) const {
   auto li = legs_.find(leg);
   if (li == legs_.end())
     return std::nullopt;
-  return li->second.channel->first;
+  return li->second->first;
 }
 
 std::optional<leg_id> ordered_route_dispatcher::head_of(const ordering_channel& ch) const {
   auto i = channels_.find(ch);
   if (i == channels_.end())
     return std::nullopt;
-  return i->second.head->first;
+  return i->second.head;
 }
 
 size_t ordered_route_dispatcher::queued_behind(const ordering_channel& ch) const {

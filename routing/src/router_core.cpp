@@ -89,7 +89,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
         return;
       auto& x = leg.sat_link.phase == leg_phase::queued ? out.queued_since_ms
                                                         : out.dispatched_since_ms;
-      auto since = leg.sat_link.phase == leg_phase::queued ? leg.accepted_ms : leg.started_ms;
+      auto since = leg.sat_link.phase == leg_phase::queued ? leg.accepted_ms : leg.started_ms();
       if (!x || since < *x)
         x = since;
     });

@@ -174,16 +174,15 @@ std::optional<uint64_t> accept(pointer self, envelope env, leg_host host, bool& 
   ++s.stats.accepted;
   leg.accepted_ms = now_ms(self);
   if (answer_within > caf::timespan{0})
-    leg.answer_by_ms = leg.accepted_ms + std::chrono::duration_cast<ms>(answer_within).count();
+    leg.set_answer_by_ms(leg.accepted_ms + std::chrono::duration_cast<ms>(answer_within).count());
   bool ordered = leg.ordered;
   // Only the stream-routed branch has a channel (docs/behaviour/routing.md#the-ordered-dispatcher);
   // the node branch builds none.
   std::optional<ordering_channel> channel;
   if (ordered)
-    channel = make_channel(leg.host_path(),
-                           leg.env.ordering_key ? *leg.env.ordering_key : std::string{});
+    channel = leg_channel(leg);
   log_sat(self, s.sat.accept(leg.sat_link, leg_phase::queued, now_ms(self)));
-  if (!ordered || s.disp.enqueue(*channel, id))
+  if (!ordered || s.disp.push(*channel, id))
     admit(self, id);
   return id;
 }

@@ -123,8 +123,9 @@ routing::quiescence_sample oldest_units(pointer self, uint64_t n) {
     e.slot = leg->id;
     e.label = leg_label(*leg);
     e.taken_ms = leg->accepted_ms;
-    e.dispatched_ms = leg->started_ms;
-    e.state = leg->started_ms >= 0 ? routing::slot_state::dispatched : routing::slot_state::queued;
+    e.dispatched_ms = leg->started_ms();
+    e.state = leg->started_ms() >= 0 ? routing::slot_state::dispatched
+                                     : routing::slot_state::queued;
     all.push_back(std::move(e));
   }
   for (auto& [id, job] : s.nacks) {

@@ -22,7 +22,7 @@ namespace {
 /// True if `leg` may lead or ride a batch: a one-way delivery without a requester's bound
 /// (a continuation or a request with a deadline keeps a leg of its own).
 bool rides(const leg_rec& leg) {
-  return leg.ordered && leg.kind == leg_kind::pod_hub && leg.answer_by_ms == 0
+  return leg.ordered && leg.kind == leg_kind::pod_hub && leg.answer_by_ms() == 0
          && !is_continuation(leg.env);
 }
 
@@ -201,12 +201,15 @@ void batch_form(pointer self, leg_rec& head) {
   auto& s = self->state;
   auto max = s.opts.routing.channel_batch_max;
   if (max <= 1 || batch_of(s, head) != 0 || !rides(head) || !head.att || s.stopping
-      || !s.admits_itself || !routed(s, head.att->grain) || !s.disp.is_head(head.id))
+      || !s.admits_itself || !routed(s, head.att->grain))
+    return;
+  auto channel = leg_channel(head);
+  if (!s.disp.is_head(channel, head.id))
     return;
   // Within the grain call's size limit, the batch as a whole (docs/behaviour/size-guard.md).
   auto bytes = check_size(head.env, size_crossing::grain_call, s.opts.size).bytes;
   std::vector<uint64_t> riders;
-  s.disp.for_each_behind(head.id, [&](uint64_t id) {
+  s.disp.for_each_behind(channel, head.id, [&](uint64_t id) {
     if (static_cast<int64_t>(riders.size()) + 1 >= max)
       return false;
     auto* i = s.legs.find(id);
@@ -232,7 +235,7 @@ void batch_form(pointer self, leg_rec& head) {
     leg.started = true;
     leg.pooled = true;
     set_batch(s, leg, head.id);
-    leg.started_ms = now;
+    leg.set_started_ms(now);
     log_sat(self, s.sat.dispatched(leg.sat_link, now));
     attempts_of(leg).grain = head.att->grain;
   }

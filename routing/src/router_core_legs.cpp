@@ -145,7 +145,7 @@ void leg_fault_arm(pointer self, uint64_t id, fault f, retry_decision d) {
 /// NACKs `leg` `failed` if its requester stops waiting by `at_ms`, before the attempt that
 /// would start then (docs/behaviour/routing.md#a-requests-remaining-time); true if it did.
 bool nack_if_requester_gone_by(pointer self, leg_rec& leg, int64_t at_ms) {
-  if (leg.answer_by_ms <= 0 || at_ms < leg.answer_by_ms)
+  if (leg.answer_by_ms() <= 0 || at_ms < leg.answer_by_ms())
     return false;
   ++self->state.stats.requester_time_ran_out;
   auto n = leg.att && leg.att->retry ? leg.att->retry->attempts() : int64_t{1};
@@ -398,6 +398,11 @@ std::vector<std::pair<uint64_t, leg_rec*>> legs_in_order(core_state& s) {
   return out;
 }
 
+ordering_channel leg_channel(const leg_rec& leg) {
+  return make_channel(leg.host_path(),
+                      leg.env.ordering_key ? *leg.env.ordering_key : std::string{});
+}
+
 address leg_host_address(pointer self, const leg_rec& leg) {
   return host_address(leg.env.target, self->state.opts.mesh_type);
 }
@@ -487,8 +492,8 @@ void leg_attempt(pointer self, uint64_t id) {
   auto now = now_ms(self);
   if (nack_if_requester_gone_by(self, leg, now))
     return;
-  if (leg.answer_by_ms > 0)
-    bound = std::min(bound, ms(leg.answer_by_ms - now));
+  if (leg.answer_by_ms() > 0)
+    bound = std::min(bound, ms(leg.answer_by_ms() - now));
   // A continuation is sent again when an attempt gets no answer, so its attempt is short
   // (docs/behaviour/routing.md#continuations-sent-again).
   if (is_continuation(leg.env))
@@ -562,8 +567,8 @@ void leg_attempt_fault(pointer self, uint64_t id, uint64_t tok, caf::error& e) {
 void leg_start(pointer self, leg_rec& leg) {
   auto& s = self->state;
   leg.started = true;
-  leg.started_ms = now_ms(self);
-  log_sat(self, s.sat.dispatched(leg.sat_link, leg.started_ms));
+  leg.set_started_ms(now_ms(self));
+  log_sat(self, s.sat.dispatched(leg.sat_link, leg.started_ms()));
   switch (leg.kind) {
     case leg_kind::node: leg_resolve(self, leg.id); break;
     case leg_kind::pod_hub:
@@ -600,6 +605,9 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_po
   if (s.log.enabled(log::level::debug)) // once per delivery: build the line only if kept
     s.log.debug(leg_name(id) + " (" + leg_label(leg) + ") terminated: " + outcome_name(outcome));
   bool ordered = leg.ordered;
+  std::optional<ordering_channel> channel;
+  if (ordered)
+    channel = leg_channel(leg);
   if (leg.has_entry_client)
     s.entry_clients.erase(id);
   if (--leg.path->second == 0)
@@ -609,16 +617,13 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_po
     pool_ended(self, id);
   if (!ordered)
     return;
-  std::optional<ordering_channel> channel;
-  if (!s.drain_waiters.empty())
-    channel = s.disp.channel_of(id);
-  if (auto next = s.disp.on_terminal(id)) {
+  if (auto next = s.disp.on_terminal(*channel, id)) {
     auto* j = s.legs.find(*next);
     // An ended head needs no permit, nor one that started as a rider of the batch before.
     if (j == nullptr || (!j->finished && !j->started))
       admit(self, *next);
   }
-  if (channel && !s.disp.head_of(*channel)) {
+  if (!s.drain_waiters.empty() && !s.disp.head_of(*channel)) {
     auto w = s.drain_waiters.find(*channel);
     if (w != s.drain_waiters.end()) {
       auto waiters = std::move(w->second);

@@ -311,7 +311,7 @@ uint64_t post_nack(pointer self, const envelope& original, verdict v, const std:
     auto* i = s.legs.find(*handover_slot);
     if (i != nullptr) {
       job.taken_ms = i->accepted_ms;
-      job.dispatched_ms = i->started_ms;
+      job.dispatched_ms = i->started_ms();
     }
   } else {
     job.slot = id;

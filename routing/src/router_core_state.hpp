@@ -6,7 +6,9 @@
 /// part of the core calls in another, each part in the source its section names
 /// (docs/behaviour/routing.md#the-router-core).
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -88,12 +90,14 @@ struct leg_rec {
   host_path_entry* path = nullptr;
   uint64_t id = 0;         ///< its slot in `core_state::legs` and its acceptance order
   int64_t accepted_ms = 0; ///< actor-clock ms at acceptance (delivery latency histogram)
-  int64_t started_ms = -1; ///< actor-clock ms at its start (dispatched); -1: queued
-  /// Actor-clock ms by which the requester stops waiting, less the margin for the NACK's
-  /// way back (docs/behaviour/routing.md#a-requests-remaining-time); 0: no such bound.
-  int64_t answer_by_ms = 0;
   /// The hub grain and retry loop, from the leg's first grain attempt on; null before.
   std::unique_ptr<leg_attempts> att;
+  /// Ms from acceptance to its start (dispatched); -1: queued (`started_ms()`).
+  int32_t started_after_ms = -1;
+  /// Ms from acceptance until the requester stops waiting, less the margin for the NACK's
+  /// way back (docs/behaviour/routing.md#a-requests-remaining-time); 0: no such bound
+  /// (`answer_by_ms()`). Bounds beyond 24 days count as 24 days.
+  int32_t answer_within_ms = 0;
   uint32_t token = 0; ///< step token; answers carrying an older one are ignored
   leg_kind kind = leg_kind::node;
   /// Its place in the saturation monitor's count (`core_state::sat`); its ages are
@@ -123,6 +127,25 @@ struct leg_rec {
 
   /// `type/id` of the target's host address.
   const std::string& host_path() const { return path->first; }
+
+  /// Actor-clock ms at its start (dispatched); -1: queued.
+  int64_t started_ms() const { return started_after_ms < 0 ? -1 : accepted_ms + started_after_ms; }
+
+  /// Marks its start at actor-clock ms `t`.
+  void set_started_ms(int64_t t) { started_after_ms = clamp_ms(t - accepted_ms, 0); }
+
+  /// Actor-clock ms by which the requester stops waiting (less the NACK's margin); 0: none.
+  int64_t answer_by_ms() const {
+    return answer_within_ms == 0 ? 0 : accepted_ms + answer_within_ms;
+  }
+
+  /// Bounds the answer at actor-clock ms `t` (after acceptance).
+  void set_answer_by_ms(int64_t t) { answer_within_ms = clamp_ms(t - accepted_ms, 1); }
+
+  /// `x` within [`lo`, the largest int32].
+  static int32_t clamp_ms(int64_t x, int32_t lo) {
+    return static_cast<int32_t>(std::clamp<int64_t>(x, lo, INT32_MAX));
+  }
 
   leg_rec()
     : ordered(false),
@@ -378,6 +401,9 @@ std::vector<std::pair<uint64_t, leg_rec*>> legs_in_order(core_state& s);
 inline std::string leg_name(uint64_t id) {
   return "leg " + std::to_string(slot_table<leg_rec>::seq_of(id));
 }
+
+/// The ordering channel of `leg`, an ordered leg (docs/behaviour/routing.md#the-ordered-dispatcher).
+ordering_channel leg_channel(const leg_rec& leg);
 
 /// The target's host address of `leg` (docs/behaviour/envelope.md#addresses).
 address leg_host_address(pointer self, const leg_rec& leg);

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -66,9 +68,17 @@ std::string to_string(const queue_snapshot& x);
 ///   (no idle state) and answers the new head, which the owner must admit now.
 /// - Different channels never wait for each other.
 ///
-/// Costs: `enqueue` and `on_terminal` are O(1) on average (channels and legs are hashed, a
-/// channel's FIFO is a linked list through its legs' entries); `snapshot` is O(channels
-/// with legs queued behind their head) (diagnostics only). An idle channel holds nothing.
+/// Two ways to name a leg: by its id alone (`enqueue(ch, leg)`, `on_terminal(leg)`: the
+/// dispatcher remembers each leg's channel, one hashed entry per leg), or by its id and its
+/// channel, which the owner derives from the leg itself (`push`, `on_terminal(ch, leg)`,
+/// `is_head(ch, leg)`, `for_each_behind(ch, leg, f)`: nothing per leg but its id in its
+/// channel's queue, docs/delivery-costs.md#what-a-delivery-holds). An owner uses one way for
+/// a leg from its enqueue to its terminal event; the router core uses the second.
+///
+/// Costs: `enqueue`, `push` and `on_terminal` are O(1) on average (channels are hashed; a
+/// channel holds its head and a queue of the ids behind it; a leg that ends while queued
+/// behind others is skipped when its turn comes); `snapshot` is O(channels with legs queued
+/// behind their head) (diagnostics only). An idle channel holds nothing.
 ///
 /// Re-entrancy: the class never calls back into its owner; admission results arrive as
 /// messages, so the owner never calls `on_terminal` from inside another dispatcher call.
@@ -81,20 +91,21 @@ std::string to_string(const queue_snapshot& x);
 /// auto leg = next_leg_id++;
 /// maybe_log(sat.accept(leg, leg_phase::queued, now));
 /// auto key = env.ordering_key ? *env.ordering_key : std::string{};
-/// if (disp.enqueue(make_channel(host_path, key), leg))
+/// auto ch = make_channel(host_path, key);
+/// if (disp.push(ch, leg))
 ///   admit(leg);                        // send to the pool; refusals come back as messages
 /// // the leg reported started:
 /// maybe_log(sat.dispatched(leg, now));
 /// // the leg's one terminal event (leg_done, crash, abandoned, pool_refused):
 /// maybe_log(sat.terminated(leg, now));
-/// if (auto next = disp.on_terminal(leg))
+/// if (auto next = disp.on_terminal(ch, leg))
 ///   admit(*next);
 /// ```
 class ordered_route_dispatcher {
 public:
   ordered_route_dispatcher() = default;
 
-  /// Not copyable: a channel's FIFO links its legs' entries (a move keeps them).
+  /// Not copyable: the id way's entries point at their channels (a move keeps them).
   ordered_route_dispatcher(const ordered_route_dispatcher&) = delete;
   ordered_route_dispatcher& operator=(const ordered_route_dispatcher&) = delete;
   ordered_route_dispatcher(ordered_route_dispatcher&&) = default;
@@ -112,6 +123,28 @@ public:
   /// changes nothing.
   std::optional<leg_id> on_terminal(leg_id leg);
 
+  /// `enqueue` for an owner that names each leg with its channel: nothing is kept per leg
+  /// but its id in the channel's queue. The owner never pushes an id twice.
+  bool push(const ordering_channel& ch, leg_id leg);
+
+  /// `on_terminal` for a leg the owner pushed on `ch`: called once per such leg. An unknown
+  /// channel answers none and changes nothing.
+  std::optional<leg_id> on_terminal(const ordering_channel& ch, leg_id leg);
+
+  /// True if `leg` is the head of `ch`.
+  bool is_head(const ordering_channel& ch, leg_id leg) const;
+
+  /// Calls `f(id)` for the legs behind `leg`, the head of `ch`, in channel order, until `f`
+  /// answers false or the channel ends (a channel batch takes them,
+  /// docs/behaviour/routing.md#channel-batches). Nothing if `leg` is not the head.
+  /// O(legs visited).
+  template <class F>
+  void for_each_behind(const ordering_channel& ch, leg_id leg, F f) const {
+    auto i = channels_.find(ch);
+    if (i != channels_.end() && i->second.head == leg)
+      visit_behind(i->second, f);
+  }
+
   /// docs/behaviour/routing.md#the-ordered-dispatcher diagnostics.
   queue_snapshot snapshot() const;
 
@@ -119,15 +152,15 @@ public:
   size_t channel_count() const { return channels_.size(); }
 
   /// Number of legs held (heads and queued).
-  size_t leg_count() const { return legs_.size(); }
+  size_t leg_count() const { return legs_held_; }
 
-  /// True if `leg` is held (as head or queued).
+  /// True if `leg` is held (as head or queued). Only for legs enqueued by id.
   bool contains(leg_id leg) const { return legs_.count(leg) > 0; }
 
-  /// True if `leg` is its channel's head.
+  /// True if `leg` is its channel's head. Only for legs enqueued by id.
   bool is_head(leg_id leg) const;
 
-  /// The channel holding `leg`, if any.
+  /// The channel holding `leg`, if any. Only for legs enqueued by id.
   std::optional<ordering_channel> channel_of(leg_id leg) const;
 
   /// The head of `ch`, if the channel exists.
@@ -136,17 +169,12 @@ public:
   /// Legs waiting behind the head of `ch` (0 if the channel does not exist).
   size_t queued_behind(const ordering_channel& ch) const;
 
-  /// Calls `f(id)` for the legs behind `leg` on its channel, in channel order, until `f`
-  /// answers false or the channel ends (a channel batch takes them,
-  /// docs/behaviour/routing.md#channel-batches). O(legs visited).
+  /// `for_each_behind` for a leg enqueued by id.
   template <class F>
   void for_each_behind(leg_id leg, F f) const {
     auto li = legs_.find(leg);
-    if (li == legs_.end())
-      return;
-    for (auto x = li->second.next; x != nullptr; x = x->second.next)
-      if (!f(x->first))
-        return;
+    if (li != legs_.end() && li->second->second.head == leg)
+      visit_behind(li->second->second, f);
   }
 
   /// Current nesting of dispatcher calls (0 outside any call).
@@ -160,26 +188,34 @@ private:
   struct channel_hash {
     size_t operator()(const ordering_channel& x) const noexcept;
   };
-  struct leg_entry;
-  using leg_map = std::unordered_map<leg_id, leg_entry>;
+  /// A channel: its running head and the ids behind it, in order. A leg that ended while
+  /// queued stays in `behind` until its turn, listed in `gone`, and is skipped then.
   struct channel_state {
-    leg_map::value_type* head = nullptr; ///< the running head; the queue links from it
-    leg_map::value_type* tail = nullptr; ///< the latest arrival
-    size_t size = 0;                     ///< legs held (head included)
+    leg_id head = 0;
+    std::unique_ptr<std::deque<leg_id>> behind;       ///< created when a second leg arrives
+    std::unique_ptr<std::unordered_set<leg_id>> gone; ///< created when a queued leg ends
+    size_t size = 0; ///< legs held (head included), `gone` not counted
   };
   using channel_map = std::unordered_map<ordering_channel, channel_state, channel_hash>;
-  /// A leg's place: its channel and its neighbours in the channel's FIFO (an intrusive
-  /// doubly linked list through the entries, so a queued leg leaves in O(1)).
-  struct leg_entry {
-    channel_map::value_type* channel = nullptr;
-    leg_map::value_type* prev = nullptr;
-    leg_map::value_type* next = nullptr;
-  };
+
+  template <class F>
+  static void visit_behind(const channel_state& st, F& f) {
+    if (!st.behind)
+      return;
+    for (auto id : *st.behind)
+      if (!(st.gone && st.gone->count(id) > 0) && !f(id))
+        return;
+  }
+
+  /// The terminal event of `leg` on the channel `i`.
+  std::optional<leg_id> terminal(channel_map::iterator i, leg_id leg);
 
   class depth_guard;
 
   channel_map channels_;
-  leg_map legs_;
+  /// The channel of each leg enqueued by id.
+  std::unordered_map<leg_id, channel_map::value_type*> legs_;
+  size_t legs_held_ = 0;
   std::unordered_map<std::string, size_t> destinations_; ///< destination -> number of its channels
   /// Channels with legs queued behind their head: `snapshot` looks at these only.
   std::unordered_set<channel_map::value_type*> deep_;
