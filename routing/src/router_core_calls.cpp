@@ -18,13 +18,14 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
                     const grain_id& grain, envelope env, ms bound, bool urgent,
                     uint32_t destination) {
   auto& s = self->state;
-  auto id = ++s.next_call;
-  port_call c;
+  // The call's record in the slab: its id leaves with the call.
+  auto& c = s.calls.emplace(++s.next_call);
+  auto id = c.id;
   c.kind = kind;
   c.urgent = urgent;
   c.owner = owner;
-  c.token = token;
-  c.bound_ms = bound.count();
+  c.token = static_cast<uint32_t>(token);
+  c.bound_ms = leg_rec::clamp_ms(bound.count(), 0);
   c.due = next_deadline_key(self, bound);
   // Admission per destination (SPEC C4): the attempt waits on the silo its hub last
   // answered from until the call ends.
@@ -39,10 +40,9 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
     auto r = s.local_routes.find(key);
     if (r != s.local_routes.end()) {
       c.direct = true;
-      c.node_prefix = std::move(key);
       c.tag = r->second.tag;
       c.catalog = r->second.catalog.address();
-      add_call_deadline(self, *s.calls.emplace(id, std::move(c)).first);
+      add_call_deadline(self, c);
       auto i = std::find_if(s.direct_out.begin(), s.direct_out.end(),
                             [&](const auto& x) { return x.first == r->second.catalog; });
       if (i == s.direct_out.end()) {
@@ -67,8 +67,7 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
     if (r != s.remote_routes.end()) {
       c.remote = true;
       c.tag = r->second.tag;
-      c.node_prefix = std::move(key);
-      add_call_deadline(self, *s.calls.emplace(id, std::move(c)).first);
+      add_call_deadline(self, c);
       s.remote_out.push_back(
         remote_call_item{r->second.silo, std::max<int64_t>(bound.count(), 1),
                          ct_call_item{id, grain, r->second.tag, 0,
@@ -80,7 +79,7 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
       return;
     }
   }
-  add_call_deadline(self, *s.calls.emplace(id, std::move(c)).first);
+  add_call_deadline(self, c);
   if (urgent)
     self->send<caf::message_priority::high>(s.opts.grains, gp_call_atom::value, id, grain,
                                             std::move(env), caf::timespan{bound});
@@ -93,12 +92,12 @@ namespace {
 /// Takes call `id` out (its deadline dropped); none if it already ended.
 std::optional<port_call> take_call(pointer self, uint64_t id) {
   auto& s = self->state;
-  auto i = s.calls.find(id);
-  if (i == s.calls.end())
+  auto* i = s.calls.find(id);
+  if (i == nullptr)
     return std::nullopt;
   drop_call_deadline(self, *i);
-  auto c = std::move(i->second);
-  s.calls.erase(i);
+  auto c = *i;
+  s.calls.erase(*i);
   if (c.destination != 0 && s.destinations[c.destination - 1].waiting > 0)
     --s.destinations[c.destination - 1].waiting;
   if (c.remote && s.direct_waiting > 0) {
@@ -232,9 +231,10 @@ void centre_down(pointer self) {
   s.centre_watched = false;
   s.remote_routes.clear();
   std::vector<uint64_t> lost;
-  for (auto& kv : s.calls)
-    if (kv.second.remote)
-      lost.push_back(kv.first);
+  s.calls.for_each([&](const port_call& c) {
+    if (c.remote)
+      lost.push_back(c.id);
+  });
   std::sort(lost.begin(), lost.end());
   for (auto id : lost) {
     auto e = to_error(to_fault(caf::make_error(caf::sec::request_receiver_down)));
@@ -252,9 +252,10 @@ void catalog_down(pointer self, const caf::actor_addr& source) {
     else
       ++i;
   std::vector<uint64_t> lost;
-  for (auto& kv : s.calls)
-    if (kv.second.direct && kv.second.catalog == source)
-      lost.push_back(kv.first);
+  s.calls.for_each([&](const port_call& c) {
+    if (c.direct && c.catalog == source)
+      lost.push_back(c.id);
+  });
   std::sort(lost.begin(), lost.end());
   for (auto id : lost) {
     auto e = to_error(to_fault(caf::make_error(caf::sec::request_receiver_down)));
@@ -278,12 +279,20 @@ void port_call_fault(pointer self, uint64_t id, caf::error& failure) {
   auto c = take_call(self, id);
   if (!c)
     return;
-  if (c->direct)
-    forget_local_route(self, c->node_prefix, c->tag);
-  if (c->remote) {
-    auto r = self->state.remote_routes.find(c->node_prefix);
-    if (r != self->state.remote_routes.end() && r->second.tag == c->tag)
-      self->state.remote_routes.erase(r);
+  if (c->direct || c->remote) {
+    // The route's key is the owner leg's hub grain's (a direct or remote call is a leg's
+    // attempt); a leg that ended meanwhile leaves the route to its next failure.
+    auto* leg = self->state.legs.find(c->owner);
+    if (leg != nullptr && leg->att) {
+      auto key = remote_route_key(leg->att->grain);
+      if (c->direct)
+        forget_local_route(self, key, c->tag);
+      if (c->remote) {
+        auto r = self->state.remote_routes.find(key);
+        if (r != self->state.remote_routes.end() && r->second.tag == c->tag)
+          self->state.remote_routes.erase(r);
+      }
+    }
   }
   switch (c->kind) {
     case call_for::leg_attempt: leg_attempt_fault(self, c->owner, c->token, failure); break;

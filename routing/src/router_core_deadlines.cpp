@@ -28,9 +28,9 @@ void arm_deadline_timer(pointer self) {
   auto listed = s.timed_calls.head;
   if (s.deadlines.empty() && listed == nullptr)
     return;
-  auto due = s.deadlines.empty() ? listed->second.due.first : s.deadlines.begin()->first.first;
+  auto due = s.deadlines.empty() ? listed->due.first : s.deadlines.begin()->first.first;
   if (listed != nullptr)
-    due = std::min(due, listed->second.due.first);
+    due = std::min(due, listed->due.first);
   if (s.deadline_timer_ms >= 0 && s.deadline_timer_ms <= due)
     return;
   s.deadline_timer_ms = due;
@@ -47,37 +47,37 @@ deadline_key next_deadline_key(pointer self, ms bound) {
 
 void add_call_deadline(pointer self, call_node& x) {
   auto& s = self->state;
-  auto& c = x.second;
+  auto& c = x;
   auto& l = s.timed_calls;
-  if (l.tail == nullptr || l.tail->second.due < c.due) {
+  if (l.tail == nullptr || l.tail->due < c.due) {
     c.listed = true;
     c.prev = l.tail;
     c.next = nullptr;
     if (l.tail != nullptr)
-      l.tail->second.next = &x;
+      l.tail->next = &x;
     else
       l.head = &x;
     l.tail = &x;
   } else {
-    s.deadlines.emplace(c.due, deadline_target{caf::message_id{}, x.first});
+    s.deadlines.emplace(c.due, deadline_target{caf::message_id{}, x.id});
   }
   arm_deadline_timer(self);
 }
 
 void drop_call_deadline(pointer self, call_node& x) {
   auto& s = self->state;
-  auto& c = x.second;
+  auto& c = x;
   if (!c.listed) {
     s.deadlines.erase(c.due);
     return;
   }
   auto& l = s.timed_calls;
   if (c.prev != nullptr)
-    c.prev->second.next = c.next;
+    c.prev->next = c.next;
   else
     l.head = c.next;
   if (c.next != nullptr)
-    c.next->second.prev = c.prev;
+    c.next->prev = c.prev;
   else
     l.tail = c.prev;
   c.listed = false;
@@ -106,12 +106,12 @@ void expire_deadlines(pointer self, int64_t fired_due) {
     // The earliest passed deadline of the map and of the listed calls, in key order.
     bool in_map = !s.deadlines.empty() && s.deadlines.begin()->first.first <= now;
     auto listed = s.timed_calls.head;
-    bool in_list = listed != nullptr && listed->second.due.first <= now;
+    bool in_list = listed != nullptr && listed->due.first <= now;
     if (!in_map && !in_list)
       break;
     deadline_target what;
-    if (in_list && (!in_map || listed->second.due < s.deadlines.begin()->first)) {
-      what.call = listed->first;
+    if (in_list && (!in_map || listed->due < s.deadlines.begin()->first)) {
+      what.call = listed->id;
       drop_call_deadline(self, *listed);
     } else {
       what = s.deadlines.begin()->second;
@@ -124,12 +124,12 @@ void expire_deadlines(pointer self, int64_t fired_due) {
     }
     // A call's timeout queues behind what is already in the mailbox, as a request's does;
     // whichever of it and the port's answer comes first ends the call.
-    auto i = s.calls.find(what.call);
-    if (i == s.calls.end())
+    auto* i = s.calls.find(what.call);
+    if (i == nullptr)
       continue;
-    auto prio = i->second.urgent ? caf::message_priority::high : caf::message_priority::normal;
+    auto prio = i->urgent ? caf::message_priority::high : caf::message_priority::normal;
     fault timeout{mesh_errc::response_timeout,
-                  "grain call got no answer within " + render_budget(i->second.bound_ms)};
+                  "grain call got no answer within " + render_budget(i->bound_ms)};
     self->eq_impl(caf::make_message_id(prio), self->ctrl(), self->context(), gp_result_atom::value,
                   what.call, to_error(timeout));
   }

@@ -209,8 +209,23 @@ enum class call_for : uint8_t {
   nack_pod_hub,  ///< a NACK's attempt at the sender's pod hub (router_core_nacks.cpp)
 };
 
-/// A grain-port call in flight (docs/behaviour/routing.md#grain-port-calls).
+/// A grain-port call in flight (docs/behaviour/routing.md#grain-port-calls): a record of
+/// `core_state::calls`, kept lean (docs/delivery-costs.md#what-a-delivery-holds).
 struct port_call {
+  uint64_t id = 0;    ///< its slot in `core_state::calls`, sent with the call
+  uint64_t owner = 0; ///< the leg or NACK id
+  deadline_key due;
+  /// Its neighbours on `core_state::timed_calls`, when `listed`.
+  port_call* prev = nullptr;
+  port_call* next = nullptr;
+  caf::actor_addr catalog; ///< its catalog, when `direct`
+  uint32_t token = 0;      ///< the owner's step token when the call left
+  /// The destination silo the call waits on (`destinations`, 1-based); 0: not known.
+  uint32_t destination = 0;
+  int32_t bound_ms = 0; ///< its bound, for the timeout's text
+  /// The activation called, when `direct` or `remote`; its route's key is the owner leg's
+  /// hub grain's (`remote_route_key`).
+  activation_tag tag;
   call_for kind = call_for::leg_attempt;
   bool urgent = false; ///< sent at high priority: its timeout comes at that priority too
   /// Sent to a local activation's catalog directly (`local_route`): a fault drops the route.
@@ -218,25 +233,13 @@ struct port_call {
   /// Sent to an activation of another silo through the message centre directly
   /// (`remote_route`): a fault drops the route.
   bool remote = false;
-  activation_tag tag;   ///< the activation called, when `direct` or `remote`
-  uint64_t owner = 0;   ///< the leg or NACK id
-  uint64_t token = 0;   ///< the owner's step token when the call left
-  int64_t bound_ms = 0; ///< its bound, for the timeout's text
-  deadline_key due;
-  /// The destination silo the call waits on (`destinations`, 1-based); 0: not known.
-  uint32_t destination = 0;
   /// Its deadline is on `core_state::timed_calls` (through `prev` and `next`), not in
   /// `core_state::deadlines`.
   bool listed = false;
-  std::pair<const uint64_t, port_call>* prev = nullptr;
-  std::pair<const uint64_t, port_call>* next = nullptr;
-  caf::actor_addr catalog; ///< its catalog, when `direct`
-  /// The route's key (`remote_route_key`) when `direct` or `remote`.
-  std::string node_prefix;
 };
 
 /// A grain-port call in `core_state::calls`.
-using call_node = std::pair<const uint64_t, port_call>;
+using call_node = port_call;
 
 /// Grain-port calls in deadline order, oldest first: an intrusive list through `calls`.
 struct call_list {
@@ -321,7 +324,7 @@ struct core_state {
   /// Requests and calls bounded by the router core itself (`bounded_request`, `port_call`).
   std::map<deadline_key, deadline_target> deadlines;
   /// Grain-port calls in flight by call id (docs/behaviour/routing.md#grain-port-calls).
-  std::unordered_map<uint64_t, port_call> calls;
+  slot_table<port_call> calls;
   /// The calls whose deadline was not earlier than any listed before (the common case: one
   /// bound), in deadline order; the others' deadlines are in `deadlines`. Expiry merges both
   /// in (due, sequence) order.
@@ -514,7 +517,7 @@ void drop_deadline(pointer self, const deadline_key& k);
 /// The key of a deadline `bound` from now.
 deadline_key next_deadline_key(pointer self, ms bound);
 
-/// Bounds call `x` (in `calls`) by `x.second.due`: at the tail of `timed_calls` in O(1)
+/// Bounds call `x` (in `calls`) by `x.due`: at the tail of `timed_calls` in O(1)
 /// when no listed call is due later, else in `deadlines`.
 void add_call_deadline(pointer self, call_node& x);
 
