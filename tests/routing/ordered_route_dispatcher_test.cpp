@@ -262,10 +262,10 @@ caf::behavior dt_pool(caf::stateful_actor<dt_pool_state>* self) {
 
 struct dt_owner_state {
   ordered_route_dispatcher dispatcher;
-  std::map<leg_id, int> events;       // terminal events handled per leg
-  std::vector<leg_id> order;          // legs in the order their events were handled
-  std::vector<std::string> outcomes;  // outcome per handled event
-  int turns = 0;                      // handler invocations of terminal events
+  std::map<leg_id, int> events;      // terminal events handled per leg
+  std::vector<leg_id> order;         // legs in the order their events were handled
+  std::vector<std::string> outcomes; // outcome per handled event
+  int turns = 0;                     // handler invocations of terminal events
 };
 
 caf::behavior dt_owner(caf::stateful_actor<dt_owner_state>* self, caf::actor pool) {
@@ -299,8 +299,7 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   auto& ost = state_of<dt_owner_state>(owner);
   auto& pst = state_of<dt_pool_state>(pool);
   REQUIRE(pst.running == std::vector<leg_id>{0});
-  CHECK(ost.dispatcher.queued_behind(ordering_channel{"cache/mesh1", std::string{"sync"}})
-        == 32);
+  CHECK(ost.dispatcher.queued_behind(ordering_channel{"cache/mesh1", std::string{"sync"}}) == 32);
   CHECK(ost.turns == 0);
   caf::anon_send(pool, dt_drain_atom::value);
   run();
@@ -317,4 +316,72 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   CHECK(ost.dispatcher.max_depth() == 1);
   CHECK(ost.dispatcher.depth() == 0);
   CHECK(ost.dispatcher.channel_count() == 0);
+}
+
+TEST_CASE("dispatcher: legs named with their channel keep channel order, a queued leg that ends "
+          "is skipped when its turn comes, and an emptied channel goes") {
+  ordered_route_dispatcher d;
+  auto ch = keyed("cache/a", "k");
+  auto other = wide("cache/b");
+  CHECK(d.push(ch, 10));
+  CHECK_FALSE(d.push(ch, 11));
+  CHECK_FALSE(d.push(ch, 12));
+  CHECK_FALSE(d.push(ch, 13));
+  CHECK(d.push(other, 20));
+  CHECK(d.leg_count() == 5);
+  CHECK(d.channel_count() == 2);
+  CHECK(d.queued_behind(ch) == 3);
+  CHECK(d.is_head(ch, 10));
+  CHECK_FALSE(d.is_head(ch, 11));
+  CHECK_FALSE(d.is_head(other, 10));
+  // Nothing is kept per leg for the id way.
+  CHECK_FALSE(d.contains(11));
+  std::vector<leg_id> behind;
+  d.for_each_behind(ch, 10, [&](leg_id x) {
+    behind.push_back(x);
+    return true;
+  });
+  CHECK(behind == std::vector<leg_id>{11, 12, 13});
+  // Leg 12 ends while queued (not next in line): it is skipped later.
+  CHECK_FALSE(d.on_terminal(ch, 12));
+  CHECK(d.queued_behind(ch) == 2);
+  behind.clear();
+  d.for_each_behind(ch, 10, [&](leg_id x) {
+    behind.push_back(x);
+    return true;
+  });
+  CHECK(behind == std::vector<leg_id>{11, 13});
+  // Not the head: nothing to visit.
+  behind.clear();
+  d.for_each_behind(ch, 11, [&](leg_id x) {
+    behind.push_back(x);
+    return true;
+  });
+  CHECK(behind.empty());
+  CHECK(d.on_terminal(ch, 10) == leg_id{11});
+  CHECK(d.on_terminal(ch, 11) == leg_id{13});
+  CHECK(d.snapshot().deepest == 0);
+  CHECK(d.on_terminal(ch, 13) == std::nullopt);
+  CHECK(d.channel_count() == 1);
+  CHECK_FALSE(d.head_of(ch));
+  // A leg that is not on the channel changes nothing.
+  CHECK(d.on_terminal(other, 99) == std::nullopt);
+  CHECK(d.leg_count() == 1);
+  CHECK(d.on_terminal(other, 20) == std::nullopt);
+  CHECK(d.channel_count() == 0);
+  CHECK(d.leg_count() == 0);
+  CHECK(d.max_depth() == 1);
+}
+
+TEST_CASE("dispatcher: the next queued leg ending before the head pops from the queue at once") {
+  ordered_route_dispatcher d;
+  auto ch = wide("cache/a");
+  CHECK(d.push(ch, 1));
+  CHECK_FALSE(d.push(ch, 2));
+  CHECK_FALSE(d.push(ch, 3));
+  CHECK_FALSE(d.on_terminal(ch, 2));
+  CHECK_FALSE(d.on_terminal(ch, 3));
+  CHECK(d.queued_behind(ch) == 0);
+  CHECK(d.on_terminal(ch, 1) == std::nullopt);
+  CHECK(d.channel_count() == 0);
 }

@@ -38,8 +38,8 @@ int64_t heap_in_use() {
 
 /// A grain port that keeps nothing: it answers `processed` at once, or never (the call is
 /// dropped: its leg stays in flight) for the grains `never` names.
-grain_port_actor::behavior_type lean_grains(grain_port_actor::pointer self,
-                                            std::string never_key, bool never_all) {
+grain_port_actor::behavior_type lean_grains(grain_port_actor::pointer self, std::string never_key,
+                                            bool never_all) {
   return {
     [=](gp_call_atom, uint64_t call, const grain_id& g, envelope& d, caf::timespan) {
       if (never_all || g.key == never_key)
@@ -141,11 +141,12 @@ struct lean_rig {
     self->send(rc, rc_stats_atom::value);
     fx.run();
     bool got = false;
-    self->receive([&](router_core_stats& x) {
-      out = std::move(x);
-      got = true;
-    },
-                  caf::after(std::chrono::seconds(0)) >> [] {});
+    self->receive(
+      [&](router_core_stats& x) {
+        out = std::move(x);
+        got = true;
+      },
+      caf::after(std::chrono::seconds(0)) >> [] {});
     REQUIRE(got);
     return out;
   }
@@ -222,12 +223,9 @@ constexpr bool sanitized_heap = true;
 constexpr bool sanitized_heap = false;
 #endif
 
-// The SPEC's values are 64 (queued) and 256 (in flight): what the lean leg record and a gauge
-// that keeps only the core's count reach is asserted until a slab of legs with the channel
-// link in the record and the call merged into it close the rest
-// (docs/known-limits.md#memory-per-delivery). The idle channel is 0 in whole bytes (see
-// `idle_channel_bytes`).
-TEST_CASE("S14.05 an idle channel holds 0 bytes, a queued delivery at most 248 bytes beyond its envelope and a leg in flight at most 440, heap in use (the SPEC's 64 and 256 are not met yet: docs/known-limits.md)"
+// The idle channel is 0 in whole bytes (see `idle_channel_bytes`).
+TEST_CASE("S14.05 an idle channel holds 0 bytes, a queued delivery at most 64 bytes beyond its "
+          "envelope and a leg in flight at most 256, heap in use"
           * doctest::skip(sanitized_heap)) {
   auto env_bytes = envelope_bytes();
   // The envelope has no heap block of its own: what a vector of them holds is its size.
@@ -251,6 +249,6 @@ TEST_CASE("S14.05 an idle channel holds 0 bytes, a queued delivery at most 248 b
   MESSAGE("envelope " << env_bytes << " B; idle channel " << idle << " B, queued delivery "
                       << queued << " B, leg in flight " << in_flight << " B beyond it");
   CHECK(idle < 0.5);
-  CHECK(queued <= 248.0);
-  CHECK(in_flight <= 440.0);
+  CHECK(queued <= 64.0);
+  CHECK(in_flight <= 256.0);
 }

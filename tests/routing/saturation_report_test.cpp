@@ -324,7 +324,8 @@ cafmesh::config::routing_section warn_after(int64_t ms) {
 
 } // namespace
 
-TEST_CASE("saturation: with saturation_warn_after_ms a burst that clears in time logs its report and its clearing at info, no warning") {
+TEST_CASE("saturation: with saturation_warn_after_ms a burst that clears in time logs its report "
+          "and its clearing at info, no warning") {
   saturation_monitor m{warn_after(1000)};
   for (leg_id i = 0; i < 63; ++i)
     CHECK_FALSE(m.accept(i, leg_phase::dispatched, 0));
@@ -345,7 +346,8 @@ TEST_CASE("saturation: with saturation_warn_after_ms a burst that clears in time
   CHECK(m.reports() == 1);
 }
 
-TEST_CASE("saturation: with saturation_warn_after_ms a saturation that lasts warns once when it is due, and its clearing is a warning") {
+TEST_CASE("saturation: with saturation_warn_after_ms a saturation that lasts warns once when it is "
+          "due, and its clearing is a warning") {
   saturation_monitor m{warn_after(1000)};
   for (leg_id i = 0; i < 64; ++i)
     m.accept(i, leg_phase::dispatched, 0);
@@ -375,7 +377,8 @@ TEST_CASE("saturation: with saturation_warn_after_ms a saturation that lasts war
   REQUIRE(m.lasting(5000));
 }
 
-TEST_CASE("saturation: with saturation_warn_after_ms a report at critical is critical at once and needs no lasting check") {
+TEST_CASE("saturation: with saturation_warn_after_ms a report at critical is critical at once and "
+          "needs no lasting check") {
   saturation_monitor m{warn_after(1000)};
   m.accept(0, leg_phase::dispatched, 0);
   for (leg_id i = 1; i < 63; ++i)
@@ -385,4 +388,75 @@ TEST_CASE("saturation: with saturation_warn_after_ms a report at critical is cri
   CHECK(report->lvl == level::critical);
   CHECK_FALSE(m.lasting_due(*report));
   CHECK_FALSE(m.lasting(101000));
+}
+
+TEST_CASE("saturation: legs whose owner keeps their times are counted in one byte, their ages "
+          "come from the owner's oldest times, and the review escalates on them") {
+  using cafmesh::routing::counted_leg;
+  using cafmesh::routing::oldest_times;
+  static_assert(sizeof(counted_leg) == 1);
+  cafmesh::config::routing_section cfg;
+  cfg.saturation_report_count = 3;
+  cfg.saturation_clear_count = 1;
+  cfg.leg_self_bound_ms = 1000;
+  cfg.saturation_review_ms = 100;
+  cfg.saturation_warn_after_ms = 0;
+  saturation_monitor m{cfg};
+  // The owner's legs: times kept beside their counted_leg.
+  struct owned {
+    counted_leg link;
+    int64_t accepted_ms = 0;
+    int64_t started_ms = -1;
+  };
+  std::deque<owned> legs(3);
+  int asked = 0;
+  m.oldest_source([&] {
+    ++asked;
+    oldest_times out;
+    for (auto& x : legs) {
+      if (!x.link.counted)
+        continue;
+      auto& o = x.link.phase == leg_phase::queued ? out.queued_since_ms : out.dispatched_since_ms;
+      auto since = x.link.phase == leg_phase::queued ? x.accepted_ms : x.started_ms;
+      if (!o || since < *o)
+        o = since;
+    }
+    return out;
+  });
+  legs[0].accepted_ms = 0;
+  CHECK_FALSE(m.accept(legs[0].link, leg_phase::queued, 0));
+  legs[0].started_ms = 200;
+  CHECK_FALSE(m.dispatched(legs[0].link, 200));
+  legs[1].accepted_ms = 300;
+  CHECK_FALSE(m.accept(legs[1].link, leg_phase::queued, 300));
+  CHECK(asked == 0); // no event, no review: nobody asked for ages
+  legs[2].accepted_ms = 400;
+  auto ev = m.accept(legs[2].link, leg_phase::queued, 400);
+  REQUIRE(ev);
+  CHECK(ev->kind == saturation_event_kind::report);
+  CHECK(ev->ages.in_flight == 3);
+  CHECK(ev->ages.oldest_dispatched_age_ms == int64_t{200});
+  CHECK(ev->ages.oldest_queued_age_ms == int64_t{100});
+  CHECK(asked == 1);
+  // The review on a dispatch asks again: leg 0 dispatched at 200 is 1,000 ms old at 1,200.
+  legs[1].started_ms = 1200;
+  auto esc = m.dispatched(legs[1].link, 1200);
+  REQUIRE(esc);
+  CHECK(esc->kind == saturation_event_kind::escalation);
+  CHECK(esc->lvl == level::critical);
+  CHECK(esc->ages.oldest_dispatched_age_ms == int64_t{1000});
+  CHECK(esc->ages.oldest_queued_age_ms == int64_t{800});
+  // A terminated leg is no longer counted, nor asked about; a second terminal changes nothing.
+  CHECK_FALSE(m.terminated(legs[0].link, 1300));
+  CHECK_FALSE(m.terminated(legs[0].link, 1300));
+  CHECK(m.in_flight() == 2);
+  auto ages = m.ages(1300);
+  CHECK(ages.oldest_dispatched_age_ms == int64_t{100});
+  CHECK(ages.oldest_queued_age_ms == int64_t{900});
+  auto cleared = m.terminated(legs[1].link, 1400);
+  REQUIRE(cleared);
+  CHECK(cleared->kind == saturation_event_kind::cleared);
+  CHECK(cleared->ages.in_flight == 1);
+  CHECK_FALSE(cleared->ages.oldest_dispatched_age_ms);
+  CHECK(cleared->ages.oldest_queued_age_ms == int64_t{1000});
 }
