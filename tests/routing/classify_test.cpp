@@ -72,29 +72,14 @@ std::pair<int64_t, retry_decision> run_leg(const fault& f, const retry_policy& p
 }
 
 const std::vector<mesh_errc> all_codes = {
-  mesh_errc::rejected,
-  mesh_errc::overloaded,
-  mesh_errc::response_timeout,
-  mesh_errc::stream_post_timeout,
-  mesh_errc::placement_timeout,
-  mesh_errc::no_compatible_silo,
-  mesh_errc::directory_unstable,
-  mesh_errc::silo_unavailable,
-  mesh_errc::lifecycle_cancelled,
-  mesh_errc::departed_silo,
-  mesh_errc::activation_deactivated,
-  mesh_errc::runtime_gone,
-  mesh_errc::pod_hub_not_here,
-  mesh_errc::oversized,
-  mesh_errc::not_found,
-  mesh_errc::resolve_failed,
-  mesh_errc::pool_refused,
-  mesh_errc::leg_crashed,
-  mesh_errc::extension_missing,
-  mesh_errc::invalid_operation,
-  mesh_errc::application,
-  mesh_errc::lifecycle_misuse,
-  mesh_errc::config_invalid,
+  mesh_errc::rejected,          mesh_errc::overloaded,        mesh_errc::response_timeout,
+  mesh_errc::stream_post_timeout, mesh_errc::placement_timeout, mesh_errc::no_compatible_silo,
+  mesh_errc::directory_unstable, mesh_errc::silo_unavailable,  mesh_errc::lifecycle_cancelled,
+  mesh_errc::departed_silo,     mesh_errc::activation_deactivated, mesh_errc::runtime_gone,
+  mesh_errc::pod_hub_not_here,  mesh_errc::oversized,         mesh_errc::not_found,
+  mesh_errc::resolve_failed,    mesh_errc::pool_refused,      mesh_errc::leg_crashed,
+  mesh_errc::extension_missing, mesh_errc::invalid_operation, mesh_errc::application,
+  mesh_errc::lifecycle_misuse,  mesh_errc::config_invalid,
 };
 
 const tri_bool all_recorded[] = {tri_bool::unknown, tri_bool::no, tri_bool::yes};
@@ -110,8 +95,8 @@ TEST_CASE("classify: every row of the codes table, read on a single node") {
     fault f;
     bool transient;
     bool resendable;
-    verdict v;      // classify()
-    verdict direct; // node_verdict() (the table's column, used by the direct arms)
+    verdict v;          // classify()
+    verdict direct;     // node_verdict() (the table's column, used by the direct arms)
     leg_retry in_leg;
   };
   const std::vector<row> rows = {
@@ -122,14 +107,14 @@ TEST_CASE("classify: every row of the codes table, read on a single node") {
      leg_retry::no},
     {F(mesh_errc::placement_timeout), true, true, verdict::unavailable, verdict::unavailable,
      leg_retry::capped},
-    {F(mesh_errc::no_compatible_silo), true, true, verdict::shutting_down, verdict::shutting_down,
-     leg_retry::yes},
-    {F(mesh_errc::directory_unstable), true, true, verdict::shutting_down, verdict::shutting_down,
-     leg_retry::re_resolving},
+    {F(mesh_errc::no_compatible_silo), true, true, verdict::shutting_down,
+     verdict::shutting_down, leg_retry::yes},
+    {F(mesh_errc::directory_unstable), true, true, verdict::shutting_down,
+     verdict::shutting_down, leg_retry::re_resolving},
     {F(mesh_errc::silo_unavailable), true, true, verdict::shutting_down, verdict::shutting_down,
      leg_retry::re_resolving},
-    {F(mesh_errc::lifecycle_cancelled), true, true, verdict::shutting_down, verdict::shutting_down,
-     leg_retry::re_resolving},
+    {F(mesh_errc::lifecycle_cancelled), true, true, verdict::shutting_down,
+     verdict::shutting_down, leg_retry::re_resolving},
     {F(mesh_errc::departed_silo), true, true, verdict::shutting_down, verdict::shutting_down,
      leg_retry::re_resolving},
     {deact(tri_bool::no), true, true, verdict::shutting_down, verdict::shutting_down,
@@ -139,7 +124,8 @@ TEST_CASE("classify: every row of the codes table, read on a single node") {
     {gone(probe_answer::torn_down), true, true, verdict::shutting_down, verdict::shutting_down,
      leg_retry::stop_at_once},
     {gone(probe_answer::alive), false, false, verdict::failed, verdict::failed, leg_retry::no},
-    {gone(probe_answer::no_answer), false, false, verdict::failed, verdict::failed, leg_retry::no},
+    {gone(probe_answer::no_answer), false, false, verdict::failed, verdict::failed,
+     leg_retry::no},
     {F(mesh_errc::pod_hub_not_here), true, true, verdict::shutting_down, verdict::shutting_down,
      leg_retry::no},
     {F(mesh_errc::oversized), false, false, verdict::failed, verdict::rejected, leg_retry::no},
@@ -152,8 +138,10 @@ TEST_CASE("classify: every row of the codes table, read on a single node") {
     {F(mesh_errc::invalid_operation), false, false, verdict::failed, verdict::failed,
      leg_retry::no},
     {F(mesh_errc::application), false, false, verdict::failed, verdict::failed, leg_retry::no},
-    {F(mesh_errc::lifecycle_misuse), false, false, verdict::failed, verdict::failed, leg_retry::no},
-    {F(mesh_errc::config_invalid), false, false, verdict::failed, verdict::failed, leg_retry::no},
+    {F(mesh_errc::lifecycle_misuse), false, false, verdict::failed, verdict::failed,
+     leg_retry::no},
+    {F(mesh_errc::config_invalid), false, false, verdict::failed, verdict::failed,
+     leg_retry::no},
   };
   for (const auto& r : rows) {
     CAPTURE(to_string(r.f.code));
@@ -187,9 +175,9 @@ TEST_CASE("classify: qualifiers are read on their own node, not on the root") {
   torn_root.causes.push_back(gone(probe_answer::alive));
   CHECK(is_transient(torn_root));
   // A response timeout deep down caps any tree at failed.
-  auto deep = aggregate(
-    {aggregate({aggregate({F(mesh_errc::rejected), F(mesh_errc::stream_post_timeout)})}),
-     F(mesh_errc::departed_silo)});
+  auto deep = aggregate({aggregate({aggregate({F(mesh_errc::rejected),
+                                               F(mesh_errc::stream_post_timeout)})}),
+                         F(mesh_errc::departed_silo)});
   CHECK(is_transient(deep));
   CHECK(has_response_timeout(deep));
   CHECK_FALSE(is_resendable(deep));
@@ -203,7 +191,8 @@ TEST_CASE("classify: placement_timeout alone is unavailable, beside a shutting_d
         == verdict::unavailable);
   CHECK(classify(aggregate({F(mesh_errc::placement_timeout), F(mesh_errc::silo_unavailable)}))
         == verdict::shutting_down);
-  CHECK(classify(aggregate({F(mesh_errc::rejected), F(mesh_errc::overloaded)})) == verdict::failed);
+  CHECK(classify(aggregate({F(mesh_errc::rejected), F(mesh_errc::overloaded)}))
+        == verdict::failed);
 }
 
 // -- scenarios at the classification level ----------------------------------------
@@ -269,8 +258,7 @@ TEST_CASE("classify: S12.31 departed_silo, silo_unavailable, directory_unstable 
   }
 }
 
-TEST_CASE("classify: S12.32 verdicts, rejected, application unable to connect, extension_missing, "
-          "overloaded, "
+TEST_CASE("classify: S12.32 verdicts, rejected, application unable to connect, extension_missing, overloaded, "
           "invalid_operation and response_timeout classify failed") {
   const std::vector<fault> cases = {
     F(mesh_errc::rejected),
@@ -291,8 +279,7 @@ TEST_CASE("classify: S12.32 verdicts, rejected, application unable to connect, e
   CHECK_FALSE(is_transient(cases[1]));
 }
 
-TEST_CASE("classify: S12.33 verdicts, activation_deactivated recorded no is shutting_down alone "
-          "and in a two-cause "
+TEST_CASE("classify: S12.33 verdicts, activation_deactivated recorded no is shutting_down alone and in a two-cause "
           "tree, recorded yes and unknown are failed") {
   CHECK(classify(deact(tri_bool::no)) == verdict::shutting_down);
   CHECK(classify(aggregate({F(mesh_errc::application), deact(tri_bool::no)}))
@@ -301,7 +288,8 @@ TEST_CASE("classify: S12.33 verdicts, activation_deactivated recorded no is shut
         == verdict::shutting_down);
   CHECK(classify(deact(tri_bool::yes)) == verdict::failed);
   CHECK(classify(deact(tri_bool::unknown)) == verdict::failed);
-  CHECK(classify(aggregate({F(mesh_errc::application), deact(tri_bool::yes)})) == verdict::failed);
+  CHECK(classify(aggregate({F(mesh_errc::application), deact(tri_bool::yes)}))
+        == verdict::failed);
   CHECK(classify(aggregate({F(mesh_errc::application), deact(tri_bool::unknown)}))
         == verdict::failed);
   // Only recorded = no re-resolves.
@@ -320,8 +308,9 @@ TEST_CASE("classify: S12.34 runtime_gone torn_down is shutting_down with no furt
     CHECK(last.reason == give_up_reason::runtime_gone);
     CHECK(last.verdict == verdict::shutting_down);
     // Even beside a retryable cause, runtime_gone ends the loop at once.
-    auto [attempts2, last2]
-      = run_leg(aggregate({F(mesh_errc::rejected), gone(probe_answer::torn_down)}), p);
+    auto [attempts2, last2] = run_leg(aggregate({F(mesh_errc::rejected),
+                                                 gone(probe_answer::torn_down)}),
+                                      p);
     CHECK(attempts2 == 1);
     CHECK(last2.reason == give_up_reason::runtime_gone);
   }
@@ -460,8 +449,7 @@ TEST_CASE("S12.36 classify shutting_down implies resendable implies transient fo
 
 // -- the result arm and the text rule -----------------------------------------------
 
-TEST_CASE("classify: result arm of S12.29, carried verdicts beat the text, each failed result "
-          "gives one NACK with its "
+TEST_CASE("classify: result arm of S12.29, carried verdicts beat the text, each failed result gives one NACK with its "
           "carried verdict and text, a failed-and-NACKed result gives none") {
   auto r1 = judge_result(failed_result("\"Hub is shutting down\"", "\"shutting_down\""));
   CHECK(r1.nack());
@@ -490,10 +478,10 @@ TEST_CASE("classify: result arm of S12.29, carried verdicts beat the text, each 
   CHECK(r5.action == result_action::already_nacked);
 }
 
-TEST_CASE("classify: result arm of S12.30, the text rule matches is shutting down also inside a "
-          "JSON string literal, "
+TEST_CASE("classify: result arm of S12.30, the text rule matches is shutting down also inside a JSON string literal, "
           "No node found stays failed") {
-  const std::string owner = "Hub portal/x is shutting down (activation #00c0ffee)… Rejecting now.";
+  const std::string owner =
+    "Hub portal/x is shutting down (activation #00c0ffee)… Rejecting now.";
   CHECK(text_rule(owner) == verdict::shutting_down);
   auto quoted = nlohmann_quote_for_test(owner);
   CHECK(quoted.front() == '"');
@@ -519,9 +507,9 @@ TEST_CASE("classify: result arm of S12.30, the text rule matches is shutting dow
 
 TEST_CASE("classify: owner refusal versus router text per 7.4") {
   auto x = address::from("portal/x");
-  const std::string owner
-    = "Hub portal/x is shutting down (activation #00c0ffee); the address may reactivate after a "
-      "recycle or restart. Rejecting now.";
+  const std::string owner =
+    "Hub portal/x is shutting down (activation #00c0ffee); the address may reactivate after a "
+    "recycle or restart. Rejecting now.";
   CHECK(is_owner_refusal(owner, x));
   CHECK(is_owner_refusal(nlohmann_quote_for_test(owner), x));
   CHECK(is_owner_refusal(owner, address::from("portal/x~mesh/m1")));

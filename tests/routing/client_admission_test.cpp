@@ -19,7 +19,8 @@ using namespace std::chrono_literals;
 namespace {
 
 /// Registers a recorder for `addr` in `routing`; every envelope handed to it is kept.
-std::shared_ptr<std::vector<envelope>> record_route(testing::fixture& fx, const caf::actor& routing,
+std::shared_ptr<std::vector<envelope>> record_route(testing::fixture& fx,
+                                                    const caf::actor& routing,
                                                     const std::string& addr) {
   auto got = std::make_shared<std::vector<envelope>>();
   auto rec = fx.track(fx.sys.spawn([got](caf::event_based_actor*) -> caf::behavior {
@@ -42,10 +43,7 @@ envelope deliver(testing::fixture& fx, const caf::actor& routing, envelope d) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(testing::fixture,
-                  "client admission: beyond gateway.max_outstanding dispatches a pure client "
-                  "refuses at once with one NACK unavailable carrying retry_after_ms, sends "
-                  "nothing to its gateway, and accepts again once a dispatch ended") {
+TEST_CASE_FIXTURE(testing::fixture, "client admission: beyond gateway.max_outstanding dispatches a pure client refuses at once with one NACK unavailable carrying retry_after_ms, sends nothing to its gateway, and accepts again once a dispatch ended") {
   entry_world w(*this);
   entry_silo_options opt;
   opt.gateway_proxy = true;

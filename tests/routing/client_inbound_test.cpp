@@ -25,8 +25,8 @@ namespace {
 
 const std::string portal_path = "portal/user1/tab1";
 
-routing::hub_endpoint_actor add_hub(fixture& fx, const caf::actor& routing, const std::string& addr,
-                                    bool respond = false) {
+routing::hub_endpoint_actor add_hub(fixture& fx, const caf::actor& routing,
+                                    const std::string& addr, bool respond = false) {
   auto a = routing::address::from(addr);
   auto h = fx.track(routing::spawn_hub_endpoint(fx.sys, a, routing, {}, respond));
   caf::anon_send(routing, routing::rs_register_atom::value, a, caf::actor_cast<caf::actor>(h));
@@ -76,8 +76,7 @@ gateway_setup portal_behind_gateway(fixture& fx, silo_world& w) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture, "client inbound: a post and a stream frame from a silo hub land at a "
-                           "pure-client portal in order") {
+TEST_CASE_FIXTURE(fixture, "client inbound: a post and a stream frame from a silo hub land at a pure-client portal in order") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   auto b = w.add_silo("b").addr;
@@ -95,7 +94,7 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a post and a stream frame from a sil
   CHECK(activations_of(w.at(a), grain_id{"podhub", portal_path}) == 1);
   CHECK(activations_of(w.at(b), grain_id{"podhub", portal_path}) == 0);
   auto clients = testing::ask<std::vector<silo_address>>(*this, w.at(a).gateway,
-                                                         routing::gw_clients_atom::value);
+                                                          routing::gw_clients_atom::value);
   run();
   REQUIRE(clients->ok());
   CHECK(clients->value == std::vector<silo_address>{c.addr});
@@ -132,8 +131,7 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a post and a stream frame from a sil
   CHECK(received_ids(portal) == std::vector<std::string>{"post-1", "frame-1", "frame-2"});
 }
 
-TEST_CASE_FIXTURE(fixture, "client inbound: frames of two streams to one pure-client portal do not "
-                           "wait for each other's hand-over") {
+TEST_CASE_FIXTURE(fixture, "client inbound: frames of two streams to one pure-client portal do not wait for each other's hand-over") {
   // Every frame between processes takes 50 ms. docs/behaviour/routing.md#hubs: the pod hub's
   // deliveries interleave, so the second stream's frame does not wait for the first one's
   // hand-over to the client (a round trip) to be taken.
@@ -164,8 +162,7 @@ TEST_CASE_FIXTURE(fixture, "client inbound: frames of two streams to one pure-cl
   CHECK(hub_of(sender).outcomes.empty());
 }
 
-TEST_CASE_FIXTURE(fixture, "client inbound: a client request gets its response at the client and a "
-                           "NACK reaches its tracker") {
+TEST_CASE_FIXTURE(fixture, "client inbound: a client request gets its response at the client and a NACK reaches its tracker") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   w.add_silo("b");
@@ -201,8 +198,7 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a client request gets its response a
   CHECK(hub.outcomes.size() == 2);
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "client inbound: 200 frames on one stream reach a client portal in send order") {
+TEST_CASE_FIXTURE(fixture, "client inbound: 200 frames on one stream reach a client portal in send order") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   auto b = w.add_silo("b").addr;
@@ -340,9 +336,7 @@ stop_result gateway_stop_under_flow(fixture& fx, const std::vector<std::string>&
 
 } // namespace
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "client inbound: a gateway stopped under a frame flow re-homes the client and no frame is lost") {
+TEST_CASE_FIXTURE(fixture, "client inbound: a gateway stopped under a frame flow re-homes the client and no frame is lost") {
   // Sender on the silo that becomes the new gateway: its pod hub adopts the client that
   // attached there, so every frame lands.
   auto r = gateway_stop_under_flow(*this, {"a", "b"}, "b");
@@ -350,8 +344,7 @@ TEST_CASE_FIXTURE(
   CHECK(r.nacked == 0);
 }
 
-TEST_CASE_FIXTURE(fixture, "client inbound: a gateway stopped under a frame flow from a third silo "
-                           "gives every frame exactly one terminal result") {
+TEST_CASE_FIXTURE(fixture, "client inbound: a gateway stopped under a frame flow from a third silo gives every frame exactly one terminal result") {
   // Legs on S may create the pod hub on S (prefer-local) in the instant between A's
   // activation leaving and the client's re-attach; such an activation answers not-here and
   // the sender gets a `shutting_down` NACK (docs/behaviour/routing.md#hubs). So a NACK is possible
@@ -362,9 +355,7 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a gateway stopped under a frame flow
   CHECK(r.landed >= 130 - r.sent_while_rehoming);
 }
 
-TEST_CASE_FIXTURE(
-  fixture, "client inbound: the attach retries under the attach policy without an Active gateway, "
-           "gives up with one error line and keeps attaching every attach.retry_cap_ms") {
+TEST_CASE_FIXTURE(fixture, "client inbound: the attach retries under the attach policy without an Active gateway, gives up with one error line and keeps attaching every attach.retry_cap_ms") {
   silo_world w{*this};
   auto c = w.add_client("c", silo_address{});
   run();
@@ -382,8 +373,8 @@ TEST_CASE_FIXTURE(
   // After the give-up (7,750 ms) the path is attached again every attach.retry_cap_ms
   // (4,000 ms), silently: one error line, one give-up.
   CHECK(in.attempt_ms
-        == std::vector<int64_t>{t(0), t(250), t(750), t(1750), t(3750), t(7750), t(11750), t(15750),
-                                t(19750)});
+        == std::vector<int64_t>{t(0), t(250), t(750), t(1750), t(3750), t(7750), t(11750),
+                                t(15750), t(19750)});
   CHECK_FALSE(in.attached);
   CHECK_FALSE(in.first);
   CHECK(svc.stats.attach_gave_up == 1);
@@ -405,8 +396,7 @@ TEST_CASE_FIXTURE(
   CHECK(hub.outcomes[0].t_ms == t(7750 + 6200));
 }
 
-TEST_CASE_FIXTURE(fixture, "client inbound: unregistering a client portal detaches its pod hub and "
-                           "a later post is NACKed not-here") {
+TEST_CASE_FIXTURE(fixture, "client inbound: unregistering a client portal detaches its pod hub and a later post is NACKed not-here") {
   silo_world w{*this};
   auto [a, c, portal, sender] = portal_behind_gateway(*this, w);
   REQUIRE(activations_of(w.at(a), grain_id{"podhub", portal_path}) == 1);
@@ -428,8 +418,7 @@ TEST_CASE_FIXTURE(fixture, "client inbound: unregistering a client portal detach
         == "No silo serves hub 'portal/user1/tab1' (answered by " + a.to_string() + "); retry");
 }
 
-TEST_CASE_FIXTURE(fixture, "client inbound: a killed gateway is left as soon as the connection to "
-                           "it is lost and frames sent after the re-attach land") {
+TEST_CASE_FIXTURE(fixture, "client inbound: a killed gateway is left as soon as the connection to it is lost and frames sent after the re-attach land") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   auto b = w.add_silo("b").addr;
@@ -476,9 +465,9 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a killed gateway is left as soon as 
   // (docs/behaviour/directory-and-placement.md#restarts-on-the-same-address). The two snapshots at
   // the detection instant (Stopping, Dead) each assert the attach again (the world's links have
   // no latency).
-  CHECK(in.attempt_ms
-        == std::vector<int64_t>{clock_ms(*this, 0), clock_ms(*this, t_kill),
-                                clock_ms(*this, t_kill + 10000), clock_ms(*this, t_kill + 10000)});
+  CHECK(in.attempt_ms == std::vector<int64_t>{clock_ms(*this, 0), clock_ms(*this, t_kill),
+                                              clock_ms(*this, t_kill + 10000),
+                                              clock_ms(*this, t_kill + 10000)});
   CHECK(t_reattach == clock_ms(*this, t_kill + 10500));
   CHECK(svc.stats.gateways_lost == 1);
   CHECK(logs.find("silent for 10000 ms: declared Dead").at(0).t_ms == t_kill + 10000);
@@ -505,12 +494,11 @@ TEST_CASE_FIXTURE(fixture, "client inbound: a killed gateway is left as soon as 
   // re-attach at t_kill + 10,500 ms are k = 106..149.
   CHECK(n_landed == 151);
   CHECK(after == 44);
-  MESSAGE("landed " << n_landed << ", NACKed " << n_nacked << ", sent after re-attach " << after);
+  MESSAGE("landed " << n_landed << ", NACKed " << n_nacked << ", sent after re-attach "
+                    << after);
 }
 
-TEST_CASE_FIXTURE(
-  fixture, "client inbound: a dispatch to an undetected stalled gateway ends in one NACK failed, "
-           "the client re-homes and the timed-out call never starts on the gateway") {
+TEST_CASE_FIXTURE(fixture, "client inbound: a dispatch to an undetected stalled gateway ends in one NACK failed, the client re-homes and the timed-out call never starts on the gateway") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   auto b = w.add_silo("b").addr;
@@ -533,9 +521,7 @@ TEST_CASE_FIXTURE(
   CHECK(hub.outcomes[0].verdict == routing::verdict::failed);
   CHECK(hub.outcomes[0].t_ms == clock_ms(*this, t_stall + 60000));
   CHECK(svc.stats.client_failed == 1);
-  CHECK(
-    svc.stats.client_attempts
-    == 1); // a response timeout is not re-sent (docs/behaviour/classification.md#why-a-response-timeout-is-never-resent)
+  CHECK(svc.stats.client_attempts == 1); // a response timeout is not re-sent (docs/behaviour/classification.md#why-a-response-timeout-is-never-resent)
   // The client left a: the next dispatch goes through b.
   CHECK(svc.gateway == b);
   CHECK(svc.avoided.count(a) == 1);
@@ -552,9 +538,9 @@ TEST_CASE_FIXTURE(
   run();
   REQUIRE(stats->ok());
   CHECK(stats->value.expired >= 1);
-  CHECK(
-    logs.find("dropped an expired request from " + c.addr.to_string(), log::level::warning).size()
-    >= 1);
+  CHECK(logs.find("dropped an expired request from " + c.addr.to_string(), log::level::warning)
+          .size()
+        >= 1);
   size_t p1_outcomes = 0;
   for (auto& o : hub.outcomes)
     p1_outcomes += o.id == "p-1" ? 1 : 0;
@@ -565,9 +551,7 @@ TEST_CASE_FIXTURE(
         CHECK(r.env.id != "p-1");
 }
 
-TEST_CASE_FIXTURE(
-  fixture, "client inbound: an answer the pod hub took reaches the pure client once more after its "
-           "hand-over and landing report were lost, though the silo that sent it was killed") {
+TEST_CASE_FIXTURE(fixture, "client inbound: an answer the pod hub took reaches the pure client once more after its hand-over and landing report were lost, though the silo that sent it was killed") {
   // Chaos seed 594's path (docs/behaviour/routing.md#hubs "A lost hand-over of an answer"):
   // the request lands at silo B; B's answer reaches the pod hub on the gateway A; A's two
   // frames to the client after it (the answer's hand-over and the landing report) are lost;
@@ -631,9 +615,7 @@ TEST_CASE_FIXTURE(
   CHECK(hub.tracker.pending_count() == 0);
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "client inbound: frames from a hub of the gateway silo reach a pure-client "
-                  "portal over the direct route to its pod hub after the first") {
+TEST_CASE_FIXTURE(fixture, "client inbound: frames from a hub of the gateway silo reach a pure-client portal over the direct route to its pod hub after the first") {
   // SPEC B3 for pod hubs (docs/delivery-costs.md): the pod hub of a pure client lives on
   // its gateway; once its tag is known, the gateway's router core calls it through the
   // catalog directly instead of through the grain port and placement.

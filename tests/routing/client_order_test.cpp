@@ -91,9 +91,7 @@ std::vector<int> landed_rounds(const flow_result& r, int s) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture,
-                  "client order: a pure client's gateway stops under 4 streams of frames, every "
-                  "frame lands once, each stream in send order, across the re-homing") {
+TEST_CASE_FIXTURE(fixture, "client order: a pure client's gateway stops under 4 streams of frames, every frame lands once, each stream in send order, across the re-homing") {
   auto r = stop_sender_gateway_under_flow(*this, 4);
   CHECK(r.stop_sends == 1);
   // Nothing is lost or NACKed: the portal's pod hub is on B, which stays.
@@ -120,10 +118,7 @@ TEST_CASE_FIXTURE(fixture,
   }
 }
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "client order: after stop-send a gateway refuses a routing-grain call with silo_unavailable "
-  "naming itself, before placement could pass it to another silo's router core") {
+TEST_CASE_FIXTURE(fixture, "client order: after stop-send a gateway refuses a routing-grain call with silo_unavailable naming itself, before placement could pass it to another silo's router core") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   auto b = w.add_silo("b").addr;
@@ -138,7 +133,8 @@ TEST_CASE_FIXTURE(
   auto route = [&](const std::string& id) {
     auto r = testing::ask<routing::envelope>(
       *this, ga.gateway, pl_call_atom::value, routing::routing_grain_id(), int32_t{0},
-      caf::make_message(routing::hg_route_atom::value, make_delivery(id, "portal/user1/tab1", "s1"),
+      caf::make_message(routing::hg_route_atom::value,
+                        make_delivery(id, "portal/user1/tab1", "s1"),
                         silo_address{"c", 11111, 99}, caf::timespan{0}));
     run_for(1s);
     return r;

@@ -51,9 +51,7 @@ routing::router_core_stats core_stats(fixture& fx, const lifecycle::silo_compone
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture,
-                  "client sender NACK: a frame from a pure client's owner hub to an unserved "
-                  "portal is NACKed to that owner, not to a node hub of the silos") {
+TEST_CASE_FIXTURE(fixture, "client sender NACK: a frame from a pure client's owner hub to an unserved portal is NACKed to that owner, not to a node hub of the silos") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   w.add_silo("b");
@@ -89,8 +87,7 @@ TEST_CASE_FIXTURE(fixture,
   CHECK(hub.outcomes.size() == 1);
 }
 
-TEST_CASE_FIXTURE(fixture, "client sender NACK: the NACK falls back to the silo's ladder when the "
-                           "client has no route for the sender") {
+TEST_CASE_FIXTURE(fixture, "client sender NACK: the NACK falls back to the silo's ladder when the client has no route for the sender") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   auto c = w.add_client("c", a);

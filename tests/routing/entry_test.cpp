@@ -42,8 +42,8 @@ router_core_stats core_stats(testing::fixture& fx, const entry_silo& s) {
 }
 
 void signal_stopping(testing::fixture& fx, const entry_silo& s) {
-  for (auto& h :
-       {s.routing, caf::actor_cast<caf::actor>(s.core), caf::actor_cast<caf::actor>(s.claimer)})
+  for (auto& h : {s.routing, caf::actor_cast<caf::actor>(s.core),
+                  caf::actor_cast<caf::actor>(s.claimer)})
     REQUIRE(ask<caf::ok_atom>(fx, h, lifecycle::host_stopping_atom::value));
 }
 
@@ -83,8 +83,7 @@ bool contains(const std::string& hay, const std::string& needle) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(testing::fixture, "S12.35 host stopping NACKs co-hosted deliveries without "
-                                    "placement, a stopping monolith builds no hub") {
+TEST_CASE_FIXTURE(testing::fixture, "S12.35 host stopping NACKs co-hosted deliveries without placement, a stopping monolith builds no hub") {
   entry_world w(*this);
   auto& a = w.add_silo("a");
   w.add_silo("b");
@@ -132,14 +131,12 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.35 host stopping NACKs co-hosted delive
   REQUIRE(ms.outcomes.size() == 1);
   CHECK(ms.outcomes[0].id == "m2");
   CHECK(ms.outcomes[0].verdict == verdict::shutting_down);
-  CHECK(
-    contains(ms.outcomes[0].message, "Mesh is shutting down, cannot route to node/Org/Missing"));
+  CHECK(contains(ms.outcomes[0].message, "Mesh is shutting down, cannot route to node/Org/Missing"));
   REQUIRE(ms.entry_answers.size() == 2);
   CHECK(is_failed_and_nacked(ms.entry_answers[1]));
 }
 
-TEST_CASE_FIXTURE(testing::fixture, "S12.44 silo_host deliveries skip routing/default, the role is "
-                                    "fixed, stream frames keep order across a rejected attempt") {
+TEST_CASE_FIXTURE(testing::fixture, "S12.44 silo_host deliveries skip routing/default, the role is fixed, stream frames keep order across a rejected attempt") {
   entry_world w(*this);
   entry_silo_options opt;
   opt.port_proxy = true;
@@ -201,15 +198,14 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.44 silo_host deliveries skip routing/de
   }
   REQUIRE(v1_answer > 0);
   REQUIRE(v2_first > 0);
-  CHECK(v2_first > v1_answer);            // v2's leg started only after v1 landed
+  CHECK(v2_first > v1_answer); // v2's leg started only after v1 landed
   CHECK(v1_second_t - v1_first_t == 250); // router retry delay 0
   CHECK(px.attempts["v1"] == 2);
   CHECK(px.attempts["v2"] == 1);
   CHECK(hub_of(h).outcomes.empty());
 }
 
-TEST_CASE_FIXTURE(testing::fixture, "S12.49 pod hub re-claimed on a ring change and a pod hub "
-                                    "placed without its local route answers not-here") {
+TEST_CASE_FIXTURE(testing::fixture, "S12.49 pod hub re-claimed on a ring change and a pod hub placed without its local route answers not-here") {
   entry_world w(*this);
   auto& a = w.add_silo("a");
   auto& b = w.add_silo("b");
@@ -259,11 +255,7 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.49 pod hub re-claimed on a ring change 
   CHECK(w.catalog_of(a.addr).by_grain.count(pod_hub_grain("portal/bob")) == 0);
 }
 
-TEST_CASE_FIXTURE(
-  testing::fixture,
-  "entry: a pod hub's hand-over delegated to the routing service reaches the local route whole and "
-  "is answered to the caller forwarded, stamped and without the payload, and with no local route "
-  "goes back to the activation, which answers the caller") {
+TEST_CASE_FIXTURE(testing::fixture, "entry: a pod hub's hand-over delegated to the routing service reaches the local route whole and is answered to the caller forwarded, stamped and without the payload, and with no local route goes back to the activation, which answers the caller") {
   entry_world w(*this);
   auto& a = w.add_silo("a");
   auto owner = w.add_hub(a.routing, "portal/owner");
@@ -344,9 +336,7 @@ TEST_CASE_FIXTURE(testing::fixture,
   CHECK(hub_of(bs).outcomes.empty());
 }
 
-TEST_CASE_FIXTURE(
-  testing::fixture,
-  "S12.27 pure client retries no_compatible_silo until a silo is Active and lands without a NACK") {
+TEST_CASE_FIXTURE(testing::fixture, "S12.27 pure client retries no_compatible_silo until a silo is Active and lands without a NACK") {
   entry_world w(*this);
   entry_silo_options joining;
   joining.activate = false;
@@ -371,9 +361,7 @@ TEST_CASE_FIXTURE(
   CHECK(hub_of(built_hub(w, "Org/Acme")).received[0].t_ms - att[0] >= 1400);
 }
 
-TEST_CASE_FIXTURE(
-  testing::fixture,
-  "pure client: attempts_by_id keeps the newest client.attempt_record_max delivery ids") {
+TEST_CASE_FIXTURE(testing::fixture, "pure client: attempts_by_id keeps the newest client.attempt_record_max delivery ids") {
   entry_world w(*this);
   w.add_silo("a");
   auto c = w.add_client("client", 104857600,
@@ -394,8 +382,7 @@ TEST_CASE_FIXTURE(
   CHECK(svc.attempt_ids == std::deque<std::string>{"c-2", "c-3"});
 }
 
-TEST_CASE_FIXTURE(testing::fixture, "S12.25 pure client sends a response_timeout call once and a "
-                                    "rejected call six times at 0 200 600 1400 3000 6200 ms") {
+TEST_CASE_FIXTURE(testing::fixture, "S12.25 pure client sends a response_timeout call once and a rejected call six times at 0 200 600 1400 3000 6200 ms") {
   {
     entry_world w(*this);
     entry_silo_options opt;
@@ -439,9 +426,7 @@ TEST_CASE_FIXTURE(testing::fixture, "S12.25 pure client sends a response_timeout
   }
 }
 
-TEST_CASE_FIXTURE(testing::fixture,
-                  "entry: a pure client's request whose dispatch to its gateway never answers is "
-                  "NACKed failed before its requester's deadline") {
+TEST_CASE_FIXTURE(testing::fixture, "entry: a pure client's request whose dispatch to its gateway never answers is NACKed failed before its requester's deadline") {
   // docs/behaviour/routing.md#a-requests-remaining-time: the dispatch itself is bounded by the
   // time its requester still waits (chaos seeds 634 and 708: the dispatch's frame was lost).
   entry_world w(*this);
@@ -452,7 +437,8 @@ TEST_CASE_FIXTURE(testing::fixture,
   auto c = w.add_client("client");
   auto ch = w.add_hub(c.routing, "client/c1");
   auto t0 = now_ms();
-  caf::anon_send(ch, ep_request_atom::value, make_delivery("q-1", "node/Org/Acme"), int64_t{10000});
+  caf::anon_send(ch, ep_request_atom::value, make_delivery("q-1", "node/Org/Acme"),
+                 int64_t{10000});
   // 10 s less the margin (a tenth, at most 1 s): the NACK is in before the deadline.
   REQUIRE(run_until([&] { return hub_of(ch).outcomes.size() == 1; }, 9500ms));
   CHECK(now_ms() - t0 == 9000);
@@ -460,7 +446,8 @@ TEST_CASE_FIXTURE(testing::fixture,
   CHECK(o.id == "q-1");
   CHECK(o.kind == "nack");
   CHECK(o.verdict == verdict::failed);
-  CHECK(o.message.find("did not answer: the call timed out after 9000 ms") != std::string::npos);
+  CHECK(o.message.find("did not answer: the call timed out after 9000 ms")
+        != std::string::npos);
   CHECK(state_of<gateway_proxy_state>(a.gateway).calls_ms.size() == 1);
   CHECK(service_of(c.routing).stats.client_attempts == 1);
   // Its one outcome stays the only one: no deadline after it.
@@ -468,9 +455,7 @@ TEST_CASE_FIXTURE(testing::fixture,
   CHECK(hub_of(ch).outcomes.size() == 1);
 }
 
-TEST_CASE_FIXTURE(
-  testing::fixture,
-  "entry: node hub answers submitted while building and hands parked deliveries over in order") {
+TEST_CASE_FIXTURE(testing::fixture, "entry: node hub answers submitted while building and hands parked deliveries over in order") {
   entry_world w(*this);
   entry_silo_options opt;
   opt.port_proxy = true;
@@ -502,8 +487,7 @@ TEST_CASE_FIXTURE(
   CHECK(st.nacks_posted == 0);
 }
 
-TEST_CASE_FIXTURE(testing::fixture,
-                  "entry: node hub build failure NACKs every parked delivery unavailable") {
+TEST_CASE_FIXTURE(testing::fixture, "entry: node hub build failure NACKs every parked delivery unavailable") {
   entry_world w(*this);
   entry_silo_options opt;
   opt.hub_build_delay_ms = 100;
@@ -525,9 +509,7 @@ TEST_CASE_FIXTURE(testing::fixture,
   CHECK(os[1].id == "b2");
 }
 
-TEST_CASE_FIXTURE(
-  testing::fixture,
-  "entry: a node hub whose hub was disposed refuses with the owner banner and leaves") {
+TEST_CASE_FIXTURE(testing::fixture, "entry: a node hub whose hub was disposed refuses with the owner banner and leaves") {
   entry_world w(*this);
   auto& a = w.add_silo("a");
   auto h = w.add_hub(a.routing, "portal/h1");
@@ -548,10 +530,7 @@ TEST_CASE_FIXTURE(
   CHECK(w.catalog_of(a.addr).by_grain.count(g) == 0);
 }
 
-TEST_CASE_FIXTURE(
-  testing::fixture,
-  "entry: after the stopping signal with 5 legs in flight a co-hosted delivery is NACKed without "
-  "placement and a pure client is refused silo_unavailable, re-homed and lands") {
+TEST_CASE_FIXTURE(testing::fixture, "entry: after the stopping signal with 5 legs in flight a co-hosted delivery is NACKed without placement and a pure client is refused silo_unavailable, re-homed and lands") {
   entry_world w(*this);
   entry_silo_options opt;
   opt.gateway_proxy = true;
@@ -579,8 +558,7 @@ TEST_CASE_FIXTURE(
   run();
   std::vector<uint64_t> samples;
   auto sample = [&] {
-    auto n = ask<uint64_t>(*this, caf::actor_cast<caf::actor>(a.gauge),
-                           routing::q_count_atom::value);
+    auto n = ask<uint64_t>(*this, caf::actor_cast<caf::actor>(a.gauge), routing::q_count_atom::value);
     REQUIRE(n);
     samples.push_back(*n);
   };
@@ -622,8 +600,7 @@ TEST_CASE_FIXTURE(
   CHECK(samples.back() == 5);
 }
 
-TEST_CASE_FIXTURE(testing::fixture, "entry: the hub endpoint passes one outcome per delivery id "
-                                    "and drops duplicates with the debug line") {
+TEST_CASE_FIXTURE(testing::fixture, "entry: the hub endpoint passes one outcome per delivery id and drops duplicates with the debug line") {
   entry_world w(*this);
   auto& a = w.add_silo("a");
   auto h = w.add_hub(a.routing, "portal/h1");
@@ -661,10 +638,7 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: the hub endpoint passes one outcome 
   CHECK(logs.count("duplicate outcome for delivery q1 dropped", log::level::debug) == 1);
 }
 
-TEST_CASE_FIXTURE(
-  testing::fixture,
-  "S12.19 during A's graceful stop hold a co-hosted delivery is NACKed without placement and a "
-  "pure client's is refused, re-homed and lands while A's gauge never rises") {
+TEST_CASE_FIXTURE(testing::fixture, "S12.19 during A's graceful stop hold a co-hosted delivery is NACKed without placement and a pure client's is refused, re-homed and lands while A's gauge never rises") {
   entry_world w(*this);
   entry_silo_options opt;
   opt.gateway_proxy = true;
@@ -681,8 +655,8 @@ TEST_CASE_FIXTURE(
   REQUIRE(service_of(c.routing).gateway == a.addr); // the client's gateway is A
   w.set_status(b.addr, silo_status::active);
   // Silo A's host: lifecycle subject with the quiescence participant at Active (20000).
-  auto subject
-    = track(lifecycle::spawn_silo_lifecycle(sys, {a.addr.to_string(), std::chrono::seconds(1)}));
+  auto subject = track(
+    lifecycle::spawn_silo_lifecycle(sys, {a.addr.to_string(), std::chrono::seconds(1)}));
   auto participant = track(lifecycle::spawn_quiescence_participant(sys, a.gauge, {}));
   REQUIRE(ask<caf::ok_atom>(*this, caf::actor_cast<caf::actor>(subject),
                             lifecycle::subscribe_atom::value, lifecycle::stage{20000},
@@ -695,8 +669,7 @@ TEST_CASE_FIXTURE(
                    caf::actor_cast<lifecycle::stopping_recipient_actor>(a.core),
                    caf::actor_cast<lifecycle::stopping_recipient_actor>(a.claimer)};
   auto host = track(lifecycle::spawn_host(sys, ho));
-  REQUIRE(
-    ask<caf::ok_atom>(*this, caf::actor_cast<caf::actor>(host), lifecycle::host_start_atom::value));
+  REQUIRE(ask<caf::ok_atom>(*this, caf::actor_cast<caf::actor>(host), lifecycle::host_start_atom::value));
   // 5 legs in flight on A.
   auto h = w.add_hub(a.routing, "portal/h1");
   auto& px = state_of<port_proxy_state>(a.proxy);
@@ -708,8 +681,7 @@ TEST_CASE_FIXTURE(
   run();
   std::vector<uint64_t> samples;
   auto sample = [&] {
-    auto n = ask<uint64_t>(*this, caf::actor_cast<caf::actor>(a.gauge),
-                           routing::q_count_atom::value);
+    auto n = ask<uint64_t>(*this, caf::actor_cast<caf::actor>(a.gauge), routing::q_count_atom::value);
     REQUIRE(n);
     samples.push_back(*n);
   };
@@ -719,8 +691,7 @@ TEST_CASE_FIXTURE(
   caf::anon_send(host, lifecycle::host_halt_atom::value, true);
   run_for(1s);
   sample();
-  auto phase = ask<lifecycle::host_phase>(*this, caf::actor_cast<caf::actor>(host),
-                                          lifecycle::host_state_atom::value);
+  auto phase = ask<lifecycle::host_phase>(*this, caf::actor_cast<caf::actor>(host), lifecycle::host_state_atom::value);
   REQUIRE(phase);
   CHECK(*phase == lifecycle::host_phase::stopping_silo);
   auto a_calls = w.placement_of(a.addr).stats.calls;
@@ -731,8 +702,7 @@ TEST_CASE_FIXTURE(
   REQUIRE(hub_of(h).outcomes.size() == 1);
   CHECK(hub_of(h).outcomes[0].id == "h2");
   CHECK(hub_of(h).outcomes[0].verdict == verdict::shutting_down);
-  CHECK(contains(hub_of(h).outcomes[0].message,
-                 "Host is shutting down, cannot route to node/Org/Acme"));
+  CHECK(contains(hub_of(h).outcomes[0].message, "Host is shutting down, cannot route to node/Org/Acme"));
   CHECK(w.placement_of(a.addr).stats.calls == a_calls);
   // A's node hub of Org/Acme takes no new work once A is stopping and leaves
   // (hub_grains.hpp "A stopping silo's hub grains"): c2 lands on the one placed anew on B.
@@ -753,18 +723,14 @@ TEST_CASE_FIXTURE(
   for (size_t i = 1; i < samples.size(); ++i)
     CHECK(samples[i] <= samples[i - 1]);
   // The hold ends at its 30 s budget (the 5 legs never land) and the stop completes.
-  REQUIRE(run_until(
-    [&] {
-      auto p = ask<lifecycle::host_phase>(*this, caf::actor_cast<caf::actor>(host),
-                                          lifecycle::host_state_atom::value);
-      return p && *p == lifecycle::host_phase::torn_down;
-    },
-    60s));
+  REQUIRE(run_until([&] {
+    auto p = ask<lifecycle::host_phase>(*this, caf::actor_cast<caf::actor>(host), lifecycle::host_state_atom::value);
+    return p && *p == lifecycle::host_phase::torn_down;
+  }, 60s));
   CHECK(logs.count("5 route leg(s) did not land") == 1);
 }
 
-TEST_CASE_FIXTURE(testing::fixture, "entry: a pure client refuses a payload at the grain-call "
-                                    "limit with one NACK rejected and dispatches one below it") {
+TEST_CASE_FIXTURE(testing::fixture, "entry: a pure client refuses a payload at the grain-call limit with one NACK rejected and dispatches one below it") {
   entry_world w(*this);
   w.add_silo("a");
   auto c = w.add_client("client", 1000);
@@ -788,8 +754,7 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: a pure client refuses a payload at t
   CHECK(logs.count("1,000", log::level::error) == 1);
 }
 
-TEST_CASE_FIXTURE(testing::fixture, "entry: a node hub is exempt from idle collection while "
-                                    "building and collected once its hub is ready") {
+TEST_CASE_FIXTURE(testing::fixture, "entry: a node hub is exempt from idle collection while building and collected once its hub is ready") {
   entry_world w(*this);
   entry_silo_options opt;
   opt.hub_build_delay_ms = 500;
@@ -808,9 +773,7 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: a node hub is exempt from idle colle
   CHECK(w.catalog_of(a.addr).by_grain.count(g) == 0); // unpinned: collected when idle
 }
 
-TEST_CASE_FIXTURE(testing::fixture,
-                  "pod hub claim: a claim refused for want of a local route deactivates the "
-                  "activation and is retried under the attach policy until the route exists") {
+TEST_CASE_FIXTURE(testing::fixture, "pod hub claim: a claim refused for want of a local route deactivates the activation and is retried under the attach policy until the route exists") {
   entry_world w(*this);
   auto& a = w.add_silo("a");
   w.add_silo("b");
@@ -842,9 +805,7 @@ TEST_CASE_FIXTURE(testing::fixture,
   CHECK(hub);
 }
 
-TEST_CASE_FIXTURE(testing::fixture,
-                  "pod hub claim: a claim whose route never comes gives up after the attach "
-                  "policy's 5 retries at 0, 250, 750, 1,750, 3,750 and 7,750 ms") {
+TEST_CASE_FIXTURE(testing::fixture, "pod hub claim: a claim whose route never comes gives up after the attach policy's 5 retries at 0, 250, 750, 1,750, 3,750 and 7,750 ms") {
   entry_world w(*this);
   auto& a = w.add_silo("a");
   w.add_silo("b");
@@ -891,13 +852,13 @@ caf::behavior scripted_placement(caf::stateful_actor<scripted_placement_state>* 
 
 /// Runs one claim of `portal/moved` by a claimer on silo a against a scripted placement;
 /// answers the attempts' virtual ms relative to the claim, space-separated.
-std::string claim_attempts(testing::fixture& fx, const silo_address& answered_on, size_t failures,
-                           int64_t run_ms) {
+std::string claim_attempts(testing::fixture& fx, const silo_address& answered_on,
+                                    size_t failures, int64_t run_ms) {
   auto slots = std::make_shared<silo_routing_slots>();
   slots->silo = silo_address{"a", 11111, 1};
   auto placement = fx.track(fx.sys.spawn(scripted_placement, &fx, answered_on, failures));
-  auto claimer = fx.track(
-    spawn_pod_hub_claimer(fx.sys, placement, caf::actor{}, config::attach_section{}, "a", slots));
+  auto claimer = fx.track(spawn_pod_hub_claimer(fx.sys, placement, caf::actor{},
+                                                config::attach_section{}, "a", slots));
   auto t0 = fx.now_ms();
   caf::anon_send(claimer, pc_claim_atom::value, address::from("portal/moved"));
   fx.run_for(std::chrono::milliseconds(run_ms));
@@ -909,10 +870,7 @@ std::string claim_attempts(testing::fixture& fx, const silo_address& answered_on
 
 } // namespace
 
-TEST_CASE_FIXTURE(
-  testing::fixture,
-  "pod hub claim: an attempt that reached the pod hub's activation on another silo after it had "
-  "left is placed again at once, at most 3 times per assertion, the attach policy then applies") {
+TEST_CASE_FIXTURE(testing::fixture, "pod hub claim: an attempt that reached the pod hub's activation on another silo after it had left is placed again at once, at most 3 times per assertion, the attach policy then applies") {
   // The activation in the way lived on silo c: the second attempt follows at once and lands.
   auto c = silo_address{"c", 11111, 3};
   auto once = claim_attempts(*this, c, 1, 10000);
@@ -926,8 +884,7 @@ TEST_CASE_FIXTURE(
   CHECK(own == "0 250");
 }
 
-TEST_CASE_FIXTURE(testing::fixture, "entry: a co-hosted request whose grain call never answers is "
-                                    "NACKed failed before its requester's deadline") {
+TEST_CASE_FIXTURE(testing::fixture, "entry: a co-hosted request whose grain call never answers is NACKed failed before its requester's deadline") {
   // docs/behaviour/routing.md#a-requests-remaining-time (a pure client's request: the chaos
   // test of hubs that never end their deliveries)
   entry_world w(*this);
@@ -953,9 +910,7 @@ TEST_CASE_FIXTURE(testing::fixture, "entry: a co-hosted request whose grain call
   CHECK(hub_of(h).outcomes.size() == 1);
 }
 
-TEST_CASE_FIXTURE(testing::fixture,
-                  "B6 a pure client's dispatches keep their bounds and texts under one call timer: "
-                  "a later dispatch with an earlier deadline ends first, each at its exact bound") {
+TEST_CASE_FIXTURE(testing::fixture, "B6 a pure client's dispatches keep their bounds and texts under one call timer: a later dispatch with an earlier deadline ends first, each at its exact bound") {
   // SPEC §14 B6: no CAF request timeout per dispatch; the client's gateway calls are bounded
   // by one timer armed for the earliest deadline (docs/delivery-costs.md).
   entry_world w(*this);
@@ -969,7 +924,8 @@ TEST_CASE_FIXTURE(testing::fixture,
   caf::anon_send(ch, ep_post_atom::value, make_delivery("p-1", "node/Org/Acme"));
   run();
   run_for(1s);
-  caf::anon_send(ch, ep_request_atom::value, make_delivery("q-1", "node/Org/Acme"), int64_t{10000});
+  caf::anon_send(ch, ep_request_atom::value, make_delivery("q-1", "node/Org/Acme"),
+                 int64_t{10000});
   run();
   // The request's call is bounded by 9 s (10 s less the margin), the post's by 60 s
   // (placement 30 s + response 30 s): the request ends first, at t0 + 1 s + 9 s.

@@ -13,9 +13,7 @@ using namespace cafmesh::testing;
 using namespace std::chrono_literals;
 using testing::fixture;
 
-TEST_CASE_FIXTURE(fixture,
-                  "gateway: beyond gateway.max_outstanding a client dispatch is refused overloaded "
-                  "with retry_after_ms before placement, and accepted again once one is answered") {
+TEST_CASE_FIXTURE(fixture, "gateway: beyond gateway.max_outstanding a client dispatch is refused overloaded with retry_after_ms before placement, and accepted again once one is answered") {
   silo_world w{*this};
   silo_world_options o;
   o.configure = [](config::mesh_config& cfg) {
@@ -37,10 +35,9 @@ TEST_CASE_FIXTURE(fixture,
   REQUIRE(c3->err);
   auto f = to_fault(c3->err);
   CHECK(f.code == mesh_errc::overloaded);
-  CHECK(f.text
-        == "gateway " + a.to_string()
-             + " overloaded: 2 client dispatches outstanding (gateway.max_outstanding 2);"
-               " retry after 900 ms");
+  CHECK(f.text == "gateway " + a.to_string()
+                    + " overloaded: 2 client dispatches outstanding (gateway.max_outstanding 2);"
+                      " retry after 900 ms");
   REQUIRE(f.retry_after_ms);
   CHECK(*f.retry_after_ms == 900u);
   CHECK(routing::classify(f) == routing::verdict::unavailable);

@@ -46,8 +46,7 @@ caf::behavior driver(caf::stateful_actor<driver_state>* self, caf::actor routing
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture, "hot path: a co-hosted router-core delivery costs at most 4 mailbox "
-                           "enqueues in the steady state") {
+TEST_CASE_FIXTURE(fixture, "hot path: a co-hosted router-core delivery costs at most 4 mailbox enqueues in the steady state") {
   // The hook: one job of the test coordinator is one message, at either priority.
   auto s = track(sys.spawn(sink));
   for (int i = 0; i < 10; ++i) {
@@ -82,7 +81,8 @@ TEST_CASE_FIXTURE(fixture, "hot path: a co-hosted router-core delivery costs at 
   auto jobs = run() - 1; // less the `go` itself
   auto per_delivery = static_cast<double>(jobs) / static_cast<double>(n);
   MESSAGE("co-hosted router-core path: " << jobs << " mailbox enqueues for " << n
-                                         << " deliveries = " << per_delivery << " per delivery");
+                                         << " deliveries = " << per_delivery
+                                         << " per delivery");
   // Every delivery landed once, nothing is left in flight and the gauge is back at zero.
   auto st = b.stats();
   REQUIRE(st.landed == warm + n);

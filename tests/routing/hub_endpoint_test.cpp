@@ -44,8 +44,7 @@ envelope frame(const std::string& id) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: a delivery handed over twice is taken in once "
-                                    "and the second copy is reported as a duplicate") {
+TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: a delivery handed over twice is taken in once and the second copy is reported as a duplicate") {
   auto log = std::make_shared<event_log>();
   auto rec = track(sys.spawn(event_recorder, log));
   auto ep = track(spawn_hub_endpoint(sys, address::from("portal/user1/tab1"), caf::actor{},
@@ -60,13 +59,12 @@ TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: a delivery handed over twice 
   REQUIRE(answer->done);
   CHECK(answer->value.state == delivery_state::processed);
   CHECK(cafmesh::routing::detail::state_of(ep).received.size() == 2);
-  CHECK(
-    log->lines
-    == std::vector<std::string>{"received d-1", "received d-2", "duplicate d-1", "duplicate d-2"});
+  CHECK(log->lines
+        == std::vector<std::string>{"received d-1", "received d-2", "duplicate d-1",
+                                    "duplicate d-2"});
 }
 
-TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: a send through a routing service that is gone "
-                                    "ends at once in entry_failed shutting_down") {
+TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: a send through a routing service that is gone ends at once in entry_failed shutting_down") {
   auto log = std::make_shared<event_log>();
   auto rec = track(sys.spawn(event_recorder, log));
   auto gone = sys.spawn([](caf::event_based_actor* self) { self->quit(); });
@@ -79,24 +77,19 @@ TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: a send through a routing serv
   REQUIRE(st.outcomes.size() == 1);
   CHECK(st.outcomes[0].kind == "entry_failed");
   CHECK(st.outcomes[0].verdict == verdict::shutting_down);
-  CHECK(
-    st.outcomes[0].message.rfind(
-      "Host is shutting down, cannot route to portal/user1/tab1 (routing service unreachable: ", 0)
-    == 0);
+  CHECK(st.outcomes[0].message.rfind("Host is shutting down, cannot route to portal/user1/tab1 (routing service unreachable: ", 0) == 0);
   CHECK(log->lines == std::vector<std::string>{"entry_failed p-1"});
 }
 
-TEST_CASE_FIXTURE(testing::fixture,
-                  "hub endpoint: its records keep the newest routing.endpoint_record_max entries "
-                  "while duplicates are still dropped") {
+TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: its records keep the newest routing.endpoint_record_max entries while duplicates are still dropped") {
   auto log = std::make_shared<event_log>();
   auto rec = track(sys.spawn(event_recorder, log));
   auto gone = sys.spawn([](caf::event_based_actor* self) { self->quit(); });
   run();
   config::routing_section cfg;
   cfg.endpoint_record_max = 3;
-  auto ep
-    = track(spawn_hub_endpoint(sys, address::from("portal/user1/tab1"), gone, cfg, false, rec));
+  auto ep = track(spawn_hub_endpoint(sys, address::from("portal/user1/tab1"), gone, cfg, false,
+                                     rec));
   for (int i = 1; i <= 5; ++i) {
     caf::anon_send(ep, hb_in_atom::value, frame("d-" + std::to_string(i)));
     caf::anon_send(ep, ep_post_atom::value, frame("p-" + std::to_string(i)));
@@ -122,18 +115,18 @@ TEST_CASE_FIXTURE(testing::fixture,
   CHECK(log->lines == std::vector<std::string>{"duplicate d-1"});
 }
 
-TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: with routing.endpoint_record_max 0 it keeps no "
-                                    "records and still tells the observer everything") {
+TEST_CASE_FIXTURE(testing::fixture, "hub endpoint: with routing.endpoint_record_max 0 it keeps no records and still tells the observer everything") {
   auto log = std::make_shared<event_log>();
   auto rec = track(sys.spawn(event_recorder, log));
   config::routing_section cfg;
   cfg.endpoint_record_max = 0;
-  auto ep = track(
-    spawn_hub_endpoint(sys, address::from("portal/user1/tab1"), caf::actor{}, cfg, false, rec));
+  auto ep = track(spawn_hub_endpoint(sys, address::from("portal/user1/tab1"), caf::actor{}, cfg,
+                                     false, rec));
   caf::anon_send(ep, hb_in_atom::value, frame("d-1"));
   caf::anon_send(ep, hb_in_atom::value, frame("d-2"));
   caf::anon_send(ep, hb_in_atom::value, frame("d-1"));
   run();
   CHECK(cafmesh::routing::detail::state_of(ep).received.empty());
-  CHECK(log->lines == std::vector<std::string>{"received d-1", "received d-2", "duplicate d-1"});
+  CHECK(log->lines
+        == std::vector<std::string>{"received d-1", "received d-2", "duplicate d-1"});
 }

@@ -55,11 +55,12 @@ struct kill_after_landing {
 /// Sends request `r1` from `hub` to `node/{key}`, waits until it landed (the hub holds it
 /// without answering), kills silo `a` and records what `hub` got.
 kill_after_landing request_then_kill(fixture& fx, silo_world& w,
-                                     const routing::hub_endpoint_actor& hub, const std::string& key,
-                                     const silo_address& a) {
+                                     const routing::hub_endpoint_actor& hub,
+                                     const std::string& key, const silo_address& a) {
   kill_after_landing out;
   auto off = clock_offset_ms(fx);
-  caf::anon_send(hub, ep_request_atom::value, make_delivery("r1", "node/" + key), int64_t{30000});
+  caf::anon_send(hub, ep_request_atom::value, make_delivery("r1", "node/" + key),
+                 int64_t{30000});
   REQUIRE(landed(fx, w, key, "r1"));
   fx.run();
   REQUIRE(outcomes_for(hub, "r1").empty()); // the hub holds it and does not answer
@@ -74,9 +75,7 @@ kill_after_landing request_then_kill(fixture& fx, silo_world& w,
 
 } // namespace
 
-TEST_CASE_FIXTURE(
-  fixture, "a pure client's request that landed at a hub of a silo other than its gateway ends "
-           "with one NACK failed at the instant that silo is killed and nothing at its deadline") {
+TEST_CASE_FIXTURE(fixture, "a pure client's request that landed at a hub of a silo other than its gateway ends with one NACK failed at the instant that silo is killed and nothing at its deadline") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   auto b = w.add_silo("b").addr;
@@ -90,19 +89,16 @@ TEST_CASE_FIXTURE(
   CHECK(r.at_kill[0].kind == "nack");
   CHECK(r.at_kill[0].verdict == verdict::failed);
   CHECK(r.at_kill[0].t_ms == r.t_kill_ms);
-  CHECK(contains(r.at_kill[0].message, "silo " + a.to_string()
-                                         + " departed after its hub took "
-                                           "the request, before the answer left; its outcome is "
-                                           "unknown"));
+  CHECK(contains(r.at_kill[0].message, "silo " + a.to_string() + " departed after its hub took "
+                                       "the request, before the answer left; its outcome is "
+                                       "unknown"));
   REQUIRE(r.after_deadline.size() == 1);
   CHECK(r.after_deadline[0].kind == "nack");
   CHECK(hub_of(pc.hub).tracker.duplicates_dropped() == 0); // one NACK, no second one
   CHECK(service_of(pc.c.routing).stats.landing_nacks == 1);
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "a co-hosted hub's request that landed at a hub of another silo ends with one "
-                  "NACK failed at the instant that silo is killed and nothing at its deadline") {
+TEST_CASE_FIXTURE(fixture, "a co-hosted hub's request that landed at a hub of another silo ends with one NACK failed at the instant that silo is killed and nothing at its deadline") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   auto b = w.add_silo("b").addr;
@@ -122,9 +118,7 @@ TEST_CASE_FIXTURE(fixture,
   CHECK(service_of(w.at(b).routing).stats.landing_nacks == 1);
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "a response that arrives after its request was NACKed because its landing silo "
-                  "was reported gone is dropped as a duplicate: one outcome") {
+TEST_CASE_FIXTURE(fixture, "a response that arrives after its request was NACKed because its landing silo was reported gone is dropped as a duplicate: one outcome") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   auto b = w.add_silo("b").addr;
@@ -161,8 +155,7 @@ TEST_CASE_FIXTURE(fixture,
   CHECK(logs.count("duplicate outcome for delivery r1 dropped") == 1);
 }
 
-TEST_CASE(
-  "held requests: a landing reported after its silo departed, a graceful leave, the deadline") {
+TEST_CASE("held requests: a landing reported after its silo departed, a graceful leave, the deadline") {
   held_requests h;
   silo_address g{"g", 1, 1};
   silo_address x{"x", 1, 2};

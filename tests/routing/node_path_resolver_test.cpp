@@ -11,13 +11,12 @@
 using namespace cafmesh;
 using namespace cafmesh::routing;
 
-TEST_CASE_FIXTURE(
-  testing::fixture,
-  "node path resolver: node/{prefix} is the node prefix, anything else is not found") {
+TEST_CASE_FIXTURE(testing::fixture, "node path resolver: node/{prefix} is the node prefix, anything else is not found") {
   auto r = track(spawn_node_path_resolver(sys));
   auto hit = testing::ask<resolve_result>(*this, r, pr_resolve_atom::value,
                                           std::string{"node/Org/N3"});
-  auto bare = testing::ask<resolve_result>(*this, r, pr_resolve_atom::value, std::string{"node/"});
+  auto bare = testing::ask<resolve_result>(*this, r, pr_resolve_atom::value,
+                                           std::string{"node/"});
   auto other = testing::ask<resolve_result>(*this, r, pr_resolve_atom::value,
                                             std::string{"portal/user1/tab1"});
   run();

@@ -262,10 +262,10 @@ caf::behavior dt_pool(caf::stateful_actor<dt_pool_state>* self) {
 
 struct dt_owner_state {
   ordered_route_dispatcher dispatcher;
-  std::map<leg_id, int> events;      // terminal events handled per leg
-  std::vector<leg_id> order;         // legs in the order their events were handled
-  std::vector<std::string> outcomes; // outcome per handled event
-  int turns = 0;                     // handler invocations of terminal events
+  std::map<leg_id, int> events;       // terminal events handled per leg
+  std::vector<leg_id> order;          // legs in the order their events were handled
+  std::vector<std::string> outcomes;  // outcome per handled event
+  int turns = 0;                      // handler invocations of terminal events
 };
 
 caf::behavior dt_owner(caf::stateful_actor<dt_owner_state>* self, caf::actor pool) {
@@ -299,7 +299,8 @@ TEST_CASE_FIXTURE(cafmesh::testing::fixture,
   auto& ost = state_of<dt_owner_state>(owner);
   auto& pst = state_of<dt_pool_state>(pool);
   REQUIRE(pst.running == std::vector<leg_id>{0});
-  CHECK(ost.dispatcher.queued_behind(ordering_channel{"cache/mesh1", std::string{"sync"}}) == 32);
+  CHECK(ost.dispatcher.queued_behind(ordering_channel{"cache/mesh1", std::string{"sync"}})
+        == 32);
   CHECK(ost.turns == 0);
   caf::anon_send(pool, dt_drain_atom::value);
   run();

@@ -48,8 +48,8 @@ caf::behavior centre_fake(caf::stateful_actor<centre_fake_state>* self) {
         out.push_back(std::move(r));
       }
       if (!out.empty())
-        self->send(caf::actor_cast<caf::actor>(self->current_sender()), ct_results_atom::value,
-                   std::move(out));
+        self->send(caf::actor_cast<caf::actor>(self->current_sender()),
+                   ct_results_atom::value, std::move(out));
     },
   };
 }
@@ -104,9 +104,7 @@ struct remote_bed {
 
 } // namespace
 
-TEST_CASE_FIXTURE(
-  fixture, "remote route: learnt from placement's answer, the next attempts go through the message "
-           "centre by id to the same activation, with the attempt's bound as time-to-live") {
+TEST_CASE_FIXTURE(fixture, "remote route: learnt from placement's answer, the next attempts go through the message centre by id to the same activation, with the attempt's bound as time-to-live") {
   remote_bed r(*this);
   CHECK(r.b.grain().attempts.size() == 1);
   CHECK(r.c().calls.empty());
@@ -134,8 +132,7 @@ TEST_CASE_FIXTURE(
   CHECK(r.c().calls.size() == 2);
 }
 
-TEST_CASE_FIXTURE(fixture, "remote route: a call over it that fails drops it, and the retry and "
-                           "the next legs take placement's way") {
+TEST_CASE_FIXTURE(fixture, "remote route: a call over it that fails drops it, and the retry and the next legs take placement's way") {
   remote_bed r(*this);
   fault gone{mesh_errc::activation_deactivated, "activation 0000002a of podhub/cache/acme is gone"};
   r.c().faults.push_back(gone);
@@ -151,18 +148,11 @@ TEST_CASE_FIXTURE(fixture, "remote route: a call over it that fails drops it, an
   CHECK(r.b.gauge_count() == 0);
 }
 
-TEST_CASE_FIXTURE(fixture, "remote route: dropped when its silo is no longer Active in membership "
-                           "(leaving, Dead), kept while it is") {
+TEST_CASE_FIXTURE(fixture, "remote route: dropped when its silo is no longer Active in membership (leaving, Dead), kept while it is") {
   silo_status st = silo_status::shutting_down;
-  SUBCASE("shutting down") {
-    st = silo_status::shutting_down;
-  }
-  SUBCASE("stopping") {
-    st = silo_status::stopping;
-  }
-  SUBCASE("dead") {
-    st = silo_status::dead;
-  }
+  SUBCASE("shutting down") { st = silo_status::shutting_down; }
+  SUBCASE("stopping") { st = silo_status::stopping; }
+  SUBCASE("dead") { st = silo_status::dead; }
   remote_bed r(*this);
   caf::anon_send(r.b.rc, mb_snapshot_atom::value, r.view(5, silo_status::active));
   r.one("d2");
@@ -201,8 +191,7 @@ TEST_CASE_FIXTURE(fixture, "remote route: dropped when the own silo stops") {
   CHECK(r.b.stats().landed == 2);
 }
 
-TEST_CASE_FIXTURE(fixture, "remote route: when the message centre goes down the calls it held fail "
-                           "as to an actor that is gone, and the route goes") {
+TEST_CASE_FIXTURE(fixture, "remote route: when the message centre goes down the calls it held fail as to an actor that is gone, and the route goes") {
   remote_bed r(*this);
   r.c().hold = true;
   r.one("d2");

@@ -36,9 +36,7 @@ caf::behavior stalled_resolver(caf::event_based_actor* self) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture,
-                  "S12.18 a leg parked in a stalled path resolver on silo A is counted and held at "
-                  "20000, then the unknown path is NACKed not_found and the gauge returns to 0") {
+TEST_CASE_FIXTURE(fixture, "S12.18 a leg parked in a stalled path resolver on silo A is counted and held at 20000, then the unknown path is NACKed not_found and the gauge returns to 0") {
   silo_world w{*this};
   auto resolver = track(sys.spawn(stalled_resolver));
   silo_world_options o;

@@ -17,8 +17,7 @@ void one(fixture& fx, bed& b, const std::string& id) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture, "router cache: a cacheable resolution is asked once per target until "
-                           "rc_forget, a hub fault or a new membership version drops it") {
+TEST_CASE_FIXTURE(fixture, "router cache: a cacheable resolution is asked once per target until rc_forget, a hub fault or a new membership version drops it") {
   bed b(*this);
   b.start();
   one(*this, b, "d1");
@@ -49,8 +48,7 @@ TEST_CASE_FIXTURE(fixture, "router cache: a cacheable resolution is asked once p
   CHECK(b.gauge_count() == 0);
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "router cache: a resolution not marked cacheable is asked for every leg") {
+TEST_CASE_FIXTURE(fixture, "router cache: a resolution not marked cacheable is asked for every leg") {
   bed b(*this);
   b.start();
   b.res().cacheable = false;

@@ -17,12 +17,11 @@ bool contains(const std::string& hay, const std::string& needle) {
 
 void settle(fixture& fx, bed& b, std::chrono::milliseconds cap = 120s) {
   fx.run();
-  REQUIRE(fx.run_until(
-    [&] {
-      auto st = b.stats();
-      return st.in_flight == 0 && st.nacks_alive == 0;
-    },
-    cap));
+  REQUIRE(fx.run_until([&] {
+            auto st = b.stats();
+            return st.in_flight == 0 && st.nacks_alive == 0;
+          },
+                       cap));
 }
 
 std::vector<std::string> attempt_ids(bed& b) {
@@ -41,8 +40,7 @@ routing::io_pool_owner_actor as_owner(const router_core_actor& rc) {
 // -- acceptance -----------------------------------------------------------------------------------
 // docs/behaviour/routing.md#the-router-core
 
-TEST_CASE_FIXTURE(fixture, "router: the grain path is answered forwarded with the router appended "
-                           "and refused silo_unavailable after the stopping signal") {
+TEST_CASE_FIXTURE(fixture, "router: the grain path is answered forwarded with the router appended and refused silo_unavailable after the stopping signal") {
   bed b(*this);
   b.start();
   auto r = grain_route(*this, b, bed::make("g1", "node/Org/Acme"));
@@ -72,8 +70,7 @@ TEST_CASE_FIXTURE(fixture, "router: the grain path is answered forwarded with th
   CHECK(b.grain().attempts.size() == 1); // no placement for the refused one
 }
 
-TEST_CASE_FIXTURE(
-  fixture, "router: an envelope already carrying the router on its path is NACKed routing_loop") {
+TEST_CASE_FIXTURE(fixture, "router: an envelope already carrying the router on its path is NACKed routing_loop") {
   bed b(*this);
   b.start();
   auto e = bed::make("loop1", "node/Org/Acme");
@@ -134,8 +131,7 @@ TEST_CASE_FIXTURE(fixture, "S12.38 legs of one unkeyed destination start one at 
   run();
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "S12.39 different destinations and different keys never wait for each other") {
+TEST_CASE_FIXTURE(fixture, "S12.39 different destinations and different keys never wait for each other") {
   bed b(*this);
   b.start();
   b.script("podhub/cache/a", {answer::held()});
@@ -161,8 +157,7 @@ TEST_CASE_FIXTURE(fixture,
   run();
 }
 
-TEST_CASE_FIXTURE(
-  fixture, "S12.40 one channel runs strictly in order and look-alike channels stay independent") {
+TEST_CASE_FIXTURE(fixture, "S12.40 one channel runs strictly in order and look-alike channels stay independent") {
   bed b(*this);
   b.start();
   b.grain().fallback = answer::held();
@@ -194,8 +189,7 @@ TEST_CASE_FIXTURE(
   run();
 }
 
-TEST_CASE_FIXTURE(fixture, "S12.41 a drain with a running head and 32 queued legs yields 33 "
-                           "terminal events each in its own turn") {
+TEST_CASE_FIXTURE(fixture, "S12.41 a drain with a running head and 32 queued legs yields 33 terminal events each in its own turn") {
   bed b(*this);
   b.start();
   b.grain().fallback = answer::held();
@@ -238,8 +232,7 @@ TEST_CASE_FIXTURE(fixture, "S12.41 a drain with a running head and 32 queued leg
   CHECK(st.in_flight == 0);
   CHECK(logs.count("(stream-routed -> cache/mesh1 (delivery q0)) terminated: abandoned") == 1);
   CHECK(logs.count(") terminated: pool_refused") == 32);
-  CHECK(b.local_nacks()
-          .empty()); // the abandoned leg gets no NACK; the refused ones' NACKs were refused too
+  CHECK(b.local_nacks().empty()); // the abandoned leg gets no NACK; the refused ones' NACKs were refused too
   CHECK(st.nacks_pool_refused == 32);
   CHECK(b.gauge_count() == 0);
   CHECK(attempt_ids(b).size() == 1);
@@ -248,8 +241,7 @@ TEST_CASE_FIXTURE(fixture, "S12.41 a drain with a running head and 32 queued leg
 // -- saturation -----------------------------------------------------------------------------------
 // docs/behaviour/routing.md#saturation-report-and-refusal-log
 
-TEST_CASE_FIXTURE(fixture, "S12.42 after a slow head lands the oldest dispatched age restarts and "
-                           "the queued leg's age is labelled queued") {
+TEST_CASE_FIXTURE(fixture, "S12.42 after a slow head lands the oldest dispatched age restarts and the queued leg's age is labelled queued") {
   bed b(*this);
   b.start();
   answer slow = answer::ok(delivery_state::forwarded);
@@ -281,8 +273,7 @@ TEST_CASE_FIXTURE(fixture, "S12.42 after a slow head lands the oldest dispatched
   run();
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "S12.43 saturation reports at 64, escalates once after 100 s and clears at 32") {
+TEST_CASE_FIXTURE(fixture, "S12.43 saturation reports at 64, escalates once after 100 s and clears at 32") {
   bed b(*this);
   b.opts.placement_timeout_ms = 500000;
   b.opts.grain_response_timeout_ms = 500000;
@@ -327,9 +318,7 @@ TEST_CASE_FIXTURE(fixture,
   run();
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "router: with saturation_warn_after_ms 1000 a saturation reports at info and "
-                  "warns once when it lasts 1 s, a burst that clears sooner warns nothing") {
+TEST_CASE_FIXTURE(fixture, "router: with saturation_warn_after_ms 1000 a saturation reports at info and warns once when it lasts 1 s, a burst that clears sooner warns nothing") {
   bed b(*this);
   b.opts.placement_timeout_ms = 500000;
   b.opts.grain_response_timeout_ms = 500000;
@@ -373,14 +362,14 @@ TEST_CASE_FIXTURE(fixture,
 // -- pod-hub and stream legs ----------------------------------------------------------------------
 // docs/behaviour/routing.md#legs
 
-TEST_CASE_FIXTURE(fixture, "router: pod_hub_not_here is NACKed shutting_down with target_unserved "
-                           "and the answering silo, without retry") {
+TEST_CASE_FIXTURE(fixture, "router: pod_hub_not_here is NACKed shutting_down with target_unserved and the answering silo, without retry") {
   bed b(*this);
   b.start();
   silo_address s2{"10.0.0.3", 11111, 1};
   fault nh{mesh_errc::pod_hub_not_here, "pod hub not here"};
   nh.silo = s2;
-  b.grain().fallback = answer::err(with_causes(fault{mesh_errc::application, "call failed"}, {nh}));
+  b.grain().fallback
+    = answer::err(with_causes(fault{mesh_errc::application, "call failed"}, {nh}));
   b.route(bed::make("p1", "portal/bob"));
   settle(*this, b);
   CHECK(b.grain().attempts.size() == 1);
@@ -393,8 +382,7 @@ TEST_CASE_FIXTURE(fixture, "router: pod_hub_not_here is NACKed shutting_down wit
   CHECK(*ns[0].responding_silo == s2);
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "router: a client-hosted pod hub not here falls back to the stream transport") {
+TEST_CASE_FIXTURE(fixture, "router: a client-hosted pod hub not here falls back to the stream transport") {
   bed b(*this);
   b.cfg.routing.client_hosted_address_types = {"portal"};
   b.start();
@@ -448,8 +436,7 @@ TEST_CASE_FIXTURE(fixture, "router: stream leg probe, silence and post guard") {
   CHECK(contains(ns[2].message, "stream transport refused the post"));
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "router: a stream leg without a stream transport is a composition fault") {
+TEST_CASE_FIXTURE(fixture, "router: a stream leg without a stream transport is a composition fault") {
   bed b(*this);
   b.with_streams = false;
   b.cfg.routing.client_hosted_address_types = {"app"};
@@ -503,8 +490,7 @@ TEST_CASE_FIXTURE(fixture, "router: node leg resolution failures") {
 // -- a request's remaining time -------------------------------------------------------------------
 // docs/behaviour/routing.md#a-requests-remaining-time
 
-TEST_CASE_FIXTURE(fixture, "router: a request's remaining time bounds its leg's grain attempt, "
-                           "which NACKs failed when it passes") {
+TEST_CASE_FIXTURE(fixture, "router: a request's remaining time bounds its leg's grain attempt, which NACKs failed when it passes") {
   bed b(*this);
   b.start();
   b.grain().fallback = answer::held();
@@ -519,7 +505,8 @@ TEST_CASE_FIXTURE(fixture, "router: a request's remaining time bounds its leg's 
   REQUIRE(ns.size() == 1);
   CHECK(ns[0].request_id == "rt1");
   CHECK(ns[0].verdict == verdict::failed);
-  CHECK(ns[0].message == "Delivery to 'node/Org/Acme' failed: grain call got no answer within 2 s");
+  CHECK(ns[0].message
+        == "Delivery to 'node/Org/Acme' failed: grain call got no answer within 2 s");
   CHECK(now_ms() - t0 == 2000);
   CHECK(b.stats().requester_time_ran_out == 0);
   // Without a remaining time the attempt keeps the core's own bound: placement + response.
@@ -530,9 +517,7 @@ TEST_CASE_FIXTURE(fixture, "router: a request's remaining time bounds its leg's 
   CHECK(b.grain().attempts[1].within_ms == 60000); // the bed's 30 s + 30 s
 }
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "router: a leg whose retry would start after its requester stops waiting NACKs failed at once") {
+TEST_CASE_FIXTURE(fixture, "router: a leg whose retry would start after its requester stops waiting NACKs failed at once") {
   bed b(*this);
   b.start();
   fault busy{mesh_errc::overloaded, "hub busy"};
@@ -556,9 +541,7 @@ TEST_CASE_FIXTURE(
 // -- continuations whose attempt got no answer -------------------------------------------------
 // docs/behaviour/routing.md#continuations-sent-again
 
-TEST_CASE_FIXTURE(
-  fixture, "router: a response whose grain attempt got no answer is sent again after its "
-           "continuation bound, and the responses behind it on its channel wait only that long") {
+TEST_CASE_FIXTURE(fixture, "router: a response whose grain attempt got no answer is sent again after its continuation bound, and the responses behind it on its channel wait only that long") {
   bed b(*this);
   b.start();
   b.script("podhub/portal/bob", {answer::held()}); // the first attempt's frame is lost
@@ -599,8 +582,7 @@ TEST_CASE_FIXTURE(
   CHECK(b.stats().continuation_resends == 1);
 }
 
-TEST_CASE_FIXTURE(fixture, "router: a response none of whose attempts gets an answer is NACKed "
-                           "failed to its hub once the router budget is spent") {
+TEST_CASE_FIXTURE(fixture, "router: a response none of whose attempts gets an answer is NACKed failed to its hub once the router budget is spent") {
   bed b(*this);
   b.start();
   b.script("podhub/portal/bob", std::vector<answer>(7, answer::held()));
@@ -627,9 +609,7 @@ TEST_CASE_FIXTURE(fixture, "router: a response none of whose attempts gets an an
 // -- NACK ladder ----------------------------------------------------------------------------------
 // docs/behaviour/routing.md#nacks
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "router: NACK ladder rung b delivers to the sender's node hub and falls back to the stream") {
+TEST_CASE_FIXTURE(fixture, "router: NACK ladder rung b delivers to the sender's node hub and falls back to the stream") {
   bed b(*this);
   b.start();
   b.script("messagehub/Org/Fail", {answer::err(fault{mesh_errc::invalid_operation, "nope"})});
@@ -658,8 +638,7 @@ TEST_CASE_FIXTURE(
   CHECK(b.res().calls.back() == "user/zed");
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "router: NACK ladder rung c and d with the windowed BOTH transports error") {
+TEST_CASE_FIXTURE(fixture, "router: NACK ladder rung c and d with the windowed BOTH transports error") {
   bed b(*this);
   b.start();
   b.grain().fallback = answer::err(fault{mesh_errc::invalid_operation, "nope"});
@@ -682,14 +661,12 @@ TEST_CASE_FIXTURE(fixture,
   settle(*this, b);
   b.route(bed::make("c4", "node/Org/A", "portal/carol"));
   settle(*this, b);
-  CHECK(logs.count("BOTH transports failed for NACK to portal/carol (delivery c3)", lvl::error)
-        == 1);
+  CHECK(logs.count("BOTH transports failed for NACK to portal/carol (delivery c3)", lvl::error) == 1);
   CHECK(logs.count("BOTH transports failed for NACK to portal/carol", lvl::error) == 1);
   run_for(61s);
   b.route(bed::make("c5", "node/Org/A", "portal/carol"));
   settle(*this, b);
-  auto lines = logs.find("BOTH transports failed for NACK to portal/carol (delivery c5)",
-                         lvl::error);
+  auto lines = logs.find("BOTH transports failed for NACK to portal/carol (delivery c5)", lvl::error);
   REQUIRE(lines.size() == 1);
   CHECK(contains(lines[0].text, "repeated 1 time(s)"));
   auto st = b.stats();
@@ -698,8 +675,7 @@ TEST_CASE_FIXTURE(fixture,
   CHECK(b.gauge_count() == 0);
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "router: a failing answer-suppressed delivery is never NACKed and is counted") {
+TEST_CASE_FIXTURE(fixture, "router: a failing answer-suppressed delivery is never NACKed and is counted") {
   bed b(*this);
   b.start();
   b.grain().fallback = answer::err(fault{mesh_errc::invalid_operation, "nope"});
@@ -721,8 +697,7 @@ TEST_CASE_FIXTURE(fixture,
 // -- terminal events ------------------------------------------------------------------------------
 // docs/behaviour/routing.md#legs, docs/behaviour/quiescence.md#the-routing-io-pool
 
-TEST_CASE_FIXTURE(
-  fixture, "router: a crashed leg is NACKed leg_crashed once unless already failed-and-NACKed") {
+TEST_CASE_FIXTURE(fixture, "router: a crashed leg is NACKed leg_crashed once unless already failed-and-NACKed") {
   bed b(*this);
   b.start();
   b.grain().fallback = answer::held();
@@ -782,8 +757,7 @@ TEST_CASE_FIXTURE(fixture, "router: a leg cancelled by the pool is abandoned wit
   CHECK(logs.count("abandoned by the pool drain; no NACK") == 1);
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "router: after the pool drained a leg is refused and its NACK carries nothing") {
+TEST_CASE_FIXTURE(fixture, "router: after the pool drained a leg is refused and its NACK carries nothing") {
   bed b(*this);
   b.start();
   CHECK(ask<uint64_t>(*this, b.pool, routing::pool_drain_atom::value) == 0);
@@ -801,8 +775,7 @@ TEST_CASE_FIXTURE(fixture,
   CHECK(b.gauge_count() == 0);
 }
 
-TEST_CASE_FIXTURE(
-  fixture, "router: both entries feed one dispatcher so a stream's frames keep their order") {
+TEST_CASE_FIXTURE(fixture, "router: both entries feed one dispatcher so a stream's frames keep their order") {
   bed b(*this);
   b.start();
   b.grain().fallback = answer::held();
@@ -822,8 +795,7 @@ TEST_CASE_FIXTURE(
   CHECK(b.stats().landed == 3);
 }
 
-TEST_CASE_FIXTURE(
-  fixture, "router: 10,000 node legs land with one terminal event each and leave nothing behind") {
+TEST_CASE_FIXTURE(fixture, "router: 10,000 node legs land with one terminal event each and leave nothing behind") {
   bed b(*this);
   b.cfg.routing.max_in_flight = 0; // the flood, not admission control, is under test here
   b.start();
@@ -840,12 +812,11 @@ TEST_CASE_FIXTURE(
   CHECK(b.grain().attempts.size() == 10000);
   CHECK(b.gauge_count() == 0);
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(wall).count();
-  MESSAGE("10,000 node legs (accept, admit, resolve, deliver, terminal) in "
-          << us / 1000 << " ms wall on the test coordinator, " << us / 10000 << " us per leg");
+  MESSAGE("10,000 node legs (accept, admit, resolve, deliver, terminal) in " << us / 1000
+          << " ms wall on the test coordinator, " << us / 10000 << " us per leg");
 }
 
-TEST_CASE_FIXTURE(fixture, "router: the host's stopping signal reaches the router core and "
-                           "accepted legs still land with the gauge never rising") {
+TEST_CASE_FIXTURE(fixture, "router: the host's stopping signal reaches the router core and accepted legs still land with the gauge never rising") {
   bed b(*this);
   b.start();
   b.grain().fallback = answer::held();
@@ -875,8 +846,7 @@ TEST_CASE_FIXTURE(fixture, "router: the host's stopping signal reaches the route
   CHECK(b.grain().attempts.size() == 5); // the refused one never reached placement
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "router: a queued leg's timers start at its dispatch, not at its acceptance") {
+TEST_CASE_FIXTURE(fixture, "router: a queued leg's timers start at its dispatch, not at its acceptance") {
   bed b(*this);
   b.start();
   b.script("podhub/cache/mesh1", {answer::held(), answer::held()});
@@ -900,13 +870,12 @@ TEST_CASE_FIXTURE(fixture,
   CHECK(ns[0].request_id == "next");
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "router: hosted targets are reduced to their host address before the branch") {
+TEST_CASE_FIXTURE(fixture, "router: hosted targets are reduced to their host address before the branch") {
   bed b(*this);
   b.start();
-  b.route(bed::make("h1", "client/7f3a~portal/alice")); // outermost host portal/alice
-  b.route(bed::make("h2", "portal/x~mesh/m1"));         // mesh host: the address itself
-  b.route(bed::make("h3", "node/Org/Acme~node/Org"));   // node host: node branch on node/Org
+  b.route(bed::make("h1", "client/7f3a~portal/alice"));   // outermost host portal/alice
+  b.route(bed::make("h2", "portal/x~mesh/m1"));           // mesh host: the address itself
+  b.route(bed::make("h3", "node/Org/Acme~node/Org"));     // node host: node branch on node/Org
   settle(*this, b);
   auto& g = b.grain();
   REQUIRE(g.attempts.size() == 3);
@@ -927,7 +896,8 @@ TEST_CASE_FIXTURE(fixture, "router: the local-route port can be wired after spaw
   settle(*this, b);
   CHECK(b.local_nacks().empty());
   CHECK(b.stats().nacks_stream == 1);
-  caf::anon_send(b.rc, rc_locals_atom::value, caf::actor_cast<local_route_port_actor>(b.locals));
+  caf::anon_send(b.rc, rc_locals_atom::value,
+                 caf::actor_cast<local_route_port_actor>(b.locals));
   b.route(bed::make("u2", "node/Org/A"));
   settle(*this, b);
   auto ns = b.local_nacks();
@@ -936,8 +906,7 @@ TEST_CASE_FIXTURE(fixture, "router: the local-route port can be wired after spaw
   CHECK(b.stats().nacks_local == 1);
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "router: the NACK's node-hub transport runs inside the router retry loop") {
+TEST_CASE_FIXTURE(fixture, "router: the NACK's node-hub transport runs inside the router retry loop") {
   bed b(*this);
   b.start();
   b.script("messagehub/Org/Fail", {answer::err(fault{mesh_errc::invalid_operation, "nope"})});

@@ -11,8 +11,7 @@ using cafmesh::testing::fixture;
 
 namespace {
 
-const char* resolve_timeout_text
-  = "Path resolution for 'node/Org/Acme' failed: timed out after 30 s";
+const char* resolve_timeout_text = "Path resolution for 'node/Org/Acme' failed: timed out after 30 s";
 
 /// The one delivery of `b` ended in exactly one NACK and its late answer changed nothing:
 /// one terminal event, no landing, nothing in flight, the gauge back at zero.
@@ -28,8 +27,7 @@ void check_one_nack_and_nothing_after(bed& b) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture, "router: a resolver answering after the 30 s resolve bound is ignored "
-                           "after the leg was NACKed failed at exactly 30 s") {
+TEST_CASE_FIXTURE(fixture, "router: a resolver answering after the 30 s resolve bound is ignored after the leg was NACKed failed at exactly 30 s") {
   bed b(*this);
   b.start();
   b.res().hold.insert("node/Org/Acme");
@@ -54,8 +52,7 @@ TEST_CASE_FIXTURE(fixture, "router: a resolver answering after the 30 s resolve 
   check_one_nack_and_nothing_after(b);
 }
 
-TEST_CASE_FIXTURE(fixture, "router: a grain port answering processed after the 60 s attempt bound "
-                           "lands nothing after the leg was NACKed failed at exactly 60 s") {
+TEST_CASE_FIXTURE(fixture, "router: a grain port answering processed after the 60 s attempt bound lands nothing after the leg was NACKed failed at exactly 60 s") {
   bed b(*this);
   b.start();
   b.script("messagehub/Org/Acme", {answer::held()});
@@ -78,8 +75,7 @@ TEST_CASE_FIXTURE(fixture, "router: a grain port answering processed after the 6
   check_one_nack_and_nothing_after(b);
 }
 
-TEST_CASE_FIXTURE(fixture, "router: three stalled resolves started 10 s apart time out each at its "
-                           "own 30 s bound and an answered one never does") {
+TEST_CASE_FIXTURE(fixture, "router: three stalled resolves started 10 s apart time out each at its own 30 s bound and an answered one never does") {
   bed b(*this);
   b.start();
   b.res().hold.insert("node/Org/Acme");

@@ -16,16 +16,14 @@ bool contains(const std::string& hay, const std::string& needle) {
 }
 
 /// Routes `e` and runs until the bed's router core has no leg and no NACK left (or `cap`).
-void route_and_settle(fixture& fx, bed& b, const envelope& e,
-                      std::chrono::milliseconds cap = 120s) {
+void route_and_settle(fixture& fx, bed& b, const envelope& e, std::chrono::milliseconds cap = 120s) {
   b.route(e);
   fx.run();
-  REQUIRE(fx.run_until(
-    [&] {
-      auto st = b.stats();
-      return st.in_flight == 0 && st.nacks_alive == 0;
-    },
-    cap));
+  REQUIRE(fx.run_until([&] {
+            auto st = b.stats();
+            return st.in_flight == 0 && st.nacks_alive == 0;
+          },
+                       cap));
 }
 
 /// The single NACK at the sender's local route.
@@ -37,8 +35,7 @@ delivery_failure only_nack(bed& b) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture,
-                  "S12.17 the gauge counts a pending node leg and its NACK takes over the slot") {
+TEST_CASE_FIXTURE(fixture, "S12.17 the gauge counts a pending node leg and its NACK takes over the slot") {
   bed b(*this);
   b.start();
   // A node leg whose deliver is pending: counted until the call answers.
@@ -82,20 +79,20 @@ TEST_CASE_FIXTURE(fixture,
   CHECK(st.nacks_local == 1);
 }
 
-TEST_CASE_FIXTURE(fixture, "S12.21 rejected twice then success makes 3 fresh attempts and no NACK "
-                           "and invalid_operation makes 1 attempt and one NACK") {
+TEST_CASE_FIXTURE(fixture, "S12.21 rejected twice then success makes 3 fresh attempts and no NACK and invalid_operation makes 1 attempt and one NACK") {
   bed b(*this);
   b.start();
   b.grain().silos = {silo_address{"10.0.0.2", 11111, 1}};
-  b.script("messagehub/Org/Acme",
-           {answer::err(fault{mesh_errc::rejected, "queue limit reached"}),
-            answer::err(fault{mesh_errc::rejected, "queue limit reached"}), answer::ok()});
+  b.script("messagehub/Org/Acme", {answer::err(fault{mesh_errc::rejected, "queue limit reached"}),
+                                   answer::err(fault{mesh_errc::rejected, "queue limit reached"}),
+                                   answer::ok()});
   route_and_settle(*this, b, bed::make("d1", "node/Org/Acme"));
   auto& g = b.grain();
   REQUIRE(g.attempts.size() == 3);
   for (auto& a : g.attempts)
     CHECK(a.fresh); // each attempt went through placement: its cache entry was invalidated
-  CHECK(g.invalidated == std::vector<std::string>{"messagehub/Org/Acme", "messagehub/Org/Acme"});
+  CHECK(g.invalidated
+        == std::vector<std::string>{"messagehub/Org/Acme", "messagehub/Org/Acme"});
   CHECK(b.local_nacks().empty());
   CHECK(b.stats().landed == 1);
 
@@ -107,8 +104,7 @@ TEST_CASE_FIXTURE(fixture, "S12.21 rejected twice then success makes 3 fresh att
   CHECK(n.verdict == verdict::failed);
 }
 
-TEST_CASE_FIXTURE(fixture, "S12.22 an always rejected call makes retry_max plus 1 attempts on the "
-                           "250 ms doubling schedule") {
+TEST_CASE_FIXTURE(fixture, "S12.22 an always rejected call makes retry_max plus 1 attempts on the 250 ms doubling schedule") {
   bed small(*this);
   small.cfg.routing.retry_max = 4;
   small.start();
@@ -133,9 +129,7 @@ TEST_CASE_FIXTURE(fixture, "S12.22 an always rejected call makes retry_max plus 
   CHECK(contains(n2.message, "rejected: queue limit reached"));
 }
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "S12.23 the NACK text carries the recorded activation error instead of the rejection text") {
+TEST_CASE_FIXTURE(fixture, "S12.23 the NACK text carries the recorded activation error instead of the rejection text") {
   bed b(*this);
   b.start();
   b.grain().act_errors["messagehub/Org/Acme"] = "constructor threw: bad config";
@@ -157,9 +151,7 @@ TEST_CASE_FIXTURE(
   CHECK(contains(n2.message, "rejected: activation #0000abcd is deactivated"));
 }
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "S12.24 a response timeout anywhere in the tree makes exactly one attempt and a failed NACK") {
+TEST_CASE_FIXTURE(fixture, "S12.24 a response timeout anywhere in the tree makes exactly one attempt and a failed NACK") {
   fault rt{mesh_errc::response_timeout, "no answer within 30 s"};
   std::vector<fault> shapes{
     rt,
@@ -182,8 +174,7 @@ TEST_CASE_FIXTURE(
   }
 }
 
-TEST_CASE_FIXTURE(fixture, "router: a grain port that never answers ends the attempt as a response "
-                           "timeout after placement plus response time") {
+TEST_CASE_FIXTURE(fixture, "router: a grain port that never answers ends the attempt as a response timeout after placement plus response time") {
   bed b(*this);
   b.start();
   b.script("messagehub/Org/Acme", {answer::held()});
@@ -197,8 +188,7 @@ TEST_CASE_FIXTURE(fixture, "router: a grain port that never answers ends the att
   CHECK(lines[0].t_ms - t0 == 60000);
 }
 
-TEST_CASE_FIXTURE(fixture, "router: the S12.26 leg logic with a fake port timing placement out at "
-                           "30 s costs at most two placement-timeout attempts") {
+TEST_CASE_FIXTURE(fixture, "router: the S12.26 leg logic with a fake port timing placement out at 30 s costs at most two placement-timeout attempts") {
   // Still stalled: two attempts, one NACK `unavailable`.
   bed b(*this);
   b.start();
@@ -233,8 +223,7 @@ TEST_CASE_FIXTURE(fixture, "router: the S12.26 leg logic with a fake port timing
   CHECK(u.local_nacks().empty());
 }
 
-TEST_CASE_FIXTURE(
-  fixture, "S12.28 transient hub conditions invalidate, wait for the hint, re-resolve and land") {
+TEST_CASE_FIXTURE(fixture, "S12.28 transient hub conditions invalidate, wait for the hint, re-resolve and land") {
   // A pod hub being deactivated: recorded = no, retry_after_ms = 400.
   bed b(*this);
   b.start();
@@ -270,8 +259,7 @@ TEST_CASE_FIXTURE(
   CHECK(n.local_nacks().empty());
 }
 
-TEST_CASE_FIXTURE(fixture, "S12.29 carried verdicts are NACKed once with their texts and "
-                           "failed-and-NACKed results are not") {
+TEST_CASE_FIXTURE(fixture, "S12.29 carried verdicts are NACKed once with their texts and failed-and-NACKed results are not") {
   bed b(*this);
   b.start();
   b.script("messagehub/Org/A",
@@ -280,8 +268,9 @@ TEST_CASE_FIXTURE(fixture, "S12.29 carried verdicts are NACKed once with their t
   b.script("messagehub/Org/B",
            {answer::failed_result({{"error", json_quote("Hub disposed before delivery")},
                                    {"verdict", json_quote("shutting_down")}})});
-  b.script("messagehub/Org/C", {answer::failed_result({{"error", json_quote("activation faulted")},
-                                                       {"verdict", json_quote("unavailable")}})});
+  b.script("messagehub/Org/C",
+           {answer::failed_result({{"error", json_quote("activation faulted")},
+                                   {"verdict", json_quote("unavailable")}})});
   b.script("messagehub/Org/D", {answer::failed_result({{"error", json_quote("parked and failed")},
                                                        {"sender_was_nacked", "true"}})});
   route_and_settle(*this, b, bed::make("a", "node/Org/A"));
@@ -303,9 +292,7 @@ TEST_CASE_FIXTURE(fixture, "S12.29 carried verdicts are NACKed once with their t
   CHECK(b.stats().terminal_events == 4);
 }
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "S12.30 the text rule turns an owner's shutting-down banner into shutting_down, quoted or not") {
+TEST_CASE_FIXTURE(fixture, "S12.30 the text rule turns an owner's shutting-down banner into shutting_down, quoted or not") {
   const std::string banner
     = "Hub portal/x is shutting down (activation #00c0ffee)\u2026 Rejecting now.";
   bed b(*this);
@@ -325,8 +312,7 @@ TEST_CASE_FIXTURE(
   CHECK(ns[2].verdict == verdict::failed);
 }
 
-TEST_CASE_FIXTURE(fixture, "S12.31 transient hub conditions alone or beside an application fault "
-                           "end shutting_down after the retry budget") {
+TEST_CASE_FIXTURE(fixture, "S12.31 transient hub conditions alone or beside an application fault end shutting_down after the retry budget") {
   std::vector<fault> conds{fault{mesh_errc::departed_silo, "silo departed"},
                            fault{mesh_errc::silo_unavailable, "silo is stopping"},
                            fault{mesh_errc::directory_unstable, "retry later"},
@@ -355,8 +341,7 @@ TEST_CASE_FIXTURE(fixture, "S12.31 transient hub conditions alone or beside an a
 
 TEST_CASE_FIXTURE(fixture, "S12.32 terminal and response-timeout faults end failed") {
   std::vector<fault> faults{fault{mesh_errc::rejected, "rejected"},
-                            fault{mesh_errc::application,
-                                  "Unable to connect to https://api.example"},
+                            fault{mesh_errc::application, "Unable to connect to https://api.example"},
                             fault{mesh_errc::extension_missing, "extension missing"},
                             fault{mesh_errc::overloaded, "overloaded"},
                             fault{mesh_errc::invalid_operation, "invalid operation"},
@@ -379,9 +364,7 @@ TEST_CASE_FIXTURE(fixture, "S12.32 terminal and response-timeout faults end fail
   CHECK(contains(ns[1].message, "Unable to connect to https://api.example"));
 }
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "S12.33 activation_deactivated is shutting_down only when no activation error was recorded") {
+TEST_CASE_FIXTURE(fixture, "S12.33 activation_deactivated is shutting_down only when no activation error was recorded") {
   bed b(*this);
   b.start();
   std::vector<std::pair<fault, verdict>> cases{
@@ -440,8 +423,7 @@ delivery_failure nack_via_pod_hub(bed& b, const std::string& sender_path) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture, "S12.34 runtime_gone is shutting_down with no further attempt only when "
-                           "the probe says torn down") {
+TEST_CASE_FIXTURE(fixture, "S12.34 runtime_gone is shutting_down with no further attempt only when the probe says torn down") {
   fault gone{mesh_errc::runtime_gone, "serializer unavailable: runtime services disposed"};
   // torn down
   {
@@ -449,7 +431,8 @@ TEST_CASE_FIXTURE(fixture, "S12.34 runtime_gone is shutting_down with no further
     b.registry = track(lifecycle::spawn_runtime_registry(sys));
     b.start();
     ask<caf::ok_atom>(*this, b.registry, lifecycle::host_register_atom::value, b.silo.to_string());
-    ask<caf::ok_atom>(*this, b.registry, lifecycle::host_torn_down_atom::value, b.silo.to_string());
+    ask<caf::ok_atom>(*this, b.registry, lifecycle::host_torn_down_atom::value,
+                      b.silo.to_string());
     b.grain().fallback = answer::err(gone);
     logs.clear();
     route_and_settle(*this, b, bed::make("d1", "node/Org/Acme", "portal/carol"));
@@ -476,8 +459,7 @@ TEST_CASE_FIXTURE(fixture, "S12.34 runtime_gone is shutting_down with no further
   // no answer
   {
     bed b(*this);
-    b.registry
-      = track(caf::actor_cast<lifecycle::runtime_registry_actor>(sys.spawn(silent_registry)));
+    b.registry = track(caf::actor_cast<lifecycle::runtime_registry_actor>(sys.spawn(silent_registry)));
     b.start();
     b.grain().fallback = answer::err(gone);
     route_and_settle(*this, b, bed::make("d3", "node/Org/Acme"));
@@ -486,15 +468,13 @@ TEST_CASE_FIXTURE(fixture, "S12.34 runtime_gone is shutting_down with no further
   }
 }
 
-TEST_CASE_FIXTURE(fixture, "S12.51 a grain-call payload at or above the limit is refused before "
-                           "the call with one log line") {
+TEST_CASE_FIXTURE(fixture, "S12.51 a grain-call payload at or above the limit is refused before the call with one log line") {
   bed b(*this);
   b.cfg.size.grain_call_body_limit_bytes = 1000;
   b.start();
   // limit + 1
   logs.clear();
-  route_and_settle(*this, b,
-                   bed::make("big1", "node/Org/Acme", "portal/alice", std::string(1001, 'x')));
+  route_and_settle(*this, b, bed::make("big1", "node/Org/Acme", "portal/alice", std::string(1001, 'x')));
   CHECK(b.grain().attempts.empty());
   auto n = only_nack(b);
   CHECK(n.verdict == verdict::rejected);
@@ -511,15 +491,13 @@ TEST_CASE_FIXTURE(fixture, "S12.51 a grain-call payload at or above the limit is
   CHECK(contains(l, "connection"));
   // limit - 1: called, no NACK, no log
   logs.clear();
-  route_and_settle(*this, b,
-                   bed::make("ok1", "node/Org/Acme", "portal/alice", std::string(999, 'x')));
+  route_and_settle(*this, b, bed::make("ok1", "node/Org/Acme", "portal/alice", std::string(999, 'x')));
   CHECK(b.grain().attempts.size() == 1);
   CHECK(b.local_nacks().size() == 1);
   CHECK(logs.count("size guard") == 0);
   CHECK(logs.count_level(lvl::error) == 0);
   // exactly the limit: refused
-  route_and_settle(*this, b,
-                   bed::make("big2", "node/Org/Acme", "portal/alice", std::string(1000, 'x')));
+  route_and_settle(*this, b, bed::make("big2", "node/Org/Acme", "portal/alice", std::string(1000, 'x')));
   CHECK(b.grain().attempts.size() == 1);
   auto ns = b.local_nacks();
   REQUIRE(ns.size() == 2);
@@ -527,16 +505,13 @@ TEST_CASE_FIXTURE(fixture, "S12.51 a grain-call payload at or above the limit is
   CHECK(ns[1].verdict == verdict::rejected);
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "S12.52 defaults: a 142 MB grain call is refused at 104,857,600 and the stream "
-                  "block refuses 37,483,597 and 1,048,576 bytes but publishes 1,048,575") {
+TEST_CASE_FIXTURE(fixture, "S12.52 defaults: a 142 MB grain call is refused at 104,857,600 and the stream block refuses 37,483,597 and 1,048,576 bytes but publishes 1,048,575") {
   bed b(*this);
   b.cfg.routing.client_hosted_address_types = {"app"};
   CHECK(b.cfg.size.grain_call_body_limit_bytes == 104857600);
   b.start();
   logs.clear();
-  route_and_settle(*this, b,
-                   bed::make("huge", "app/viewer1", "portal/alice", std::string(37483597, 'x')));
+  route_and_settle(*this, b, bed::make("huge", "app/viewer1", "portal/alice", std::string(37483597, 'x')));
   CHECK(b.stream().published.empty());
   auto lines = logs.find("size guard", lvl::error);
   REQUIRE(lines.size() == 1);
@@ -546,12 +521,10 @@ TEST_CASE_FIXTURE(fixture,
   CHECK(n.verdict == verdict::rejected);
   CHECK(contains(n.message, "app/viewer1"));
   CHECK(contains(n.original.payload_json, "payloadOmitted")); // echo stripped
-  route_and_settle(*this, b,
-                   bed::make("under", "app/viewer1", "portal/alice", std::string(1048575, 'x')));
+  route_and_settle(*this, b, bed::make("under", "app/viewer1", "portal/alice", std::string(1048575, 'x')));
   REQUIRE(b.stream().published.size() == 1);
   CHECK(b.stream().published[0].second.id == "under");
-  route_and_settle(*this, b,
-                   bed::make("at", "app/viewer1", "portal/alice", std::string(1048576, 'x')));
+  route_and_settle(*this, b, bed::make("at", "app/viewer1", "portal/alice", std::string(1048576, 'x')));
   CHECK(b.stream().published.size() == 1);
   auto ns = b.local_nacks();
   REQUIRE(ns.size() == 2);
@@ -559,8 +532,7 @@ TEST_CASE_FIXTURE(fixture,
   CHECK(ns[1].verdict == verdict::rejected);
   // Grain call at the default limit: a 142 MB payload never reaches the grain.
   logs.clear();
-  route_and_settle(*this, b,
-                   bed::make("g142", "node/Org/Acme", "portal/alice", std::string(142000000, 'x')));
+  route_and_settle(*this, b, bed::make("g142", "node/Org/Acme", "portal/alice", std::string(142000000, 'x')));
   CHECK(b.grain().attempts.empty());
   ns = b.local_nacks();
   REQUIRE(ns.size() == 3);
@@ -573,9 +545,7 @@ TEST_CASE_FIXTURE(fixture,
   CHECK(contains(grain_lines[0].text, "104,857,600"));
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "router: a response whose pod hub is not here is retried re-resolving until the "
-                  "hub's claim is back, while a new post gets its one NACK at once") {
+TEST_CASE_FIXTURE(fixture, "router: a response whose pod hub is not here is retried re-resolving until the hub's claim is back, while a new post gets its one NACK at once") {
   fault not_here{mesh_errc::pod_hub_not_here, "no local route for portal/bob here"};
   // A response (its request_id names the request it answers): nobody would send it again.
   bed b(*this);

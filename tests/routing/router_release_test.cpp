@@ -24,9 +24,7 @@ std::string in_flight_text(bed& b, const std::string& target) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(
-  fixture, "router: q_end_legs ends every leg that has not landed with one NACK, shutting_down "
-           "before the attempt and failed in flight, and answers the residual") {
+TEST_CASE_FIXTURE(fixture, "router: q_end_legs ends every leg that has not landed with one NACK, shutting_down before the attempt and failed in flight, and answers the residual") {
   bed b(*this);
   b.start();
   b.grain().fallback = answer::held();
@@ -39,11 +37,10 @@ TEST_CASE_FIXTURE(
   run();
   REQUIRE(b.stats().in_flight == 4);
   REQUIRE(b.grain().attempts.size() == 2); // h1 and n1; q1 and s1 wait behind h1
-  auto residual = cafmesh::testing::router_bed::ask<std::vector<std::string>>(
-    *this, b.rc, routing::q_end_legs_atom::value, std::string{"non-graceful stop"});
+  auto residual = cafmesh::testing::router_bed::ask<std::vector<std::string>>(*this, b.rc, routing::q_end_legs_atom::value,
+                                                std::string{"non-graceful stop"});
   CHECK(residual == std::vector<std::string>{"h1", "q1", "n1", "s1"});
-  auto out = cafmesh::testing::router_bed::ask<caf::ok_atom>(*this, b.rc,
-                                                             routing::q_nacks_out_atom::value);
+  auto out = cafmesh::testing::router_bed::ask<caf::ok_atom>(*this, b.rc, routing::q_nacks_out_atom::value);
   (void) out;
   auto nacks = b.local_nacks();
   REQUIRE(nacks.size() == 3);
@@ -70,8 +67,7 @@ TEST_CASE_FIXTURE(
   CHECK(b.stats().landed == 0);
 }
 
-TEST_CASE_FIXTURE(fixture, "router: q_end_legs ends a response that has not left with one NACK "
-                           "failed to its request's sender, not to the hub that answered") {
+TEST_CASE_FIXTURE(fixture, "router: q_end_legs ends a response that has not left with one NACK failed to its request's sender, not to the hub that answered") {
   bed b(*this);
   b.start();
   b.grain().fallback = answer::held();
@@ -104,9 +100,7 @@ TEST_CASE_FIXTURE(fixture, "router: q_end_legs ends a response that has not left
   CHECK(b.stats().ended_by_release == 1);
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "router: after the stopping signal a leg cancelled by the pool drain is "
-                  "abandoned with one NACK and legs the draining pool refuses get one NACK each") {
+TEST_CASE_FIXTURE(fixture, "router: after the stopping signal a leg cancelled by the pool drain is abandoned with one NACK and legs the draining pool refuses get one NACK each") {
   bed b(*this);
   b.start();
   b.grain().fallback = answer::held();
@@ -114,8 +108,7 @@ TEST_CASE_FIXTURE(fixture,
   b.route(bed::make("q1", "cache/one"));
   b.route(bed::make("q2", "cache/one"));
   run();
-  auto ok = cafmesh::testing::router_bed::ask<caf::ok_atom>(*this, b.rc,
-                                                            lifecycle::host_stopping_atom::value);
+  auto ok = cafmesh::testing::router_bed::ask<caf::ok_atom>(*this, b.rc, lifecycle::host_stopping_atom::value);
   (void) ok;
   auto drain = testing::ask<uint64_t>(*this, b.pool, routing::pool_drain_atom::value);
   run_to(8000);
@@ -141,8 +134,7 @@ TEST_CASE_FIXTURE(fixture,
   CHECK(logs.count("could not leave") == 0);
 }
 
-TEST_CASE_FIXTURE(fixture, "router: NACKs of a stop that cannot leave within the release bound are "
-                           "named in one error line and dropped") {
+TEST_CASE_FIXTURE(fixture, "router: NACKs of a stop that cannot leave within the release bound are named in one error line and dropped") {
   bed b(*this);
   b.cfg.pool.drain_grace_ms = 2000;
   b.start();
@@ -152,8 +144,8 @@ TEST_CASE_FIXTURE(fixture, "router: NACKs of a stop that cannot leave within the
   for (int i = 0; i < 22; ++i)
     b.route(bed::make("d" + std::to_string(i), "node/Org/N" + std::to_string(i)));
   run();
-  auto residual = cafmesh::testing::router_bed::ask<std::vector<std::string>>(
-    *this, b.rc, routing::q_end_legs_atom::value, std::string{"hold budget expired"});
+  auto residual = cafmesh::testing::router_bed::ask<std::vector<std::string>>(*this, b.rc, routing::q_end_legs_atom::value,
+                                                std::string{"hold budget expired"});
   CHECK(residual.size() == 22);
   auto out = testing::ask<caf::ok_atom>(*this, b.rc, routing::q_nacks_out_atom::value);
   run_to(1999);

@@ -57,10 +57,7 @@ void unstall(fixture& fx, silo_world& w, const silo_address& s) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(
-  fixture, "S12.26 a stalled directory owner fails the first attempt placement_timeout at 30 s and "
-           "one retry follows, still stalled the second times out too with one NACK unavailable "
-           "and no third attempt, unstalled at 40 s the second attempt lands with no NACK") {
+TEST_CASE_FIXTURE(fixture, "S12.26 a stalled directory owner fails the first attempt placement_timeout at 30 s and one retry follows, still stalled the second times out too with one NACK unavailable and no third attempt, unstalled at 40 s the second attempt lands with no NACK") {
   silo_world w{*this};
   auto s = three_silos(w);
   auto key = key_owned_by(ring_of(w, s.a), s.c, "Org/S");
@@ -104,9 +101,8 @@ TEST_CASE_FIXTURE(
     CHECK(o.kind == "nack");
     CHECK(o.t_ms - off == t0 + 60250);
     CHECK(o.verdict == verdict::unavailable);
-    CHECK(o.message
-          == "Delivery to '" + target + "' failed: placement of messagehub/" + key
-               + " timed out after 30 s");
+    CHECK(o.message == "Delivery to '" + target + "' failed: placement of messagehub/" + key
+                         + " timed out after 30 s");
     // No third attempt, no second NACK, however long we wait.
     run_for(300s);
     auto core1 = core_stats(*this, w, s.a);
@@ -153,11 +149,7 @@ TEST_CASE_FIXTURE(
   }
 }
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "S12.59 silo C stalled undetected for 12 virtual minutes leaves routing/default on A and B and "
-  "traffic to node hubs active on A or B and owned by A or B unaffected, while a delivery to a "
-  "node hub C owns ends after two placement timeouts in one NACK unavailable saying timed out") {
+TEST_CASE_FIXTURE(fixture, "S12.59 silo C stalled undetected for 12 virtual minutes leaves routing/default on A and B and traffic to node hubs active on A or B and owned by A or B unaffected, while a delivery to a node hub C owns ends after two placement timeouts in one NACK unavailable saying timed out") {
   silo_world w{*this};
   auto s = three_silos(w);
   auto active = ring_of(w, s.a);
@@ -272,7 +264,8 @@ TEST_CASE_FIXTURE(
   CHECK(core_b1.grain_attempts - core_b0.grain_attempts == 72 * 4);
   CHECK(core_a1.in_flight == 0);
   CHECK(core_b1.in_flight == 0);
-  MESSAGE("active hubs: " << keys[0] << " on " << hubs[keys[0]].silo.to_string() << ", " << keys[1]
-                          << " on " << hubs[keys[1]].silo.to_string() << "; NACK: " << o.message);
+  MESSAGE("active hubs: " << keys[0] << " on " << hubs[keys[0]].silo.to_string() << ", "
+                          << keys[1] << " on " << hubs[keys[1]].silo.to_string()
+                          << "; NACK: " << o.message);
   unstall(*this, w, s.c);
 }

@@ -8,15 +8,12 @@
 using namespace cafmesh::testing::stream_bed;
 using cafmesh::testing::fixture;
 
-TEST_CASE_FIXTURE(fixture,
-                  "S12.37 a NACK delivered over both the pod hub and the stream transport reaches "
-                  "the application once and a late NACK after the response is dropped") {
+TEST_CASE_FIXTURE(fixture, "S12.37 a NACK delivered over both the pod hub and the stream transport reaches the application once and a late NACK after the response is dropped") {
   world w{*this};
   w.start();
   auto bob = w.add_hub("portal/bob");
   // node/Acme refuses every call: the request's leg ends in one NACK `failed`
-  w.port_st().nodes["Acme"]
-    = node_script{true, fault{mesh_errc::invalid_operation, "no such operation"}, 0};
+  w.port_st().nodes["Acme"] = node_script{true, fault{mesh_errc::invalid_operation, "no such operation"}, 0};
   // The pod hub hands the NACK to bob, but its acknowledgement never reaches A: rung c
   // faults (30 s) and the ladder falls back to the stream transport (rung d), which hands
   // bob the same NACK a second time.
@@ -33,12 +30,11 @@ TEST_CASE_FIXTURE(fixture,
     caf::anon_send(bob, ep_request_atom::value, world::make("q1", "node/Acme", "portal/bob"),
                    int64_t{120000});
     run();
-    REQUIRE(run_until(
-      [&] {
-        auto st = w.stats();
-        return st.nacks_posted == 1 && st.nacks_alive == 0;
-      },
-      200s));
+    REQUIRE(run_until([&] {
+      auto st = w.stats();
+      return st.nacks_posted == 1 && st.nacks_alive == 0;
+    },
+                      200s));
     run();
     auto st = w.stats();
     // the NACK really went both ways: handed over by the pod hub, then published
@@ -62,8 +58,7 @@ TEST_CASE_FIXTURE(fixture,
 
   SUBCASE("a response followed by a late NACK") {
     // node/Slow fails only after 5 s; the response reaches bob first, over the stream
-    w.port_st().nodes["Slow"] = node_script{true, fault{mesh_errc::invalid_operation, "too late"},
-                                            5000};
+    w.port_st().nodes["Slow"] = node_script{true, fault{mesh_errc::invalid_operation, "too late"}, 5000};
     caf::anon_send(bob, ep_request_atom::value, world::make("q2", "node/Slow", "portal/bob"),
                    int64_t{120000});
     run();
@@ -77,12 +72,11 @@ TEST_CASE_FIXTURE(fixture,
     REQUIRE(outcomes_for(bob, "q2").size() == 1);
     CHECK(outcomes_for(bob, "q2")[0].kind == "response");
     // the late NACK arrives (pod hub, then stream after the lost acknowledgement)
-    REQUIRE(run_until(
-      [&] {
-        auto st = w.stats();
-        return st.nacks_posted == 1 && st.nacks_alive == 0;
-      },
-      200s));
+    REQUIRE(run_until([&] {
+      auto st = w.stats();
+      return st.nacks_posted == 1 && st.nacks_alive == 0;
+    },
+                      200s));
     run();
     auto os = outcomes_for(bob, "q2");
     REQUIRE(os.size() == 1);

@@ -80,10 +80,7 @@ caf::actor built_hub_of(entry_world& w, const std::string& key) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(
-  testing::fixture,
-  "S12.50 bypass off: with the routing/default ring owner stalled 331 pure-client deliveries "
-  "within 50 ms all fail placement_timeout at t0+30 s, with the bypass (default) none fails") {
+TEST_CASE_FIXTURE(testing::fixture, "S12.50 bypass off: with the routing/default ring owner stalled 331 pure-client deliveries within 50 ms all fail placement_timeout at t0+30 s, with the bypass (default) none fails") {
   SUBCASE("bypass off: all 331 fail placement_timeout at the same instant") {
     entry_world w(*this);
     entry_silo_options no_bypass;
@@ -149,9 +146,7 @@ TEST_CASE_FIXTURE(
       CHECK(o.kind == "nack");
       CHECK(o.t_ms - a0 == 60200);
       CHECK(o.verdict == verdict::unavailable);
-      if (o.message
-          == "Delivery to 'node/Org/Acme' failed: placement of routing/default timed out after 30 "
-             "s")
+      if (o.message == "Delivery to 'node/Org/Acme' failed: placement of routing/default timed out after 30 s")
         ++placement_timeout_nacks;
     }
     CHECK(placement_timeout_nacks == burst_size);
@@ -214,10 +209,8 @@ TEST_CASE_FIXTURE(
     CHECK(svc.stats.client_accepted == burst_size);
     CHECK(svc.stats.client_failed == 0);
     CHECK(pl.stats.timeouts == base.timeouts);
-    CHECK(testing::fixture::state_of<test_hub_factory_state>(w.at(hub_silo).hubs).hubs.count(key)
-          == 1);
+    CHECK(testing::fixture::state_of<test_hub_factory_state>(w.at(hub_silo).hubs).hubs.count(key) == 1);
     CHECK(landed_ms - t0 < 30000);
-    MESSAGE("all " << burst_size << " landed by t0+" << (landed_ms - t0) << " ms on "
-                   << hub_silo.to_string());
+    MESSAGE("all " << burst_size << " landed by t0+" << (landed_ms - t0) << " ms on " << hub_silo.to_string());
   }
 }

@@ -66,9 +66,8 @@ applied_run run_stream(testing::fixture& fx, bool fifo) {
   caf::anon_send(b.claimer, pc_claim_atom::value, address::from("portal/sub"));
   fx.run();
   REQUIRE(fx.state_of<cafmesh::routing::detail::pod_hub_claimer_state>(b.claimer).attached_ok == 1);
-  std::map<std::string, sync_frame> frames{{"F5", sync_frame::full(5, {})},
-                                           {"P6", P(6, "a", "\"A\"")},
-                                           {"P7", P(7, "b", "\"B\"")}};
+  std::map<std::string, sync_frame> frames{
+    {"F5", sync_frame::full(5, {})}, {"P6", P(6, "a", "\"A\"")}, {"P7", P(7, "b", "\"B\"")}};
   caf::anon_send(owner, ep_post_atom::value, make_delivery("F5", "portal/sub", "view"));
   REQUIRE(fx.run_until([&] { return hub_of(sub).received.size() == 1; }));
   auto& px = fx.state_of<port_proxy_state>(a.proxy);
@@ -107,10 +106,7 @@ applied_run run_stream(testing::fixture& fx, bool fifo) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(testing::fixture,
-                  "S12.57 a mirror without a base asks one fresh Full for 5 patches, a patch that "
-                  "does not apply gets a Full adopted, and with per-channel FIFO disabled P7 "
-                  "overtakes P6 so P6 is dropped and a never arrives while with FIFO both apply") {
+TEST_CASE_FIXTURE(testing::fixture, "S12.57 a mirror without a base asks one fresh Full for 5 patches, a patch that does not apply gets a Full adopted, and with per-channel FIFO disabled P7 overtakes P6 so P6 is dropped and a never arrives while with FIFO both apply") {
   SUBCASE("mirror without a base: 5 patches, exactly one fresh-Full request in flight") {
     delta_mirror m{"portal/sub#view"};
     CHECK(m.on_frame(P(3, "a", "1")) == frame_outcome::resync_requested);
@@ -133,8 +129,7 @@ TEST_CASE_FIXTURE(testing::fixture,
     CHECK(*m.version() == 9);
     CHECK(m.state() == sync_state{{"a", "1"}, {"c", "3"}});
   }
-  SUBCASE("negative control: per-channel FIFO disabled, P7 overtakes P6, P6 is dropped, a never "
-          "arrives") {
+  SUBCASE("negative control: per-channel FIFO disabled, P7 overtakes P6, P6 is dropped, a never arrives") {
     auto r = run_stream(*this, false);
     CHECK(r.order == std::vector<std::string>{"F5", "P7", "P6"});
     CHECK(r.p7_first_attempt_seq < r.p6_answer_seq); // P7 ran while P6 was retrying

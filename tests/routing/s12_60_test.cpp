@@ -50,11 +50,7 @@ std::pair<caf::actor, silo_address> built_hub_of(entry_world& w, const std::stri
 
 } // namespace
 
-TEST_CASE_FIXTURE(
-  testing::fixture,
-  "S12.60 a pure client's 331 deliveries within 50 ms with the routing/default ring owner stalled "
-  "and the bypass disabled all fail placement together, are re-sent under the client policy and, "
-  "the owner unstalled at t = 35 s, all land exactly once with none NACKed") {
+TEST_CASE_FIXTURE(testing::fixture, "S12.60 a pure client's 331 deliveries within 50 ms with the routing/default ring owner stalled and the bypass disabled all fail placement together, are re-sent under the client policy and, the owner unstalled at t = 35 s, all land exactly once with none NACKed") {
   entry_world w(*this);
   entry_silo_options no_bypass;
   no_bypass.bypass = false;

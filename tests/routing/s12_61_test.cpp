@@ -35,7 +35,8 @@ namespace {
 /// docs/testing.md#the-simulation-harness `kill(silo)` with the loss record: every delivery `s`'s
 /// router core had accepted and not yet terminated is written to the network trace as lost with
 /// the crash, then the network drops `s`'s traffic and its actors exit without a lifecycle stop.
-std::vector<std::string> kill_recording_losses(fixture& fx, silo_world& w, const silo_address& s) {
+std::vector<std::string> kill_recording_losses(fixture& fx, silo_world& w,
+                                               const silo_address& s) {
   auto st = core_stats(fx, w, s);
   for (auto& id : st.in_flight_ids)
     caf::anon_send(w.net, sim_note_atom::value, lost_line(s, id));
@@ -44,14 +45,12 @@ std::vector<std::string> kill_recording_losses(fixture& fx, silo_world& w, const
   return st.in_flight_ids;
 }
 
+
+
+
 } // namespace
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "S12.61 silo B killed while legs on A target node hubs on B: departed_silo, re-resolution once B "
-  "is Dead at 10 s, landing on new activations or one shutting_down NACK, and B's own accepted "
-  "requests end within the failure-detection bound plus 1 s (amended by "
-  "docs/behaviour/membership.md#dead-peers) while its posts are recorded lost with the crash") {
+TEST_CASE_FIXTURE(fixture, "S12.61 silo B killed while legs on A target node hubs on B: departed_silo, re-resolution once B is Dead at 10 s, landing on new activations or one shutting_down NACK, and B's own accepted requests end within the failure-detection bound plus 1 s (amended by docs/behaviour/membership.md#dead-peers) while its posts are recorded lost with the crash") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   auto b = w.add_silo("b").addr;
@@ -133,11 +132,8 @@ TEST_CASE_FIXTURE(
     CHECK(contains(os[0].message, "has departed"));
     CHECK(received_anywhere(w, id) == 0);
   }
-  CHECK(logs
-          .find("delivery a1 to 'node/" + on_b[0]
-                + "' NACKed shutting_down after 7 attempt(s) (budget_exhausted)")
-          .size()
-        == 1);
+  CHECK(logs.find("delivery a1 to 'node/" + on_b[0]
+                  + "' NACKed shutting_down after 7 attempt(s) (budget_exhausted)").size() == 1);
   // The legs started at tk + 1 s re-resolve after B is Dead: their 7th attempt at
   // tk + 10.75 s is placed on a new activation off B and lands, with no NACK.
   for (size_t i = 0; i < 2; ++i) {

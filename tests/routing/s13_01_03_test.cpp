@@ -38,7 +38,8 @@ routing::hub_endpoint_actor add_portal(fixture& fx, silo_world& w, const silo_ad
   auto& silo = w.at(s);
   auto a = routing::address::from(addr);
   auto h = fx.track(routing::spawn_hub_endpoint(fx.sys, a, silo.routing));
-  caf::anon_send(silo.routing, routing::rs_register_atom::value, a, caf::actor_cast<caf::actor>(h));
+  caf::anon_send(silo.routing, routing::rs_register_atom::value, a,
+                 caf::actor_cast<caf::actor>(h));
   fx.run();
   caf::anon_send(silo.claimer, routing::pc_claim_atom::value, a);
   fx.run();
@@ -117,9 +118,7 @@ bool contains(const std::string& hay, const std::string& needle) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture, "S13.03 after the stopping signal a new post or request from a hub of "
-                           "the silo is refused shutting_down at once without placement, and a "
-                           "NACK from a hub of the silo is accepted and reaches its requester") {
+TEST_CASE_FIXTURE(fixture, "S13.03 after the stopping signal a new post or request from a hub of the silo is refused shutting_down at once without placement, and a NACK from a hub of the silo is accepted and reaches its requester") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   // node/Org/X lives on A: activated while A is the only silo.
@@ -185,10 +184,7 @@ TEST_CASE_FIXTURE(fixture, "S13.03 after the stopping signal a new post or reque
   CHECK(gauge_count(*this, w, a) == 0);
 }
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "S13.02 a response a hub of the stopping silo sends after the stopping signal is accepted, "
-  "counted by the gauge, and the Active hold ends only once it landed at its requester") {
+TEST_CASE_FIXTURE(fixture, "S13.02 a response a hub of the stopping silo sends after the stopping signal is accepted, counted by the gauge, and the Active hold ends only once it landed at its requester") {
   // Every frame between silos takes 50 ms, so each leg below has a known duration.
   silo_world w{*this, 1, 50, 50};
   auto a = w.add_silo("a").addr;
@@ -256,9 +252,7 @@ TEST_CASE_FIXTURE(
   CHECK(logs.count("did not land") == 0);
 }
 
-TEST_CASE_FIXTURE(
-  fixture, "S13.02 an application hub's answer after the stopping signal holds the Active stop "
-           "until it landed, with no leg of the stopping silo in flight when the signal came") {
+TEST_CASE_FIXTURE(fixture, "S13.02 an application hub's answer after the stopping signal holds the Active stop until it landed, with no leg of the stopping silo in flight when the signal came") {
   // Every frame between silos takes 50 ms. The request reaches A's hub through B's router
   // core, so A's own legs are none: only the hub's delivery in progress can hold A's stop.
   silo_world w{*this, 1, 50, 50};
@@ -280,7 +274,7 @@ TEST_CASE_FIXTURE(
   caf::anon_send(pb, routing::ep_request_atom::value, make_delivery("r0", "node/Org/X"),
                  int64_t{30000});
   run_for(1s);
-  REQUIRE(held->size() == 1);           // r0 is in progress at A's hub
+  REQUIRE(held->size() == 1); // r0 is in progress at A's hub
   CHECK(gauge_count(*this, w, a) == 1); // the hub's slot; no leg of A
   CHECK(core_stats(*this, w, a).in_flight == 0);
   auto t0 = now_ms();
@@ -306,10 +300,7 @@ TEST_CASE_FIXTURE(
   CHECK(logs.count("did not land") == 0);
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "S13.01 a silo stopped gracefully under request traffic to its answering hubs: "
-                  "every request is answered, none by its deadline, and those that reached its "
-                  "hubs after the stopping signal are answered by activations on the other silo") {
+TEST_CASE_FIXTURE(fixture, "S13.01 a silo stopped gracefully under request traffic to its answering hubs: every request is answered, none by its deadline, and those that reached its hubs after the stopping signal are answered by activations on the other silo") {
   // Every frame between silos takes 10 ms: membership news of the stop takes time to
   // spread, so requests keep reaching A's hubs after the stopping signal.
   silo_world w{*this, 1, 10, 10};
@@ -335,8 +326,7 @@ TEST_CASE_FIXTURE(fixture,
   uint64_t a_activated = 0;
   for (int i = 0; i < total; ++i) {
     if (i == before_stop) {
-      a_activated
-        = fixture::state_of<cafmesh::detail::catalog_state>(w.at(a).catalog).stats.activated;
+      a_activated = fixture::state_of<cafmesh::detail::catalog_state>(w.at(a).catalog).stats.activated;
       stopped = w.stop(a, true);
       run();
     }
@@ -378,8 +368,6 @@ TEST_CASE_FIXTURE(fixture,
   CHECK(fixture::state_of<test_hub_factory_state>(w.entry(b).hubs).built.size() == hubs);
   // B's placement heard A is leaving and passed over it for each of the eight new
   // activations, so no retry went back to A: A activated nothing after the signal.
-  CHECK(fixture::state_of<cafmesh::detail::placement_state>(w.at(b).placement).stats.leaving_skipped
-        == hubs);
-  CHECK(fixture::state_of<cafmesh::detail::catalog_state>(w.at(a).catalog).stats.activated
-        == a_activated);
+  CHECK(fixture::state_of<cafmesh::detail::placement_state>(w.at(b).placement).stats.leaving_skipped == hubs);
+  CHECK(fixture::state_of<cafmesh::detail::catalog_state>(w.at(a).catalog).stats.activated == a_activated);
 }

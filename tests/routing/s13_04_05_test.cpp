@@ -99,7 +99,8 @@ struct stopping_world {
   }
 
   std::string before_text(const std::string& target) const {
-    return "silo " + a.to_string() + " stopped before the delivery to " + target + " was attempted";
+    return "silo " + a.to_string() + " stopped before the delivery to " + target
+           + " was attempted";
   }
   std::string in_flight_text(const std::string& target) const {
     return "silo " + a.to_string() + " stopped while the delivery to " + target
@@ -132,10 +133,7 @@ struct stopping_world {
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture,
-                  "S13.04 a non-graceful stop with 3 legs queued behind channel heads and 2 grain "
-                  "calls in flight: 3 NACKs shutting_down and 2 NACKs failed with outcome unknown "
-                  "reach the sender before the pool's join, one per delivery") {
+TEST_CASE_FIXTURE(fixture, "S13.04 a non-graceful stop with 3 legs queued behind channel heads and 2 grain calls in flight: 3 NACKs shutting_down and 2 NACKs failed with outcome unknown reach the sender before the pool's join, one per delivery") {
   stopping_world sw{*this};
   auto t0 = now_ms();
   auto stopped = sw.w.stop(sw.a, false);
@@ -147,17 +145,15 @@ TEST_CASE_FIXTURE(fixture,
   CHECK(sw.w.first(sw.a, "routing I/O pool joined").t_ms == t0);
   CHECK(logs.count("could not leave") == 0);
   // The participant named the residual by delivery id.
-  CHECK(sw.w.first(sw.a, "stopping NON-gracefully with 5 route leg(s) in flight")
-          .text.find("; residual: x1, x2, x3, y1, y2")
+  CHECK(sw.w.first(sw.a, "stopping NON-gracefully with 5 route leg(s) in flight").text.find(
+          "; residual: x1, x2, x3, y1, y2")
         != std::string::npos);
   // After the slowed link delivered the two heads, nothing further reached the sender.
   run_for(60s);
   CHECK(hub_of(sw.sender).outcomes.size() == 5);
 }
 
-TEST_CASE_FIXTURE(
-  fixture, "S13.05 a graceful stop whose host budget expires during the hold: the release line "
-           "names the residual and every residual delivery gets one NACK as in S13.04") {
+TEST_CASE_FIXTURE(fixture, "S13.05 a graceful stop whose host budget expires during the hold: the release line names the residual and every residual delivery gets one NACK as in S13.04") {
   stopping_world sw{*this, 10000};
   auto t0 = now_ms();
   auto stopped = sw.w.stop(sw.a, true);

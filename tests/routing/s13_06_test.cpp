@@ -22,6 +22,9 @@ using testing::fixture;
 
 namespace {
 
+
+
+
 /// Frames the network accepted from `src` to `dst` at or after network ms `from_ms`.
 size_t frames_sent(silo_world& w, const silo_address& src, const silo_address& dst,
                    int64_t from_ms) {
@@ -54,11 +57,7 @@ int64_t net_now_ms(fixture& fx, silo_world& w) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "S13.06 a pure client's gateway G is killed with 10 dispatches waiting: in-flight calls end in "
-  "one NACK failed at once, calls that never left are re-sent to a live gateway, the client never "
-  "returns to G's generation and another silo's departure never moves it") {
+TEST_CASE_FIXTURE(fixture, "S13.06 a pure client's gateway G is killed with 10 dispatches waiting: in-flight calls end in one NACK failed at once, calls that never left are re-sent to a live gateway, the client never returns to G's generation and another silo's departure never moves it") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   auto g = w.add_silo("g").addr;

@@ -56,10 +56,7 @@ caf::behavior oracle_host(caf::stateful_actor<oracle_host_state>* self, caf::act
 
 } // namespace
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "S13.07 A hosts the development oracle and stops first, B and C then stop gracefully, each "
-  "within its host budget, their membership steps bounded and skipped with a warning") {
+TEST_CASE_FIXTURE(fixture, "S13.07 A hosts the development oracle and stops first, B and C then stop gracefully, each within its host budget, their membership steps bounded and skipped with a warning") {
   silo_world w{*this};
   auto host = track(sys.spawn(oracle_host, caf::actor_cast<caf::actor>(w.oracle)));
   silo_world_options o;
@@ -93,8 +90,8 @@ TEST_CASE_FIXTURE(
     CHECK(w.first(s, "ShuttingDown not published within 5000 ms").t_ms == t0 + 5000);
     CHECK(w.first(s, "Stopping not published within 5000 ms").t_ms == t0 + 10000);
     CHECK(w.first(s, "Dead not published within 5000 ms").t_ms == t0 + 15000);
-    for (auto needle :
-         {"ShuttingDown not published", "Stopping not published", "Dead not published"}) {
+    for (auto needle : {"ShuttingDown not published", "Stopping not published",
+                        "Dead not published"}) {
       auto hits = logs.find(std::string{needle} + " within 5000 ms", log::level::warning);
       size_t mine = 0;
       for (auto& l : hits)
@@ -103,8 +100,9 @@ TEST_CASE_FIXTURE(
       CHECK(mine == 1);
     }
     CHECK(logs.find("host shutdown budget of").empty());
-    auto probe = testing::ask<probe_answer>(*this, w.registry, lifecycle::probe_runtime_atom::value,
-                                            s.to_string());
+    auto probe = testing::ask<probe_answer>(*this, w.registry,
+                                                       lifecycle::probe_runtime_atom::value,
+                                                       s.to_string());
     run();
     REQUIRE(probe->ok());
     CHECK(probe->value == probe_answer::torn_down);

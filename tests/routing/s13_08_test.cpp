@@ -9,10 +9,7 @@
 using namespace cafmesh::testing::router_bed;
 using cafmesh::testing::fixture;
 
-TEST_CASE_FIXTURE(fixture,
-                  "S13.08 a router core at routing.max_in_flight refuses the next delivery "
-                  "unavailable with overloaded and retry_after_ms before acceptance, accepts again "
-                  "once legs end, and never refuses an accepted delivery") {
+TEST_CASE_FIXTURE(fixture, "S13.08 a router core at routing.max_in_flight refuses the next delivery unavailable with overloaded and retry_after_ms before acceptance, accepts again once legs end, and never refuses an accepted delivery") {
   bed b(*this);
   b.cfg.routing.max_in_flight = 3;
   b.cfg.routing.overload_retry_after_ms = 750;
@@ -84,9 +81,7 @@ TEST_CASE_FIXTURE(fixture,
   CHECK(b.gauge_count() == 0);
 }
 
-TEST_CASE_FIXTURE(
-  fixture, "S13.08 continuations of accepted work are admitted beyond routing.max_in_flight: a "
-           "response and a NACK at the bound are accepted on either entry, new work is refused") {
+TEST_CASE_FIXTURE(fixture, "S13.08 continuations of accepted work are admitted beyond routing.max_in_flight: a response and a NACK at the bound are accepted on either entry, new work is refused") {
   bed b(*this);
   b.cfg.routing.max_in_flight = 2;
   b.start();
@@ -132,9 +127,7 @@ TEST_CASE_FIXTURE(
   CHECK(b.gauge_count() == 0);
 }
 
-TEST_CASE_FIXTURE(fixture, "S13.08 legs waiting for their next attempt because their destination "
-                           "silo departed are not counted by admission control, so traffic to "
-                           "healthy silos is still admitted, they count again when they attempt") {
+TEST_CASE_FIXTURE(fixture, "S13.08 legs waiting for their next attempt because their destination silo departed are not counted by admission control, so traffic to healthy silos is still admitted, they count again when they attempt") {
   bed b(*this);
   b.cfg.routing.max_in_flight = 2;
   b.start();
@@ -142,9 +135,8 @@ TEST_CASE_FIXTURE(fixture, "S13.08 legs waiting for their next attempt because t
   fault departed{mesh_errc::departed_silo, "silo " + gone.to_string() + " has departed"};
   departed.silo = gone;
   // Two legs to a grain on the departed silo: every attempt fails at once.
-  b.script("messagehub/Org/Gone",
-           {answer::err(departed), answer::err(departed), answer::err(departed),
-            answer::err(departed), answer::err(departed), answer::err(departed)});
+  b.script("messagehub/Org/Gone", {answer::err(departed), answer::err(departed), answer::err(departed),
+                             answer::err(departed), answer::err(departed), answer::err(departed)});
   b.route(bed::make("g1", "node/Org/Gone"));
   b.route(bed::make("g2", "node/Org/Gone"));
   run_for(std::chrono::milliseconds(1));

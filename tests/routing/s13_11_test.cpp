@@ -19,12 +19,15 @@ using namespace cafmesh::testing;
 using namespace std::chrono_literals;
 using testing::fixture;
 
-namespace {} // namespace
+namespace {
 
-TEST_CASE_FIXTURE(
-  fixture, "S13.11 a silo killed under traffic with answering hubs inside the silos: every request "
-           "it had accepted ends within the failure-detection bound plus 1 s, and only its "
-           "accepted one-way posts are left without an outcome, recorded lost with the crash") {
+
+
+
+
+} // namespace
+
+TEST_CASE_FIXTURE(fixture, "S13.11 a silo killed under traffic with answering hubs inside the silos: every request it had accepted ends within the failure-detection bound plus 1 s, and only its accepted one-way posts are left without an outcome, recorded lost with the crash") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   auto b = w.add_silo("b").addr;
@@ -139,7 +142,7 @@ TEST_CASE_FIXTURE(
   CHECK(svc.gateway != b);
   CHECK(!svc.gateway.empty());
   CHECK(svc.stats.gateways_lost == 1);
-  MESSAGE("lost with the crash: " << lost.size()
-                                  << " deliver(ies); departure NACKs: " << departed_nacks
-                                  << "; posts without outcome: " << without_outcome);
+  MESSAGE("lost with the crash: " << lost.size() << " deliver(ies); departure NACKs: "
+                                  << departed_nacks << "; posts without outcome: "
+                                  << without_outcome);
 }

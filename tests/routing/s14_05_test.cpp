@@ -38,8 +38,8 @@ int64_t heap_in_use() {
 
 /// A grain port that keeps nothing: it answers `processed` at once, or never (the call is
 /// dropped: its leg stays in flight) for the grains `never` names.
-grain_port_actor::behavior_type lean_grains(grain_port_actor::pointer self, std::string never_key,
-                                            bool never_all) {
+grain_port_actor::behavior_type lean_grains(grain_port_actor::pointer self,
+                                            std::string never_key, bool never_all) {
   return {
     [=](gp_call_atom, uint64_t call, const grain_id& g, envelope& d, caf::timespan) {
       if (never_all || g.key == never_key)
@@ -141,12 +141,11 @@ struct lean_rig {
     self->send(rc, rc_stats_atom::value);
     fx.run();
     bool got = false;
-    self->receive(
-      [&](router_core_stats& x) {
-        out = std::move(x);
-        got = true;
-      },
-      caf::after(std::chrono::seconds(0)) >> [] {});
+    self->receive([&](router_core_stats& x) {
+      out = std::move(x);
+      got = true;
+    },
+                  caf::after(std::chrono::seconds(0)) >> [] {});
     REQUIRE(got);
     return out;
   }
@@ -224,8 +223,7 @@ constexpr bool sanitized_heap = false;
 #endif
 
 // The idle channel is 0 in whole bytes (see `idle_channel_bytes`).
-TEST_CASE("S14.05 an idle channel holds 0 bytes, a queued delivery at most 64 bytes beyond its "
-          "envelope and a leg in flight at most 256, heap in use"
+TEST_CASE("S14.05 an idle channel holds 0 bytes, a queued delivery at most 64 bytes beyond its envelope and a leg in flight at most 256, heap in use"
           * doctest::skip(sanitized_heap)) {
   auto env_bytes = envelope_bytes();
   // The envelope has no heap block of its own: what a vector of them holds is its size.

@@ -80,9 +80,7 @@ message_center_stats centre_stats(fixture& fx, const caf::actor& centre) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture, "S15.02 a grain call that reaches silo S after S blocked application "
-                           "messages during a graceful stop is refused as leaving, re-sent and "
-                           "answered on another silo, and no NACK says 'outcome is unknown'") {
+TEST_CASE_FIXTURE(fixture, "S15.02 a grain call that reaches silo S after S blocked application messages during a graceful stop is refused as leaving, re-sent and answered on another silo, and no NACK says 'outcome is unknown'") {
   silo_world w{*this};
   // S's stop is held between RuntimeServices (4000: the centre blocks application messages)
   // and placement (2001), so S's centre still runs while the held calls arrive.
@@ -165,10 +163,7 @@ TEST_CASE_FIXTURE(fixture, "S15.02 a grain call that reaches silo S after S bloc
   CHECK(stopped->ok());
 }
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "S15.05 a pure client whose only silo stops gracefully: every request sent after the stopping "
-  "signal ends within 1 s with unavailable 'no active silo' or an answer, none by its deadline") {
+TEST_CASE_FIXTURE(fixture, "S15.05 a pure client whose only silo stops gracefully: every request sent after the stopping signal ends within 1 s with unavailable 'no active silo' or an answer, none by its deadline") {
   // Every frame takes 10 ms: requests are on their way to the gateway and back when A stops.
   silo_world w{*this, 1, 10, 10};
   silo_world_options oa;
@@ -196,7 +191,8 @@ TEST_CASE_FIXTURE(
     auto id = "q" + std::to_string(i);
     sent_ms[id] = now_ms();
     caf::anon_send(pc.hub, routing::ep_request_atom::value,
-                   make_delivery(id, "node/Org/H" + std::to_string(i % hubs + 1)), int64_t{30000});
+                   make_delivery(id, "node/Org/H" + std::to_string(i % hubs + 1)),
+                   int64_t{30000});
     run_for(10ms);
   }
   REQUIRE(run_until([&] { return hub_of(pc.hub).outcomes.size() == hubs + total; }, 60s));
@@ -250,9 +246,7 @@ TEST_CASE_FIXTURE(
   CHECK(svc.dispatches.empty());
 }
 
-TEST_CASE_FIXTURE(
-  fixture, "S15.05 a pure client without a usable gateway NACKs requests 'no active silo' at once "
-           "and never says 'client overloaded', however many deliveries its sender piles up") {
+TEST_CASE_FIXTURE(fixture, "S15.05 a pure client without a usable gateway NACKs requests 'no active silo' at once and never says 'client overloaded', however many deliveries its sender piles up") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   // A pure client homed on A, whose admission bound is 8 dispatches.

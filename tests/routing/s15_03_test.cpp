@@ -191,7 +191,8 @@ s15_03_run run_s15_03(fixture& fx, bool client_on_x, uint64_t seed = 1, int64_t 
           if (!e2.gone && e2.s.addr == ea.silo) {
             auto& cst = fixture::state_of<cafmesh::detail::catalog_state>(e2.s.catalog);
             auto i = cst.activations.find(ea.tag.value);
-            live = i != cst.activations.end() && i->second.grain == g && !i->second.deactivating;
+            live = i != cst.activations.end() && i->second.grain == g
+                   && !i->second.deactivating;
           }
       }
     }
@@ -239,32 +240,25 @@ void check_s15_03(const s15_03_run& run) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(
-  fixture, "S15.03 a silo killed and restarted on the same port 5 times under request traffic from "
-           "a pure client with 4 portals homed on it: every portal's responses flow again within "
-           "the failure-detection bound + 1 s of each restart, no pod hub is deactivated as not "
-           "here more than once per restart, and the directory names one activation per pod hub") {
+TEST_CASE_FIXTURE(fixture, "S15.03 a silo killed and restarted on the same port 5 times under request traffic from a pure client with 4 portals homed on it: every portal's responses flow again within the failure-detection bound + 1 s of each restart, no pod hub is deactivated as not here more than once per restart, and the directory names one activation per pod hub") {
   auto run = run_s15_03(*this, true, 2, 1, 5);
   report(run);
   check_s15_03(run);
 }
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "S15.03 a silo killed and restarted on the same port 5 times under request traffic from a pure "
-  "client with 4 portals homed on another silo: every portal's responses flow again within the "
-  "failure-detection bound + 1 s of each restart, no pod hub is deactivated as not here more than "
-  "once per restart, and the directory names one activation per pod hub") {
+TEST_CASE_FIXTURE(fixture, "S15.03 a silo killed and restarted on the same port 5 times under request traffic from a pure client with 4 portals homed on another silo: every portal's responses flow again within the failure-detection bound + 1 s of each restart, no pod hub is deactivated as not here more than once per restart, and the directory names one activation per pod hub") {
   auto run = run_s15_03(*this, false, 1, 1, 5);
   report(run);
   check_s15_03(run);
 }
 
+
 namespace {
 
 /// Drops every inbound attach (`gw_attach`) that client `c` sends to a gateway while `*on`
 /// holds (its caller sees only its own timeout), leaving every other frame alone.
-void block_attaches(fixture& fx, silo_world& w, const silo_address& c, std::shared_ptr<bool> on) {
+void block_attaches(fixture& fx, silo_world& w, const silo_address& c,
+                    std::shared_ptr<bool> on) {
   drop_predicate p;
   p.pred = [c, on](const wire_frame& f) {
     return *on && f.src == c && f.target == component::gateway && !f.is_response
@@ -286,11 +280,7 @@ hub_endpoint_actor portal_of(fixture& fx, const world_client& c, const std::stri
 
 } // namespace
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "S15.03 an inbound attach that gave up after the last membership view is asserted again: the "
-  "portal of a client whose gateway was killed and restarted on its address gets responses within "
-  "the failure-detection bound + 1 s of its attaches getting through") {
+TEST_CASE_FIXTURE(fixture, "S15.03 an inbound attach that gave up after the last membership view is asserted again: the portal of a client whose gateway was killed and restarted on its address gets responses within the failure-detection bound + 1 s of its attaches getting through") {
   silo_world w{*this};
   silo_world_options o;
   o.hubs_respond = true;
@@ -453,18 +443,10 @@ struct lost_partition_fixture : fixture {
 
 } // namespace
 
-TEST_CASE_FIXTURE(
-  lost_partition_fixture,
-  "S15.03 a pod hub whose directory entry died with a killed and restarted silo is registered "
-  "again by its own silo: posts from another silo and from the restarted one land once each, none "
-  "is NACKed, and no pod hub is deactivated as not here") {
+TEST_CASE_FIXTURE(lost_partition_fixture, "S15.03 a pod hub whose directory entry died with a killed and restarted silo is registered again by its own silo: posts from another silo and from the restarted one land once each, none is NACKed, and no pod hub is deactivated as not here") {
   run_case(true);
 }
 
-TEST_CASE_FIXTURE(
-  lost_partition_fixture,
-  "S15.03 a pod hub whose directory entry died with a killed silo (declared Stopping, then Dead) "
-  "is registered again by its own silo: posts from another silo land once each, none is NACKed, "
-  "and no pod hub is deactivated as not here") {
+TEST_CASE_FIXTURE(lost_partition_fixture, "S15.03 a pod hub whose directory entry died with a killed silo (declared Stopping, then Dead) is registered again by its own silo: posts from another silo land once each, none is NACKed, and no pod hub is deactivated as not here") {
   run_case(false);
 }

@@ -34,10 +34,7 @@ void bounds(config::mesh_config& c) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture, "S15.04 silo C stalled for 40 s under traffic: deliveries whose path "
-                           "does not go through C all land at once and none is refused overloaded, "
-                           "and those for C beyond routing.max_in_flight_per_destination are "
-                           "refused unavailable, destination C is not keeping up") {
+TEST_CASE_FIXTURE(fixture, "S15.04 silo C stalled for 40 s under traffic: deliveries whose path does not go through C all land at once and none is refused overloaded, and those for C beyond routing.max_in_flight_per_destination are refused unavailable, destination C is not keeping up") {
   silo_world w{*this};
   silo_world_options o;
   o.configure = bounds;
@@ -113,8 +110,8 @@ TEST_CASE_FIXTURE(fixture, "S15.04 silo C stalled for 40 s under traffic: delive
     ++refused_c;
     CHECK(x.verdict == verdict::unavailable);
     CHECK(x.message
-          == "destination " + c.to_string()
-               + " is not keeping up: " + std::to_string(destination_bound)
+          == "destination " + c.to_string() + " is not keeping up: "
+               + std::to_string(destination_bound)
                + " deliveries in flight to it (routing.max_in_flight_per_destination "
                + std::to_string(destination_bound) + "); retry after 500 ms");
     auto sent_tick = std::stoi(x.id.substr(1, x.id.find('-') - 1));

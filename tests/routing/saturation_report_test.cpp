@@ -324,8 +324,7 @@ cafmesh::config::routing_section warn_after(int64_t ms) {
 
 } // namespace
 
-TEST_CASE("saturation: with saturation_warn_after_ms a burst that clears in time logs its report "
-          "and its clearing at info, no warning") {
+TEST_CASE("saturation: with saturation_warn_after_ms a burst that clears in time logs its report and its clearing at info, no warning") {
   saturation_monitor m{warn_after(1000)};
   for (leg_id i = 0; i < 63; ++i)
     CHECK_FALSE(m.accept(i, leg_phase::dispatched, 0));
@@ -346,8 +345,7 @@ TEST_CASE("saturation: with saturation_warn_after_ms a burst that clears in time
   CHECK(m.reports() == 1);
 }
 
-TEST_CASE("saturation: with saturation_warn_after_ms a saturation that lasts warns once when it is "
-          "due, and its clearing is a warning") {
+TEST_CASE("saturation: with saturation_warn_after_ms a saturation that lasts warns once when it is due, and its clearing is a warning") {
   saturation_monitor m{warn_after(1000)};
   for (leg_id i = 0; i < 64; ++i)
     m.accept(i, leg_phase::dispatched, 0);
@@ -377,8 +375,7 @@ TEST_CASE("saturation: with saturation_warn_after_ms a saturation that lasts war
   REQUIRE(m.lasting(5000));
 }
 
-TEST_CASE("saturation: with saturation_warn_after_ms a report at critical is critical at once and "
-          "needs no lasting check") {
+TEST_CASE("saturation: with saturation_warn_after_ms a report at critical is critical at once and needs no lasting check") {
   saturation_monitor m{warn_after(1000)};
   m.accept(0, leg_phase::dispatched, 0);
   for (leg_id i = 1; i < 63; ++i)

@@ -58,15 +58,13 @@ std::vector<int64_t> check_s1207_order(const silo_world& w, const silo_address& 
 
 } // namespace
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "silo: start runs every documented stage and the silo becomes Active with its gateway open") {
+TEST_CASE_FIXTURE(fixture, "silo: start runs every documented stage and the silo becomes Active with its gateway open") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   REQUIRE(w.last_start->ok());
-  for (auto needle :
-       {ev::centre_started, ev::placement_started, ev::runtime_started, ev::joining_published,
-        ev::routing_ready, ev::active_published, ev::gateway_open}) {
+  for (auto needle : {ev::centre_started, ev::placement_started, ev::runtime_started,
+                      ev::joining_published, ev::routing_ready, ev::active_published,
+                      ev::gateway_open}) {
     INFO(needle);
     CHECK(w.first(a, needle).index >= 0);
   }
@@ -82,8 +80,7 @@ TEST_CASE_FIXTURE(
   CHECK(v->value.find(a)->status == silo_status::active);
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "silo: without the quiescence participant the start fails config_invalid") {
+TEST_CASE_FIXTURE(fixture, "silo: without the quiescence participant the start fails config_invalid") {
   silo_world w{*this};
   silo_world_options o;
   o.subscribe_quiescence = false;
@@ -98,8 +95,7 @@ TEST_CASE_FIXTURE(fixture,
   CHECK(w.first(a, ev::active_published).index == -1);
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "S12.07 a silo with probes stops gracefully in the documented stage order") {
+TEST_CASE_FIXTURE(fixture, "S12.07 a silo with probes stops gracefully in the documented stage order") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   auto b = w.add_silo("b").addr;
@@ -110,8 +106,9 @@ TEST_CASE_FIXTURE(fixture,
   auto p = track(sys.spawn(probe, static_cast<fixture*>(this)));
   for (int i = 0; i < 8; ++i)
     caf::anon_send(p, probe_ask_atom::value, sa.placement,
-                   caf::make_message(pl_call_atom::value, grain_id{"slow", "k" + std::to_string(i)},
-                                     int32_t{0}, caf::make_message(pt_echo_atom::value, i)),
+                   caf::make_message(pl_call_atom::value,
+                                     grain_id{"slow", "k" + std::to_string(i)}, int32_t{0},
+                                     caf::make_message(pt_echo_atom::value, i)),
                    int64_t{0}, std::string{"k"});
   run();
   auto& cat = state_of<cafmesh::detail::catalog_state>(sa.catalog);
@@ -158,10 +155,10 @@ std::vector<std::string> statuses_seen(const caf::actor& rec, const silo_address
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture, "A whole 3-silo simulated stop (silo + host + participants) completes "
-                           "with the stage order of S12.07 in the trace") {
+TEST_CASE_FIXTURE(fixture, "A whole 3-silo simulated stop (silo + host + participants) completes with the stage order of S12.07 in the trace") {
   silo_world w{*this};
-  std::vector<silo_address> xs{w.add_silo("a").addr, w.add_silo("b").addr, w.add_silo("c").addr};
+  std::vector<silo_address> xs{w.add_silo("a").addr, w.add_silo("b").addr,
+                               w.add_silo("c").addr};
   REQUIRE(w.last_start->ok());
   // One recorder per silo agent and one on the oracle: what every other silo sees.
   std::map<silo_address, caf::actor> rec;
@@ -190,8 +187,7 @@ TEST_CASE_FIXTURE(fixture, "A whole 3-silo simulated stop (silo + host + partici
     CHECK(statuses_seen(oracle_rec, xs[i])
           == std::vector<std::string>{"Active", "ShuttingDown", "Dead"});
     // The host ran its teardown after the silo stop: the probe answers torn_down.
-    auto probe_r = testing::ask<probe_answer>(*this, w.registry,
-                                              lifecycle::probe_runtime_atom::value,
+    auto probe_r = testing::ask<probe_answer>(*this, w.registry, lifecycle::probe_runtime_atom::value,
                                               xs[i].to_string());
     run();
     REQUIRE(probe_r->ok());
@@ -205,9 +201,7 @@ TEST_CASE_FIXTURE(fixture, "A whole 3-silo simulated stop (silo + host + partici
   CHECK(last->value.active_set().empty());
 }
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "silo world: restart brings a silo back with the next generation while the old one stays Dead") {
+TEST_CASE_FIXTURE(fixture, "silo world: restart brings a silo back with the next generation while the old one stays Dead") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   auto b = w.add_silo("b").addr;
@@ -226,9 +220,7 @@ TEST_CASE_FIXTURE(
   CHECK(v->value.active_set() == std::vector<silo_address>{a2, b});
 }
 
-TEST_CASE_FIXTURE(fixture,
-                  "S12.09 GrainDeactivation abandons a 40 s turn at 30 s, reroutes held messages "
-                  "with forward count + 1 and lets the routing grain go at once") {
+TEST_CASE_FIXTURE(fixture, "S12.09 GrainDeactivation abandons a 40 s turn at 30 s, reroutes held messages with forward count + 1 and lets the routing grain go at once") {
   silo_world w{*this};
   auto a = w.add_silo("a").addr;
   auto b = w.add_silo("b").addr;
@@ -384,9 +376,7 @@ long index_of(const std::vector<log::line>& ls, const std::string& needle) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(
-  fixture, "S12.08 a silo host under traffic acknowledges host_stopping before any stop_stage, "
-           "tears down after the lifecycle stop and reports torn_down after the teardown") {
+TEST_CASE_FIXTURE(fixture, "S12.08 a silo host under traffic acknowledges host_stopping before any stop_stage, tears down after the lifecycle stop and reports torn_down after the teardown") {
   silo_world w{*this};
   auto resolver = track(sys.spawn(slow_resolver, int64_t{2000}));
   auto teardown = track(sys.spawn(slow_teardown, int64_t{1500}));
@@ -405,17 +395,15 @@ TEST_CASE_FIXTURE(
   REQUIRE(w.last_start->ok());
   auto& sa = w.at(a);
   // Traffic: 5 deliveries from a co-hosted hub, each leg waiting 2 s in path resolution.
-  auto hub
-    = track(routing::spawn_hub_endpoint(sys, routing::address::from("portal/h1"), sa.routing));
-  caf::anon_send(sa.routing, routing::rs_register_atom::value, routing::address::from("portal/h1"),
-                 caf::actor_cast<caf::actor>(hub));
+  auto hub = track(routing::spawn_hub_endpoint(sys, routing::address::from("portal/h1"), sa.routing));
+  caf::anon_send(sa.routing, routing::rs_register_atom::value,
+                 routing::address::from("portal/h1"), caf::actor_cast<caf::actor>(hub));
   run();
   std::vector<std::shared_ptr<testing::reply<routing::envelope>>> sent;
   for (int i = 0; i < 5; ++i) {
     auto d = make_delivery("s1208-" + std::to_string(i), "node/Org/Acme");
     d.sender = routing::address::from("portal/h1");
-    sent.push_back(
-      testing::ask<routing::envelope>(*this, sa.routing, routing::rs_deliver_atom::value, d));
+    sent.push_back(testing::ask<routing::envelope>(*this, sa.routing, routing::rs_deliver_atom::value, d));
   }
   run();
   for (auto& r : sent) {
@@ -432,15 +420,13 @@ TEST_CASE_FIXTURE(
   // While the teardown step runs, the runtime still answers alive.
   REQUIRE(run_until([&] { return logs.count("test teardown: started") == 1; }));
   auto t_teardown = now_ms();
-  auto during = testing::ask<probe_answer>(*this, w.registry, lifecycle::probe_runtime_atom::value,
-                                           a.to_string());
+  auto during = testing::ask<probe_answer>(*this, w.registry, lifecycle::probe_runtime_atom::value, a.to_string());
   run();
   REQUIRE(during->ok());
   CHECK(during->value == probe_answer::alive);
   REQUIRE(run_until([&] { return stopped->done; }));
   REQUIRE(stopped->ok());
-  auto after = testing::ask<probe_answer>(*this, w.registry, lifecycle::probe_runtime_atom::value,
-                                          a.to_string());
+  auto after = testing::ask<probe_answer>(*this, w.registry, lifecycle::probe_runtime_atom::value, a.to_string());
   run();
   REQUIRE(after->ok());
   CHECK(after->value == probe_answer::torn_down);
@@ -486,8 +472,7 @@ TEST_CASE_FIXTURE(
   CHECK(hub_of(hub).outcomes.empty());
 }
 
-TEST_CASE_FIXTURE(fixture, "silo: a non-graceful host stop publishes Stopping then Dead, does not "
-                           "hold and still stops every stage in order") {
+TEST_CASE_FIXTURE(fixture, "silo: a non-graceful host stop publishes Stopping then Dead, does not hold and still stops every stage in order") {
   silo_world w{*this};
   auto resolver = track(sys.spawn(slow_resolver, int64_t{2000}));
   silo_world_options o;
@@ -511,9 +496,9 @@ TEST_CASE_FIXTURE(fixture, "silo: a non-graceful host stop publishes Stopping th
   CHECK(warn[0].t_ms == t0);
   CHECK(w.first(a, ev::shutting_down_published).index == -1);
   long prev = -1;
-  for (auto needle :
-       {ev::stop_send, ev::stopping_published, ev::all_deactivated, ev::messages_blocked,
-        ev::placement_stopped, ev::dead_published, ev::centre_stopped, "routing I/O pool joined"}) {
+  for (auto needle : {ev::stop_send, ev::stopping_published, ev::all_deactivated,
+                      ev::messages_blocked, ev::placement_stopped, ev::dead_published,
+                      ev::centre_stopped, "routing I/O pool joined"}) {
     auto h = w.first(a, needle);
     INFO(needle);
     REQUIRE(h.index > prev);
@@ -561,8 +546,7 @@ caf::behavior oracle_gate(caf::stateful_actor<oracle_gate_state>* self, caf::act
 
 } // namespace
 
-TEST_CASE_FIXTURE(fixture, "silo: when the ShuttingDown publication loses its 5 s grace window the "
-                           "silo warns and publishes Stopping (stage BecomeActive)") {
+TEST_CASE_FIXTURE(fixture, "silo: when the ShuttingDown publication loses its 5 s grace window the silo warns and publishes Stopping (stage BecomeActive)") {
   silo_world w{*this};
   auto gate = track(sys.spawn(oracle_gate, caf::actor_cast<caf::actor>(w.oracle)));
   silo_world_options o;
@@ -590,8 +574,7 @@ TEST_CASE_FIXTURE(fixture, "silo: when the ShuttingDown publication loses its 5 
   CHECK(statuses_seen(oracle_rec, a) == std::vector<std::string>{"Active", "Stopping", "Dead"});
 }
 
-TEST_CASE_FIXTURE(fixture, "silo: the gateway part serves pure clients only between the Active "
-                           "start and the GrainDeactivation stop") {
+TEST_CASE_FIXTURE(fixture, "silo: the gateway part serves pure clients only between the Active start and the GrainDeactivation stop") {
   silo_world w{*this};
   silo_world_options o;
   o.start = false;
@@ -606,8 +589,7 @@ TEST_CASE_FIXTURE(fixture, "silo: the gateway part serves pure clients only betw
   };
   auto p = track(sys.spawn(probe, static_cast<fixture*>(this)));
   auto& answers = state_of<probe_state>(p).answers;
-  caf::anon_send(p, probe_ask_atom::value, sa.gateway, route_call(d), int64_t{0},
-                 std::string{"before"});
+  caf::anon_send(p, probe_ask_atom::value, sa.gateway, route_call(d), int64_t{0}, std::string{"before"});
   run();
   REQUIRE(answers.size() == 1);
   CHECK(to_fault(answers[0].error).code == mesh_errc::silo_unavailable);
@@ -620,8 +602,7 @@ TEST_CASE_FIXTURE(fixture, "silo: the gateway part serves pure clients only betw
   REQUIRE(started->ok());
   // A pure client connected to A: its delivery lands through the gateway and routing/default.
   auto c = w.add_client("c", a);
-  auto hub
-    = track(routing::spawn_hub_endpoint(sys, routing::address::from("client/c1"), c.routing));
+  auto hub = track(routing::spawn_hub_endpoint(sys, routing::address::from("client/c1"), c.routing));
   caf::anon_send(c.routing, routing::rs_register_atom::value, routing::address::from("client/c1"),
                  caf::actor_cast<caf::actor>(hub));
   run();
@@ -641,16 +622,14 @@ TEST_CASE_FIXTURE(fixture, "silo: the gateway part serves pure clients only betw
   REQUIRE(lc->ok());
   CHECK(state_of<echo_state>(c.inbox).received.size() == 1);
   auto d2 = make_delivery("gw-2", "node/Org/Acme");
-  caf::anon_send(p, probe_ask_atom::value, sa.gateway, route_call(d2), int64_t{0},
-                 std::string{"after"});
+  caf::anon_send(p, probe_ask_atom::value, sa.gateway, route_call(d2), int64_t{0}, std::string{"after"});
   run();
   REQUIRE(answers.size() == 2);
   CHECK(to_fault(answers[1].error).code == mesh_errc::silo_unavailable);
   CHECK(w.first(a, ev::gateway_closed).index > w.first(a, ev::all_deactivated).index);
 }
 
-TEST_CASE_FIXTURE(fixture, "silo: a running silo that membership declares Dead stops "
-                           "non-gracefully by itself, the others keep running") {
+TEST_CASE_FIXTURE(fixture, "silo: a running silo that membership declares Dead stops non-gracefully by itself, the others keep running") {
   silo_world w{*this};
   auto& sa = w.add_silo("a");
   auto a = sa.addr;
@@ -673,8 +652,7 @@ TEST_CASE_FIXTURE(fixture, "silo: a running silo that membership declares Dead s
   CHECK(w.first(b, "shows this silo Dead").index < 0);
 }
 
-TEST_CASE_FIXTURE(fixture, "S15.07 silo: a silo that membership declares Dead blocks application "
-                           "messages at once, before its stop deactivates its grains") {
+TEST_CASE_FIXTURE(fixture, "S15.07 silo: a silo that membership declares Dead blocks application messages at once, before its stop deactivates its grains") {
   // After a partition heals, the calls its peers sent before the cut can still arrive: the
   // centre refuses them from the moment the silo learns that it is Dead, not only at the
   // stop's blocking stage after GrainDeactivation.

@@ -17,20 +17,18 @@ bool contains(const std::string& hay, const std::string& needle) {
 /// Runs until every accepted leg terminated and every NACK left its ladder.
 void settle(fixture& fx, world& w, std::chrono::milliseconds cap = 200s) {
   fx.run();
-  REQUIRE(fx.run_until(
-    [&] {
-      auto st = w.stats();
-      return st.in_flight == 0 && st.nacks_alive == 0;
-    },
-    cap));
+  REQUIRE(fx.run_until([&] {
+    auto st = w.stats();
+    return st.in_flight == 0 && st.nacks_alive == 0;
+  },
+                       cap));
 }
 
 } // namespace
 
 // -- the transport on its own ------------------------------------------------------------
 
-TEST_CASE_FIXTURE(fixture, "stream transport: a probe finds a subscriber in its own process and in "
-                           "a peer process and says none when nobody subscribed") {
+TEST_CASE_FIXTURE(fixture, "stream transport: a probe finds a subscriber in its own process and in a peer process and says none when nobody subscribed") {
   world w{*this};
   w.start();
   auto viewer = w.add_hub("app/viewer");
@@ -53,8 +51,7 @@ TEST_CASE_FIXTURE(fixture, "stream transport: a probe finds a subscriber in its 
   (void) viewer;
 }
 
-TEST_CASE_FIXTURE(fixture, "stream transport: a publish reaches subscribers in every process and a "
-                           "subscriber that exited is gone at once") {
+TEST_CASE_FIXTURE(fixture, "stream transport: a publish reaches subscribers in every process and a subscriber that exited is gone at once") {
   world w{*this};
   w.start();
   auto v1 = w.add_hub("app/viewer");
@@ -86,13 +83,10 @@ TEST_CASE_FIXTURE(fixture, "stream transport: a publish reaches subscribers in e
   CHECK_FALSE(p->value);
   REQUIRE(q->done);
   CHECK(q->code() == mesh_errc::not_found);
-  CHECK(
-    contains(to_fault(q->err).text, "no live subscriber for 'app/viewer': nothing was published"));
+  CHECK(contains(to_fault(q->err).text, "no live subscriber for 'app/viewer': nothing was published"));
 }
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "stream transport: before its start it refuses probes and publishes with the not-started fault") {
+TEST_CASE_FIXTURE(fixture, "stream transport: before its start it refuses probes and publishes with the not-started fault") {
   world w{*this};
   w.start_a = false;
   w.start();
@@ -112,9 +106,7 @@ TEST_CASE_FIXTURE(
 // -- the stream leg -------------------------------------------------------------------------------
 // docs/behaviour/routing.md#legs
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "stream leg: a definite none is NACKed not_found with target_unserved and nothing is published") {
+TEST_CASE_FIXTURE(fixture, "stream leg: a definite none is NACKed not_found with target_unserved and nothing is published") {
   world w{*this};
   w.cfg.routing.client_hosted_address_types = {"app"};
   w.start();
@@ -134,9 +126,7 @@ TEST_CASE_FIXTURE(
   CHECK(w.gauge_count() == 0);
 }
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "stream leg: a probe silent for 10 s counts as yes and the delivery is published at 10,000 ms") {
+TEST_CASE_FIXTURE(fixture, "stream leg: a probe silent for 10 s counts as yes and the delivery is published at 10,000 ms") {
   world w{*this};
   w.cfg.routing.client_hosted_address_types = {"app"};
   w.start();
@@ -156,8 +146,7 @@ TEST_CASE_FIXTURE(
   CHECK(w.gauge_count() == 0);
 }
 
-TEST_CASE_FIXTURE(fixture, "stream leg: 1,048,576 payload bytes are rejected with nothing "
-                           "published while 1,048,575 are published") {
+TEST_CASE_FIXTURE(fixture, "stream leg: 1,048,576 payload bytes are rejected with nothing published while 1,048,575 are published") {
   world w{*this};
   w.cfg.routing.client_hosted_address_types = {"app"};
   w.start();
@@ -185,8 +174,7 @@ TEST_CASE_FIXTURE(fixture, "stream leg: 1,048,576 payload bytes are rejected wit
   CHECK(st.nacked == 1);
 }
 
-TEST_CASE_FIXTURE(fixture, "stream leg: the router's post guard fires at exactly 60,000 ms with "
-                           "the documented text and NACKs failed") {
+TEST_CASE_FIXTURE(fixture, "stream leg: the router's post guard fires at exactly 60,000 ms with the documented text and NACKs failed") {
   world w{*this};
   w.cfg.routing.client_hosted_address_types = {"app"};
   w.cfg.routing.stream_transport_timeout_ms = 90000; // the transport outlasts the guard
@@ -212,8 +200,7 @@ TEST_CASE_FIXTURE(fixture, "stream leg: the router's post guard fires at exactly
   CHECK(w.gauge_count() == 0);
 }
 
-TEST_CASE_FIXTURE(
-  fixture, "stream leg: the transport's own 30 s bound fails the post before the router's guard") {
+TEST_CASE_FIXTURE(fixture, "stream leg: the transport's own 30 s bound fails the post before the router's guard") {
   world w{*this};
   w.cfg.routing.client_hosted_address_types = {"app"};
   w.start();
@@ -235,9 +222,7 @@ TEST_CASE_FIXTURE(
   CHECK(w.gauge_count() == 0);
 }
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "stream leg: a stream transport that has not started is a composition fault NACKed failed") {
+TEST_CASE_FIXTURE(fixture, "stream leg: a stream transport that has not started is a composition fault NACKed failed") {
   world w{*this};
   w.cfg.routing.client_hosted_address_types = {"app"};
   w.start_a = false;
@@ -259,9 +244,7 @@ TEST_CASE_FIXTURE(
   CHECK(w.gauge_count() == 0);
 }
 
-TEST_CASE_FIXTURE(
-  fixture,
-  "stream leg: a client-hosted pod hub not here falls back to the stream transport and lands") {
+TEST_CASE_FIXTURE(fixture, "stream leg: a client-hosted pod hub not here falls back to the stream transport and lands") {
   world w{*this};
   w.cfg.routing.client_hosted_address_types = {"portal"};
   w.start();

@@ -11,9 +11,7 @@ using namespace cafmesh::testing;
 using namespace std::chrono_literals;
 using testing::fixture;
 
-TEST_CASE_FIXTURE(fixture,
-                  "stream transport in silos: a stream leg routed on silo B reaches a subscriber "
-                  "hosted in silo A's process and a missing one is NACKed not_found") {
+TEST_CASE_FIXTURE(fixture, "stream transport in silos: a stream leg routed on silo B reaches a subscriber hosted in silo A's process and a missing one is NACKed not_found") {
   silo_world w{*this};
   w.cfg.routing.client_hosted_address_types = {"app"};
   auto a = w.add_silo("a").addr;
@@ -56,8 +54,7 @@ TEST_CASE_FIXTURE(fixture,
   CHECK(tb->value.probes_none == 1);
 }
 
-TEST_CASE_FIXTURE(fixture, "stream transport in silos: a hub registered at its routing service is "
-                           "subscribed while it stays registered") {
+TEST_CASE_FIXTURE(fixture, "stream transport in silos: a hub registered at its routing service is subscribed while it stays registered") {
   silo_world w{*this};
   w.cfg.routing.client_hosted_address_types = {"app"};
   auto a = w.add_silo("a").addr;

@@ -89,8 +89,7 @@ TEST_CASE("S12.56 at C = 7 patch(6) is dropped with a debug line and never re-re
   CHECK(m.take_requests().empty());
 }
 
-TEST_CASE("sync: the S12.57 mirror part, 5 patches without a base give exactly one fresh-Full "
-          "request, a patch that "
+TEST_CASE("sync: the S12.57 mirror part, 5 patches without a base give exactly one fresh-Full request, a patch that "
           "does not apply requests a Full whose version is adopted, and P7 before P6 loses a "
           "for good while FIFO order applies both") {
   // No base: 5 patches, one request in flight, 4 dropped.

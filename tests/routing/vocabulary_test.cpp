@@ -145,7 +145,8 @@ TEST_CASE("vocabulary: host-address reduction follows the chain to the outermost
   auto deep_mesh = addr("client/7f3a~portal/alice~mesh/m1");
   CHECK(host_address(deep_mesh) == deep_mesh);
   CHECK(host_address(addr("client/7f3a~mesh/m1~portal/alice")) == addr("portal/alice"));
-  CHECK(host_address(addr("client/7f3a~portal/alice/tab1~node/Org/Acme")) == addr("node/Org/Acme"));
+  CHECK(host_address(addr("client/7f3a~portal/alice/tab1~node/Org/Acme"))
+        == addr("node/Org/Acme"));
   // The mesh's own type is a parameter.
   CHECK(host_address(addr("client/7f3a~grid/g1"), "grid") == addr("client/7f3a~grid/g1"));
   CHECK(host_address(addr("client/7f3a~mesh/m1"), "grid") == addr("mesh/m1"));
@@ -207,9 +208,8 @@ TEST_CASE("vocabulary: delivery states and verdicts carry their documented names
   CHECK(untouched == verdict::rejected);
 }
 
-TEST_CASE_FIXTURE(
-  cafmesh::testing::fixture,
-  "vocabulary: addresses, states and verdicts round-trip through the binary serializer") {
+TEST_CASE_FIXTURE(cafmesh::testing::fixture,
+                  "vocabulary: addresses, states and verdicts round-trip through the binary serializer") {
   auto h = addr("client/7f3a~portal/alice~mesh/m1");
   CHECK(binary_roundtrip(sys, h) == h);
   CHECK(message_roundtrip(sys, h) == h);
@@ -221,9 +221,8 @@ TEST_CASE_FIXTURE(
   CHECK(message_roundtrip(sys, path) == path);
 }
 
-TEST_CASE_FIXTURE(
-  cafmesh::testing::fixture,
-  "vocabulary: an envelope with every field set round-trips through the binary serializer") {
+TEST_CASE_FIXTURE(cafmesh::testing::fixture,
+                  "vocabulary: an envelope with every field set round-trips through the binary serializer") {
   auto e = full_envelope();
   auto r = binary_roundtrip(sys, e);
   CHECK(r == e);
@@ -274,9 +273,8 @@ TEST_CASE_FIXTURE(
   CHECK(changed != e);
 }
 
-TEST_CASE_FIXTURE(
-  cafmesh::testing::fixture,
-  "vocabulary: a delivery_failure NACK round-trips with and without a responding silo") {
+TEST_CASE_FIXTURE(cafmesh::testing::fixture,
+                  "vocabulary: a delivery_failure NACK round-trips with and without a responding silo") {
   delivery_failure nack;
   nack.request_id = "p7-42";
   nack.original = full_envelope();
@@ -331,8 +329,7 @@ std::string refusal_of(caf::actor_system& sys, const std::vector<char>& bytes) {
 } // namespace
 
 TEST_CASE_FIXTURE(cafmesh::testing::fixture,
-                  "vocabulary: an envelope or NACK from the wire with a state or verdict its enum "
-                  "does not name is refused with invalid_argument") {
+                  "vocabulary: an envelope or NACK from the wire with a state or verdict its enum does not name is refused with invalid_argument") {
   // A default envelope: id, sender (type, id, hosts), target (type, id, hosts), then the state.
   auto bytes = binary_of(sys, envelope{});
   REQUIRE(bytes.size() > 7);
@@ -395,8 +392,7 @@ TEST_CASE("vocabulary: deep_to_string prints every envelope field readably") {
   CHECK(ntext.find("Sh:1@2") != std::string::npos);
 }
 
-TEST_CASE(
-  "vocabulary: register_types announces every wire type under its cafmesh name and is idempotent") {
+TEST_CASE("vocabulary: register_types announces every wire type under its cafmesh name and is idempotent") {
   caf::actor_system_config cfg;
   cafmesh::register_types(cfg);
   cafmesh::register_types(cfg);
