@@ -127,6 +127,10 @@ rows run_silo_path(const options& opt);
 rows run_channels(const options& opt, caf::actor_system& sys);
 /// P6 (memory.cpp): bytes per idle channel, queued delivery, in-flight leg.
 rows run_memory(const options& opt, caf::actor_system& sys);
+
+/// `run_memory` in a child process of this bench with glibc's per-thread caches off (whose
+/// chunks `mallinfo2` counts as in use); in this process if that is not possible.
+rows run_memory_isolated(const options& opt, caf::actor_system& sys);
 /// P4 (stop.cpp): how long a graceful stop holds beyond its slowest leg's landing.
 rows run_stop(const options& opt, caf::actor_system& sys);
 /// P2, P3 (loopback.cpp): pure client -> gateway and cross-silo over loopback TCP vs raw

@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
       return rs;
     });
     group("P5", [&] { return run_channels(opt, sys); });
-    group("P6", [&] { return run_memory(opt, sys); });
+    group("P6", [&] { return run_memory_isolated(opt, sys); });
     group("P4", [&] { return run_stop(opt, sys); });
   }
   group("P2", [&] { return run_loopback(opt); });

@@ -1,5 +1,6 @@
 #include "cafmesh/routing/ordered_route_dispatcher.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <utility>
 
@@ -103,8 +104,14 @@ std::optional<leg_id> ordered_route_dispatcher::terminal(channel_map::iterator i
   if (i == channels_.end())
     return std::nullopt;
   auto& st = i->second;
-  if (st.head != leg && (!st.behind || st.behind->empty()))
-    return std::nullopt; // not a leg of this channel
+  if (st.head != leg) {
+    // Queued behind the head, or not a leg of this channel (then nothing changes).
+    bool next = st.behind && !st.behind->empty() && st.behind->front() == leg;
+    if (!next
+        && (!st.behind || (st.gone && st.gone->count(leg) > 0)
+            || std::find(st.behind->begin(), st.behind->end(), leg) == st.behind->end()))
+      return std::nullopt;
+  }
   --legs_held_;
   if (--st.size == 1)
     deep_.erase(&*i);

@@ -90,6 +90,8 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
       auto& x = leg.sat_link.phase == leg_phase::queued ? out.queued_since_ms
                                                         : out.dispatched_since_ms;
       auto since = leg.sat_link.phase == leg_phase::queued ? leg.accepted_ms : leg.started_ms();
+      if (since < 0)
+        return;
       if (!x || since < *x)
         x = since;
     });

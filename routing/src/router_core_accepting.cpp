@@ -43,8 +43,9 @@ void refuse_before_acceptance(pointer self, const envelope& env, const char* rea
 
 bool over_bound(pointer self, const envelope& env) {
   auto& s = self->state;
-  // Every slot of the legs' slab taken (about four million legs): nothing more fits.
-  if (s.legs.full())
+  // Every slot of the legs' or the calls' slab taken (about four million each): nothing more
+  // fits.
+  if (s.legs.full() || s.calls.full())
     return true;
   if (is_continuation(env))
     return false;

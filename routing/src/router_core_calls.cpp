@@ -281,17 +281,28 @@ void port_call_fault(pointer self, uint64_t id, caf::error& failure) {
     return;
   if (c->direct || c->remote) {
     // The route's key is the owner leg's hub grain's (a direct or remote call is a leg's
-    // attempt); a leg that ended meanwhile leaves the route to its next failure.
-    auto* leg = self->state.legs.find(c->owner);
+    // attempt). A leg that ended meanwhile (crashed, cancelled) no longer names it: the routes
+    // to the activation called go by its tag.
+    auto& s = self->state;
+    auto* leg = s.legs.find(c->owner);
     if (leg != nullptr && leg->att) {
       auto key = remote_route_key(leg->att->grain);
       if (c->direct)
         forget_local_route(self, key, c->tag);
       if (c->remote) {
-        auto r = self->state.remote_routes.find(key);
-        if (r != self->state.remote_routes.end() && r->second.tag == c->tag)
-          self->state.remote_routes.erase(r);
+        auto r = s.remote_routes.find(key);
+        if (r != s.remote_routes.end() && r->second.tag == c->tag)
+          s.remote_routes.erase(r);
       }
+    } else {
+      auto drop = [&](auto& routes, bool called) {
+        if (!called)
+          return;
+        for (auto i = routes.begin(); i != routes.end();)
+          i = i->second.tag == c->tag ? routes.erase(i) : std::next(i);
+      };
+      drop(s.local_routes, c->direct);
+      drop(s.remote_routes, c->remote);
     }
   }
   switch (c->kind) {

@@ -586,6 +586,8 @@ void leg_terminal(pointer self, uint64_t id, leg_outcome outcome, bool end_in_po
   if (i == nullptr)
     return;
   auto& leg = *i;
+  // A parked leg that ends by the pool (cancel, down, refusal) leaves admission's count too.
+  unpark(self, leg);
   leg.finished = true;
   ++leg.token;
   batch_leave(self, leg);

@@ -387,7 +387,7 @@ void nack_node_fault(pointer self, uint64_t id, uint64_t tok, caf::error& e) {
     self->send(self->state.opts.grains, gp_invalidate_atom::value, job->grain);
     for (auto& silo : d.departed)
       self->send(self->state.opts.grains, gp_inval_silo_atom::value, silo);
-    auto t = ++job->token;
+    uint64_t t = ++job->token;
     self->delayed_send(self, ms(d.delay_ms), rc_timer_atom::value, id, t);
     return;
   }

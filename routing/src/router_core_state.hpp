@@ -187,7 +187,7 @@ struct nack_job {
   /// is tried first. Empty: none.
   silo_address entry_client;
   rung at = rung::local;
-  uint64_t token = 0;
+  uint32_t token = 0; ///< step token, as a leg's
   grain_id grain;
   std::optional<retry_state> retry;
 };

@@ -85,7 +85,7 @@ public:
       chunks_.push_back(std::make_unique<chunk>());
     auto& c = *chunks_[hint_];
     auto k = static_cast<size_t>(__builtin_ctzll(~c.used));
-    auto* p = new (c.at(k)) T();
+    auto* p = new (static_cast<void*>(c.bytes + k * sizeof(T))) T();
     c.used |= uint64_t{1} << k;
     p->id = (seq << slot_bits) | (hint_ * chunk_size + k);
     ++size_;

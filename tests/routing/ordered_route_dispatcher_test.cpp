@@ -386,3 +386,24 @@ TEST_CASE("dispatcher: the next queued leg ending before the head pops from the 
   CHECK(d.on_terminal(ch, 1) == std::nullopt);
   CHECK(d.channel_count() == 0);
 }
+
+TEST_CASE("dispatcher: a leg that is not queued on the channel named, or ended already, changes "
+          "nothing") {
+  ordered_route_dispatcher d;
+  auto ch = wide("cache/a");
+  CHECK(d.push(ch, 1));
+  CHECK_FALSE(d.push(ch, 2));
+  CHECK_FALSE(d.push(ch, 3));
+  CHECK_FALSE(d.push(ch, 4));
+  CHECK(d.on_terminal(ch, 99) == std::nullopt);
+  CHECK(d.queued_behind(ch) == 3);
+  CHECK(d.on_terminal(ch, 3) == std::nullopt);
+  CHECK(d.on_terminal(ch, 3) == std::nullopt);
+  CHECK(d.queued_behind(ch) == 2);
+  CHECK(d.leg_count() == 3);
+  CHECK(d.on_terminal(ch, 1) == leg_id{2});
+  CHECK(d.on_terminal(ch, 2) == leg_id{4});
+  CHECK(d.on_terminal(ch, 4) == std::nullopt);
+  CHECK(d.channel_count() == 0);
+  CHECK(d.leg_count() == 0);
+}
