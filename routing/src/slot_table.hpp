@@ -21,8 +21,9 @@ namespace cafmesh::routing::router_core_detail {
 /// the records in id order walks them (`for_each`) and sorts.
 ///
 /// Records never move while alive (intrusive links between them stay valid); a freed slot is
-/// reused lowest first, so live records gather in the low chunks and a burst's chunks go back
-/// to the heap once empty (one empty chunk is kept against churn at a boundary). `find` is O(1);
+/// reused lowest first, so live records gather in the low chunks. A chunk goes back to the heap
+/// as soon as its last record is erased, one at a time as a burst drains (never all at once),
+/// except one empty chunk kept as a spare against churn at a boundary. `find` is O(1);
 /// `emplace` is O(1) amortised.
 template <class T>
 class slot_table {
@@ -40,9 +41,10 @@ public:
 
   ~slot_table() {
     for (auto& c : chunks_)
-      for (size_t k = 0; k < chunk_size; ++k)
-        if ((c->used >> k) & 1u)
-          c->at(k)->~T();
+      if (c)
+        for (size_t k = 0; k < chunk_size; ++k)
+          if ((c->used >> k) & 1u)
+            c->at(k)->~T();
   }
 
   /// An id ordered with this table's ids by `seq` that names no record of it.
@@ -55,7 +57,7 @@ public:
   T* find(uint64_t id) {
     auto slot = id & slot_mask;
     auto ci = slot / chunk_size;
-    if (ci >= chunks_.size())
+    if (ci >= chunks_.size() || !chunks_[ci])
       return nullptr;
     auto& c = *chunks_[ci];
     auto k = slot % chunk_size;
@@ -79,10 +81,12 @@ public:
 
   /// A new default-constructed record whose id carries `seq` and its slot.
   T& emplace(uint64_t seq) {
-    while (hint_ < chunks_.size() && chunks_[hint_]->used == full_mask)
+    while (hint_ < chunks_.size() && chunks_[hint_] && chunks_[hint_]->used == full_mask)
       ++hint_;
     if (hint_ == chunks_.size())
-      chunks_.push_back(std::make_unique<chunk>());
+      chunks_.emplace_back();
+    if (!chunks_[hint_])
+      chunks_[hint_] = spare_ ? std::move(spare_) : std::make_unique<chunk>();
     auto& c = *chunks_[hint_];
     auto k = static_cast<size_t>(__builtin_ctzll(~c.used));
     auto* p = new (static_cast<void*>(c.bytes + k * sizeof(T))) T();
@@ -98,17 +102,23 @@ public:
     auto ci = slot / chunk_size;
     auto k = slot % chunk_size;
     x.~T();
-    chunks_[ci]->used &= ~(uint64_t{1} << k);
+    auto& c = chunks_[ci];
+    c->used &= ~(uint64_t{1} << k);
     --size_;
     if (ci < hint_)
       hint_ = ci;
-    // Trailing empty chunks go, but one: a count oscillating at a chunk boundary does not
-    // allocate and free a chunk each time.
-    while (chunks_.size() >= 2 && chunks_.back()->used == 0
-           && chunks_[chunks_.size() - 2]->used == 0)
-      chunks_.pop_back();
-    if (hint_ > chunks_.size())
-      hint_ = chunks_.size();
+    if (c->used == 0) {
+      // Empty: kept as the spare if there is none (a count oscillating at a chunk boundary
+      // allocates nothing), else back to the heap.
+      if (!spare_)
+        spare_ = std::move(c);
+      else
+        c.reset();
+      while (!chunks_.empty() && !chunks_.back())
+        chunks_.pop_back();
+      if (hint_ > chunks_.size())
+        hint_ = chunks_.size();
+    }
   }
 
   /// Calls `f(record)` for every live record, in slot order (not id order). `f` must not
@@ -116,11 +126,19 @@ public:
   template <class F>
   void for_each(F f) {
     for (auto& c : chunks_)
-      for (auto bits = c->used; bits != 0; bits &= bits - 1)
+      for (auto bits = c ? c->used : uint64_t{0}; bits != 0; bits &= bits - 1)
         f(*c->at(static_cast<size_t>(__builtin_ctzll(bits))));
   }
 
   size_t size() const { return size_; }
+
+  /// Chunks held, the spare included (each `chunk_size` records' worth of heap).
+  size_t chunks_held() const {
+    size_t n = spare_ ? 1 : 0;
+    for (auto& c : chunks_)
+      n += c ? 1 : 0;
+    return n;
+  }
 
   bool empty() const { return size_ == 0; }
 
@@ -135,8 +153,9 @@ private:
     T* at(size_t k) { return std::launder(reinterpret_cast<T*>(bytes + k * sizeof(T))); }
   };
 
-  std::vector<std::unique_ptr<chunk>> chunks_;
-  size_t hint_ = 0; ///< no chunk below it has a free slot
+  std::vector<std::unique_ptr<chunk>> chunks_; ///< null: released (every slot free)
+  std::unique_ptr<chunk> spare_;               ///< an empty chunk kept for the next one needed
+  size_t hint_ = 0;                            ///< no chunk below it has a free slot
   size_t size_ = 0;
 };
 

@@ -70,6 +70,28 @@ TEST_CASE("slot table: records keep their address while others come and go, slot
   t.erase(y);
   t.erase(*first);
   CHECK(t.empty());
+  // 100 records took 4 chunks; all erased, one is kept as the spare.
+  CHECK(t.chunks_held() == 1);
   for (uint64_t k = 0; k < 2 * slot_table<rec>::chunk_size; ++k)
     CHECK((t.emplace(200 + k).id & slot_table<rec>::slot_mask) == k);
+  CHECK(t.chunks_held() == 2);
+}
+
+TEST_CASE("slot table: a chunk goes back to the heap as its last record goes, not all at the "
+          "end of a burst") {
+  slot_table<rec> t;
+  constexpr uint64_t n = 8 * slot_table<rec>::chunk_size;
+  std::vector<rec*> xs;
+  for (uint64_t k = 0; k < n; ++k)
+    xs.push_back(&t.emplace(k + 1));
+  CHECK(t.chunks_held() == 8);
+  // Erased in acceptance order: each chunk goes as it empties (the first one as the spare).
+  for (uint64_t k = 0; k < n; ++k) {
+    t.erase(*xs[k]);
+    // After j whole chunks: 8 - j chunks with records and the spare.
+    if ((k + 1) % slot_table<rec>::chunk_size == 0)
+      CHECK(t.chunks_held() == 9 - (k + 1) / slot_table<rec>::chunk_size);
+  }
+  CHECK(t.empty());
+  CHECK(t.chunks_held() == 1);
 }
