@@ -104,24 +104,32 @@ std::optional<saturation_event> saturation_monitor::accept(leg_id leg, leg_phase
   return accept(legs_[leg], phase, now_ms);
 }
 
+namespace {
+
+/// Marks `x` counted in `phase`; false if it was counted already.
+template <class Link>
+bool take(Link& x, leg_phase phase) {
+  if (x.counted)
+    return false;
+  x.counted = true;
+  x.phase = phase;
+  return true;
+}
+
+} // namespace
+
 std::optional<saturation_event> saturation_monitor::accept(saturation_link& x, leg_phase phase,
                                                            int64_t now_ms) {
-  if (x.counted)
+  if (!take(x, phase))
     return std::nullopt;
-  x.counted = true;
   x.since_ms = now_ms;
-  x.phase = phase;
   link(x);
   return counted(phase, now_ms);
 }
 
 std::optional<saturation_event> saturation_monitor::accept(counted_leg& x, leg_phase phase,
                                                            int64_t now_ms) {
-  if (x.counted)
-    return std::nullopt;
-  x.counted = true;
-  x.phase = phase;
-  return counted(phase, now_ms);
+  return take(x, phase) ? counted(phase, now_ms) : std::nullopt;
 }
 
 std::optional<saturation_event> saturation_monitor::counted(leg_phase phase, int64_t now_ms) {

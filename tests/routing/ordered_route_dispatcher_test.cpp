@@ -337,28 +337,21 @@ TEST_CASE("dispatcher: legs named with their channel keep channel order, a queue
   CHECK_FALSE(d.is_head(other, 10));
   // Nothing is kept per leg for the id way.
   CHECK_FALSE(d.contains(11));
-  std::vector<leg_id> behind;
-  d.for_each_behind(ch, 10, [&](leg_id x) {
-    behind.push_back(x);
-    return true;
-  });
-  CHECK(behind == std::vector<leg_id>{11, 12, 13});
+  auto behind = [&](leg_id head) {
+    std::vector<leg_id> out;
+    d.for_each_behind(ch, head, [&](leg_id x) {
+      out.push_back(x);
+      return true;
+    });
+    return out;
+  };
+  CHECK(behind(10) == std::vector<leg_id>{11, 12, 13});
   // Leg 12 ends while queued (not next in line): it is skipped later.
   CHECK_FALSE(d.on_terminal(ch, 12));
   CHECK(d.queued_behind(ch) == 2);
-  behind.clear();
-  d.for_each_behind(ch, 10, [&](leg_id x) {
-    behind.push_back(x);
-    return true;
-  });
-  CHECK(behind == std::vector<leg_id>{11, 13});
+  CHECK(behind(10) == std::vector<leg_id>{11, 13});
   // Not the head: nothing to visit.
-  behind.clear();
-  d.for_each_behind(ch, 11, [&](leg_id x) {
-    behind.push_back(x);
-    return true;
-  });
-  CHECK(behind.empty());
+  CHECK(behind(11).empty());
   CHECK(d.on_terminal(ch, 10) == leg_id{11});
   CHECK(d.on_terminal(ch, 11) == leg_id{13});
   CHECK(d.snapshot().deepest == 0);
