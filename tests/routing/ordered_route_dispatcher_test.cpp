@@ -31,6 +31,14 @@ ordering_channel keyed(const std::string& dest, const std::string& key) {
   return ordering_channel{dest, key};
 }
 
+/// Pushes `legs` on the new channel `ch` in order: the first becomes its head, the others
+/// queue behind it.
+void push_all(ordered_route_dispatcher& d, const ordering_channel& ch,
+              const std::vector<leg_id>& legs) {
+  for (size_t k = 0; k < legs.size(); ++k)
+    CHECK(d.push(ch, legs[k]) == (k == 0));
+}
+
 } // namespace
 
 TEST_CASE("dispatcher: a channel is a pair, never a concatenated string") {
@@ -324,10 +332,7 @@ TEST_CASE("dispatcher: legs named with their channel keep channel order, a queue
   ordered_route_dispatcher d;
   auto ch = keyed("cache/a", "k");
   auto other = wide("cache/b");
-  CHECK(d.push(ch, 10));
-  CHECK_FALSE(d.push(ch, 11));
-  CHECK_FALSE(d.push(ch, 12));
-  CHECK_FALSE(d.push(ch, 13));
+  push_all(d, ch, {10, 11, 12, 13});
   CHECK(d.push(other, 20));
   CHECK(d.leg_count() == 5);
   CHECK(d.channel_count() == 2);
@@ -370,9 +375,7 @@ TEST_CASE("dispatcher: legs named with their channel keep channel order, a queue
 TEST_CASE("dispatcher: the next queued leg ending before the head pops from the queue at once") {
   ordered_route_dispatcher d;
   auto ch = wide("cache/a");
-  CHECK(d.push(ch, 1));
-  CHECK_FALSE(d.push(ch, 2));
-  CHECK_FALSE(d.push(ch, 3));
+  push_all(d, ch, {1, 2, 3});
   CHECK_FALSE(d.on_terminal(ch, 2));
   CHECK_FALSE(d.on_terminal(ch, 3));
   CHECK(d.queued_behind(ch) == 0);
@@ -384,10 +387,7 @@ TEST_CASE("dispatcher: a leg that is not queued on the channel named, or ended a
           "nothing") {
   ordered_route_dispatcher d;
   auto ch = wide("cache/a");
-  CHECK(d.push(ch, 1));
-  CHECK_FALSE(d.push(ch, 2));
-  CHECK_FALSE(d.push(ch, 3));
-  CHECK_FALSE(d.push(ch, 4));
+  push_all(d, ch, {1, 2, 3, 4});
   CHECK(d.on_terminal(ch, 99) == std::nullopt);
   CHECK(d.queued_behind(ch) == 3);
   CHECK(d.on_terminal(ch, 3) == std::nullopt);
