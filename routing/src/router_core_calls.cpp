@@ -25,7 +25,7 @@ void port_call_send(pointer self, call_for kind, uint64_t owner, uint64_t token,
   c.urgent = urgent;
   c.owner = owner;
   c.token = static_cast<uint32_t>(token);
-  c.bound_ms = leg_rec::clamp_ms(bound.count(), 0);
+  c.bound_ms = clamp_ms(bound.count(), 0);
   c.due = next_deadline_key(self, bound);
   // Admission per destination (SPEC C4): the attempt waits on the silo its hub last
   // answered from until the call ends.

@@ -74,6 +74,12 @@ struct leg_attempts {
   std::unique_ptr<retry_state> retry;
 };
 
+/// `x` ms within [`lo`, the largest int32]: the 32-bit durations of a leg's and a call's
+/// record.
+inline int32_t clamp_ms(int64_t x, int32_t lo) {
+  return static_cast<int32_t>(std::clamp<int64_t>(x, lo, INT32_MAX));
+}
+
 /// A host path and the number of legs that hold it (`core_state::host_paths`).
 using host_path_entry = std::pair<const std::string, uint64_t>;
 
@@ -141,11 +147,6 @@ struct leg_rec {
 
   /// Bounds the answer at actor-clock ms `t` (after acceptance).
   void set_answer_by_ms(int64_t t) { answer_within_ms = clamp_ms(t - accepted_ms, 1); }
-
-  /// `x` within [`lo`, the largest int32].
-  static int32_t clamp_ms(int64_t x, int32_t lo) {
-    return static_cast<int32_t>(std::clamp<int64_t>(x, lo, INT32_MAX));
-  }
 
   leg_rec()
     : ordered(false),
