@@ -8,7 +8,8 @@ namespace cafmesh::routing::router_core_detail {
 
 // docs/behaviour/routing.md#channel-batches (SPEC §14 B2)
 //
-// A channel's head leg takes the one-way deliveries queued behind it along on its attempts:
+// A channel's head leg takes the deliveries queued behind it along on its attempts (one-way
+// deliveries with a one-way head, responses and NACKs with a continuation):
 // their calls leave in the same turn, in channel order, over the route the head uses (one
 // `ct_calls` to the activation's catalog or one `mc_calls` to the message centre), so the
 // activation takes them in order. Each item keeps its own leg, gauge slot and terminal event;
@@ -19,11 +20,18 @@ namespace cafmesh::routing::router_core_detail {
 
 namespace {
 
-/// True if `leg` may lead or ride a batch: a one-way delivery without a requester's bound
-/// (a continuation or a request with a deadline keeps a leg of its own).
+/// True if `leg` may lead or ride a batch: a delivery without a requester's bound (a request
+/// with a deadline keeps a leg of its own).
 bool rides(const leg_rec& leg) {
-  return leg.ordered && leg.kind == leg_kind::pod_hub && leg.answer_by_ms() == 0
-         && !is_continuation(leg.env);
+  return leg.ordered && leg.kind == leg_kind::pod_hub && leg.answer_by_ms() == 0;
+}
+
+/// True if `leg` may ride the batch `head` leads: continuations (responses and NACKs) ride
+/// only with continuations and one-way deliveries with one-way deliveries, so that the
+/// leader's retry rules (docs/behaviour/routing.md#continuations-sent-again) are every
+/// item's.
+bool rides_with(const leg_rec& head, const leg_rec& leg) {
+  return rides(leg) && is_continuation(leg.env) == is_continuation(head.env);
 }
 
 /// True if `grain`'s activation is reached over a route of this core (a direct or remote
@@ -114,6 +122,14 @@ void batch_judge(pointer self, uint64_t head) {
     } else if (a.failure && first_fault == none) {
       first_fault = k;
     }
+  }
+  // Continuations correlate by request id, not by order, and their receivers keep one outcome
+  // per request: a failed one is sent again even behind one that landed (its requester would
+  // otherwise get a NACK where a response exists).
+  if (landed_behind) {
+    auto* f = s.legs.find(items[first_fault]);
+    if (f != nullptr && is_continuation(f->env))
+      landed_behind = false;
   }
   std::vector<uint64_t> tail;
   for (size_t k = 0; k < items.size(); ++k) {
@@ -216,7 +232,7 @@ void batch_form(pointer self, leg_rec& head) {
     if (i == nullptr)
       return false;
     auto& leg = *i;
-    if (leg.started || leg.finished || !leg.latch_open || !rides(leg))
+    if (leg.started || leg.finished || !leg.latch_open || !rides_with(head, leg))
       return false;
     auto c = check_size(leg.env, size_crossing::grain_call, s.opts.size);
     if (c.refused || bytes + c.bytes >= c.limit_bytes)
