@@ -86,6 +86,7 @@ void lead_anew(pointer self, std::vector<uint64_t> riders) {
   if (riders.size() > 1) {
     set_batch(s, leg, first);
     auto& b = s.batches[first];
+    b.continuations = is_continuation(leg.env);
     b.riders.assign(riders.begin() + 1, riders.end());
     for (auto id : b.riders)
       set_batch(s, s.legs.at(id), first);
@@ -126,11 +127,8 @@ void batch_judge(pointer self, uint64_t head) {
   // Continuations correlate by request id, not by order, and their receivers keep one outcome
   // per request: a failed one is sent again even behind one that landed (its requester would
   // otherwise get a NACK where a response exists).
-  if (landed_behind) {
-    auto* f = s.legs.find(items[first_fault]);
-    if (f != nullptr && is_continuation(f->env))
-      landed_behind = false;
-  }
+  if (b.continuations)
+    landed_behind = false;
   std::vector<uint64_t> tail;
   for (size_t k = 0; k < items.size(); ++k) {
     auto& a = b.answers[k];
@@ -177,7 +175,9 @@ void batch_judge(pointer self, uint64_t head) {
     set_batch(s, *leg, id);
     for (auto t : tail)
       set_batch(s, s.legs.at(t), id);
-    s.batches[id].riders = std::move(tail);
+    auto& again = s.batches[id];
+    again.riders = std::move(tail);
+    again.continuations = b.continuations;
   }
   leg_attempt_fault(self, id, a.token, a.failure);
 }
@@ -256,7 +256,9 @@ void batch_form(pointer self, leg_rec& head) {
     attempts_of(leg).grain = head.att->grain;
   }
   set_batch(s, head, head.id);
-  s.batches[head.id].riders = std::move(riders);
+  auto& b = s.batches[head.id];
+  b.riders = std::move(riders);
+  b.continuations = is_continuation(head.env);
 }
 
 void batch_send_riders(pointer self, leg_rec& head, ms bound) {
@@ -354,16 +356,18 @@ void batch_leave(pointer self, leg_rec& leg) {
     }
     return;
   }
-  // The head ended between attempts: the riders waiting for its next one go on without it
-  // (a stop ends them itself).
+  // The head ended between attempts: the riders waiting for its next one go on without it.
+  // A stop ends one-way riders itself; continuations leave a stopping silo
+  // (docs/behaviour/routing.md#stopping-silos), one at a time through placement.
   auto riders = std::move(b.riders);
+  auto continuations = b.continuations;
   s.batches.erase(i);
   for (auto id : riders) {
     auto* j = s.legs.find(id);
     if (j != nullptr)
       set_batch(s, *j, 0);
   }
-  if (!s.stopping)
+  if (!s.stopping || continuations)
     lead_anew(self, std::move(riders));
 }
 

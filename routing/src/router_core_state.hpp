@@ -285,6 +285,9 @@ struct channel_batch {
   std::vector<uint64_t> riders; ///< the legs behind the head, in channel order
   std::vector<answer> answers;  ///< head first, then the riders; empty between attempts
   size_t waiting = 0;           ///< answers still out
+  /// The items are continuations (responses and NACKs), which never share a batch with
+  /// one-way deliveries.
+  bool continuations = false;
 };
 
 /// Work a turn leaves for its end (docs/behaviour/routing.md#one-turn-per-step): a start
@@ -393,7 +396,7 @@ inline int64_t now_ms(pointer self) {
 
 /// The router core as the pool sees it.
 inline routing::io_pool_owner_actor owner_of(pointer self) {
-  return caf::actor_cast<routing::io_pool_owner_actor>(self);
+  return routing::io_pool_owner_actor{self};
 }
 
 // -- lean legs (router_core_legs.cpp) -------------------------------------------------------------
