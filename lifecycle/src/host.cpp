@@ -291,7 +291,7 @@ host_impl_actor::behavior_type host_impl(self_ptr self, host_options opts) {
 } // namespace
 
 host_actor spawn_host(caf::actor_system& sys, host_options opts) {
-  return caf::actor_cast<host_actor>(sys.spawn(host_impl, std::move(opts)));
+  return host_actor{sys.spawn(host_impl, std::move(opts))};
 }
 
 } // namespace cafmesh::lifecycle

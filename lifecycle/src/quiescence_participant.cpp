@@ -296,8 +296,8 @@ participant_actor(participant_pointer self, routing_quiescence_actor gauge,
 lifecycle_observer_actor
 spawn_quiescence_participant(caf::actor_system& sys, routing_quiescence_actor gauge,
                              quiescence_participant_options opts, leg_release_actor legs) {
-  return caf::actor_cast<lifecycle_observer_actor>(
-    sys.spawn(participant_actor, std::move(gauge), std::move(opts), std::move(legs)));
+  return lifecycle_observer_actor{
+    sys.spawn(participant_actor, std::move(gauge), std::move(opts), std::move(legs))};
 }
 
 } // namespace cafmesh::lifecycle

@@ -145,8 +145,7 @@ teardown_actor_type::behavior_type teardown_actor(teardown_pointer self, pool_lo
 
 lifecycle_observer_actor spawn_pool_teardown_participant(caf::actor_system& sys, pool_lookup lookup,
                                                          pool_teardown_options opts) {
-  return caf::actor_cast<lifecycle_observer_actor>(
-    sys.spawn(teardown_actor, std::move(lookup), std::move(opts)));
+  return lifecycle_observer_actor{sys.spawn(teardown_actor, std::move(lookup), std::move(opts))};
 }
 
 lifecycle_observer_actor spawn_pool_teardown_participant(caf::actor_system& sys, io_pool_actor pool,

@@ -469,8 +469,7 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
 } // namespace router_core_detail
 
 router_core_actor spawn_router_core(caf::actor_system& sys, router_core_options opts) {
-  return caf::actor_cast<router_core_actor>(
-    sys.spawn(router_core_detail::router_core, std::move(opts)));
+  return router_core_actor{sys.spawn(router_core_detail::router_core, std::move(opts))};
 }
 
 } // namespace cafmesh::routing

@@ -21,7 +21,7 @@ extern const silo_component catalog{
     auto gateway = w.s.gateway;
     auto lg = w.lg;
     w.subscribe(stages::grain_deactivation, "catalog", nullptr,
-                [=](caf::event_based_actor* self, bool, caf::response_promise rp) mutable {
+                [=](stage_self self, bool, stage_promise rp) mutable {
                   call(
                     self, catalog, 0,
                     [=](caf::error e) mutable {

@@ -29,10 +29,10 @@ extern const silo_component gateway{
     auto lg = w.lg;
     w.subscribe(
       stages::active, "gateway",
-      [=](caf::event_based_actor* self, bool, caf::response_promise rp) {
+      [=](stage_self self, bool, stage_promise rp) {
         call_then_answer(self, part, lg, ev::gateway_open, rp, routing::gw_open_atom::value);
       },
-      [=](caf::event_based_actor* self, bool graceful, caf::response_promise rp) mutable {
+      [=](stage_self self, bool graceful, stage_promise rp) mutable {
         request_any(
           self, part, 0, caf::make_message(routing::gw_stop_send_atom::value, graceful),
           [=](caf::message m) mutable {

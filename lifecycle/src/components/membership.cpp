@@ -29,7 +29,7 @@ extern const silo_component membership{
     const auto grace_ms = w.cfg().membership.shutdown_grace_ms;
     w.subscribe(
       stages::become_active, "membership",
-      [=](caf::event_based_actor* self, bool, caf::response_promise rp) mutable {
+      [=](stage_self self, bool, stage_promise rp) mutable {
         call(
           self, agent, 0,
           [=](caf::error e) mutable {
@@ -43,7 +43,7 @@ extern const silo_component membership{
           },
           mb_status_atom::value, silo_status::active);
       },
-      [=](caf::event_based_actor* self, bool graceful, caf::response_promise rp) mutable {
+      [=](stage_self self, bool graceful, stage_promise rp) mutable {
         auto publish_stopping = [=]() mutable {
           call(
             self, agent, grace_ms,

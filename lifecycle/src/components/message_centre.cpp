@@ -27,7 +27,7 @@ extern const silo_component message_centre{
     const bool quiescence_wired = seams_of(w.opts).subscribe_quiescence;
     w.subscribe(
       stages::runtime_initialize, "message-centre",
-      [=](caf::event_based_actor* self, bool, caf::response_promise rp) mutable {
+      [=](stage_self self, bool, stage_promise rp) mutable {
         if (!quiescence_wired) {
           auto f
             = fault{mesh_errc::config_invalid,
@@ -41,7 +41,7 @@ extern const silo_component message_centre{
         call_then_answer(self, centre, lg, ev::centre_started, rp, mc_register_atom::value,
                          component::gateway, served_gateway);
       },
-      [=](caf::event_based_actor* self, bool, caf::response_promise rp) mutable {
+      [=](stage_self self, bool, stage_promise rp) mutable {
         self->send_exit(centre, caf::exit_reason::user_shutdown);
         lg->info(ev::centre_stopped);
         rp.deliver(caf::ok_atom::value);

@@ -32,12 +32,12 @@ extern const silo_component placement{
     const auto dead_ms = w.cfg().membership.dead_publish_ms;
     w.subscribe(
       stages::runtime_initialize_plus_1, "placement",
-      [=](caf::event_based_actor*, bool, caf::response_promise rp) mutable {
+      [=](stage_self, bool, stage_promise rp) mutable {
         caf::anon_send(agent, mb_subscribe_atom::value, placement);
         lg->info(ev::placement_started);
         rp.deliver(caf::ok_atom::value);
       },
-      [=](caf::event_based_actor* self, bool, caf::response_promise rp) mutable {
+      [=](stage_self self, bool, stage_promise rp) mutable {
         call(
           self, placement, 0,
           [=](caf::error e) mutable {

@@ -12,7 +12,7 @@ extern const silo_component pod_hub_claimer{
   [](silo_wiring& w) {
     w.s.claimer = routing::spawn_pod_hub_claimer(w.sys, w.s.placement, w.s.routing, w.cfg().attach,
                                                  w.name, w.s.slots);
-    w.stopping_recipients.push_back(caf::actor_cast<stopping_recipient_actor>(w.s.claimer));
+    w.stopping_recipients.push_back(stopping_recipient_actor{w.s.claimer});
   },
   nullptr,
   [](const silo_components& s) { return handles(s.claimer); },

@@ -14,8 +14,8 @@ extern const silo_component quiescence_participant{
   [](silo_wiring& w) {
     auto qopts = quiescence_participant_options::from(w.cfg().lifecycle, w.name);
     qopts.on_hold_ended = w.opts.on_quiescence_hold;
-    w.s.quiescence = spawn_quiescence_participant(
-      w.sys, w.s.gauge, std::move(qopts), caf::actor_cast<routing::leg_release_actor>(w.s.core));
+    w.s.quiescence = spawn_quiescence_participant(w.sys, w.s.gauge, std::move(qopts),
+                                                  routing::leg_release_actor{w.s.core});
   },
   [](silo_wiring& w) {
     if (seams_of(w.opts).subscribe_quiescence)

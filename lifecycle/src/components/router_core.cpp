@@ -24,7 +24,7 @@ extern const silo_component router_core{
     co.resolver = w.opts.resolver;
     co.failure_observer = w.opts.failure_observer;
     co.local_routes = w.routing_service;
-    co.streams = caf::actor_cast<routing::stream_port_actor>(s.streams);
+    co.streams = routing::stream_port_actor{s.streams};
     co.centre = s.centre;
     s.core = routing::spawn_router_core(w.sys, co);
     caf::anon_send(s.agent, mb_subscribe_atom::value, caf::actor_cast<caf::actor>(s.core));
@@ -32,7 +32,7 @@ extern const silo_component router_core{
     s.slots->routing = s.routing;
     s.slots->hubs = w.opts.hubs;
     s.slots->centre = s.centre;
-    w.stopping_recipients.push_back(caf::actor_cast<stopping_recipient_actor>(s.core));
+    w.stopping_recipients.push_back(stopping_recipient_actor{s.core});
   },
   nullptr,
   [](const silo_components& s) { return handles(s.core); },

@@ -39,13 +39,13 @@ extern const silo_component routing_service{
     auto lg = w.lg;
     w.subscribe(
       stages::application_services, "routing",
-      [=](caf::event_based_actor*, bool, caf::response_promise rp) mutable {
+      [=](stage_self, bool, stage_promise rp) mutable {
         caf::anon_send(service, routing::rs_core_atom::value, core);
         caf::anon_send(streams, routing::st_start_atom::value);
         lg->info(ev::routing_ready);
         rp.deliver(caf::ok_atom::value);
       },
-      [=](caf::event_based_actor*, bool, caf::response_promise rp) mutable {
+      [=](stage_self, bool, stage_promise rp) mutable {
         lg->info(ev::routing_stays_up);
         rp.deliver(caf::ok_atom::value);
       });

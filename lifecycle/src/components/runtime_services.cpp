@@ -46,7 +46,7 @@ extern const silo_component runtime_services{
     auto lg = w.lg;
     w.subscribe(
       stages::runtime_services, "runtime-services",
-      [=](caf::event_based_actor* self, bool, caf::response_promise rp) mutable {
+      [=](stage_self self, bool, stage_promise rp) mutable {
         for (auto& sub : {catalog, caf::actor_cast<caf::actor>(claimer)})
           caf::anon_send(agent, mb_subscribe_atom::value, sub);
         caf::anon_send(centre, mc_register_atom::value, component::catalog, catalog);
@@ -83,7 +83,7 @@ extern const silo_component runtime_services{
           },
           [=](caf::error) mutable { join(registry->manifest()); });
       },
-      [=](caf::event_based_actor* self, bool, caf::response_promise rp) mutable {
+      [=](stage_self self, bool, stage_promise rp) mutable {
         call(
           self, centre, 0,
           [=](caf::error e) mutable {

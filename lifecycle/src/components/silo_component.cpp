@@ -17,8 +17,8 @@ namespace cafmesh::lifecycle::components {
 namespace {
 
 /// Runs `action` (null: answers ok at once) with a promise for the request at hand.
-caf::response_promise run(caf::event_based_actor* self, const stage_fn& action, bool graceful) {
-  auto rp = self->make_response_promise();
+stage_promise run(stage_self self, const stage_fn& action, bool graceful) {
+  auto rp = self->make_response_promise<caf::ok_atom>();
   if (action)
     action(self, graceful, rp);
   else
@@ -26,13 +26,15 @@ caf::response_promise run(caf::event_based_actor* self, const stage_fn& action, 
   return rp;
 }
 
-/// An observer (speaking `lifecycle_observer_actor`) whose start and stop run `on_start` /
-/// `on_stop`; each answers its promise exactly once. `budget_expired` is ignored: every
-/// action bounds its own work.
-caf::behavior stage_observer(caf::event_based_actor* self, stage_fn on_start, stage_fn on_stop) {
+/// An observer whose start and stop run `on_start` / `on_stop`; each answers its promise
+/// exactly once. `budget_expired` is ignored: every action bounds its own work.
+lifecycle_observer_actor::behavior_type stage_observer(stage_self self, stage_fn on_start,
+                                                       stage_fn on_stop) {
   return {
-    [=](start_stage_atom, stage) { return run(self, on_start, true); },
-    [=](stop_stage_atom, stage, bool graceful) { return run(self, on_stop, graceful); },
+    [=](start_stage_atom, stage) -> caf::result<caf::ok_atom> { return run(self, on_start, true); },
+    [=](stop_stage_atom, stage, bool graceful) -> caf::result<caf::ok_atom> {
+      return run(self, on_stop, graceful);
+    },
     [=](budget_expired_atom) {
       // nop
     },
@@ -68,8 +70,7 @@ void silo_wiring::subscribe_declared() {
                    });
   for (auto& sub : subscriptions)
     if (!sub.observer)
-      sub.observer = caf::actor_cast<lifecycle_observer_actor>(
-        sys.spawn(stage_observer, sub.on_start, sub.on_stop));
+      sub.observer = sys.spawn(stage_observer, sub.on_start, sub.on_stop);
   silo_lifecycle_options lo;
   lo.silo_name = name;
   lo.slow_observer_log = std::chrono::milliseconds(cfg().lifecycle.slow_observer_log_ms);

@@ -34,10 +34,15 @@
 
 namespace cafmesh::lifecycle::components {
 
+/// The observer a stage action runs in.
+using stage_self = lifecycle_observer_actor::pointer;
+
+/// The promise a stage action answers: `ok_atom` or an error.
+using stage_promise = caf::typed_response_promise<caf::ok_atom>;
+
 /// A stage's start or stop action: it runs in its observer `self`, gets the stop's `graceful`
 /// flag (true at a start) and answers `rp` exactly once (`ok_atom` or an error).
-using stage_fn
-  = std::function<void(caf::event_based_actor* self, bool graceful, caf::response_promise rp)>;
+using stage_fn = std::function<void(stage_self self, bool graceful, stage_promise rp)>;
 
 /// One stage subscription: an observer named `name` at `at`. Either `observer` (an actor the
 /// component spawned, e.g. a participant), or an observer running `on_start` / `on_stop`
@@ -121,9 +126,9 @@ std::vector<caf::actor> handles(const Handles&... xs) {
 
 /// Sends `(xs...)` to `to` (any handle) as a request bounded by `timeout_ms` (0: none); then
 /// `done(err)` (err empty = ok), in `self`'s turn.
-template <class Handle, class... Ts>
-void call(caf::event_based_actor* self, const Handle& to, int64_t timeout_ms,
-          std::function<void(caf::error)> done, Ts... xs) {
+template <class Self, class Handle, class... Ts>
+void call(Self* self, const Handle& to, int64_t timeout_ms, std::function<void(caf::error)> done,
+          Ts... xs) {
   request_any(
     self, caf::actor_cast<caf::actor>(to), timeout_ms, caf::make_message(std::move(xs)...),
     [=](caf::message) { done(caf::error{}); }, [=](caf::error e) { done(std::move(e)); });
@@ -131,10 +136,9 @@ void call(caf::event_based_actor* self, const Handle& to, int64_t timeout_ms,
 
 /// Sends `(xs...)` to `to` (no bound); answers `rp` with the error, or logs `done` at info and
 /// answers ok.
-template <class Handle, class... Ts>
-void call_then_answer(caf::event_based_actor* self, const Handle& to,
-                      std::shared_ptr<log::logger> lg, const char* done, caf::response_promise rp,
-                      Ts... xs) {
+template <class Self, class Handle, class... Ts>
+void call_then_answer(Self* self, const Handle& to, std::shared_ptr<log::logger> lg,
+                      const char* done, stage_promise rp, Ts... xs) {
   call(
     self, to, 0,
     [=](caf::error e) mutable {
