@@ -466,12 +466,13 @@ uint64_t frame_number(const std::string& id) {
   return std::stoull(id.substr(1));
 }
 
-/// Sends `n` stream-routed frames `f{k}` from `node/owner` to `portal/b0` (one channel)
-/// straight to a router core in one turn, on `(s14_go_atom, n)`; as the local route of
-/// `node/owner` (a hub of the silo, `rs_register_atom`), it records the frame of every NACK
-/// it is handed in `nacked`.
-caf::behavior channel_driver(caf::event_based_actor* self, routing::router_core_actor core,
-                             std::shared_ptr<std::vector<uint64_t>> nacked) {
+/// Sends `n` items `make(k)` (k counting from 1 over the driver's life) straight to a router
+/// core in one turn, on `(s14_go_atom, n)`; as the local route of `node/owner` (a hub of the
+/// silo, `rs_register_atom`), it records the item number of every NACK it is handed in
+/// `nacked`.
+caf::behavior item_driver(caf::event_based_actor* self, routing::router_core_actor core,
+                          std::shared_ptr<std::vector<uint64_t>> nacked,
+                          std::function<envelope(uint64_t)> make) {
   auto next = std::make_shared<uint64_t>(0);
   return {
     [=](routing::hb_in_atom, const envelope& d) {
@@ -479,17 +480,132 @@ caf::behavior channel_driver(caf::event_based_actor* self, routing::router_core_
         nacked->push_back(frame_number(*d.request_id));
     },
     [=](s14_go_atom, uint64_t n) {
-      for (uint64_t i = 0; i < n; ++i) {
-        envelope e;
-        e.id = "f" + std::to_string(++*next);
-        e.sender = address::from("node/owner");
-        e.target = address::from("portal/b0");
-        e.payload_type = "frame";
-        e.payload_json = "{\"n\":1}";
-        self->send(core, routing::rc_route_atom::value, std::move(e));
-      }
+      for (uint64_t i = 0; i < n; ++i)
+        self->send(core, routing::rc_route_atom::value, make(++*next));
     },
   };
+}
+
+/// An item `id` from `node/owner` to `target` with payload type `type`.
+envelope owner_item(std::string id, const char* target, const char* type) {
+  envelope e;
+  e.id = std::move(id);
+  e.sender = address::from("node/owner");
+  e.target = address::from(target);
+  e.payload_type = type;
+  e.payload_json = "{\"n\":1}";
+  return e;
+}
+
+/// Stream-routed frame `f{k}` from `node/owner` to `portal/b0` (one channel).
+envelope frame_item(uint64_t k) {
+  return owner_item("f" + std::to_string(k), "portal/b0", "frame");
+}
+
+/// Response `r{k}` (the answer to request `q{k}`) from `node/owner` to the pure client's
+/// `portal/p`.
+envelope response_item(uint64_t k) {
+  auto e = owner_item("r" + std::to_string(k), "portal/p", "bench.pong");
+  e.request_id = "q" + std::to_string(k);
+  return e;
+}
+
+/// Spawns `fn(args...)` as the local route of `node/owner` in the process of `routing`.
+template <class F, class... Ts>
+caf::actor owner_driver(testing::fixture& fx, const caf::actor& routing, F fn, Ts&&... args) {
+  auto driver = fx.track(fx.sys.spawn(fn, std::forward<Ts>(args)...));
+  caf::anon_send(routing, routing::rs_register_atom::value, address::from("node/owner"), driver);
+  return driver;
+}
+
+/// The router core's stats, answered.
+routing::router_core_stats core_stats(testing::fixture& fx,
+                                      const routing::router_core_actor& core) {
+  auto r = testing::ask<routing::router_core_stats>(fx, core, routing::rc_stats_atom::value);
+  fx.run();
+  REQUIRE(r->ok());
+  return r->value;
+}
+
+/// S14.04's items per flow and `routing.channel_batch_max`.
+constexpr uint64_t s14_04_n = 1000;
+constexpr uint64_t s14_04_batch_max = 64;
+
+/// S14.04's batches: after one item of warm-up, `driver` hands `core` a head and 1,000 items
+/// behind it in one turn (the head's call leaves once the core has taken them all, so they
+/// queue behind it); the target takes them in order, each once (`seen` holds item numbers),
+/// in at most ceil(1,000 / 64) + 1 legs, all landed, none NACKed. The core's stats after.
+routing::router_core_stats batch_phase(testing::fixture& fx,
+                                       const routing::router_core_actor& core,
+                                       const caf::actor& driver, const std::vector<uint64_t>& seen,
+                                       const std::vector<uint64_t>& nacked, const char* what) {
+  constexpr auto n = s14_04_n;
+  caf::anon_send(driver, s14_go_atom::value, uint64_t{1});
+  REQUIRE(fx.run_until([&] { return seen.size() == 1; }, std::chrono::minutes(1)));
+  fx.run();
+  auto before = core_stats(fx, core);
+  caf::anon_send(driver, s14_go_atom::value, n + 1);
+  REQUIRE(fx.run_until([&] { return seen.size() == n + 2; }, std::chrono::minutes(1)));
+  fx.run();
+  auto after = core_stats(fx, core);
+  auto legs = after.grain_attempts - before.grain_attempts;
+  MESSAGE(std::string{what} << ": " << legs << " legs for the head and " << n << " behind it; "
+                            << after.batch_riders - before.batch_riders << " rode a batch");
+  CHECK(legs <= (n + s14_04_batch_max - 1) / s14_04_batch_max + 1);
+  CHECK(after.landed - before.landed == n + 1);
+  CHECK(after.nacked == before.nacked);
+  CHECK(after.in_flight == 0);
+  // In order, each once (a stale or duplicate item would break the sequence).
+  std::vector<uint64_t> expected(n + 2);
+  for (uint64_t k = 0; k < n + 2; ++k)
+    expected[k] = k + 1;
+  CHECK(seen == expected);
+  CHECK(nacked.empty());
+  return after;
+}
+
+/// Hands the next 1,000 items to `driver` and runs one message at a time until the target
+/// took 100 of them (a kill then comes mid-batch).
+void run_to_100th(testing::fixture& fx, const caf::actor& driver,
+                  const std::vector<uint64_t>& seen) {
+  constexpr auto n = s14_04_n;
+  caf::anon_send(driver, s14_go_atom::value, n);
+  while (seen.size() < n + 2 + 100)
+    if (!fx.sched.try_run_once() && !fx.fire_next_timeout())
+      break;
+  REQUIRE(seen.size() == n + 2 + 100);
+}
+
+/// After a kill mid-flow of the 1,000 items that followed `after`: one terminal outcome each
+/// (reported landed or NACKed, never both), nothing in flight, reported landed no more than
+/// the target took; each NACK once, for an item of this flow; every item the target never
+/// took among them; what it took, it took in order.
+void check_kill_outcomes(const routing::router_core_stats& after,
+                         const routing::router_core_stats& end, const std::vector<uint64_t>& seen,
+                         const std::vector<uint64_t>& nacked) {
+  constexpr auto n = s14_04_n;
+  auto first = n + 3;
+  auto landed = end.landed - after.landed;
+  auto nacks = end.nacked - after.nacked;
+  CHECK(landed + nacks == n);
+  CHECK(end.terminal_events - after.terminal_events == n);
+  CHECK(end.in_flight == 0);
+  CHECK(landed <= seen.size() - (n + 2));
+  std::set<uint64_t> nack_set(nacked.begin(), nacked.end());
+  CHECK(nack_set.size() == nacked.size());
+  CHECK(nacked.size() == nacks);
+  if (!nack_set.empty()) {
+    CHECK(*nack_set.begin() >= first);
+    CHECK(*nack_set.rbegin() <= first + n - 1);
+  }
+  std::set<uint64_t> took(seen.begin() + static_cast<std::ptrdiff_t>(n + 2), seen.end());
+  uint64_t never_taken_unnacked = 0;
+  for (auto k = first; k < first + n; ++k)
+    if (took.count(k) == 0 && nack_set.count(k) == 0)
+      ++never_taken_unnacked;
+  CHECK(never_taken_unnacked == 0);
+  CHECK(std::is_sorted(seen.begin(), seen.end()));
+  CHECK(took.size() == seen.size() - (n + 2));
 }
 
 } // namespace
@@ -518,112 +634,28 @@ TEST_CASE("S14.04 1,000 frames queued on one channel behind a held head are deli
   oa.configure = ob.configure;
   auto& a = w.add_silo("A", oa);
   REQUIRE(w.last_start->ok());
-  auto stats = [&] {
-    auto r = testing::ask<routing::router_core_stats>(fx, a.core, routing::rc_stats_atom::value);
-    fx.run();
-    REQUIRE(r->ok());
-    return r->value;
-  };
-  auto driver = fx.track(fx.sys.spawn(channel_driver, a.core, nacked));
-  caf::anon_send(a.routing, routing::rs_register_atom::value, address::from("node/owner"),
-                 driver);
+  auto driver = owner_driver(fx, a.routing, item_driver, a.core, nacked, frame_item);
   // Warm-up: B's pod hub is placed and answers A's core, which keeps the route to it.
-  caf::anon_send(driver, s14_go_atom::value, uint64_t{1});
-  REQUIRE(fx.run_until([&] { return seen->size() == 1; }, std::chrono::minutes(1)));
-  fx.run();
-  constexpr uint64_t batch_max = 64;
-  constexpr uint64_t n = 1000;
-  // The head and the 1,000 behind it arrive in one turn of the driver: the head's attempt
-  // leaves once the core has taken them all (its calls leave when its mailbox is empty), so
-  // the 1,000 queue behind it while it is held.
-  auto before = stats();
-  caf::anon_send(driver, s14_go_atom::value, n + 1);
-  REQUIRE(fx.run_until([&] { return seen->size() == n + 2; }, std::chrono::minutes(1)));
-  fx.run();
-  auto after = stats();
-  auto legs = after.grain_attempts - before.grain_attempts;
-  MESSAGE("S14.04: " << legs << " legs for the head and " << n << " frames behind it; "
-                     << after.batch_riders - before.batch_riders << " rode a batch");
-  CHECK(legs <= (n + batch_max - 1) / batch_max + 1);
-  CHECK(after.landed - before.landed == n + 1);
-  CHECK(after.nacked == before.nacked);
-  CHECK(after.in_flight == 0);
-  // In order, each once (a stale or duplicate frame would break the sequence).
-  std::vector<uint64_t> expected(n + 2);
-  for (uint64_t k = 0; k < n + 2; ++k)
-    expected[k] = k + 1;
-  CHECK(*seen == expected);
-  CHECK(nacked->empty());
+  auto after = batch_phase(fx, a.core, driver, *seen, *nacked, "S14.04");
   // The target's silo is killed while a batch is out: 100 frames of the next 1,000 taken.
-  auto first = n + 3;
-  caf::anon_send(driver, s14_go_atom::value, n);
-  // One message at a time, so that the kill comes right after B took its 100th frame.
-  while (seen->size() < n + 2 + 100)
-    if (!fx.sched.try_run_once() && !fx.fire_next_timeout())
-      break;
-  REQUIRE(seen->size() == n + 2 + 100);
+  constexpr auto n = s14_04_n;
+  run_to_100th(fx, driver, *seen);
   auto taken_before_kill = seen->size() - (n + 2);
   w.kill(b_addr);
   auto taken = seen->size() - (n + 2);
+  REQUIRE(taken < n); // the kill came mid-flow
   // Every frame B never took gets its NACK once B is declared Dead and its pod hub has no
   // silo to serve it.
   REQUIRE(fx.run_until([&] { return nacked->size() >= n - taken; }, std::chrono::minutes(5)));
   fx.run_for(std::chrono::seconds(30));
-  auto end = stats();
-  auto landed = end.landed - after.landed;
-  auto nacks = end.nacked - after.nacked;
+  auto end = core_stats(fx, a.core);
   MESSAGE("S14.04 kill: B took " << taken_before_kill << " (" << taken << " by the kill); "
-                                 << landed << " reported landed, " << nacks << " NACKed");
-  // Exactly one terminal outcome per frame: reported (landed) or NACKed, never both.
-  CHECK(landed + nacks == n);
-  CHECK(end.terminal_events - after.terminal_events == n);
-  CHECK(end.in_flight == 0);
-  // Each NACK once, for a frame of this flow; every frame B never took among them.
-  std::set<uint64_t> nack_set(nacked->begin(), nacked->end());
-  CHECK(nack_set.size() == nacked->size());
-  CHECK(nacked->size() == nacks);
-  CHECK(*nack_set.begin() >= first);
-  CHECK(*nack_set.rbegin() <= first + n - 1);
-  std::set<uint64_t> took(seen->begin() + static_cast<std::ptrdiff_t>(n + 2), seen->end());
-  uint64_t never_taken_unnacked = 0;
-  for (auto k = first; k < first + n; ++k)
-    if (took.count(k) == 0 && nack_set.count(k) == 0)
-      ++never_taken_unnacked;
-  CHECK(never_taken_unnacked == 0);
-  // What B took, it took in order.
-  CHECK(std::is_sorted(seen->begin(), seen->end()));
-  CHECK(took.size() == seen->size() - (n + 2));
+                                 << end.landed - after.landed << " reported landed, "
+                                 << end.nacked - after.nacked << " NACKed");
+  check_kill_outcomes(after, end, *seen, *nacked);
 }
 
 namespace {
-
-/// Sends `n` responses `r{k}` (answers to requests `q{k}`) from `node/owner` to the pure
-/// client's `portal/p` straight to a router core in one turn, on `(s14_go_atom, n)`; as the
-/// local route of `node/owner`, it records the response of every NACK it is handed in
-/// `nacked`.
-caf::behavior response_driver(caf::event_based_actor* self, routing::router_core_actor core,
-                              std::shared_ptr<std::vector<uint64_t>> nacked) {
-  auto next = std::make_shared<uint64_t>(0);
-  return {
-    [=](routing::hb_in_atom, const envelope& d) {
-      if (d.payload_type == routing::delivery_failure_payload_type && d.request_id)
-        nacked->push_back(frame_number(*d.request_id));
-    },
-    [=](s14_go_atom, uint64_t n) {
-      for (uint64_t i = 0; i < n; ++i) {
-        auto k = std::to_string(++*next);
-        envelope e;
-        e.id = "r" + k;
-        e.request_id = "q" + k;
-        e.sender = address::from("node/owner");
-        e.target = address::from("portal/p");
-        e.payload_type = "bench.pong";
-        e.payload_json = "{\"n\":1}";
-        self->send(core, routing::rc_route_atom::value, std::move(e));
-      }
-    },
-  };
-}
 
 /// The pure client's hub `portal/p`: records the number of every delivery it takes, in order.
 caf::behavior response_recorder(caf::event_based_actor*,
@@ -633,151 +665,97 @@ caf::behavior response_recorder(caf::event_based_actor*,
   };
 }
 
+/// A gateway silo `gw` (`routing.channel_batch_max` 64; with `second_silo`, a silo `other`
+/// beside it), a pure client homed on it whose hub `portal/p` records what it takes in
+/// `seen`, and an `item_driver` of `response_item`s that is the local route of `node/owner` on the gateway.
+struct response_flow {
+  testing::silo_world w;
+  lifecycle::silo_components* gw = nullptr;
+  testing::world_client client;
+  std::shared_ptr<std::vector<uint64_t>> seen = std::make_shared<std::vector<uint64_t>>();
+  std::shared_ptr<std::vector<uint64_t>> nacked = std::make_shared<std::vector<uint64_t>>();
+  caf::actor driver;
+
+  response_flow(testing::fixture& fx, bool second_silo) : w(fx) {
+    testing::silo_world_options o;
+    o.configure = [](config::mesh_config& c) {
+      c.routing.max_in_flight = 0;
+      c.routing.channel_batch_max = 64; // the default, set here so counts hold if it changes
+    };
+    gw = &w.add_silo("gw", o);
+    REQUIRE(w.last_start->ok());
+    if (second_silo) {
+      w.add_silo("other", o);
+      REQUIRE(w.last_start->ok());
+    }
+    client = w.add_client("p", gw->addr);
+    auto recorder = fx.track(fx.sys.spawn(response_recorder, seen));
+    caf::anon_send(client.routing, routing::rs_register_atom::value, address::from("portal/p"),
+                   recorder);
+    fx.run_for(std::chrono::seconds(1));
+    driver = owner_driver(fx, gw->routing, item_driver, gw->core, nacked, response_item);
+  }
+};
+
 } // namespace
 
 TEST_CASE("S14.04 1,000 responses queued on a pure client's channel behind a held head ride its batches: delivered in at most ceil(1,000 / routing.channel_batch_max) + 1 legs, in order, each once, and when the client is killed mid-batch every response ends once") {
   testing::fixture fx;
-  testing::silo_world w{fx};
-  testing::silo_world_options o;
-  o.configure = [](config::mesh_config& c) {
-    c.routing.max_in_flight = 0;
-    c.routing.channel_batch_max = 64; // the default, set here so the count holds if it changes
-  };
-  auto& gw = w.add_silo("gw", o);
-  REQUIRE(w.last_start->ok());
-  auto p = w.add_client("p", gw.addr);
-  auto seen = std::make_shared<std::vector<uint64_t>>();
-  auto recorder = fx.track(fx.sys.spawn(response_recorder, seen));
-  caf::anon_send(p.routing, routing::rs_register_atom::value, address::from("portal/p"),
-                 recorder);
-  fx.run_for(std::chrono::seconds(1));
-  auto stats = [&] {
-    auto r = testing::ask<routing::router_core_stats>(fx, gw.core, routing::rc_stats_atom::value);
-    fx.run();
-    REQUIRE(r->ok());
-    return r->value;
-  };
-  auto nacked = std::make_shared<std::vector<uint64_t>>();
-  auto driver = fx.track(fx.sys.spawn(response_driver, gw.core, nacked));
-  caf::anon_send(gw.routing, routing::rs_register_atom::value, address::from("node/owner"),
-                 driver);
+  response_flow f{fx, false};
   // Warm-up: the client's pod hub on the gateway is placed, adopts the client and offers the
-  // gateway's core its direct route.
-  caf::anon_send(driver, s14_go_atom::value, uint64_t{1});
-  REQUIRE(fx.run_until([&] { return seen->size() == 1; }, std::chrono::minutes(1)));
-  fx.run();
-  constexpr uint64_t batch_max = 64;
-  constexpr uint64_t n = 1000;
-  // The head and the 1,000 behind it reach the core in one turn of the driver: the head's
-  // hand-over to the client is out while the 1,000 queue behind it.
-  auto before = stats();
-  caf::anon_send(driver, s14_go_atom::value, n + 1);
-  REQUIRE(fx.run_until([&] { return seen->size() == n + 2; }, std::chrono::minutes(1)));
-  fx.run();
-  auto after = stats();
-  auto legs = after.grain_attempts - before.grain_attempts;
-  MESSAGE("S14.04 responses: " << legs << " legs for the head and " << n
-                               << " responses behind it; " << after.batch_riders - before.batch_riders
-                               << " rode a batch");
-  CHECK(legs <= (n + batch_max - 1) / batch_max + 1);
-  CHECK(after.landed - before.landed == n + 1);
-  CHECK(after.nacked == before.nacked);
-  CHECK(after.in_flight == 0);
-  std::vector<uint64_t> expected(n + 2);
-  for (uint64_t k = 0; k < n + 2; ++k)
-    expected[k] = k + 1;
-  CHECK(*seen == expected);
-  CHECK(nacked->empty());
+  // gateway's core its direct route; then the head's hand-over to the client is out while the
+  // 1,000 queue behind it.
+  auto after = batch_phase(fx, f.gw->core, f.driver, *f.seen, *f.nacked, "S14.04 responses");
   // The client is killed while a batch is out: 100 responses of the next 1,000 taken. A
   // continuation has no sender that would send it again, so each is tried within its router
   // budget and then ends: every response once, landed or NACKed, nothing left in flight.
-  caf::anon_send(driver, s14_go_atom::value, n);
-  while (seen->size() < n + 2 + 100)
-    if (!fx.sched.try_run_once() && !fx.fire_next_timeout())
-      break;
-  REQUIRE(seen->size() == n + 2 + 100);
-  caf::anon_send(w.net, sim_kill_atom::value, p.addr);
-  for (auto& a : {p.routing, p.centre, caf::actor_cast<caf::actor>(p.agent)})
+  constexpr auto n = s14_04_n;
+  run_to_100th(fx, f.driver, *f.seen);
+  caf::anon_send(f.w.net, sim_kill_atom::value, f.client.addr);
+  for (auto& a : {f.client.routing, f.client.centre, caf::actor_cast<caf::actor>(f.client.agent)})
     caf::anon_send_exit(a, caf::exit_reason::kill);
   fx.run();
-  auto taken = seen->size() - (n + 2);
+  auto taken = f.seen->size() - (n + 2);
   // Once the route to the client's pod hub is gone, batches no longer form: each response
   // tries out a router budget of its own in turn, about 9 s each
   // (docs/known-limits.md#responses-to-a-dead-pure-client). Bounded at 3 hours of virtual time.
   int half_minutes = 0;
-  for (; half_minutes < 360 && stats().terminal_events - after.terminal_events < n; ++half_minutes)
+  for (; half_minutes < 360 && core_stats(fx, f.gw->core).terminal_events - after.terminal_events < n;
+       ++half_minutes)
     fx.run_for(std::chrono::seconds(30));
-  auto end = stats();
-  auto landed = end.landed - after.landed;
-  auto nacks = end.nacked - after.nacked;
-  MESSAGE("S14.04 responses, client killed: it took " << taken << "; " << landed
-                                                      << " reported landed, " << nacks
+  auto end = core_stats(fx, f.gw->core);
+  MESSAGE("S14.04 responses, client killed: it took " << taken << "; "
+                                                      << end.landed - after.landed
+                                                      << " reported landed, "
+                                                      << end.nacked - after.nacked
                                                       << " NACKed within " << half_minutes * 30
                                                       << " s");
-  CHECK(landed + nacks == n);
-  CHECK(end.terminal_events - after.terminal_events == n);
-  CHECK(end.in_flight == 0);
   CHECK(half_minutes < 360);
-  // Reported landed only what the client took; each NACK once, for a response of this flow;
-  // every response the client never took among them; what it took, it took in order.
-  auto first = n + 3;
-  CHECK(landed <= taken);
-  std::set<uint64_t> nack_set(nacked->begin(), nacked->end());
-  CHECK(nack_set.size() == nacked->size());
-  CHECK(nacked->size() == nacks);
-  CHECK(*nack_set.begin() >= first);
-  CHECK(*nack_set.rbegin() <= first + n - 1);
-  std::set<uint64_t> took(seen->begin() + static_cast<std::ptrdiff_t>(n + 2), seen->end());
-  uint64_t never_taken_unnacked = 0;
-  for (auto k = first; k < first + n; ++k)
-    if (took.count(k) == 0 && nack_set.count(k) == 0)
-      ++never_taken_unnacked;
-  CHECK(never_taken_unnacked == 0);
-  CHECK(std::is_sorted(seen->begin(), seen->end()));
+  check_kill_outcomes(after, end, *f.seen, *f.nacked);
 }
 
 TEST_CASE("S14.04 responses riding a batch to a pure client leave a gateway stopped gracefully mid-batch: every response reaches the client through its next gateway, none NACKed, the stop ends") {
   testing::fixture fx;
-  testing::silo_world w{fx};
-  testing::silo_world_options o;
-  o.configure = [](config::mesh_config& c) {
-    c.routing.max_in_flight = 0;
-    c.routing.channel_batch_max = 64;
-  };
-  auto& gw = w.add_silo("gw", o);
-  REQUIRE(w.last_start->ok());
-  auto& other = w.add_silo("other", o);
-  REQUIRE(w.last_start->ok());
-  (void)other;
-  auto p = w.add_client("p", gw.addr);
-  auto seen = std::make_shared<std::vector<uint64_t>>();
-  auto recorder = fx.track(fx.sys.spawn(response_recorder, seen));
-  caf::anon_send(p.routing, routing::rs_register_atom::value, address::from("portal/p"),
-                 recorder);
-  fx.run_for(std::chrono::seconds(1));
-  auto nacked = std::make_shared<std::vector<uint64_t>>();
-  auto driver = fx.track(fx.sys.spawn(response_driver, gw.core, nacked));
-  caf::anon_send(gw.routing, routing::rs_register_atom::value, address::from("node/owner"),
-                 driver);
-  caf::anon_send(driver, s14_go_atom::value, uint64_t{1});
-  REQUIRE(fx.run_until([&] { return seen->size() == 1; }, std::chrono::minutes(1)));
+  response_flow f{fx, true};
+  caf::anon_send(f.driver, s14_go_atom::value, uint64_t{1});
+  REQUIRE(fx.run_until([&] { return f.seen->size() == 1; }, std::chrono::minutes(1)));
   fx.run();
   constexpr uint64_t n = 1000;
-  caf::anon_send(driver, s14_go_atom::value, n);
+  caf::anon_send(f.driver, s14_go_atom::value, n);
   // The gateway is stopped right after the client took its 100th response.
-  while (seen->size() < 101)
+  while (f.seen->size() < 101)
     if (!fx.sched.try_run_once() && !fx.fire_next_timeout())
       break;
-  REQUIRE(seen->size() == 101);
-  auto stopped = w.stop(gw.addr, true);
+  REQUIRE(f.seen->size() == 101);
+  auto stopped = f.w.stop(f.gw->addr, true);
   REQUIRE(fx.run_until([&] { return stopped->done; }, std::chrono::minutes(2)));
   CHECK(stopped->ok());
   fx.run_for(std::chrono::seconds(10));
-  std::set<uint64_t> took(seen->begin(), seen->end());
+  std::set<uint64_t> took(f.seen->begin(), f.seen->end());
   MESSAGE("S14.04 responses, gateway stopped: the client took " << took.size() << " of " << n + 1
-                                                               << " (" << seen->size()
+                                                               << " (" << f.seen->size()
                                                                << " with copies); "
-                                                               << nacked->size() << " NACKed");
+                                                               << f.nacked->size() << " NACKed");
   CHECK(took.size() == n + 1);
-  CHECK(nacked->empty());
+  CHECK(f.nacked->empty());
 }
