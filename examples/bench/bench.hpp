@@ -134,8 +134,8 @@ rows run_memory_isolated(const options& opt, caf::actor_system& sys);
 /// P4 (stop.cpp): how long a graceful stop holds beyond its slowest leg's landing.
 rows run_stop(const options& opt, caf::actor_system& sys);
 /// P2, P3 (loopback.cpp): pure client -> gateway and cross-silo over loopback TCP vs raw
-/// CAF io in the same actor systems.
-rows run_loopback(const options& opt);
+/// CAF io in the same actor systems; `p2` and `p3` choose the rows.
+rows run_loopback(const options& opt, bool p2, bool p3);
 /// P8 (demo_rate.cpp): the highest cafmesh-demo rate with p99 <= 50 ms during the roll.
 /// P8 for the in-process demo, or with `--processes` when `processes`.
 rows run_demo_rates(const options& opt, bool processes = false);

@@ -426,10 +426,12 @@ void run_p3(const options& opt, rows& out) {
 
 } // namespace
 
-rows run_loopback(const options& opt) {
+rows run_loopback(const options& opt, bool p2, bool p3) {
   rows out;
-  run_p2(opt, out);
-  run_p3(opt, out);
+  if (p2)
+    run_p2(opt, out);
+  if (p3)
+    run_p3(opt, out);
   return out;
 }
 

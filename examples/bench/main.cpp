@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     ->type_name("PATH");
   app.add_option("--only", opt.only,
                  "Comma-separated row groups to run: P1 (with P1q, P1r, P1b, P7), P2 (with "
-                 "P3), P4, P5, P6, P8")
+                 "P3), P3 (alone), P4, P5, P6, P8")
     ->type_name("LIST");
   app.add_option("--threads", opt.threads,
                  "scheduler.max-threads of every actor system (default: CAF's, the core "
@@ -179,7 +179,10 @@ int main(int argc, char** argv) {
     group("P6", [&] { return run_memory_isolated(opt, sys); });
     group("P4", [&] { return run_stop(opt, sys); });
   }
-  group("P2", [&] { return run_loopback(opt); });
+  if (wanted("P2"))
+    group("P2", [&] { return run_loopback(opt, true, true); });
+  else if (only.count("P3") > 0)
+    group("P3", [&] { return run_loopback(opt, false, true); });
   if (run_p8)
     group("P8", [&] {
       auto rs = run_demo_rates(opt);

@@ -7,12 +7,15 @@
 #include "cafmesh/routing/address.hpp"
 #include "cafmesh/routing/delivery_error.hpp"
 #include "cafmesh/routing/envelope.hpp"
+#include "cafmesh/routing/frame_shapes.hpp"
 #include "cafmesh/routing/verdict.hpp"
 
 namespace cafmesh {
 
 void register_types(caf::actor_system_config& cfg) {
   register_actor_types(cfg);
+  // Every process of a mesh encodes these payloads flat on its links (SPEC §14 B7).
+  routing::register_frame_shapes();
   cfg.add_message_type<routing::address>("cafmesh.address");
   cfg.add_message_type<routing::delivery_state>("cafmesh.delivery_state");
   cfg.add_message_type<routing::verdict>("cafmesh.verdict");

@@ -200,6 +200,29 @@ TEST_CASE("vocabulary: the same host and port with another generation is a diffe
   CHECK(grain_id{"a", "b"} < grain_id{"a", "c"});
 }
 
+TEST_CASE("vocabulary: silo addresses order exactly as their renderings, without rendering") {
+  // Hosts that prefix one another or sort against ':' and '@', ports and generations of every
+  // width, the largest values and the empty address.
+  std::vector<std::string> hosts{"", "a", "a:", "a9", "aa", "10.0.0.1", "10.0.0.10", "10.0.0.1:",
+                                 "127.0.0.1", "node-1", "node-1@", "\xff"};
+  std::vector<uint16_t> ports{0, 1, 9, 10, 11111, 65535};
+  std::vector<uint64_t> generations{0, 1, 7, 10, 1765000000000, UINT64_MAX};
+  std::vector<silo_address> all;
+  for (auto& h : hosts)
+    for (auto p : ports)
+      for (auto g : generations)
+        all.push_back(silo_address{h, p, g});
+  size_t pairs = 0;
+  for (auto& x : all)
+    for (auto& y : all) {
+      ++pairs;
+      if ((x < y) != (x.to_string() < y.to_string()))
+        FAIL_CHECK(x.to_string() << " < " << y.to_string() << " answers " << (x < y));
+    }
+  CHECK(pairs == all.size() * all.size());
+  CHECK(all.size() == 432);
+}
+
 TEST_CASE("vocabulary: fnv1a64 matches the published FNV-1a 64 vectors") {
   CHECK(cafmesh::fnv1a64("") == 14695981039346656037ull);
   CHECK(cafmesh::fnv1a64("a") == 0xaf63dc4c8601ec8cull);

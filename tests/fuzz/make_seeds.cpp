@@ -9,12 +9,19 @@
 #include <tuple>
 #include <vector>
 
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
 #include <caf/binary_serializer.hpp>
 
 #include "cafmesh/actors/fault.hpp"
+#include "cafmesh/actors/message_center.hpp"
+#include "cafmesh/actors/placement_atoms.hpp"
 #include "cafmesh/config/load.hpp"
 #include "cafmesh/routing/envelope.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/nack_codec.hpp"
+#include "cafmesh/routing/register_types.hpp"
+#include "cafmesh/routing/router_atoms.hpp"
 #include "cafmesh/testing/fuzz.hpp"
 
 using namespace cafmesh;
@@ -94,6 +101,26 @@ routing::delivery_failure nack_of(const routing::envelope& e, routing::verdict v
                                         v, unserved, silo);
 }
 
+/// A link frame from silo A to silo B (or back, `response`) with `payload`, in CAF's binary
+/// form: its payload a flat record when it has a registered shape (frame_codec.hpp).
+std::string frame_bytes(caf::actor_system& sys, caf::message payload, bool response) {
+  wire_frame f;
+  f.src = silo_address{"10.0.0.1", 4000, 7};
+  f.dst = silo_address{"10.0.0.2", 4000, 9};
+  f.correlation_id = 31;
+  f.target = response ? component::none : component::activation;
+  f.is_response = response;
+  f.ttl_ms = response ? 0 : 2500;
+  f.payload = std::move(payload);
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys, buf};
+  if (auto err = sink(f)) {
+    std::fprintf(stderr, "cannot serialise a frame\n");
+    std::exit(1);
+  }
+  return std::string{buf.begin(), buf.end()};
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -138,5 +165,43 @@ int main(int argc, char** argv) {
     corpus.write("fuzz_nack_binary", name + ".bin", binary(f));
     corpus.write("fuzz_nack_json", name + ".json", routing::to_json_text(f));
   }
+
+  // Link frames: each flat shape of the routing layer and a nested caf::message.
+  caf::actor_system_config cfg;
+  register_types(cfg);
+  cfg.set("scheduler.max-threads", 1);
+  caf::actor_system sys{cfg};
+  silo_address a{"10.0.0.1", 4000, 7};
+  grain_id hub{"podhub", "portal/user2/tab1"};
+  corpus.write("fuzz_frame_binary", "call-direct.bin",
+               frame_bytes(sys,
+                           caf::make_message(ct_invoke_atom::value, hub, activation_tag{0x2a},
+                                             int32_t{0},
+                                             caf::make_message(routing::hg_deliver_atom::value,
+                                                               frame(), a, true)),
+                           false));
+  corpus.write("fuzz_frame_binary", "call-placed.bin",
+               frame_bytes(sys,
+                           caf::make_message(ct_invoke_atom::value, hub, activation_tag{0x2a},
+                                             int32_t{1},
+                                             caf::make_message(routing::hg_deliver_atom::value,
+                                                               frame(), a)),
+                           false));
+  corpus.write("fuzz_frame_binary", "dispatch.bin",
+               frame_bytes(sys,
+                           caf::make_message(pl_call_atom::value, grain_id{"routing", "default"},
+                                             int32_t{0},
+                                             caf::make_message(routing::hg_route_atom::value,
+                                                               request(), a,
+                                                               caf::timespan{29000000000})),
+                           false));
+  corpus.write("fuzz_frame_binary", "hand-over.bin",
+               frame_bytes(sys, caf::make_message(routing::lr_deliver_atom::value, request()),
+                           false));
+  corpus.write("fuzz_frame_binary", "answer.bin",
+               frame_bytes(sys, caf::make_message(failed_answer()), true));
+  corpus.write("fuzz_frame_binary", "nested.bin",
+               frame_bytes(sys, caf::make_message(routing::hg_deliver_atom::value, frame()),
+                           false));
   return corpus.exit_code();
 }

@@ -6,6 +6,8 @@
 /// plus the FNV-1a 64 hash every ring position uses
 /// (docs/behaviour/directory-and-placement.md#who-owns-a-grain-id).
 
+#include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -80,9 +82,40 @@ struct silo_address {
     return x.host == y.host && x.port == y.port && x.generation == y.generation;
   }
   friend bool operator!=(const silo_address& x, const silo_address& y) { return !(x == y); }
-  /// Orders by rendered form, as docs/behaviour/membership.md#snapshots orders the active set.
+  /// Orders by rendered form, as docs/behaviour/membership.md#snapshots orders the active set,
+  /// without rendering: maps and sets keyed by silo sit on the delivery path.
   friend bool operator<(const silo_address& x, const silo_address& y) {
-    return x.to_string() < y.to_string();
+    return compare_rendered(x, y) < 0;
+  }
+
+private:
+  /// Writes `:{port}@{generation}` to `buf` (at least 28 bytes); answers its length.
+  static size_t render_tail(const silo_address& x, char* buf) {
+    char* p = buf;
+    *p++ = ':';
+    p = std::to_chars(p, buf + 28, x.port).ptr;
+    *p++ = '@';
+    p = std::to_chars(p, buf + 28, x.generation).ptr;
+    return static_cast<size_t>(p - buf);
+  }
+
+  /// `x.to_string().compare(y.to_string())`, as `char_traits<char>` compares.
+  static int compare_rendered(const silo_address& x, const silo_address& y) {
+    char xt[28];
+    char yt[28];
+    auto xn = x.host.size() + render_tail(x, xt);
+    auto yn = y.host.size() + render_tail(y, yt);
+    auto at = [](const silo_address& a, const char* tail, size_t i) {
+      return static_cast<unsigned char>(i < a.host.size() ? a.host[i] : tail[i - a.host.size()]);
+    };
+    // The leading `S` is common to both.
+    for (size_t i = 0, n = std::min(xn, yn); i < n; ++i) {
+      auto a = at(x, xt, i);
+      auto b = at(y, yt, i);
+      if (a != b)
+        return a < b ? -1 : 1;
+    }
+    return xn < yn ? -1 : (xn > yn ? 1 : 0);
   }
 };
 

@@ -110,6 +110,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -124,6 +125,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "cafmesh/actors/atoms.hpp"
+#include "cafmesh/actors/frame_codec.hpp"
 #include "cafmesh/actors/ids.hpp"
 
 namespace cafmesh {
@@ -195,10 +197,27 @@ struct wire_frame {
   std::string describe() const;
 };
 
+/// A frame's fields in order; on a link its payload is a flat record (frame_codec.hpp).
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, wire_frame& x) {
-  return f(caf::meta::type_name("cafmesh.wire_frame"), x.src, x.dst, x.correlation_id, x.target,
-           x.is_response, x.payload, x.error, x.ttl_ms);
+  constexpr bool saving = std::is_base_of<caf::serializer, Inspector>::value;
+  constexpr bool loading = std::is_base_of<caf::deserializer, Inspector>::value;
+  if constexpr (saving || loading) {
+    if (auto err = f(caf::meta::type_name("cafmesh.wire_frame"), x.src, x.dst, x.correlation_id,
+                     x.target, x.is_response))
+      return err;
+    caf::error err;
+    if constexpr (saving)
+      err = save_frame_payload(f, x.payload);
+    else
+      err = load_frame_payload(f, x.payload);
+    if (err)
+      return err;
+    return f(x.error, x.ttl_ms);
+  } else {
+    return f(caf::meta::type_name("cafmesh.wire_frame"), x.src, x.dst, x.correlation_id, x.target,
+             x.is_response, x.payload, x.error, x.ttl_ms);
+  }
 }
 
 /// The header of the response to request `req`: from `req.dst` to `req.src`, same

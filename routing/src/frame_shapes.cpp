@@ -1,0 +1,167 @@
+#include "cafmesh/routing/frame_shapes.hpp"
+
+#include <utility>
+
+#include <caf/make_message.hpp>
+
+#include "cafmesh/actors/frame_codec.hpp"
+#include "cafmesh/actors/ids.hpp"
+#include "cafmesh/actors/placement_atoms.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
+#include "cafmesh/routing/envelope.hpp"
+#include "cafmesh/routing/router_atoms.hpp"
+
+namespace cafmesh::routing {
+
+namespace {
+
+template <class Atom>
+bool atom_at(const caf::message& m, size_t i) {
+  return m.match_element<caf::atom_value>(i) && m.get_as<caf::atom_value>(i) == Atom::value;
+}
+
+/// A serializer only reads what it is given; CAF's `inspect` overloads take mutable references.
+template <class T>
+T& field(const caf::message& m, size_t i) {
+  return const_cast<T&>(m.get_as<T>(i));
+}
+
+// Shape ids are part of the link's format: never renumber one, only add.
+constexpr uint8_t call_deliver_id = 1;        ///< a grain call to a hub, over a direct route
+constexpr uint8_t call_deliver_placed_id = 2; ///< the same, through placement
+constexpr uint8_t dispatch_id = 3;            ///< a pure client's dispatch to its gateway
+constexpr uint8_t hand_over_id = 4;           ///< a hand-over to a pure client
+constexpr uint8_t envelope_id = 5;            ///< an envelope alone: the answer to each
+
+// -- (ct_invoke_atom, grain_id, activation_tag, int32_t, (hg_deliver_atom, envelope,
+//     silo_address[, bool])) ------------------------------------------------------------------
+
+template <bool Direct>
+bool is_call_deliver(const caf::message& m) {
+  if (!(m.match_elements<caf::atom_value, grain_id, activation_tag, int32_t, caf::message>()
+        && atom_at<ct_invoke_atom>(m, 0)))
+    return false;
+  auto& n = m.get_as<caf::message>(4);
+  if constexpr (Direct)
+    return n.match_elements<caf::atom_value, envelope, silo_address, bool>()
+           && atom_at<hg_deliver_atom>(n, 0);
+  else
+    return n.match_elements<caf::atom_value, envelope, silo_address>()
+           && atom_at<hg_deliver_atom>(n, 0);
+}
+
+template <bool Direct>
+caf::error save_call_deliver(caf::serializer& f, const caf::message& m) {
+  auto& n = m.get_as<caf::message>(4);
+  if (auto err = f(field<grain_id>(m, 1), field<activation_tag>(m, 2), field<int32_t>(m, 3),
+                   field<envelope>(n, 1), field<silo_address>(n, 2)))
+    return err;
+  if constexpr (Direct)
+    return f(field<bool>(n, 3));
+  else
+    return caf::none;
+}
+
+template <bool Direct>
+caf::error load_call_deliver(caf::deserializer& f, caf::message& m) {
+  grain_id g;
+  activation_tag tag;
+  int32_t forward_count = 0;
+  envelope d;
+  silo_address caller;
+  if (auto err = f(g, tag, forward_count, d, caller))
+    return err;
+  caf::message call;
+  if constexpr (Direct) {
+    bool flag = false;
+    if (auto err = f(flag))
+      return err;
+    call = caf::make_message(hg_deliver_atom::value, std::move(d), std::move(caller), flag);
+  } else {
+    call = caf::make_message(hg_deliver_atom::value, std::move(d), std::move(caller));
+  }
+  m = caf::make_message(ct_invoke_atom::value, std::move(g), tag, forward_count, std::move(call));
+  return caf::none;
+}
+
+// -- (pl_call_atom, grain_id, int32_t, (hg_route_atom, envelope, silo_address, timespan)) ----
+
+bool is_dispatch(const caf::message& m) {
+  if (!(m.match_elements<caf::atom_value, grain_id, int32_t, caf::message>()
+        && atom_at<pl_call_atom>(m, 0)))
+    return false;
+  auto& n = m.get_as<caf::message>(3);
+  return n.match_elements<caf::atom_value, envelope, silo_address, caf::timespan>()
+         && atom_at<hg_route_atom>(n, 0);
+}
+
+caf::error save_dispatch(caf::serializer& f, const caf::message& m) {
+  auto& n = m.get_as<caf::message>(3);
+  return f(field<grain_id>(m, 1), field<int32_t>(m, 2), field<envelope>(n, 1),
+           field<silo_address>(n, 2), field<caf::timespan>(n, 3));
+}
+
+caf::error load_dispatch(caf::deserializer& f, caf::message& m) {
+  grain_id g;
+  int32_t forward_count = 0;
+  envelope d;
+  silo_address client;
+  caf::timespan answer_within{0};
+  if (auto err = f(g, forward_count, d, client, answer_within))
+    return err;
+  m = caf::make_message(pl_call_atom::value, std::move(g), forward_count,
+                        caf::make_message(hg_route_atom::value, std::move(d), std::move(client),
+                                          answer_within));
+  return caf::none;
+}
+
+// -- (lr_deliver_atom, envelope) and (envelope) ------------------------------------------------
+
+bool is_hand_over(const caf::message& m) {
+  return m.match_elements<caf::atom_value, envelope>() && atom_at<lr_deliver_atom>(m, 0);
+}
+
+caf::error save_hand_over(caf::serializer& f, const caf::message& m) {
+  return f(field<envelope>(m, 1));
+}
+
+caf::error load_hand_over(caf::deserializer& f, caf::message& m) {
+  envelope d;
+  if (auto err = f(d))
+    return err;
+  m = caf::make_message(lr_deliver_atom::value, std::move(d));
+  return caf::none;
+}
+
+bool is_envelope(const caf::message& m) {
+  return m.match_elements<envelope>();
+}
+
+caf::error save_envelope(caf::serializer& f, const caf::message& m) {
+  return f(field<envelope>(m, 0));
+}
+
+caf::error load_envelope(caf::deserializer& f, caf::message& m) {
+  envelope d;
+  if (auto err = f(d))
+    return err;
+  m = caf::make_message(std::move(d));
+  return caf::none;
+}
+
+} // namespace
+
+bool register_frame_shapes() {
+  bool ok = register_frame_shape(call_deliver_id, {is_call_deliver<true>, save_call_deliver<true>,
+                                                   load_call_deliver<true>});
+  ok = register_frame_shape(call_deliver_placed_id,
+                            {is_call_deliver<false>, save_call_deliver<false>,
+                             load_call_deliver<false>})
+       && ok;
+  ok = register_frame_shape(dispatch_id, {is_dispatch, save_dispatch, load_dispatch}) && ok;
+  ok = register_frame_shape(hand_over_id, {is_hand_over, save_hand_over, load_hand_over}) && ok;
+  ok = register_frame_shape(envelope_id, {is_envelope, save_envelope, load_envelope}) && ok;
+  return ok;
+}
+
+} // namespace cafmesh::routing
