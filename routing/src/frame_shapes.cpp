@@ -32,6 +32,7 @@ constexpr uint8_t call_deliver_placed_id = 2; ///< the same, through placement
 constexpr uint8_t dispatch_id = 3;            ///< a pure client's dispatch to its gateway
 constexpr uint8_t hand_over_id = 4;           ///< a hand-over to a pure client
 constexpr uint8_t envelope_id = 5;            ///< an envelope alone: the answer to each
+constexpr uint8_t flag_id = 6;                ///< a bool alone: the answer to a dispatch
 
 // -- (ct_invoke_atom, grain_id, activation_tag, int32_t, (hg_deliver_atom, envelope,
 //     silo_address[, bool])) ------------------------------------------------------------------
@@ -115,7 +116,7 @@ caf::error load_dispatch(caf::deserializer& f, caf::message& m) {
   return caf::none;
 }
 
-// -- (lr_deliver_atom, envelope) and (envelope) ------------------------------------------------
+// -- (lr_deliver_atom, envelope), (envelope) and (bool) ----------------------------------------
 
 bool is_hand_over(const caf::message& m) {
   return m.match_elements<caf::atom_value, envelope>() && atom_at<lr_deliver_atom>(m, 0);
@@ -149,6 +150,22 @@ caf::error load_envelope(caf::deserializer& f, caf::message& m) {
   return caf::none;
 }
 
+bool is_flag(const caf::message& m) {
+  return m.match_elements<bool>();
+}
+
+caf::error save_flag(caf::serializer& f, const caf::message& m) {
+  return f(field<bool>(m, 0));
+}
+
+caf::error load_flag(caf::deserializer& f, caf::message& m) {
+  bool x = false;
+  if (auto err = f(x))
+    return err;
+  m = caf::make_message(x);
+  return caf::none;
+}
+
 } // namespace
 
 bool register_frame_shapes() {
@@ -161,6 +178,7 @@ bool register_frame_shapes() {
   ok = register_frame_shape(dispatch_id, {is_dispatch, save_dispatch, load_dispatch}) && ok;
   ok = register_frame_shape(hand_over_id, {is_hand_over, save_hand_over, load_hand_over}) && ok;
   ok = register_frame_shape(envelope_id, {is_envelope, save_envelope, load_envelope}) && ok;
+  ok = register_frame_shape(flag_id, {is_flag, save_flag, load_flag}) && ok;
   return ok;
 }
 

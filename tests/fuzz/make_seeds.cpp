@@ -200,6 +200,8 @@ int main(int argc, char** argv) {
                            false));
   corpus.write("fuzz_frame_binary", "answer.bin",
                frame_bytes(sys, caf::make_message(failed_answer()), true));
+  corpus.write("fuzz_frame_binary", "dispatch-answer.bin",
+               frame_bytes(sys, caf::make_message(true), true));
   corpus.write("fuzz_frame_binary", "nested.bin",
                frame_bytes(sys, caf::make_message(routing::hg_deliver_atom::value, frame()),
                            false));

@@ -104,7 +104,7 @@ void check_round_trip(caf::actor_system& sys, const wire_frame& f) {
 
 } // namespace
 
-TEST_CASE_FIXTURE(testing::fixture, "link frames: the five delivery shapes cross a link as flat records and read back equal, each smaller than its nested caf::message") {
+TEST_CASE_FIXTURE(testing::fixture, "link frames: the six delivery shapes cross a link as flat records and read back equal, each smaller than its nested caf::message") {
   auto d = sample_delivery();
   silo_address caller{"127.0.0.1", 4000, 1};
   grain_id hub{"podhub", "portal/b3"};
@@ -131,6 +131,7 @@ TEST_CASE_FIXTURE(testing::fixture, "link frames: the five delivery shapes cross
      3, 159, 278},
     {"hand-over to a pure client", caf::make_message(lr_deliver_atom::value, d), 4, 111, 148},
     {"answer", caf::make_message(d), 5, 111, 134},
+    {"answer to a dispatch", caf::make_message(true), 6, 2, 13},
   };
   for (auto& r : rows) {
     CAPTURE(r.what);
@@ -178,7 +179,7 @@ TEST_CASE_FIXTURE(testing::fixture, "link frames: a record of an unknown shape o
   auto buf = bytes_of(sys, f);
   auto header = header_size(sys, f);
   auto trailer = trailer_size(sys, f);
-  for (uint8_t id : {uint8_t{6}, uint8_t{31}, uint8_t{32}, uint8_t{33}, uint8_t{200},
+  for (uint8_t id : {uint8_t{7}, uint8_t{31}, uint8_t{32}, uint8_t{33}, uint8_t{200},
                      uint8_t{255}}) {
     CAPTURE(int{id});
     auto bad = buf;

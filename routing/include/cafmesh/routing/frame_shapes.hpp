@@ -2,8 +2,8 @@
 
 /// @file
 /// The payload shapes that carry deliveries across links as flat records (SPEC §14 B7,
-/// docs/behaviour/peer-authentication.md#frame-records): a grain call to a hub activation, a pure client's
-/// dispatch to its gateway, a hand-over to a pure client and the envelope that answers each.
+/// docs/behaviour/peer-authentication.md#frame-records): a grain call to a hub activation, a
+/// pure client's dispatch to its gateway, a hand-over to a pure client, and their answers.
 
 namespace cafmesh::routing {
 
