@@ -212,16 +212,10 @@ net_link_impl::behavior_type net_link(link_self* self, config::network_section c
     st.oracle_shared = scope == link_oracle::cluster;
   }
   listen(self);
-  // Frames collected for a later flush leave before the link does.
-  self->set_exit_handler([=](caf::exit_msg& msg) {
-    flush_peers(self);
-    self->quit(std::move(msg.reason));
-  });
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
     if (st.centre && dm.source == st.centre.address()) {
       st.log.info("centre exited: the link closes");
-      flush_peers(self);
       self->quit(dm.reason);
       return;
     }
@@ -269,7 +263,7 @@ net_link_impl::behavior_type net_link(link_self* self, config::network_section c
         return;
       }
       route(self, std::move(f));
-      flush_soon(self);
+      flush_peers(self);
     },
     [=](sim_frames_atom, std::vector<wire_frame>& fs) {
       auto& st = self->state;
@@ -280,10 +274,6 @@ net_link_impl::behavior_type net_link(link_self* self, config::network_section c
       }
       for (auto& f : fs)
         route(self, std::move(f));
-      flush_soon(self);
-    },
-    [=](nl_flush_out_atom) {
-      self->state.flush_queued = false;
       flush_peers(self);
     },
     [=](sim_flush_atom, const silo_address& src,
@@ -314,8 +304,6 @@ net_link_impl::behavior_type net_link(link_self* self, config::network_section c
       st.log.info(on ? std::string{"stall begins ("} + (detected ? "detected" : "undetected") + ")"
                      : "stall ends: " + std::to_string(st.held_out.size()) + " frame(s) out, "
                          + std::to_string(st.held_in.size()) + " in");
-      if (on)
-        flush_peers(self); // what was handed over before the stall leaves before it
       st.stalled = on;
       st.stall_detected = on && detected;
       if (on)

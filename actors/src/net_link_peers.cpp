@@ -165,21 +165,6 @@ void flush_peers(link_self* self) {
       flush_peer(self, kv.second);
 }
 
-void flush_soon(link_self* self) {
-  auto& st = self->state;
-  if (self->mailbox().empty()) {
-    flush_peers(self);
-    return;
-  }
-  for (auto& kv : st.peers)
-    if (kv.second.out.size() >= link_batch_max_frames)
-      flush_peer(self, kv.second);
-  if (!st.flush_queued) {
-    st.flush_queued = true;
-    self->send(self, nl_flush_out_atom::value);
-  }
-}
-
 /// The peer at `ep` introduced itself as `addr` with link `link`: mark it up and flush.
 void peer_up(link_self* self, const endpoint& ep, const silo_address& addr,
              const caf::actor& link) {

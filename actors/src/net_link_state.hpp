@@ -73,10 +73,6 @@ using nl_silence_atom = caf::atom_constant<caf::atom("nlsilence")>;
 /// passed (docs/behaviour/membership.md#departures-and-the-wire).
 using nl_flush_due_atom = caf::atom_constant<caf::atom("nlflushdue")>;
 
-/// `(nl_flush_out_atom)`: the frames the link collected while its mailbox was not empty leave
-/// now (`flush_soon`).
-using nl_flush_out_atom = caf::atom_constant<caf::atom("nlflushout")>;
-
 struct net_link_state {
   config::network_section cfg;
   /// Publishes and connects (docs/behaviour/peer-authentication.md); exited with the link.
@@ -116,8 +112,6 @@ struct net_link_state {
   /// The centre's `sim_flush_atom` calls for a departed silo whose frames may still come:
   /// its connection is up, or frames from it are held by a stall.
   std::map<silo_address, std::vector<caf::response_promise>> flush_waiters;
-  /// An `nl_flush_out_atom` is on its way to this link (`flush_soon`).
-  bool flush_queued = false;
   /// Frames and link-to-link messages each way (`nl_wire_atom`).
   link_wire_stats wire;
   log::logger log;
@@ -130,8 +124,7 @@ struct net_link_state {
 using net_link_impl = net_link_actor::extend<
   caf::reacts_to<nl_tick_atom>, caf::reacts_to<nl_silence_atom, silo_address, uint64_t>,
   caf::reacts_to<nl_reconnect_atom, std::string, uint16_t>,
-  caf::reacts_to<nl_flush_due_atom, silo_address>, caf::reacts_to<nl_flush_out_atom>,
-  caf::reacts_to<pg_expire_atom, uint64_t>>;
+  caf::reacts_to<nl_flush_due_atom, silo_address>, caf::reacts_to<pg_expire_atom, uint64_t>>;
 using link_self = net_link_impl::stateful_base<net_link_state>;
 
 inline bool is_primary(const net_link_state& st) {
@@ -201,13 +194,7 @@ void deliver_to(link_self* self, const endpoint& ep, peer& p, wire_frame f, bool
 /// several: `nl_frames_atom`, at most `link_batch_max_frames` each), in order.
 void flush_peer(link_self* self, peer& p);
 
-/// `flush_peer` for every peer.
+/// `flush_peer` for every peer: the end of a turn that handed frames to `deliver_to`.
 void flush_peers(link_self* self);
-
-/// The end of a turn that handed frames to `deliver_to` (SPEC §14 B1): `flush_peers` when the
-/// mailbox is empty, else once the messages already waiting are handled (one
-/// `nl_flush_out_atom` to itself), so that the frames of several turns share a link message;
-/// a peer with `link_batch_max_frames` collected is flushed at once.
-void flush_soon(link_self* self);
 
 } // namespace cafmesh::net_link_detail

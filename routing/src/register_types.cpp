@@ -3,6 +3,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/message.hpp>
 
+#include "cafmesh/actors/log.hpp"
 #include "cafmesh/actors/register_actor_types.hpp"
 #include "cafmesh/routing/address.hpp"
 #include "cafmesh/routing/delivery_error.hpp"
@@ -15,7 +16,9 @@ namespace cafmesh {
 void register_types(caf::actor_system_config& cfg) {
   register_actor_types(cfg);
   // Every process of a mesh encodes these payloads flat on its links (SPEC §14 B7).
-  routing::register_frame_shapes();
+  if (!routing::register_frame_shapes())
+    log::get("routing").error("a link frame shape id is taken by another shape: frames of "
+                              "that id will not decode on this process's links");
   cfg.add_message_type<routing::address>("cafmesh.address");
   cfg.add_message_type<routing::delivery_state>("cafmesh.delivery_state");
   cfg.add_message_type<routing::verdict>("cafmesh.verdict");
