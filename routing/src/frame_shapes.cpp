@@ -126,12 +126,18 @@ caf::error save_hand_over(caf::serializer& f, const caf::message& m) {
   return f(field<envelope>(m, 1));
 }
 
-caf::error load_hand_over(caf::deserializer& f, caf::message& m) {
-  envelope d;
-  if (auto err = f(d))
+/// Reads one `T` and makes it the payload, behind `prefix` (an atom or nothing).
+template <class T, class... Prefix>
+caf::error load_one(caf::deserializer& f, caf::message& m, Prefix... prefix) {
+  T x{};
+  if (auto err = f(x))
     return err;
-  m = caf::make_message(lr_deliver_atom::value, std::move(d));
+  m = caf::make_message(prefix..., std::move(x));
   return caf::none;
+}
+
+caf::error load_hand_over(caf::deserializer& f, caf::message& m) {
+  return load_one<envelope>(f, m, lr_deliver_atom::value);
 }
 
 bool is_envelope(const caf::message& m) {
@@ -143,11 +149,7 @@ caf::error save_envelope(caf::serializer& f, const caf::message& m) {
 }
 
 caf::error load_envelope(caf::deserializer& f, caf::message& m) {
-  envelope d;
-  if (auto err = f(d))
-    return err;
-  m = caf::make_message(std::move(d));
-  return caf::none;
+  return load_one<envelope>(f, m);
 }
 
 bool is_flag(const caf::message& m) {
@@ -159,11 +161,7 @@ caf::error save_flag(caf::serializer& f, const caf::message& m) {
 }
 
 caf::error load_flag(caf::deserializer& f, caf::message& m) {
-  bool x = false;
-  if (auto err = f(x))
-    return err;
-  m = caf::make_message(x);
-  return caf::none;
+  return load_one<bool>(f, m);
 }
 
 } // namespace
