@@ -140,28 +140,21 @@ caf::error load_hand_over(caf::deserializer& f, caf::message& m) {
   return load_one<envelope>(f, m, lr_deliver_atom::value);
 }
 
-bool is_envelope(const caf::message& m) {
-  return m.match_elements<envelope>();
+/// A payload of one `T` alone: the envelope answering a grain call or a hand-over, the flag
+/// answering a dispatch.
+template <class T>
+bool is_lone(const caf::message& m) {
+  return m.match_elements<T>();
 }
 
-caf::error save_envelope(caf::serializer& f, const caf::message& m) {
-  return f(field<envelope>(m, 0));
+template <class T>
+caf::error save_lone(caf::serializer& f, const caf::message& m) {
+  return f(field<T>(m, 0));
 }
 
-caf::error load_envelope(caf::deserializer& f, caf::message& m) {
-  return load_one<envelope>(f, m);
-}
-
-bool is_flag(const caf::message& m) {
-  return m.match_elements<bool>();
-}
-
-caf::error save_flag(caf::serializer& f, const caf::message& m) {
-  return f(field<bool>(m, 0));
-}
-
-caf::error load_flag(caf::deserializer& f, caf::message& m) {
-  return load_one<bool>(f, m);
+template <class T>
+caf::error load_lone(caf::deserializer& f, caf::message& m) {
+  return load_one<T>(f, m);
 }
 
 } // namespace
@@ -175,8 +168,10 @@ bool register_frame_shapes() {
        && ok;
   ok = register_frame_shape(dispatch_id, {is_dispatch, save_dispatch, load_dispatch}) && ok;
   ok = register_frame_shape(hand_over_id, {is_hand_over, save_hand_over, load_hand_over}) && ok;
-  ok = register_frame_shape(envelope_id, {is_envelope, save_envelope, load_envelope}) && ok;
-  ok = register_frame_shape(flag_id, {is_flag, save_flag, load_flag}) && ok;
+  ok = register_frame_shape(envelope_id,
+                            {is_lone<envelope>, save_lone<envelope>, load_lone<envelope>})
+       && ok;
+  ok = register_frame_shape(flag_id, {is_lone<bool>, save_lone<bool>, load_lone<bool>}) && ok;
   return ok;
 }
 
