@@ -28,10 +28,12 @@ using namespace cafmesh;
 
 namespace {
 
+/// `x` in CAF's binary form; `sys` when `x` holds a `caf::message` (its type names come from
+/// the system's registry).
 template <class T>
-std::string binary(T x) {
+std::string binary(T x, caf::actor_system* sys = nullptr) {
   std::vector<char> buf;
-  caf::binary_serializer sink{nullptr, buf};
+  caf::binary_serializer sink{sys != nullptr ? sys->dummy_execution_unit() : nullptr, buf};
   if (auto err = sink(x)) {
     std::fprintf(stderr, "cannot serialise\n");
     std::exit(1);
@@ -112,13 +114,7 @@ std::string frame_bytes(caf::actor_system& sys, caf::message payload, bool respo
   f.is_response = response;
   f.ttl_ms = response ? 0 : 2500;
   f.payload = std::move(payload);
-  std::vector<char> buf;
-  caf::binary_serializer sink{sys, buf};
-  if (auto err = sink(f)) {
-    std::fprintf(stderr, "cannot serialise a frame\n");
-    std::exit(1);
-  }
-  return std::string{buf.begin(), buf.end()};
+  return binary(std::move(f), &sys);
 }
 
 } // namespace
