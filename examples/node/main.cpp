@@ -33,6 +33,7 @@
 #include <csignal>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -173,8 +174,11 @@ int main(int argc, char** argv) {
   caf::actor_system_config cfg;
   register_demo_types(cfg);
   lifecycle::prepare(cfg);
-  if (opts.scheduler == "sharing")
+  auto policy = node_scheduler_policy(opts.scheduler, std::thread::hardware_concurrency());
+  if (policy == "sharing")
     cfg.set("scheduler.policy", caf::atom("sharing"));
+  lg.info("scheduler: " + policy + (opts.scheduler == "auto" ? " (auto, " : " (")
+          + std::to_string(std::thread::hardware_concurrency()) + " cores)");
   if (opts.threads > 0)
     cfg.set("scheduler.max-threads", opts.threads);
   cfg.set("logger.verbosity", caf::atom("quiet"));

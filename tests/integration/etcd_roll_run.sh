@@ -15,6 +15,8 @@
 # declared Dead, and none says that its actor system did not end after the stop.
 #
 #   etcd_roll_run.sh NODE_BINARY CLIENT_BINARY CLIENT_SCENARIO MODE [DURATION_S]
+#
+# CAFMESH_NODE_ARGS adds options to every silo's command line (e.g. "--scheduler stealing").
 set -u
 node_bin=$1
 client_bin=$2
@@ -119,7 +121,7 @@ JSON
 
 start_node() { # index
   local n="silo-$1"
-  "$node_bin" --config "$dir/$n.json" --app echo >> "$dir/$n.log" 2>&1 &
+  "$node_bin" --config "$dir/$n.json" --app echo ${CAFMESH_NODE_ARGS:-} >> "$dir/$n.log" 2>&1 &
   node_pid[$1]=$!
 }
 

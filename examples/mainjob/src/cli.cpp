@@ -56,6 +56,14 @@ void add_overrides(CLI::App& app, scenario_overrides& o, std::vector<CLI::Option
 
 } // namespace
 
+std::string node_scheduler_policy(const std::string& requested, unsigned cores) {
+  if (requested != "auto")
+    return requested;
+  // Several processes of a mesh share a small machine's cores: work stealing's polling
+  // workers take cycles from the others' work (docs/building.md#the-scheduler).
+  return cores <= 4 ? "sharing" : "stealing";
+}
+
 std::string exit_code_help() {
   return "Exit codes: " + std::to_string(exit_codes::ok)
          + " clean (checks passed, clean stop, or printed what was asked); "
@@ -88,9 +96,11 @@ void setup_node_cli(CLI::App& app, node_options& o) {
     ->needs(ctl);
   ctl->needs("--demo-silo");
   app.add_option("--scheduler", o.scheduler,
-                 "CAF's scheduler policy: stealing (CAF's default: idle workers poll) or "
-                 "sharing (one queue, idle workers block; docs/building.md#the-scheduler)")
-    ->check(CLI::IsMember({"stealing", "sharing"}))
+                 "CAF's scheduler policy: stealing (CAF's default: idle workers poll), "
+                 "sharing (one queue, idle workers block) or auto (sharing on a machine of "
+                 "at most 4 cores, else stealing; docs/building.md#the-scheduler)")
+    ->default_val("auto")
+    ->check(CLI::IsMember({"auto", "stealing", "sharing"}))
     ->type_name("POLICY");
   app.add_option("--threads", o.threads,
                  "CAF's scheduler.max-threads (default: CAF's, max(cores, 4))")

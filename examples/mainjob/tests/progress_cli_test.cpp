@@ -95,11 +95,20 @@ TEST_CASE("mainjob cli: cafmesh-node") {
     CHECK_MESSAGE(help.out.find(text) != std::string::npos, text);
 }
 
-TEST_CASE("mainjob cli: cafmesh-node takes CAF's scheduler policy and thread count, CAF's defaults when absent") {
+TEST_CASE("mainjob cli: cafmesh-node takes CAF's scheduler policy and thread count, auto and CAF's thread count when absent") {
   node_options d;
   CHECK_FALSE(run(setup_node_cli, d, {"--config", "silo.json"}, "cafmesh-node").code.has_value());
-  CHECK(d.scheduler == "stealing");
+  CHECK(d.scheduler == "auto");
   CHECK(d.threads == 0);
+  // auto: sharing on a small machine, where a mesh's processes share the cores; CAF's
+  // default above 4 cores. An explicit policy stands on any machine.
+  CHECK(node_scheduler_policy("auto", 1) == "sharing");
+  CHECK(node_scheduler_policy("auto", 2) == "sharing");
+  CHECK(node_scheduler_policy("auto", 4) == "sharing");
+  CHECK(node_scheduler_policy("auto", 5) == "stealing");
+  CHECK(node_scheduler_policy("auto", 64) == "stealing");
+  CHECK(node_scheduler_policy("stealing", 2) == "stealing");
+  CHECK(node_scheduler_policy("sharing", 64) == "sharing");
   node_options o;
   auto p = run(setup_node_cli, o,
                {"--config", "silo.json", "--scheduler", "sharing", "--threads", "2"},

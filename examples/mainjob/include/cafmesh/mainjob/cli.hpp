@@ -31,9 +31,9 @@ struct node_options {
   /// `/cluster/members`) on `admin.host`:PORT; 0 = a port the OS chooses (printed as
   /// `ADMIN host:port`). None: as the configuration's `admin` section says.
   std::optional<uint16_t> admin_port;
-  /// `--scheduler stealing|sharing`: CAF's scheduler policy (`scheduler.policy`;
-  /// docs/building.md#the-scheduler)
-  std::string scheduler = "stealing";
+  /// `--scheduler auto|stealing|sharing`: CAF's scheduler policy (`scheduler.policy`;
+  /// docs/building.md#the-scheduler); `auto` is `node_scheduler_policy`'s choice
+  std::string scheduler = "auto";
   /// `--threads N`: `scheduler.max-threads`; 0 = CAF's default, max(cores, 4)
   size_t threads = 0;
 };
@@ -75,6 +75,11 @@ struct demo_options {
 
 /// The exit-code paragraph every `--help` ends with.
 std::string exit_code_help();
+
+/// The scheduler policy `--scheduler` names: `requested` itself unless it is `auto`, which
+/// is `sharing` on a machine of at most 4 cores (`cores`) and `stealing` on a larger one
+/// (docs/building.md#the-scheduler).
+std::string node_scheduler_policy(const std::string& requested, unsigned cores);
 
 /// Declares cafmesh-node's options on `app`, bound to `o`.
 void setup_node_cli(CLI::App& app, node_options& o);
