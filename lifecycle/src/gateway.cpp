@@ -1,5 +1,6 @@
 #include "cafmesh/lifecycle/gateway.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -14,6 +15,8 @@
 #include "cafmesh/actors/placement_atoms.hpp"
 #include "cafmesh/actors/request_any.hpp"
 #include "cafmesh/routing/classify.hpp"
+#include "cafmesh/routing/dispatch_batch.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/hub_grains.hpp"
 #include "cafmesh/routing/hub_protocol.hpp"
 #include "cafmesh/routing/router_core.hpp"
@@ -76,6 +79,14 @@ void gateway_attach(caf::stateful_actor<gateway_state>* self, grain_id g, silo_a
           });
 }
 
+/// The dispatches call `m` carries: the items of a routing-grain batch, else 1.
+uint64_t dispatch_count(const caf::message& m) {
+  if (m.match_elements<caf::atom_value, std::vector<dispatch_item>, silo_address>()
+      && m.get_as<caf::atom_value>(0) == hg_routes_atom::value)
+    return std::max<uint64_t>(m.get_as<std::vector<dispatch_item>>(1).size(), 1);
+  return 1;
+}
+
 caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, gateway_options opts) {
   self->state.self = opts.self;
   self->state.max_outstanding = opts.max_outstanding;
@@ -111,6 +122,16 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, gateway_opt
         f.silo = st.self;
         return to_error(f);
       }
+      // A batch of dispatches counts its items: admitted while the count is under the bound,
+      // it may pass the bound by at most its own size (docs/behaviour/admission-control.md).
+      uint64_t n = dispatch_count(m);
+      if (n > dispatch_batch_max) {
+        fault f{mesh_errc::invalid_operation,
+                "gateway " + st.self.to_string() + " refused a batch of " + std::to_string(n)
+                  + " dispatches: at most " + std::to_string(dispatch_batch_max)};
+        f.silo = st.self;
+        return to_error(f);
+      }
       if (st.max_outstanding <= 0) {
         self->delegate(st.placement, a, g, fwd, std::move(m));
         return caf::delegated<caf::message>{};
@@ -127,16 +148,16 @@ caf::behavior gateway_part(caf::stateful_actor<gateway_state>* self, gateway_opt
         f.silo = st.self;
         return to_error(f);
       }
-      ++st.outstanding;
+      st.outstanding += n;
       auto rp = self->make_response_promise();
       request_any(
         self, st.placement, 0, caf::make_message(a, g, fwd, std::move(m)),
         [=](caf::message answer) mutable {
-          --self->state.outstanding;
+          self->state.outstanding -= n;
           rp.deliver(std::move(answer));
         },
         [=](caf::error e) mutable {
-          --self->state.outstanding;
+          self->state.outstanding -= n;
           rp.deliver(std::move(e));
         });
       return rp;

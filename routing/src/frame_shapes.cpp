@@ -1,12 +1,14 @@
 #include "cafmesh/routing/frame_shapes.hpp"
 
 #include <utility>
+#include <vector>
 
 #include <caf/make_message.hpp>
 
 #include "cafmesh/actors/frame_codec.hpp"
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/placement_atoms.hpp"
+#include "cafmesh/routing/dispatch_batch.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/router_atoms.hpp"
@@ -29,10 +31,11 @@ T& field(const caf::message& m, size_t i) {
 // Shape ids are part of the link's format: never renumber one, only add.
 constexpr uint8_t call_deliver_id = 1;        ///< a grain call to a hub, over a direct route
 constexpr uint8_t call_deliver_placed_id = 2; ///< the same, through placement
-constexpr uint8_t dispatch_id = 3;            ///< a pure client's dispatch to its gateway
-constexpr uint8_t hand_over_id = 4;           ///< a hand-over to a pure client
-constexpr uint8_t envelope_id = 5;            ///< an envelope alone: the answer to each
-constexpr uint8_t flag_id = 6;                ///< a bool alone: the answer to a dispatch
+// 3 is retired: a pure client's lone dispatch, before dispatches travelled in batches.
+constexpr uint8_t hand_over_id = 4;      ///< a hand-over to a pure client
+constexpr uint8_t envelope_id = 5;       ///< an envelope alone: the answer to each
+constexpr uint8_t flag_id = 6;           ///< a bool alone: the answer to a hand-over
+constexpr uint8_t dispatch_batch_id = 7; ///< a pure client's dispatches to its gateway
 
 // -- (ct_invoke_atom, grain_id, activation_tag, int32_t, (hg_deliver_atom, envelope,
 //     silo_address[, bool])) ------------------------------------------------------------------
@@ -85,34 +88,34 @@ caf::error load_call_deliver(caf::deserializer& f, caf::message& m) {
   return caf::none;
 }
 
-// -- (pl_call_atom, grain_id, int32_t, (hg_route_atom, envelope, silo_address, timespan)) ----
+// -- (pl_call_atom, grain_id, int32_t, (hg_routes_atom, std::vector<dispatch_item>,
+//     silo_address)) ------------------------------------------------------------------------
 
-bool is_dispatch(const caf::message& m) {
+bool is_dispatch_batch(const caf::message& m) {
   if (!(m.match_elements<caf::atom_value, grain_id, int32_t, caf::message>()
         && atom_at<pl_call_atom>(m, 0)))
     return false;
   auto& n = m.get_as<caf::message>(3);
-  return n.match_elements<caf::atom_value, envelope, silo_address, caf::timespan>()
-         && atom_at<hg_route_atom>(n, 0);
+  return n.match_elements<caf::atom_value, std::vector<dispatch_item>, silo_address>()
+         && atom_at<hg_routes_atom>(n, 0);
 }
 
-caf::error save_dispatch(caf::serializer& f, const caf::message& m) {
+caf::error save_dispatch_batch(caf::serializer& f, const caf::message& m) {
   auto& n = m.get_as<caf::message>(3);
-  return f(field<grain_id>(m, 1), field<int32_t>(m, 2), field<envelope>(n, 1),
-           field<silo_address>(n, 2), field<caf::timespan>(n, 3));
+  return f(field<grain_id>(m, 1), field<int32_t>(m, 2), field<std::vector<dispatch_item>>(n, 1),
+           field<silo_address>(n, 2));
 }
 
-caf::error load_dispatch(caf::deserializer& f, caf::message& m) {
+caf::error load_dispatch_batch(caf::deserializer& f, caf::message& m) {
   grain_id g;
   int32_t forward_count = 0;
-  envelope d;
+  std::vector<dispatch_item> items; // grows per item read: a forged count cannot over-allocate
   silo_address client;
-  caf::timespan answer_within{0};
-  if (auto err = f(g, forward_count, d, client, answer_within))
+  if (auto err = f(g, forward_count, items, client))
     return err;
   m = caf::make_message(pl_call_atom::value, std::move(g), forward_count,
-                        caf::make_message(hg_route_atom::value, std::move(d), std::move(client),
-                                          answer_within));
+                        caf::make_message(hg_routes_atom::value, std::move(items),
+                                          std::move(client)));
   return caf::none;
 }
 
@@ -140,8 +143,8 @@ caf::error load_hand_over(caf::deserializer& f, caf::message& m) {
   return load_one<envelope>(f, m, lr_deliver_atom::value);
 }
 
-/// A payload of one `T` alone: the envelope answering a grain call or a hand-over, the flag
-/// answering a dispatch.
+/// A payload of one `T` alone: the envelope answering a grain call, the flag answering a
+/// hand-over.
 template <class T>
 bool is_lone(const caf::message& m) {
   return m.match_elements<T>();
@@ -166,7 +169,9 @@ bool register_frame_shapes() {
                             {is_call_deliver<false>, save_call_deliver<false>,
                              load_call_deliver<false>})
        && ok;
-  ok = register_frame_shape(dispatch_id, {is_dispatch, save_dispatch, load_dispatch}) && ok;
+  ok = register_frame_shape(dispatch_batch_id,
+                            {is_dispatch_batch, save_dispatch_batch, load_dispatch_batch})
+       && ok;
   ok = register_frame_shape(hand_over_id, {is_hand_over, save_hand_over, load_hand_over}) && ok;
   ok = register_frame_shape(envelope_id,
                             {is_lone<envelope>, save_lone<envelope>, load_lone<envelope>})

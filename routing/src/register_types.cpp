@@ -7,6 +7,7 @@
 #include "cafmesh/actors/register_actor_types.hpp"
 #include "cafmesh/routing/address.hpp"
 #include "cafmesh/routing/delivery_error.hpp"
+#include "cafmesh/routing/dispatch_batch.hpp"
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/frame_shapes.hpp"
 #include "cafmesh/routing/verdict.hpp"
@@ -24,6 +25,8 @@ void register_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<routing::verdict>("cafmesh.verdict");
   cfg.add_message_type<routing::envelope>("cafmesh.envelope");
   cfg.add_message_type<routing::delivery_failure>("cafmesh.delivery_failure");
+  cfg.add_message_type<routing::dispatch_item>("cafmesh.dispatch_item"); // and its vector
+  cfg.add_message_type<routing::dispatch_verdicts>("cafmesh.dispatch_verdicts");
   cfg.add_error_category(routing::delivery_error_category(),
                          [](uint8_t code, caf::atom_value, const caf::message& ctx) -> std::string {
                            routing::delivery_error x;

@@ -72,6 +72,38 @@ void route_co_hosted(pointer self, envelope& env, caf::timespan answer_within) {
     ++self->state.stats.accepted_co_hosted;
 }
 
+/// One item of a routing-grain batch (`rc_grains_atom`): no error once the core accepted it
+/// (its leg is queued or admitted; a routing loop's NACK went to the machinery, or it may not
+/// be answered), else the refusal a lone call would get, in the same words.
+caf::error take_dispatch(pointer self, dispatch_item& item, const silo_address& client) {
+  auto& s = self->state;
+  auto& env = item.env;
+  if (s.stopping) {
+    ++s.stats.refused_stopping;
+    fault f{mesh_errc::silo_unavailable, "silo " + s.silo_name + " is leaving; route elsewhere"};
+    f.silo = s.opts.silo;
+    return to_error(f);
+  }
+  if (over_bound(self, env)) {
+    ++s.stats.refused_overloaded;
+    fault f{mesh_errc::overloaded, overload_text(self)};
+    f.retry_after_ms = static_cast<uint32_t>(s.opts.routing.overload_retry_after_ms);
+    f.silo = s.opts.silo;
+    return to_error(f);
+  }
+  auto host = leg_host_of(self, env);
+  if (auto text = destination_refusal(self, env, host.path)) {
+    ++s.stats.refused_destination;
+    fault f{mesh_errc::overloaded, *text};
+    f.retry_after_ms = static_cast<uint32_t>(s.opts.routing.overload_retry_after_ms);
+    f.silo = s.opts.silo;
+    return to_error(f);
+  }
+  bool posted = false;
+  accept(self, std::move(env), std::move(host), posted, client, item.answer_within);
+  return caf::none;
+}
+
 impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
   auto& s = self->state;
   if (opts.self_address.empty())
@@ -125,47 +157,14 @@ impl_actor::behavior_type router_core(pointer self, router_core_options opts) {
     [=](rc_route_atom, envelope& env, caf::timespan answer_within) {
       route_co_hosted(self, env, answer_within);
     },
-    [=](rc_grain_atom, envelope& env, const silo_address& client,
-        caf::timespan answer_within) -> caf::result<envelope> {
+    [=](rc_grains_atom, std::vector<dispatch_item>& items,
+        const silo_address& client) -> dispatch_verdicts {
       turn_scope turn{self};
-      auto& s = self->state;
-      if (s.stopping) {
-        ++s.stats.refused_stopping;
-        fault f{mesh_errc::silo_unavailable,
-                "silo " + s.silo_name + " is leaving; route elsewhere"};
-        f.silo = s.opts.silo;
-        return to_error(f);
-      }
-      if (over_bound(self, env)) {
-        ++s.stats.refused_overloaded;
-        fault f{mesh_errc::overloaded, overload_text(self)};
-        f.retry_after_ms = static_cast<uint32_t>(s.opts.routing.overload_retry_after_ms);
-        f.silo = s.opts.silo;
-        return to_error(f);
-      }
-      auto host = leg_host_of(self, env);
-      if (auto text = destination_refusal(self, env, host.path)) {
-        ++s.stats.refused_destination;
-        fault f{mesh_errc::overloaded, *text};
-        f.retry_after_ms = static_cast<uint32_t>(s.opts.routing.overload_retry_after_ms);
-        f.silo = s.opts.silo;
-        return to_error(f);
-      }
-      auto answer = env;
-      bool posted = false;
-      if (accept(self, std::move(env), std::move(host), posted, client, answer_within)) {
-        answer.state = delivery_state::forwarded;
-        answer.routing_path.push_back(s.opts.self_address);
-        return answer;
-      }
-      if (posted) {
-        mark_failed_and_nacked(answer);
-      } else {
-        answer.state = delivery_state::failed;
-        answer.properties["error"]
-          = json_quote("Routing loop at router '" + s.opts.self_address.to_string() + "'");
-      }
-      return answer;
+      dispatch_verdicts out;
+      out.reserve(items.size());
+      for (auto& item : items)
+        out.push_back(take_dispatch(self, item, client));
+      return out;
     },
     [=](lifecycle::host_stopping_atom) -> caf::ok_atom {
       turn_scope turn{self};

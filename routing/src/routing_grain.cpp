@@ -5,6 +5,7 @@
 #include <caf/all.hpp>
 
 #include "cafmesh/actors/fault.hpp"
+#include "cafmesh/routing/dispatch_batch.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/router_atoms.hpp"
 
@@ -12,17 +13,16 @@ namespace cafmesh::routing {
 
 caf::behavior routing_grain_behavior(caf::event_based_actor* self, silo_routing_slots_ptr slots) {
   return {
-    [=](hg_route_atom, envelope& d, silo_address& client,
-        caf::timespan answer_within) -> caf::result<envelope> {
+    [=](hg_routes_atom, std::vector<dispatch_item>& items,
+        silo_address& client) -> caf::result<dispatch_verdicts> {
       if (!slots->core) {
         fault f{mesh_errc::silo_unavailable,
                 "silo " + slots->silo.to_string() + " has no router core; route elsewhere"};
         f.silo = slots->silo;
         return to_error(f);
       }
-      self->delegate(caf::actor_cast<caf::actor>(slots->core), rc_grain_atom::value, std::move(d),
-                     std::move(client), answer_within);
-      return caf::delegated<envelope>{};
+      self->delegate(slots->core, rc_grains_atom::value, std::move(items), std::move(client));
+      return caf::delegated<dispatch_verdicts>{};
     },
   };
 }

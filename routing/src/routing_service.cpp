@@ -370,6 +370,10 @@ caf::behavior routing_service(rs_actor* self, routing_service_options opts) {
     },
     [=](rs_retry_atom, uint64_t id, uint64_t tok) { client_retry(self, id, tok); },
     [=](rs_call_sweep_atom, int64_t due_ms) { client_call_sweep(self, due_ms); },
+    [=](rs_flush_atom) {
+      self->state.batch_flush_queued = false;
+      flush_dispatches(self);
+    },
   };
 }
 

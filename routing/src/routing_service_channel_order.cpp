@@ -125,6 +125,7 @@ void pump_channel(rs_actor* self, const ordering_channel& ch) {
   if (i == st.channels.end())
     return;
   std::vector<uint64_t> ids(i->second.pending.begin(), i->second.pending.end());
+  dispatch_scope scope{self}; // the dispatches it starts leave as one batch
   for (auto pid : ids) {
     auto j = st.dispatches.find(pid);
     if (j == st.dispatches.end() || !j->second.in_call.empty())

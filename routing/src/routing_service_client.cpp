@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -10,6 +11,8 @@
 #include "cafmesh/actors/fault.hpp"
 #include "cafmesh/actors/placement_atoms.hpp"
 #include "cafmesh/routing/classify.hpp"
+#include "cafmesh/routing/dispatch_batch.hpp"
+#include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/size_guard.hpp"
 #include "routing_service_parts.hpp"
 #include "cafmesh/routing/detail/routing_service_state.hpp"
@@ -144,6 +147,7 @@ void release_gate(rs_actor* self) {
     return;
   auto waiting = std::move(st.gated);
   st.gated.clear();
+  dispatch_scope scope{self}; // they leave as one batch
   for (auto id : waiting)
     client_attempt(self, id);
 }
@@ -450,33 +454,134 @@ void client_attempt(rs_actor* self, uint64_t id) {
   }
   auto gw = st.gateway;
   dsp.in_call = gw;
-  auto within = may_answer(dsp.env) ? answer_within(dsp.deadline_ms, now) : caf::timespan{0};
   auto bound
     = std::chrono::milliseconds(st.opts.placement_timeout_ms + st.opts.grain_response_timeout_ms);
   // The dispatch itself ends before its requester stops waiting, so that a dispatch lost on
   // the wire is NACKed before the deadline too
   // (docs/behaviour/routing.md#a-requests-remaining-time).
+  auto within = may_answer(dsp.env) ? answer_within(dsp.deadline_ms, now) : caf::timespan{0};
   if (within > caf::timespan{0})
     bound = std::min(bound, std::chrono::duration_cast<std::chrono::milliseconds>(within));
-  auto call = make_bounded_call(
-    bound.count(), gw, component::gateway, pl_call_atom::value, routing_grain_id(), int32_t{0},
-    caf::make_message(hg_route_atom::value, dsp.env, st.opts.self_silo, within));
   // No CAF timeout per call (SPEC §14 B6): the call's deadline joins the others, and one
   // timer armed for the earliest bounds them all (client_call_sweep).
   dsp.call_bound_ms = bound.count();
   dsp.call_due_ms = now + bound.count();
   st.call_deadlines.add(dsp.call_due_ms, id);
   st.call_deadlines.arm(self, rs_call_sweep_atom::value, now_ms(self));
+  // The attempt joins the batch for its gateway (docs/behaviour/routing.md#dispatch-batches).
+  if (!st.batch.empty() && st.batch_gateway != gw)
+    flush_dispatches(self);
+  st.batch_gateway = gw;
+  st.batch.emplace_back(id, tok);
+  if (st.batch.size() >= dispatch_batch_max) {
+    flush_dispatches(self);
+  } else if (st.batch_scopes == 0) {
+    // A lone dispatch leaves at once; with more work waiting, at the latest behind it.
+    if (self->mailbox().empty())
+      flush_dispatches(self);
+    else if (!st.batch_flush_queued) {
+      st.batch_flush_queued = true;
+      self->send(self, rs_flush_atom::value);
+    }
+  }
+}
+
+dispatch_scope::dispatch_scope(rs_actor* ptr) : self(ptr) {
+  ++self->state.batch_scopes;
+}
+
+dispatch_scope::~dispatch_scope() {
+  if (--self->state.batch_scopes == 0)
+    flush_dispatches(self);
+}
+
+namespace {
+
+/// Sends `items` (dispatches `sent`, in order) to `gw` as one routing-grain call that lives
+/// `ttl_ms`, and ends each item by its verdict.
+void send_batch(rs_actor* self, const silo_address& gw, std::vector<dispatch_item> items,
+                std::vector<std::pair<uint64_t, uint64_t>> sent, int64_t ttl_ms) {
+  auto& st = self->state;
+  ++st.stats.client_batches;
+  auto call = make_bounded_call(
+    std::max<int64_t>(ttl_ms, 1), gw, component::gateway, pl_call_atom::value, routing_grain_id(),
+    int32_t{0}, caf::make_message(hg_routes_atom::value, std::move(items), st.opts.self_silo));
   self->request(st.opts.centre, caf::infinite, std::move(call))
     .then(
-      [=](envelope&) {
-        if (live_call(self, id, tok) != nullptr)
-          client_finish(self, id, true, nullptr, gw);
+      [=](dispatch_verdicts& verdicts) {
+        dispatch_scope scope{self}; // the dispatches the answers release leave together
+        for (size_t i = 0; i < sent.size(); ++i) {
+          auto [id, tok] = sent[i];
+          if (live_call(self, id, tok) == nullptr)
+            continue;
+          if (i >= verdicts.size())
+            // The gateway took the call: what became of this item is unknown, so it is never
+            // sent again (it may have been accepted).
+            client_failed_attempt(self, id, tok,
+                                  fault{mesh_errc::response_timeout,
+                                        "routing/default on gateway " + gw.to_string()
+                                          + " answered " + std::to_string(verdicts.size())
+                                          + " verdicts for " + std::to_string(sent.size())
+                                          + " dispatches"},
+                                  gw);
+          else if (verdicts[i])
+            client_failed_attempt(self, id, tok, to_fault(verdicts[i]), gw);
+          else
+            client_finish(self, id, true, nullptr, gw);
+        }
       },
       [=](caf::error& e) {
-        if (live_call(self, id, tok) != nullptr)
-          client_failed_attempt(self, id, tok, to_fault(e), gw);
+        dispatch_scope scope{self};
+        auto f = to_fault(e);
+        for (auto [id, tok] : sent)
+          if (live_call(self, id, tok) != nullptr)
+            client_failed_attempt(self, id, tok, f, gw);
       });
+}
+
+/// True if a dispatch with `left_ms` of its call bound may share a call whose shortest bound
+/// is `min_ms`: the call lives as long as its shortest bound, so an item joins only a call
+/// whose bound is within a fifth of its own, and one about to expire goes alone.
+bool shares_call(int64_t left_ms, int64_t min_ms) {
+  if (left_ms <= call_expiry_margin_ms || min_ms <= call_expiry_margin_ms)
+    return false;
+  return left_ms * 4 <= min_ms * 5 && min_ms * 4 <= left_ms * 5;
+}
+
+} // namespace
+
+void flush_dispatches(rs_actor* self) {
+  auto& st = self->state;
+  if (st.batch.empty())
+    return;
+  auto gw = st.batch_gateway;
+  auto collected = std::move(st.batch);
+  st.batch.clear();
+  auto now = now_ms(self);
+  // One call lives as long as its shortest bound (no item may start at the gateway after its
+  // own caller stopped waiting: docs/behaviour/classification.md, time-to-live), so items of
+  // bounds far apart go in consecutive calls, which keep their order.
+  std::vector<dispatch_item> items;
+  std::vector<std::pair<uint64_t, uint64_t>> sent;
+  int64_t min_ms = 0;
+  for (auto [id, tok] : collected) {
+    auto* dsp = live_call(self, id, tok);
+    if (dsp == nullptr || dsp->in_call != gw)
+      continue; // ended before it left (its call deadline passed, or it was given up)
+    auto left_ms = dsp->call_due_ms - now;
+    if (!items.empty() && !shares_call(left_ms, min_ms)) {
+      send_batch(self, gw, std::move(items), std::move(sent), min_ms);
+      items.clear();
+      sent.clear();
+    }
+    if (items.empty() || left_ms < min_ms)
+      min_ms = left_ms;
+    auto within = may_answer(dsp->env) ? answer_within(dsp->deadline_ms, now) : caf::timespan{0};
+    items.push_back(dispatch_item{dsp->env, within});
+    sent.emplace_back(id, tok);
+  }
+  if (!items.empty())
+    send_batch(self, gw, std::move(items), std::move(sent), min_ms);
 }
 
 void client_call_sweep(rs_actor* self, int64_t due_ms) {

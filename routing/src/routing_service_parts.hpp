@@ -101,6 +101,23 @@ using rs_call_sweep_atom = caf::atom_constant<caf::atom("rscallswp")>;
 /// fails `response_timeout`, and the timer is armed for the next deadline.
 void client_call_sweep(rs_actor* self, int64_t due_ms);
 
+/// `(rs_flush_atom)` to itself: the dispatches collected while the mailbox held more work
+/// leave as one batch (SPEC §14 B1, docs/behaviour/routing.md#dispatch-batches).
+using rs_flush_atom = caf::atom_constant<caf::atom("rsflush")>;
+
+/// Sends the collected dispatches to their gateway as one routing-grain call.
+void flush_dispatches(rs_actor* self);
+
+/// Collects the dispatches that a loop of one turn starts (answers of a batch, a released
+/// gate) and sends them as one batch when the outermost scope ends.
+struct dispatch_scope {
+  explicit dispatch_scope(rs_actor* self);
+  ~dispatch_scope();
+  dispatch_scope(const dispatch_scope&) = delete;
+  dispatch_scope& operator=(const dispatch_scope&) = delete;
+  rs_actor* self;
+};
+
 /// Picks and connects a gateway if there is none.
 void ensure_gateway(rs_actor* self);
 

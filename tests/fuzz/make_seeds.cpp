@@ -17,6 +17,7 @@
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/actors/placement_atoms.hpp"
 #include "cafmesh/config/load.hpp"
+#include "cafmesh/routing/dispatch_batch.hpp"
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/nack_codec.hpp"
@@ -187,9 +188,12 @@ int main(int argc, char** argv) {
                frame_bytes(sys,
                            caf::make_message(pl_call_atom::value, grain_id{"routing", "default"},
                                              int32_t{0},
-                                             caf::make_message(routing::hg_route_atom::value,
-                                                               request(), a,
-                                                               caf::timespan{29000000000})),
+                                             caf::make_message(
+                                               routing::hg_routes_atom::value,
+                                               std::vector<routing::dispatch_item>{
+                                                 {request(), caf::timespan{29000000000}},
+                                                 {frame(), caf::timespan{0}}},
+                                               a)),
                            false));
   corpus.write("fuzz_frame_binary", "hand-over.bin",
                frame_bytes(sys, caf::make_message(routing::lr_deliver_atom::value, request()),
@@ -198,6 +202,12 @@ int main(int argc, char** argv) {
                frame_bytes(sys, caf::make_message(failed_answer()), true));
   corpus.write("fuzz_frame_binary", "dispatch-answer.bin",
                frame_bytes(sys, caf::make_message(true), true));
+  corpus.write("fuzz_frame_binary", "dispatch-verdicts.bin",
+               frame_bytes(sys,
+                           caf::make_message(routing::dispatch_verdicts{
+                             caf::error{},
+                             to_error(fault{mesh_errc::overloaded, "silo S overloaded"})}),
+                           true));
   corpus.write("fuzz_frame_binary", "nested.bin",
                frame_bytes(sys, caf::make_message(routing::hg_deliver_atom::value, frame()),
                            false));

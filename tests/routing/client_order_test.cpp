@@ -131,18 +131,21 @@ TEST_CASE_FIXTURE(fixture, "client order: after stop-send a gateway refuses a ro
     return r->value;
   };
   auto route = [&](const std::string& id) {
-    auto r = testing::ask<routing::envelope>(
+    auto r = testing::ask<routing::dispatch_verdicts>(
       *this, ga.gateway, pl_call_atom::value, routing::routing_grain_id(), int32_t{0},
-      caf::make_message(routing::hg_route_atom::value,
-                        make_delivery(id, "portal/user1/tab1", "s1"),
-                        silo_address{"c", 11111, 99}, caf::timespan{0}));
+      caf::make_message(routing::hg_routes_atom::value,
+                        std::vector<routing::dispatch_item>{
+                          {make_delivery(id, "portal/user1/tab1", "s1"), caf::timespan{0}}},
+                        silo_address{"c", 11111, 99}));
     run_for(1s);
     return r;
   };
   // Before stop-send the call reaches A's router core, which accepts the delivery.
   auto first = route("d-1");
   REQUIRE(first->done);
-  CHECK(first->ok());
+  REQUIRE(first->ok());
+  REQUIRE(first->value.size() == 1);
+  CHECK_FALSE(first->value[0]);
   CHECK(stats(a).accepted == 1);
   auto sent = testing::ask<size_t>(*this, ga.gateway, routing::gw_stop_send_atom::value, true);
   run();

@@ -14,6 +14,7 @@
 #include "cafmesh/actors/ids.hpp"
 #include "cafmesh/actors/message_center.hpp"
 #include "cafmesh/actors/placement_atoms.hpp"
+#include "cafmesh/routing/dispatch_batch.hpp"
 #include "cafmesh/routing/entry_atoms.hpp"
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/frame_shapes.hpp"
@@ -124,14 +125,17 @@ TEST_CASE_FIXTURE(testing::fixture, "link frames: the six delivery shapes cross 
      caf::make_message(ct_invoke_atom::value, hub, activation_tag{7}, int32_t{2},
                        caf::make_message(hg_deliver_atom::value, d, caller)),
      2, 156, 288},
-    {"pure client's dispatch",
+    {"pure client's dispatches, two in a batch",
      caf::make_message(pl_call_atom::value, grain_id{"routing", "default"}, int32_t{0},
-                       caf::make_message(hg_route_atom::value, d, caller,
-                                         caf::timespan{std::chrono::milliseconds(29000)})),
-     3, 159, 278},
+                       caf::make_message(hg_routes_atom::value,
+                                         std::vector<dispatch_item>{
+                                           {d, caf::timespan{std::chrono::milliseconds(29000)}},
+                                           {d, caf::timespan{0}}},
+                                         caller)),
+     7, 278, 405},
     {"hand-over to a pure client", caf::make_message(lr_deliver_atom::value, d), 4, 111, 148},
     {"answer", caf::make_message(d), 5, 111, 134},
-    {"answer to a dispatch", caf::make_message(true), 6, 2, 13},
+    {"answer to a hand-over", caf::make_message(true), 6, 2, 13},
   };
   for (auto& r : rows) {
     CAPTURE(r.what);
@@ -156,12 +160,13 @@ TEST_CASE_FIXTURE(testing::fixture, "link frames: a payload of no registered sha
     caf::make_message(caf::ok_atom::value),
     // The right atoms around the wrong element types, and the right types behind the wrong atom.
     caf::make_message(ct_invoke_atom::value, grain_id{"podhub", "x"}, activation_tag{1},
-                      int32_t{0}, caf::make_message(hg_route_atom::value, d,
+                      int32_t{0}, caf::make_message(hg_routes_atom::value, d,
                                                     silo_address{"h", 1, 1}, true)),
     caf::make_message(hg_deliver_atom::value, d),
     caf::make_message(d, d),
     caf::make_message(pl_call_atom::value, grain_id{"routing", "default"}, int32_t{0},
-                      caf::make_message(hg_route_atom::value, d, silo_address{"h", 1, 1})),
+                      caf::make_message(hg_routes_atom::value, std::vector<envelope>{d},
+                                        silo_address{"h", 1, 1})),
   };
   for (auto& m : others) {
     CAPTURE(caf::to_string(m));
@@ -179,7 +184,7 @@ TEST_CASE_FIXTURE(testing::fixture, "link frames: a record of an unknown shape o
   auto buf = bytes_of(sys, f);
   auto header = header_size(sys, f);
   auto trailer = trailer_size(sys, f);
-  for (uint8_t id : {uint8_t{7}, uint8_t{31}, uint8_t{32}, uint8_t{33}, uint8_t{200},
+  for (uint8_t id : {uint8_t{3}, uint8_t{8}, uint8_t{31}, uint8_t{32}, uint8_t{33}, uint8_t{200},
                      uint8_t{255}}) {
     CAPTURE(int{id});
     auto bad = buf;
@@ -210,5 +215,5 @@ TEST_CASE("link frames: a shape id is registered once, and another shape under a
   CHECK_FALSE(register_frame_shape(1, other));
   CHECK_FALSE(register_frame_shape(0, other));
   CHECK_FALSE(register_frame_shape(max_frame_shapes + 1, other));
-  CHECK_FALSE(register_frame_shape(7, frame_shape{}));
+  CHECK_FALSE(register_frame_shape(8, frame_shape{}));
 }

@@ -504,25 +504,28 @@ struct bed {
   }
 };
 
-/// Sends a grain-path request (`rc_grain_atom`, the pure clients' entry; its requester waits
-/// `answer_within`, 0: no bound) to the bed's router core and answers the reply or the error.
-inline caf::expected<envelope> grain_route(cafmesh::testing::fixture& fx, bed& b,
-                                           const envelope& e,
-                                           caf::timespan answer_within = caf::timespan{0}) {
+/// Sends a grain-path batch of one (`rc_grains_atom`, the pure clients' entry; its requester
+/// waits `answer_within`, 0: no bound) to the bed's router core and answers the item's verdict:
+/// no error once the core accepted it, else its refusal.
+inline caf::error grain_route(cafmesh::testing::fixture& fx, bed& b, const envelope& e,
+                              caf::timespan answer_within = caf::timespan{0}) {
   caf::scoped_actor self{fx.sys};
-  self->send(b.rc, rc_grain_atom::value, e, silo_address{}, answer_within);
+  self->send(b.rc, rc_grains_atom::value, std::vector<dispatch_item>{{e, answer_within}},
+             silo_address{});
   fx.run();
-  caf::expected<envelope> out{caf::error{}};
+  caf::error out = caf::make_error(caf::sec::unexpected_response);
   bool got = false;
-  self->receive([&](envelope& r) {
-    out = std::move(r);
-    got = true;
-  },
-                [&](caf::error& err) {
-                  out = std::move(err);
-                  got = true;
-                },
-                caf::after(std::chrono::seconds(0)) >> [] {});
+  self->receive(
+    [&](dispatch_verdicts& v) {
+      REQUIRE(v.size() == 1);
+      out = std::move(v[0]);
+      got = true;
+    },
+    [&](caf::error& err) {
+      out = std::move(err);
+      got = true;
+    },
+    caf::after(std::chrono::seconds(0)) >> [] {});
   REQUIRE(got);
   return out;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cafmesh/routing/dispatch_batch.hpp"
 #include "cafmesh/routing/node_path_resolver.hpp"
 #include "cafmesh/testing/silo_world.hpp"
 #include "cafmesh/actors/detail/catalog_state.hpp"
@@ -240,8 +241,10 @@ TEST_CASE_FIXTURE(fixture, "S12.09 GrainDeactivation abandons a 40 s turn at 30 
   d.sender = routing::address::from("client/1");
   caf::anon_send(p, probe_ask_atom::value, sa.placement,
                  caf::make_message(pl_call_atom::value, router, int32_t{0},
-                                   caf::make_message(routing::hg_route_atom::value, d,
-                                                     silo_address{}, caf::timespan{0})),
+                                   caf::make_message(routing::hg_routes_atom::value,
+                                                     std::vector<routing::dispatch_item>{
+                                                       {d, caf::timespan{0}}},
+                                                     silo_address{})),
                  int64_t{0}, std::string{"route"});
   // slow/x on A (prefer-local), in a 40 s turn.
   caf::anon_send(p, probe_ask_atom::value, sa.placement,
@@ -584,8 +587,10 @@ TEST_CASE_FIXTURE(fixture, "silo: the gateway part serves pure clients only betw
   d.sender = routing::address::from("client/c1");
   auto route_call = [&](const routing::envelope& e) {
     return caf::make_message(pl_call_atom::value, grain_id{"routing", "default"}, int32_t{0},
-                             caf::make_message(routing::hg_route_atom::value, e, silo_address{},
-                                               caf::timespan{0}));
+                             caf::make_message(routing::hg_routes_atom::value,
+                                               std::vector<routing::dispatch_item>{
+                                                 {e, caf::timespan{0}}},
+                                               silo_address{}));
   };
   auto p = track(sys.spawn(probe, static_cast<fixture*>(this)));
   auto& answers = state_of<probe_state>(p).answers;

@@ -148,30 +148,39 @@ inline caf::behavior test_inbound(caf::stateful_actor<inbound_state>* self) {
   };
 }
 
+/// Sends `e` to the router core of `router_silo` through `centre` as a routing-grain batch of
+/// one, and answers `e` marked `forwarded` once the core accepted it, else the core's refusal.
+inline caf::response_promise route_through(caf::event_based_actor* self, const caf::actor& centre,
+                                           const silo_address& router_silo, const envelope& e) {
+  auto rp = self->make_response_promise();
+  self
+    ->request(centre, std::chrono::seconds(60),
+              make_call(router_silo, component::router, rc_grains_atom::value,
+                        std::vector<dispatch_item>{{e, caf::timespan{0}}}, silo_address{}))
+    .then(
+      [=](dispatch_verdicts& v) mutable {
+        if (v.size() != 1) {
+          rp.deliver(caf::make_error(caf::sec::unexpected_response));
+        } else if (v[0]) {
+          rp.deliver(std::move(v[0]));
+        } else {
+          auto answer = e;
+          answer.state = delivery_state::forwarded;
+          rp.deliver(std::move(answer));
+        }
+      },
+      [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  return rp;
+}
+
 /// Process B's entry: `(rs_deliver_atom, envelope) -> envelope` sends the envelope to A's
 /// router core through the centres (the routing-grain path, answered `forwarded`).
 inline caf::behavior test_entry(caf::event_based_actor* self, caf::actor centre,
                                 silo_address router_silo) {
   return {
-    [=](rs_deliver_atom, envelope& e) -> caf::response_promise {
-      auto rp = self->make_response_promise();
-      self
-        ->request(centre, std::chrono::seconds(60),
-                  make_call(router_silo, component::router, rc_grain_atom::value, e,
-                            silo_address{}, caf::timespan{0}))
-        .then([=](envelope& r) mutable { rp.deliver(std::move(r)); },
-              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
-      return rp;
-    },
-    [=](rs_request_atom, envelope& e, int64_t) -> caf::response_promise {
-      auto rp = self->make_response_promise();
-      self
-        ->request(centre, std::chrono::seconds(60),
-                  make_call(router_silo, component::router, rc_grain_atom::value, e,
-                            silo_address{}, caf::timespan{0}))
-        .then([=](envelope& r) mutable { rp.deliver(std::move(r)); },
-              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
-      return rp;
+    [=](rs_deliver_atom, envelope& e) { return route_through(self, centre, router_silo, e); },
+    [=](rs_request_atom, envelope& e, int64_t) {
+      return route_through(self, centre, router_silo, e);
     },
   };
 }

@@ -50,11 +50,11 @@ using hb_deliver_atom = caf::atom_constant<caf::atom("hbdeliver")>;
 using hf_build_atom = caf::atom_constant<caf::atom("hfbuild")>;
 
 // -- hub grains (hub_grains.hpp) -----------------------------------------------------------
-/// `(hg_route_atom, envelope, silo_address client, caf::timespan answer_within) -> envelope`:
-/// the routing grain's turn (docs/behaviour/routing.md#the-routing-grain); `client` is the
-/// calling pure client (empty: unknown), `answer_within` its requester's remaining time less
-/// a margin (0: no bound, docs/behaviour/routing.md#a-requests-remaining-time).
-using hg_route_atom = caf::atom_constant<caf::atom("hgroute")>;
+/// `(hg_routes_atom, std::vector<dispatch_item>, silo_address client) -> dispatch_verdicts`:
+/// the routing grain's turn for a batch of a pure client's dispatches
+/// (docs/behaviour/routing.md#the-routing-grain, dispatch_batch.hpp); `client` is the calling
+/// pure client (empty: unknown).
+using hg_routes_atom = caf::atom_constant<caf::atom("hgroutes")>;
 /// `(hg_deliver_atom, envelope) -> envelope`: `deliver` on a node hub or pod hub grain.
 using hg_deliver_atom = caf::atom_constant<caf::atom("hgdeliver")>;
 using ph_attach_atom = caf::atom_constant<caf::atom("phattach")>;

@@ -14,8 +14,8 @@ namespace cafmesh::routing {
 // -- router core: public protocol (router_core_actor.hpp) -----------------------------
 /// Co-hosted hand-over from the routing service (one-way).
 using rc_route_atom = caf::atom_constant<caf::atom("rcroute")>;
-/// Routing-grain path (request, answered `forwarded` or `silo_unavailable`).
-using rc_grain_atom = caf::atom_constant<caf::atom("rcgrain")>;
+/// Routing-grain path: a batch of a pure client's dispatches (request, answered per item).
+using rc_grains_atom = caf::atom_constant<caf::atom("rcgrains")>;
 /// Late wiring of the local-route port (one-way), for the routing service <-> router core
 /// cycle.
 using rc_locals_atom = caf::atom_constant<caf::atom("rclocals")>;

@@ -10,17 +10,14 @@
 /// | routing service (co-hosted hand-over, docs/behaviour/routing.md#the-entry) |
 /// `(rc_route_atom, envelope)` one-way; `(rc_route_atom, envelope, caf::timespan answer_within)` one-way for a request whose requester waits `answer_within` more, less the margin for the NACK's way back (every grain attempt of its leg is bounded by it, docs/behaviour/routing.md#a-requests-remaining-time) | none: the routing service answers its own caller |
 /// | routing grain via `delegate` (docs/behaviour/routing.md#the-routing-grain) |
-/// `(rc_grain_atom, envelope, silo_address client, caf::timespan answer_within) -> envelope`
-/// (`client`: the pure client that called the routing grain, whose process hosts the sender;
-/// empty: unknown; `answer_within`: how long the requester still waits for an answer, less
-/// the margin for the NACK's way back, and every grain attempt of the leg is bounded by it,
-/// docs/behaviour/routing.md#a-requests-remaining-time; 0: no bound) | the envelope with
-/// state `forwarded` and the router's address appended to `routing_path`, as soon as the leg is
-/// enqueued/admitted (docs/behaviour/routing.md#the-router-core); after the stopping signal the
-/// error `to_error(fault{silo_unavailable, "silo {S} is leaving; route elsewhere"})` with
-/// `fault::silo` set (step 1); on a routing loop the envelope marked failed-and-NACKed (its
-/// `routing_loop` NACK was handed to the NACK machinery) or, if it may not be answered, state
-/// `failed` with `properties["error"]` |
+/// `(rc_grains_atom, std::vector<dispatch_item>, silo_address client) -> dispatch_verdicts`
+/// (dispatch_batch.hpp; `client`: the pure client that called the routing grain, whose process
+/// hosts the senders; empty: unknown; each item's `answer_within` bounds every grain attempt of
+/// its leg, docs/behaviour/routing.md#a-requests-remaining-time) | per item, in order: no
+/// error as soon as its leg is enqueued/admitted (docs/behaviour/routing.md#the-router-core),
+/// or a routing loop's NACK was handed to the NACK machinery; after the stopping signal
+/// `to_error(fault{silo_unavailable, "silo {S} is leaving; route elsewhere"})` with
+/// `fault::silo` set (step 1); `overloaded` with `retry_after_ms` at an admission bound |
 /// | host (docs/behaviour/lifecycle.md#the-host) | `(host_stopping_atom) -> ok_atom` | ok once the
 /// core refuses grain-path envelopes; already-accepted legs continue and their grain calls are
 /// never gated |
@@ -59,6 +56,7 @@
 #include "cafmesh/actors/lifecycle_atoms.hpp"
 #include "cafmesh/actors/membership.hpp"
 #include "cafmesh/routing/leg_release.hpp"
+#include "cafmesh/routing/dispatch_batch.hpp"
 #include "cafmesh/routing/envelope.hpp"
 #include "cafmesh/routing/router_atoms.hpp"
 #include "cafmesh/routing/router_ports.hpp"
@@ -173,7 +171,8 @@ using router_core_actor = caf::typed_actor<
   caf::reacts_to<rc_local_atom, grain_id, activation_tag, caf::actor>,
   caf::reacts_to<rc_local_atom, grain_id, activation_tag>,
   caf::reacts_to<mb_snapshot_atom, membership_snapshot>,
-  caf::replies_to<rc_grain_atom, envelope, silo_address, caf::timespan>::with<envelope>,
+  caf::replies_to<rc_grains_atom, std::vector<dispatch_item>,
+                  silo_address>::with<dispatch_verdicts>,
   caf::reacts_to<rc_locals_atom, local_route_port_actor>,
   caf::replies_to<lifecycle::host_stopping_atom>::with<caf::ok_atom>,
   caf::replies_to<routing::q_end_legs_atom, std::string>::with<std::vector<std::string>>,

@@ -3,16 +3,16 @@
 /// @file
 /// The routing grain `routing/default` (docs/behaviour/routing.md#the-routing-grain): the stateless
 /// worker (limit 1 per silo) a pure client's gateway places for every delivery it routes. Its turn
-/// is O(1): it hands the delivery to its own silo's router core and is free for the next one.
+/// is O(1): it hands a pure client's batch of deliveries to its own silo's router core and is free
+/// for the next one.
 ///
 /// ## Protocol
-/// - `(hg_route_atom, envelope, silo_address client, caf::timespan answer_within) -> envelope`:
-///   `delegate`s `(rc_grain_atom, envelope, client, answer_within)` to the silo's router core,
-///   which answers the caller `forwarded` or `silo_unavailable`; `client` is the calling pure
-///   client, whose local route the delivery's NACK tries first; `answer_within` how long the
-///   requester still waits, less a margin (0: no bound,
-///   docs/behaviour/routing.md#a-requests-remaining-time). A silo without a router core answers the error
-///   `silo_unavailable` ("silo {S} has no router core; route elsewhere", `fault::silo` = S).
+/// - `(hg_routes_atom, std::vector<dispatch_item>, silo_address client) -> dispatch_verdicts`:
+///   `delegate`s `(rc_grains_atom, items, client)` to the silo's router core, which answers
+///   the caller one verdict per item (dispatch_batch.hpp); `client` is the calling pure
+///   client, whose local route a delivery's NACK tries first. A silo without a router core
+///   answers the whole batch with the error `silo_unavailable` ("silo {S} has no router core;
+///   route elsewhere", `fault::silo` = S).
 
 #include <caf/fwd.hpp>
 

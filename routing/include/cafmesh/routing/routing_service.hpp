@@ -74,7 +74,8 @@
 /// 3. size guard (`pure_client` only): grain-call limit -> NACK `rejected`;
 /// 4. hand-over by role: `silo_host` -> `(rc_route_atom, envelope)` to the router core;
 ///    `pure_client` -> `mc_call(gateway, component::gateway, (pl_call_atom, routing/default,
-///    0, (hg_route_atom, envelope, this client's silo, answer_within)))` through the process's message centre, every attempt
+///    0, (hg_routes_atom, items, this client's silo)))` through the process's message centre,
+///    the dispatches of one turn in one call (docs/behaviour/routing.md#dispatch-batches), every attempt
 ///    choosing a gateway from the active set (none: fault `no_compatible_silo`) and bounded
 ///    by placement + response timeout (a timeout is `response_timeout`), retried under the
 ///    client policy (docs/behaviour/classification.md#retry-policies) while resendable; a gateway
@@ -230,7 +231,8 @@ struct routing_service_stats {
   uint64_t size_refused = 0;           ///< step 3
   uint64_t to_core = 0;                ///< silo_host hand-overs
   uint64_t client_dispatches = 0;      ///< pure_client dispatches started
-  uint64_t client_attempts = 0;        ///< calls to routing/default (each retry counts)
+  uint64_t client_attempts = 0;        ///< dispatch attempts (each retry counts)
+  uint64_t client_batches = 0;         ///< calls to routing/default (each carries a batch)
   uint64_t client_accepted = 0;        ///< dispatches answered `forwarded`
   uint64_t client_failed = 0;          ///< dispatches given up
   uint64_t hubs_built = 0;             ///< monolith hubs created
@@ -264,7 +266,7 @@ typename Inspector::result_type inspect(Inspector& f, routing_service_stats& x) 
            x.hubs_built, x.monolith_nacks, x.lr_delivered, x.lr_refused, x.attach_attempts,
            x.attach_ok, x.attach_gave_up, x.gated, x.stop_sends, x.rehomes, x.gateways_lost,
            x.departed_nacks, x.refused_overloaded, x.order_held, x.drains, x.landings,
-           x.landing_nacks, x.no_silo_nacks);
+           x.landing_nacks, x.no_silo_nacks, x.client_batches);
 }
 
 /// Spawns a routing service. The caller owns it (exit it at teardown).

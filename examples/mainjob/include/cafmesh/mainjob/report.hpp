@@ -77,7 +77,8 @@ struct entry_use {
   std::string origins;  ///< ledger origins that send through it, e.g. `grain` or `client:1`
   std::string entry;    ///< `co-hosted` (silo routing service -> router core) or `pure_client`
   uint64_t delivered = 0;             ///< deliveries the entry took (`delivered`)
-  uint64_t routing_default_calls = 0; ///< calls it made to `routing/default` (`client_attempts`)
+  /// dispatch attempts it made through `routing/default`, each retry counted (`client_attempts`)
+  uint64_t routing_default_calls = 0;
 
   friend bool operator==(const entry_use& x, const entry_use& y) {
     return x.process == y.process && x.origins == y.origins && x.entry == y.entry

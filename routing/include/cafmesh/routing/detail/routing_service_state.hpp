@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <caf/actor.hpp>
@@ -124,6 +125,12 @@ struct routing_service_state {
   held_requests held;
   std::mt19937_64 rng;
   std::map<uint64_t, client_dispatch> dispatches;
+  /// Dispatch attempts (id, token) collected for `batch_gateway`, sent as one routing-grain
+  /// call (docs/behaviour/routing.md#dispatch-batches).
+  std::vector<std::pair<uint64_t, uint64_t>> batch;
+  silo_address batch_gateway;
+  bool batch_flush_queued = false; ///< an `rs_flush_atom` to itself is in the mailbox
+  int batch_scopes = 0;            ///< open `dispatch_scope`s: they send the batch at the end
   /// The deadlines of the gateway calls in progress, (due ms, dispatch id), earliest first:
   /// one timer, armed for the earliest, bounds them all (SPEC §14 B6, docs/delivery-costs.md).
   deadline_sweep<uint64_t> call_deadlines;
