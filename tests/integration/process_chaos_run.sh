@@ -19,7 +19,8 @@
 # The schedule and every figure are printed; the same SEED gives the same schedule. A failed
 # run keeps its directory (client ledger, report, every process's log) and names it;
 # CAFMESH_CHAOS_LOG_LEVEL (default warning) sets the silos' and the client's log level, e.g.
-# debug to follow each request's attempts (docs/testing.md#process-chaos).
+# debug to follow each request's attempts (docs/testing.md#process-chaos). CAFMESH_NODE_ARGS
+# adds options to every silo's command line (e.g. "--scheduler stealing").
 #
 #   process_chaos_run.sh NODE_BINARY CLIENT_BINARY SCENARIO SEED [DURATION_S]
 set -u
@@ -72,7 +73,7 @@ JSON
 
 actives=(0 0 0 0) # ACTIVE lines expected in each silo's log so far
 start_node() { # index
-  "$node_bin" --config "$dir/silo-$1.json" --app echo >> "$dir/silo-$1.log" 2>&1 &
+  "$node_bin" --config "$dir/silo-$1.json" --app echo ${CAFMESH_NODE_ARGS:-} >> "$dir/silo-$1.log" 2>&1 &
   node_pid[$1]=$!
   actives[$1]=$((actives[$1] + 1))
 }
