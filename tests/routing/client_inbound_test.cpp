@@ -25,14 +25,6 @@ namespace {
 
 const std::string portal_path = "portal/user1/tab1";
 
-routing::hub_endpoint_actor add_hub(fixture& fx, const caf::actor& routing,
-                                    const std::string& addr, bool respond = false) {
-  auto a = routing::address::from(addr);
-  auto h = fx.track(routing::spawn_hub_endpoint(fx.sys, a, routing, {}, respond));
-  caf::anon_send(routing, routing::rs_register_atom::value, a, caf::actor_cast<caf::actor>(h));
-  return h;
-}
-
 std::vector<std::string> received_ids(const routing::hub_endpoint_actor& hub) {
   std::vector<std::string> out;
   for (auto& r : hub_of(hub).received)

@@ -20,14 +20,6 @@ using testing::fixture;
 
 namespace {
 
-routing::hub_endpoint_actor add_hub(fixture& fx, const caf::actor& routing,
-                                    const std::string& addr) {
-  auto a = routing::address::from(addr);
-  auto h = fx.track(routing::spawn_hub_endpoint(fx.sys, a, routing, {}));
-  caf::anon_send(routing, routing::rs_register_atom::value, a, caf::actor_cast<caf::actor>(h));
-  return h;
-}
-
 struct flow_result {
   std::vector<std::string> sent;
   std::vector<std::string> landed;   ///< in landing order

@@ -24,14 +24,6 @@ namespace {
 const std::string owner_path = "node/Owner/O0";
 const std::string portal_path = "portal/user9/tab1";
 
-routing::hub_endpoint_actor add_hub(fixture& fx, const caf::actor& routing,
-                                    const std::string& addr) {
-  auto a = routing::address::from(addr);
-  auto h = fx.track(routing::spawn_hub_endpoint(fx.sys, a, routing, {}, false));
-  caf::anon_send(routing, routing::rs_register_atom::value, a, caf::actor_cast<caf::actor>(h));
-  return h;
-}
-
 /// Every key the silos' test hub factories built, in silo order.
 std::vector<std::string> built_keys(silo_world& w) {
   std::vector<std::string> out;

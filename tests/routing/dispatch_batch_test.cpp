@@ -17,13 +17,48 @@ using cafmesh::testing::fixture;
 
 namespace {
 
-routing::hub_endpoint_actor add_hub(fixture& fx, const caf::actor& routing,
-                                    const std::string& addr) {
-  auto a = routing::address::from(addr);
-  auto h = fx.track(routing::spawn_hub_endpoint(fx.sys, a, routing, {}));
-  caf::anon_send(routing, routing::rs_register_atom::value, a, caf::actor_cast<caf::actor>(h));
-  return h;
-}
+const std::string portal_path = "portal/user1/tab1";
+
+/// Silo a and two pure clients homed on it: p hosts the portal hub `portal_path`, o the owner
+/// hub `node/Owner/O1`; the portal is attached.
+struct two_clients {
+  explicit two_clients(fixture& fx) : w(fx) {
+    a = w.add_silo("a").addr;
+    p = w.add_client("p", a);
+    o = w.add_client("o", a);
+    portal = testing::add_hub(fx, p.routing, portal_path);
+    owner = testing::add_hub(fx, o.routing, "node/Owner/O1");
+    fx.run_for(1s);
+    REQUIRE(testing::service_of(p.routing).inbound.at(portal_path).attached);
+    REQUIRE(testing::service_of(o.routing).gateway == a);
+  }
+  /// Has the owner hub post one frame on each of `n` streams to the portal (not yet run).
+  std::vector<std::string> post_frames(int n) {
+    std::vector<std::string> ids;
+    for (int s = 0; s < n; ++s) {
+      ids.push_back("s" + std::to_string(s) + "-f0");
+      caf::anon_send(owner, ep_post_atom::value,
+                     testing::make_delivery(ids.back(), portal_path,
+                                            "stream-" + std::to_string(s)));
+    }
+    return ids;
+  }
+
+  /// How often each delivery landed at the portal.
+  std::map<std::string, int> landed() {
+    std::map<std::string, int> times;
+    for (auto& r : testing::hub_of(portal).received)
+      ++times[r.env.id];
+    return times;
+  }
+
+  testing::silo_world w;
+  silo_address a;
+  testing::world_client p;
+  testing::world_client o;
+  hub_endpoint_actor portal;
+  hub_endpoint_actor owner;
+};
 
 /// Sends `items` to the bed's router core as one batch and answers its verdicts.
 dispatch_verdicts route_batch(fixture& fx, bed& b, std::vector<dispatch_item> items) {
@@ -44,32 +79,17 @@ dispatch_verdicts route_batch(fixture& fx, bed& b, std::vector<dispatch_item> it
 } // namespace
 
 TEST_CASE_FIXTURE(fixture, "dispatch batches: 20 frames a pure client's hub posts in one turn reach its gateway's routing grain as one call and each lands once") {
-  testing::silo_world w{*this};
-  auto a = w.add_silo("a").addr;
-  auto p = w.add_client("p", a);
-  auto o = w.add_client("o", a);
-  const std::string portal_path = "portal/user1/tab1";
-  auto portal = add_hub(*this, p.routing, portal_path);
-  auto owner = add_hub(*this, o.routing, "node/Owner/O1");
-  run_for(1s);
-  REQUIRE(testing::service_of(p.routing).inbound.at(portal_path).attached);
-  REQUIRE(testing::service_of(o.routing).gateway == a);
+  two_clients t{*this};
+  auto& o = t.o;
   auto before = testing::service_of(o.routing).stats;
-  std::vector<std::string> sent;
-  for (int s = 0; s < 20; ++s) {
-    sent.push_back("s" + std::to_string(s) + "-f0");
-    caf::anon_send(owner, ep_post_atom::value,
-                   testing::make_delivery(sent.back(), portal_path, "stream-" + std::to_string(s)));
-  }
+  auto sent = t.post_frames(20);
   run_for(1s);
   auto after = testing::service_of(o.routing).stats;
   CHECK(after.client_attempts - before.client_attempts == 20);
   CHECK(after.client_batches - before.client_batches == 1);
   CHECK(after.client_accepted - before.client_accepted == 20);
   CHECK(after.client_failed - before.client_failed == 0);
-  std::map<std::string, int> times;
-  for (auto& r : testing::hub_of(portal).received)
-    ++times[r.env.id];
+  auto times = t.landed();
   CHECK(times.size() == sent.size());
   for (auto& id : sent) {
     INFO(id);
@@ -78,23 +98,10 @@ TEST_CASE_FIXTURE(fixture, "dispatch batches: 20 frames a pure client's hub post
 }
 
 TEST_CASE_FIXTURE(fixture, "dispatch batches: a request about to expire leaves in a call of its own, so the frames started in the same turn keep their own bounds and land") {
-  testing::silo_world w{*this};
-  auto a = w.add_silo("a").addr;
-  auto p = w.add_client("p", a);
-  auto o = w.add_client("o", a);
-  const std::string portal_path = "portal/user1/tab1";
-  auto portal = add_hub(*this, p.routing, portal_path);
-  add_hub(*this, o.routing, "node/Owner/O1");
-  run_for(1s);
-  REQUIRE(testing::service_of(p.routing).inbound.at(portal_path).attached);
+  two_clients t{*this};
+  auto& o = t.o;
   auto before = testing::service_of(o.routing).stats;
-  std::vector<std::string> sent;
-  for (int s = 0; s < 10; ++s) {
-    sent.push_back("s" + std::to_string(s) + "-f0");
-    auto f = testing::make_delivery(sent.back(), portal_path, "stream-" + std::to_string(s));
-    f.sender = address::from("node/Owner/O1");
-    caf::anon_send(o.routing, rs_post_atom::value, f);
-  }
+  auto sent = t.post_frames(10);
   // 100 ms to its deadline: its call would live 90 ms, less than a call needs to leave.
   auto r = testing::make_delivery("r-short", "node/Org/Acme");
   r.sender = address::from("node/Owner/O1");
@@ -104,9 +111,7 @@ TEST_CASE_FIXTURE(fixture, "dispatch batches: a request about to expire leaves i
   CHECK(after.client_attempts - before.client_attempts == 11);
   CHECK(after.client_batches - before.client_batches == 2);
   CHECK(after.client_accepted - before.client_accepted >= 10);
-  std::map<std::string, int> times;
-  for (auto& x : testing::hub_of(portal).received)
-    ++times[x.env.id];
+  auto times = t.landed();
   for (auto& id : sent) {
     INFO(id);
     CHECK(times[id] == 1);

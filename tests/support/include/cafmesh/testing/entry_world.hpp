@@ -573,6 +573,16 @@ inline cafmesh::routing::detail::routing_service_state& service_of(const caf::ac
   return testing::fixture::state_of<cafmesh::routing::detail::routing_service_state>(h);
 }
 
+/// Spawns a hub endpoint for `addr` on `routing` (answering requests if `respond`) and
+/// registers it as that routing service's local route.
+inline hub_endpoint_actor add_hub(fixture& fx, const caf::actor& routing, const std::string& addr,
+                                  bool respond = false) {
+  auto a = address::from(addr);
+  auto h = fx.track(routing::spawn_hub_endpoint(fx.sys, a, routing, {}, respond));
+  caf::anon_send(routing, routing::rs_register_atom::value, a, caf::actor_cast<caf::actor>(h));
+  return h;
+}
+
 inline envelope make_delivery(const std::string& id, const std::string& target,
                               const std::string& key = "") {
   envelope d;
